@@ -1,0 +1,46 @@
+// config validate | view | schema
+import type { Command } from 'commander';
+import { dump } from 'js-yaml';
+import type { Io } from '../io.ts';
+import { addCommonOptions, hostFrom, type CommonOptions } from '../options.ts';
+import { loadConfig } from '../../config/load.ts';
+import { machineConfigJsonSchema } from '../../config/schema/index.ts';
+import { redactConfig } from '../../config/redact.ts';
+import { ConfigError, ExitCode } from '../../errors.ts';
+
+export function registerConfigCommands(program: Command, io: Io, setExit: (code: number) => void): void {
+  const config = program.command('config').description('validate, view or describe the configuration');
+  config.addHelpText('after', '\nExample:\n  $ machineadm config validate -c node.yaml -c /etc/machineadm/config.d/\n');
+
+  addCommonOptions(config.command('validate').description('check the configuration and list every problem (exit 2 when invalid)'))
+    .addHelpText('after', '\nExample:\n  $ machineadm config validate -c node.yaml -o json\n')
+    .action(async (options: CommonOptions) => {
+      try {
+        const { sources } = await loadConfig(hostFrom(options, io), options.config);
+        io.stdout(options.output === 'json' ? JSON.stringify({ valid: true, sources, issues: [] }, null, 2) + '\n' : `configuration is valid (${sources.join(', ')})\n`);
+        setExit(ExitCode.ok);
+      } catch (error) {
+        if (!(error instanceof ConfigError) || options.output !== 'json') throw error;
+        io.stdout(JSON.stringify({ valid: false, issues: error.issues }, null, 2) + '\n');
+        setExit(ExitCode.usage);
+      }
+    });
+
+  addCommonOptions(config.command('view').description('print the effective (merged) configuration, secrets redacted'))
+    .addHelpText('after', '\nExample:\n  $ machineadm config view -c https://config.example/node.yaml#sha256=<hex> -c ./override.yaml\n')
+    .action(async (options: CommonOptions) => {
+      const { config: loaded } = await loadConfig(hostFrom(options, io), options.config);
+      const redacted = redactConfig(loaded);
+      io.stdout(options.output === 'json' ? JSON.stringify(redacted, null, 2) + '\n' : dump(redacted, { lineWidth: 120, noRefs: true }));
+      setExit(ExitCode.ok);
+    });
+
+  config
+    .command('schema')
+    .description('print the JSON Schema of MachineConfig')
+    .addHelpText('after', '\nExample:\n  $ machineadm config schema > machineconfig.schema.json\n')
+    .action(() => {
+      io.stdout(JSON.stringify(machineConfigJsonSchema(), null, 2) + '\n');
+      setExit(ExitCode.ok);
+    });
+}

@@ -1,0 +1,27 @@
+// status: what ran on this machine, from the state file (and the last result when the report
+// phase wrote one).
+import type { Command } from 'commander';
+import type { Io } from '../io.ts';
+import { addCommonOptions, hostFrom, stateFsFrom, type CommonOptions } from '../options.ts';
+import { StateStore } from '../../phases/state.ts';
+import { ExitCode } from '../../errors.ts';
+
+export function registerStatusCommand(program: Command, io: Io, setExit: (code: number) => void): void {
+  addCommonOptions(program.command('status').description('show what machineadm did on this machine'))
+    .addHelpText('after', '\nExample:\n  $ machineadm status -o json\n')
+    .action(async (options: CommonOptions) => {
+      const host = hostFrom(options, io);
+      const store = new StateStore(stateFsFrom(options, io, host));
+      const state = await store.load();
+      if (options.output === 'json') {
+        io.stdout(JSON.stringify({ stateDir: store.directory, ...state }, null, 2) + '\n');
+      } else {
+        const last = state.runs.at(-1);
+        const lines = [`state: ${store.directory}`, last ? `last run: ${last.command} ${last.result ?? 'unfinished'} (started ${last.startedAt}, run ${last.runId})` : 'machineadm has not run on this machine'];
+        if (state.pendingReboot) lines.push(`waiting for a reboot requested by ${state.pendingReboot.stepId}: ${state.pendingReboot.reason}`);
+        for (const [id, record] of Object.entries(state.steps)) lines.push(`  ${id}: ${record.result} at ${record.at}`);
+        io.stdout(lines.join('\n') + '\n');
+      }
+      setExit(ExitCode.ok);
+    });
+}

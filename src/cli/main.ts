@@ -1,0 +1,71 @@
+// The command-line program: builds the commander tree, runs it, and turns errors into messages
+// and exit codes. The only place that decides what the user sees of an error.
+import { Command, CommanderError } from 'commander';
+import { ConfigError, ExitCode, MachineadmError, formatIssue } from '../errors.ts';
+import type { Io } from './io.ts';
+import { registerPhaseCommands } from './commands/phases.ts';
+import { registerConfigCommands } from './commands/config.ts';
+import { registerStatusCommand } from './commands/status.ts';
+import { registerVersionCommand } from './commands/version.ts';
+import { registerTrustCommands } from './commands/trust.ts';
+import { buildInfo } from '../version.ts';
+
+export function buildProgram(io: Io, setExit: (code: number) => void): Command {
+  const program = new Command('machineadm')
+    .description('Turns a freshly booted Linux or Windows machine into a Kubernetes node.')
+    .version(buildInfo.version, '-V, --version', 'print the version')
+    .exitOverride()
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr, outputError: (text, write) => write(text) })
+    .showSuggestionAfterError(true)
+    .showHelpAfterError('(add --help for usage)')
+    .addHelpText(
+      'after',
+      `
+Example:
+  $ machineadm init -c /etc/machineadm/config.yaml
+  $ machineadm plan -c examples/quickstart.yaml --root /tmp/scratch
+
+Exit codes: 0 ok, 1 a step failed, 2 bad usage or configuration, 3 verification failed,
+4 reboot required (machineadm resumes after it). The contract: docs/contract.md.
+`,
+    );
+  registerPhaseCommands(program, io, setExit);
+  registerConfigCommands(program, io, setExit);
+  registerTrustCommands(program, io, setExit);
+  registerStatusCommand(program, io, setExit);
+  registerVersionCommand(program, io, setExit);
+  for (const command of program.commands) command.showHelpAfterError(`(run "machineadm ${command.name()} --help" for usage)`);
+  return program;
+}
+
+/** Runs machineadm with these arguments (without node and script) and returns the exit code. */
+export async function main(args: readonly string[], io: Io): Promise<number> {
+  let exitCode: number = ExitCode.ok;
+  const program = buildProgram(io, (code) => (exitCode = code));
+  try {
+    await program.parseAsync([...args], { from: 'user' });
+    return exitCode;
+  } catch (error) {
+    return reportError(error, io);
+  }
+}
+
+function reportError(error: unknown, io: Io): number {
+  if (error instanceof CommanderError) {
+    // Help and --version end with a CommanderError too, and are not failures.
+    if (['commander.helpDisplayed', 'commander.help', 'commander.version'].includes(error.code)) return ExitCode.ok;
+    return ExitCode.usage;
+  }
+  if (error instanceof ConfigError) {
+    io.stderr(`error: invalid configuration (${error.issues.length} problem${error.issues.length === 1 ? '' : 's'}):\n${error.issues.map(formatIssue).join('\n')}\n`);
+    return error.exitCode;
+  }
+  if (error instanceof MachineadmError) {
+    io.stderr(`error: ${error.message}\n${error.hint ? `hint: ${error.hint}\n` : ''}`);
+    return error.exitCode;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  io.stderr(`error: ${message}\nhint: this is a bug in machineadm; rerun with MACHINEADM_DEBUG=1 for details and report it\n`);
+  if (io.env.MACHINEADM_DEBUG && error instanceof Error) io.stderr(`${error.stack ?? ''}\n`);
+  return ExitCode.stepFailed;
+}

@@ -1,0 +1,357 @@
+// A small schema language: one definition gives the TypeScript type (Infer), the validation
+// (parse, collecting every issue with its field path) and the published JSON Schema (json).
+// Pure: imports nothing that does I/O.
+
+export type PathSegment = string | number;
+export type FieldPath = readonly PathSegment[];
+
+export interface SchemaIssue {
+  path: FieldPath;
+  message: string;
+  hint?: string;
+}
+
+export interface ParseContext {
+  issues: SchemaIssue[];
+  /**
+   * A single source of a merged configuration: required fields and defaults are not enforced yet,
+   * because a later source may still provide them.
+   */
+  partial: boolean;
+}
+
+export type JsonSchema = Record<string, unknown>;
+
+type Presence = 'required' | 'optional' | 'defaulted';
+
+export interface Schema<T, P extends Presence = 'required'> {
+  readonly presence: P;
+  readonly defaultValue?: T;
+  readonly description?: string;
+  /** Marks values never to be printed (see redact()). */
+  readonly secret?: boolean;
+  parse(value: unknown, path: FieldPath, ctx: ParseContext): T | undefined;
+  json(): JsonSchema;
+}
+
+export type Infer<S> = S extends Schema<infer T, Presence> ? T : never;
+type AnySchema = Schema<any, Presence>;
+export type Shape = Record<string, AnySchema>;
+type Simplify<T> = { [K in keyof T]: T[K] } & {};
+type OptionalKeys<S extends Shape> = { [K in keyof S]: S[K]['presence'] extends 'optional' ? K : never }[keyof S];
+type PresentKeys<S extends Shape> = Exclude<keyof S, OptionalKeys<S>>;
+export type ObjectOf<S extends Shape> = Simplify<{ [K in PresentKeys<S>]: Infer<S[K]> } & { [K in OptionalKeys<S>]?: Infer<S[K]> }>;
+
+/** spec.containerd.registries["docker.io"].mirrors[0].url */
+export function formatPath(path: FieldPath): string {
+  let out = '';
+  for (const segment of path) {
+    if (typeof segment === 'number') out += `[${segment}]`;
+    else if (/^[A-Za-z_$][\w$-]*$/.test(segment) && !segment.includes('-')) out += out ? `.${segment}` : segment;
+    else out += `[${JSON.stringify(segment)}]`;
+  }
+  return out;
+}
+
+function issue(ctx: ParseContext, path: FieldPath, message: string, hint?: string): undefined {
+  ctx.issues.push(hint === undefined ? { path, message } : { path, message, hint });
+  return undefined;
+}
+
+function typeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a map';
+  if (typeof value === 'string') return 'a string';
+  return `${typeof value} ${JSON.stringify(value)}`;
+}
+
+interface Common {
+  description?: string;
+}
+
+function base<T>(
+  parse: (value: unknown, path: FieldPath, ctx: ParseContext) => T | undefined,
+  json: () => JsonSchema,
+  common: Common & { secret?: boolean } = {},
+): Schema<T> {
+  return {
+    presence: 'required',
+    description: common.description,
+    secret: common.secret,
+    parse,
+    json: () => withDescription(json(), common.description),
+  };
+}
+
+function withDescription(schema: JsonSchema, description: string | undefined): JsonSchema {
+  return description ? { description, ...schema } : schema;
+}
+
+export interface StringOptions extends Common {
+  pattern?: RegExp;
+  /** Said when the pattern does not match, e.g. 'use dots, e.g. net.ipv4.ip_forward'. */
+  patternHint?: string;
+  minLength?: number;
+  maxLength?: number;
+  format?: string;
+  /** Extra rule: returns a message (optionally "message|hint") when the value is wrong. */
+  check?: (value: string) => string | undefined;
+}
+
+export function string(options: StringOptions = {}): Schema<string> {
+  return base(
+    (value, path, ctx) => {
+      if (typeof value !== 'string') return issue(ctx, path, `expected a string, got ${typeName(value)}`);
+      return checkString(value, options, path, ctx);
+    },
+    () => stringJson(options),
+    options,
+  );
+}
+
+function stringJson(options: StringOptions): JsonSchema {
+  const out: JsonSchema = { type: 'string' };
+  if (options.pattern) out.pattern = options.pattern.source;
+  if (options.minLength !== undefined) out.minLength = options.minLength;
+  if (options.maxLength !== undefined) out.maxLength = options.maxLength;
+  if (options.format) out.format = options.format;
+  return out;
+}
+
+function checkString(value: string, options: StringOptions, path: FieldPath, ctx: ParseContext): string | undefined {
+  if (options.minLength !== undefined && value.length < options.minLength) {
+    return issue(ctx, path, options.minLength === 1 ? 'must not be empty' : `must be at least ${options.minLength} characters long`);
+  }
+  if (options.maxLength !== undefined && value.length > options.maxLength) {
+    return issue(ctx, path, `must be at most ${options.maxLength} characters long`);
+  }
+  if (options.pattern && !options.pattern.test(value)) {
+    return issue(ctx, path, `${JSON.stringify(truncate(value))} is not valid`, options.patternHint ?? `must match ${options.pattern.source}`);
+  }
+  const problem = options.check?.(value);
+  if (problem) {
+    const [message = problem, hint] = problem.split('|');
+    return issue(ctx, path, message, hint);
+  }
+  return value;
+}
+
+function truncate(value: string): string {
+  return value.length > 80 ? value.slice(0, 77) + '...' : value;
+}
+
+/** A string that YAML users often write as a number or boolean (sysctl values, quantities). */
+export function scalarString(options: StringOptions = {}): Schema<string> {
+  return base(
+    (value, path, ctx) => {
+      if (typeof value === 'number' || typeof value === 'boolean') value = String(value);
+      if (typeof value !== 'string') return issue(ctx, path, `expected a string or number, got ${typeName(value)}`);
+      return checkString(value, options, path, ctx);
+    },
+    () => ({ type: ['string', 'number', 'boolean'], ...(options.pattern ? { pattern: options.pattern.source } : {}) }),
+    options,
+  );
+}
+
+export function enumOf<const V extends readonly string[]>(values: V, common: Common = {}): Schema<V[number]> {
+  return base(
+    (value, path, ctx) => {
+      if (typeof value === 'string' && values.includes(value)) return value as V[number];
+      return issue(ctx, path, `${JSON.stringify(value)} is not one of ${values.map((v) => JSON.stringify(v)).join(', ')}`, suggest(String(value), values));
+    },
+    () => ({ type: 'string', enum: [...values] }),
+    common,
+  );
+}
+
+export function integer(options: Common & { min?: number; max?: number } = {}): Schema<number> {
+  return base(
+    (value, path, ctx) => {
+      if (typeof value !== 'number' || !Number.isInteger(value)) return issue(ctx, path, `expected a whole number, got ${typeName(value)}`);
+      if (options.min !== undefined && value < options.min) return issue(ctx, path, `must be at least ${options.min}`);
+      if (options.max !== undefined && value > options.max) return issue(ctx, path, `must be at most ${options.max}`);
+      return value;
+    },
+    () => ({ type: 'integer', ...(options.min !== undefined ? { minimum: options.min } : {}), ...(options.max !== undefined ? { maximum: options.max } : {}) }),
+    options,
+  );
+}
+
+export function boolean(common: Common = {}): Schema<boolean> {
+  return base(
+    (value, path, ctx) => (typeof value === 'boolean' ? value : issue(ctx, path, `expected true or false, got ${typeName(value)}`)),
+    () => ({ type: 'boolean' }),
+    common,
+  );
+}
+
+export function array<T>(item: Schema<T, Presence>, options: Common & { minItems?: number; maxItems?: number; unique?: boolean } = {}): Schema<T[]> {
+  return base(
+    (value, path, ctx) => {
+      if (!Array.isArray(value)) return issue(ctx, path, `expected a list, got ${typeName(value)}`);
+      if (options.minItems !== undefined && value.length < options.minItems) return issue(ctx, path, `needs at least ${options.minItems} item${options.minItems === 1 ? '' : 's'}`);
+      if (options.maxItems !== undefined && value.length > options.maxItems) return issue(ctx, path, `takes at most ${options.maxItems} items`);
+      const before = ctx.issues.length;
+      const out = value.map((v, i) => item.parse(v, [...path, i], ctx));
+      if (options.unique) {
+        const seen = new Set<string>();
+        value.forEach((v, i) => {
+          const key = JSON.stringify(v);
+          if (seen.has(key)) issue(ctx, [...path, i], `duplicate item ${truncate(key)}`);
+          seen.add(key);
+        });
+      }
+      return ctx.issues.length === before ? (out as T[]) : undefined;
+    },
+    () => ({ type: 'array', items: item.json(), ...(options.minItems !== undefined ? { minItems: options.minItems } : {}), ...(options.maxItems !== undefined ? { maxItems: options.maxItems } : {}), ...(options.unique ? { uniqueItems: true } : {}) }),
+    options,
+  );
+}
+
+export interface ObjectOptions<S extends Shape> extends Common {
+  /** Cross-field rules, run when every field parsed. Report with ctx.issues via the report callback. */
+  check?: (value: ObjectOf<S>, report: (field: PathSegment[] | PathSegment, message: string, hint?: string) => void, ctx: ParseContext) => void;
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function object<S extends Shape>(shape: S, options: ObjectOptions<S> = {}): Schema<ObjectOf<S>> {
+  return base(
+    (value, path, ctx) => {
+      if (!isPlainObject(value)) return issue(ctx, path, `expected a map, got ${typeName(value)}`);
+      const before = ctx.issues.length;
+      const out: Record<string, unknown> = {};
+      for (const key of Object.keys(value)) {
+        if (!Object.hasOwn(shape, key)) issue(ctx, [...path, key], 'unknown field', suggest(key, Object.keys(shape)) ?? `known fields: ${Object.keys(shape).join(', ')}`);
+      }
+      for (const [key, field] of Object.entries(shape)) {
+        const present = Object.hasOwn(value, key) && value[key] !== undefined && value[key] !== null;
+        if (!present) {
+          if (ctx.partial) continue;
+          if (field.presence === 'required') issue(ctx, [...path, key], 'is required', field.description);
+          else if (field.presence === 'defaulted') out[key] = structuredClone(field.defaultValue);
+          continue;
+        }
+        const parsed = field.parse(value[key], [...path, key], ctx);
+        if (parsed !== undefined) out[key] = parsed;
+      }
+      if (ctx.issues.length !== before) return undefined;
+      if (options.check && !ctx.partial) {
+        options.check(out as ObjectOf<S>, (field, message, hint) => issue(ctx, [...path, ...(Array.isArray(field) ? field : [field])], message, hint), ctx);
+        if (ctx.issues.length !== before) return undefined;
+      }
+      return out as ObjectOf<S>;
+    },
+    () => {
+      const properties: Record<string, JsonSchema> = {};
+      const required: string[] = [];
+      for (const [key, field] of Object.entries(shape)) {
+        const json = field.json();
+        properties[key] = field.presence === 'defaulted' ? { ...json, default: field.defaultValue } : json;
+        if (field.presence === 'required') required.push(key);
+      }
+      return { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false };
+    },
+    options,
+  );
+}
+
+export function record<T>(
+  value: Schema<T, Presence>,
+  options: Common & { key?: StringOptions } = {},
+): Schema<Record<string, T>> {
+  return base(
+    (input, path, ctx) => {
+      if (!isPlainObject(input)) return issue(ctx, path, `expected a map, got ${typeName(input)}`);
+      const before = ctx.issues.length;
+      const out: Record<string, T> = {};
+      for (const [k, v] of Object.entries(input)) {
+        if (options.key) checkString(k, options.key, [...path, k], ctx);
+        const parsed = value.parse(v, [...path, k], ctx);
+        if (parsed !== undefined) out[k] = parsed;
+      }
+      return ctx.issues.length === before ? out : undefined;
+    },
+    () => ({ type: 'object', additionalProperties: value.json(), ...(options.key?.pattern ? { propertyNames: { pattern: options.key.pattern.source } } : {}) }),
+    options,
+  );
+}
+
+/** A field that may be left out. */
+export function optional<T>(schema: Schema<T, Presence>): Schema<T, 'optional'> {
+  return { ...schema, presence: 'optional' };
+}
+
+/** A field that may be left out and then takes this value (in the merged configuration). */
+export function withDefault<T>(schema: Schema<T, Presence>, defaultValue: T): Schema<T, 'defaulted'> {
+  return { ...schema, presence: 'defaulted', defaultValue };
+}
+
+/** A value is either of the given schemas; the first whose parse raises no issue wins. */
+export function either<A, B>(a: Schema<A, Presence>, b: Schema<B, Presence>, options: Common & { message: string; pick: (value: unknown) => 'a' | 'b' }): Schema<A | B> {
+  return base(
+    (value, path, ctx) => (options.pick(value) === 'a' ? a.parse(value, path, ctx) : b.parse(value, path, ctx)),
+    () => ({ oneOf: [a.json(), b.json()] }),
+    options,
+  );
+}
+
+/** A secret: a literal, or a reference `{ valueFrom: { file: PATH } }` / `{ valueFrom: { env: NAME } }`. */
+export type SecretSource = string | { valueFrom: { file: string } | { env: string } };
+
+export function secret(common: Common = {}): Schema<SecretSource> {
+  const ref = object({
+    valueFrom: object(
+      { file: optional(string({ minLength: 1, description: 'absolute path of a file holding the secret' })), env: optional(string({ pattern: /^[A-Za-z_][A-Za-z0-9_]*$/, description: 'name of an environment variable holding the secret' })) },
+      {
+        check: (v, report) => {
+          if ((v.file === undefined) === (v.env === undefined)) report([], 'give exactly one of file or env');
+        },
+      },
+    ),
+  });
+  const schema = either<string, { valueFrom: { file?: string; env?: string } }>(string({ minLength: 1 }), ref, {
+    ...common,
+    message: 'expected a string or { valueFrom: { file | env } }',
+    pick: (value) => (typeof value === 'string' ? 'a' : 'b'),
+  });
+  // x-secret tells readers of the JSON Schema (and redaction) that the value is never shown.
+  return { ...(schema as Schema<SecretSource>), secret: true, json: () => ({ ...schema.json(), 'x-secret': true }) };
+}
+
+/** The closest known name, as a hint for a misspelled field or value. */
+export function suggest(input: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const candidate of known) {
+    const d = editDistance(input.toLowerCase(), candidate.toLowerCase());
+    if (d < bestDistance) {
+      bestDistance = d;
+      best = candidate;
+    }
+  }
+  return best !== undefined && bestDistance <= Math.max(2, Math.floor(input.length / 3)) ? `did you mean "${best}"?` : undefined;
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cur = row[j]!;
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = cur;
+    }
+  }
+  return row[b.length]!;
+}
+
+export function parseWith<T>(schema: Schema<T, Presence>, value: unknown, options: { partial?: boolean } = {}): { value: T | undefined; issues: SchemaIssue[] } {
+  const ctx: ParseContext = { issues: [], partial: options.partial ?? false };
+  const parsed = schema.parse(value, [], ctx);
+  return { value: ctx.issues.length ? undefined : parsed, issues: ctx.issues };
+}

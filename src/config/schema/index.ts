@@ -1,0 +1,47 @@
+// MachineConfig v1alpha1: the single source of truth for the configuration's types, validation and
+// JSON Schema. Each section lives in its own file.
+import { enumOf, object, optional, string, withDefault, type Infer } from './dsl.ts';
+import { systemFields } from './system.ts';
+import { containerdSection } from './containerd.ts';
+import { kubernetesSection } from './kubernetes.ts';
+import { windowsSection } from './windows.ts';
+import { reportSection } from './report.ts';
+import { securitySection } from './security.ts';
+
+export const API_GROUP = 'machineadm.cluster.x-k8s.io';
+export const API_VERSION = `${API_GROUP}/v1alpha1`;
+export const SUPPORTED_API_VERSIONS = [API_VERSION] as const;
+
+export const machineConfigSpec = object({
+  ...systemFields,
+  containerd: optional(containerdSection),
+  kubernetes: optional(kubernetesSection),
+  windows: optional(windowsSection),
+  report: withDefault(reportSection, { clusterAPISentinel: true, deadlineSeconds: 30 }),
+  security: withDefault(securitySection, { requireSignedBinary: false, offline: false }),
+});
+
+export const machineConfigSchema = object({
+  apiVersion: enumOf(SUPPORTED_API_VERSIONS),
+  kind: enumOf(['MachineConfig'] as const),
+  metadata: optional(object({ name: optional(string()) })),
+  spec: machineConfigSpec,
+});
+
+export type MachineConfig = Infer<typeof machineConfigSchema>;
+export type MachineConfigSpec = MachineConfig['spec'];
+export type FileSpec = NonNullable<MachineConfigSpec['files']>[number];
+export type ContainerdSpec = NonNullable<MachineConfigSpec['containerd']>;
+export type KubernetesSpec = NonNullable<MachineConfigSpec['kubernetes']>;
+export type WindowsSpec = NonNullable<MachineConfigSpec['windows']>;
+export type ReportSpec = MachineConfigSpec['report'];
+export type SecuritySpec = MachineConfigSpec['security'];
+
+export function machineConfigJsonSchema(): Record<string, unknown> {
+  return {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    $id: `https://${API_GROUP}/schemas/machineconfig-v1alpha1.json`,
+    title: 'MachineConfig',
+    ...machineConfigSchema.json(),
+  };
+}

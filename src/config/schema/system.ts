@@ -1,0 +1,46 @@
+// spec.kernelModules, spec.sysctls, spec.files: the host preparation inputs.
+import { array, enumOf, object, optional, record, scalarString, string, withDefault, type StringOptions } from './dsl.ts';
+
+export const kernelModuleName = string({
+  pattern: /^[A-Za-z0-9_-]+$/,
+  patternHint: 'a module name such as br_netfilter (letters, digits, "_" and "-")',
+  maxLength: 64,
+});
+
+export const sysctlKeyOptions: StringOptions = {
+  pattern: /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_:@-]+)+$/,
+  patternHint: 'use dots, e.g. net.ipv4.ip_forward (no "/", "..", spaces or empty parts)',
+};
+
+export const sysctlValue = scalarString({
+  check: (v) => (/[\r\n\0]/.test(v) ? 'a sysctl value must be one line|remove the line break' : v.trim() === '' ? 'must not be empty' : undefined),
+});
+
+export const fileMode = string({ pattern: /^0?[0-7]{3,4}$/, patternHint: 'an octal mode in quotes, e.g. "0644"' });
+
+export const fileSpec = object(
+  {
+    path: string({ minLength: 1, description: 'absolute path of the file on the machine' }),
+    content: optional(string({ description: 'the content, encoded as "encoding" says' })),
+    encoding: withDefault(enumOf(['plain', 'base64', 'gzip+base64'] as const), 'plain'),
+    source: optional(
+      object({
+        url: string({ pattern: /^https?:\/\//, patternHint: 'an http:// or https:// URL' }),
+        sha256: string({ pattern: /^[a-f0-9]{64}$/, patternHint: '64 lowercase hex digits (sha256sum prints them)' }),
+      }),
+    ),
+    mode: withDefault(fileMode, '0644'),
+    owner: optional(string({ pattern: /^[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)?$/, patternHint: '"user:group", e.g. root:root' })),
+  },
+  {
+    check: (f, report) => {
+      if ((f.content === undefined) === (f.source === undefined)) report([], 'give exactly one of content or source');
+    },
+  },
+);
+
+export const systemFields = {
+  kernelModules: optional(array(kernelModuleName, { unique: true, description: 'kernel modules to load now and at every boot' })),
+  sysctls: optional(record(sysctlValue, { key: sysctlKeyOptions, description: 'kernel parameters, applied now and at every boot' })),
+  files: optional(array(fileSpec, { description: 'files to write' })),
+};

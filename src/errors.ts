@@ -1,0 +1,136 @@
+// The one error family of machineadm. Every error carries the exit code it maps to; only src/cli/
+// turns errors into messages and exit codes. May import nothing from the project.
+
+export const ExitCode = {
+  ok: 0,
+  stepFailed: 1,
+  usage: 2,
+  verification: 3,
+  rebootRequired: 4,
+} as const;
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+export interface ErrorOptions {
+  hint?: string;
+  cause?: unknown;
+}
+
+export class MachineadmError extends Error {
+  readonly exitCode: ExitCode;
+  readonly hint: string | undefined;
+  constructor(message: string, exitCode: ExitCode, options: ErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.exitCode = exitCode;
+    this.hint = options.hint;
+  }
+}
+
+/** Bad flags or arguments (exit 2). */
+export class UsageError extends MachineadmError {
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(message, ExitCode.usage, options);
+  }
+}
+
+/** A capability the command line names but this build does not have yet (exit 2, never pretends). */
+export class NotAvailableError extends UsageError {}
+
+export interface ConfigIssue {
+  /** Where the value came from: a file path, URL, "stdin" or "(merged)". */
+  source?: string;
+  line?: number;
+  column?: number;
+  /** Field path such as spec.containerd.registries["docker.io"].mirrors[0].url */
+  path: string;
+  message: string;
+  hint?: string;
+}
+
+/** Invalid configuration: carries every issue found, not only the first (exit 2). */
+export class ConfigError extends MachineadmError {
+  readonly issues: ConfigIssue[];
+  constructor(issues: ConfigIssue[], options: ErrorOptions = {}) {
+    super(ConfigError.summarize(issues), ExitCode.usage, options);
+    this.issues = issues;
+  }
+  static summarize(issues: ConfigIssue[]): string {
+    const n = issues.length;
+    return `invalid configuration (${n} problem${n === 1 ? '' : 's'}):\n` + issues.map(formatIssue).join('\n');
+  }
+}
+
+export function formatIssue(issue: ConfigIssue): string {
+  const where = [issue.source, issue.line, issue.column].filter((x) => x !== undefined).join(':');
+  const hint = issue.hint ? ` (${issue.hint})` : '';
+  return `  ${where ? where + ': ' : ''}${issue.path ? issue.path + ': ' : ''}${issue.message}${hint}`;
+}
+
+/** A signature or checksum did not match (exit 3). */
+export class VerificationError extends MachineadmError {
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(message, ExitCode.verification, options);
+  }
+}
+
+/** A command the host ran exited non-zero, timed out or could not start (exit 1). */
+export class CommandError extends MachineadmError {
+  readonly argv: readonly string[];
+  readonly commandExitCode: number | undefined;
+  readonly stderrTail: string;
+  readonly stdoutTail: string;
+  readonly timedOut: boolean;
+  constructor(
+    message: string,
+    details: { argv: readonly string[]; exitCode?: number; stderrTail?: string; stdoutTail?: string; timedOut?: boolean },
+    options: ErrorOptions = {},
+  ) {
+    super(message, ExitCode.stepFailed, options);
+    this.argv = details.argv;
+    this.commandExitCode = details.exitCode;
+    this.stderrTail = details.stderrTail ?? '';
+    this.stdoutTail = details.stdoutTail ?? '';
+    this.timedOut = details.timedOut ?? false;
+  }
+}
+
+/** Structured data a failing step attaches for the report (kubeadm phase, output tail, ...). */
+export type FailureDetails = Record<string, unknown>;
+
+/** A step failed; wraps the cause with the step id (exit 1, or the cause's code for 2 and 3). */
+export class StepError extends MachineadmError {
+  readonly stepId: string;
+  readonly details: FailureDetails;
+  constructor(stepId: string, cause: unknown, details: FailureDetails = {}) {
+    const inner = cause instanceof Error ? cause.message : String(cause);
+    const code = cause instanceof MachineadmError && cause.exitCode !== ExitCode.ok ? cause.exitCode : ExitCode.stepFailed;
+    super(`step ${stepId} failed: ${inner}`, code, {
+      cause,
+      hint: cause instanceof MachineadmError ? cause.hint : undefined,
+    });
+    this.stepId = stepId;
+    this.details = { ...(cause instanceof StepDetailsError ? cause.details : {}), ...details };
+  }
+}
+
+/** Thrown by a step to attach report data (for example kubeadm's failing phase) to its failure. */
+export class StepDetailsError extends MachineadmError {
+  readonly details: FailureDetails;
+  constructor(message: string, details: FailureDetails, options: ErrorOptions = {}) {
+    super(message, ExitCode.stepFailed, options);
+    this.details = details;
+  }
+}
+
+/** A step needs the machine to reboot before the run can go on; the resume is registered (exit 4). */
+export class RebootRequiredError extends MachineadmError {
+  readonly stepId: string;
+  constructor(stepId: string, reason: string) {
+    super(`step ${stepId} requires a reboot: ${reason}; machineadm resumes after it`, ExitCode.rebootRequired);
+    this.stepId = stepId;
+  }
+}
+
+export function exitCodeOf(error: unknown): ExitCode {
+  return error instanceof MachineadmError ? error.exitCode : ExitCode.stepFailed;
+}

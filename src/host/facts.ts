@@ -1,0 +1,67 @@
+// Platform facts: what machine this is and which versions of the tools machineadm drives are
+// installed. Facts are plain data so a plan can be computed from facts given for another machine.
+import * as os from 'node:os';
+import { readFile } from 'node:fs/promises';
+import type { ProcessRunner } from './exec.ts';
+import type { RootedFileSystem } from './fs.ts';
+
+export type OperatingSystem = 'linux' | 'windows';
+
+export interface Facts {
+  os: OperatingSystem;
+  arch: string;
+  hostname: string;
+  /** Running with administrative rights (uid 0 / elevated). */
+  privileged: boolean;
+  /** True when machineadm works on the live machine (--root /), so live changes are possible. */
+  liveRoot: boolean;
+  kernelRelease?: string;
+  /** Windows build number, e.g. "20348" for Windows Server 2022. */
+  windowsBuild?: string;
+  /** Linux: /proc/sys/kernel/random/boot_id; tells a reboot apart from a rerun. */
+  bootId?: string;
+  /** "1.6.20" when containerd is installed. */
+  containerdVersion?: string;
+  /** "v1.31.2" when kubeadm is installed. */
+  kubeadmVersion?: string;
+}
+
+export function parseContainerdVersion(output: string): string | undefined {
+  // "containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+b1" or "... v2.1.9 <commit>"
+  const match = /\bv?(\d+\.\d+\.\d+)/.exec(output.replace(/^containerd\s+\S+\s*/, ''));
+  return match?.[1];
+}
+
+export function parseKubeadmVersion(output: string): string | undefined {
+  const match = /\bv?(\d+\.\d+\.\d+[-+.\w]*)/.exec(output.trim());
+  return match ? `v${match[1]}` : undefined;
+}
+
+export async function detectFacts(fs: RootedFileSystem, proc: ProcessRunner): Promise<Facts> {
+  const platform: OperatingSystem = process.platform === 'win32' ? 'windows' : 'linux';
+  const facts: Facts = {
+    os: platform,
+    arch: process.arch,
+    hostname: os.hostname(),
+    privileged: typeof process.getuid === 'function' ? process.getuid() === 0 : false,
+    liveRoot: fs.isLiveRoot,
+    kernelRelease: os.release(),
+  };
+  if (platform === 'windows') {
+    facts.windowsBuild = os.release().split('.')[2];
+  } else {
+    // The boot id is the running kernel's, also when working under a scratch root.
+    facts.bootId = (await readFile('/proc/sys/kernel/random/boot_id', 'utf8').catch(() => undefined))?.trim();
+  }
+  const containerd = await versionOf(proc, ['containerd', '--version']);
+  if (containerd) facts.containerdVersion = parseContainerdVersion(containerd);
+  const kubeadm = await versionOf(proc, ['kubeadm', 'version', '-o', 'short']);
+  if (kubeadm) facts.kubeadmVersion = parseKubeadmVersion(kubeadm);
+  return facts;
+}
+
+async function versionOf(proc: ProcessRunner, argv: [string, ...string[]]): Promise<string | undefined> {
+  if (!(await proc.which(argv[0]))) return undefined;
+  const result = await proc.run(argv, { timeoutMs: 15_000, allowFailure: true }).catch(() => undefined);
+  return result && result.exitCode === 0 ? result.stdout : undefined;
+}

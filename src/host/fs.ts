@@ -1,0 +1,294 @@
+// File system access, always under the --root prefix. Every write is atomic (temporary file in the
+// same directory, fsync, rename, fsync of the directory) and a file that machineadm replaces is
+// kept once as "<name>.machineadm.bak".
+import { constants, createReadStream, createWriteStream, type ReadStream, type WriteStream } from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import * as nodePath from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { finished } from 'node:stream/promises';
+import { MachineadmError, ExitCode, UsageError } from '../errors.ts';
+
+export interface FileInfo {
+  kind: 'file' | 'directory' | 'symlink' | 'other';
+  mode: number;
+  uid: number;
+  gid: number;
+  size: number;
+}
+
+export interface Owner {
+  uid: number;
+  gid: number;
+}
+
+export interface WriteOptions {
+  /** Permission bits, e.g. 0o644. Secrets are written 0o600. */
+  mode?: number;
+  /** "user:group" by name or number; applied only when machineadm runs as root. */
+  owner?: string;
+  /** Keep the replaced file once as <path>.machineadm.bak (default true). */
+  backup?: boolean;
+}
+
+/** A file being written; nothing appears at its path until commit(). */
+export interface PendingFile {
+  readonly stream: WriteStream;
+  /** fsync, set mode, rename into place. */
+  commit(): Promise<void>;
+  /** Remove the temporary file; the path is untouched. */
+  abort(): Promise<void>;
+}
+
+export const BACKUP_SUFFIX = '.machineadm.bak';
+const TEMP_MARK = '.machineadm-tmp-';
+
+export class FileSystemError extends MachineadmError {
+  constructor(message: string, options: { hint?: string; cause?: unknown } = {}) {
+    super(message, ExitCode.stepFailed, options);
+  }
+}
+
+export class RootedFileSystem {
+  readonly root: string;
+  readonly platform: 'linux' | 'windows';
+  private readonly path: typeof nodePath.posix;
+
+  constructor(root: string, platform: 'linux' | 'windows' = process.platform === 'win32' ? 'windows' : 'linux') {
+    this.platform = platform;
+    this.path = platform === 'windows' ? nodePath.win32 : nodePath.posix;
+    this.root = this.path.resolve(root);
+  }
+
+  /** True when machineadm works on the live machine rather than a scratch directory. */
+  get isLiveRoot(): boolean {
+    return this.path.parse(this.root).root === this.root;
+  }
+
+  /**
+   * Maps a machine path (/etc/x, C:\x) to the real path under the root. Refuses relative paths,
+   * ".." segments, and paths that leave the root through a symbolic link.
+   */
+  async resolve(machinePath: string): Promise<string> {
+    const real = this.mapPath(machinePath);
+    await this.assertInsideRoot(real, machinePath);
+    return real;
+  }
+
+  /** Path mapping without touching the disk (for messages and plans). */
+  mapPath(machinePath: string): string {
+    const p = this.path;
+    if (!p.isAbsolute(machinePath)) {
+      throw new UsageError(`path "${machinePath}" is not absolute`, { hint: 'use an absolute path such as /etc/example.conf' });
+    }
+    if (machinePath.split(/[\\/]+/).includes('..')) {
+      throw new UsageError(`path "${machinePath}" contains ".."`, { hint: 'write the path without ".." segments' });
+    }
+    if (this.isLiveRoot) return p.normalize(machinePath);
+    const withoutDrive = machinePath.slice(p.parse(machinePath).root.length);
+    return p.join(this.root, withoutDrive);
+  }
+
+  private async assertInsideRoot(real: string, machinePath: string): Promise<void> {
+    if (this.isLiveRoot) return;
+    const rootReal = await fsp.realpath(this.root).catch(() => this.root);
+    // The deepest ancestor that exists decides where the rest of the path lands.
+    let probe = real;
+    // Ancestors above the root (which may not exist yet) are the operator's choice, not checked.
+    while (probe !== this.root && !this.path.relative(this.root, probe).startsWith('..')) {
+      const resolved = await fsp.realpath(probe).catch(() => undefined);
+      if (resolved !== undefined) {
+        const rel = this.path.relative(rootReal, resolved);
+        if (rel.startsWith('..') || this.path.isAbsolute(rel)) {
+          throw new UsageError(`path "${machinePath}" resolves through a symbolic link to ${resolved}, outside the root ${this.root}`, {
+            hint: 'remove the link or choose a path inside the root',
+          });
+        }
+        return;
+      }
+      probe = this.path.dirname(probe);
+    }
+  }
+
+  async stat(machinePath: string): Promise<FileInfo | undefined> {
+    const real = await this.resolve(machinePath);
+    const st = await fsp.lstat(real).catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return undefined;
+      throw e;
+    });
+    if (!st) return undefined;
+    const kind = st.isSymbolicLink() ? 'symlink' : st.isFile() ? 'file' : st.isDirectory() ? 'directory' : 'other';
+    return { kind, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, size: st.size };
+  }
+
+  async exists(machinePath: string): Promise<boolean> {
+    return (await this.stat(machinePath)) !== undefined;
+  }
+
+  /** The file's bytes, or undefined when it does not exist. */
+  async readFile(machinePath: string): Promise<Buffer | undefined> {
+    const real = await this.resolve(machinePath);
+    return fsp.readFile(real).catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENOENT') return undefined;
+      throw e;
+    });
+  }
+
+  async readText(machinePath: string): Promise<string | undefined> {
+    return (await this.readFile(machinePath))?.toString('utf8');
+  }
+
+  /** Names in a directory, sorted; empty when it does not exist. */
+  async list(machinePath: string): Promise<string[]> {
+    const real = await this.resolve(machinePath);
+    const names = await fsp.readdir(real).catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENOENT') return [] as string[];
+      throw e;
+    });
+    return names.sort();
+  }
+
+  async mkdirp(machinePath: string, mode = 0o755): Promise<void> {
+    await fsp.mkdir(await this.resolve(machinePath), { recursive: true, mode });
+  }
+
+  async remove(machinePath: string): Promise<void> {
+    await fsp.rm(await this.resolve(machinePath), { force: true, recursive: true });
+  }
+
+  async openRead(machinePath: string): Promise<ReadStream> {
+    const real = await this.resolve(machinePath);
+    return createReadStream(real);
+  }
+
+  /** Writes a whole file atomically; the old content stays intact until the rename. */
+  async writeFile(machinePath: string, data: string | Uint8Array, options: WriteOptions = {}): Promise<void> {
+    const pending = await this.openWrite(machinePath, options);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        pending.stream.once('error', reject);
+        pending.stream.end(data, () => resolve());
+      });
+      await pending.commit();
+    } catch (error) {
+      await pending.abort();
+      throw error;
+    }
+  }
+
+  /** Starts an atomic write to be streamed into (downloads); see PendingFile. */
+  async openWrite(machinePath: string, options: WriteOptions = {}): Promise<PendingFile> {
+    const real = await this.resolve(machinePath);
+    const existing = await fsp.lstat(real).catch(() => undefined);
+    if (existing?.isSymbolicLink()) {
+      throw new FileSystemError(`refusing to write ${machinePath}: it is a symbolic link`, {
+        hint: 'remove the link first, or write to the path it points to',
+      });
+    }
+    if (existing?.isDirectory()) {
+      throw new FileSystemError(`cannot write ${machinePath}: it is a directory`);
+    }
+    const dir = this.path.dirname(real);
+    await fsp.mkdir(dir, { recursive: true, mode: 0o755 });
+    await removeStaleTemporaries(dir, this.path.basename(real));
+    const temp = this.path.join(dir, `.${this.path.basename(real)}${TEMP_MARK}${randomBytes(6).toString('hex')}`);
+    const mode = options.mode ?? (existing ? existing.mode & 0o7777 : 0o644);
+    // Created with the final mode so a secret is never readable by others, even for a moment.
+    const stream = createWriteStream(temp, { flags: 'wx', mode });
+    await new Promise<void>((resolve, reject) => {
+      stream.once('open', () => resolve());
+      stream.once('error', reject);
+    });
+    const owner = options.owner === undefined ? undefined : await this.resolveOwner(options.owner);
+    const backup = options.backup ?? true;
+    let done = false;
+    return {
+      stream,
+      commit: async () => {
+        if (!stream.writableEnded) stream.end();
+        await finished(stream);
+        if (!stream.closed) await once(stream, 'close');
+        const handle = await fsp.open(temp, 'r+');
+        try {
+          await handle.sync();
+          await handle.chmod(mode);
+          if (owner && isRootUser()) await handle.chown(owner.uid, owner.gid);
+        } finally {
+          await handle.close();
+        }
+        if (backup && existing?.isFile()) await keepBackupOnce(real);
+        await fsp.rename(temp, real);
+        done = true;
+        await syncDirectory(dir);
+      },
+      abort: async () => {
+        if (done) return;
+        stream.destroy();
+        await fsp.rm(temp, { force: true });
+      },
+    };
+  }
+
+  /** Applies mode and owner to an existing file (used when only those differ). */
+  async setAttributes(machinePath: string, options: { mode?: number; owner?: string }): Promise<void> {
+    const real = await this.resolve(machinePath);
+    if (options.mode !== undefined) await fsp.chmod(real, options.mode);
+    if (options.owner !== undefined && isRootUser()) {
+      const o = await this.resolveOwner(options.owner);
+      await fsp.chown(real, o.uid, o.gid);
+    }
+  }
+
+  /** "user:group" (names looked up in the root's /etc/passwd and /etc/group, or numbers). */
+  async resolveOwner(spec: string): Promise<Owner> {
+    const [user = '', group = user] = spec.split(':');
+    const uid = /^\d+$/.test(user) ? Number(user) : await this.lookupId('/etc/passwd', user);
+    const gid = /^\d+$/.test(group) ? Number(group) : await this.lookupId('/etc/group', group);
+    if (uid === undefined || gid === undefined) {
+      throw new FileSystemError(`owner "${spec}": ${uid === undefined ? `user "${user}"` : `group "${group}"`} does not exist on this machine`, {
+        hint: 'create it first, or give numeric ids such as 0:0',
+      });
+    }
+    return { uid, gid };
+  }
+
+  private async lookupId(file: string, name: string): Promise<number | undefined> {
+    if (name === 'root') return 0;
+    const text = (await this.readText(file)) ?? '';
+    for (const line of text.split('\n')) {
+      const parts = line.split(':');
+      if (parts[0] === name && parts[2] !== undefined) return Number(parts[2]);
+    }
+    return undefined;
+  }
+}
+
+function isRootUser(): boolean {
+  return typeof process.getuid === 'function' && process.getuid() === 0;
+}
+
+async function keepBackupOnce(real: string): Promise<void> {
+  const backup = real + BACKUP_SUFFIX;
+  try {
+    await fsp.copyFile(real, backup, constants.COPYFILE_EXCL);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+  }
+}
+
+// A crash between write and rename leaves a temporary file behind; the next write cleans it up.
+async function removeStaleTemporaries(dir: string, base: string): Promise<void> {
+  const prefix = `.${base}${TEMP_MARK}`;
+  const names = await fsp.readdir(dir).catch(() => [] as string[]);
+  await Promise.all(names.filter((n) => n.startsWith(prefix)).map((n) => fsp.rm(nodePath.join(dir, n), { force: true })));
+}
+
+async function syncDirectory(dir: string): Promise<void> {
+  if (process.platform === 'win32') return;
+  const handle = await fsp.open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

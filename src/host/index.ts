@@ -1,0 +1,49 @@
+// The only layer that touches the machine: files under the --root prefix, processes, HTTP, clock,
+// platform facts. Other folders get a Host and never import node:fs, node:child_process, execa or got.
+import { RootedFileSystem } from './fs.ts';
+import { ProcessRunner } from './exec.ts';
+import { detectFacts, type Facts } from './facts.ts';
+
+export interface Host {
+  /** The machine being prepared: every path is under --root. */
+  readonly fs: RootedFileSystem;
+  /** Paths the operator names on the command line (-c files, keys, -o outputs): not under --root. */
+  readonly local: RootedFileSystem;
+  readonly proc: ProcessRunner;
+  /** The environment machineadm was started with (secret references may read from it). */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** --offline: nothing may use the network. */
+  readonly offline: boolean;
+  now(): Date;
+  sleep(ms: number): Promise<void>;
+  facts(): Promise<Facts>;
+}
+
+export interface HostOptions {
+  root?: string;
+  offline?: boolean;
+  env?: NodeJS.ProcessEnv;
+  /** Facts given instead of detected (plan for another machine). */
+  facts?: Facts;
+}
+
+export function createHost(options: HostOptions = {}): Host {
+  const env = options.env ?? process.env;
+  const fs = new RootedFileSystem(options.root ?? (process.platform === 'win32' ? 'C:\\' : '/'));
+  const proc = new ProcessRunner(env);
+  let facts: Promise<Facts> | undefined = options.facts ? Promise.resolve(options.facts) : undefined;
+  return {
+    fs,
+    local: new RootedFileSystem(process.platform === 'win32' ? 'C:\\' : '/'),
+    proc,
+    env,
+    offline: options.offline ?? false,
+    now: () => new Date(),
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    facts: () => (facts ??= detectFacts(fs, proc)),
+  };
+}
+
+export type { Facts, OperatingSystem } from './facts.ts';
+export { RootedFileSystem, type WriteOptions, type FileInfo, BACKUP_SUFFIX } from './fs.ts';
+export { ProcessRunner, type RunOptions, type RunResult, tail } from './exec.ts';

@@ -1,0 +1,235 @@
+// The runner owns the rules: ordering, selection, plan (dry-run), timing, failure wrapping, state
+// and reboot-and-resume. Steps only check and apply.
+import type { Host, Facts } from '../host/index.ts';
+import type { MachineConfig } from '../config/schema/index.ts';
+import { EventBus, worstResult, type ErrorInfo, type Result } from '../report/events.ts';
+import { MachineadmError, RebootRequiredError, StepError, exitCodeOf } from '../errors.ts';
+import type { Change, CheckResult, Phase, PhaseName, Step, StepContext } from './step.ts';
+import { selectSteps, type Selection, type SelectedStep } from './select.ts';
+import type { MachineState, StateStore, StepRecord } from './state.ts';
+
+export interface RunnerInput {
+  command: string;
+  phases: readonly Phase[];
+  selection: Selection;
+  config: MachineConfig;
+  facts: Facts;
+  host: Host;
+  events: EventBus;
+  state: StateStore;
+  force?: boolean;
+}
+
+export type PlannedStatus = 'change' | 'up-to-date' | 'skipped' | 'not-selected' | 'not-applicable';
+
+export interface PlannedStep {
+  id: string;
+  phase: PhaseName;
+  summary: string;
+  status: PlannedStatus;
+  reason?: string;
+  changes: Change[];
+}
+
+export interface Plan {
+  command: string;
+  os: Facts['os'];
+  facts: Facts;
+  phases: { name: PhaseName; summary: string; steps: PlannedStep[] }[];
+}
+
+export interface StepOutcome {
+  id: string;
+  summary: string;
+  result: Result;
+  durationMs: number;
+  changes: Change[];
+  message?: string;
+  error?: ErrorInfo;
+}
+
+export interface PhaseOutcome {
+  name: PhaseName;
+  result: Result;
+  durationMs: number;
+  steps: StepOutcome[];
+}
+
+export interface RunOutcome {
+  runId: string;
+  command: string;
+  result: Result;
+  startedAt: string;
+  finishedAt: string;
+  durationMs: number;
+  phases: PhaseOutcome[];
+  /** The error that stopped the run (a failed step, a reboot). */
+  error?: MachineadmError;
+}
+
+function applicability(step: Step, input: RunnerInput): string | undefined {
+  if (step.platforms && !step.platforms.includes(input.facts.os)) return `only on ${step.platforms.join(', ')}`;
+  if (step.applies && !step.applies(input.config, input.facts)) return 'not asked for by the configuration';
+  return undefined;
+}
+
+function contextFor(input: RunnerInput, state: MachineState, fullId: string, step: Step, dryRun: boolean): StepContext {
+  const events = input.events;
+  return {
+    config: input.config,
+    facts: input.facts,
+    host: input.host,
+    options: { dryRun, force: input.force ?? false },
+    previous: state.steps[fullId],
+    log: (message, level = 'info') => events.emit({ type: 'log', step: fullId, message, level }),
+    output: (line) => events.emit({ type: 'step.output', step: fullId, message: line }),
+    emit: (event) => events.emit({ step: fullId, ...event }),
+    recordOf: (stepId) => state.steps[stepId] ?? Object.entries(state.steps).find(([id]) => id.endsWith('/' + stepId))?.[1],
+  };
+}
+
+async function checkStep(step: Step, ctx: StepContext, fullId: string): Promise<CheckResult> {
+  try {
+    return await step.check(ctx);
+  } catch (error) {
+    throw new StepError(fullId, error);
+  }
+}
+
+/** Every action the run would take, in order; touches nothing. `plan` and `--dry-run` both use it. */
+export async function computePlan(input: RunnerInput): Promise<Plan> {
+  const selected = selectSteps(input.phases, input.selection);
+  const state = await input.state.load();
+  const phases: Plan['phases'] = input.phases.map((p) => ({ name: p.name, summary: p.summary, steps: [] }));
+  for (const s of selected) {
+    const target = phases.find((p) => p.name === s.phase.name)!;
+    const base = { id: s.fullId, phase: s.phase.name, summary: s.step.summary };
+    const notApplicable = applicability(s.step, input);
+    if (notApplicable) {
+      target.steps.push({ ...base, status: 'not-applicable', reason: notApplicable, changes: [] });
+      continue;
+    }
+    if (!s.selected) {
+      target.steps.push({ ...base, status: 'not-selected', reason: 'left out by --only/--skip', changes: [] });
+      continue;
+    }
+    const check = await checkStep(s.step, contextFor(input, state, s.fullId, s.step, true), s.fullId);
+    const status: PlannedStatus = check.skipReason ? 'skipped' : check.done ? 'up-to-date' : 'change';
+    target.steps.push({ ...base, status, ...(check.skipReason ? { reason: check.skipReason } : {}), changes: check.changes });
+  }
+  return { command: input.command, os: input.facts.os, facts: input.facts, phases };
+}
+
+function errorInfo(error: unknown): ErrorInfo {
+  const info: ErrorInfo = { message: error instanceof Error ? error.message : String(error), code: exitCodeOf(error) };
+  if (error instanceof StepError) {
+    info.stepId = error.stepId;
+    if (Object.keys(error.details).length) info.details = error.details;
+  }
+  if (error instanceof MachineadmError && error.hint) info.hint = error.hint;
+  return info;
+}
+
+/** Runs the selected steps of the phases in order, stopping at the first failure. */
+export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
+  const selected = selectSteps(input.phases, input.selection);
+  const state = await input.state.load();
+  const { events } = input;
+  const started = input.host.now();
+  const runRecord = { runId: events.runId, command: input.command, startedAt: started.toISOString() };
+  const outcome: RunOutcome = { runId: events.runId, command: input.command, result: 'success', startedAt: runRecord.startedAt, finishedAt: '', durationMs: 0, phases: [] };
+  events.emit({ type: 'run.started', command: input.command });
+
+  if (state.pendingReboot) {
+    if (!input.force && state.pendingReboot.bootId !== undefined && state.pendingReboot.bootId === input.facts.bootId) {
+      outcome.error = new RebootRequiredError(state.pendingReboot.stepId, `${state.pendingReboot.reason} (the machine has not rebooted yet)`);
+    } else {
+      delete state.pendingReboot;
+    }
+  }
+  state.runs.push(runRecord);
+  await input.state.save(state);
+
+  for (const phase of input.phases) {
+    if (outcome.error) break;
+    const steps = selected.filter((s) => s.phase === phase && s.selected && !applicability(s.step, input));
+    const phaseOutcome: PhaseOutcome = { name: phase.name, result: 'success', durationMs: 0, steps: [] };
+    outcome.phases.push(phaseOutcome);
+    const phaseStart = Date.now();
+    events.emit({ type: 'phase.started', phase: phase.name, summary: phase.summary });
+    for (const s of steps) {
+      const stepOutcome = await runStep(s, input, state);
+      phaseOutcome.steps.push(stepOutcome.outcome);
+      if (stepOutcome.stop) {
+        outcome.error = stepOutcome.stop;
+        break;
+      }
+    }
+    phaseOutcome.durationMs = Date.now() - phaseStart;
+    phaseOutcome.result = worstResult(phaseOutcome.steps.map((s) => s.result));
+    events.emit({ type: 'phase.finished', phase: phase.name, result: phaseOutcome.result, durationMs: phaseOutcome.durationMs });
+  }
+
+  const finished = input.host.now();
+  outcome.finishedAt = finished.toISOString();
+  outcome.durationMs = finished.getTime() - started.getTime();
+  outcome.result = outcome.error && !(outcome.error instanceof RebootRequiredError) ? 'failure' : worstResult(outcome.phases.map((p) => p.result));
+  Object.assign(runRecord, { finishedAt: outcome.finishedAt, result: outcome.error instanceof RebootRequiredError ? 'reboot-required' : outcome.result });
+  await input.state.save(state);
+  events.emit({
+    type: 'run.finished',
+    command: input.command,
+    result: outcome.result,
+    durationMs: outcome.durationMs,
+    ...(outcome.error ? { error: errorInfo(outcome.error) } : {}),
+  });
+  return outcome;
+}
+
+async function runStep(s: SelectedStep, input: RunnerInput, state: MachineState): Promise<{ outcome: StepOutcome; stop?: MachineadmError }> {
+  const { events } = input;
+  const ctx = contextFor(input, state, s.fullId, s.step, false);
+  const begin = Date.now();
+  events.emit({ type: 'step.started', phase: s.phase.name, step: s.fullId, summary: s.step.summary });
+  const finish = async (result: Result, extra: Partial<StepOutcome>, data?: Record<string, unknown>): Promise<StepOutcome> => {
+    const durationMs = Date.now() - begin;
+    const outcome: StepOutcome = { id: s.fullId, summary: s.step.summary, result, durationMs, changes: [], ...extra };
+    if (result !== 'failure') {
+      const previousData = state.steps[s.fullId]?.data;
+      const record: StepRecord = { result, at: input.host.now().toISOString(), runId: events.runId, durationMs };
+      const merged = data ?? previousData;
+      if (merged) record.data = merged;
+      state.steps[s.fullId] = record;
+      await input.state.save(state);
+    }
+    events.emit({
+      type: 'step.finished',
+      phase: s.phase.name,
+      step: s.fullId,
+      summary: s.step.summary,
+      result,
+      durationMs,
+      ...(outcome.message ? { message: outcome.message } : {}),
+      ...(outcome.changes.length ? { changes: outcome.changes.map(({ action, target, detail }) => ({ action, target, ...(detail ? { detail } : {}) })) } : {}),
+      ...(outcome.error ? { error: outcome.error } : {}),
+    });
+    return outcome;
+  };
+  try {
+    const check = await s.step.check(ctx);
+    if (check.skipReason) return { outcome: await finish('skipped', { message: check.skipReason, changes: check.changes }) };
+    if (check.done) return { outcome: await finish('skipped', { message: 'already done' }) };
+    const applied = (await s.step.apply(ctx, check)) ?? {};
+    if (applied.rebootRequired) {
+      const reboot = new RebootRequiredError(s.fullId, applied.rebootRequired);
+      state.pendingReboot = { stepId: s.fullId, at: input.host.now().toISOString(), reason: applied.rebootRequired, ...(input.facts.bootId ? { bootId: input.facts.bootId } : {}) };
+      const outcome = await finish('warning', { message: reboot.message, changes: check.changes }, applied.record);
+      return { outcome, stop: reboot };
+    }
+    const result: Result = applied.warning ? 'warning' : 'success';
+    return { outcome: await finish(result, { changes: check.changes, ...(applied.warning ? { message: applied.warning } : {}) }, applied.record) };
+  } catch (cause) {
+    const error = cause instanceof StepError ? cause : new StepError(s.fullId, cause);
+    return { outcome: await finish('failure', { error: errorInfo(error), message: error.message }), stop: error };
+  }
+}

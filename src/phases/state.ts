@@ -1,0 +1,72 @@
+// The state file: which steps completed in which run, and a pending reboot. Written atomically
+// after every step so a crash or reboot resumes where the run stopped.
+import type { RootedFileSystem } from '../host/index.ts';
+import type { Result } from '../report/events.ts';
+import { MachineadmError, ExitCode } from '../errors.ts';
+
+export const STATE_FILE = '/state.json';
+export const STATE_VERSION = 1;
+
+export interface StepRecord {
+  result: Result;
+  at: string;
+  runId: string;
+  durationMs: number;
+  data?: Record<string, unknown>;
+}
+
+export interface RunRecord {
+  runId: string;
+  command: string;
+  startedAt: string;
+  finishedAt?: string;
+  result?: Result | 'reboot-required';
+}
+
+export interface MachineState {
+  version: number;
+  steps: Record<string, StepRecord>;
+  runs: RunRecord[];
+  pendingReboot?: { stepId: string; bootId?: string; at: string; reason: string };
+}
+
+const MAX_RUNS = 50;
+
+export function emptyState(): MachineState {
+  return { version: STATE_VERSION, steps: {}, runs: [] };
+}
+
+/** The state store lives in the state directory (a file system rooted there). */
+export class StateStore {
+  private readonly fs: RootedFileSystem;
+  constructor(stateFs: RootedFileSystem) {
+    this.fs = stateFs;
+  }
+
+  get directory(): string {
+    return this.fs.root;
+  }
+
+  async load(): Promise<MachineState> {
+    const text = await this.fs.readText(STATE_FILE);
+    if (text === undefined) return emptyState();
+    let parsed: MachineState;
+    try {
+      parsed = JSON.parse(text) as MachineState;
+    } catch (cause) {
+      throw new MachineadmError(`state file ${this.fs.root}${STATE_FILE} is not valid JSON`, ExitCode.stepFailed, {
+        cause,
+        hint: `move it away to start over; machineadm's steps check the machine again and converge`,
+      });
+    }
+    if (parsed.version !== STATE_VERSION) {
+      throw new MachineadmError(`state file ${this.fs.root}${STATE_FILE} has version ${String(parsed.version)}, this machineadm reads ${STATE_VERSION}`, ExitCode.stepFailed);
+    }
+    return { ...emptyState(), ...parsed };
+  }
+
+  async save(state: MachineState): Promise<void> {
+    const trimmed = { ...state, runs: state.runs.slice(-MAX_RUNS) };
+    await this.fs.writeFile(STATE_FILE, JSON.stringify(trimmed, null, 2) + '\n', { mode: 0o600, backup: false });
+  }
+}

@@ -1,0 +1,70 @@
+// What a step is. A step changes one thing: check() says whether the machine already matches
+// (then it is skipped, so reruns converge) and what would change; apply() makes it match.
+import type { Host, Facts, OperatingSystem } from '../host/index.ts';
+import type { MachineConfig } from '../config/schema/index.ts';
+import type { EventInput } from '../report/events.ts';
+import type { StepRecord } from './state.ts';
+
+export interface Change {
+  /** create, update, delete, run, restart, load, set, ... */
+  action: string;
+  /** The file, unit, sysctl key or command the change is about. */
+  target: string;
+  /** One line: "net.ipv4.ip_forward 0 -> 1", "config version 2 (containerd 1.6.20)". */
+  detail?: string;
+  /** For files: a short unified diff, secrets redacted. */
+  diff?: string;
+}
+
+export interface CheckResult {
+  /** True when the machine already matches: the step is skipped. */
+  done: boolean;
+  /** What apply() would change; shown by plan. */
+  changes: Change[];
+  /** Set when the step cannot run in this setting (e.g. a live change under a scratch --root): shown as skipped with this reason. */
+  skipReason?: string;
+}
+
+export interface ApplyResult {
+  /** A reboot is needed before the run can go on; the runner stops with exit 4 and resumes after it. */
+  rebootRequired?: string;
+  /** Finished, but with something the operator should see (result "warning"). */
+  warning?: string;
+  /** Facts for later steps and the report (e.g. { joined: true }). */
+  record?: Record<string, unknown>;
+}
+
+export interface StepContext {
+  readonly config: MachineConfig;
+  readonly facts: Facts;
+  readonly host: Host;
+  readonly options: { readonly dryRun: boolean; readonly force: boolean };
+  /** What this step recorded in an earlier run, if anything. */
+  readonly previous: StepRecord | undefined;
+  /** Lines for the console and the report (secrets must already be out of them). */
+  log(message: string, level?: 'info' | 'warning'): void;
+  output(line: string): void;
+  emit(event: EventInput): void;
+  /** Other steps' records from this and earlier runs, by step id. */
+  recordOf(stepId: string): StepRecord | undefined;
+}
+
+export interface Step {
+  /** Slash path, e.g. "containerd/config"; the phase name is prefixed by the runner. */
+  readonly id: string;
+  readonly summary: string;
+  /** Operating systems the step runs on; all when absent. */
+  readonly platforms?: readonly OperatingSystem[];
+  /** False when the configuration does not ask for this step at all (it is then left out of the plan). */
+  applies?(config: MachineConfig, facts: Facts): boolean;
+  check(ctx: StepContext): Promise<CheckResult>;
+  apply(ctx: StepContext, check: CheckResult): Promise<ApplyResult | void>;
+}
+
+export type PhaseName = 'prepare' | 'provision' | 'report';
+
+export interface Phase {
+  readonly name: PhaseName;
+  readonly summary: string;
+  readonly steps: readonly Step[];
+}
