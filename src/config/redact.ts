@@ -1,7 +1,8 @@
 // Redaction: every field the schema marks secret is shown as <redacted>, whatever form it has.
 import { machineConfigSchema, type MachineConfig } from './schema/index.ts';
 
-export const REDACTED = '<redacted>';
+import { REDACTED } from './secrets.ts';
+export { REDACTED };
 
 /** A copy of the configuration with every secret value replaced by <redacted>. */
 export function redactConfig(config: MachineConfig): unknown {

@@ -18,6 +18,7 @@ export const reportPhase: Phase = {
   name: 'report',
   summary: 'result file, Cluster API sentinel, events to endpoints',
   steps: [],
+  runsAfterFailure: true,
 };
 
 export const ALL_PHASES: readonly Phase[] = [preparePhase, provisionPhase, reportPhase];

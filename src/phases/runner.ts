@@ -7,6 +7,7 @@ import { MachineadmError, RebootRequiredError, StepError, exitCodeOf } from '../
 import type { Change, CheckResult, Phase, PhaseName, Step, StepContext } from './step.ts';
 import { selectSteps, type Selection, type SelectedStep } from './select.ts';
 import type { MachineState, StateStore, StepRecord } from './state.ts';
+import { resolveSecret, type SecretScrubber } from '../config/secrets.ts';
 
 export interface RunnerInput {
   command: string;
@@ -18,6 +19,8 @@ export interface RunnerInput {
   events: EventBus;
   state: StateStore;
   force?: boolean;
+  /** Registers secrets as steps read them, so events never carry them. */
+  secrets: SecretScrubber;
 }
 
 export type PlannedStatus = 'change' | 'up-to-date' | 'skipped' | 'not-selected' | 'not-applicable';
@@ -73,9 +76,15 @@ function applicability(step: Step, input: RunnerInput): string | undefined {
   return undefined;
 }
 
-function contextFor(input: RunnerInput, state: MachineState, fullId: string, step: Step, dryRun: boolean): StepContext {
+function contextFor(input: RunnerInput, state: MachineState, fullId: string, step: Step, dryRun: boolean, outcome?: RunOutcome): StepContext {
   const events = input.events;
   return {
+    run: {
+      runId: events.runId,
+      command: input.command,
+      failed: outcome?.error !== undefined,
+      phases: outcome?.phases ?? [],
+    },
     config: input.config,
     facts: input.facts,
     host: input.host,
@@ -84,6 +93,7 @@ function contextFor(input: RunnerInput, state: MachineState, fullId: string, ste
     log: (message, level = 'info') => events.emit({ type: 'log', step: fullId, message, level }),
     output: (line) => events.emit({ type: 'step.output', step: fullId, message: line }),
     emit: (event) => events.emit({ step: fullId, ...event }),
+    secret: (source, field) => resolveSecret(source, input.host, field, input.secrets),
     recordOf: (stepId) => state.steps[stepId] ?? Object.entries(state.steps).find(([id]) => id.endsWith('/' + stepId))?.[1],
   };
 }
@@ -151,17 +161,19 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   await input.state.save(state);
 
   for (const phase of input.phases) {
-    if (outcome.error) break;
+    if (outcome.error instanceof RebootRequiredError) break;
+    if (outcome.error && !phase.runsAfterFailure) continue;
     const steps = selected.filter((s) => s.phase === phase && s.selected && !applicability(s.step, input));
     const phaseOutcome: PhaseOutcome = { name: phase.name, result: 'success', durationMs: 0, steps: [] };
     outcome.phases.push(phaseOutcome);
     const phaseStart = Date.now();
     events.emit({ type: 'phase.started', phase: phase.name, summary: phase.summary });
     for (const s of steps) {
-      const stepOutcome = await runStep(s, input, state);
+      const stepOutcome = await runStep(s, input, state, outcome);
       phaseOutcome.steps.push(stepOutcome.outcome);
       if (stepOutcome.stop) {
-        outcome.error = stepOutcome.stop;
+        // The first error decides the exit code; a failing report step does not hide it.
+        outcome.error ??= stepOutcome.stop;
         break;
       }
     }
@@ -186,9 +198,9 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   return outcome;
 }
 
-async function runStep(s: SelectedStep, input: RunnerInput, state: MachineState): Promise<{ outcome: StepOutcome; stop?: MachineadmError }> {
+async function runStep(s: SelectedStep, input: RunnerInput, state: MachineState, run: RunOutcome): Promise<{ outcome: StepOutcome; stop?: MachineadmError }> {
   const { events } = input;
-  const ctx = contextFor(input, state, s.fullId, s.step, false);
+  const ctx = contextFor(input, state, s.fullId, s.step, false, run);
   const begin = Date.now();
   events.emit({ type: 'step.started', phase: s.phase.name, step: s.fullId, summary: s.step.summary });
   const finish = async (result: Result, extra: Partial<StepOutcome>, data?: Record<string, unknown>): Promise<StepOutcome> => {

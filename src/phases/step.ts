@@ -2,6 +2,7 @@
 // (then it is skipped, so reruns converge) and what would change; apply() makes it match.
 import type { Host, Facts, OperatingSystem } from '../host/index.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
+import type { SecretSource } from '../config/schema/dsl.ts';
 import type { EventInput } from '../report/events.ts';
 import type { StepRecord } from './state.ts';
 
@@ -45,6 +46,10 @@ export interface StepContext {
   log(message: string, level?: 'info' | 'warning'): void;
   output(line: string): void;
   emit(event: EventInput): void;
+  /** The phases and steps this run has been through so far. */
+  readonly run: RunSoFar;
+  /** Reads a secret when the step needs it; the value is scrubbed from every event from then on. */
+  secret(source: SecretSource, field: string): Promise<string>;
   /** Other steps' records from this and earlier runs, by step id. */
   recordOf(stepId: string): StepRecord | undefined;
 }
@@ -67,4 +72,15 @@ export interface Phase {
   readonly name: PhaseName;
   readonly summary: string;
   readonly steps: readonly Step[];
+  /** Runs even when an earlier phase failed (the report phase: a failure must be reported too). */
+  readonly runsAfterFailure?: boolean;
+}
+
+/** The run so far, as the report phase sees it. */
+export interface RunSoFar {
+  readonly runId: string;
+  readonly command: string;
+  /** The error that stopped the earlier phases, if any. */
+  readonly failed: boolean;
+  readonly phases: readonly { name: PhaseName; result: string; steps: readonly { id: string; result: string }[] }[];
 }

@@ -70,11 +70,14 @@ export class EventBus {
   readonly runId: string;
   private readonly listeners: EventListener[] = [];
   private readonly now: () => Date;
+  private readonly scrub: <T>(value: T) => T;
   private seq = 0;
 
-  constructor(options: { runId?: string; now?: () => Date } = {}) {
+  /** scrub removes secret values from every event before any listener sees it. */
+  constructor(options: { runId?: string; now?: () => Date; scrub?: <T>(value: T) => T } = {}) {
     this.runId = options.runId ?? randomUUID();
     this.now = options.now ?? (() => new Date());
+    this.scrub = options.scrub ?? ((value) => value);
   }
 
   listen(listener: EventListener): () => void {
@@ -87,7 +90,7 @@ export class EventBus {
 
   emit(input: EventInput): MachineEvent {
     this.seq += 1;
-    const event: MachineEvent = { id: `${this.runId}.${String(this.seq).padStart(6, '0')}`, time: this.now().toISOString(), runId: this.runId, ...input };
+    const event: MachineEvent = this.scrub({ id: `${this.runId}.${String(this.seq).padStart(6, '0')}`, time: this.now().toISOString(), runId: this.runId, ...input });
     for (const listener of this.listeners) listener(event);
     return event;
   }

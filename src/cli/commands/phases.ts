@@ -8,6 +8,7 @@ import { phasesNamed } from '../../phases/registry.ts';
 import { computePlan, runPhases, type RunnerInput } from '../../phases/runner.ts';
 import { StateStore } from '../../phases/state.ts';
 import { EventBus } from '../../report/events.ts';
+import { SecretScrubber } from '../../config/secrets.ts';
 import { attachConsole } from '../../report/console.ts';
 import { renderPlan, renderSummary } from '../render.ts';
 import type { PhaseName } from '../../phases/step.ts';
@@ -55,7 +56,8 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
   if (config.spec.security.offline && !options.offline) host = hostFrom({ ...options, offline: true }, io, givenFacts);
   const facts = await host.facts();
   const names: PhaseName[] = command === 'init' || command === 'plan' ? ['prepare', 'provision', 'report'] : [command];
-  const events = new EventBus();
+  const secrets = new SecretScrubber();
+  const events = new EventBus({ scrub: (value) => secrets.scrubValue(value) });
   const input: RunnerInput = {
     command: command === 'plan' ? 'init' : command,
     phases: phasesNamed(names),
@@ -66,6 +68,7 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
     events,
     state: new StateStore(stateFsFrom(options, io, host)),
     force: options.force,
+    secrets,
   };
   if (command === 'plan' || options.dryRun) {
     const plan = await computePlan(input);

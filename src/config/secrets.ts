@@ -1,0 +1,56 @@
+// Secrets: a literal, or a reference read when a step needs it (so a plan made on another machine
+// never needs the secret). Every value read is registered with a scrubber that removes it from
+// every event, log line and report.
+import type { Host } from '../host/index.ts';
+import type { SecretSource } from './schema/dsl.ts';
+import { ConfigError } from '../errors.ts';
+
+export const REDACTED = '<redacted>';
+
+export class SecretScrubber {
+  private readonly values = new Set<string>();
+
+  add(value: string): void {
+    // Very short values would scrub ordinary words; secrets this short are rejected by validation.
+    if (value.length >= 4) this.values.add(value);
+  }
+
+  scrub(text: string): string {
+    let out = text;
+    for (const value of this.values) if (out.includes(value)) out = out.split(value).join(REDACTED);
+    return out;
+  }
+
+  /** A deep copy of any JSON-like value with every registered secret replaced. */
+  scrubValue<T>(value: T): T {
+    if (typeof value === 'string') return this.scrub(value) as T;
+    if (Array.isArray(value)) return value.map((v) => this.scrubValue(v)) as T;
+    if (value && typeof value === 'object') {
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, this.scrubValue(v)])) as T;
+    }
+    return value;
+  }
+}
+
+/** The secret's value; `field` names it in errors (never the value). */
+export async function resolveSecret(source: SecretSource, host: Host, field: string, scrubber?: SecretScrubber): Promise<string> {
+  let value: string;
+  if (typeof source === 'string') {
+    value = source;
+  } else if ('file' in source.valueFrom) {
+    const path = source.valueFrom.file;
+    const text = await host.fs.readText(path).catch((cause: unknown) => {
+      throw new ConfigError([{ path: field, message: `cannot read secret file ${path}: ${(cause as Error).message}` }]);
+    });
+    if (text === undefined) throw new ConfigError([{ path: field, message: `secret file ${path} does not exist`, hint: 'write it before machineadm runs, or give the value another way' }]);
+    value = text.replace(/\r?\n$/, '');
+  } else {
+    const name = source.valueFrom.env;
+    const env = host.env[name];
+    if (env === undefined) throw new ConfigError([{ path: field, message: `environment variable ${name} is not set`, hint: 'export it for machineadm, or give the value another way' }]);
+    value = env;
+  }
+  if (value === '') throw new ConfigError([{ path: field, message: 'the secret is empty' }]);
+  scrubber?.add(value);
+  return value;
+}
