@@ -15,9 +15,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .description('Turns a freshly booted Linux or Windows machine into a Kubernetes node.')
     .version(buildInfo.version, '-V, --version', 'print the version')
     .exitOverride()
-    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr, outputError: (text, write) => write(text) })
+    // One line of error (commander puts its suggestion on a line of its own) and one line of hint,
+    // as every other machineadm error.
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr, outputError: (text, write) => write(text.replace(/\n\(Did you mean (.+?)\?\)/, ' (did you mean $1?)')) })
     .showSuggestionAfterError(true)
-    .showHelpAfterError('(add --help for usage)')
+    .showHelpAfterError('hint: run "machineadm --help" for the commands and options')
     .addHelpText(
       'after',
       `
@@ -34,7 +36,11 @@ Exit codes: 0 ok, 1 a step failed, 2 bad usage or configuration, 3 verification 
   registerTrustCommands(program, io, setExit);
   registerStatusCommand(program, io, setExit);
   registerVersionCommand(program, io, setExit);
-  for (const command of program.commands) command.showHelpAfterError(`(run "machineadm ${command.name()} --help" for usage)`);
+  const withHint = (command: Command, path: string): void => {
+    command.showHelpAfterError(`hint: run "machineadm ${path} --help" for its usage`);
+    for (const sub of command.commands) withHint(sub, `${path} ${sub.name()}`);
+  };
+  for (const command of program.commands) withHint(command, command.name());
   return program;
 }
 
@@ -50,7 +56,8 @@ export async function main(args: readonly string[], io: Io): Promise<number> {
   }
 }
 
-function reportError(error: unknown, io: Io): number {
+/** Writes the error as "error: ..." and "hint: ..." lines and returns its exit code. */
+export function reportError(error: unknown, io: Io): number {
   if (error instanceof CommanderError) {
     // Help and --version end with a CommanderError too, and are not failures.
     if (['commander.helpDisplayed', 'commander.help', 'commander.version'].includes(error.code)) return ExitCode.ok;
@@ -59,6 +66,11 @@ function reportError(error: unknown, io: Io): number {
   if (error instanceof ConfigError) {
     io.stderr(`error: invalid configuration (${error.issues.length} problem${error.issues.length === 1 ? '' : 's'}):\n${error.issues.map(formatIssue).join('\n')}\n`);
     return error.exitCode;
+  }
+  if (error instanceof MachineadmError && error.exitCode === ExitCode.ok) {
+    // Not a failure (e.g. user data without a MachineConfig: nothing to do).
+    io.stderr(`${error.message}\n${error.hint ? `hint: ${error.hint}\n` : ''}`);
+    return ExitCode.ok;
   }
   if (error instanceof MachineadmError) {
     io.stderr(`error: ${error.message}\n${error.hint ? `hint: ${error.hint}\n` : ''}`);

@@ -1,14 +1,25 @@
-// Loading: read every source, parse each (YAML or JSON), check each on its own (so a problem is
-// reported with its source), merge in order, then validate the merged whole.
-import { load as loadYaml } from 'js-yaml';
-import type { Host, RootedFileSystem } from '../host/index.ts';
+// Loading: read every source (file, directory, stdin, https, instance metadata), take the
+// MachineConfig out of MIME user data, parse each document with its positions, check each on its
+// own (so a problem is reported with its source, line and column), merge in order, then validate
+// the merged whole. Every problem is collected and reported at once.
+import { createHash } from 'node:crypto';
 import { resolve as resolvePath } from 'node:path';
-import { ConfigError, type ConfigIssue } from '../errors.ts';
-import { formatPath, parseWith } from './schema/dsl.ts';
-import { machineConfigSchema, type MachineConfig } from './schema/index.ts';
+import type { Host, RootedFileSystem } from '../host/index.ts';
+import { HttpError, displayUrl, formatBytes, httpRequest, type HttpTimeouts, type RetryPolicy } from '../host/http.ts';
+import { ConfigError, ExitCode, MachineadmError, type ConfigIssue } from '../errors.ts';
+import { formatPath, isPlainObject, parseWith, type SchemaIssue } from './schema/dsl.ts';
+import { API_GROUP, SUPPORTED_API_VERSIONS, machineConfigSchema, type MachineConfig } from './schema/index.ts';
 import { mergeConfigs } from './merge.ts';
+import { DocumentError, decodeUtf8, parseDocument, type ParsedDocument } from './document.ts';
+import { MACHINECONFIG_CONTENT_TYPE, MimeError, gunzipLimited, isGzip, isMultipart, splitMultipart } from './mime.ts';
+import { ImdsError, detectCloud, readUserData, type Cloud } from './imds.ts';
+import { secretLiterals } from './redact.ts';
+import { REDACTED } from './secrets.ts';
 
 export const DEFAULT_SOURCES = ['/etc/machineadm/config.yaml', '/etc/machineadm/config.d/'];
+
+/** No source may be larger than this (a configuration is a few KiB; payload URLs a few hundred). */
+export const MAX_SOURCE_BYTES = 8 * 1024 * 1024;
 
 export interface LoadedConfig {
   config: MachineConfig;
@@ -16,55 +27,382 @@ export interface LoadedConfig {
   sources: string[];
 }
 
-interface RawDocument {
-  source: string;
-  value: unknown;
+export interface LoadOptions {
+  /** Reads all of standard input (for the source "-"). */
+  readStdin?: () => Promise<Buffer>;
+  /** Relative -c paths are resolved against this directory (default: the process's). */
+  cwd?: string;
+  maxBytes?: number;
+  /** Retry and timeout settings for https:// sources (tests shorten them). */
+  http?: { retry?: Partial<RetryPolicy>; timeouts?: Partial<HttpTimeouts> };
+  /** Retry and timeout settings for imds:// sources. */
+  imds?: { retry?: Partial<RetryPolicy>; timeouts?: Partial<HttpTimeouts> };
 }
 
-// Default sources are read under --root; sources named with -c are the operator's own paths.
-async function readSource(fs: RootedFileSystem, source: string): Promise<RawDocument[]> {
-  const path = source.startsWith('file://') ? decodeURIComponent(new URL(source).pathname) : source;
-  const info = await fs.stat(path);
-  if (!info) return [];
-  if (info.kind === 'directory') {
-    const names = (await fs.list(path)).filter((n) => /\.(ya?ml|json)$/.test(n));
-    const docs = await Promise.all(names.map((n) => readSource(fs, `${path.replace(/\/$/, '')}/${n}`)));
-    return docs.flat();
-  }
-  const text = (await fs.readText(path)) ?? '';
-  try {
-    return [{ source: path, value: loadYaml(text) }];
-  } catch (cause) {
-    throw new ConfigError([{ source: path, path: '', message: `not valid YAML: ${(cause as Error).message.split('\n')[0]}` }]);
+/**
+ * The sources were read and hold no MachineConfig, because user data (instance metadata or a MIME
+ * multipart document) carried none: the user has not opted in to machineadm. Exit 0.
+ */
+export class NoMachineConfigError extends MachineadmError {
+  readonly sources: string[];
+  constructor(sources: string[]) {
+    super(`nothing to do: the user data holds no MachineConfig (${sources.join(', ')}); machineadm leaves this machine as it is`, ExitCode.ok, {
+      hint: `to use machineadm, add a part with Content-Type: ${MACHINECONFIG_CONTENT_TYPE} to the user data`,
+    });
+    this.sources = sources;
   }
 }
 
-export async function loadConfig(host: Host, sources: readonly string[]): Promise<LoadedConfig> {
-  const explicit = sources.length > 0;
-  const docs: RawDocument[] = [];
-  for (const source of explicit ? sources : DEFAULT_SOURCES) {
-    const read = await readSource(explicit ? host.local : host.fs, explicit ? absolute(source) : source);
-    if (explicit && read.length === 0 && !source.endsWith('/')) {
-      throw new ConfigError([{ source, path: '', message: 'no such file', hint: 'check the -c/--config path' }]);
-    }
-    docs.push(...read);
-  }
-  if (docs.length === 0) {
-    throw new ConfigError([{ path: '', message: `no configuration found (looked at ${DEFAULT_SOURCES.join(', ')} under the root)`, hint: 'give one with -c FILE' }]);
-  }
+export type SourceSpec =
+  | { kind: 'stdin'; name: string }
+  | { kind: 'path'; name: string; path: string; fs: 'local' | 'root'; optional: boolean; sha256?: string }
+  | { kind: 'https'; name: string; url: string; sha256?: string; caFile?: string }
+  | { kind: 'imds'; name: string; cloud?: Cloud };
+
+interface RawSource {
+  name: string;
+  bytes: Buffer;
+  /** Instance metadata: a document that is not a MachineConfig is not an error there. */
+  userData: boolean;
+}
+
+const SCHEMES = ['file://', 'https://', 'imds://'];
+
+/** Reads the source strings of -c into specs, collecting every malformed one. */
+export function parseSources(sources: readonly string[], cwd: string): { specs: SourceSpec[]; issues: ConfigIssue[] } {
+  const specs: SourceSpec[] = [];
   const issues: ConfigIssue[] = [];
-  let merged: unknown = undefined;
-  for (const doc of docs) {
-    const { issues: found } = parseWith(machineConfigSchema, doc.value, { partial: true });
-    issues.push(...found.map((i) => ({ source: doc.source, path: formatPath(i.path), message: i.message, ...(i.hint ? { hint: i.hint } : {}) })));
-    merged = mergeConfigs(merged, doc.value);
+  let stdin = 0;
+  for (const source of sources) {
+    const bad = (message: string, hint?: string) => issues.push({ source: safeName(source), path: '', message, ...(hint ? { hint } : {}) });
+    if (source === '-') {
+      if (++stdin > 1) bad('standard input can be read only once', 'give "-" a single time');
+      else specs.push({ kind: 'stdin', name: 'stdin' });
+    } else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(source)) {
+      let url: URL;
+      try {
+        url = new URL(source);
+      } catch {
+        bad('not a valid URL', 'write it like https://config.example/node.yaml');
+        continue;
+      }
+      const fragment = new URLSearchParams(url.hash.replace(/^#/, ''));
+      const sha256 = fragment.get('sha256') ?? undefined;
+      const unknown = [...fragment.keys()].filter((k) => k !== 'sha256' && k !== 'ca');
+      if (unknown.length) bad(`unknown URL fragment parameter ${unknown.map((k) => JSON.stringify(k)).join(', ')}`, 'the fragment takes sha256=<hex> and, for https://, ca=<path of a PEM CA file>');
+      if (sha256 !== undefined && !/^[a-f0-9]{64}$/i.test(sha256)) bad('the sha256 pin is not 64 hex digits', 'write #sha256=<64 hex digits> (sha256sum prints them)');
+      const pin = sha256?.toLowerCase();
+      if (url.protocol === 'file:') {
+        if (url.host && url.host !== 'localhost') bad('file:// URLs name a local path (file:///etc/x.yaml)');
+        else specs.push({ kind: 'path', name: decodeURIComponent(url.pathname), path: decodeURIComponent(url.pathname), fs: 'local', optional: false, ...(pin ? { sha256: pin } : {}) });
+      } else if (url.protocol === 'https:') {
+        const ca = fragment.get('ca') ?? undefined;
+        const clean = new URL(url);
+        clean.hash = '';
+        specs.push({ kind: 'https', name: displayUrl(source), url: clean.toString(), ...(pin ? { sha256: pin } : {}), ...(ca ? { caFile: resolvePath(cwd, ca) } : {}) });
+      } else if (url.protocol === 'imds:') {
+        const where = `${url.host}${url.pathname}`.replace(/\/+$/, '');
+        const match = /^(?:(aws|azure|gce)\/)?user-data$/.exec(where);
+        if (!match) bad('unknown instance metadata source', 'use imds://user-data (cloud detected) or imds://aws/user-data, imds://azure/user-data, imds://gce/user-data');
+        else specs.push({ kind: 'imds', name: `imds://${where}`, ...(match[1] ? { cloud: match[1] as Cloud } : {}) });
+      } else if (url.protocol === 'http:') {
+        bad('plain http:// is not accepted for configuration (it can be changed on the way and may carry secrets)', 'serve it over https://, or copy it to a local file');
+      } else {
+        bad(`unknown kind of source ${JSON.stringify(url.protocol.replace(/:$/, ''))}`, `use a path, "-", or a URL starting with ${SCHEMES.join(', ')}`);
+      }
+    } else if (source === '') {
+      bad('an empty source', 'give a path, "-", or a URL');
+    } else {
+      const path = resolvePath(cwd, source);
+      specs.push({ kind: 'path', name: source.endsWith('/') && !path.endsWith('/') ? `${path}/` : path, path, fs: 'local', optional: false });
+    }
+  }
+  return { specs, issues };
+}
+
+// Sources are named in messages; a URL's query may hold a token, so it is left out.
+function safeName(source: string): string {
+  return /^https?:\/\//i.test(source) ? displayUrl(source) : source;
+}
+
+function isNetwork(spec: SourceSpec): boolean {
+  return spec.kind === 'https' || spec.kind === 'imds';
+}
+
+export async function loadConfig(host: Host, sources: readonly string[], options: LoadOptions = {}): Promise<LoadedConfig> {
+  const maxBytes = options.maxBytes ?? MAX_SOURCE_BYTES;
+  const explicit = sources.length > 0;
+  const { specs, issues } = explicit
+    ? parseSources(sources, options.cwd ?? process.cwd())
+    : { specs: DEFAULT_SOURCES.map((path): SourceSpec => ({ kind: 'path', name: path, path, fs: 'root', optional: true })), issues: [] as ConfigIssue[] };
+  // --offline refuses every network source before anything is read, and names each of them.
+  if (host.offline) {
+    for (const spec of specs.filter(isNetwork)) {
+      issues.push({ source: spec.name, path: '', message: 'refused: this source needs the network and machineadm runs with --offline', hint: 'give the configuration from a file or stdin, or drop --offline' });
+    }
   }
   if (issues.length) throw new ConfigError(issues);
+
+  const raws: RawSource[] = [];
+  for (const spec of specs) {
+    try {
+      raws.push(...(await readSource(host, spec, options, maxBytes)));
+    } catch (error) {
+      issues.push(...sourceIssues(error, spec.name));
+    }
+  }
+
+  const documents: ParsedDocument[] = [];
+  const userData = { sources: [] as string[], optedIn: false };
+  for (const raw of raws) {
+    try {
+      const found = extractDocuments(raw, maxBytes);
+      if (found.userData) {
+        userData.sources.push(raw.name);
+        userData.optedIn ||= found.documents.length > 0;
+      }
+      documents.push(...found.documents);
+    } catch (error) {
+      issues.push(...sourceIssues(error, raw.name));
+    }
+  }
+  if (issues.length) throw new ConfigError(scrub(issues, documents));
+  // User data decides whether machineadm is wanted at all: without a MachineConfig in it, the
+  // other sources (an image's defaults) do not make this machine a node on their own.
+  if (userData.sources.length > 0 && !userData.optedIn) throw new NoMachineConfigError(userData.sources);
+  if (documents.length === 0) {
+    throw new ConfigError([
+      explicit
+        ? { path: '', message: `no configuration found in ${specs.map((s) => s.name).join(', ')}`, hint: 'the directories hold no *.yaml, *.yml or *.json file' }
+        : { path: '', message: `no configuration found (looked at ${DEFAULT_SOURCES.join(', ')} under the root)`, hint: 'give one with -c FILE' },
+    ]);
+  }
+
+  let merged: unknown = undefined;
+  for (const doc of documents) {
+    issues.push(...checkDocument(doc));
+    merged = mergeConfigs(merged, doc.value);
+  }
+  if (issues.length) throw new ConfigError(scrub(issues, documents));
   const { value, issues: final } = parseWith(machineConfigSchema, merged);
-  if (!value) throw new ConfigError(final.map((i) => ({ source: '(merged)', path: formatPath(i.path), message: i.message, ...(i.hint ? { hint: i.hint } : {}) })));
-  return { config: value, sources: docs.map((d) => d.source) };
+  if (!value || final.length) throw new ConfigError(scrub(final.map((i) => locateMerged(i, documents)), documents));
+  return { config: value, sources: documents.map((d) => d.source) };
 }
 
-function absolute(source: string): string {
-  return /^[a-z]+:\/\//.test(source) ? source : resolvePath(source);
+async function readSource(host: Host, spec: SourceSpec, options: LoadOptions, maxBytes: number): Promise<RawSource[]> {
+  switch (spec.kind) {
+    case 'stdin': {
+      if (!options.readStdin) throw new SourceError('standard input is not available here');
+      const bytes = await options.readStdin();
+      if (bytes.length > maxBytes) throw new SourceError(`larger than the limit of ${formatBytes(maxBytes)}`, 'a configuration is never that large');
+      return [{ name: 'stdin', bytes, userData: false }];
+    }
+    case 'path':
+      return readPath(spec.fs === 'root' ? host.fs : host.local, spec, maxBytes);
+    case 'https': {
+      let ca: Buffer | undefined;
+      if (spec.caFile) {
+        ca = await host.local.readFile(spec.caFile);
+        if (!ca) throw new SourceError(`the CA file ${spec.caFile} does not exist`, 'give the path of a PEM file with #ca=<path>');
+      }
+      const response = await httpRequest({
+        url: spec.url,
+        offline: host.offline,
+        sleep: (ms) => host.sleep(ms),
+        maxBytes,
+        headers: { accept: 'application/yaml, application/json;q=0.9, */*;q=0.5' },
+        ...(ca ? { ca } : {}),
+        ...(options.http?.retry ? { retry: options.http.retry } : {}),
+        ...(options.http?.timeouts ? { timeouts: options.http.timeouts } : {}),
+      });
+      checkPin(response.body, spec.sha256);
+      const type = String(response.headers['content-type'] ?? '');
+      if (/^text\/html\b/i.test(type) && !isMultipart(response.body)) {
+        throw new SourceError(`the server answered ${response.status} with an HTML page (Content-Type: ${type.split(';')[0]}), not a configuration`, 'check the URL: a login page, a proxy or an error page answered instead');
+      }
+      return [{ name: spec.name, bytes: response.body, userData: false }];
+    }
+    case 'imds': {
+      const imdsOptions = { maxBytes, ...(options.imds?.retry ? { retry: options.imds.retry } : {}), ...(options.imds?.timeouts ? { timeouts: options.imds.timeouts } : {}) };
+      const cloud = spec.cloud ?? (await detectCloud(host, imdsOptions));
+      const bytes = await readUserData(host, cloud, imdsOptions);
+      return [{ name: spec.cloud ? spec.name : `${spec.name} (${cloud})`, bytes: bytes ?? Buffer.alloc(0), userData: true }];
+    }
+  }
 }
+
+async function readPath(fs: RootedFileSystem, spec: Extract<SourceSpec, { kind: 'path' }>, maxBytes: number): Promise<RawSource[]> {
+  const info = await fs.stat(spec.path);
+  if (!info) {
+    if (spec.optional) return [];
+    throw new SourceError('no such file or directory', 'check the -c/--config path');
+  }
+  if (info.kind === 'directory') {
+    if (spec.sha256) throw new SourceError('a sha256 pin names one file, not a directory');
+    // Lexical order, so an image's 10-defaults.yaml comes before a user's 50-site.yaml; hidden files
+    // (editor backups) are left out.
+    const names = (await fs.list(spec.path)).filter((n) => /\.(ya?ml|json)$/i.test(n) && !n.startsWith('.'));
+    const out: RawSource[] = [];
+    for (const name of names) {
+      const child = `${spec.path.replace(/[\\/]+$/, '')}/${name}`;
+      const childInfo = await fs.stat(child);
+      if (childInfo?.kind === 'directory') continue;
+      out.push(...(await readPath(fs, { ...spec, path: child, name: child, optional: false }, maxBytes)));
+    }
+    return out;
+  }
+  if (info.kind === 'file' && info.size > maxBytes) throw new SourceError(`larger than the limit of ${formatBytes(maxBytes)} (${formatBytes(info.size)})`, 'a configuration is never that large');
+  const bytes = await fs.readFile(spec.path);
+  if (!bytes) throw new SourceError('no such file or directory', 'check the -c/--config path');
+  if (bytes.length > maxBytes) throw new SourceError(`larger than the limit of ${formatBytes(maxBytes)}`, 'a configuration is never that large');
+  checkPin(bytes, spec.sha256);
+  return [{ name: spec.name, bytes, userData: false }];
+}
+
+// The pin is checked on the bytes as delivered, before anything parses them.
+function checkPin(bytes: Buffer, pin: string | undefined): void {
+  if (pin === undefined) return;
+  const actual = createHash('sha256').update(bytes).digest('hex');
+  if (actual !== pin) {
+    throw new SourceError(`the content's sha256 is ${actual}, not the pinned ${pin}`, 'the content changed or the pin is wrong; nothing from this source was used');
+  }
+}
+
+class SourceError extends Error {
+  readonly hint: string | undefined;
+  constructor(message: string, hint?: string) {
+    super(message);
+    this.hint = hint;
+  }
+}
+
+function sourceIssues(error: unknown, source: string): ConfigIssue[] {
+  if (error instanceof DocumentError) return error.issues.map((i) => ({ ...i, source: i.source ?? source }));
+  if (error instanceof ConfigError) return error.issues.map((i) => ({ ...i, source: i.source ?? source }));
+  if (error instanceof MimeError) return [{ source, ...(error.line ? { line: error.line } : {}), path: '', message: `MIME user data: ${error.message}`, ...(error.hint ? { hint: error.hint } : {}) }];
+  if (error instanceof HttpError || error instanceof MachineadmError || error instanceof SourceError || error instanceof ImdsError) {
+    const hint = (error as { hint?: string }).hint;
+    return [{ source, path: '', message: error.message, ...(hint ? { hint } : {}) }];
+  }
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'EACCES' || code === 'EPERM') return [{ source, path: '', message: 'permission denied', hint: 'run machineadm as a user that may read it' }];
+  if (code === 'EISDIR') return [{ source, path: '', message: 'is a directory' }];
+  return [{ source, path: '', message: `cannot be read: ${(error as Error).message}` }];
+}
+
+/** The MachineConfig documents a source holds (none for user data that does not opt in). */
+function extractDocuments(raw: RawSource, maxBytes: number): { documents: ParsedDocument[]; userData: boolean } {
+  let bytes = raw.bytes;
+  // cloud-init accepts gzip-compressed user data; so does machineadm, from any source.
+  if (isGzip(bytes)) bytes = gunzipLimited(bytes, maxBytes);
+  if (isMultipart(bytes)) {
+    const parts = splitMultipart(bytes, maxBytes).filter((p) => p.contentType === MACHINECONFIG_CONTENT_TYPE);
+    const out: ParsedDocument[] = [];
+    const issues: ConfigIssue[] = [];
+    for (const part of parts) {
+      const name = `${raw.name} (part ${part.index})`;
+      try {
+        const text = stripBom(decodeUtf8(part.body, name));
+        const doc = parseDocument(text, name, (part.firstLine ?? 1) - 1);
+        if (!doc) throw new DocumentError([{ source: name, path: '', message: `the ${MACHINECONFIG_CONTENT_TYPE} part is empty`, hint: 'put the MachineConfig in the part, or remove the part' }]);
+        out.push(doc);
+      } catch (error) {
+        issues.push(...sourceIssues(error, name));
+      }
+    }
+    if (issues.length) throw new ConfigError(issues);
+    return { documents: out, userData: true };
+  }
+  if (raw.userData) {
+    // Whole (non-multipart) user data: a MachineConfig is taken whole; a shell script or a
+    // cloud-config is someone else's, unless it plainly means to be ours.
+    if (bytes.length === 0) return { documents: [], userData: true };
+    const text = stripBom(Buffer.from(bytes).toString('utf8'));
+    const ours = text.includes(API_GROUP) || /^\s*kind:\s*["']?MachineConfig\b/m.test(text);
+    if (!ours) return { documents: [], userData: true };
+    const doc = parseDocument(stripBom(decodeUtf8(bytes, raw.name)), raw.name);
+    return { documents: doc ? [doc] : [], userData: true };
+  }
+  const doc = parseDocument(stripBom(decodeUtf8(bytes, raw.name)), raw.name);
+  if (!doc) throw new DocumentError([{ source: raw.name, path: '', message: 'is empty', hint: `write a MachineConfig (apiVersion: ${SUPPORTED_API_VERSIONS[0]}, kind: MachineConfig, spec: ...)` }]);
+  return { documents: [doc], userData: false };
+}
+
+function stripBom(text: string): string {
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
+/** A source's own problems: not a MachineConfig, an unsupported apiVersion, unknown fields, types. */
+function checkDocument(doc: ParsedDocument): ConfigIssue[] {
+  const at = (path: (string | number)[]) => {
+    const p = doc.positions.find(path);
+    return p ? { line: p.line, column: p.column } : {};
+  };
+  const value = doc.value;
+  if (!isPlainObject(value)) {
+    return [{ source: doc.source, ...at([]), path: '', message: `not a MachineConfig: the document is ${Array.isArray(value) ? 'a list' : 'a single value'}, not a map`, hint: `start it with apiVersion: ${SUPPORTED_API_VERSIONS[0]} and kind: MachineConfig` }];
+  }
+  if (value.apiVersion === undefined && value.kind === undefined) {
+    return [{ source: doc.source, ...at([]), path: '', message: 'not a MachineConfig: apiVersion and kind are missing', hint: `start it with apiVersion: ${SUPPORTED_API_VERSIONS[0]} and kind: MachineConfig` }];
+  }
+  const issues: ConfigIssue[] = [];
+  const supported = SUPPORTED_API_VERSIONS as readonly unknown[];
+  if (!supported.includes(value.apiVersion)) {
+    const shown = typeof value.apiVersion === 'string' ? JSON.stringify(value.apiVersion) : 'missing';
+    const ownGroup = typeof value.apiVersion === 'string' && value.apiVersion.startsWith(`${API_GROUP}/`);
+    issues.push({
+      source: doc.source,
+      ...at(['apiVersion']),
+      path: 'apiVersion',
+      message: `${value.apiVersion === undefined ? 'is missing' : `${shown} is not supported`}; this machineadm reads ${SUPPORTED_API_VERSIONS.join(', ')}`,
+      hint: ownGroup ? 'a newer machineadm may read this version; or write the configuration for a supported version' : `set apiVersion: ${SUPPORTED_API_VERSIONS[0]}`,
+    });
+  }
+  // With a foreign apiVersion the kind is that API's business: one message is enough.
+  if (issues.length === 0 && value.kind !== 'MachineConfig') {
+    issues.push({ source: doc.source, ...at(['kind']), path: 'kind', message: `${value.kind === undefined ? 'is missing' : `${JSON.stringify(value.kind)} is not supported`}; the kind is MachineConfig`, hint: 'set kind: MachineConfig' });
+  }
+  // Another apiVersion's fields mean other things: checking them against v1alpha1 would only add noise.
+  if (issues.length) return issues;
+  const { issues: found } = parseWith(machineConfigSchema, value, { partial: true });
+  // In file order, so a reader can walk down the file fixing each.
+  return found.map((i) => toIssue(i, doc.source, doc.positions.find(i.path))).sort((a, b) => (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0));
+}
+
+function toIssue(i: SchemaIssue, source: string, position: { line: number; column: number } | undefined): ConfigIssue {
+  return {
+    source,
+    ...(position ? { line: position.line, column: position.column } : {}),
+    path: formatPath(i.path),
+    message: i.message,
+    ...(i.hint ? { hint: i.hint } : {}),
+  };
+}
+
+// A problem of the merged whole (a required field missing, a cross-field rule) is shown at the
+// last source that wrote the field or its closest ancestor, since that is where a fix goes.
+function locateMerged(i: SchemaIssue, documents: ParsedDocument[]): ConfigIssue {
+  let best: { doc: ParsedDocument; depth: number } | undefined;
+  for (const doc of documents) {
+    for (let n = i.path.length; n >= 1; n--) {
+      if (doc.positions.has(i.path.slice(0, n))) {
+        if (!best || n >= best.depth) best = { doc, depth: n };
+        break;
+      }
+    }
+  }
+  if (!best) return toIssue(i, documents.length === 1 ? documents[0]!.source : '(merged)', undefined);
+  return toIssue(i, best.doc.source, best.doc.positions.find(i.path.slice(0, best.depth)));
+}
+
+// No message may carry a secret's value, whatever rule produced it.
+function scrub(issues: ConfigIssue[], documents: ParsedDocument[]): ConfigIssue[] {
+  const secrets = documents
+    .flatMap((d) => secretLiterals(d.value))
+    // Very short values would scrub ordinary words (as SecretScrubber does); secret() never quotes them anyway.
+    .filter((s) => s.length >= 4);
+  if (secrets.length === 0) return issues;
+  const clean = (text: string) => secrets.reduce((t, s) => (t.includes(s) ? t.split(s).join(REDACTED) : t), text);
+  return issues.map((i) => ({ ...i, message: clean(i.message), ...(i.hint ? { hint: clean(i.hint) } : {}) }));
+}
+

@@ -3,16 +3,33 @@
 // must not leak into a user's explicit list); maps merge so a drop-in can set one sysctl.
 import { isPlainObject } from './schema/dsl.ts';
 
+// Rules, in order: a value a later source leaves out keeps the earlier value; an explicit null
+// removes what an earlier source set (so a drop-in can undo an image default); a map merges key
+// by key, recursively; anything else (a list, a string, a number, a boolean, or a map replacing a
+// non-map) replaces the earlier value whole. A secret reference ({ valueFrom }) is a map like any
+// other, so a later literal replaces it and a later reference replaces a literal.
 export function mergeConfigs(base: unknown, override: unknown): unknown {
   if (override === undefined) return base;
-  if (isPlainObject(base) && isPlainObject(override)) {
-    const out: Record<string, unknown> = { ...base };
+  if (isPlainObject(override)) {
+    // A secret reference replaces whatever was there: mixing { valueFrom: file } with an earlier
+    // { valueFrom: env } would leave a reference that gives both.
+    const start = isPlainObject(base) && !isSecretReference(override) ? base : {};
+    const out: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(start)) define(out, key, value);
     for (const [key, value] of Object.entries(override)) {
-      // An explicit null removes what an earlier source set.
       if (value === null) delete out[key];
-      else out[key] = mergeConfigs(base[key], value);
+      else define(out, key, mergeConfigs(start[key], value));
     }
     return out;
   }
   return override;
+}
+
+function isSecretReference(value: Record<string, unknown>): boolean {
+  return Object.keys(value).length === 1 && isPlainObject(value.valueFrom);
+}
+
+// defineProperty, not assignment: a key named "__proto__" must stay a plain (invalid) field.
+function define(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }

@@ -1,25 +1,54 @@
-// Redaction: every field the schema marks secret is shown as <redacted>, whatever form it has.
+// Redaction: every field the schema marks secret (x-secret in the JSON Schema) is shown as
+// <redacted> when it holds a literal value. A reference ({ valueFrom: { file | env } }) is shown as
+// written: it names where the secret is, never the secret itself, and that is what an operator
+// needs to see when something is wrong.
 import { machineConfigSchema, type MachineConfig } from './schema/index.ts';
-
+import { isPlainObject } from './schema/dsl.ts';
 import { REDACTED } from './secrets.ts';
 export { REDACTED };
 
-/** A copy of the configuration with every secret value replaced by <redacted>. */
-export function redactConfig(config: MachineConfig): unknown {
-  return redactWith(machineConfigSchema.json(), config);
+type JsonSchema = Record<string, unknown>;
+
+let cached: JsonSchema | undefined;
+function schema(): JsonSchema {
+  return (cached ??= machineConfigSchema.json());
 }
 
-function redactWith(schema: Record<string, unknown>, value: unknown): unknown {
-  if (isSecretSchema(schema)) return value === undefined ? value : REDACTED;
-  if (Array.isArray(value)) return value.map((v) => redactWith((schema.items as Record<string, unknown>) ?? {}, v));
-  if (value && typeof value === 'object') {
-    const props = (schema.properties ?? {}) as Record<string, Record<string, unknown>>;
-    const extra = typeof schema.additionalProperties === 'object' ? (schema.additionalProperties as Record<string, unknown>) : {};
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactWith(props[k] ?? extra, v)]));
+/** A copy of the configuration with every secret value replaced by <redacted>. */
+export function redactConfig(config: MachineConfig | unknown): unknown {
+  return walk(schema(), config, () => REDACTED);
+}
+
+/** Every literal secret value in a (possibly invalid, unmerged) configuration document. */
+export function secretLiterals(value: unknown): string[] {
+  const found: string[] = [];
+  walk(schema(), value, (literal) => {
+    found.push(literal);
+    return literal;
+  });
+  return found;
+}
+
+function walk(node: JsonSchema, value: unknown, onLiteral: (literal: string) => unknown): unknown {
+  if (node['x-secret'] === true) {
+    if (value === undefined || value === null) return value;
+    if (isPlainObject(value) && 'valueFrom' in value) return value;
+    // Anything else in a secret field (a string, or a wrongly typed value) is treated as the secret.
+    return onLiteral(typeof value === 'string' ? value : JSON.stringify(value));
+  }
+  if (Array.isArray(value)) return value.map((v) => walk((node.items as JsonSchema) ?? {}, v, onLiteral));
+  if (isPlainObject(value)) {
+    const props = (node.properties ?? {}) as Record<string, JsonSchema>;
+    const extra = isPlainObject(node.additionalProperties) ? (node.additionalProperties as JsonSchema) : {};
+    const variants = [...((node.oneOf as JsonSchema[]) ?? []), ...((node.anyOf as JsonSchema[]) ?? [])];
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => {
+        let child: JsonSchema | undefined = props[k];
+        // Inside oneOf/anyOf, the first variant that knows the key decides (x-secret is on the field itself).
+        if (!child) for (const variant of variants) child ??= ((variant.properties ?? {}) as Record<string, JsonSchema>)[k];
+        return [k, walk(child ?? extra, v, onLiteral)];
+      }),
+    );
   }
   return value;
-}
-
-function isSecretSchema(schema: Record<string, unknown>): boolean {
-  return schema['x-secret'] === true;
 }

@@ -1,6 +1,5 @@
 // Process execution: execa with argv arrays only (never a shell string), a timeout on every call,
 // output captured and optionally streamed line by line.
-import { execa } from 'execa';
 import * as nodePath from 'node:path';
 import { access, constants } from 'node:fs/promises';
 import { CommandError } from '../errors.ts';
@@ -41,6 +40,8 @@ export class ProcessRunner {
 
   async run(argv: readonly [string, ...string[]], options: RunOptions = {}): Promise<RunResult> {
     const [file, ...args] = argv;
+    // Loaded on first use: importing execa costs ~20 ms of startup that most commands never need.
+    const { execa } = await import('execa');
     const started = Date.now();
     const subprocess = execa(file, args, {
       reject: false,

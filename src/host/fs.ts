@@ -1,7 +1,7 @@
 // File system access, always under the --root prefix. Every write is atomic (temporary file in the
 // same directory, fsync, rename, fsync of the directory) and a file that machineadm replaces is
 // kept once as "<name>.machineadm.bak".
-import { constants, createReadStream, createWriteStream, type ReadStream, type WriteStream } from 'node:fs';
+import { closeSync, constants, createReadStream, createWriteStream, fsyncSync, mkdirSync, openSync, realpathSync, renameSync, rmSync, writeSync, type ReadStream, type WriteStream } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as nodePath from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -41,7 +41,8 @@ export interface PendingFile {
 }
 
 export const BACKUP_SUFFIX = '.machineadm.bak';
-const TEMP_MARK = '.machineadm-tmp-';
+/** Temporary files are named .<name><TEMP_MARK><random>, next to the file they become. */
+export const TEMP_MARK = '.machineadm-tmp-';
 
 export class FileSystemError extends MachineadmError {
   constructor(message: string, options: { hint?: string; cause?: unknown } = {}) {
@@ -216,7 +217,7 @@ export class RootedFileSystem {
         } finally {
           await handle.close();
         }
-        if (backup && existing?.isFile()) await keepBackupOnce(real);
+        if (backup && existing?.isFile()) await keepBackupOnce(real, this.path.join(dir, `.${this.path.basename(real)}${TEMP_MARK}bak-${randomBytes(6).toString('hex')}`));
         await fsp.rename(temp, real);
         done = true;
         await syncDirectory(dir);
@@ -227,6 +228,43 @@ export class RootedFileSystem {
         await fsp.rm(temp, { force: true });
       },
     };
+  }
+
+  /**
+   * Writes a small file atomically and durably before returning, without yielding to the event
+   * loop: for records that must be on disk before the caller goes on (a spooled event). No backup.
+   */
+  writeFileDurableSync(machinePath: string, data: string | Uint8Array, mode = 0o600): void {
+    const real = this.mapPath(machinePath);
+    const dir = this.path.dirname(real);
+    mkdirSync(dir, { recursive: true, mode: 0o755 });
+    if (!this.isLiveRoot) {
+      const rel = this.path.relative(realpathSync(this.root), realpathSync(dir));
+      if (rel.startsWith('..') || this.path.isAbsolute(rel)) {
+        throw new UsageError(`path "${machinePath}" resolves through a symbolic link outside the root ${this.root}`, { hint: 'remove the link or choose a path inside the root' });
+      }
+    }
+    const temp = this.path.join(dir, `.${this.path.basename(real)}${TEMP_MARK}${randomBytes(6).toString('hex')}`);
+    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    const fd = openSync(temp, 'wx', mode);
+    try {
+      for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written, bytes.length - written);
+      fsyncSync(fd);
+    } catch (error) {
+      closeSync(fd);
+      rmSync(temp, { force: true });
+      throw error;
+    }
+    closeSync(fd);
+    renameSync(temp, real);
+    if (process.platform !== 'win32') {
+      const dirFd = openSync(dir, 'r');
+      try {
+        fsyncSync(dirFd);
+      } finally {
+        closeSync(dirFd);
+      }
+    }
   }
 
   /** Applies mode and owner to an existing file (used when only those differ). */
@@ -267,12 +305,28 @@ function isRootUser(): boolean {
   return typeof process.getuid === 'function' && process.getuid() === 0;
 }
 
-async function keepBackupOnce(real: string): Promise<void> {
+// The backup is copied to a temporary file and then linked into place: a crash during the copy
+// must not leave a partial backup that "once" would then keep for ever. link() never replaces an
+// existing backup, which a rename would.
+async function keepBackupOnce(real: string, temp: string): Promise<void> {
   const backup = real + BACKUP_SUFFIX;
+  if (await fsp.lstat(backup).then(() => true, () => false)) return;
   try {
-    await fsp.copyFile(real, backup, constants.COPYFILE_EXCL);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    await fsp.copyFile(real, temp, constants.COPYFILE_EXCL);
+    const handle = await fsp.open(temp, 'r+');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await fsp.link(temp, backup).catch(async (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EEXIST') return;
+      // File systems without hard links: a rename, after checking again that no backup exists.
+      if (!['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS'].includes(e.code ?? '')) throw e;
+      if (!(await fsp.lstat(backup).then(() => true, () => false))) await fsp.rename(temp, backup);
+    });
+  } finally {
+    await fsp.rm(temp, { force: true });
   }
 }
 

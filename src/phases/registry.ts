@@ -1,23 +1,49 @@
 // The phases as explicit, ordered lists of steps. No auto-discovery: adding a step means adding
 // it here, in the order it must run.
 import type { Phase, PhaseName } from './step.ts';
+import { kernelModulesLoadStep } from '../linux/steps/kernel-modules-load.ts';
+import { kernelModulesFileStep } from '../linux/steps/kernel-modules-file.ts';
+import { sysctlsApplyStep } from '../linux/steps/sysctls-apply.ts';
+import { sysctlsFileStep } from '../linux/steps/sysctls-file.ts';
+import { filesStep } from '../linux/steps/files.ts';
+import { containerdConfigStep } from '../containerd/steps/config.ts';
+import { containerdRegistriesStep } from '../containerd/steps/registries.ts';
+import { containerdProxyStep } from '../containerd/steps/proxy.ts';
+import { containerdRestartStep } from '../containerd/steps/restart.ts';
+import { kubeadmInitStep, kubeadmJoinStep } from '../kubeadm/steps/bootstrap.ts';
+import { staticPodsStep } from '../kubeadm/steps/static-pods.ts';
+import { sentinelStep } from '../report/sentinel.ts';
 
 export const preparePhase: Phase = {
   name: 'prepare',
   summary: 'kernel modules, sysctls, files, containerd',
-  steps: [],
+  // Live changes come before the files that persist them: a module or value the kernel refuses
+  // stops the run before anything is written for the next boot.
+  steps: [
+    kernelModulesLoadStep,
+    kernelModulesFileStep,
+    sysctlsApplyStep,
+    sysctlsFileStep,
+    filesStep,
+    containerdConfigStep,
+    containerdRegistriesStep,
+    containerdProxyStep,
+    containerdRestartStep,
+  ],
 };
 
 export const provisionPhase: Phase = {
   name: 'provision',
   summary: 'domain join, kubeadm init or join',
-  steps: [],
+  steps: [kubeadmInitStep, kubeadmJoinStep, staticPodsStep],
 };
 
 export const reportPhase: Phase = {
   name: 'report',
   summary: 'result file, Cluster API sentinel, events to endpoints',
-  steps: [],
+  // Result files and CloudEvents are sinks on the event bus (src/report/outcome.ts, delivery.ts),
+  // attached by the CLI for every phase command; the phase holds what only a finished run decides.
+  steps: [sentinelStep],
   runsAfterFailure: true,
 };
 

@@ -2,6 +2,8 @@
 // lines otherwise (cloud-init logs, CI), JSON lines with -o json. Writes through the given
 // functions only; the CLI decides where they go.
 import type { EventBus, MachineEvent, Result } from './events.ts';
+import type { RunResultDocument } from './outcome.ts';
+import type { DeliveryReport } from './delivery.ts';
 
 export type ConsoleMode = 'tty' | 'text' | 'json';
 
@@ -94,8 +96,65 @@ export function attachConsole(bus: EventBus, mode: ConsoleMode, out: ConsoleOutp
       case 'phase.started':
         out.write(`${event.phase}: ${event.summary ?? ''}\n`);
         return;
+      case 'run.finished':
+        // A step that never finished (the runner stopped) must not leave a spinner turning.
+        spinner?.stop();
+        spinner = undefined;
+        return;
       default:
         return;
     }
   });
+}
+
+const TAIL_LINES_SHOWN = 15;
+
+function detailLines(details: Record<string, unknown>): string[] {
+  const lines: string[] = [];
+  for (const [key, value] of Object.entries(details)) {
+    if (typeof value === 'string' && value.includes('\n')) {
+      lines.push(`    ${key} (last lines):`, ...value.replace(/\n$/, '').split('\n').slice(-TAIL_LINES_SHOWN).map((l) => `      ${l}`));
+    } else if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') {
+      lines.push(`    ${key}: ${String(value)}`);
+    }
+  }
+  return lines;
+}
+
+export function deliveryLines(delivery: DeliveryReport): string[] {
+  const lines: string[] = [];
+  for (const e of delivery.endpoints) {
+    if (e.spooled === 0) {
+      lines.push(`events: ${e.delivered} delivered to ${e.url}`);
+    } else {
+      const why = delivery.offline ? 'offline' : e.refused ? `refused: ${e.lastError ?? ''}; fix the endpoint or its credentials` : (e.lastError ?? 'not delivered before the deadline');
+      lines.push(`events: ${e.delivered} delivered, ${e.spooled} kept in the spool for ${e.url} (${why}); "machineadm report" sends them`);
+    }
+  }
+  for (const o of delivery.orphaned) lines.push(`events: ${o.events} spooled for an endpoint no longer configured (spool/${o.key}); kept, remove the directory if they are not wanted`);
+  return lines;
+}
+
+/**
+ * The end of a run in a few lines: the outcome, each failed step with its hint and attached data
+ * (command and log tails), where the full result is, and how the events went.
+ */
+export function renderResultSummary(doc: RunResultDocument, notes: { resultFile?: string; problems?: string[] } = {}): string {
+  const steps = doc.phases.flatMap((p) => p.steps);
+  const by = (r: Result) => steps.filter((s) => s.result === r).length;
+  const verdict = doc.exitCode === 4 ? 'reboot required' : (doc.result ?? 'unfinished');
+  const lines = [
+    `machineadm ${doc.command}: ${verdict} in ${formatDuration(doc.durationMs ?? 0)} ` +
+      `(${steps.length} steps: ${by('success')} changed, ${by('skipped')} skipped, ${by('warning')} warnings, ${by('failure')} failed)`,
+  ];
+  for (const step of steps.filter((s) => s.result === 'failure' || s.result === 'warning')) {
+    lines.push(`  ${step.result === 'failure' ? 'failed' : 'warning'}: ${step.id}: ${step.error?.message ?? step.message ?? ''}`);
+    if (step.error?.hint) lines.push(`    what to do: ${step.error.hint}`);
+    if (step.error?.details) lines.push(...detailLines(step.error.details));
+  }
+  if (doc.error && !doc.error.stepId && doc.failedSteps.length === 0) lines.push(`  error: ${doc.error.message}`);
+  if (doc.failedSteps.length) lines.push(`  look at: ${notes.resultFile ?? '/run/machineadm/result.json'} (or "machineadm status -o json") for every step's result and error`);
+  if (doc.delivery) lines.push(...deliveryLines(doc.delivery).map((l) => `  ${l}`));
+  for (const p of notes.problems ?? []) lines.push(`  could not write ${p}`);
+  return lines.join('\n') + '\n';
 }

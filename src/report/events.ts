@@ -57,6 +57,97 @@ export interface MachineEvent {
   level?: 'info' | 'warning' | 'error';
   changes?: ChangeInfo[];
   error?: ErrorInfo;
+  /** Set when the event was cut to stay under the size limit (see limitEventSize). */
+  truncated?: boolean;
+}
+
+/** Which machine and which build an event comes from (CloudEvent source and extensions, result files). */
+export interface MachineIdentity {
+  hostname: string;
+  /** spec.kubernetes.node.name when set, else the hostname (what kubeadm registers the node as). */
+  nodeName: string;
+  /** The cloud instance id when the machine's metadata gave one (cloud-init's instance-id). */
+  instanceId?: string;
+  machineadmVersion: string;
+  os?: string;
+  arch?: string;
+}
+
+/** Events stay under this size in JSON (the CloudEvent envelope adds well under 4 KiB, for 64 KiB in all). */
+export const EVENT_SIZE_LIMIT = 60 * 1024;
+
+const byteLength = (value: unknown): number => Buffer.byteLength(JSON.stringify(value), 'utf8');
+
+// Output tails grow without bound (kubeadm, journal); they are cut first, keeping their last lines.
+const TAIL_KEY = /tail$/i;
+
+function cutMarker(removed: number, limit: number): string {
+  return `[cut by machineadm: ${removed} bytes removed to keep the event under ${Math.round(limit / 1024)} KiB]`;
+}
+
+function cutHead(text: string, removeBytes: number, limit: number): string {
+  const bytes = Buffer.from(text, 'utf8');
+  let keep = bytes.subarray(Math.min(bytes.length, removeBytes)).toString('utf8').replace(/^\uFFFD+/, '');
+  const newline = keep.indexOf('\n');
+  if (newline >= 0 && newline < 200) keep = keep.slice(newline + 1);
+  return `${cutMarker(bytes.length - Buffer.byteLength(keep), limit)}\n${keep}`;
+}
+
+function cutTail(text: string, removeBytes: number, limit: number): string {
+  const bytes = Buffer.from(text, 'utf8');
+  const keep = bytes.subarray(0, Math.max(0, bytes.length - removeBytes)).toString('utf8').replace(/\uFFFD+$/, '');
+  return `${keep}\n${cutMarker(bytes.length - Buffer.byteLength(keep), limit)}`;
+}
+
+/** Every string in a JSON-like value, with a setter, longest first. */
+function stringSlots(root: unknown): { key: string; value: string; set: (v: string) => void }[] {
+  const slots: { key: string; value: string; set: (v: string) => void }[] = [];
+  const walk = (node: unknown): void => {
+    if (Array.isArray(node)) {
+      node.forEach((v, i) => (typeof v === 'string' ? slots.push({ key: String(i), value: v, set: (x) => (node[i] = x) }) : walk(v)));
+    } else if (node && typeof node === 'object') {
+      const obj = node as Record<string, unknown>;
+      for (const [k, v] of Object.entries(obj)) {
+        if (typeof v === 'string') slots.push({ key: k, value: v, set: (x) => (obj[k] = x) });
+        else walk(v);
+      }
+    }
+  };
+  walk(root);
+  return slots.sort((a, b) => b.value.length - a.value.length);
+}
+
+/**
+ * A copy of the event that fits in `limit` bytes of JSON: output tails in error.details are cut
+ * first (keeping their ends), then any other long text (keeping its start), each with a marker.
+ */
+export function limitEventSize<T extends object>(event: T, limit = EVENT_SIZE_LIMIT): T & { truncated?: boolean } {
+  if (byteLength(event) <= limit) return event;
+  const copy = structuredClone(event) as T & { truncated?: boolean; error?: ErrorInfo };
+  copy.truncated = true;
+  const details = copy.error?.details;
+  for (let round = 0; round < 8; round++) {
+    const excess = byteLength(copy) - limit;
+    if (excess <= 0) return copy;
+    // Every tail gives up its share, so each keeps its own last lines.
+    const tails = stringSlots(details).filter((s) => TAIL_KEY.test(s.key) && s.value.length > 200);
+    const total = tails.reduce((n, s) => n + Buffer.byteLength(s.value), 0);
+    if (total === 0) break;
+    // JSON escaping can make a byte cost more than one; cut with some margin.
+    const want = excess + 256 * tails.length + 512;
+    for (const slot of tails) {
+      const size = Buffer.byteLength(slot.value);
+      slot.set(cutHead(slot.value, Math.min(size, Math.ceil((size * want) / total)), limit));
+    }
+  }
+  for (let round = 0; round < 8; round++) {
+    const excess = byteLength(copy) - limit;
+    if (excess <= 0) return copy;
+    const slot = stringSlots(copy).find((s) => s.key !== 'id' && s.key !== 'time' && s.value.length > 200);
+    if (!slot) break;
+    slot.set(cutTail(slot.value, Math.min(Buffer.byteLength(slot.value), excess + 256), limit));
+  }
+  return copy;
 }
 
 export type EventInput = Omit<MachineEvent, 'id' | 'time' | 'runId'>;
@@ -71,13 +162,16 @@ export class EventBus {
   private readonly listeners: EventListener[] = [];
   private readonly now: () => Date;
   private readonly scrub: <T>(value: T) => T;
+  /** The machine the events come from, when the CLI knows it (sinks put it on what they send). */
+  readonly identity: MachineIdentity | undefined;
   private seq = 0;
 
   /** scrub removes secret values from every event before any listener sees it. */
-  constructor(options: { runId?: string; now?: () => Date; scrub?: <T>(value: T) => T } = {}) {
+  constructor(options: { runId?: string; now?: () => Date; scrub?: <T>(value: T) => T; identity?: MachineIdentity } = {}) {
     this.runId = options.runId ?? randomUUID();
     this.now = options.now ?? (() => new Date());
     this.scrub = options.scrub ?? ((value) => value);
+    this.identity = options.identity;
   }
 
   listen(listener: EventListener): () => void {
@@ -88,9 +182,16 @@ export class EventBus {
     };
   }
 
+  /** How many events were emitted; the next one gets seq + 1. */
+  get sequence(): number {
+    return this.seq;
+  }
+
+  // The id is the run id (random per run) and a sequence number: unique, ordered within the run,
+  // and kept by a spooled copy so a receiver can drop duplicates.
   emit(input: EventInput): MachineEvent {
     this.seq += 1;
-    const event: MachineEvent = this.scrub({ id: `${this.runId}.${String(this.seq).padStart(6, '0')}`, time: this.now().toISOString(), runId: this.runId, ...input });
+    const event: MachineEvent = limitEventSize(this.scrub({ id: `${this.runId}.${String(this.seq).padStart(6, '0')}`, time: this.now().toISOString(), runId: this.runId, ...input }));
     for (const listener of this.listeners) listener(event);
     return event;
   }

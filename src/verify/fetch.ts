@@ -1,26 +1,100 @@
 // Verified downloads: stream to a temporary file while hashing, check, and only then rename into
 // place. Used by `machineadm fetch`, files[].source and anything else that downloads.
-import type { Host } from '../host/index.ts';
-import { NotAvailableError } from '../errors.ts';
+import type { Host, RootedFileSystem } from '../host/index.ts';
+import { download, downloadSmall, type ByteObserver } from '../host/download.ts';
+import { UsageError, VerificationError } from '../errors.ts';
+import { parsePublicKey, parseSignature, type PublicKey, type Signature } from './minisign.ts';
+import { checkSignatureFits, finishVerification, MessageDigester, type VerifiedSignature } from './signature.ts';
 
 export interface FetchRequest {
   /** Tried in order: the first is the primary location, the rest mirrors. */
   urls: string[];
-  /** Machine path (under --root) where the verified file goes. */
+  /** Path on `fileSystem` (default host.fs, i.e. a machine path under --root) where the verified file goes. */
   destination: string;
   sha256?: string;
-  /** A minisign signature at this URL, checked with this public key (base64). */
-  signature?: { url: string; publicKey: string };
+  /**
+   * A minisign signature, checked with this public key (base64 key line). Without `url` (or
+   * `urls`), the signature is looked for at `<url>.minisig` next to each URL in order.
+   */
+  signature?: { url?: string; urls?: string[]; publicKey: string; requirePrehashed?: boolean };
   mode?: number;
   owner?: string;
+  /** Where `destination` is: host.fs (the default) or host.local for the operator's own paths. */
+  fileSystem?: RootedFileSystem;
+  /** Called as bytes arrive (progress bar). */
+  onProgress?: (received: number, total: number | undefined) => void;
+  /** Extra trusted CA certificates (PEM). */
+  ca?: string;
 }
 
 export interface FetchResult {
   sha256: string;
   bytes: number;
   url: string;
+  /** Set when a signature was checked. */
+  signature?: VerifiedSignature;
 }
 
-export async function fetchVerified(_host: Host, _request: FetchRequest): Promise<FetchResult> {
-  throw new NotAvailableError('verified downloads are not available in this build yet');
+const SIGNATURE_MAX_BYTES = 64 * 1024;
+
+export function normalizeSha256(value: string): string {
+  const hex = value.trim().replace(/^sha256:/i, '').toLowerCase();
+  if (!/^[0-9a-f]{64}$/.test(hex)) {
+    throw new UsageError(`"${value}" is not a SHA-256 (64 hexadecimal characters)`, { hint: 'compute it with sha256sum FILE' });
+  }
+  return hex;
+}
+
+async function fetchSignature(host: Host, request: FetchRequest, publicKey: PublicKey): Promise<{ signature: Signature; url: string }> {
+  const given = request.signature!;
+  const urls = given.urls ?? (given.url ? [given.url] : request.urls.map((u) => `${u}.minisig`));
+  const { data, url } = await downloadSmall(host, urls, { maxBytes: SIGNATURE_MAX_BYTES, ...(request.ca ? { ca: request.ca } : {}) });
+  const signature = parseSignature(data, url);
+  checkSignatureFits(signature, publicKey, { requirePrehashed: given.requirePrehashed ?? false });
+  return { signature, url };
+}
+
+/**
+ * Downloads the first URL that works, checks the SHA-256 and/or the signature while streaming, and
+ * only then puts the file at `destination`. A failed check leaves nothing there (and an existing
+ * file untouched): VerificationError (exit 3); a download failure is exit 1.
+ */
+export async function fetchVerified(host: Host, request: FetchRequest): Promise<FetchResult> {
+  if (request.sha256 === undefined && request.signature === undefined) {
+    throw new UsageError(`refusing to download ${request.urls[0] ?? ''} without a check: give a SHA-256 or a signature and public key`, {
+      hint: 'every file machineadm downloads is checked before it is used',
+    });
+  }
+  const expectedSha = request.sha256 === undefined ? undefined : normalizeSha256(request.sha256);
+  const publicKey = request.signature ? parsePublicKey(request.signature.publicKey, 'given for the signature') : undefined;
+  // The signature is small and fetched first: a wrong key id fails before a large download.
+  const signed = publicKey ? await fetchSignature(host, request, publicKey) : undefined;
+  const result = await download(host, {
+    urls: request.urls,
+    fs: request.fileSystem ?? host.fs,
+    destination: request.destination,
+    write: { ...(request.mode !== undefined ? { mode: request.mode } : {}), ...(request.owner !== undefined ? { owner: request.owner } : {}) },
+    ...(signed ? { observe: (): ByteObserver => new MessageDigester(signed.signature.algorithm) } : {}),
+    ...(request.onProgress ? { onProgress: request.onProgress } : {}),
+    ...(request.ca ? { ca: request.ca } : {}),
+  });
+  try {
+    if (expectedSha !== undefined && result.sha256 !== expectedSha) {
+      throw new VerificationError(`${result.url}: SHA-256 is ${result.sha256}, expected ${expectedSha}`, {
+        hint: 'the file on the server is not the one expected: check the mirror, or the checksum you were given',
+      });
+    }
+    let verified: VerifiedSignature | undefined;
+    if (signed && publicKey) {
+      verified = finishVerification(signed.signature, publicKey, result.observer as MessageDigester, {
+        fileName: result.url,
+        requirePrehashed: request.signature?.requirePrehashed ?? false,
+      });
+    }
+    await result.pending.commit();
+    return { sha256: result.sha256, bytes: result.bytes, url: result.url, ...(verified ? { signature: verified } : {}) };
+  } catch (error) {
+    await result.pending.abort();
+    throw error;
+  }
 }

@@ -3,23 +3,39 @@ import type { Command } from 'commander';
 import { dump } from 'js-yaml';
 import type { Io } from '../io.ts';
 import { addCommonOptions, hostFrom, type CommonOptions } from '../options.ts';
-import { loadConfig } from '../../config/load.ts';
+import { loadConfig, NoMachineConfigError, type LoadOptions } from '../../config/load.ts';
 import { machineConfigJsonSchema } from '../../config/schema/index.ts';
 import { redactConfig } from '../../config/redact.ts';
 import { ConfigError, ExitCode } from '../../errors.ts';
 
+function loadOptions(io: Io): LoadOptions {
+  return { readStdin: () => io.readStdin(), cwd: io.cwd };
+}
+
 export function registerConfigCommands(program: Command, io: Io, setExit: (code: number) => void): void {
   const config = program.command('config').description('validate, view or describe the configuration');
-  config.addHelpText('after', '\nExample:\n  $ machineadm config validate -c node.yaml -c /etc/machineadm/config.d/\n');
+  config.addHelpText(
+    'after',
+    '\nExamples:\n  $ machineadm config validate -c node.yaml -c /etc/machineadm/config.d/\n' +
+      '  $ machineadm config view -c "https://config.example/node.yaml#sha256=<hex>&ca=/etc/pki/site-ca.pem" -c ./override.yaml\n' +
+      '  $ machineadm config view -c imds://user-data        # or imds://aws/user-data, imds://azure/user-data, imds://gce/user-data\n' +
+      '  $ cat node.yaml | machineadm config validate -c - -o json\n' +
+      '\nSources, merge rules and the error format: docs/contract.md, section 3.\n',
+  );
 
   addCommonOptions(config.command('validate').description('check the configuration and list every problem (exit 2 when invalid)'))
     .addHelpText('after', '\nExample:\n  $ machineadm config validate -c node.yaml -o json\n')
     .action(async (options: CommonOptions) => {
       try {
-        const { sources } = await loadConfig(hostFrom(options, io), options.config);
+        const { sources } = await loadConfig(hostFrom(options, io), options.config, loadOptions(io));
         io.stdout(options.output === 'json' ? JSON.stringify({ valid: true, sources, issues: [] }, null, 2) + '\n' : `configuration is valid (${sources.join(', ')})\n`);
         setExit(ExitCode.ok);
       } catch (error) {
+        if (error instanceof NoMachineConfigError) {
+          io.stdout(options.output === 'json' ? JSON.stringify({ valid: true, optedIn: false, sources: [], issues: [], message: error.message }, null, 2) + '\n' : `${error.message}\n`);
+          setExit(ExitCode.ok);
+          return;
+        }
         if (!(error instanceof ConfigError) || options.output !== 'json') throw error;
         io.stdout(JSON.stringify({ valid: false, issues: error.issues }, null, 2) + '\n');
         setExit(ExitCode.usage);
@@ -29,7 +45,15 @@ export function registerConfigCommands(program: Command, io: Io, setExit: (code:
   addCommonOptions(config.command('view').description('print the effective (merged) configuration, secrets redacted'))
     .addHelpText('after', '\nExample:\n  $ machineadm config view -c https://config.example/node.yaml#sha256=<hex> -c ./override.yaml\n')
     .action(async (options: CommonOptions) => {
-      const { config: loaded } = await loadConfig(hostFrom(options, io), options.config);
+      let loaded;
+      try {
+        ({ config: loaded } = await loadConfig(hostFrom(options, io), options.config, loadOptions(io)));
+      } catch (error) {
+        if (!(error instanceof NoMachineConfigError)) throw error;
+        io.stderr(`${error.message}\n`);
+        setExit(ExitCode.ok);
+        return;
+      }
       const redacted = redactConfig(loaded);
       io.stdout(options.output === 'json' ? JSON.stringify(redacted, null, 2) + '\n' : dump(redacted, { lineWidth: 120, noRefs: true }));
       setExit(ExitCode.ok);

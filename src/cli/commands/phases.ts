@@ -9,12 +9,17 @@ import { computePlan, runPhases, type RunnerInput } from '../../phases/runner.ts
 import { StateStore } from '../../phases/state.ts';
 import { EventBus } from '../../report/events.ts';
 import { SecretScrubber } from '../../config/secrets.ts';
-import { attachConsole } from '../../report/console.ts';
-import { renderPlan, renderSummary } from '../render.ts';
+import { attachConsole, renderResultSummary } from '../../report/console.ts';
+import { machineIdentity, registerConfigSecrets, resolveEndpoints } from '../../report/endpoints.ts';
+import { openReporting } from '../../report/session.ts';
+import { RESULT_FILE } from '../../report/outcome.ts';
+import { selectSteps } from '../../phases/select.ts';
+import { renderPlan } from '../render.ts';
 import type { PhaseName } from '../../phases/step.ts';
 import type { Facts } from '../../host/index.ts';
 import { UsageError, ExitCode } from '../../errors.ts';
 import { spinnerFactory } from '../spinner.ts';
+import { requireSignedSelf } from './trust.ts';
 
 export type PhaseCommand = 'init' | 'prepare' | 'provision' | 'report' | 'plan';
 
@@ -52,12 +57,17 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
     throw new UsageError('--facts and --os only go with plan or --dry-run', { hint: 'facts describe another machine; nothing can be applied to it from here' });
   }
   let host = hostFrom(options, io, givenFacts);
-  const { config } = await loadConfig(host, options.config);
+  const { config } = await loadConfig(host, options.config, { readStdin: () => io.readStdin(), cwd: io.cwd });
   if (config.spec.security.offline && !options.offline) host = hostFrom({ ...options, offline: true }, io, givenFacts);
+  if (config.spec.security.requireSignedBinary && command !== 'plan' && !options.dryRun) {
+    // Before anything changes: a binary that is not the signed release must not touch the machine.
+    await requireSignedSelf(host, config.spec.security.releasePublicKey);
+  }
   const facts = await host.facts();
   const names: PhaseName[] = command === 'init' || command === 'plan' ? ['prepare', 'provision', 'report'] : [command];
   const secrets = new SecretScrubber();
-  const events = new EventBus({ scrub: (value) => secrets.scrubValue(value) });
+  const identity = await machineIdentity(config, facts, host);
+  const events = new EventBus({ scrub: (value) => secrets.scrubValue(value), identity });
   const input: RunnerInput = {
     command: command === 'plan' ? 'init' : command,
     phases: phasesNamed(names),
@@ -75,14 +85,30 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
     io.stdout(options.output === 'json' ? JSON.stringify(plan, null, 2) + '\n' : renderPlan(plan));
     return ExitCode.ok;
   }
+  // Everything that can be wrong with the input is found before the machine is touched (exit 2).
+  selectSteps(input.phases, input.selection);
+  const endpoints = await resolveEndpoints(config, host, secrets);
+  await registerConfigSecrets(config, host, secrets);
+  // The spool listens first: an event is on disk before the console or a file shows it.
+  const reporting = await openReporting({ bus: events, host, stateFs: stateFsFrom(options, io, host), endpoints, deadlineSeconds: config.spec.report.deadlineSeconds });
   const mode = options.output === 'json' ? 'json' : io.interactive ? 'tty' : 'text';
   const detach = attachConsole(events, mode, { write: io.stdout }, mode === 'tty' ? await spinnerFactory() : undefined);
+  let finished = false;
   try {
     const outcome = await runPhases(input);
-    if (options.output !== 'json') io.stdout(renderSummary(outcome));
+    detach();
+    if (mode !== 'json') {
+      for (const b of reporting.backlog()) io.stdout(`waiting up to ${config.spec.report.deadlineSeconds}s for ${b.events} event${b.events === 1 ? '' : 's'} to reach ${b.url}\n`);
+    }
+    const reported = await reporting.finish();
+    finished = true;
+    if (options.output !== 'json' && reported.document) {
+      io.stdout(secrets.scrub(renderResultSummary(reported.document, { resultFile: host.fs.mapPath(RESULT_FILE), problems: reported.problems })));
+    }
     return outcome.error ? outcome.error.exitCode : ExitCode.ok;
   } finally {
     detach();
+    if (!finished) await reporting.finish();
   }
 }
 

@@ -1,10 +1,11 @@
-// status: what ran on this machine, from the state file (and the last result when the report
-// phase wrote one).
+// status: what ran on this machine, from the state file, the last run's result.json and the spool.
 import type { Command } from 'commander';
 import type { Io } from '../io.ts';
 import { addCommonOptions, hostFrom, stateFsFrom, type CommonOptions } from '../options.ts';
 import { StateStore } from '../../phases/state.ts';
 import { ExitCode } from '../../errors.ts';
+import { readLastResult } from '../../report/outcome.ts';
+import { spoolContents } from '../../report/spool.ts';
 
 export function registerStatusCommand(program: Command, io: Io, setExit: (code: number) => void): void {
   addCommonOptions(program.command('status').description('show what machineadm did on this machine'))
@@ -12,14 +13,22 @@ export function registerStatusCommand(program: Command, io: Io, setExit: (code: 
     .action(async (options: CommonOptions) => {
       const host = hostFrom(options, io);
       const store = new StateStore(stateFsFrom(options, io, host));
+      const stateFs = stateFsFrom(options, io, host);
       const state = await store.load();
+      const lastResult = await readLastResult(host.fs, stateFs);
+      const spool = (await spoolContents(stateFs)).filter((s) => s.events > 0);
       if (options.output === 'json') {
-        io.stdout(JSON.stringify({ stateDir: store.directory, ...state }, null, 2) + '\n');
+        io.stdout(JSON.stringify({ stateDir: store.directory, ...state, lastResult: lastResult ?? null, spool }, null, 2) + '\n');
       } else {
         const last = state.runs.at(-1);
         const lines = [`state: ${store.directory}`, last ? `last run: ${last.command} ${last.result ?? 'unfinished'} (started ${last.startedAt}, run ${last.runId})` : 'machineadm has not run on this machine'];
         if (state.pendingReboot) lines.push(`waiting for a reboot requested by ${state.pendingReboot.stepId}: ${state.pendingReboot.reason}`);
         for (const [id, record] of Object.entries(state.steps)) lines.push(`  ${id}: ${record.result} at ${record.at}`);
+        if (lastResult) {
+          lines.push(`last result: ${lastResult.command} ${lastResult.state === 'finished' ? (lastResult.result ?? '') : 'unfinished'} (run ${lastResult.runId}, exit code ${lastResult.exitCode ?? '-'})`);
+          for (const id of lastResult.failedSteps ?? []) lines.push(`  failed: ${id}`);
+        }
+        for (const s of spool) lines.push(`spool: ${s.events} event${s.events === 1 ? '' : 's'} waiting in spool/${s.key} ("machineadm report" sends them)`);
         io.stdout(lines.join('\n') + '\n');
       }
       setExit(ExitCode.ok);

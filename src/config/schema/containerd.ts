@@ -1,12 +1,25 @@
 // spec.containerd: containerd's runtime configuration in machineadm's own terms.
 import { array, boolean, enumOf, object, optional, record, string } from './dsl.ts';
+import { ExtraConfigError, mergeExtraConfig, parseExtraConfig } from '../../containerd/extra.ts';
+import { generatedConfig } from '../../containerd/config.ts';
 
-const httpUrl = string({ pattern: /^https?:\/\/[^\s/]+(\/\S*)?$/, patternHint: 'an http:// or https:// URL, e.g. https://mirror.internal:5000' });
+const httpUrl = string({
+  pattern: /^https?:\/\/[^\s/]+(\/\S*)?$/,
+  patternHint: 'only http:// and https:// URLs are supported, e.g. https://mirror.internal:5000',
+});
+
+function machinePath(description?: string) {
+  return string({
+    minLength: 1,
+    ...(description ? { description } : {}),
+    check: (p) => (!p.startsWith('/') ? `"${p}" is not an absolute path|give the full path of the file on the machine` : p.split('/').includes('..') ? `"${p}" contains ".."|write the path without ".." segments` : undefined),
+  });
+}
 
 export const registryMirror = object({
   url: httpUrl,
   capabilities: optional(array(enumOf(['pull', 'resolve', 'push'] as const), { unique: true, minItems: 1 })),
-  caFile: optional(string({ minLength: 1, description: 'path of a PEM CA bundle on the machine for this mirror' })),
+  caFile: optional(machinePath('path of a PEM CA bundle on the machine for this mirror')),
   skipVerify: optional(boolean({ description: 'disable TLS verification for this mirror (only when explicitly asked)' })),
   overridePath: optional(boolean()),
 });
@@ -19,7 +32,7 @@ export const containerdSection = object({
     record(
       object({
         mirrors: optional(array(registryMirror)),
-        caFile: optional(string({ minLength: 1 })),
+        caFile: optional(machinePath('path of a PEM CA bundle on the machine for the registry itself')),
         skipVerify: optional(boolean()),
       }),
       { key: { pattern: /^[A-Za-z0-9.-]+(:\d+)?$|^_default$/, patternHint: 'a registry host such as docker.io or registry.internal:5000' } },
@@ -29,9 +42,35 @@ export const containerdSection = object({
     object({
       httpProxy: optional(httpUrl),
       httpsProxy: optional(httpUrl),
-      noProxy: optional(array(string({ minLength: 1 }))),
+      noProxy: optional(array(string({ pattern: /^[^\s,]+$/, patternHint: 'one host, domain, IP or CIDR per entry, without spaces or commas' }))),
     }),
   ),
   caCertificates: optional(array(string({ pattern: /-----BEGIN CERTIFICATE-----/, patternHint: 'a PEM certificate' }))),
   extraConfig: optional(string({ description: 'raw TOML deep-merged over what machineadm generates' })),
+}, {
+  // extraConfig is checked against what machineadm generates for both config versions, so a
+  // problem shows at validation time whichever containerd the machine turns out to have.
+  check: (spec, report) => {
+    if (!spec.extraConfig?.trim()) return;
+    try {
+      const extra = parseExtraConfig(spec.extraConfig);
+      const seen = new Set<string>();
+      for (const configVersion of [2, 3] as const) {
+        try {
+          mergeExtraConfig(generatedConfig(spec, { containerdVersion: configVersion === 2 ? '1.7' : '2.0', configVersion, source: 'configured' }), extra, spec.extraConfig);
+        } catch (error) {
+          if (!(error instanceof ExtraConfigError)) throw error;
+          for (const p of error.problems) {
+            const message = `${p.line ? `TOML line ${p.line}: ` : ''}${p.message}${configVersion === 3 ? ' (config version 3, containerd 2.x)' : ''}`;
+            if (seen.has(p.message)) continue;
+            seen.add(p.message);
+            report('extraConfig', message, p.hint);
+          }
+        }
+      }
+    } catch (error) {
+      if (!(error instanceof ExtraConfigError)) throw error;
+      for (const p of error.problems) report('extraConfig', `${p.line ? `TOML line ${p.line}: ` : ''}${p.message}`, p.hint);
+    }
+  },
 });

@@ -270,6 +270,8 @@ export function record<T>(
       const out: Record<string, T> = {};
       for (const [k, v] of Object.entries(input)) {
         if (options.key) checkString(k, options.key, [...path, k], ctx);
+        // In a single source, null removes what an earlier source set (see merge.ts).
+        if (v === null && ctx.partial) continue;
         const parsed = value.parse(v, [...path, k], ctx);
         if (parsed !== undefined) out[k] = parsed;
       }
@@ -302,7 +304,9 @@ export function either<A, B>(a: Schema<A, Presence>, b: Schema<B, Presence>, opt
 /** A secret: a literal, or a reference `{ valueFrom: { file: PATH } }` / `{ valueFrom: { env: NAME } }`. */
 export type SecretSource = string | { valueFrom: { file: string } | { env: string } };
 
-export function secret(common: Common = {}): Schema<SecretSource> {
+export function secret(options: Common & Omit<StringOptions, 'format'> = {}): Schema<SecretSource> {
+  const { description, ...literal } = options;
+  const common: Common = description === undefined ? {} : { description };
   const ref = object({
     valueFrom: object(
       { file: optional(string({ minLength: 1, description: 'absolute path of a file holding the secret' })), env: optional(string({ pattern: /^[A-Za-z_][A-Za-z0-9_]*$/, description: 'name of an environment variable holding the secret' })) },
@@ -313,13 +317,26 @@ export function secret(common: Common = {}): Schema<SecretSource> {
       },
     ),
   });
-  const schema = either<string, { valueFrom: { file?: string; env?: string } }>(string({ minLength: 1 }), ref, {
+  const schema = either<string, { valueFrom: { file?: string; env?: string } }>(string({ minLength: 1, ...literal }), ref, {
     ...common,
     message: 'expected a string or { valueFrom: { file | env } }',
     pick: (value) => (typeof value === 'string' ? 'a' : 'b'),
   });
   // x-secret tells readers of the JSON Schema (and redaction) that the value is never shown.
-  return { ...(schema as Schema<SecretSource>), secret: true, json: () => ({ ...schema.json(), 'x-secret': true }) };
+  return {
+    ...(schema as Schema<SecretSource>),
+    secret: true,
+    // A rule on a literal (pattern, check) must never quote the value it rejects.
+    parse: (value, path, ctx) => {
+      const inner: ParseContext = { issues: [], partial: ctx.partial };
+      const parsed = schema.parse(value, path, inner);
+      const hide = typeof value === 'string' && value !== '' ? [value, JSON.stringify(value), JSON.stringify(truncate(value))] : [];
+      const clean = (text: string) => hide.reduce((t, h) => t.split(h).join('<redacted>'), text);
+      for (const found of inner.issues) ctx.issues.push({ ...found, message: clean(found.message), ...(found.hint !== undefined ? { hint: clean(found.hint) } : {}) });
+      return parsed as SecretSource | undefined;
+    },
+    json: () => ({ ...schema.json(), 'x-secret': true }),
+  };
 }
 
 /** The closest known name, as a hint for a misspelled field or value. */

@@ -1,41 +1,255 @@
 // spec.kubernetes: how this machine becomes a node, in machineadm's own terms (never kubeadm's).
-import { array, enumOf, integer, object, optional, record, scalarString, secret, string, withDefault } from './dsl.ts';
+// Names, labels and taints are checked the way Kubernetes checks them (apimachinery's
+// validation), so a value the API server or the kubelet would refuse fails here, before anything
+// runs, instead of halfway through a join.
+import { isIP } from 'node:net';
+import { load as loadYaml } from 'js-yaml';
+import {
+  array,
+  enumOf,
+  integer,
+  isPlainObject,
+  object,
+  optional,
+  record,
+  scalarString,
+  secret,
+  string,
+  withDefault,
+  type SecretSource,
+  type Schema,
+  type StringOptions,
+} from './dsl.ts';
 
-export const taint = object({
-  key: string({ minLength: 1 }),
-  value: optional(string()),
-  effect: enumOf(['NoSchedule', 'PreferNoSchedule', 'NoExecute'] as const),
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const QUALIFIED_NAME_PART = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
+
+export const TOKEN_PATTERN = /^[a-z0-9]{6}\.[a-z0-9]{16}$/;
+export const CA_HASH_PATTERN = /^sha256:[a-f0-9]{64}$/;
+export const CERTIFICATE_KEY_PATTERN = /^[a-f0-9]{64}$/;
+
+/** A lower-case RFC 1123 subdomain (node names, label prefixes), as apimachinery's IsDNS1123Subdomain. */
+export function dns1123SubdomainProblem(value: string): string | undefined {
+  if (value.length > 253) return 'must be at most 253 characters';
+  if (!value.split('.').every((part) => DNS1123_LABEL.test(part))) {
+    return 'must be lower-case letters, digits, "-" and ".", starting and ending with a letter or digit (RFC 1123)';
+  }
+  return undefined;
+}
+
+/** apimachinery IsQualifiedName: an optional DNS subdomain prefix, "/", then a name of at most 63 characters. */
+export function qualifiedNameProblem(value: string): string | undefined {
+  const parts = value.split('/');
+  if (parts.length > 2) return 'has more than one "/"';
+  const name = parts.length === 2 ? parts[1]! : parts[0]!;
+  if (parts.length === 2) {
+    if (parts[0] === '') return 'has an empty prefix before "/"';
+    const prefix = dns1123SubdomainProblem(parts[0]!);
+    if (prefix) return `prefix ${prefix}`;
+  }
+  if (name === '') return 'has an empty name';
+  if (name.length > 63) return 'name part must be at most 63 characters';
+  if (!QUALIFIED_NAME_PART.test(name)) return 'name part must be letters, digits, "-", "_" and ".", starting and ending with a letter or digit';
+  return undefined;
+}
+
+/** apimachinery IsValidLabelValue: empty, or at most 63 characters of the qualified-name alphabet. */
+export function labelValueProblem(value: string): string | undefined {
+  if (value === '') return undefined;
+  if (value.length > 63) return 'must be at most 63 characters';
+  if (!QUALIFIED_NAME_PART.test(value)) return 'must be letters, digits, "-", "_" and ".", starting and ending with a letter or digit';
+  return undefined;
+}
+
+// The kubelet refuses to start when --node-labels holds a kubernetes.io or k8s.io label outside
+// this list (the NodeRestriction rules in kubelet's options.go); node-role.kubernetes.io/* is the
+// usual mistake.
+const KUBELET_ALLOWED_LABEL_KEYS = new Set([
+  'kubernetes.io/hostname',
+  'kubernetes.io/arch',
+  'kubernetes.io/os',
+  'beta.kubernetes.io/arch',
+  'beta.kubernetes.io/os',
+  'beta.kubernetes.io/instance-type',
+  'failure-domain.beta.kubernetes.io/region',
+  'failure-domain.beta.kubernetes.io/zone',
+  'topology.kubernetes.io/region',
+  'topology.kubernetes.io/zone',
+  'node.kubernetes.io/instance-type',
+]);
+const KUBELET_ALLOWED_LABEL_NAMESPACES = ['kubelet.kubernetes.io', 'node.kubernetes.io'];
+
+export function kubeletLabelProblem(key: string): string | undefined {
+  const prefix = key.includes('/') ? key.split('/')[0]! : '';
+  const restricted = ['kubernetes.io', 'k8s.io'].some((ns) => prefix === ns || prefix.endsWith('.' + ns));
+  if (!restricted || KUBELET_ALLOWED_LABEL_KEYS.has(key)) return undefined;
+  if (KUBELET_ALLOWED_LABEL_NAMESPACES.some((ns) => prefix === ns || prefix.endsWith('.' + ns))) return undefined;
+  return 'the kubelet refuses to set labels in the kubernetes.io and k8s.io namespaces except kubelet.kubernetes.io/*, node.kubernetes.io/* and a few well-known ones|set it from the control plane (kubectl label) or use your own prefix, e.g. example.com/role';
+}
+
+/** host:port where host is an IP address, [IPv6] or a DNS name, and port 1-65535. */
+export function endpointProblem(value: string): string | undefined {
+  const match = /^(\[[^\]]+\]|[^:[\]]+):(\d{1,5})$/.exec(value);
+  if (!match) return 'is not host:port|give the port too, e.g. 10.0.0.10:6443 or cp.example.com:6443';
+  const host = match[1]!.replace(/^\[|\]$/g, '');
+  const port = Number(match[2]);
+  if (port < 1 || port > 65535) return `port ${port} is outside 1-65535`;
+  if (match[1]!.startsWith('[') ? isIP(host) !== 6 : isIP(host) === 0 && dns1123SubdomainProblem(host.toLowerCase()) !== undefined) {
+    return `host "${host}" is not an IP address or a DNS name`;
+  }
+  return undefined;
+}
+
+function cidrProblem(value: string): string | undefined {
+  const parts = value.split(',').map((p) => p.trim());
+  if (parts.length > 2) return 'takes one CIDR, or two (one IPv4 and one IPv6) for dual-stack';
+  const families = new Set<number>();
+  for (const part of parts) {
+    const [ip = '', bits, extra] = part.split('/');
+    const family = isIP(ip);
+    const max = family === 4 ? 32 : 128;
+    if (family === 0 || extra !== undefined || bits === undefined || !/^\d+$/.test(bits) || Number(bits) > max) return `"${part}" is not a CIDR such as 10.244.0.0/16`;
+    families.add(family);
+  }
+  if (parts.length === 2 && families.size !== 2) return 'a dual-stack pair needs one IPv4 and one IPv6 CIDR';
+  return undefined;
+}
+
+function sanProblem(value: string): string | undefined {
+  if (isIP(value)) return undefined;
+  const name = value.startsWith('*.') ? value.slice(2) : value;
+  return dns1123SubdomainProblem(name.toLowerCase()) ? 'is not an IP address, a DNS name or a wildcard DNS name (*.example.com)' : undefined;
+}
+
+/** A secret whose literal form is checked here; a value read through valueFrom is checked when it is read. */
+function checkedSecret(options: StringOptions): Schema<SecretSource> {
+  const inner = secret({ ...(options.description ? { description: options.description } : {}) });
+  const literal = string(options);
+  return {
+    ...inner,
+    parse(value, path, ctx) {
+      const parsed = inner.parse(value, path, ctx);
+      if (typeof parsed !== 'string') return parsed;
+      // Report without echoing the value: it is a secret.
+      const before = ctx.issues.length;
+      literal.parse(parsed, path, ctx);
+      for (const found of ctx.issues.slice(before)) found.message = found.message.replace(/^".*" is not valid$/, 'is not valid');
+      return ctx.issues.length === before ? parsed : undefined;
+    },
+  };
+}
+
+export const tokenSecret = checkedSecret({ pattern: TOKEN_PATTERN, patternHint: 'a bootstrap token has the form [a-z0-9]{6}.[a-z0-9]{16}, e.g. abcdef.0123456789abcdef (kubeadm token create prints one)', description: 'bootstrap token [a-z0-9]{6}.[a-z0-9]{16}' });
+export const caHashSecret = checkedSecret({ pattern: CA_HASH_PATTERN, patternHint: 'sha256: followed by 64 lower-case hex digits (kubeadm init prints it as --discovery-token-ca-cert-hash)', description: 'CA public key pin sha256:<64 hex>' });
+export const certificateKeySecret = checkedSecret({ pattern: CERTIFICATE_KEY_PATTERN, patternHint: '64 hex digits (kubeadm certs certificate-key prints one)', description: 'key that decrypts the uploaded control-plane certificates' });
+
+const labelKey: StringOptions = { check: (k) => qualifiedNameProblem(k) ?? kubeletLabelProblem(k) };
+const flagName: StringOptions = { pattern: /^[a-z0-9][a-z0-9-]*$/, patternHint: 'a flag name without the leading dashes, e.g. max-pods' };
+const quantity = scalarString({ pattern: /^(\d+(\.\d+)?([EPTGMK]i?|[mkMGTPE]|e\d+)?|\d+(\.\d+)?%)$/, patternHint: 'a quantity such as 500m, 1Gi or 10%' });
+
+export const taint = object(
+  {
+    key: string({ minLength: 1, check: qualifiedNameProblem }),
+    value: optional(scalarString({ check: labelValueProblem })),
+    effect: enumOf(['NoSchedule', 'PreferNoSchedule', 'NoExecute'] as const),
+  },
+  { description: 'a node taint; on Windows the default is os=windows:NoSchedule' },
+);
+
+// kubeadm writes its own static pods under these names; a manifest with the same name would replace them.
+const KUBEADM_STATIC_PODS = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler'];
+
+function manifestProblem(text: string): string | undefined {
+  let doc: unknown;
+  try {
+    doc = loadYaml(text);
+  } catch (cause) {
+    return `is not valid YAML: ${(cause as Error).message.split('\n')[0]}`;
+  }
+  if (!isPlainObject(doc)) return 'must be one YAML document describing a Pod';
+  if (doc.apiVersion !== 'v1' || doc.kind !== 'Pod') return `must be apiVersion v1, kind Pod (found ${String(doc.apiVersion)}, ${String(doc.kind)})`;
+  const meta = doc.metadata;
+  if (!isPlainObject(meta) || typeof meta.name !== 'string' || dns1123SubdomainProblem(meta.name)) return 'needs metadata.name, a lower-case DNS name';
+  if (!isPlainObject(doc.spec) || !Array.isArray(doc.spec.containers) || doc.spec.containers.length === 0) return 'needs spec.containers with at least one container';
+  return undefined;
+}
+
+export const staticPod = object({
+  name: string({ pattern: DNS1123_LABEL, patternHint: 'a lower-case DNS label; the file is /etc/kubernetes/manifests/<name>.yaml', check: (n) => (KUBEADM_STATIC_PODS.includes(n) ? `"${n}" is kubeadm's own static pod|choose another name` : undefined) }),
+  manifest: string({ minLength: 1, check: manifestProblem, description: 'the Pod manifest as YAML text' }),
 });
 
-export const kubernetesSection = object({
-  role: withDefault(enumOf(['worker', 'control-plane'] as const), 'worker'),
-  bootstrap: withDefault(enumOf(['join', 'init'] as const), 'join'),
-  version: optional(string({ pattern: /^v?\d+\.\d+(\.\d+)?$/, patternHint: 'a Kubernetes version such as v1.31.2' })),
-  controlPlaneEndpoint: optional(string({ minLength: 1 })),
-  token: optional(secret({ description: 'bootstrap token [a-z0-9]{6}.[a-z0-9]{16}' })),
-  caCertHashes: optional(array(string({ minLength: 1 }))),
-  certificateKey: optional(secret()),
-  podSubnet: optional(string()),
-  serviceSubnet: optional(string()),
-  certSANs: optional(array(string({ minLength: 1 }))),
-  apiServerExtraArgs: optional(record(scalarString())),
-  node: optional(
-    object({
-      name: optional(string({ minLength: 1 })),
-      labels: optional(record(scalarString())),
-      taints: optional(array(taint)),
-      kubeletExtraArgs: optional(record(scalarString())),
+const kubeletSection = object({
+  maxPods: optional(integer({ min: 1, max: 10_000 })),
+  systemReserved: optional(record(quantity, { key: { pattern: /^(cpu|memory|ephemeral-storage|pid)$/, patternHint: 'cpu, memory, ephemeral-storage or pid' } })),
+  kubeReserved: optional(record(quantity, { key: { pattern: /^(cpu|memory|ephemeral-storage|pid)$/, patternHint: 'cpu, memory, ephemeral-storage or pid' } })),
+  evictionHard: optional(
+    record(quantity, {
+      key: {
+        pattern: /^(memory\.available|nodefs\.available|nodefs\.inodesFree|imagefs\.available|imagefs\.inodesFree|containerfs\.available|containerfs\.inodesFree|pid\.available)$/,
+        patternHint: 'an eviction signal such as memory.available or nodefs.available',
+      },
     }),
   ),
-  kubelet: optional(
-    object({
-      maxPods: optional(integer({ min: 1 })),
-      systemReserved: optional(record(scalarString())),
-      kubeReserved: optional(record(scalarString())),
-      evictionHard: optional(record(scalarString())),
-    }),
-  ),
-  staticPods: optional(array(object({ name: string({ minLength: 1 }), manifest: string({ minLength: 1 }) }))),
-  retries: withDefault(integer({ min: 0, max: 20 }), 3),
-  timeoutSeconds: withDefault(integer({ min: 30 }), 600),
 });
+
+export const kubernetesSection = object(
+  {
+    role: withDefault(enumOf(['worker', 'control-plane'] as const), 'worker'),
+    bootstrap: withDefault(enumOf(['join', 'init'] as const, { description: 'init only for the first control-plane machine' }), 'join'),
+    version: optional(string({ pattern: /^v?\d+\.\d+(\.\d+)?$/, patternHint: 'a Kubernetes version such as v1.31.2' })),
+    controlPlaneEndpoint: optional(string({ minLength: 1, check: endpointProblem, description: 'host:port of the API server (load balancer)' })),
+    token: optional(tokenSecret),
+    caCertHashes: optional(array(caHashSecret, { minItems: 1 })),
+    certificateKey: optional(certificateKeySecret),
+    podSubnet: optional(string({ check: cidrProblem })),
+    serviceSubnet: optional(string({ check: cidrProblem })),
+    certSANs: optional(array(string({ minLength: 1, check: sanProblem }))),
+    apiServerExtraArgs: optional(record(scalarString(), { key: flagName })),
+    node: optional(
+      object({
+        name: optional(string({ minLength: 1, check: dns1123SubdomainProblem })),
+        labels: optional(record(scalarString({ check: labelValueProblem }), { key: labelKey })),
+        taints: optional(array(taint)),
+        kubeletExtraArgs: optional(record(scalarString(), { key: flagName })),
+      }),
+    ),
+    kubelet: optional(kubeletSection),
+    staticPods: optional(array(staticPod)),
+    retries: withDefault(integer({ min: 0, max: 20, description: 'extra attempts after a join fails for a transient reason' }), 3),
+    backoffSeconds: withDefault(integer({ min: 0, max: 600, description: 'wait before the first retry; doubles each time, at most 5 minutes' }), 10),
+    timeoutSeconds: withDefault(integer({ min: 30, max: 7200, description: 'how long one kubeadm run may take' }), 600),
+  },
+  {
+    check: (k, report) => {
+      if (k.bootstrap === 'init' && k.role !== 'control-plane') report('bootstrap', 'init is only for the first control-plane machine', 'set role: control-plane, or bootstrap: join');
+      if (k.bootstrap === 'join') {
+        if (k.controlPlaneEndpoint === undefined) report('controlPlaneEndpoint', 'is required to join', 'the API server address, e.g. 10.0.0.10:6443');
+        if (k.token === undefined) report('token', 'is required to join', 'a bootstrap token from "kubeadm token create"');
+        if (k.caCertHashes === undefined) report('caCertHashes', 'is required to join (machineadm never skips CA verification)', 'kubeadm init prints it as --discovery-token-ca-cert-hash sha256:...');
+        if (k.role === 'control-plane' && k.certificateKey === undefined) report('certificateKey', 'a control-plane join needs the certificate key', 'run "kubeadm init phase upload-certs --upload-certs" on a control plane and give the key it prints');
+        for (const field of ['podSubnet', 'serviceSubnet', 'certSANs', 'apiServerExtraArgs'] as const) {
+          if (k[field] !== undefined) report(field, 'only applies to bootstrap: init (a joining machine takes the cluster settings)');
+        }
+      }
+      if (k.bootstrap === 'init' && k.caCertHashes !== undefined) report('caCertHashes', 'only a joining machine checks the CA against hashes', 'remove it for bootstrap: init');
+      if (k.bootstrap === 'init' && k.version !== undefined && !/^v?\d+\.\d+\.\d+$/.test(k.version)) report('version', 'init deploys an exact version: give major.minor.patch, e.g. v1.31.2');
+      if (k.role === 'worker' && k.certificateKey !== undefined) report('certificateKey', 'only a control-plane machine uses a certificate key', 'remove it, or set role: control-plane');
+      if (k.role === 'worker' && k.staticPods !== undefined) report('staticPods', 'static pods are only written on control-plane machines');
+      const seenTaints = new Set<string>();
+      k.node?.taints?.forEach((t, i) => {
+        const id = `${t.key}:${t.effect}`;
+        if (seenTaints.has(id)) report(['node', 'taints', i], `duplicate taint ${id} (Kubernetes allows one taint per key and effect)`);
+        seenTaints.add(id);
+      });
+      for (const flag of ['node-labels', 'register-with-taints', 'hostname-override'] as const) {
+        if (k.node?.kubeletExtraArgs?.[flag] !== undefined) report(['node', 'kubeletExtraArgs', flag], 'is set by machineadm', flag === 'hostname-override' ? 'use node.name' : 'use node.labels and node.taints');
+      }
+      const names = new Set<string>();
+      k.staticPods?.forEach((p, i) => {
+        if (names.has(p.name)) report(['staticPods', i, 'name'], `duplicate static pod name "${p.name}"`);
+        names.add(p.name);
+      });
+    },
+  },
+);

@@ -1,18 +1,59 @@
-// spec.report: where the outcome of a run goes.
+// spec.report: where the outcome of a run goes. Files named here (CA, client certificate and key,
+// token files) are machine paths, read under --root; their contents are checked before the run
+// changes anything (src/report/endpoints.ts).
 import { array, boolean, integer, object, optional, record, secret, string, withDefault } from './dsl.ts';
 
-export const reportEndpoint = object({
-  url: string({ pattern: /^https?:\/\/\S+$/, patternHint: 'an http:// or https:// URL' }),
-  bearerToken: optional(secret()),
-  caFile: optional(string({ minLength: 1 })),
-  clientCertFile: optional(string({ minLength: 1 })),
-  clientKeyFile: optional(string({ minLength: 1 })),
-  headers: optional(record(string())),
-  batch: optional(boolean({ description: 'send application/cloudevents-batch+json' })),
-});
+const absolutePath = (what: string) =>
+  string({
+    minLength: 1,
+    pattern: /^(\/|[A-Za-z]:\\)/,
+    patternHint: `the absolute path of ${what}, e.g. /etc/machineadm/collector-ca.pem`,
+  });
+
+function endpointUrlProblem(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return `"${value.length > 80 ? value.slice(0, 77) + '...' : value}" is not a URL|an http:// or https:// URL such as https://collector.example/events`;
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return `the scheme "${url.protocol.replace(/:$/, '')}" is not supported|use an http:// or https:// URL`;
+  if (url.username || url.password) return 'the URL holds a user name or password|give credentials with bearerToken or headers, never in the URL';
+  if (url.hash) return 'the URL has a #fragment|remove it; fragments are never sent';
+  return undefined;
+}
+
+// Header names as RFC 9110 tokens; machineadm sets Content-Type itself.
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+export const reportEndpoint = object(
+  {
+    url: string({ minLength: 1, check: endpointUrlProblem, description: 'where CloudEvents are POSTed (http:// or https://)' }),
+    bearerToken: optional(secret({ description: 'sent as "Authorization: Bearer <token>"' })),
+    caFile: optional(absolutePath('a PEM CA bundle that signs the collector certificate (replaces the system CAs for this endpoint)')),
+    clientCertFile: optional(absolutePath('a PEM client certificate for mutual TLS')),
+    clientKeyFile: optional(absolutePath('the PEM private key of clientCertFile')),
+    headers: optional(record(string({ check: (v) => (/[\r\n]/.test(v) ? 'a header value cannot hold a line break' : undefined) }), { key: { pattern: HEADER_NAME, patternHint: 'a header name such as X-Cluster' } })),
+    batch: optional(boolean({ description: 'send up to 100 events per request as application/cloudevents-batch+json' })),
+  },
+  {
+    check: (v, report) => {
+      if ((v.clientCertFile === undefined) !== (v.clientKeyFile === undefined)) {
+        report(v.clientCertFile === undefined ? 'clientCertFile' : 'clientKeyFile', 'clientCertFile and clientKeyFile go together', 'give both for mutual TLS, or neither');
+      }
+      const url = v.url.toLowerCase();
+      if (!url.startsWith('https:') && (v.caFile || v.clientCertFile)) report('caFile', 'TLS files are given for an http:// URL', 'use https://, or remove caFile/clientCertFile/clientKeyFile');
+      for (const name of Object.keys(v.headers ?? {})) {
+        const lower = name.toLowerCase();
+        if (lower === 'content-type' || lower === 'content-length') report(['headers', name], `${name} is set by machineadm`, 'remove it');
+        if (lower === 'authorization' && v.bearerToken !== undefined) report(['headers', name], 'Authorization is also set by bearerToken', 'give one of them');
+      }
+    },
+  },
+);
 
 export const reportSection = object({
-  endpoints: optional(array(reportEndpoint)),
-  clusterAPISentinel: withDefault(boolean(), true),
-  deadlineSeconds: withDefault(integer({ min: 1, max: 3600 }), 30),
+  endpoints: optional(array(reportEndpoint, { description: 'collectors that receive every run, phase and step event as a CloudEvent' })),
+  clusterAPISentinel: withDefault(boolean({ description: 'write /run/cluster-api/bootstrap-success.complete after a successful provisioning' }), true),
+  deadlineSeconds: withDefault(integer({ min: 1, max: 3600, description: 'the longest a run waits for endpoints at its end; what is left stays spooled' }), 30),
 });

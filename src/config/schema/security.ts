@@ -2,7 +2,13 @@
 import { boolean, object, optional, string, withDefault } from './dsl.ts';
 
 export const securitySection = object({
-  requireSignedBinary: withDefault(boolean(), false),
+  requireSignedBinary: withDefault(boolean({ description: 'init, prepare, provision and report first verify this executable against <executable>.minisig and stop with exit 3 if it fails' }), false),
   offline: withDefault(boolean(), false),
-  releasePublicKey: optional(string({ minLength: 1, description: 'minisign public key (base64) to verify machineadm and artifacts with' })),
+  releasePublicKey: optional(
+    string({
+      pattern: /^RW[A-Za-z0-9+/]{54}$/,
+      patternHint: 'give the base64 key line of a minisign public key (56 characters starting with RW)',
+      description: 'minisign public key (base64 key line) to verify machineadm with, instead of the release key built into it',
+    }),
+  ),
 });

@@ -1,5 +1,7 @@
 // spec.kernelModules, spec.sysctls, spec.files: the host preparation inputs.
 import { array, enumOf, object, optional, record, scalarString, string, withDefault, type StringOptions } from './dsl.ts';
+import { decodeContent, filePathProblem } from '../../linux/file-content.ts';
+import { sysctlKeyProblem } from '../../linux/sysctl.ts';
 
 export const kernelModuleName = string({
   pattern: /^[A-Za-z0-9_-]+$/,
@@ -10,6 +12,11 @@ export const kernelModuleName = string({
 export const sysctlKeyOptions: StringOptions = {
   pattern: /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_:@-]+)+$/,
   patternHint: 'use dots, e.g. net.ipv4.ip_forward (no "/", "..", spaces or empty parts)',
+  maxLength: 256,
+  check: (key) => {
+    const problem = sysctlKeyProblem(key);
+    return problem ? `"${key}" is not a sysctl name: ${problem}|use dots, e.g. net.ipv4.ip_forward` : undefined;
+  },
 };
 
 export const sysctlValue = scalarString({
@@ -20,7 +27,7 @@ export const fileMode = string({ pattern: /^0?[0-7]{3,4}$/, patternHint: 'an oct
 
 export const fileSpec = object(
   {
-    path: string({ minLength: 1, description: 'absolute path of the file on the machine' }),
+    path: string({ minLength: 1, description: 'absolute path of the file on the machine', check: filePathProblem }),
     content: optional(string({ description: 'the content, encoded as "encoding" says' })),
     encoding: withDefault(enumOf(['plain', 'base64', 'gzip+base64'] as const), 'plain'),
     source: optional(
@@ -35,6 +42,11 @@ export const fileSpec = object(
   {
     check: (f, report) => {
       if ((f.content === undefined) === (f.source === undefined)) report([], 'give exactly one of content or source');
+      if (f.content !== undefined) {
+        const decoded = decodeContent(f.content, f.encoding);
+        if ('problem' in decoded) report('content', decoded.problem, 'encode the content as "encoding" says (base64 -w0 FILE, or gzip -c FILE | base64 -w0)');
+      }
+      if (f.source !== undefined && f.encoding !== 'plain') report('encoding', 'applies only to inline content', 'leave it out for a downloaded file: its bytes are checked against sha256 as they are');
     },
   },
 );
@@ -42,5 +54,9 @@ export const fileSpec = object(
 export const systemFields = {
   kernelModules: optional(array(kernelModuleName, { unique: true, description: 'kernel modules to load now and at every boot' })),
   sysctls: optional(record(sysctlValue, { key: sysctlKeyOptions, description: 'kernel parameters, applied now and at every boot' })),
-  files: optional(array(fileSpec, { description: 'files to write' })),
+  files: optional(
+    array(fileSpec, {
+      description: 'files to write',
+    }),
+  ),
 };

@@ -1,0 +1,80 @@
+<#
+.SYNOPSIS
+  machineadm stage-0 loader for Windows answer files (FirstLogonCommands, SetupComplete.cmd).
+
+.DESCRIPTION
+  Downloads machineadm from a base URL you choose (a bucket, a mirror, a server in the management
+  cluster), checks its SHA-256 against the value pinned in the answer file BEFORE anything runs,
+  installs it, then runs it with the arguments given. The hash comes with the answer file, never
+  from the place the binary is downloaded from. Windows has no minisign, so the loader pins the
+  hash; once installed, machineadm can check its own minisign signature (verify --self).
+
+  Exit codes: those of machineadm once it runs; before that 1 download failed, 2 bad settings,
+  3 the SHA-256 did not match (nothing was installed or run).
+
+.EXAMPLE
+  powershell.exe -NoProfile -ExecutionPolicy Bypass -File C:\machineadm\loader.ps1 `
+    -BaseUrl https://bucket.example/machineadm/v0.1.0 `
+    -Sha256 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef `
+    -Arguments 'init -c C:\ProgramData\machineadm\config.yaml'
+#>
+[CmdletBinding()]
+param(
+  [Parameter(Mandatory = $true)] [string] $BaseUrl,
+  [Parameter(Mandatory = $true)] [string] $Sha256,
+  [string] $FileName = 'machineadm-windows-x64.exe',
+  [string] $Destination = (Join-Path $env:ProgramFiles 'machineadm\machineadm.exe'),
+  # One string, split at spaces: `powershell -File` cannot pass an array (paths without spaces).
+  [string] $Arguments = 'init',
+  [int] $Attempts = 5
+)
+
+Set-StrictMode -Version Latest
+$ErrorActionPreference = 'Stop'
+# The progress display makes Invoke-WebRequest many times slower on Windows PowerShell 5.1.
+$ProgressPreference = 'SilentlyContinue'
+
+function Stop-Loader([int] $Code, [string] $Message) {
+  [Console]::Error.WriteLine("machineadm-loader: error: $Message")
+  exit $Code
+}
+
+$expected = $Sha256.Trim().ToLowerInvariant()
+if ($expected -notmatch '^[0-9a-f]{64}$') {
+  Stop-Loader 2 "-Sha256 must be 64 hexadecimal characters (the SHA-256 of $FileName)"
+}
+# Windows PowerShell 5.1 may default to TLS 1.0; object stores and mirrors require 1.2.
+[Net.ServicePointManager]::SecurityProtocol = [Net.ServicePointManager]::SecurityProtocol -bor [Net.SecurityProtocolType]::Tls12
+
+$url = $BaseUrl.TrimEnd('/') + '/' + $FileName
+$work = Join-Path ([IO.Path]::GetTempPath()) ('machineadm-loader-' + [Guid]::NewGuid().ToString('N'))
+New-Item -ItemType Directory -Path $work | Out-Null
+try {
+  $download = Join-Path $work $FileName
+  $done = $false
+  for ($i = 1; $i -le $Attempts -and -not $done; $i++) {
+    try {
+      Invoke-WebRequest -Uri $url -OutFile $download -UseBasicParsing
+      $done = $true
+    } catch {
+      if ($i -eq $Attempts) { Stop-Loader 1 "download of ${url} failed: $($_.Exception.Message)" }
+      Start-Sleep -Seconds (2 * $i)
+    }
+  }
+
+  $actual = (Get-FileHash -Algorithm SHA256 -LiteralPath $download).Hash.ToLowerInvariant()
+  if ($actual -ne $expected) {
+    Stop-Loader 3 "SHA-256 of $url is $actual, expected ${expected}: not installing or running it"
+  }
+  [Console]::Error.WriteLine("machineadm-loader: verified SHA-256 $actual")
+
+  $dir = Split-Path -Parent $Destination
+  if (-not (Test-Path -LiteralPath $dir)) { New-Item -ItemType Directory -Path $dir -Force | Out-Null }
+  Move-Item -LiteralPath $download -Destination $Destination -Force
+} finally {
+  Remove-Item -LiteralPath $work -Recurse -Force -ErrorAction SilentlyContinue
+}
+
+$argv = @($Arguments -split '\s+' | Where-Object { $_ -ne '' })
+& $Destination @argv
+exit $LASTEXITCODE

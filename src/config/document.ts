@@ -1,0 +1,290 @@
+// Turning the bytes of one source into a value plus a position index (field path -> line and
+// column), refusing what is not a configuration: invalid UTF-8, HTML pages, several documents,
+// duplicate keys, alias bombs. YAML and JSON alike (JSON is read as YAML flow syntax).
+// Pure: no I/O.
+import { CORE_SCHEMA, EVENT_ID, YAMLException, constructFromEvents, getScalarValue, parseEvents, type Event } from 'js-yaml';
+import type { ConfigIssue } from '../errors.ts';
+import type { FieldPath } from './schema/dsl.ts';
+
+export interface Position {
+  line: number;
+  column: number;
+}
+
+export interface ParsedDocument {
+  source: string;
+  value: unknown;
+  /** Where each field path starts (the key for a map entry, the item for a list entry). */
+  positions: PositionIndex;
+}
+
+/** Values (maps, lists, scalars) a document may expand to through aliases. */
+export const MAX_EXPANDED_NODES = 100_000;
+/** Alias uses per document; a configuration needs a handful at most. */
+export const MAX_ALIASES = 1_000;
+
+/** Issues found while reading a source; they carry the source and, when known, the line. */
+export class DocumentError extends Error {
+  readonly issues: ConfigIssue[];
+  constructor(issues: ConfigIssue[]) {
+    super(issues.map((i) => i.message).join('; '));
+    this.issues = issues;
+  }
+}
+
+export class PositionIndex {
+  private readonly byPath = new Map<string, Position>();
+  set(path: FieldPath, position: Position): void {
+    const key = JSON.stringify(path);
+    if (!this.byPath.has(key)) this.byPath.set(key, position);
+  }
+  /** The position of the path, or of its closest ancestor that has one. */
+  find(path: FieldPath): (Position & { exact: boolean }) | undefined {
+    for (let n = path.length; n >= 0; n--) {
+      const hit = this.byPath.get(JSON.stringify(path.slice(0, n)));
+      if (hit) return { ...hit, exact: n === path.length };
+    }
+    return undefined;
+  }
+  has(path: FieldPath): boolean {
+    return this.byPath.has(JSON.stringify(path));
+  }
+  get size(): number {
+    return this.byPath.size;
+  }
+}
+
+/** Decodes UTF-8 strictly; an invalid byte is an error with its line, never a replacement character. */
+export function decodeUtf8(bytes: Uint8Array, source: string): string {
+  try {
+    const text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);
+    return text;
+  } catch {
+    const offset = firstInvalidUtf8(bytes);
+    let line = 1;
+    for (let i = 0; i < offset; i++) if (bytes[i] === 0x0a) line++;
+    throw new DocumentError([
+      {
+        source,
+        line,
+        path: '',
+        message: `not valid UTF-8 (byte ${offset} is 0x${(bytes[offset] ?? 0).toString(16).padStart(2, '0')})`,
+        hint: 'save the file as UTF-8; a binary or UTF-16 file is not a configuration',
+      },
+    ]);
+  }
+}
+
+/** Offset of the first byte that breaks UTF-8. */
+export function firstInvalidUtf8(bytes: Uint8Array): number {
+  let i = 0;
+  while (i < bytes.length) {
+    const b = bytes[i]!;
+    const need = b < 0x80 ? 0 : b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2 : b >= 0xf0 && b <= 0xf4 ? 3 : -1;
+    if (need < 0) return i;
+    for (let k = 1; k <= need; k++) {
+      const c = bytes[i + k];
+      if (c === undefined || (c & 0xc0) !== 0x80) return i;
+    }
+    // Overlong and surrogate forms the fatal decoder also rejects.
+    if (need === 2 && ((b === 0xe0 && bytes[i + 1]! < 0xa0) || (b === 0xed && bytes[i + 1]! >= 0xa0))) return i;
+    if (need === 3 && ((b === 0xf0 && bytes[i + 1]! < 0x90) || (b === 0xf4 && bytes[i + 1]! >= 0x90))) return i;
+    i += need + 1;
+  }
+  return bytes.length;
+}
+
+/** An HTML page (a login portal, a proxy's error page) served in place of the configuration. */
+export function looksLikeHtml(text: string): boolean {
+  return /^\s*(<!doctype\s+html|<html[\s>]|<head[\s>]|<body[\s>])/i.test(text.slice(0, 1024));
+}
+
+function lineStarts(text: string): number[] {
+  const starts = [0];
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) === 0x0a) starts.push(i + 1);
+  return starts;
+}
+
+function positionAt(starts: number[], offset: number): Position {
+  let lo = 0;
+  let hi = starts.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (starts[mid]! <= offset) lo = mid;
+    else hi = mid - 1;
+  }
+  return { line: lo + 1, column: offset - starts[lo]! + 1 };
+}
+
+function nodeStart(event: Event): number {
+  switch (event.type) {
+    case EVENT_ID.SCALAR: {
+      const starts = [event.anchorStart, event.tagStart].filter((n) => n >= 0);
+      // Quoted scalars' values start after the quote.
+      const value = event.style === 2 || event.style === 3 ? event.valueStart - 1 : event.valueStart;
+      return Math.min(value, ...starts);
+    }
+    case EVENT_ID.MAPPING:
+    case EVENT_ID.SEQUENCE:
+      return Math.min(event.start, ...[event.anchorStart, event.tagStart].filter((n) => n >= 0));
+    case EVENT_ID.ALIAS:
+      return Math.max(0, event.anchorStart - 1);
+    default:
+      return 0;
+  }
+}
+
+/** Builds path -> position from the parser's events (keys of maps, items of lists). */
+function indexPositions(text: string, events: Event[], lineOffset: number): PositionIndex {
+  const index = new PositionIndex();
+  const starts = lineStarts(text);
+  const pos = (offset: number): Position => {
+    const p = positionAt(starts, offset);
+    return { line: p.line + lineOffset, column: p.column };
+  };
+  let i = 0;
+  // Skips one node (with its children) starting at events[i]; returns the index after it.
+  const skip = (at: number): number => {
+    const e = events[at];
+    if (!e) return at;
+    if (e.type !== EVENT_ID.MAPPING && e.type !== EVENT_ID.SEQUENCE) return at + 1;
+    let depth = 0;
+    let k = at;
+    do {
+      const t = events[k]!.type;
+      if (t === EVENT_ID.MAPPING || t === EVENT_ID.SEQUENCE) depth++;
+      else if (t === EVENT_ID.POP) depth--;
+      k++;
+    } while (depth > 0 && k < events.length);
+    return k;
+  };
+  const walk = (at: number, path: FieldPath): number => {
+    const e = events[at];
+    if (!e) return at;
+    index.set(path, pos(nodeStart(e)));
+    if (e.type === EVENT_ID.MAPPING) {
+      let k = at + 1;
+      while (k < events.length && events[k]!.type !== EVENT_ID.POP) {
+        const key = events[k]!;
+        if (key.type === EVENT_ID.SCALAR) {
+          const name = getScalarValue(text, key);
+          const child = [...path, name];
+          index.set(child, pos(nodeStart(key)));
+          k = walk(k + 1, child);
+        } else {
+          // A complex key (a map or list as key) is not a configuration field: skip key and value.
+          k = skip(skip(k));
+        }
+      }
+      return k + 1;
+    }
+    if (e.type === EVENT_ID.SEQUENCE) {
+      let k = at + 1;
+      let n = 0;
+      while (k < events.length && events[k]!.type !== EVENT_ID.POP) k = walk(k, [...path, n++]);
+      return k + 1;
+    }
+    return at + 1;
+  };
+  while (i < events.length && events[i]!.type === EVENT_ID.DOCUMENT) i = walk(i + 1, []) + 1;
+  return index;
+}
+
+/** How many values the document stands for once every alias is expanded, stopping at `limit`. */
+export function expandedSize(value: unknown, limit: number): number {
+  const sizes = new Map<object, number>();
+  const active = new Set<object>();
+  const size = (v: unknown): number => {
+    if (v === null || typeof v !== 'object') return 1;
+    const known = sizes.get(v);
+    if (known !== undefined) return known;
+    if (active.has(v)) return Number.POSITIVE_INFINITY;
+    active.add(v);
+    let total = 1;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      total += size(child);
+      if (total > limit) break;
+    }
+    active.delete(v);
+    sizes.set(v, total);
+    return total;
+  };
+  return size(value);
+}
+
+/**
+ * Parses one source's text (YAML or JSON). Returns undefined for an empty document (only comments
+ * or white space).
+ */
+export function parseDocument(text: string, source: string, lineOffset = 0): ParsedDocument | undefined {
+  try {
+    return parseLines(text, source, lineOffset);
+  } catch (error) {
+    // Parts of a larger document (MIME user data) report lines of the whole document.
+    if (error instanceof DocumentError && lineOffset) for (const i of error.issues) if (i.line !== undefined) i.line += lineOffset;
+    throw error;
+  }
+}
+
+function parseLines(text: string, source: string, lineOffset: number): ParsedDocument | undefined {
+  if (looksLikeHtml(text)) {
+    throw new DocumentError([{ source, line: 1, path: '', message: 'this is an HTML page, not a configuration', hint: 'check the URL or file: a web server or proxy may have answered with an error or login page' }]);
+  }
+  let events: Event[];
+  let values: unknown[];
+  try {
+    events = parseEvents(text, { maxDepth: 64 });
+    const documents = events.filter((e) => e.type === EVENT_ID.DOCUMENT).length;
+    if (documents > 1) {
+      const second = text.search(/^---/m) >= 0 ? positionAt(lineStarts(text), secondDocumentOffset(text)) : undefined;
+      throw new DocumentError([
+        { source, ...(second ? { line: second.line, column: second.column } : {}), path: '', message: `holds ${documents} YAML documents; machineadm reads one per source`, hint: 'put each document in its own file (a directory source reads them in order)' },
+      ]);
+    }
+    values = constructFromEvents(events, { source: text, schema: CORE_SCHEMA, maxAliases: MAX_ALIASES });
+  } catch (error) {
+    if (error instanceof DocumentError) throw error;
+    throw new DocumentError([yamlIssue(error, source)]);
+  }
+  if (values.length === 0 || values[0] === null || values[0] === undefined) return undefined;
+  const value = values[0];
+  if (expandedSize(value, MAX_EXPANDED_NODES) > MAX_EXPANDED_NODES) {
+    throw new DocumentError([
+      { source, path: '', message: `YAML aliases expand this document to more than ${MAX_EXPANDED_NODES} values (an alias bomb?)`, hint: 'write the values out instead of nesting aliases' },
+    ]);
+  }
+  return { source, value, positions: indexPositions(text, events, lineOffset) };
+}
+
+function secondDocumentOffset(text: string): number {
+  const re = /^---/gm;
+  let match: RegExpExecArray | null;
+  let count = 0;
+  let offset = 0;
+  while ((match = re.exec(text)) !== null) {
+    offset = match.index;
+    // A document that starts with '---' counts its own marker; without one, the first marker starts the second.
+    if (++count === (/^\s*(#.*\n\s*)*---/.test(text) ? 2 : 1)) return offset;
+  }
+  return offset;
+}
+
+function yamlIssue(error: unknown, source: string): ConfigIssue {
+  if (error instanceof YAMLException) {
+    const reason = error.reason || 'cannot be parsed';
+    const where = error.mark ? { line: error.mark.line + 1, column: error.mark.column + 1 } : {};
+    if (/duplicated mapping key/.test(reason)) {
+      const key = error.mark ? /^\s*("[^"\n]*"|'[^'\n]*'|[^:#\n]+?)\s*:/.exec(error.mark.buffer.slice(error.mark.position, error.mark.position + 200))?.[1] : undefined;
+      return { source, ...where, path: '', message: `${key ? `key ${key.startsWith('"') || key.startsWith("'") ? key : JSON.stringify(key)}` : 'a key'} appears twice in the same map`, hint: 'keep one of them; machineadm does not guess which one you meant' };
+    }
+    if (/maxAliases/.test(reason)) {
+      return { source, ...where, path: '', message: `more than ${MAX_ALIASES} YAML aliases (an alias bomb?)`, hint: 'write the values out instead of nesting aliases' };
+    }
+    if (/maximum nesting depth|maxDepth/i.test(reason)) {
+      return { source, ...where, path: '', message: 'nested too deeply', hint: 'a configuration is at most a few levels deep' };
+    }
+    // The reason alone: js-yaml's message adds a snippet of the source, which could hold a secret.
+    return { source, ...where, path: '', message: `not valid YAML or JSON: ${reason}`, hint: 'fix the syntax at this line (indentation, quotes, brackets)' };
+  }
+  return { source, path: '', message: `cannot be parsed: ${(error as Error).message.split('\n')[0]}` };
+}

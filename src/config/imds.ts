@@ -1,0 +1,145 @@
+// Instance metadata user data for AWS (IMDSv2), Azure (IMDS userData) and GCE (metadata server).
+// Metadata services are flaky while a machine boots (connection refused, slow answers, 5xx), so
+// every request retries with backoff until a deadline; a 404 means "no user data", not an error.
+// MACHINEADM_IMDS_ENDPOINT replaces the base URL of every cloud (tests, private clouds).
+import type { Host } from '../host/index.ts';
+import { HttpError, httpRequest, type RetryPolicy, type HttpTimeouts } from '../host/http.ts';
+
+export const CLOUDS = ['aws', 'azure', 'gce'] as const;
+export type Cloud = (typeof CLOUDS)[number];
+
+export const IMDS_ENDPOINT_ENV = 'MACHINEADM_IMDS_ENDPOINT';
+
+const DEFAULT_BASE: Record<Cloud, string> = {
+  aws: 'http://169.254.169.254',
+  azure: 'http://169.254.169.254',
+  gce: 'http://metadata.google.internal',
+};
+
+export interface ImdsOptions {
+  retry?: Partial<RetryPolicy>;
+  timeouts?: Partial<HttpTimeouts>;
+  maxBytes: number;
+}
+
+// Boot-time patience: a metadata service may take tens of seconds to answer after the network is up.
+export const IMDS_RETRY: RetryPolicy = { attempts: 10, baseDelayMs: 250, maxDelayMs: 5_000, deadlineMs: 60_000 };
+export const IMDS_TIMEOUTS: HttpTimeouts = { connectMs: 2_000, responseMs: 5_000, totalMs: 30_000 };
+
+export class ImdsError extends Error {
+  readonly hint: string | undefined;
+  constructor(message: string, hint?: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.hint = hint;
+  }
+}
+
+function baseUrl(host: Host, cloud: Cloud): string {
+  return (host.env[IMDS_ENDPOINT_ENV] || DEFAULT_BASE[cloud]).replace(/\/+$/, '');
+}
+
+function request(host: Host, options: ImdsOptions, url: string, extra: { method?: 'GET' | 'PUT'; headers: Record<string, string>; acceptStatus?: number[] }) {
+  return httpRequest({
+    url,
+    method: extra.method ?? 'GET',
+    headers: extra.headers,
+    offline: host.offline,
+    sleep: (ms) => host.sleep(ms),
+    maxBytes: options.maxBytes,
+    retry: { ...IMDS_RETRY, ...options.retry },
+    timeouts: { ...IMDS_TIMEOUTS, ...options.timeouts },
+    ...(extra.acceptStatus ? { acceptStatus: extra.acceptStatus } : {}),
+  });
+}
+
+/** The raw user data, or undefined when the instance has none. */
+export async function readUserData(host: Host, cloud: Cloud, options: ImdsOptions): Promise<Buffer | undefined> {
+  const base = baseUrl(host, cloud);
+  try {
+    switch (cloud) {
+      case 'aws': {
+        // IMDSv2: a session token first (PUT), then the data with the token.
+        const token = await request(host, options, `${base}/latest/api/token`, { method: 'PUT', headers: { 'X-aws-ec2-metadata-token-ttl-seconds': '300' } });
+        const value = token.body.toString('utf8').trim();
+        if (!value) throw new ImdsError('AWS IMDS returned an empty session token', 'check the instance metadata options (IMDSv2)');
+        const data = await request(host, options, `${base}/latest/user-data`, { headers: { 'X-aws-ec2-metadata-token': value }, acceptStatus: [404] });
+        return data.status === 404 || data.body.length === 0 ? undefined : data.body;
+      }
+      case 'azure': {
+        const data = await request(host, options, `${base}/metadata/instance/compute/userData?api-version=2021-01-01&format=text`, { headers: { Metadata: 'true' }, acceptStatus: [404] });
+        if (data.status === 404) return undefined;
+        // Azure hands userData out base64-encoded.
+        const text = data.body.toString('latin1').replace(/\s+/g, '');
+        if (text === '') return undefined;
+        if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text)) throw new ImdsError('Azure IMDS userData is not base64', 'set the VM userData again (Azure stores it base64-encoded)');
+        return Buffer.from(text, 'base64');
+      }
+      case 'gce': {
+        const data = await request(host, options, `${base}/computeMetadata/v1/instance/attributes/user-data`, { headers: { 'Metadata-Flavor': 'Google' }, acceptStatus: [404] });
+        if (data.status === 404) return undefined;
+        if (data.headers['metadata-flavor'] !== 'Google') throw new ImdsError('the GCE metadata server answer lacks "Metadata-Flavor: Google"', 'something other than the metadata server answered; check the network');
+        return data.body.length === 0 ? undefined : data.body;
+      }
+    }
+  } catch (error) {
+    if (error instanceof ImdsError) throw error;
+    if (error instanceof HttpError) throw new ImdsError(`${cloud} instance metadata: ${error.message}`, error.hint, { cause: error });
+    throw error;
+  }
+}
+
+/**
+ * Which cloud this is: first from the firmware's DMI strings (no network), then by asking each
+ * metadata protocol (the first that answers in its own way wins).
+ */
+export async function detectCloud(host: Host, options: ImdsOptions): Promise<Cloud> {
+  const fromDmi = await cloudFromDmi(host);
+  if (fromDmi) return fromDmi;
+  const policy: RetryPolicy = { ...IMDS_RETRY, ...options.retry };
+  const started = Date.now();
+  const once: Partial<HttpTimeouts> = { ...IMDS_TIMEOUTS, ...options.timeouts };
+  for (let round = 1; ; round++) {
+    const answers = await Promise.all(CLOUDS.map((cloud) => probe(host, cloud, once, options.maxBytes)));
+    const found = CLOUDS.find((_, i) => answers[i] === 'yes');
+    if (found) return found;
+    // Every service answered and none is a metadata service: waiting will not change that.
+    const allAnswered = answers.every((a) => a === 'no');
+    const wait = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (round - 1));
+    if (allAnswered || round >= policy.attempts || (policy.deadlineMs !== undefined && Date.now() - started + wait > policy.deadlineMs)) {
+      throw new ImdsError('cannot tell which cloud this machine runs in (no metadata service answered like AWS, Azure or GCE)', 'name the cloud: imds://aws/user-data, imds://azure/user-data or imds://gce/user-data');
+    }
+    await host.sleep(wait);
+  }
+}
+
+async function probe(host: Host, cloud: Cloud, timeouts: Partial<HttpTimeouts>, maxBytes: number): Promise<'yes' | 'no' | 'unreachable'> {
+  const base = baseUrl(host, cloud);
+  const one = { offline: host.offline, sleep: (ms: number) => host.sleep(ms), retry: { attempts: 1 }, timeouts, maxBytes, acceptStatus: [400, 401, 403, 404, 405] };
+  try {
+    if (cloud === 'aws') {
+      const r = await httpRequest({ ...one, url: `${base}/latest/api/token`, method: 'PUT', headers: { 'X-aws-ec2-metadata-token-ttl-seconds': '60' } });
+      return r.status === 200 && r.body.length > 0 ? 'yes' : 'no';
+    }
+    if (cloud === 'azure') {
+      const r = await httpRequest({ ...one, url: `${base}/metadata/instance?api-version=2021-01-01`, headers: { Metadata: 'true' } });
+      return r.status === 200 && /"compute"/.test(r.body.toString('utf8')) ? 'yes' : 'no';
+    }
+    const r = await httpRequest({ ...one, url: `${base}/computeMetadata/v1/`, headers: { 'Metadata-Flavor': 'Google' } });
+    return r.status === 200 && r.headers['metadata-flavor'] === 'Google' ? 'yes' : 'no';
+  } catch (error) {
+    if (error instanceof HttpError && error.reason === 'status') return 'no';
+    return 'unreachable';
+  }
+}
+
+const AZURE_ASSET_TAG = '7783-7084-3265-9085-8269-3286-77';
+
+async function cloudFromDmi(host: Host): Promise<Cloud | undefined> {
+  const read = async (name: string) => ((await host.fs.readText(`/sys/class/dmi/id/${name}`).catch(() => undefined)) ?? '').trim();
+  if (host.fs.platform !== 'linux') return undefined;
+  const [vendor, product, bios, asset] = await Promise.all([read('sys_vendor'), read('product_name'), read('bios_vendor'), read('chassis_asset_tag')]);
+  if (/amazon/i.test(vendor) || /amazon/i.test(bios)) return 'aws';
+  if (/google/i.test(vendor) || /google compute engine/i.test(product)) return 'gce';
+  if (asset === AZURE_ASSET_TAG || (/microsoft corporation/i.test(vendor) && /virtual machine/i.test(product))) return 'azure';
+  return undefined;
+}

@@ -1,0 +1,178 @@
+// MIME multipart user data (as cloud-init writes and reads it): machineadm takes the parts whose
+// content type is application/machineadm.cluster.x-k8s.io and leaves the rest (shell scripts,
+// cloud-config) to other tools. Real user data is often sloppy, so this reader tolerates CRLF or
+// LF line ends, a missing blank line after a part's headers, and a missing final boundary.
+// Pure: no I/O (zlib is computation only).
+import { gunzipSync } from 'node:zlib';
+
+export const MACHINECONFIG_CONTENT_TYPE = 'application/machineadm.cluster.x-k8s.io';
+
+export interface MimePart {
+  /** 1-based position among all parts (nested parts are numbered in document order). */
+  index: number;
+  contentType: string;
+  body: Buffer;
+  /** Line of the whole document where the body starts, when the body is the document's own text. */
+  firstLine?: number;
+}
+
+export class MimeError extends Error {
+  readonly line: number | undefined;
+  readonly hint: string | undefined;
+  constructor(message: string, line?: number, hint?: string) {
+    super(message);
+    this.line = line;
+    this.hint = hint;
+  }
+}
+
+const GZIP_MAGIC = [0x1f, 0x8b];
+
+export function isGzip(bytes: Uint8Array): boolean {
+  return bytes[0] === GZIP_MAGIC[0] && bytes[1] === GZIP_MAGIC[1];
+}
+
+/** Decompresses gzip content, refusing to produce more than maxBytes. */
+export function gunzipLimited(bytes: Uint8Array, maxBytes: number): Buffer {
+  try {
+    return gunzipSync(bytes, { maxOutputLength: maxBytes });
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === 'ERR_BUFFER_TOO_LARGE' || /larger than/.test((error as Error).message)) {
+      throw new MimeError(`gzip content expands beyond the limit of ${maxBytes} bytes`, undefined, 'a configuration is never that large');
+    }
+    throw new MimeError(`gzip content is corrupt (${(error as Error).message})`);
+  }
+}
+
+interface Header {
+  name: string;
+  value: string;
+}
+
+// Only these count as part headers, so a part whose blank line is missing does not lose its first
+// YAML line ("apiVersion: ...") to the headers.
+const HEADER_LINE = /^(content-[a-z-]+|mime-version|merge-type|launch-index|x-[a-z0-9-]+)[ \t]*:(.*)$/i;
+
+function readHeaders(lines: string[], start: number): { headers: Header[]; next: number } {
+  const headers: Header[] = [];
+  let i = start;
+  while (i < lines.length) {
+    const line = lines[i]!;
+    const match = HEADER_LINE.exec(line);
+    if (match) {
+      headers.push({ name: match[1]!.toLowerCase(), value: match[2]!.trim() });
+      i++;
+    } else if (/^[ \t]+\S/.test(line) && headers.length > 0) {
+      headers[headers.length - 1]!.value += ' ' + line.trim();
+      i++;
+    } else break;
+  }
+  // The blank line that should end the headers; tolerated when missing.
+  if (i < lines.length && lines[i] === '') i++;
+  return { headers, next: i };
+}
+
+function header(headers: Header[], name: string): string | undefined {
+  return headers.find((h) => h.name === name)?.value;
+}
+
+function mediaType(value: string | undefined): string {
+  return (value ?? 'text/plain').split(';')[0]!.trim().toLowerCase();
+}
+
+function parameter(value: string | undefined, name: string): string | undefined {
+  if (!value) return undefined;
+  const re = new RegExp(`;\\s*${name}\\s*=\\s*("([^"]*)"|[^;\\s]+)`, 'i');
+  const m = re.exec(value);
+  return m ? (m[2] ?? m[1]) : undefined;
+}
+
+/** True when the bytes are a MIME document whose top-level type is multipart/*. */
+export function isMultipart(bytes: Uint8Array): boolean {
+  const head = Buffer.from(bytes.subarray(0, 8192)).toString('latin1');
+  const lines = head.split(/\r?\n/);
+  const { headers } = readHeaders(lines, 0);
+  return mediaType(header(headers, 'content-type')).startsWith('multipart/') && headers.length > 0;
+}
+
+/** Every leaf part, nested multiparts flattened, with transfer encodings and gzip undone. */
+export function splitMultipart(bytes: Uint8Array, maxBytes: number): MimePart[] {
+  // latin1 keeps one character per byte, so part bodies come back byte for byte.
+  const text = Buffer.from(bytes).toString('latin1');
+  const lines = text.split('\n').map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l));
+  const parts: MimePart[] = [];
+  collect(lines, 0, lines.length, parts, maxBytes, 0);
+  return parts;
+}
+
+function collect(lines: string[], from: number, to: number, out: MimePart[], maxBytes: number, depth: number): void {
+  if (depth > 5) throw new MimeError('multipart nested more than 5 levels deep', from + 1);
+  const { headers, next } = readHeaders(lines, from);
+  const type = header(headers, 'content-type');
+  const boundary = parameter(type, 'boundary');
+  if (!boundary) throw new MimeError('multipart user data without a boundary parameter', from + 1, 'write Content-Type: multipart/mixed; boundary="..."');
+  const delimiter = `--${boundary}`;
+  const starts: number[] = [];
+  let end = to;
+  for (let i = next; i < to; i++) {
+    const line = lines[i]!.trimEnd();
+    if (line === `${delimiter}--`) {
+      end = i;
+      break;
+    }
+    if (line === delimiter) starts.push(i);
+  }
+  // A missing final boundary: the last part runs to the end of the document.
+  for (let k = 0; k < starts.length; k++) {
+    const partFrom = starts[k]! + 1;
+    const partTo = k + 1 < starts.length ? starts[k + 1]! : end;
+    leaf(lines, partFrom, partTo, out, maxBytes, depth);
+  }
+}
+
+function leaf(lines: string[], from: number, to: number, out: MimePart[], maxBytes: number, depth: number): void {
+  const { headers, next } = readHeaders(lines, from);
+  const contentType = mediaType(header(headers, 'content-type'));
+  if (contentType.startsWith('multipart/')) {
+    collect(lines, from, to, out, maxBytes, depth + 1);
+    return;
+  }
+  let bodyLines = lines.slice(next, to);
+  // The line break before the next delimiter belongs to the delimiter.
+  while (bodyLines.length > 0 && bodyLines[bodyLines.length - 1] === '') bodyLines = bodyLines.slice(0, -1);
+  const raw = Buffer.from(bodyLines.join('\n') + (bodyLines.length ? '\n' : ''), 'latin1');
+  const encoding = (header(headers, 'content-transfer-encoding') ?? '7bit').toLowerCase();
+  let body: Buffer;
+  let firstLine: number | undefined = next + 1;
+  if (encoding === 'base64') {
+    const compact = raw.toString('latin1').replace(/\s+/g, '');
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact)) throw new MimeError(`part ${out.length + 1} says base64 but holds other characters`, next + 1);
+    body = Buffer.from(compact, 'base64');
+    firstLine = undefined;
+  } else if (encoding === 'quoted-printable') {
+    body = decodeQuotedPrintable(raw.toString('latin1'));
+    firstLine = undefined;
+  } else {
+    body = raw;
+  }
+  const encodingHeader = (header(headers, 'content-encoding') ?? '').toLowerCase();
+  if (isGzip(body) || encodingHeader === 'gzip') {
+    body = gunzipLimited(body, maxBytes);
+    firstLine = undefined;
+  }
+  out.push({ index: out.length + 1, contentType, body, ...(firstLine !== undefined ? { firstLine } : {}) });
+}
+
+function decodeQuotedPrintable(text: string): Buffer {
+  const joined = text.replace(/=\r?\n/g, '');
+  const bytes: number[] = [];
+  for (let i = 0; i < joined.length; i++) {
+    const c = joined[i]!;
+    if (c === '=' && /^[0-9A-Fa-f]{2}$/.test(joined.slice(i + 1, i + 3))) {
+      bytes.push(parseInt(joined.slice(i + 1, i + 3), 16));
+      i += 2;
+    } else bytes.push(joined.charCodeAt(i) & 0xff);
+  }
+  return Buffer.from(bytes);
+}

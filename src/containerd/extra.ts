@@ -1,0 +1,142 @@
+// spec.containerd.extraConfig: raw TOML deep-merged over what machineadm generates. Tables merge
+// key by key, a value replaces the generated one only when it has the same type, and the keys that
+// would break the generated configuration are refused. Pure.
+import { parse as parseToml } from '@iarna/toml';
+import { isTable, type TomlTable, type TomlValue } from './toml.ts';
+
+export interface ExtraConfigProblem {
+  message: string;
+  /** Line in the extraConfig text (1-based), when known. */
+  line?: number;
+  hint?: string;
+}
+
+export class ExtraConfigError extends Error {
+  readonly problems: ExtraConfigProblem[];
+  constructor(problems: ExtraConfigProblem[]) {
+    super(problems.map((p) => `${p.line ? `TOML line ${p.line}: ` : ''}${p.message}`).join('; '));
+    this.problems = problems;
+  }
+}
+
+export function parseExtraConfig(text: string): TomlTable {
+  try {
+    return toPlain(parseToml(text)) as TomlTable;
+  } catch (error) {
+    const e = error as Error & { line?: number; col?: number };
+    const first = e.message.split('\n')[0] ?? e.message;
+    throw new ExtraConfigError([
+      { message: `is not valid TOML: ${first.replace(/ at row \d+, col \d+, pos \d+:?$/, '')}`, ...(typeof e.line === 'number' ? { line: e.line + 1 } : {}), hint: 'fix the TOML syntax (the line is counted from the first line of extraConfig)' },
+    ]);
+  }
+}
+
+// @iarna/toml marks objects with symbols; plain copies keep the merge and the writer simple.
+function toPlain(value: unknown): TomlValue {
+  if (Array.isArray(value)) return value.map(toPlain);
+  if (value instanceof Date) return value;
+  if (typeof value === 'bigint') return Number(value);
+  if (isTable(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, toPlain(v)]));
+  return value as TomlValue;
+}
+
+function kind(value: TomlValue): string {
+  if (Array.isArray(value)) return 'an array';
+  if (value instanceof Date) return 'a date-time';
+  if (isTable(value)) return 'a table';
+  if (typeof value === 'number') return 'a number';
+  return `a ${typeof value}`;
+}
+
+export function dottedKey(path: readonly string[]): string {
+  return path.map((p) => (/^[A-Za-z0-9_-]+$/.test(p) ? p : JSON.stringify(p))).join('.');
+}
+
+/** The first line of the TOML text that sets or opens the last part of this key. */
+export function lineOf(text: string, path: readonly string[]): number | undefined {
+  const leaf = path[path.length - 1];
+  if (leaf === undefined) return undefined;
+  const escaped = leaf.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const lines = text.split('\n');
+  const assign = new RegExp(`^\\s*(?:[\\w"'.-]+\\.)?["']?${escaped}["']?\\s*=`);
+  const header = new RegExp(`^\\s*\\[\\[?.*["']?${escaped}["']?\\s*\\]\\]?\\s*(#.*)?$`);
+  for (const [i, line] of lines.entries()) if (assign.test(line) || header.test(line)) return i + 1;
+  return undefined;
+}
+
+function reserved(path: readonly string[]): string | undefined {
+  if (path.length === 1 && path[0] === 'version') return 'sets "version", which machineadm chooses from the containerd version|set spec.containerd.version instead (it is used when containerd is not installed)';
+  const registryAt = path.indexOf('registry');
+  if (path[0] === 'plugins' && registryAt > 0) {
+    const next = path[registryAt + 1];
+    if (next === 'mirrors') return `sets ${dottedKey(path)}: "mirrors" together with the config_path machineadm writes makes the CRI plugin fail to load|describe mirrors in spec.containerd.registries (written as hosts.toml)`;
+    if (next === 'configs' && path.includes('tls')) return `sets ${dottedKey(path)}: "configs.<host>.tls" together with config_path makes the CRI plugin fail to load on containerd 1.x|use spec.containerd.registries.<host>.caFile / skipVerify`;
+  }
+  return undefined;
+}
+
+/** A copy of `base` with `extra` merged over it; throws ExtraConfigError listing every conflict. */
+export function mergeExtraConfig(base: TomlTable, extra: TomlTable, text: string): TomlTable {
+  const problems: ExtraConfigProblem[] = [];
+  const merged = structuredClone(base);
+  const walk = (target: TomlTable, source: TomlTable, path: string[]) => {
+    for (const [key, value] of Object.entries(source)) {
+      const here = [...path, key];
+      const refusal = reserved(here);
+      if (refusal) {
+        const [message = refusal, hint] = refusal.split('|');
+        const line = lineOf(text, here);
+        problems.push({ message, ...(line ? { line } : {}), ...(hint ? { hint } : {}) });
+        continue;
+      }
+      const existing = target[key];
+      if (existing === undefined) {
+        target[key] = structuredClone(value);
+        continue;
+      }
+      if (isTable(existing) && isTable(value)) {
+        walk(existing, value, here);
+        continue;
+      }
+      if (kind(existing) !== kind(value)) {
+        const line = lineOf(text, here);
+        problems.push({
+          message: `${dottedKey(here)} is ${kind(value)} here, but machineadm generates it as ${kind(existing)}`,
+          ...(line ? { line } : {}),
+          hint: `give ${dottedKey(here)} as ${kind(existing)}, or leave it to machineadm`,
+        });
+        continue;
+      }
+      target[key] = structuredClone(value);
+    }
+  };
+  walk(merged, extra, []);
+  if (problems.length) throw new ExtraConfigError(problems);
+  return merged;
+}
+
+// The CRI server keys that stay under io.containerd.grpc.v1.cri in config version 3.
+const V3_SERVER_KEYS = new Set(['disable_tcp_service', 'stream_server_address', 'stream_server_port', 'stream_idle_timeout', 'enable_tls_streaming', 'x509_key_pair_streaming']);
+
+/**
+ * Plugin sections of the other config version: containerd ignores them (1.x silently, 2.x with a
+ * warning), so extraConfig written for the wrong containerd would quietly do nothing.
+ */
+export function wrongVersionSections(extra: TomlTable, configVersion: 2 | 3, text: string): ExtraConfigProblem[] {
+  const plugins = extra.plugins;
+  if (!isTable(plugins)) return [];
+  const problems: ExtraConfigProblem[] = [];
+  const hint = 'write extraConfig for the config version the plan names (set spec.containerd.version when containerd is not installed yet)';
+  for (const [id, section] of Object.entries(plugins)) {
+    const line = lineOf(text, ['plugins', id]);
+    if (configVersion === 2 && id.startsWith('io.containerd.cri.v1.')) {
+      problems.push({ message: `sets plugins."${id}", a config version 3 (containerd 2.x) section, but this containerd takes config version 2, which has no such plugin`, ...(line ? { line } : {}), hint });
+    }
+    if (configVersion === 3 && id === 'io.containerd.grpc.v1.cri' && isTable(section)) {
+      for (const key of Object.keys(section).filter((k) => !V3_SERVER_KEYS.has(k))) {
+        problems.push({ message: `sets plugins."${id}".${key}, a config version 2 (containerd 1.x) key, but this containerd takes config version 3, where it lives under io.containerd.cri.v1.images or io.containerd.cri.v1.runtime`, ...(line ? { line } : {}), hint });
+      }
+    }
+  }
+  return problems;
+}

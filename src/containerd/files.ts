@@ -1,0 +1,56 @@
+// Every file machineadm writes for containerd, rendered from spec.containerd and the version facts.
+// Pure: the steps compare these with the disk and write them.
+import type { ContainerdSpec } from '../config/schema/index.ts';
+import { chooseTarget, type ContainerdTarget, type TargetFacts } from './target.ts';
+import { renderContainerdConfig } from './config.ts';
+import { renderHostsToml } from './hosts.ts';
+import { proxyHasCredentials, renderProxyDropIn } from './proxy.ts';
+import { CA_BUNDLE, CONTAINERD_CONFIG, PROXY_DROPIN, hostsTomlPath } from './paths.ts';
+
+export interface RenderedFile {
+  path: string;
+  content: string;
+  mode: number;
+  /** The configuration field it comes from (named in errors). */
+  field: string;
+  /** Hide the content in plan diffs. */
+  sensitive?: boolean;
+}
+
+export interface ContainerdFiles {
+  target: ContainerdTarget;
+  config: RenderedFile;
+  hosts: RenderedFile[];
+  caBundle?: RenderedFile;
+  proxy?: RenderedFile;
+}
+
+export function renderCaBundle(certificates: readonly string[]): string {
+  return certificates.map((c) => c.trim() + '\n').join('');
+}
+
+export function renderContainerdFiles(spec: ContainerdSpec | undefined, facts: TargetFacts): ContainerdFiles {
+  const target = chooseTarget(facts, spec);
+  const out: ContainerdFiles = {
+    target,
+    config: { path: CONTAINERD_CONFIG, content: renderContainerdConfig(spec, target), mode: 0o644, field: 'spec.containerd' },
+    hosts: [],
+  };
+  const cas = spec?.caCertificates ?? [];
+  const bundle = cas.length ? CA_BUNDLE : undefined;
+  if (bundle) out.caBundle = { path: CA_BUNDLE, content: renderCaBundle(cas), mode: 0o644, field: 'spec.containerd.caCertificates' };
+  const registries = { ...(spec?.registries ?? {}) };
+  // With extra CAs, _default carries them to every registry that has no directory of its own.
+  const names = Object.keys(registries).sort();
+  if (bundle && !names.includes('_default')) names.push('_default');
+  for (const name of names) {
+    out.hosts.push({ path: hostsTomlPath(name), content: renderHostsToml(name, registries[name], bundle), mode: 0o644, field: `spec.containerd.registries[${JSON.stringify(name)}]` });
+  }
+  const proxy = renderProxyDropIn(spec?.proxy);
+  if (proxy) {
+    // Credentials in a proxy URL make the drop-in a secret.
+    const secret = proxyHasCredentials(spec?.proxy);
+    out.proxy = { path: PROXY_DROPIN, content: proxy, mode: secret ? 0o600 : 0o644, field: 'spec.containerd.proxy', ...(secret ? { sensitive: true } : {}) };
+  }
+  return out;
+}

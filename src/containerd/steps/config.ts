@@ -1,0 +1,26 @@
+// prepare/containerd/config: /etc/containerd/config.toml, in the format of the containerd version
+// found (or configured). Records when it wrote the file, so the restart step knows to restart.
+import type { Step } from '../../phases/step.ts';
+import { describeTarget } from '../target.ts';
+import { inspectFile, writeFiles } from '../../linux/managed-file.ts';
+import { desiredFile, renderFor } from './render.ts';
+
+export const containerdConfigStep: Step = {
+  id: 'containerd/config',
+  summary: 'write containerd config.toml (CRI: sandbox image, cgroup driver, registry hosts directory)',
+  platforms: ['linux'],
+  applies: (config) => config.spec.containerd !== undefined,
+  async check(ctx) {
+    const files = renderFor(ctx);
+    const state = await inspectFile(ctx.host.fs, desiredFile(files.config), ctx.facts.privileged);
+    if (!state.change) return { done: true, changes: [] };
+    const target = describeTarget(files.target);
+    return { done: false, changes: [{ ...state.change, detail: `${target}; ${state.change.detail ?? ''}` }] };
+  },
+  async apply(ctx) {
+    const files = renderFor(ctx);
+    await writeFiles(ctx.host.fs, [desiredFile(files.config)], ctx.facts.privileged);
+    ctx.log(`wrote ${files.config.path}: ${describeTarget(files.target)}`);
+    return { record: { writtenInRun: ctx.run.runId, configVersion: files.target.configVersion, containerdVersion: files.target.containerdVersion } };
+  },
+};

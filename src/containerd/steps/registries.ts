@@ -1,0 +1,55 @@
+// prepare/containerd/registries: certs.d/<registry>/hosts.toml for every configured registry, and the
+// CA bundle from spec.containerd.caCertificates. containerd reads these on every pull: no restart.
+// hosts.toml files machineadm wrote earlier for registries no longer configured are removed.
+import type { Change, Step, StepContext } from '../../phases/step.ts';
+import { inspectFiles, writeFiles, errorForField, type DesiredFile } from '../../linux/managed-file.ts';
+import { desiredFile, renderFor, WRITTEN_BY_MACHINEADM } from './render.ts';
+
+function desired(ctx: StepContext): DesiredFile[] {
+  const files = renderFor(ctx);
+  return [...(files.caBundle ? [files.caBundle] : []), ...files.hosts].map(desiredFile);
+}
+
+/** Files this step wrote in an earlier run that the configuration no longer asks for. */
+async function stale(ctx: StepContext, wanted: readonly DesiredFile[]): Promise<string[]> {
+  const previous = ctx.previous?.data?.paths;
+  if (!Array.isArray(previous)) return [];
+  const keep = new Set(wanted.map((f) => f.path));
+  const out: string[] = [];
+  for (const path of previous) {
+    if (typeof path !== 'string' || keep.has(path)) continue;
+    const info = await ctx.host.fs.stat(path).catch(() => undefined);
+    if (info?.kind !== 'file') continue;
+    const text = (await ctx.host.fs.readText(path)) ?? '';
+    // Only a file still carrying machineadm's header (or the CA bundle it wrote) is taken away.
+    if (text.startsWith(WRITTEN_BY_MACHINEADM) || path.endsWith('machineadm-ca.crt')) out.push(path);
+  }
+  return out;
+}
+
+export const containerdRegistriesStep: Step = {
+  id: 'containerd/registries',
+  summary: 'write certs.d/<registry>/hosts.toml (mirrors, CAs, TLS) and the extra CA bundle',
+  platforms: ['linux'],
+  applies: (config) => config.spec.containerd !== undefined,
+  async check(ctx) {
+    const wanted = desired(ctx);
+    const states = await inspectFiles(ctx.host.fs, wanted, ctx.facts.privileged);
+    const changes: Change[] = states.flatMap((s) => (s.change ? [s.change] : []));
+    for (const path of await stale(ctx, wanted)) changes.push({ action: 'delete', target: path, detail: 'written by machineadm for a registry no longer configured' });
+    return { done: changes.length === 0, changes };
+  },
+  async apply(ctx) {
+    const wanted = desired(ctx);
+    const remove = await stale(ctx, wanted);
+    await writeFiles(ctx.host.fs, wanted, ctx.facts.privileged);
+    for (const path of remove) {
+      try {
+        await ctx.host.fs.remove(path);
+      } catch (error) {
+        throw errorForField('spec.containerd.registries', error);
+      }
+    }
+    return { record: { paths: wanted.map((f) => f.path) } };
+  },
+};

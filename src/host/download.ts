@@ -1,0 +1,329 @@
+// Streaming HTTP downloads into a PendingFile (nothing at the destination until the caller has
+// checked the bytes and commits). Constant memory: each chunk is hashed and written, with
+// back-pressure, then dropped. A broken connection resumes with Range; mirrors are tried in
+// order; a redirect to another host is refused; a body shorter than its Content-Length is caught.
+import * as http from 'node:http';
+import * as https from 'node:https';
+import { createHash } from 'node:crypto';
+import { rootCertificates } from 'node:tls';
+import { MachineadmError, ExitCode, UsageError } from '../errors.ts';
+import type { Host } from './index.ts';
+import type { PendingFile, RootedFileSystem, WriteOptions } from './fs.ts';
+
+/** A download failed on every URL it was offered (exit 1). Nothing was written at the destination. */
+export class DownloadError extends MachineadmError {
+  constructor(message: string, options: { hint?: string; cause?: unknown } = {}) {
+    super(message, ExitCode.stepFailed, options);
+  }
+}
+
+/** Sees every byte of one attempt at a copy; a fresh observer is made whenever a copy starts over. */
+export interface ByteObserver {
+  update(chunk: Uint8Array): void;
+}
+
+export interface DownloadOptions {
+  /** Tried in order; the first that delivers the whole file wins. */
+  urls: readonly string[];
+  fs: RootedFileSystem;
+  destination: string;
+  write?: WriteOptions;
+  /** Made at the start of each copy (each URL, or a server that ignores Range). May throw to stop. */
+  observe?: () => ByteObserver;
+  onProgress?: (received: number, total: number | undefined) => void;
+  /** Extra trusted CA certificates (PEM), added to Node's built-in list. */
+  ca?: string;
+  /** Idle time after which a connection counts as broken. */
+  idleTimeoutMs?: number;
+  /** Attempts per URL in a row that deliver no new byte, before moving to the next URL. */
+  attemptsWithoutProgress?: number;
+}
+
+export interface DownloadResult<O extends ByteObserver = ByteObserver> {
+  /** Commit after checking; abort otherwise. */
+  pending: PendingFile;
+  sha256: string;
+  bytes: number;
+  url: string;
+  observer: O | undefined;
+}
+
+const MAX_REDIRECTS = 5;
+
+interface Attempt {
+  response: http.IncomingMessage;
+  request: http.ClientRequest;
+  url: URL;
+}
+
+class Broken extends Error {
+  readonly retry: boolean;
+  constructor(message: string, retry: boolean, options?: { cause?: unknown }) {
+    super(message, options);
+    this.retry = retry;
+  }
+}
+
+function assertOnline(host: Host, urls: readonly string[]): void {
+  if (host.offline) {
+    throw new UsageError(`--offline: not downloading ${urls[0] ?? 'anything'}`, {
+      hint: 'put the file on the machine beforehand, or run without --offline',
+    });
+  }
+  if (urls.length === 0) throw new UsageError('no URL to download from');
+  for (const u of urls) {
+    let parsed: URL;
+    try {
+      parsed = new URL(u);
+    } catch {
+      throw new UsageError(`"${u}" is not a URL`, { hint: 'give an http:// or https:// URL' });
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+      throw new UsageError(`"${u}": only http:// and https:// downloads are supported`);
+    }
+  }
+}
+
+function describeNetworkError(error: unknown): { message: string; retry: boolean; tls: boolean } {
+  const e = error as NodeJS.ErrnoException & { code?: string };
+  const code = e?.code ?? '';
+  const tls = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_(VERIFY|GET)|ERR_TLS|HOSTNAME/i.test(code) || /certificate|ssl|tls/i.test(e?.message ?? '');
+  if (tls) return { message: `TLS error: ${e.message}${code ? ` (${code})` : ''}`, retry: false, tls };
+  const retry = code !== 'ENOTFOUND';
+  return { message: `${e?.message ?? String(error)}${code && !(e?.message ?? '').includes(code) ? ` (${code})` : ''}`, retry, tls };
+}
+
+function get(url: URL, headers: Record<string, string>, options: DownloadOptions): Promise<Attempt> {
+  return new Promise((resolve, reject) => {
+    const lib = url.protocol === 'https:' ? https : http;
+    const request = lib.get(url, { headers: { 'user-agent': 'machineadm', 'accept-encoding': 'identity', ...headers }, agent: false, ...(options.ca ? { ca: [...rootCertificates, options.ca] } : {}) });
+    request.setTimeout(options.idleTimeoutMs ?? 30_000, () => request.destroy(Object.assign(new Error(`no data for ${Math.round((options.idleTimeoutMs ?? 30_000) / 1000)} s`), { code: 'ETIMEDOUT' })));
+    request.once('response', (response) => resolve({ response, request, url }));
+    request.once('error', (error) => {
+      const d = describeNetworkError(error);
+      reject(new Broken(d.message, d.retry, { cause: error }));
+    });
+  });
+}
+
+// Follows redirects on the same host only: the operator lists every place a file may come from,
+// and a redirect elsewhere (or from https to http) is a place nobody listed.
+async function getFollowing(start: URL, headers: Record<string, string>, options: DownloadOptions): Promise<Attempt> {
+  let url = start;
+  for (let hops = 0; ; hops++) {
+    const attempt = await get(url, headers, options);
+    const status = attempt.response.statusCode ?? 0;
+    if (![301, 302, 303, 307, 308].includes(status)) return attempt;
+    attempt.response.resume();
+    const location = attempt.response.headers.location;
+    if (!location) throw new Broken(`HTTP ${status} redirect without a Location header`, false);
+    const next = new URL(location, url);
+    if (next.hostname !== start.hostname) {
+      throw new Broken(`redirected from ${start.host} to another host (${next.host}); refused`, false);
+    }
+    if (start.protocol === 'https:' && next.protocol !== 'https:') throw new Broken(`redirected from https to ${next.protocol}//${next.host}; refused`, false);
+    if (hops >= MAX_REDIRECTS) throw new Broken(`more than ${MAX_REDIRECTS} redirects`, false);
+    url = next;
+  }
+}
+
+// Waits for the file to take more bytes, without leaving listeners behind on a long download.
+function drained(stream: NodeJS.WritableStream): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onDrain = (): void => {
+      cleanup();
+      resolve();
+    };
+    const onError = (error: Error): void => {
+      cleanup();
+      reject(error);
+    };
+    const cleanup = (): void => {
+      stream.off('drain', onDrain);
+      stream.off('error', onError);
+    };
+    stream.on('drain', onDrain);
+    stream.on('error', onError);
+  });
+}
+
+interface Copy {
+  pending: PendingFile;
+  hash: ReturnType<typeof createHash>;
+  observer: ByteObserver | undefined;
+  received: number;
+  total: number | undefined;
+  validator: string | undefined;
+}
+
+async function freshCopy(options: DownloadOptions): Promise<Copy> {
+  return {
+    pending: await options.fs.openWrite(options.destination, options.write),
+    hash: createHash('sha256'),
+    observer: options.observe?.(),
+    received: 0,
+    total: undefined,
+    validator: undefined,
+  };
+}
+
+// A copy that cannot be resumed starts over in a new temporary file (a PendingFile only appends).
+async function restart(copy: Copy, options: DownloadOptions): Promise<void> {
+  await copy.pending.abort();
+  Object.assign(copy, await freshCopy(options));
+}
+
+function parseContentRange(value: string | undefined): { start: number; total: number | undefined } | undefined {
+  const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(value ?? '');
+  if (!m) return undefined;
+  return { start: Number(m[1]), total: m[3] === '*' ? undefined : Number(m[3]) };
+}
+
+// One request: appends what arrives to the copy. Returns when the whole file is there; throws
+// Broken for a connection to retry (or not).
+async function transfer(url: URL, copy: Copy, options: DownloadOptions): Promise<string> {
+  const resuming = copy.received > 0;
+  const headers: Record<string, string> = {};
+  if (resuming) {
+    headers.range = `bytes=${copy.received}-`;
+    if (copy.validator) headers['if-range'] = copy.validator;
+  }
+  const { response, request, url: finalUrl } = await getFollowing(url, headers, options);
+  const status = response.statusCode ?? 0;
+  let expectedEnd: number | undefined;
+  if (resuming && status === 206) {
+    const range = parseContentRange(response.headers['content-range']);
+    if (!range || range.start !== copy.received) {
+      response.resume();
+      await restart(copy, options);
+      throw new Broken(`the server answered a resume with a different range (${response.headers['content-range'] ?? 'none'}); starting over`, true);
+    }
+    expectedEnd = range.total ?? copy.total;
+  } else if (status === 200) {
+    if (resuming) await restart(copy, options);
+    const length = response.headers['content-length'];
+    copy.total = length !== undefined && /^\d+$/.test(length) ? Number(length) : undefined;
+    copy.validator = response.headers.etag && !response.headers.etag.startsWith('W/') ? response.headers.etag : response.headers['last-modified'];
+    expectedEnd = copy.total;
+  } else {
+    response.resume();
+    if (resuming && status === 416) {
+      await restart(copy, options);
+      throw new Broken('the server refused to resume (HTTP 416); starting over', true);
+    }
+    const retry = status >= 500 || status === 429 || status === 408;
+    throw new Broken(`HTTP ${status} ${response.statusMessage ?? ''}`.trim(), retry);
+  }
+  options.onProgress?.(copy.received, expectedEnd);
+  const stream = copy.pending.stream;
+  try {
+    for await (const chunk of response as AsyncIterable<Buffer>) {
+      copy.hash.update(chunk);
+      copy.observer?.update(chunk);
+      copy.received += chunk.length;
+      if (expectedEnd !== undefined && copy.received > expectedEnd) {
+        throw new Broken(`the server sent more than the ${expectedEnd} bytes it announced`, false);
+      }
+      if (!stream.write(chunk)) await drained(stream);
+      options.onProgress?.(copy.received, expectedEnd);
+    }
+  } catch (error) {
+    request.destroy();
+    if (error instanceof Broken || error instanceof MachineadmError) throw error;
+    const d = describeNetworkError(error);
+    const what = expectedEnd !== undefined ? `the server announced ${expectedEnd} bytes but the connection ended after ${copy.received}` : `connection broken after ${copy.received} bytes`;
+    throw new Broken(`${what}: ${d.message}`, true, { cause: error });
+  }
+  if (!response.complete || (expectedEnd !== undefined && copy.received !== expectedEnd)) {
+    throw new Broken(
+      expectedEnd !== undefined
+        ? `the server announced ${expectedEnd} bytes but the connection ended after ${copy.received}`
+        : `the connection ended before the response was complete (${copy.received} bytes)`,
+      true,
+    );
+  }
+  return finalUrl.toString();
+}
+
+/**
+ * Downloads the first URL that works into a pending file at `destination` (on `fs`). Resolves with
+ * the pending file still uncommitted: the caller checks the hash/signature, then commits or aborts.
+ */
+export async function download(host: Host, options: DownloadOptions): Promise<DownloadResult> {
+  assertOnline(host, options.urls);
+  const failures: string[] = [];
+  let copy: Copy | undefined;
+  try {
+    for (const raw of options.urls) {
+      const url = new URL(raw);
+      await copy?.pending.abort();
+      const current = await freshCopy(options);
+      copy = current;
+      let stalled = 0;
+      const limit = options.attemptsWithoutProgress ?? 3;
+      for (let attempt = 0; attempt < 100; attempt++) {
+        const before = current.received;
+        try {
+          const finalUrl = await transfer(url, current, options);
+          return { pending: current.pending, sha256: current.hash.digest('hex'), bytes: current.received, url: finalUrl, observer: current.observer };
+        } catch (error) {
+          if (!(error instanceof Broken)) throw error;
+          stalled = current.received > before ? 0 : stalled + 1;
+          if (!error.retry || stalled >= limit) {
+            failures.push(`${raw}: ${error.message}${stalled >= limit && error.retry ? ` (gave up after ${limit} attempts without progress)` : ''}`);
+            break;
+          }
+          await host.sleep(Math.min(200 * 2 ** stalled, 5000));
+        }
+      }
+    }
+  } catch (error) {
+    await copy?.pending.abort();
+    throw error;
+  }
+  await copy?.pending.abort();
+  const tls = failures.some((f) => f.includes('TLS error'));
+  throw new DownloadError(`download failed from ${options.urls.length === 1 ? 'its only URL' : `all ${options.urls.length} URLs`}:\n  ${failures.join('\n  ')}`, {
+    hint: tls
+      ? "the server's certificate is not trusted by this machine: add its CA (NODE_EXTRA_CA_CERTS) or use a mirror with a trusted certificate"
+      : 'check the URLs and the network, or list a mirror that has the file',
+  });
+}
+
+/** Downloads a small file (a signature) into memory, refusing more than maxBytes. */
+export async function downloadSmall(host: Host, urls: readonly string[], options: { maxBytes: number; ca?: string; idleTimeoutMs?: number }): Promise<{ data: Buffer; url: string }> {
+  assertOnline(host, urls);
+  const failures: string[] = [];
+  for (const raw of urls) {
+    try {
+      const { response, request, url } = await getFollowing(new URL(raw), {}, { urls, fs: host.local, destination: '/', ...options });
+      const status = response.statusCode ?? 0;
+      if (status !== 200) {
+        response.resume();
+        failures.push(`${raw}: HTTP ${status} ${response.statusMessage ?? ''}`.trim());
+        continue;
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      try {
+        for await (const chunk of response as AsyncIterable<Buffer>) {
+          size += chunk.length;
+          if (size > options.maxBytes) {
+            request.destroy();
+            throw new Broken(`larger than ${options.maxBytes} bytes; not a signature file`, false);
+          }
+          chunks.push(chunk);
+        }
+      } catch (error) {
+        if (error instanceof Broken) throw error;
+        throw new Broken(`connection broken: ${describeNetworkError(error).message}`, true);
+      }
+      if (!response.complete) throw new Broken('the connection ended before the response was complete', true);
+      return { data: Buffer.concat(chunks), url: url.toString() };
+    } catch (error) {
+      if (!(error instanceof Broken)) throw error;
+      failures.push(`${raw}: ${error.message}`);
+    }
+  }
+  throw new DownloadError(`download failed:\n  ${failures.join('\n  ')}`, { hint: 'check the URL and the network' });
+}

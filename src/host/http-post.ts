@@ -1,0 +1,162 @@
+// Sending data to a collector: one POST with got, retried with exponential backoff and full
+// jitter, Retry-After honoured on 429/503, never past a hard deadline. TLS trusts a given CA and
+// may present a client certificate (mTLS). Returns how it went; never throws for HTTP or network
+// failures, because the caller decides what an undelivered event means (it stays spooled).
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import got, { RequestError } from 'got';
+
+export interface TlsMaterial {
+  /** PEM text of the CA bundle that signs the collector's certificate; it replaces the system's CAs for this request. */
+  ca?: string;
+  /** PEM text of the client certificate and key for mutual TLS. */
+  cert?: string;
+  key?: string;
+}
+
+export interface PostRequest {
+  url: string;
+  body: string | Uint8Array;
+  headers: Record<string, string>;
+  tls?: TlsMaterial;
+  /** Absolute time (ms since the epoch) after which nothing more is tried, however it is going. */
+  deadline: number;
+  /** One attempt may take this long (connect, send, answer). Default 10 s. */
+  attemptTimeoutMs?: number;
+  /** Attempts in total, the first included. Default 5. */
+  maxAttempts?: number;
+  /** Backoff: attempt n waits a random time in [0, min(capMs, baseMs * 2^n)) ("full jitter"). */
+  backoff?: { baseMs: number; capMs: number };
+  /** Aborts the attempt in flight and any wait at once (the run is over). */
+  signal?: AbortSignal;
+}
+
+export type PostOutcome =
+  | { ok: true; status: number; attempts: number }
+  | {
+      ok: false;
+      /** HTTP status of the last answer, when there was one. */
+      status?: number;
+      /** One line: what happened on the last attempt. */
+      reason: string;
+      /** True when trying again later may help (network, 408, 429, 5xx, deadline); false for other answers. */
+      retryable: boolean;
+      attempts: number;
+    };
+
+export interface HttpPoster {
+  post(request: PostRequest): Promise<PostOutcome>;
+  /** Closes kept-alive connections so the process can exit. */
+  close(): void;
+}
+
+export interface PosterOptions {
+  now?: () => number;
+  random?: () => number;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+}
+
+const DEFAULT_BACKOFF = { baseMs: 200, capMs: 10_000 };
+// A Retry-After far in the future is a collector asking not to be bothered; past this we give up for now.
+const MAX_RETRY_AFTER_MS = 5 * 60_000;
+
+/** Seconds or an HTTP date, as RFC 9110 allows; undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
+  if (!value) return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/** Which answers are worth another attempt. */
+export function isRetryableStatus(status: number): boolean {
+  return status === 408 || status === 429 || status >= 500;
+}
+
+function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+function describeFailure(error: unknown): string {
+  if (error instanceof RequestError) {
+    const code = error.code ? `${error.code}: ` : '';
+    return `${code}${error.message}`.split('\n')[0]!;
+  }
+  return error instanceof Error ? error.message.split('\n')[0]! : String(error);
+}
+
+export function createHttpPoster(options: PosterOptions = {}): HttpPoster {
+  const now = options.now ?? Date.now;
+  const random = options.random ?? Math.random;
+  const sleep = options.sleep ?? abortableSleep;
+  // Kept-alive connections: a backlog of spooled events goes over one connection, not one each.
+  const agent = { http: new HttpAgent({ keepAlive: true, maxSockets: 4 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 4 }) };
+  return {
+    close(): void {
+      agent.http.destroy();
+      agent.https.destroy();
+    },
+    async post(request: PostRequest): Promise<PostOutcome> {
+      const maxAttempts = request.maxAttempts ?? 5;
+      const backoff = request.backoff ?? DEFAULT_BACKOFF;
+      let last: Extract<PostOutcome, { ok: false }> = { ok: false, reason: 'not tried: the deadline had already passed', retryable: true, attempts: 0 };
+      for (let attempt = 0; attempt < maxAttempts; attempt++) {
+        const remaining = request.deadline - now();
+        if (remaining <= 0 || request.signal?.aborted) break;
+        const timeout = Math.min(request.attemptTimeoutMs ?? 10_000, remaining);
+        let waitMs: number | undefined;
+        try {
+          const response = await got.post(request.url, {
+            body: typeof request.body === 'string' ? request.body : Buffer.from(request.body),
+            headers: request.headers,
+            // One timer over the whole attempt: a collector that never answers costs at most this.
+            timeout: { request: timeout },
+            retry: { limit: 0 },
+            followRedirect: false,
+            throwHttpErrors: false,
+            agent,
+            ...(request.signal ? { signal: request.signal } : {}),
+            https: {
+              ...(request.tls?.ca ? { certificateAuthority: request.tls.ca } : {}),
+              ...(request.tls?.cert ? { certificate: request.tls.cert } : {}),
+              ...(request.tls?.key ? { key: request.tls.key } : {}),
+            },
+          });
+          const status = response.statusCode;
+          if (status >= 200 && status < 300) return { ok: true, status, attempts: attempt + 1 };
+          const retryable = isRetryableStatus(status);
+          const location = status >= 300 && status < 400 ? ` (redirect to ${String(response.headers.location ?? 'nowhere')} not followed: configure the final URL)` : '';
+          last = { ok: false, status, reason: `HTTP ${status}${location}`, retryable, attempts: attempt + 1 };
+          if (!retryable) return last;
+          if (status === 429 || status === 503) {
+            const header = response.headers['retry-after'];
+            waitMs = parseRetryAfter(Array.isArray(header) ? header[0] : header, now());
+            if (waitMs !== undefined && waitMs > MAX_RETRY_AFTER_MS) {
+              return { ...last, reason: `${last.reason}, Retry-After ${Math.round(waitMs / 1000)}s is too far away` };
+            }
+          }
+        } catch (error) {
+          if (request.signal?.aborted) return { ok: false, reason: 'stopped: the delivery deadline passed', retryable: true, attempts: attempt + 1 };
+          last = { ok: false, reason: describeFailure(error), retryable: true, attempts: attempt + 1 };
+        }
+        if (attempt + 1 >= maxAttempts) break;
+        const delay = waitMs ?? Math.floor(random() * Math.min(backoff.capMs, backoff.baseMs * 2 ** attempt));
+        if (now() + delay >= request.deadline) {
+          return { ...last, reason: `${last.reason}; the next attempt would pass the deadline` };
+        }
+        await sleep(delay, request.signal);
+      }
+      return last;
+    },
+  };
+}

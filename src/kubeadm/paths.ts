@@ -1,0 +1,34 @@
+// Where kubeadm's and machineadm's files are on each OS (machine paths, mapped under --root by the host).
+import type { OperatingSystem } from '../host/index.ts';
+
+export interface KubeadmPaths {
+  /** Rendered kubeadm configuration lives here only while kubeadm runs (it holds the token). */
+  runDir: string;
+  configFile(command: 'init' | 'join'): string;
+  patchesDir: string;
+  kubeletConf: string;
+  manifestsDir: string;
+  criSocket: string;
+}
+
+export function kubeadmPaths(os: OperatingSystem): KubeadmPaths {
+  if (os === 'windows') {
+    const runDir = 'C:\\ProgramData\\machineadm\\run';
+    return {
+      runDir,
+      configFile: (command) => `${runDir}\\kubeadm-${command}.yaml`,
+      patchesDir: `${runDir}\\kubeadm-patches`,
+      kubeletConf: 'C:\\etc\\kubernetes\\kubelet.conf',
+      manifestsDir: 'C:\\etc\\kubernetes\\manifests',
+      criSocket: 'npipe:////./pipe/containerd-containerd',
+    };
+  }
+  return {
+    runDir: '/run/machineadm',
+    configFile: (command) => `/run/machineadm/kubeadm-${command}.yaml`,
+    patchesDir: '/run/machineadm/kubeadm-patches',
+    kubeletConf: '/etc/kubernetes/kubelet.conf',
+    manifestsDir: '/etc/kubernetes/manifests',
+    criSocket: 'unix:///var/run/containerd/containerd.sock',
+  };
+}

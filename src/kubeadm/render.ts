@@ -1,0 +1,212 @@
+// Pure renderer: spec.kubernetes + facts + secret values -> the kubeadm configuration file and the
+// kubelet patch files. Reads no disk, clock or environment; the same input gives the same bytes.
+//
+// Where kubelet settings go: `kubeadm init` reads a KubeletConfiguration document (and uploads it
+// as the cluster's kubelet-config), but `kubeadm join` skips every document except
+// JoinConfiguration and takes the cluster's kubelet-config instead. A joining machine's own
+// kubelet settings therefore travel as a `kubeletconfiguration` patch in `patches.directory`.
+import { dump } from 'js-yaml';
+import type { KubernetesSpec } from '../config/schema/index.ts';
+import type { OperatingSystem } from '../host/index.ts';
+import { ConfigError } from '../errors.ts';
+import type { KubeadmApi } from './version.ts';
+import { KUBEADM_GROUP } from './version.ts';
+import { kubeadmPaths } from './paths.ts';
+
+export const KUBELET_API_VERSION = 'kubelet.config.k8s.io/v1beta1';
+/** Windows nodes cannot evict pods under memory pressure; reserve this for the OS unless the user reserves memory. */
+export const WINDOWS_DEFAULT_SYSTEM_RESERVED_MEMORY = '2Gi';
+export const WINDOWS_DEFAULT_TAINT = { key: 'os', value: 'windows', effect: 'NoSchedule' } as const;
+const INODE_SIGNALS = ['nodefs.inodesFree', 'imagefs.inodesFree', 'containerfs.inodesFree'];
+
+export interface KubeadmSecrets {
+  token?: string;
+  caCertHashes: string[];
+  certificateKey?: string;
+}
+
+export interface RenderInput {
+  kubernetes: KubernetesSpec;
+  os: OperatingSystem;
+  api: KubeadmApi;
+  /** False for kubeadm before v1.25: a join then passes kubelet settings as kubelet flags. Default true. */
+  kubeletPatches?: boolean;
+  /** containerd's cgroup driver (spec.containerd.cgroupDriver); the kubelet must use the same. */
+  cgroupDriver: 'systemd' | 'cgroupfs';
+  /** The version to deploy on init when spec.kubernetes.version is not set (the kubeadm version). */
+  fallbackKubernetesVersion?: string;
+  secrets: KubeadmSecrets;
+}
+
+export interface PatchFile {
+  /** File name inside the patches directory, e.g. kubeletconfiguration+merge.yaml. */
+  name: string;
+  content: string;
+}
+
+export interface RenderedKubeadm {
+  command: 'init' | 'join';
+  apiVersion: string;
+  /** The --config file: YAML documents separated by "---". */
+  config: string;
+  /** Files for patches.directory (empty when there is nothing to patch). */
+  patches: PatchFile[];
+  patchesDir: string;
+}
+
+type Json = Record<string, unknown>;
+
+/** Secrets as the plan shows them: the rendered file's shape without any value. */
+export function placeholderSecrets(kubernetes: KubernetesSpec, placeholder: string): KubeadmSecrets {
+  return {
+    ...(kubernetes.token !== undefined ? { token: placeholder } : {}),
+    caCertHashes: (kubernetes.caCertHashes ?? []).map(() => placeholder),
+    ...(kubernetes.certificateKey !== undefined ? { certificateKey: placeholder } : {}),
+  };
+}
+
+export function renderKubeadm(input: RenderInput): RenderedKubeadm {
+  const k = input.kubernetes;
+  const paths = kubeadmPaths(input.os);
+  const command = k.bootstrap === 'init' ? 'init' : 'join';
+  if (input.os === 'windows' && k.role === 'control-plane') {
+    throw new ConfigError([{ path: 'spec.kubernetes.role', message: 'Windows machines can only be workers', hint: 'set role: worker for Windows nodes' }]);
+  }
+  const kubelet = kubeletSettings(input);
+  const apiVersion = `${KUBEADM_GROUP}/${input.api}`;
+  const docs: Json[] = [];
+  const patches: PatchFile[] = [];
+  if (command === 'init') {
+    docs.push(initConfiguration(input, apiVersion), clusterConfiguration(input, apiVersion));
+    docs.push({ apiVersion: KUBELET_API_VERSION, kind: 'KubeletConfiguration', ...kubelet });
+  } else {
+    const join = joinConfiguration(input, apiVersion, input.kubeletPatches === false ? kubeletFlags(kubelet) : {});
+    if (Object.keys(kubelet).length > 0 && input.kubeletPatches !== false) {
+      join.patches = { directory: paths.patchesDir };
+      // A JSON merge patch: lists (enforceNodeAllocatable: []) replace, maps merge key by key.
+      patches.push({ name: 'kubeletconfiguration+merge.yaml', content: toYaml(kubelet) });
+    }
+    docs.push(join);
+  }
+  return { command, apiVersion, config: docs.map(toYaml).join('---\n'), patches, patchesDir: paths.patchesDir };
+}
+
+function toYaml(value: unknown): string {
+  return dump(value, { lineWidth: -1, noRefs: true });
+}
+
+function args(api: KubeadmApi, values: Record<string, string>): unknown {
+  const sorted = Object.keys(values).sort();
+  // v1beta3 takes a map; v1beta4 a list of {name, value} (duplicates allowed, order kept).
+  if (api === 'v1beta3') return Object.fromEntries(sorted.map((name) => [name, values[name]]));
+  return sorted.map((name) => ({ name, value: values[name] }));
+}
+
+function nodeRegistration(input: RenderInput, kubeletFlagArgs: Record<string, string> = {}): Json {
+  const node = input.kubernetes.node ?? {};
+  const out: Json = {};
+  if (node.name !== undefined) out.name = node.name;
+  out.criSocket = kubeadmPaths(input.os).criSocket;
+  // Absent taints let kubeadm default them (the control-plane taint on control planes, none on
+  // workers); an explicit empty list means no taints at all, also on a control plane.
+  const taints = node.taints ?? (input.os === 'windows' ? [WINDOWS_DEFAULT_TAINT] : undefined);
+  if (taints !== undefined) out.taints = taints.map((t) => ({ key: t.key, ...(t.value !== undefined && t.value !== '' ? { value: t.value } : {}), effect: t.effect }));
+  const extra: Record<string, string> = { ...kubeletFlagArgs, ...(node.kubeletExtraArgs ?? {}) };
+  const labels = Object.entries(node.labels ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  if (labels.length > 0) extra['node-labels'] = labels.map(([k, v]) => `${k}=${v}`).join(',');
+  if (Object.keys(extra).length > 0) out.kubeletExtraArgs = args(input.api, extra);
+  return out;
+}
+
+function joinConfiguration(input: RenderInput, apiVersion: string, kubeletFlagArgs: Record<string, string>): Json {
+  const k = input.kubernetes;
+  const { secrets } = input;
+  const doc: Json = {
+    apiVersion,
+    kind: 'JoinConfiguration',
+    discovery: {
+      bootstrapToken: {
+        apiServerEndpoint: k.controlPlaneEndpoint,
+        token: secrets.token,
+        caCertHashes: secrets.caCertHashes,
+      },
+    },
+    nodeRegistration: nodeRegistration(input, kubeletFlagArgs),
+  };
+  if (k.role === 'control-plane') doc.controlPlane = { certificateKey: secrets.certificateKey };
+  return doc;
+}
+
+function initConfiguration(input: RenderInput, apiVersion: string): Json {
+  const { secrets } = input;
+  const doc: Json = { apiVersion, kind: 'InitConfiguration' };
+  // Without a token kubeadm makes a random one (printed once, scrubbed from machineadm's output).
+  if (secrets.token !== undefined) doc.bootstrapTokens = [{ token: secrets.token, description: 'bootstrap token from machineadm', ttl: '24h0m0s' }];
+  if (secrets.certificateKey !== undefined) doc.certificateKey = secrets.certificateKey;
+  doc.nodeRegistration = nodeRegistration(input);
+  return doc;
+}
+
+function clusterConfiguration(input: RenderInput, apiVersion: string): Json {
+  const k = input.kubernetes;
+  const doc: Json = { apiVersion, kind: 'ClusterConfiguration' };
+  const version = k.version ?? input.fallbackKubernetesVersion;
+  if (version !== undefined) doc.kubernetesVersion = version.startsWith('v') ? version : `v${version}`;
+  if (k.controlPlaneEndpoint !== undefined) doc.controlPlaneEndpoint = k.controlPlaneEndpoint;
+  const networking: Json = {};
+  if (k.podSubnet !== undefined) networking.podSubnet = k.podSubnet;
+  if (k.serviceSubnet !== undefined) networking.serviceSubnet = k.serviceSubnet;
+  if (Object.keys(networking).length > 0) doc.networking = networking;
+  const apiServer: Json = {};
+  if (k.certSANs !== undefined) apiServer.certSANs = k.certSANs;
+  if (k.apiServerExtraArgs !== undefined) apiServer.extraArgs = args(input.api, k.apiServerExtraArgs);
+  if (Object.keys(apiServer).length > 0) doc.apiServer = apiServer;
+  return doc;
+}
+
+/** The kubelet fields machineadm sets; used as the init document's body and as the join patch. */
+function kubeletSettings(input: RenderInput): Json {
+  const kubelet = input.kubernetes.kubelet ?? {};
+  const out: Json = {};
+  if (input.os === 'windows') {
+    // The kubelet on Windows has no QoS cgroups; false needs enforceNodeAllocatable written as an
+    // empty list (omitting it means ["pods"], which is rejected together with false).
+    out.cgroupsPerQOS = false;
+    out.enforceNodeAllocatable = [];
+  } else {
+    out.cgroupDriver = input.cgroupDriver;
+  }
+  if (kubelet.maxPods !== undefined) out.maxPods = kubelet.maxPods;
+  const systemReserved = { ...(kubelet.systemReserved ?? {}) };
+  if (input.os === 'windows' && systemReserved.memory === undefined && kubelet.kubeReserved?.memory === undefined) {
+    systemReserved.memory = WINDOWS_DEFAULT_SYSTEM_RESERVED_MEMORY;
+  }
+  if (Object.keys(systemReserved).length > 0) out.systemReserved = sortedRecord(systemReserved);
+  if (kubelet.kubeReserved !== undefined) out.kubeReserved = sortedRecord(kubelet.kubeReserved);
+  if (kubelet.evictionHard !== undefined) {
+    const inode = Object.keys(kubelet.evictionHard).filter((s) => INODE_SIGNALS.includes(s));
+    if (input.os === 'windows' && inode.length > 0) {
+      throw new ConfigError(inode.map((s) => ({ path: `spec.kubernetes.kubelet.evictionHard["${s}"]`, message: 'Windows has no inode eviction signals', hint: 'remove it for Windows nodes' })));
+    }
+    out.evictionHard = sortedRecord(kubelet.evictionHard);
+  }
+  return out;
+}
+
+/** The same settings as kubelet flags (kubeadm before v1.25 cannot patch a joining node's kubelet configuration). */
+function kubeletFlags(settings: Json): Record<string, string> {
+  const pairs = (values: unknown, sep: string) => Object.entries(values as Record<string, string>).map(([k, v]) => `${k}${sep}${v}`).join(',');
+  const flags: Record<string, string> = {};
+  if (settings.cgroupDriver !== undefined) flags['cgroup-driver'] = String(settings.cgroupDriver);
+  if (settings.cgroupsPerQOS !== undefined) flags['cgroups-per-qos'] = String(settings.cgroupsPerQOS);
+  if (settings.enforceNodeAllocatable !== undefined) flags['enforce-node-allocatable'] = (settings.enforceNodeAllocatable as string[]).join(',');
+  if (settings.maxPods !== undefined) flags['max-pods'] = String(settings.maxPods);
+  if (settings.systemReserved !== undefined) flags['system-reserved'] = pairs(settings.systemReserved, '=');
+  if (settings.kubeReserved !== undefined) flags['kube-reserved'] = pairs(settings.kubeReserved, '=');
+  if (settings.evictionHard !== undefined) flags['eviction-hard'] = pairs(settings.evictionHard, '<');
+  return flags;
+}
+
+function sortedRecord(values: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.keys(values).sort().map((key) => [key, values[key]!]));
+}

@@ -1,0 +1,259 @@
+// The kubeadm/init and kubeadm/join steps: render the configuration (secrets redacted for the
+// plan, real for the run), write it 0600 only for the time kubeadm runs, run kubeadm with a
+// timeout and retries for transient join failures, and turn a failure into report data.
+import type { Step, StepContext, CheckResult, Change, ApplyResult } from '../../phases/step.ts';
+import type { KubernetesSpec, MachineConfig } from '../../config/schema/index.ts';
+import { CA_HASH_PATTERN, CERTIFICATE_KEY_PATTERN, TOKEN_PATTERN } from '../../config/schema/kubernetes.ts';
+import { REDACTED } from '../../config/secrets.ts';
+import { CommandError, ConfigError, StepDetailsError, type FailureDetails } from '../../errors.ts';
+import { tail } from '../../host/index.ts';
+import { parseKubeadmVersion } from '../../host/facts.ts';
+import { chooseApi, type ApiChoice } from '../version.ts';
+import { placeholderSecrets, renderKubeadm, type KubeadmSecrets, type RenderedKubeadm } from '../render.ts';
+import { kubeadmPaths, type KubeadmPaths } from '../paths.ts';
+import { isTransient, parseKubeadmFailure, scrubKubeadmOutput, type KubeadmFailure } from '../output.ts';
+
+/**
+ * Test and operations switch: under a scratch --root, run kubeadm with `--rootfs <root>` (kubeadm
+ * chroots into it) instead of skipping it. A real kubeadm then works inside that root, which only
+ * makes sense when the root is a complete system; the test stand-in honours --rootfs.
+ */
+export const KUBEADM_ROOTFS_ENV = 'MACHINEADM_KUBEADM_ROOTFS';
+export const OUTPUT_TAIL_LINES = 50;
+const MAX_BACKOFF_SECONDS = 300;
+
+type Command = 'init' | 'join';
+
+function kubernetesOf(config: MachineConfig): KubernetesSpec | undefined {
+  return config.spec.kubernetes;
+}
+
+function joinPath(os: 'linux' | 'windows', dir: string, name: string): string {
+  return os === 'windows' ? `${dir}\\${name}` : `${dir}/${name}`;
+}
+
+function kubeadmUnderRoot(ctx: StepContext): boolean {
+  return ctx.host.env[KUBEADM_ROOTFS_ENV] === '1';
+}
+
+function rootfsArgs(ctx: StepContext): string[] {
+  return ctx.facts.liveRoot ? [] : ['--rootfs', ctx.host.fs.root];
+}
+
+function kubeadmArgv(command: Command, k: KubernetesSpec, paths: KubeadmPaths, ctx: StepContext): [string, ...string[]] {
+  // --upload-certs with the key from the configuration lets further control planes join with it.
+  const upload = command === 'init' && k.certificateKey !== undefined ? ['--upload-certs'] : [];
+  return ['kubeadm', command, '--config', paths.configFile(command), ...upload, ...rootfsArgs(ctx)];
+}
+
+function render(ctx: StepContext, k: KubernetesSpec, choice: ApiChoice, secrets: KubeadmSecrets, kubeadmVersion: string | undefined): RenderedKubeadm {
+  return renderKubeadm({
+    kubernetes: k,
+    os: ctx.facts.os,
+    api: choice.api,
+    kubeletPatches: choice.kubeletPatches,
+    cgroupDriver: ctx.config.spec.containerd?.cgroupDriver ?? 'systemd',
+    ...(kubeadmVersion ? { fallbackKubernetesVersion: kubeadmVersion } : {}),
+    secrets,
+  });
+}
+
+function chooseOrFail(kubeadmVersion: string | undefined, k: KubernetesSpec): ApiChoice {
+  try {
+    return chooseApi(kubeadmVersion, k.version);
+  } catch (cause) {
+    throw new StepDetailsError((cause as Error).message, { kubeadmVersion }, { hint: 'install kubeadm v1.22 or newer (v1.31 or newer writes kubeadm.k8s.io/v1beta4)' });
+  }
+}
+
+async function readSecrets(ctx: StepContext, k: KubernetesSpec): Promise<KubeadmSecrets> {
+  // Values read through valueFrom are checked here; literals were checked at validation time.
+  const read = async (source: NonNullable<KubernetesSpec['token']>, field: string, pattern: RegExp, what: string): Promise<string> => {
+    const value = (await ctx.secret(source, field)).trim();
+    if (!pattern.test(value)) throw new ConfigError([{ path: field, message: `the value read is not ${what}`, hint: 'check the file or variable it comes from' }]);
+    return value;
+  };
+  const secrets: KubeadmSecrets = { caCertHashes: [] };
+  if (k.token !== undefined) secrets.token = await read(k.token, 'spec.kubernetes.token', TOKEN_PATTERN, 'a bootstrap token ([a-z0-9]{6}.[a-z0-9]{16})');
+  for (const [i, source] of (k.caCertHashes ?? []).entries()) {
+    secrets.caCertHashes.push(await read(source, `spec.kubernetes.caCertHashes[${i}]`, CA_HASH_PATTERN, 'a CA hash (sha256:<64 hex>)'));
+  }
+  if (k.certificateKey !== undefined) secrets.certificateKey = await read(k.certificateKey, 'spec.kubernetes.certificateKey', CERTIFICATE_KEY_PATTERN, 'a certificate key (64 hex digits)');
+  return secrets;
+}
+
+function secretValues(secrets: KubeadmSecrets): string[] {
+  return [secrets.token, secrets.certificateKey, ...secrets.caCertHashes].filter((v): v is string => v !== undefined);
+}
+
+async function currentKubeadmVersion(ctx: StepContext): Promise<string | undefined> {
+  // The facts were read before the prepare phase, which may have installed or replaced kubeadm.
+  const result = await ctx.host.proc.run(['kubeadm', 'version', '-o', 'short'], { timeoutMs: 15_000, allowFailure: true }).catch(() => undefined);
+  return result && result.exitCode === 0 ? parseKubeadmVersion(result.stdout) : ctx.facts.kubeadmVersion;
+}
+
+async function kubeletLogTail(ctx: StepContext, known: string[]): Promise<string | undefined> {
+  if (ctx.facts.os !== 'linux' || !(await ctx.host.proc.which('journalctl'))) return undefined;
+  const argv: [string, ...string[]] = ['journalctl', ...(ctx.facts.liveRoot ? [] : ['--root', ctx.host.fs.root]), '-u', 'kubelet', '-n', String(OUTPUT_TAIL_LINES), '--no-pager'];
+  const result = await ctx.host.proc.run(argv, { timeoutMs: 15_000, allowFailure: true }).catch(() => undefined);
+  if (!result || result.exitCode !== 0) return undefined;
+  const lines = result.stdout.split('\n').filter((l) => l.trim() !== '' && !/^-- No entries --$/.test(l.trim()));
+  if (lines.length === 0) return undefined;
+  return tail(lines.map((l) => scrubKubeadmOutput(l, known)).join('\n'), OUTPUT_TAIL_LINES);
+}
+
+function hintFor(failure: KubeadmFailure, timedOut: boolean): string {
+  if (timedOut) return 'kubeadm did not finish in spec.kubernetes.timeoutSeconds: check that the control plane is reachable and the kubelet starts (kubeletLogTail)';
+  switch (failure.phase?.split('/')[0]) {
+    case undefined:
+      return 'kubeadm refused its configuration or flags before starting: the output names the field; check the kubeadm version against spec.kubernetes.version';
+    case 'preflight':
+      return 'fix what the preflight output lists (an unreachable API server, a wrong token or CA hash, or leftovers of an earlier join: run again with --force to reset first)';
+    case 'kubelet-start':
+    case 'kubelet-wait-bootstrap':
+      return 'the kubelet did not start or did not finish its TLS bootstrap: read kubeletLogTail, and check that containerd runs and its cgroup driver matches';
+    default:
+      return 'read the output tail; after fixing the cause run machineadm again with --force (it resets the half-done node first)';
+  }
+}
+
+function planChanges(ctx: StepContext, command: Command, k: KubernetesSpec, paths: KubeadmPaths, choice: ApiChoice, rendered: RenderedKubeadm, leftovers: boolean): Change[] {
+  const changes: Change[] = [
+    { action: 'write', target: paths.configFile(command), detail: `${rendered.apiVersion} for ${choice.basedOn}; mode 0600, removed after kubeadm ran`, diff: rendered.config },
+    ...rendered.patches.map((p) => ({ action: 'write', target: joinPath(ctx.facts.os, rendered.patchesDir, p.name), detail: 'kubelet settings for this node (kubeadm patch)', diff: p.content })),
+  ];
+  if (leftovers) {
+    changes.push(
+      ctx.options.force
+        ? { action: 'run', target: 'kubeadm reset -f', detail: `--force: ${paths.kubeletConf} exists, the node is reset first` }
+        : { action: 'refuse', target: paths.kubeletConf, detail: 'exists without a record of machineadm joining: run with --force to reset and join again' },
+    );
+  }
+  const retries = command === 'join' && k.retries > 0 ? `, up to ${k.retries} retries after transient failures` : '';
+  changes.push({ action: 'run', target: kubeadmArgv(command, k, paths, ctx).join(' '), detail: `timeout ${k.timeoutSeconds}s${retries}` });
+  return changes;
+}
+
+export function kubeadmStep(command: Command): Step {
+  return {
+    id: `kubeadm/${command}`,
+    summary: command === 'init' ? 'kubeadm init: the first control plane' : 'kubeadm join: join the cluster',
+    applies: (config) => kubernetesOf(config)?.bootstrap === command,
+
+    async check(ctx): Promise<CheckResult> {
+      const k = kubernetesOf(ctx.config)!;
+      const paths = kubeadmPaths(ctx.facts.os);
+      // A plan for another operating system (--os, --facts) cannot look at that machine's files.
+      const hasKubeletConf = ctx.host.fs.platform === ctx.facts.os && (await ctx.host.fs.exists(paths.kubeletConf));
+      if (ctx.previous?.data?.joined === true && hasKubeletConf && !ctx.options.force) return { done: true, changes: [] };
+      const choice = chooseOrFail(ctx.facts.kubeadmVersion, k);
+      const rendered = render(ctx, k, choice, placeholderSecrets(k, REDACTED), ctx.facts.kubeadmVersion);
+      const changes = planChanges(ctx, command, k, paths, choice, rendered, hasKubeletConf);
+      if (!ctx.facts.liveRoot && !kubeadmUnderRoot(ctx)) {
+        return { done: false, changes, skipReason: `kubeadm ${command} changes the live machine: not run under --root ${ctx.host.fs.root} (${KUBEADM_ROOTFS_ENV}=1 runs it with --rootfs)` };
+      }
+      return { done: false, changes };
+    },
+
+    async apply(ctx): Promise<ApplyResult> {
+      const k = kubernetesOf(ctx.config)!;
+      const { fs, proc } = ctx.host;
+      const paths = kubeadmPaths(ctx.facts.os);
+      if (!(await proc.which('kubeadm'))) {
+        throw new StepDetailsError('kubeadm is not installed (not found on PATH)', {}, { hint: 'install kubeadm and the kubelet (for example from pkgs.k8s.io) before the provision phase' });
+      }
+      const hadKubeletConf = await fs.exists(paths.kubeletConf);
+      if (hadKubeletConf && !ctx.options.force) {
+        throw new StepDetailsError(`${paths.kubeletConf} exists but machineadm has no record of joining this machine`, {}, {
+          hint: 'the machine was joined another way or an earlier join stopped halfway; run again with --force to reset it (kubeadm reset -f) and join',
+        });
+      }
+      const kubeadmVersion = await currentKubeadmVersion(ctx);
+      const choice = chooseOrFail(kubeadmVersion, k);
+      const secrets = await readSecrets(ctx, k);
+      const known = secretValues(secrets);
+      const rendered = render(ctx, k, choice, secrets, kubeadmVersion);
+      const configFile = paths.configFile(command);
+      const argv = kubeadmArgv(command, k, paths, ctx);
+      const reset = async (): Promise<void> => {
+        await proc.run(['kubeadm', 'reset', '-f', ...rootfsArgs(ctx)], {
+          timeoutMs: 5 * 60_000,
+          allowFailure: true,
+          onLine: (line) => ctx.output(scrubKubeadmOutput(line, known)),
+        });
+      };
+
+      await fs.mkdirp(paths.runDir, 0o700);
+      try {
+        await fs.writeFile(configFile, rendered.config, { mode: 0o600, backup: false });
+        for (const patch of rendered.patches) await fs.writeFile(joinPath(ctx.facts.os, rendered.patchesDir, patch.name), patch.content, { mode: 0o600, backup: false });
+        if (hadKubeletConf) {
+          ctx.log(`--force: resetting the node first (${paths.kubeletConf} exists)`);
+          await reset();
+        }
+        const attempts = command === 'join' ? 1 + k.retries : 1;
+        for (let attempt = 1; ; attempt++) {
+          const lines: string[] = [];
+          let exitCode: number | undefined;
+          let timedOut = false;
+          try {
+            const result = await proc.run(argv, {
+              timeoutMs: k.timeoutSeconds * 1000,
+              allowFailure: true,
+              onLine: (line) => {
+                const clean = scrubKubeadmOutput(line, known);
+                lines.push(clean);
+                ctx.output(clean);
+              },
+            });
+            exitCode = result.exitCode;
+          } catch (error) {
+            if (!(error instanceof CommandError) || (!error.timedOut && error.commandExitCode === undefined)) throw error;
+            timedOut = error.timedOut;
+            exitCode = error.commandExitCode;
+          }
+          if (exitCode === 0 && !timedOut) {
+            if (!(await fs.exists(paths.kubeletConf))) {
+              return { warning: `kubeadm ${command} succeeded but ${paths.kubeletConf} is missing`, record: { joined: false, command, apiVersion: rendered.apiVersion, kubeadmVersion, attempts: attempt } };
+            }
+            return { record: { joined: true, command, role: k.role, apiVersion: rendered.apiVersion, kubeadmVersion, attempts: attempt } };
+          }
+          const failure = parseKubeadmFailure(lines);
+          const transient = isTransient(failure, lines, timedOut);
+          if (transient && attempt < attempts) {
+            const delay = Math.min(MAX_BACKOFF_SECONDS, k.backoffSeconds * 2 ** (attempt - 1));
+            ctx.log(`kubeadm ${command} failed in phase ${failure.phase ?? '(none)'} (attempt ${attempt} of ${attempts}); transient: resetting and retrying in ${delay}s`, 'warning');
+            await reset();
+            await ctx.host.sleep(delay * 1000);
+            continue;
+          }
+          const details: FailureDetails = {
+            kubeadmCommand: `kubeadm ${command}`,
+            ...(failure.phase !== undefined ? { kubeadmPhase: failure.phase } : {}),
+            ...(exitCode !== undefined ? { exitCode } : {}),
+            timedOut,
+            transient,
+            attempts: attempt,
+            apiVersion: rendered.apiVersion,
+            ...(kubeadmVersion ? { kubeadmVersion } : {}),
+            outputTail: tail(lines.join('\n'), OUTPUT_TAIL_LINES),
+          };
+          const kubeletLog = await kubeletLogTail(ctx, known);
+          if (kubeletLog !== undefined) details.kubeletLogTail = kubeletLog;
+          const where = failure.phase !== undefined ? `in phase ${failure.phase}` : 'before any phase';
+          const how = timedOut ? `timed out after ${k.timeoutSeconds}s` : `exit code ${exitCode}`;
+          const tries = attempt > 1 ? `, ${attempt} attempts` : '';
+          const cause = failure.message ? `: ${failure.message}` : '';
+          throw new StepDetailsError(`kubeadm ${command} failed ${where} (${how}${tries})${cause}`, details, { hint: hintFor(failure, timedOut) });
+        }
+      } finally {
+        // The file holds the token: it never outlives the kubeadm run, also on failure.
+        await fs.remove(configFile);
+        if (rendered.patches.length > 0) await fs.remove(rendered.patchesDir);
+      }
+    },
+  };
+}
+
+export const kubeadmInitStep = kubeadmStep('init');
+export const kubeadmJoinStep = kubeadmStep('join');

@@ -1,0 +1,102 @@
+// Short unified diffs for plan output, with secrets taken out. Pure: text in, text out.
+
+export interface DiffOptions {
+  /** Lines of context around each change. */
+  context?: number;
+  /** The diff is cut after this many lines (the rest is counted, not shown). */
+  maxLines?: number;
+  /** Name shown in the ---/+++ header. */
+  label?: string;
+}
+
+const SECRET_LINE = /^(\s*[^=:\s]*(?:password|passwd|secret|token|credential|private[_-]?key|api[_-]?key)[^=:\s]*\s*[=:]\s*)(.+)$/i;
+const URL_USERINFO = /(\b[a-z][a-z0-9+.-]*:\/\/[^/\s:@"]+:)([^@\s"/]+)(@)/gi;
+
+/** Replaces values that look like secrets (password = x, token: y, user:pass@ in URLs) with <redacted>. */
+export function redactSecrets(line: string): string {
+  const withoutUserinfo = line.replace(URL_USERINFO, '$1<redacted>$3');
+  const m = SECRET_LINE.exec(withoutUserinfo);
+  return m ? `${m[1]}<redacted>` : withoutUserinfo;
+}
+
+function splitLines(text: string): string[] {
+  if (text === '') return [];
+  const lines = text.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  return lines;
+}
+
+// Longest common subsequence table; the files machineadm writes are small, so O(n*m) is fine.
+// Larger inputs fall back to "everything changed" rather than spending time and memory.
+function editScript(a: string[], b: string[]): { op: ' ' | '-' | '+'; line: string }[] {
+  const n = a.length;
+  const m = b.length;
+  if (n * m > 4_000_000) return [...a.map((line) => ({ op: '-' as const, line })), ...b.map((line) => ({ op: '+' as const, line }))];
+  const lcs: Uint32Array[] = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) {
+    for (let j = m - 1; j >= 0; j--) {
+      lcs[i]![j] = a[i] === b[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
+    }
+  }
+  const out: { op: ' ' | '-' | '+'; line: string }[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < n && j < m) {
+    if (a[i] === b[j]) {
+      out.push({ op: ' ', line: a[i]! });
+      i++;
+      j++;
+    } else if (lcs[i + 1]![j]! >= lcs[i]![j + 1]!) {
+      out.push({ op: '-', line: a[i++]! });
+    } else {
+      out.push({ op: '+', line: b[j++]! });
+    }
+  }
+  while (i < n) out.push({ op: '-', line: a[i++]! });
+  while (j < m) out.push({ op: '+', line: b[j++]! });
+  return out;
+}
+
+/** A unified diff of two texts ('' when they are equal); every line passes through redactSecrets. */
+export function unifiedDiff(before: string, after: string, options: DiffOptions = {}): string {
+  if (before === after) return '';
+  const context = options.context ?? 3;
+  const maxLines = options.maxLines ?? 60;
+  const a = splitLines(before);
+  const b = splitLines(after);
+  const script = editScript(a, b);
+  const changed = script.map((s, index) => (s.op === ' ' ? -1 : index)).filter((index) => index >= 0);
+  const lines: string[] = [];
+  const label = options.label ?? 'file';
+  lines.push(`--- ${before === '' ? '/dev/null' : label}`, `+++ ${label}`);
+  // Group changes whose context overlaps into hunks.
+  let k = 0;
+  while (k < changed.length) {
+    let start = Math.max(0, changed[k]! - context);
+    let end = Math.min(script.length, changed[k]! + context + 1);
+    k++;
+    while (k < changed.length && changed[k]! - context <= end) {
+      end = Math.min(script.length, changed[k]! + context + 1);
+      k++;
+    }
+    let oldStart = 1;
+    let newStart = 1;
+    for (let x = 0; x < start; x++) {
+      if (script[x]!.op !== '+') oldStart++;
+      if (script[x]!.op !== '-') newStart++;
+    }
+    const hunk = script.slice(start, end);
+    const oldCount = hunk.filter((s) => s.op !== '+').length;
+    const newCount = hunk.filter((s) => s.op !== '-').length;
+    lines.push(`@@ -${oldCount === 0 ? oldStart - 1 : oldStart},${oldCount} +${newCount === 0 ? newStart - 1 : newStart},${newCount} @@`);
+    for (const s of hunk) lines.push(s.op + redactSecrets(s.line));
+    start = end;
+  }
+  if (before !== '' && !before.endsWith('\n')) lines.push('\\ No newline at end of file (before)');
+  if (after !== '' && !after.endsWith('\n')) lines.push('\\ No newline at end of file');
+  if (lines.length > maxLines) {
+    const hidden = lines.length - maxLines;
+    return [...lines.slice(0, maxLines), `... ${hidden} more diff line${hidden === 1 ? '' : 's'}`].join('\n') + '\n';
+  }
+  return lines.join('\n') + '\n';
+}

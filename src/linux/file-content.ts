@@ -1,0 +1,30 @@
+// spec.files content: decoding the three encodings. Pure (zlib is computation, not I/O).
+import { gunzipSync } from 'node:zlib';
+
+export type FileEncoding = 'plain' | 'base64' | 'gzip+base64';
+
+const BASE64 = /^[A-Za-z0-9+/\s]*={0,2}\s*$/;
+
+/** The bytes of a file's content, or an error message saying why it cannot be decoded. */
+export function decodeContent(content: string, encoding: FileEncoding): { bytes: Buffer } | { problem: string } {
+  if (encoding === 'plain') return { bytes: Buffer.from(content, 'utf8') };
+  if (!BASE64.test(content)) return { problem: `is not valid base64 (encoding is "${encoding}")` };
+  const raw = Buffer.from(content.replace(/\s+/g, ''), 'base64');
+  if (encoding === 'base64') return { bytes: raw };
+  try {
+    return { bytes: gunzipSync(raw) };
+  } catch (error) {
+    return { problem: `is base64 but not gzip data (${(error as Error).message})` };
+  }
+}
+
+/** Why a machine path for spec.files is refused, or undefined when it is acceptable. */
+export function filePathProblem(path: string): string | undefined {
+  if (path.includes('\0')) return 'contains a NUL character';
+  if (!path.startsWith('/')) return `"${path}" is not absolute|write the full path, e.g. /etc/example.conf`;
+  if (path.split('/').includes('..')) return `"${path}" contains ".."|write the path without ".." segments`;
+  if (path.split('/').includes('.')) return `"${path}" contains "."|write the path without "." segments`;
+  if (path.endsWith('/')) return `"${path}" ends with "/" (a directory)|name the file, not its directory`;
+  if (path === '/') return 'is the root directory';
+  return undefined;
+}

@@ -1,0 +1,116 @@
+// Files that prepare steps own: compare what is on disk with what is wanted (for plan and for
+// "already done"), then write everything only after every target has been checked, so one bad
+// target leaves the others untouched.
+import type { RootedFileSystem } from '../host/index.ts';
+import type { Change } from '../phases/step.ts';
+import { ExitCode, MachineadmError } from '../errors.ts';
+import { unifiedDiff } from './diff.ts';
+
+export interface DesiredFile {
+  /** Machine path (under --root). */
+  path: string;
+  content: Buffer;
+  mode: number;
+  owner?: string;
+  /** The configuration field the file comes from, named in every error (spec.files[2].path). */
+  field: string;
+  /** Never show the content (a diff could leak it); only sizes and hashes. */
+  sensitive?: boolean;
+}
+
+export interface FileState {
+  desired: DesiredFile;
+  change?: Change;
+  /** Only mode/owner differ: no rewrite needed. */
+  attributesOnly: boolean;
+}
+
+/** Prefixes an error with the configuration field it is about, keeping its exit code and hint. */
+export function errorForField(field: string, error: unknown): MachineadmError {
+  if (error instanceof MachineadmError) {
+    if (error.message.startsWith(field)) return error;
+    return new MachineadmError(`${field}: ${error.message}`, error.exitCode, { hint: error.hint, cause: error });
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return new MachineadmError(`${field}: ${message}`, ExitCode.stepFailed, { cause: error });
+}
+
+export function formatMode(mode: number): string {
+  return '0' + mode.toString(8).padStart(3, '0');
+}
+
+function looksBinary(content: Buffer): boolean {
+  if (content.includes(0)) return true;
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(content);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+function describeContent(before: Buffer | undefined, after: Buffer, desired: DesiredFile): string | undefined {
+  if (desired.sensitive) return undefined;
+  if (looksBinary(after) || (before !== undefined && looksBinary(before))) return undefined;
+  return unifiedDiff(before?.toString('utf8') ?? '', after.toString('utf8'), { label: desired.path });
+}
+
+/** What would change for one file; throws (naming the field) for a target that must not be written. */
+export async function inspectFile(fs: RootedFileSystem, desired: DesiredFile, isRoot: boolean): Promise<FileState> {
+  try {
+    const info = await fs.stat(desired.path);
+    if (info?.kind === 'symlink') {
+      throw new MachineadmError(`${desired.path} is a symbolic link; machineadm does not write through links`, ExitCode.stepFailed, {
+        hint: 'remove the link (or point the field at the real file) and run again',
+      });
+    }
+    if (info && info.kind !== 'file') throw new MachineadmError(`${desired.path} exists and is not a regular file (${info.kind})`, ExitCode.stepFailed, { hint: 'remove it or choose another path' });
+    if (!info) {
+      const diff = describeContent(undefined, desired.content, desired);
+      return {
+        desired,
+        attributesOnly: false,
+        change: { action: 'create', target: desired.path, detail: `${desired.content.length} bytes, mode ${formatMode(desired.mode)}${desired.owner ? `, owner ${desired.owner}` : ''}`, ...(diff ? { diff } : {}) },
+      };
+    }
+    const current = (await fs.readFile(desired.path)) ?? Buffer.alloc(0);
+    const details: string[] = [];
+    if (info.mode !== desired.mode) details.push(`mode ${formatMode(info.mode)} -> ${formatMode(desired.mode)}`);
+    if (desired.owner && isRoot) {
+      const owner = await fs.resolveOwner(desired.owner);
+      if (owner.uid !== info.uid || owner.gid !== info.gid) details.push(`owner ${info.uid}:${info.gid} -> ${desired.owner}`);
+    }
+    if (current.equals(desired.content)) {
+      if (details.length === 0) return { desired, attributesOnly: false };
+      return { desired, attributesOnly: true, change: { action: 'chmod', target: desired.path, detail: details.join(', ') } };
+    }
+    const diff = describeContent(current, desired.content, desired);
+    details.unshift(`${current.length} -> ${desired.content.length} bytes`);
+    return { desired, attributesOnly: false, change: { action: 'update', target: desired.path, detail: details.join(', '), ...(diff ? { diff } : {}) } };
+  } catch (error) {
+    throw errorForField(desired.field, error);
+  }
+}
+
+export async function inspectFiles(fs: RootedFileSystem, files: readonly DesiredFile[], isRoot: boolean): Promise<FileState[]> {
+  const states: FileState[] = [];
+  for (const f of files) states.push(await inspectFile(fs, f, isRoot));
+  return states;
+}
+
+/** Writes the files that differ. Every target is checked again first, then written atomically one by one. */
+export async function writeFiles(fs: RootedFileSystem, files: readonly DesiredFile[], isRoot: boolean): Promise<FileState[]> {
+  const states = await inspectFiles(fs, files, isRoot);
+  for (const state of states) {
+    if (!state.change) continue;
+    const { desired } = state;
+    try {
+      if (state.attributesOnly) await fs.setAttributes(desired.path, { mode: desired.mode, ...(desired.owner ? { owner: desired.owner } : {}) });
+      else await fs.writeFile(desired.path, desired.content, { mode: desired.mode, ...(desired.owner ? { owner: desired.owner } : {}) });
+    } catch (error) {
+      throw errorForField(desired.field, error);
+    }
+  }
+  return states;
+}
+

@@ -1,0 +1,114 @@
+// prepare/files: the files listed in spec.files, from inline content or a verified download.
+// Every target is checked (paths, links planted at the target, decoding) before the first write.
+import { createHash } from 'node:crypto';
+import type { Change, Step, StepContext } from '../../phases/step.ts';
+import type { FileSpec } from '../../config/schema/index.ts';
+import { MachineadmError, ExitCode } from '../../errors.ts';
+import { fetchVerified } from '../../verify/fetch.ts';
+import { decodeContent } from '../file-content.ts';
+import { errorForField, formatMode, inspectFile, writeFiles, type DesiredFile } from '../managed-file.ts';
+
+interface SourceFile {
+  index: number;
+  spec: FileSpec & { source: { url: string; sha256: string } };
+  mode: number;
+}
+
+function modeOf(spec: FileSpec): number {
+  return parseInt(spec.mode, 8);
+}
+
+/** A file no one but its owner (and group) may read is treated as a secret: its content never shows in a diff. */
+function isPrivate(mode: number): boolean {
+  return (mode & 0o004) === 0;
+}
+
+function split(ctx: StepContext): { inline: DesiredFile[]; sources: SourceFile[] } {
+  const inline: DesiredFile[] = [];
+  const sources: SourceFile[] = [];
+  for (const [index, spec] of (ctx.config.spec.files ?? []).entries()) {
+    const mode = modeOf(spec);
+    if (spec.source) {
+      sources.push({ index, spec: spec as SourceFile['spec'], mode });
+      continue;
+    }
+    const decoded = decodeContent(spec.content ?? '', spec.encoding);
+    if ('problem' in decoded) throw new MachineadmError(`spec.files[${index}].content ${decoded.problem}`, ExitCode.usage);
+    inline.push({ path: spec.path, content: decoded.bytes, mode, ...(spec.owner ? { owner: spec.owner } : {}), field: `spec.files[${index}].path`, sensitive: isPrivate(mode) });
+  }
+  return { inline, sources };
+}
+
+async function inspectSource(ctx: StepContext, file: SourceFile): Promise<Change | undefined> {
+  const field = `spec.files[${file.index}].path`;
+  try {
+    const info = await ctx.host.fs.stat(file.spec.path);
+    if (info?.kind === 'symlink') {
+      throw new MachineadmError(`${file.spec.path} is a symbolic link; machineadm does not write through links`, ExitCode.stepFailed, { hint: 'remove the link and run again' });
+    }
+    if (info && info.kind !== 'file') throw new MachineadmError(`${file.spec.path} exists and is not a regular file (${info.kind})`, ExitCode.stepFailed);
+    const detail = `from ${file.spec.source.url} (sha256 ${file.spec.source.sha256.slice(0, 12)}...), mode ${formatMode(file.mode)}`;
+    if (!info) return { action: 'download', target: file.spec.path, detail };
+    const bytes = (await ctx.host.fs.readFile(file.spec.path)) ?? Buffer.alloc(0);
+    const sha = createHash('sha256').update(bytes).digest('hex');
+    if (sha !== file.spec.source.sha256) return { action: 'download', target: file.spec.path, detail: `${detail}; the file on disk has sha256 ${sha.slice(0, 12)}...` };
+    if (info.mode !== file.mode) return { action: 'chmod', target: file.spec.path, detail: `mode ${formatMode(info.mode)} -> ${formatMode(file.mode)}` };
+    return undefined;
+  } catch (error) {
+    throw errorForField(field, error);
+  }
+}
+
+export const filesStep: Step = {
+  id: 'files',
+  summary: 'write the files listed in spec.files',
+  platforms: ['linux'],
+  applies: (config) => (config.spec.files?.length ?? 0) > 0,
+  async check(ctx) {
+    const { inline, sources } = split(ctx);
+    const changes: Change[] = [];
+    for (const f of inline) {
+      const state = await inspectFile(ctx.host.fs, f, ctx.facts.privileged);
+      if (state.change) changes.push(state.change);
+    }
+    for (const s of sources) {
+      const change = await inspectSource(ctx, s);
+      if (change) changes.push(change);
+    }
+    return { done: changes.length === 0, changes };
+  },
+  async apply(ctx) {
+    const { inline, sources } = split(ctx);
+    // Check every target first: a refused path must not leave the earlier files written.
+    const pendingSources: { file: SourceFile; change: Change }[] = [];
+    for (const s of sources) {
+      const change = await inspectSource(ctx, s);
+      if (change) pendingSources.push({ file: s, change });
+    }
+    for (const f of inline) await inspectFile(ctx.host.fs, f, ctx.facts.privileged);
+    if (pendingSources.some((p) => p.change.action === 'download') && ctx.host.offline) {
+      const first = pendingSources.find((p) => p.change.action === 'download')!;
+      throw new MachineadmError(`spec.files[${first.file.index}].source: ${first.file.spec.source.url} cannot be downloaded with --offline`, ExitCode.usage, {
+        hint: 'put the file in place beforehand (its sha256 is checked), or run without --offline',
+      });
+    }
+    await writeFiles(ctx.host.fs, inline, ctx.facts.privileged);
+    for (const { file, change } of pendingSources) {
+      try {
+        if (change.action === 'chmod') {
+          await ctx.host.fs.setAttributes(file.spec.path, { mode: file.mode });
+          continue;
+        }
+        await fetchVerified(ctx.host, {
+          urls: [file.spec.source.url],
+          destination: file.spec.path,
+          sha256: file.spec.source.sha256,
+          mode: file.mode,
+          ...(file.spec.owner ? { owner: file.spec.owner } : {}),
+        });
+      } catch (error) {
+        throw errorForField(`spec.files[${file.index}].source`, error);
+      }
+    }
+  },
+};

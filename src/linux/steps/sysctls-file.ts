@@ -1,0 +1,23 @@
+// prepare/sysctls/file: /etc/sysctl.d/90-machineadm.conf, so the values hold after a reboot. Runs
+// after the live apply, which has already proven every key and value on the running kernel.
+import type { Step, StepContext } from '../../phases/step.ts';
+import { SYSCTL_FILE, renderSysctlFile } from '../sysctl.ts';
+import { inspectFile, writeFiles, type DesiredFile } from '../managed-file.ts';
+
+function desired(ctx: StepContext): DesiredFile {
+  return { path: SYSCTL_FILE, content: Buffer.from(renderSysctlFile(ctx.config.spec.sysctls ?? {})), mode: 0o644, field: 'spec.sysctls' };
+}
+
+export const sysctlsFileStep: Step = {
+  id: 'sysctls/file',
+  summary: `write ${SYSCTL_FILE} so the values hold at boot`,
+  platforms: ['linux'],
+  applies: (config) => Object.keys(config.spec.sysctls ?? {}).length > 0,
+  async check(ctx) {
+    const state = await inspectFile(ctx.host.fs, desired(ctx), ctx.facts.privileged);
+    return { done: !state.change, changes: state.change ? [state.change] : [] };
+  },
+  async apply(ctx) {
+    await writeFiles(ctx.host.fs, [desired(ctx)], ctx.facts.privileged);
+  },
+};

@@ -1,0 +1,133 @@
+// Getting ready to report, before the run changes anything: the endpoints' files (CA, client
+// certificate and key) and bearer tokens are read and checked here, so a missing or broken one is
+// a configuration error (exit 2) instead of a run that cannot report. Also the machine identity
+// events carry, and the secrets of the configuration that must never be printed or sent.
+import type { Facts, Host } from '../host/index.ts';
+import type { TlsMaterial } from '../host/http-post.ts';
+import { machineConfigSchema, type MachineConfig } from '../config/schema/index.ts';
+import type { SecretSource } from '../config/schema/dsl.ts';
+import { resolveSecret, type SecretScrubber } from '../config/secrets.ts';
+import { ConfigError, type ConfigIssue } from '../errors.ts';
+import { buildInfo } from '../version.ts';
+import type { MachineIdentity } from './events.ts';
+import { endpointKey } from './spool.ts';
+
+export interface ResolvedEndpoint {
+  url: string;
+  /** Scheme, host and path only: a query or user info may hold credentials, so messages never show them. */
+  display: string;
+  /** The endpoint's spool directory name. */
+  key: string;
+  /** Extra headers and Authorization (the bearer token). */
+  headers: Record<string, string>;
+  tls: TlsMaterial;
+  batch: boolean;
+}
+
+export function displayUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return '(unparsable URL)';
+  }
+}
+
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/;
+const PEM_KEY = /-----BEGIN ((RSA|EC|ENCRYPTED) )?PRIVATE KEY-----[\s\S]+?-----END ((RSA|EC|ENCRYPTED) )?PRIVATE KEY-----/;
+
+async function readPem(host: Host, path: string, field: string, kind: 'certificate' | 'key', issues: ConfigIssue[]): Promise<string | undefined> {
+  let text: string | undefined;
+  try {
+    text = await host.fs.readText(path);
+  } catch (cause) {
+    issues.push({ path: field, message: `cannot read ${path}: ${(cause as Error).message}`, hint: 'make the file readable by machineadm' });
+    return undefined;
+  }
+  if (text === undefined) {
+    issues.push({ path: field, message: `${path} does not exist`, hint: 'write the file before machineadm runs (under --root when one is given)' });
+    return undefined;
+  }
+  const pattern = kind === 'certificate' ? PEM_CERTIFICATE : PEM_KEY;
+  if (!pattern.test(text)) {
+    issues.push({
+      path: field,
+      message: `${path} is not a PEM ${kind === 'certificate' ? 'certificate' : 'private key'}`,
+      hint: kind === 'certificate' ? 'give a file with -----BEGIN CERTIFICATE----- blocks' : 'give an unencrypted PEM private key (-----BEGIN PRIVATE KEY-----)',
+    });
+    return undefined;
+  }
+  return text;
+}
+
+/** Reads and checks every endpoint's files and token; throws one ConfigError listing every problem. */
+export async function resolveEndpoints(config: MachineConfig, host: Host, secrets: SecretScrubber): Promise<ResolvedEndpoint[]> {
+  const issues: ConfigIssue[] = [];
+  const out: ResolvedEndpoint[] = [];
+  const endpoints = config.spec.report.endpoints ?? [];
+  for (const [i, endpoint] of endpoints.entries()) {
+    const at = `spec.report.endpoints[${i}]`;
+    const tls: TlsMaterial = {};
+    if (endpoint.caFile) tls.ca = await readPem(host, endpoint.caFile, `${at}.caFile`, 'certificate', issues);
+    if (endpoint.clientCertFile) tls.cert = await readPem(host, endpoint.clientCertFile, `${at}.clientCertFile`, 'certificate', issues);
+    if (endpoint.clientKeyFile) tls.key = await readPem(host, endpoint.clientKeyFile, `${at}.clientKeyFile`, 'key', issues);
+    const headers: Record<string, string> = { ...(endpoint.headers ?? {}) };
+    if (endpoint.bearerToken !== undefined) {
+      try {
+        const token = await resolveSecret(endpoint.bearerToken, host, `${at}.bearerToken`, secrets);
+        if (/[\r\n]/.test(token)) issues.push({ path: `${at}.bearerToken`, message: 'the token holds a line break', hint: 'write the token on one line' });
+        else headers.Authorization = `Bearer ${token}`;
+      } catch (error) {
+        if (error instanceof ConfigError) issues.push(...error.issues);
+        else throw error;
+      }
+    }
+    out.push({ url: endpoint.url, display: displayUrl(endpoint.url), key: endpointKey(endpoint.url), headers, tls, batch: endpoint.batch ?? false });
+  }
+  if (issues.length) throw new ConfigError(issues);
+  return out;
+}
+
+function secretSources(schema: Record<string, unknown>, value: unknown, found: SecretSource[]): void {
+  if (schema['x-secret'] === true) {
+    if (value !== undefined) found.push(value as SecretSource);
+    return;
+  }
+  if (Array.isArray(value)) {
+    for (const v of value) secretSources((schema.items as Record<string, unknown>) ?? {}, v, found);
+  } else if (value && typeof value === 'object') {
+    const props = (schema.properties ?? {}) as Record<string, Record<string, unknown>>;
+    const extra = typeof schema.additionalProperties === 'object' ? (schema.additionalProperties as Record<string, unknown>) : {};
+    for (const [k, v] of Object.entries(value)) secretSources(props[k] ?? extra, v, found);
+  }
+}
+
+/**
+ * Registers every secret of the configuration with the scrubber before the run starts, so a value
+ * that surfaces in a command's output or an error is scrubbed even when no step read it through
+ * ctx.secret. References that cannot be read now are left to the step that needs them.
+ */
+export async function registerConfigSecrets(config: MachineConfig, host: Host, secrets: SecretScrubber): Promise<void> {
+  const sources: SecretSource[] = [];
+  secretSources(machineConfigSchema.json(), config, sources);
+  for (const source of sources) {
+    if (typeof source === 'string') secrets.add(source);
+    else await resolveSecret(source, host, '(secret)', secrets).catch(() => undefined);
+  }
+}
+
+// cloud-init keeps the instance id of the metadata it used here (also under a scratch --root).
+const CLOUD_INIT_INSTANCE_ID = '/var/lib/cloud/data/instance-id';
+
+export async function machineIdentity(config: MachineConfig, facts: Facts, host: Host): Promise<MachineIdentity> {
+  const instanceId = facts.os === 'linux' && host.fs.platform === 'linux' ? (await host.fs.readText(CLOUD_INIT_INSTANCE_ID).catch(() => undefined))?.trim() : undefined;
+  const nodeName = config.spec.kubernetes?.node?.name ?? facts.hostname.toLowerCase();
+  return {
+    hostname: facts.hostname,
+    nodeName,
+    ...(instanceId && instanceId !== 'iid-datasource-none' ? { instanceId } : {}),
+    machineadmVersion: buildInfo.version,
+    os: facts.os,
+    arch: facts.arch,
+  };
+}

@@ -1,0 +1,219 @@
+// The local outcome: /run/machineadm/status.json while a run goes on and result.json when it ends
+// (a copy of result.json in the state dir, because /run is cleared at boot). Built from the
+// events, which are already scrubbed of secrets, so the files can never hold more than the events.
+// Schema: docs/schema/result-v1.json.
+import type { RootedFileSystem } from '../host/index.ts';
+import type { ChangeInfo, ErrorInfo, MachineEvent, MachineIdentity, Result } from './events.ts';
+import type { DeliveryReport } from './delivery.ts';
+
+export const RUN_DIR = '/run/machineadm';
+export const STATUS_FILE = `${RUN_DIR}/status.json`;
+export const RESULT_FILE = `${RUN_DIR}/result.json`;
+/** In the state dir. */
+export const RESULT_COPY = '/result.json';
+export const RESULT_SCHEMA_ID = 'https://machineadm.cluster.x-k8s.io/schemas/result-v1.json';
+
+export type Progress = 'running' | 'finished';
+
+export interface StepResult {
+  id: string;
+  summary?: string;
+  state: Progress;
+  result?: Result;
+  startedAt: string;
+  durationMs?: number;
+  /** Why it was skipped, the warning, or the failure in one line. */
+  message?: string;
+  changes?: ChangeInfo[];
+  error?: ErrorInfo;
+}
+
+export interface PhaseResult {
+  name: string;
+  summary?: string;
+  state: Progress;
+  result?: Result;
+  startedAt: string;
+  durationMs?: number;
+  steps: StepResult[];
+}
+
+export interface RunResultDocument {
+  $schema: string;
+  kind: 'MachineadmRunResult';
+  version: 1;
+  runId: string;
+  command: string;
+  state: Progress;
+  /** The run's result; while running, the worst so far is not given (see the phases). */
+  result?: Result;
+  /** The exit code machineadm ended (or will end) with: 0, 1, 2, 3, 4. */
+  exitCode?: number;
+  startedAt: string;
+  updatedAt: string;
+  finishedAt?: string;
+  durationMs?: number;
+  machine: MachineIdentity;
+  phases: PhaseResult[];
+  /** Steps that failed, in order (usually one: a run stops at the first failure). */
+  failedSteps: string[];
+  /** Warnings logged by steps. */
+  warnings: { step?: string; message: string }[];
+  /** The error that ended the run (a failed step, a reboot). */
+  error?: ErrorInfo;
+  /** How the events reached the endpoints (present when endpoints are configured). */
+  delivery?: DeliveryReport;
+  /** The id of the last event folded in. */
+  lastEventId: string;
+}
+
+/** Folds events into a result document; pure. */
+export class RunResultBuilder {
+  private doc: RunResultDocument | undefined;
+  private readonly identity: MachineIdentity;
+
+  constructor(identity: MachineIdentity) {
+    this.identity = identity;
+  }
+
+  get document(): RunResultDocument | undefined {
+    return this.doc;
+  }
+
+  add(event: MachineEvent): boolean {
+    if (event.type === 'step.output') return false;
+    if (event.type === 'run.started' || !this.doc) {
+      this.doc = {
+        $schema: RESULT_SCHEMA_ID,
+        kind: 'MachineadmRunResult',
+        version: 1,
+        runId: event.runId,
+        command: event.command ?? 'unknown',
+        state: 'running',
+        startedAt: event.time,
+        updatedAt: event.time,
+        machine: this.identity,
+        phases: [],
+        failedSteps: [],
+        warnings: [],
+        lastEventId: event.id,
+      };
+    }
+    const doc = this.doc;
+    doc.updatedAt = event.time;
+    doc.lastEventId = event.id;
+    const phase = doc.phases.findLast((p) => p.name === event.phase);
+    switch (event.type) {
+      case 'phase.started':
+        doc.phases.push({ name: event.phase ?? '', ...(event.summary ? { summary: event.summary } : {}), state: 'running', startedAt: event.time, steps: [] });
+        break;
+      case 'phase.finished':
+        if (phase) Object.assign(phase, { state: 'finished', result: event.result, durationMs: event.durationMs });
+        break;
+      case 'step.started':
+        phase?.steps.push({ id: event.step ?? '', ...(event.summary ? { summary: event.summary } : {}), state: 'running', startedAt: event.time });
+        break;
+      case 'step.finished': {
+        const step = phase?.steps.findLast((s) => s.id === event.step);
+        if (!step) break;
+        Object.assign(step, {
+          state: 'finished',
+          result: event.result,
+          durationMs: event.durationMs,
+          ...(event.message ? { message: event.message } : {}),
+          ...(event.changes?.length ? { changes: event.changes } : {}),
+          ...(event.error ? { error: event.error } : {}),
+        });
+        if (event.result === 'failure' && step.id) doc.failedSteps.push(step.id);
+        break;
+      }
+      case 'log':
+        if (event.level === 'warning' && event.message) doc.warnings.push({ ...(event.step ? { step: event.step } : {}), message: event.message });
+        break;
+      case 'run.finished':
+        Object.assign(doc, {
+          state: 'finished',
+          result: event.result,
+          durationMs: event.durationMs,
+          finishedAt: event.time,
+          exitCode: event.error?.code ?? 0,
+          ...(event.error ? { error: event.error } : {}),
+        });
+        break;
+      default:
+        break;
+    }
+    return true;
+  }
+}
+
+/**
+ * Writes status.json as events arrive (coalesced: at most one write in flight) and result.json
+ * at the end. A file that cannot be written never stops the run; the problem is kept for the summary.
+ */
+export class OutcomeFiles {
+  readonly builder: RunResultBuilder;
+  private readonly fs: RootedFileSystem;
+  private readonly stateFs: RootedFileSystem;
+  private writing: Promise<void> = Promise.resolve();
+  private dirty = false;
+  readonly problems: string[] = [];
+
+  constructor(options: { fs: RootedFileSystem; stateFs: RootedFileSystem; identity: MachineIdentity }) {
+    this.fs = options.fs;
+    this.stateFs = options.stateFs;
+    this.builder = new RunResultBuilder(options.identity);
+  }
+
+  readonly listener = (event: MachineEvent): void => {
+    if (!this.builder.add(event)) return;
+    if (this.dirty) return;
+    this.dirty = true;
+    this.writing = this.writing.then(async () => {
+      this.dirty = false;
+      await this.write(STATUS_FILE, this.fs);
+    });
+  };
+
+  /** Writes the final files (with the delivery report when there is one) and returns the document. */
+  async finish(delivery?: DeliveryReport): Promise<RunResultDocument | undefined> {
+    await this.writing;
+    const doc = this.builder.document;
+    if (!doc) return undefined;
+    if (delivery) doc.delivery = delivery;
+    await this.write(STATUS_FILE, this.fs);
+    if (doc.state === 'finished') {
+      await this.write(RESULT_FILE, this.fs);
+      await this.write(RESULT_COPY, this.stateFs);
+    }
+    return doc;
+  }
+
+  private async write(path: string, fs: RootedFileSystem): Promise<void> {
+    const doc = this.builder.document;
+    if (!doc) return;
+    try {
+      await fs.writeFile(path, JSON.stringify(doc, null, 2) + '\n', { mode: 0o600, backup: false });
+    } catch (error) {
+      const message = `${fs.root === '/' ? '' : fs.root}${path}: ${(error as Error).message}`;
+      if (!this.problems.includes(message)) this.problems.push(message);
+    }
+  }
+}
+
+/** The last result: /run/machineadm/result.json under the root, else the copy in the state dir. */
+export async function readLastResult(fs: RootedFileSystem, stateFs: RootedFileSystem): Promise<RunResultDocument | undefined> {
+  for (const [where, path] of [
+    [fs, RESULT_FILE],
+    [stateFs, RESULT_COPY],
+  ] as const) {
+    const text = await where.readText(path).catch(() => undefined);
+    if (text === undefined) continue;
+    try {
+      return JSON.parse(text) as RunResultDocument;
+    } catch {
+      continue;
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,62 @@
+// One run's reporting, as the CLI sets it up: the sinks in the order that makes them safe (the
+// spool first, so an event is on disk before anything shows it; then the result files), and the
+// end of the run (wait for delivery at most the deadline, write result.json).
+import type { Host, RootedFileSystem } from '../host/index.ts';
+import { createHttpPoster, type HttpPoster } from '../host/http-post.ts';
+import type { EventBus } from './events.ts';
+import type { ResolvedEndpoint } from './endpoints.ts';
+import { EventReporter, type DeliveryReport } from './delivery.ts';
+import { OutcomeFiles, type RunResultDocument } from './outcome.ts';
+
+export interface ReportingOptions {
+  bus: EventBus;
+  host: Host;
+  stateFs: RootedFileSystem;
+  endpoints: readonly ResolvedEndpoint[];
+  deadlineSeconds: number;
+  poster?: HttpPoster;
+}
+
+export interface ReportingResult {
+  document: RunResultDocument | undefined;
+  delivery: DeliveryReport | undefined;
+  /** Files that could not be written (the run went on without them). */
+  problems: string[];
+}
+
+export interface ReportingSession {
+  /** Events still on their way, per endpoint: what finish() is about to wait for. */
+  backlog(): { url: string; events: number }[];
+  finish(): Promise<ReportingResult>;
+}
+
+export async function openReporting(options: ReportingOptions): Promise<ReportingSession> {
+  const { bus, host } = options;
+  if (!bus.identity) throw new Error('the event bus has no machine identity');
+  const detach: (() => void)[] = [];
+  let reporter: EventReporter | undefined;
+  if (options.endpoints.length > 0) {
+    reporter = new EventReporter({
+      endpoints: options.endpoints,
+      identity: bus.identity,
+      runId: bus.runId,
+      stateFs: options.stateFs,
+      poster: options.poster ?? createHttpPoster(),
+      offline: host.offline,
+      deadlineMs: options.deadlineSeconds * 1000,
+    });
+    await reporter.open();
+    detach.push(bus.listen(reporter.listener));
+  }
+  const files = new OutcomeFiles({ fs: host.fs, stateFs: options.stateFs, identity: bus.identity });
+  detach.push(bus.listen(files.listener));
+  return {
+    backlog: () => reporter?.backlog() ?? [],
+    async finish(): Promise<ReportingResult> {
+      for (const d of detach) d();
+      const delivery = reporter ? await reporter.finish() : undefined;
+      const document = await files.finish(delivery);
+      return { document, delivery, problems: [...files.problems, ...(delivery?.spoolErrors ?? [])] };
+    },
+  };
+}

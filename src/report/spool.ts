@@ -1,0 +1,88 @@
+// The spool: events on their way to an endpoint, one file per event per endpoint, under
+// <state dir>/spool/<endpoint key>/. Every event is written here (atomically and fsync'd) before
+// the run goes on, delivered from here, and removed only after the endpoint acknowledged it, so a
+// crash at any moment loses nothing; at worst an event is sent twice, with the same id.
+import { createHash } from 'node:crypto';
+import type { RootedFileSystem } from '../host/index.ts';
+
+export const SPOOL_DIR = '/spool';
+
+// <13-digit stamp>-<run id>-<6-digit seq>.json: a run's events share the stamp, so names sort by
+// run and then by sequence; the stamp of a new run is above every stamp already spooled, so older
+// events go first even when the clock went back (first boots often fix the clock mid-run).
+const NAME = /^(\d{13})-([A-Za-z0-9-]+)-(\d{6,})\.json$/;
+
+/** A short, stable directory name for an endpoint URL (the URL itself may hold a path or query). */
+export function endpointKey(url: string): string {
+  return createHash('sha256').update(url).digest('hex').slice(0, 16);
+}
+
+export function spoolName(stamp: number, runId: string, seq: number): string {
+  return `${String(stamp).padStart(13, '0')}-${runId}-${String(seq).padStart(6, '0')}.json`;
+}
+
+export function isSpoolName(name: string): boolean {
+  return NAME.test(name);
+}
+
+/** The stamp for a new run: now, or just above the newest stamp already in any of the spools. */
+export async function nextRunStamp(stateFs: RootedFileSystem, now: number): Promise<number> {
+  let stamp = now;
+  for (const dir of await stateFs.list(SPOOL_DIR)) {
+    const names = (await stateFs.list(`${SPOOL_DIR}/${dir}`)).filter(isSpoolName);
+    const newest = names.at(-1);
+    if (newest) stamp = Math.max(stamp, Number(newest.slice(0, 13)) + 1);
+  }
+  return stamp;
+}
+
+/** The endpoint keys that have a spool directory, with how many events each holds. */
+export async function spoolContents(stateFs: RootedFileSystem): Promise<{ key: string; events: number }[]> {
+  const out: { key: string; events: number }[] = [];
+  for (const key of await stateFs.list(SPOOL_DIR)) {
+    const info = await stateFs.stat(`${SPOOL_DIR}/${key}`);
+    if (info?.kind !== 'directory') continue;
+    out.push({ key, events: (await stateFs.list(`${SPOOL_DIR}/${key}`)).filter(isSpoolName).length });
+  }
+  return out;
+}
+
+export class EndpointSpool {
+  readonly key: string;
+  readonly dir: string;
+  private readonly fs: RootedFileSystem;
+
+  constructor(stateFs: RootedFileSystem, key: string) {
+    this.fs = stateFs;
+    this.key = key;
+    this.dir = `${SPOOL_DIR}/${key}`;
+  }
+
+  /** Creates the directory and checks it stays inside the state dir (done once, before the sync writes). */
+  async open(): Promise<void> {
+    await this.fs.mkdirp(this.dir, 0o700);
+    await this.fs.resolve(this.dir);
+    // A kill in the middle of a write leaves its temporary file (never a half event under a real name).
+    for (const name of await this.fs.list(this.dir)) {
+      if (name.startsWith('.') && name.includes('.machineadm-tmp-')) await this.fs.remove(`${this.dir}/${name}`).catch(() => undefined);
+    }
+  }
+
+  /** Writes an event durably before returning: the caller may go on only once it is on disk. */
+  appendSync(name: string, text: string): void {
+    this.fs.writeFileDurableSync(`${this.dir}/${name}`, text, 0o600);
+  }
+
+  /** The spooled events' names, oldest first. */
+  async pending(): Promise<string[]> {
+    return (await this.fs.list(this.dir)).filter(isSpoolName);
+  }
+
+  async read(name: string): Promise<string | undefined> {
+    return this.fs.readText(`${this.dir}/${name}`);
+  }
+
+  async remove(name: string): Promise<void> {
+    await this.fs.remove(`${this.dir}/${name}`);
+  }
+}

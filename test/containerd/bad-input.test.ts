@@ -1,0 +1,57 @@
+// Bad spec.containerd input: each gets a clear error naming the field (and the TOML line for
+// extraConfig), exit code 2, and nothing is written under the root.
+import { describe, expect, it } from 'vitest';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { dump } from 'js-yaml';
+import { scratchDir } from '../support/tmp.ts';
+import { runCli } from './cli.ts';
+
+const base = scratchDir('machineadm-bad-containerd-');
+let n = 0;
+
+async function prepareWith(containerd: Record<string, unknown>) {
+  const config = join(base, `config-${n}.yaml`);
+  const root = join(base, `root-${n++}`);
+  writeFileSync(config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { sysctls: { 'net.ipv4.ip_forward': '1' }, containerd } }));
+  const result = await runCli(['prepare', '-c', config, '--root', root]);
+  return { ...result, root };
+}
+
+describe('bad spec.containerd input', () => {
+  it.each([
+    ['extraConfig that is not TOML', { extraConfig: 'oom_score = -999\nroot = \n' }, 'spec.containerd.extraConfig: TOML line 2: is not valid TOML'],
+    [
+      'extraConfig giving a generated key another type',
+      { sandboxImage: 'registry.k8s.io/pause:3.10', extraConfig: '[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = 310\n' },
+      'spec.containerd.extraConfig: TOML line 2: plugins."io.containerd.grpc.v1.cri".sandbox_image is a number here, but machineadm generates it as a string',
+    ],
+    [
+      'extraConfig replacing a generated table with a value',
+      { extraConfig: '[plugins."io.containerd.grpc.v1.cri".containerd]\n  runtimes = "runc"\n' },
+      'plugins."io.containerd.grpc.v1.cri".containerd.runtimes is a string here, but machineadm generates it as a table',
+    ],
+    ['extraConfig setting the config version', { extraConfig: 'version = 3\n' }, 'spec.containerd.extraConfig: TOML line 1: sets "version"'],
+    [
+      'extraConfig adding registry mirrors next to config_path',
+      { extraConfig: '[plugins."io.containerd.grpc.v1.cri".registry.mirrors."docker.io"]\n  endpoint = ["https://m.example"]\n' },
+      '"mirrors" together with the config_path machineadm writes makes the CRI plugin fail to load',
+    ],
+    ['a mirror URL that is not http(s)', { registries: { 'docker.io': { mirrors: [{ url: 'ftp://mirror.example' }] } } }, 'spec.containerd.registries["docker.io"].mirrors[0].url: "ftp://mirror.example" is not valid (only http:// and https:// URLs are supported'],
+    ['a relative CA file', { registries: { 'docker.io': { mirrors: [{ url: 'https://m.example', caFile: 'ca.pem' }] } } }, 'spec.containerd.registries["docker.io"].mirrors[0].caFile: "ca.pem" is not an absolute path'],
+    ['a registry name that is not a host', { registries: { 'docker.io/library': {} } }, 'spec.containerd.registries["docker.io/library"]'],
+    ['a proxy that is not a URL', { proxy: { httpsProxy: 'proxy.example:3128' } }, 'spec.containerd.proxy.httpsProxy'],
+    ['a no-proxy entry with a comma', { proxy: { noProxy: ['a.example,b.example'] } }, 'spec.containerd.proxy.noProxy[0]'],
+  ])('refuses %s, naming the field, before anything is written', async (_what, containerd, message) => {
+    const result = await prepareWith(containerd);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(message);
+    expect(existsSync(result.root)).toBe(false);
+  });
+
+  it('accepts extraConfig overriding a generated value with one of the same type', async () => {
+    const result = await prepareWith({ sandboxImage: 'registry.k8s.io/pause:3.10', extraConfig: '[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "registry.internal.example/pause:3.10"\n' });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+  });
+});

@@ -1,0 +1,108 @@
+// A real containerd runs with the configuration machineadm writes: the CRI plugin must load with
+// status ok, and an image pushed to a local registry must be pullable THROUGH THE CRI under a
+// registry name that exists only as a certs.d hosts.toml mirror, so the pull works only if the
+// mirror configuration is right.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeFileSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { loadSync } from '@grpc/proto-loader';
+import { missingRequirement } from '../support/environment.ts';
+import { scratchDir } from '../support/tmp.ts';
+import { Services, exec } from './services.ts';
+import { runCli } from './cli.ts';
+import { parseFacts } from './facts.ts';
+
+const skip = missingRequirement({ root: true, commands: ['containerd', 'ctr', 'runc', 'docker-registry', 'skopeo', 'umoci'] });
+
+type Client = grpc.Client & Record<string, (req: unknown, opts: { deadline: Date }, cb: (err: grpc.ServiceError | null, res: any) => void) => void>;
+
+function criClients(socket: string): { images: Client; runtime: Client } {
+  const definition = loadSync(join(import.meta.dirname, 'fixtures', 'cri-image.proto'), { keepCase: false, longs: String, defaults: true });
+  const pkg = grpc.loadPackageDefinition(definition) as any;
+  const address = `unix://${socket}`;
+  return {
+    images: new pkg.runtime.v1.ImageService(address, grpc.credentials.createInsecure()),
+    runtime: new pkg.runtime.v1.RuntimeService(address, grpc.credentials.createInsecure()),
+  };
+}
+
+function call<T>(client: Client, method: string, request: unknown, seconds = 60): Promise<T> {
+  return new Promise((resolve, reject) => client[method]!(request, { deadline: new Date(Date.now() + seconds * 1000) }, (err, res) => (err ? reject(err) : resolve(res as T))));
+}
+
+describe.skipIf(skip)('a real containerd with machineadm configuration', () => {
+  const dir = skip ? '' : scratchDir('machineadm-cri-');
+  const services = new Services(dir);
+  let socket = '';
+  let log = '';
+  let clients: { images: Client; runtime: Client } | undefined;
+  const repository = 'machineadm/hello';
+  const tag = '1.0';
+
+  beforeAll(async () => {
+    const registry = await services.startRegistry();
+    await services.pushImage(registry, repository, tag);
+    const machine = join(dir, 'machine');
+    const version = parseFacts((await exec('containerd', ['--version'])).stdout);
+    const certs = join(machine, 'etc/containerd/certs.d');
+    // Where the daemon finds the hosts directory and its opt directory: under the temporary root.
+    const extra = version.startsWith('1.')
+      ? `[plugins."io.containerd.internal.v1.opt"]\n  path = "${dir}/opt"\n[plugins."io.containerd.grpc.v1.cri".registry]\n  config_path = "${certs}"\n`
+      : `[plugins."io.containerd.internal.v1.opt"]\n  path = "${dir}/opt"\n[plugins."io.containerd.cri.v1.images".registry]\n  config_path = "${certs}"\n`;
+    const config = join(dir, 'machine.yaml');
+    writeFileSync(
+      config,
+      [
+        'apiVersion: machineadm.cluster.x-k8s.io/v1alpha1',
+        'kind: MachineConfig',
+        'spec:',
+        '  containerd:',
+        '    sandboxImage: registry.k8s.io/pause:3.10',
+        '    cgroupDriver: cgroupfs',
+        '    registries:',
+        '      mirror-only.example:',
+        '        mirrors:',
+        `          - url: http://${registry}`,
+        '    extraConfig: |',
+        ...extra.split('\n').map((l) => `      ${l}`),
+      ].join('\n'),
+    );
+    const prepared = await runCli(['prepare', '-c', config, '--root', machine, '--state-dir', join(dir, 'state'), '--only', 'prepare/containerd']);
+    expect(prepared.stderr).toBe('');
+    expect(prepared.code).toBe(0);
+    ({ socket, log } = await services.startContainerd(join(machine, 'etc/containerd/config.toml')));
+    clients = criClients(socket);
+  }, 120_000);
+
+  afterAll(async () => {
+    clients?.images.close();
+    clients?.runtime.close();
+    await services.stop();
+  });
+
+  it('loads the CRI plugin with status ok', async () => {
+    const { stdout } = await exec('ctr', ['--address', socket, 'plugins', 'ls']);
+    const cri = stdout.split('\n').find((l) => /^io\.containerd\.grpc\.v1\s+cri\s/.test(l));
+    expect(cri, `plugins:\n${stdout}\nlog:\n${readFileSync(log, 'utf8').slice(-2000)}`).toMatch(/\sok\s*$/);
+    const version = await call<{ runtimeName: string; runtimeApiVersion: string }>(clients!.runtime, 'Version', {});
+    expect(version.runtimeName).toBe('containerd');
+    expect(version.runtimeApiVersion).toBe('v1');
+  });
+
+  it('pulls an image through the CRI from a registry that exists only as a hosts.toml mirror', async () => {
+    const image = `mirror-only.example/${repository}:${tag}`;
+    const pulled = await call<{ imageRef: string }>(clients!.images, 'PullImage', { image: { image } });
+    expect(pulled.imageRef).toMatch(/^sha256:[0-9a-f]{64}$/);
+    const listed = await call<{ images: { id: string; repoTags: string[] }[] }>(clients!.images, 'ListImages', {});
+    expect(listed.images.find((i) => i.id === pulled.imageRef)?.repoTags).toContain(image);
+  });
+
+  it('does not find the same image under a registry name without a mirror (the mirror is what made the pull work)', async () => {
+    const error = await call(clients!.images, 'PullImage', { image: { image: `not-mirrored.example/${repository}:${tag}` } }, 45).then(
+      () => undefined,
+      (e: grpc.ServiceError) => e,
+    );
+    expect(error?.message).toMatch(/not-mirrored\.example/);
+  });
+});

@@ -1,0 +1,36 @@
+// Files machineadm wrote for containerd and no longer needs are removed; files it did not write are
+// left alone.
+import { describe, expect, it } from 'vitest';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { dump } from 'js-yaml';
+import { scratchDir } from '../support/tmp.ts';
+import { runCli } from './cli.ts';
+
+describe('prepare/containerd/registries and proxy over several runs', () => {
+  const dir = scratchDir('machineadm-registries-');
+
+  it('removes the hosts.toml and proxy drop-in it wrote once they leave the configuration, and nothing else', async () => {
+    const root = join(dir, 'root');
+    const write = (containerd: Record<string, unknown>) => {
+      const path = join(dir, 'config.yaml');
+      writeFileSync(path, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { containerd } }));
+      return runCli(['prepare', '-c', path, '--root', root, '--only', 'prepare/containerd']);
+    };
+    const mirror = { mirrors: [{ url: 'https://mirror.example' }] };
+    expect((await write({ registries: { 'docker.io': mirror, 'ghcr.io': mirror }, proxy: { httpsProxy: 'http://proxy.example:3128' } })).code).toBe(0);
+    const certs = join(root, 'etc/containerd/certs.d');
+    mkdirSync(join(certs, 'quay.io'));
+    writeFileSync(join(certs, 'quay.io/hosts.toml'), 'server = "https://quay.io"\n');
+    const dropIn = join(root, 'etc/systemd/system/containerd.service.d/machineadm-proxy.conf');
+    expect(existsSync(join(certs, 'ghcr.io/hosts.toml'))).toBe(true);
+    expect(existsSync(dropIn)).toBe(true);
+
+    const second = await write({ registries: { 'docker.io': mirror } });
+    expect(second.code).toBe(0);
+    expect(existsSync(join(certs, 'docker.io/hosts.toml'))).toBe(true);
+    expect(existsSync(join(certs, 'ghcr.io/hosts.toml'))).toBe(false);
+    expect(existsSync(join(certs, 'quay.io/hosts.toml'))).toBe(true);
+    expect(existsSync(dropIn)).toBe(false);
+  });
+});

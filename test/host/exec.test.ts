@@ -1,0 +1,94 @@
+// ProcessRunner: argv arrays reach the program as they are (no shell ever sees them), timeouts
+// kill, failures carry what happened.
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ProcessRunner } from '../../src/host/exec.ts';
+import { CommandError } from '../../src/errors.ts';
+import { scratchDir } from '../support/tmp.ts';
+
+const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+
+describe('ProcessRunner.run', () => {
+  it.each([
+    ['a command separator', 'x; rm -rf victim'],
+    ['a command substitution', '$(rm -rf victim)'],
+    ['backticks', '`rm -rf victim`'],
+    ['a pipe and a redirection', 'x | rm -rf victim > out'],
+    ['quotes and a newline', `"'\nrm -rf victim`],
+    ['a glob', '*'],
+  ])('passes an argument with %s to the program as one argument', async (_name, argument) => {
+    const dir = scratchDir();
+    writeFileSync(join(dir, 'victim'), 'still here');
+    const result = await new ProcessRunner(env).run(['printf', '[%s]', argument], { cwd: dir });
+    expect(result.stdout).toBe(`[${argument}]`);
+    expect(existsSync(join(dir, 'victim'))).toBe(true);
+  });
+
+  it('returns exit code, output and duration of a successful command', async () => {
+    const result = await new ProcessRunner(env).run(['sh', '-c', 'echo out; echo err >&2']);
+    expect(result).toMatchObject({ argv: ['sh', '-c', 'echo out; echo err >&2'], exitCode: 0, stdout: 'out\n', stderr: 'err\n' });
+    expect(result.durationMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('throws a CommandError with the exit code and the tail of stderr when a command fails', async () => {
+    const run = new ProcessRunner(env).run(['sh', '-c', 'for i in $(seq 1 80); do echo "line $i" >&2; done; exit 3']);
+    const error = (await run.catch((e: unknown) => e)) as CommandError;
+    expect(error).toBeInstanceOf(CommandError);
+    expect(error.exitCode).toBe(1);
+    expect(error.commandExitCode).toBe(3);
+    expect(error.message).toMatch(/exited with code 3: line 76\nline 77\nline 78\nline 79\nline 80$/);
+    expect(error.stderrTail.split('\n')).toHaveLength(50);
+    expect(error.stderrTail.split('\n').at(-1)).toBe('line 80');
+    expect(error.timedOut).toBe(false);
+  });
+
+  it('returns a failing result instead of throwing with allowFailure', async () => {
+    const result = await new ProcessRunner(env).run(['sh', '-c', 'echo partial; exit 7'], { allowFailure: true });
+    expect(result).toMatchObject({ exitCode: 7, stdout: 'partial\n' });
+  });
+
+  it('kills a command that runs past its timeout, also with allowFailure', async () => {
+    const started = Date.now();
+    const error = (await new ProcessRunner(env).run(['sleep', '30'], { timeoutMs: 300, allowFailure: true }).catch((e: unknown) => e)) as CommandError;
+    expect(error).toBeInstanceOf(CommandError);
+    expect(error.timedOut).toBe(true);
+    expect(error.message).toContain('timed out after 300 ms');
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('reports a program that does not exist as a command error, also with allowFailure', async () => {
+    const error = await new ProcessRunner(env).run(['machineadm-no-such-program'], { allowFailure: true }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CommandError);
+    expect((error as CommandError).message).toMatch(/machineadm-no-such-program could not run \(ENOENT\)/);
+  });
+
+  it('feeds input on stdin', async () => {
+    const result = await new ProcessRunner(env).run(['cat'], { input: 'from stdin' });
+    expect(result.stdout).toBe('from stdin');
+  });
+
+  it('gives the program only its own environment plus the extra variables', async () => {
+    const result = await new ProcessRunner({ ...env, BASE: 'base' }).run(['sh', '-c', 'echo "$BASE/$EXTRA/${HOME:-no-home}"'], { env: { EXTRA: 'extra' } });
+    expect(result.stdout).toBe('base/extra/no-home\n');
+  });
+
+  it('streams every line to onLine as it arrives, the last one also without a newline', async () => {
+    const lines: string[] = [];
+    await new ProcessRunner(env).run(['sh', '-c', 'echo one; echo two >&2; printf three'], { onLine: (line, stream) => lines.push(`${stream}:${line}`) });
+    expect(lines.sort()).toEqual(['stderr:two', 'stdout:one', 'stdout:three']);
+  });
+});
+
+describe('ProcessRunner.which', () => {
+  it('finds an executable on PATH and nothing for a missing one', async () => {
+    const dir = scratchDir();
+    writeFileSync(join(dir, 'tool'), '#!/bin/sh\n', { mode: 0o755 });
+    writeFileSync(join(dir, 'not-executable'), '', { mode: 0o644 });
+    const runner = new ProcessRunner({ PATH: `/nonexistent:${dir}` });
+    expect(await runner.which('tool')).toBe(join(dir, 'tool'));
+    expect(await runner.which('missing')).toBeUndefined();
+    // Even root cannot execute a file without any x bit.
+    expect(await runner.which('not-executable')).toBeUndefined();
+  });
+});

@@ -1,0 +1,201 @@
+// RootedFileSystem: paths stay under the root, and writes are atomic also when the process is
+// killed in the middle of one (a real SIGKILL of a real writer, many times).
+import { spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { RootedFileSystem, BACKUP_SUFFIX, TEMP_MARK } from '../../src/host/fs.ts';
+import { UsageError } from '../../src/errors.ts';
+import { scratchDir } from '../support/tmp.ts';
+
+const FS_MODULE = pathToFileURL(fileURLToPath(new URL('../../src/host/fs.ts', import.meta.url))).href;
+
+const temporaries = (dir: string) => readdirSync(dir).filter((n) => n.includes(TEMP_MARK));
+
+describe('RootedFileSystem paths', () => {
+  it.each([
+    ['/etc/x.conf', 'etc/x.conf'],
+    ['/', ''],
+    ['//etc//x', 'etc/x'],
+  ])('maps %s under the root', (machinePath, under) => {
+    const root = scratchDir();
+    expect(new RootedFileSystem(root).mapPath(machinePath)).toBe(join(root, under));
+  });
+
+  it.each([
+    ['a relative path', 'etc/x.conf', /not absolute/],
+    ['a ".." segment', '/etc/../../x', /contains "\.\."/],
+    ['a ".." at the end', '/etc/..', /contains "\.\."/],
+  ])('refuses %s', async (_name, machinePath, message) => {
+    const fs = new RootedFileSystem(scratchDir());
+    await expect(fs.writeFile(machinePath, 'x')).rejects.toThrow(message);
+    await expect(fs.writeFile(machinePath, 'x')).rejects.toBeInstanceOf(UsageError);
+  });
+
+  it('refuses to write through a directory link that leaves the root, and writes nothing outside', async () => {
+    const root = scratchDir();
+    const outside = scratchDir('machineadm-outside-');
+    symlinkSync(outside, join(root, 'etc'));
+    const fs = new RootedFileSystem(root);
+    await expect(fs.writeFile('/etc/passwd', 'owned')).rejects.toThrow(/symbolic link .* outside the root/);
+    await expect(fs.readFile('/etc/passwd')).rejects.toThrow(/outside the root/);
+    expect(readdirSync(outside)).toEqual([]);
+  });
+
+  it('refuses a file link that points outside the root, leaving its target untouched', async () => {
+    const root = scratchDir();
+    const outside = scratchDir('machineadm-outside-');
+    writeFileSync(join(outside, 'shadow'), 'original');
+    mkdirSync(join(root, 'etc'));
+    symlinkSync(join(outside, 'shadow'), join(root, 'etc', 'shadow'));
+    await expect(new RootedFileSystem(root).writeFile('/etc/shadow', 'owned')).rejects.toThrow(/outside the root/);
+    expect(readFileSync(join(outside, 'shadow'), 'utf8')).toBe('original');
+  });
+
+  it('refuses to write through a planted link even when it stays inside the root', async () => {
+    const root = scratchDir();
+    mkdirSync(join(root, 'etc'));
+    writeFileSync(join(root, 'etc', 'real'), 'original');
+    symlinkSync(join(root, 'etc', 'real'), join(root, 'etc', 'planted'));
+    await expect(new RootedFileSystem(root).writeFile('/etc/planted', 'new')).rejects.toThrow(/is a symbolic link/);
+    expect(readFileSync(join(root, 'etc', 'real'), 'utf8')).toBe('original');
+  });
+
+  it('follows links that stay inside the root for directories', async () => {
+    const root = scratchDir();
+    mkdirSync(join(root, 'data'));
+    symlinkSync(join(root, 'data'), join(root, 'srv'));
+    await new RootedFileSystem(root).writeFile('/srv/x', 'inside');
+    expect(readFileSync(join(root, 'data', 'x'), 'utf8')).toBe('inside');
+  });
+});
+
+describe('RootedFileSystem writes', () => {
+  it('creates a secret with mode 0600 from the first byte, not only after the rename', async () => {
+    const root = scratchDir();
+    const fs = new RootedFileSystem(root);
+    const pending = await fs.openWrite('/etc/secret.key', { mode: 0o600 });
+    pending.stream.write('top secret');
+    const [temp] = temporaries(join(root, 'etc'));
+    expect(temp).toBeDefined();
+    expect(statSync(join(root, 'etc', temp!)).mode & 0o777).toBe(0o600);
+    expect(existsSync(join(root, 'etc', 'secret.key'))).toBe(false);
+    await pending.commit();
+    expect(statSync(join(root, 'etc', 'secret.key')).mode & 0o777).toBe(0o600);
+    expect(readFileSync(join(root, 'etc', 'secret.key'), 'utf8')).toBe('top secret');
+    expect(temporaries(join(root, 'etc'))).toEqual([]);
+  });
+
+  it('leaves the path untouched when a pending write is aborted', async () => {
+    const root = scratchDir();
+    const fs = new RootedFileSystem(root);
+    await fs.writeFile('/f', 'old');
+    const pending = await fs.openWrite('/f');
+    pending.stream.write('half of the new');
+    await pending.abort();
+    expect(readFileSync(join(root, 'f'), 'utf8')).toBe('old');
+    expect(temporaries(root)).toEqual([]);
+  });
+
+  it('keeps the first replaced content as the backup, once', async () => {
+    const root = scratchDir();
+    const fs = new RootedFileSystem(root);
+    await fs.writeFile('/etc/app.conf', 'v1', { mode: 0o640 });
+    expect(existsSync(join(root, 'etc', 'app.conf' + BACKUP_SUFFIX))).toBe(false);
+    await fs.writeFile('/etc/app.conf', 'v2');
+    await fs.writeFile('/etc/app.conf', 'v3');
+    expect(readFileSync(join(root, 'etc', 'app.conf'), 'utf8')).toBe('v3');
+    expect(readFileSync(join(root, 'etc', 'app.conf' + BACKUP_SUFFIX), 'utf8')).toBe('v1');
+    // The file keeps its mode when none is given; the backup has the original's.
+    expect(statSync(join(root, 'etc', 'app.conf')).mode & 0o777).toBe(0o640);
+    expect(statSync(join(root, 'etc', 'app.conf' + BACKUP_SUFFIX)).mode & 0o777).toBe(0o640);
+    expect(readdirSync(join(root, 'etc')).sort()).toEqual(['app.conf', 'app.conf' + BACKUP_SUFFIX]);
+  });
+
+  it('makes no backup when told not to', async () => {
+    const root = scratchDir();
+    const fs = new RootedFileSystem(root);
+    await fs.writeFile('/state.json', '1', { backup: false });
+    await fs.writeFile('/state.json', '2', { backup: false });
+    expect(readdirSync(root)).toEqual(['state.json']);
+  });
+
+  it('removes temporaries that an earlier crash left behind on the next write', async () => {
+    const root = scratchDir();
+    mkdirSync(join(root, 'etc'));
+    const stale = [`.app.conf${TEMP_MARK}0123456789ab`, `.app.conf${TEMP_MARK}bak-0123456789ab`];
+    for (const name of stale) writeFileSync(join(root, 'etc', name), 'partial');
+    writeFileSync(join(root, 'etc', `.other.conf${TEMP_MARK}0123456789ab`), 'not ours to remove');
+    await new RootedFileSystem(root).writeFile('/etc/app.conf', 'whole');
+    expect(readdirSync(join(root, 'etc')).sort()).toEqual([`.other.conf${TEMP_MARK}0123456789ab`, 'app.conf']);
+  });
+
+  it('refuses to replace a directory', async () => {
+    const root = scratchDir();
+    mkdirSync(join(root, 'etc'));
+    await expect(new RootedFileSystem(root).writeFile('/etc', 'x')).rejects.toThrow(/is a directory/);
+  });
+});
+
+describe('RootedFileSystem writes killed with SIGKILL', () => {
+  const SIZE = 4 * 1024 * 1024;
+  const KILLS = 30;
+  // The writer replaces the file with A and B in turn, for ever; the test kills it at random times.
+  const writer = `
+const { RootedFileSystem } = await import(process.argv[2]);
+const fs = new RootedFileSystem(process.argv[3]);
+const size = Number(process.argv[4]);
+const contents = [Buffer.alloc(size, 'A'), Buffer.alloc(size, 'B')];
+process.stdout.write('ready\\n');
+for (let i = 0; ; i++) await fs.writeFile('/var/lib/data.bin', contents[i % 2], { mode: 0o600 });
+`;
+
+  function runAndKill(script: string, root: string, delayMs: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [script, FS_MODULE, root, String(SIZE)], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.stdout.once('data', () => setTimeout(() => child.kill('SIGKILL'), delayMs));
+      child.on('error', reject);
+      child.on('exit', (code, signal) => (signal === 'SIGKILL' ? resolve() : reject(new Error(`writer exited on its own (${code}): ${stderr}`))));
+    });
+  }
+
+  it(`leaves the old or the new file, never a mix, across ${KILLS} kills`, async () => {
+    const root = scratchDir();
+    const script = join(scratchDir('machineadm-writer-'), 'writer.mjs');
+    writeFileSync(script, writer);
+    const dir = join(root, 'var', 'lib');
+    mkdirSync(dir, { recursive: true });
+    const old = Buffer.alloc(SIZE, 'O');
+    writeFileSync(join(dir, 'data.bin'), old, { mode: 0o600 });
+    const valid = new Map([
+      ['old', old],
+      ['A', Buffer.alloc(SIZE, 'A')],
+      ['B', Buffer.alloc(SIZE, 'B')],
+    ]);
+    const seen: Record<string, number> = {};
+    let killedWithTemporary = 0;
+    for (let i = 0; i < KILLS; i++) {
+      // Spread the kills over the first writes (the backup copy) and later ones.
+      await runAndKill(script, root, Math.floor(Math.random() * (i < 10 ? 60 : 250)));
+      const now = readFileSync(join(dir, 'data.bin'));
+      const match = [...valid.entries()].find(([, content]) => content.equals(now))?.[0];
+      expect(match, `after kill ${i + 1} the file has ${now.length} bytes starting ${now.subarray(0, 8).toString()} that match no complete version`).toBeDefined();
+      seen[match!] = (seen[match!] ?? 0) + 1;
+      expect(statSync(join(dir, 'data.bin')).mode & 0o777).toBe(0o600);
+      if (temporaries(dir).length > 0) killedWithTemporary++;
+      const backup = join(dir, 'data.bin' + BACKUP_SUFFIX);
+      // The backup is the replaced original, complete, or not there yet; never partial.
+      if (existsSync(backup)) expect(readFileSync(backup).equals(old), `after kill ${i + 1} the backup is not the original`).toBe(true);
+    }
+    // The kills landed in the middle of writes (temporaries left behind) and after complete ones.
+    expect(killedWithTemporary).toBeGreaterThan(0);
+    expect((seen.A ?? 0) + (seen.B ?? 0)).toBeGreaterThan(0);
+    // The next write cleans up whatever the kills left behind.
+    await new RootedFileSystem(root).writeFile('/var/lib/data.bin', 'final');
+    expect(temporaries(dir)).toEqual([]);
+    expect(readFileSync(join(dir, 'data.bin' + BACKUP_SUFFIX)).equals(old)).toBe(true);
+  });
+});

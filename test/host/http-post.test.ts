@@ -1,0 +1,193 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHttpPoster, isRetryableStatus, parseRetryAfter, type PostRequest } from '../../src/host/http-post.ts';
+import { startCollector, type Collector, type CollectorMode } from '../report/collector.ts';
+import { makePki, type TestPki } from '../report/certs.ts';
+import { missingRequirement } from '../support/environment.ts';
+import { scratchDir } from '../support/tmp.ts';
+
+const fast = { baseMs: 5, capMs: 20 };
+
+function request(url: string, extra: Partial<PostRequest> = {}): PostRequest {
+  return { url, body: '{"specversion":"1.0"}', headers: { 'content-type': 'application/cloudevents+json' }, deadline: Date.now() + 10_000, backoff: fast, attemptTimeoutMs: 2_000, ...extra };
+}
+
+describe('posting to a collector over HTTP', () => {
+  let collector: Collector;
+  beforeAll(async () => {
+    collector = await startCollector();
+  });
+  afterAll(async () => collector.close());
+
+  it.each<[string, CollectorMode[], { ok: boolean; attempts: number; retryable?: boolean; status?: number }]>([
+    ['a 2xx answer is delivered at once', [{ kind: 'ok' }], { ok: true, attempts: 1 }],
+    ['two 500s and then a 2xx is delivered on the third attempt', [{ kind: 'status', status: 500 }, { kind: 'status', status: 500 }, { kind: 'ok' }], { ok: true, attempts: 3 }],
+    ['a 408 is retried', [{ kind: 'status', status: 408 }, { kind: 'ok' }], { ok: true, attempts: 2 }],
+    ['a reset connection is retried', [{ kind: 'reset' }, { kind: 'ok' }], { ok: true, attempts: 2 }],
+    ['a garbage answer is retried', [{ kind: 'garbage' }, { kind: 'ok' }], { ok: true, attempts: 2 }],
+    ['a 400 is not retried', [{ kind: 'status', status: 400 }, { kind: 'ok' }], { ok: false, attempts: 1, retryable: false, status: 400 }],
+    ['a 401 is not retried', [{ kind: 'status', status: 401 }, { kind: 'ok' }], { ok: false, attempts: 1, retryable: false, status: 401 }],
+    ['a redirect is not followed and not retried', [{ kind: 'redirect-loop' }, { kind: 'ok' }], { ok: false, attempts: 1, retryable: false, status: 307 }],
+    ['500s until the attempts run out stay retryable', [{ kind: 'status', status: 500 }, { kind: 'status', status: 502 }, { kind: 'status', status: 503 }], { ok: false, attempts: 3, retryable: true, status: 503 }],
+  ])('%s', async (_name, script, expected) => {
+    collector.requests.length = 0;
+    collector.script = [...script];
+    collector.mode = { kind: 'status', status: 503 };
+    const poster = createHttpPoster();
+    const outcome = await poster.post(request(collector.url, { maxAttempts: 3 }));
+    poster.close();
+    expect(outcome).toMatchObject(expected);
+    expect(collector.requests).toHaveLength(expected.attempts);
+    collector.mode = { kind: 'ok' };
+  });
+
+  it.each([429, 503])('waits as long as Retry-After says on a %i', async (status) => {
+    collector.requests.length = 0;
+    const arrivals: number[] = [];
+    collector.onRequest = () => arrivals.push(Date.now());
+    collector.script = [{ kind: 'status', status, retryAfter: '1' }, { kind: 'ok' }];
+    const poster = createHttpPoster();
+    const outcome = await poster.post(request(collector.url));
+    poster.close();
+    collector.onRequest = undefined;
+    expect(outcome).toMatchObject({ ok: true, attempts: 2 });
+    // Without Retry-After the backoff here is at most 20 ms.
+    expect(arrivals[1]! - arrivals[0]!).toBeGreaterThanOrEqual(950);
+  });
+
+  it('gives up at once when Retry-After is past the deadline', async () => {
+    collector.requests.length = 0;
+    collector.script = [{ kind: 'status', status: 429, retryAfter: '30' }];
+    const poster = createHttpPoster();
+    const started = Date.now();
+    const outcome = await poster.post(request(collector.url, { deadline: Date.now() + 2_000 }));
+    poster.close();
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(outcome).toMatchObject({ ok: false, retryable: true, status: 429 });
+  });
+
+  it.each<[string, CollectorMode]>([
+    ['a collector that never answers', { kind: 'hang' }],
+    ['a collector slower than the deadline', { kind: 'slow', delayMs: 5_000 }],
+  ])('never waits past the deadline for %s', async (_name, mode) => {
+    collector.script = [];
+    collector.mode = mode;
+    const poster = createHttpPoster();
+    const started = Date.now();
+    const outcome = await poster.post(request(collector.url, { deadline: Date.now() + 1_500, attemptTimeoutMs: 600 }));
+    poster.close();
+    const took = Date.now() - started;
+    collector.mode = { kind: 'ok' };
+    expect(outcome.ok).toBe(false);
+    expect(took).toBeLessThan(1_500 + 300);
+    expect(took).toBeGreaterThanOrEqual(550);
+  });
+
+  it('stops at once when its signal is aborted', async () => {
+    collector.mode = { kind: 'hang' };
+    const poster = createHttpPoster();
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(), 200);
+    const started = Date.now();
+    const outcome = await poster.post(request(collector.url, { signal: stop.signal }));
+    poster.close();
+    collector.mode = { kind: 'ok' };
+    expect(outcome.ok).toBe(false);
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it('sends the body and headers as given', async () => {
+    collector.requests.length = 0;
+    const poster = createHttpPoster();
+    await poster.post(request(collector.url, { headers: { 'content-type': 'application/cloudevents+json', authorization: 'Bearer abc', 'x-cluster': 'c1' }, body: '{"a":1}' }));
+    poster.close();
+    const [got] = collector.requests;
+    expect(got?.method).toBe('POST');
+    expect(got?.headers['content-type']).toBe('application/cloudevents+json');
+    expect(got?.headers.authorization).toBe('Bearer abc');
+    expect(got?.headers['x-cluster']).toBe('c1');
+    expect(got?.body.toString()).toBe('{"a":1}');
+  });
+
+  it('waits a random time below the exponential bound between attempts (full jitter)', async () => {
+    collector.script = [];
+    collector.mode = { kind: 'status', status: 500 };
+    const waits: number[] = [];
+    const poster = createHttpPoster({ random: () => 0.999, sleep: async (ms) => void waits.push(ms) });
+    await poster.post(request(collector.url, { maxAttempts: 6, backoff: { baseMs: 100, capMs: 1_000 } }));
+    const zero = createHttpPoster({ random: () => 0, sleep: async (ms) => void waits.push(-ms - 1) });
+    await zero.post(request(collector.url, { maxAttempts: 2, backoff: { baseMs: 100, capMs: 1_000 } }));
+    poster.close();
+    zero.close();
+    collector.mode = { kind: 'ok' };
+    expect(waits).toEqual([99, 199, 399, 799, 999, -1]);
+  });
+});
+
+describe('posting over HTTPS', () => {
+  const skip = missingRequirement({ commands: ['openssl'] });
+  let pki: TestPki;
+  const servers: Collector[] = [];
+  beforeAll(() => {
+    if (!skip) pki = makePki(scratchDir());
+  });
+  afterAll(async () => {
+    for (const s of servers) await s.close();
+  });
+
+  it.skipIf(skip)('trusts a collector whose certificate the given CA signed', async () => {
+    const server = await startCollector({ tls: { cert: pki.serverCert, key: pki.serverKey } });
+    servers.push(server);
+    const poster = createHttpPoster();
+    const outcome = await poster.post(request(server.url, { tls: { ca: pki.ca } }));
+    poster.close();
+    expect(outcome).toMatchObject({ ok: true });
+  });
+
+  it.skipIf(skip)('refuses a collector with a certificate from another CA, and sends it nothing', async () => {
+    const server = await startCollector({ tls: { cert: pki.wrongServerCert, key: pki.wrongServerKey } });
+    servers.push(server);
+    const poster = createHttpPoster();
+    const outcome = await poster.post(request(server.url, { tls: { ca: pki.ca }, maxAttempts: 2 }));
+    poster.close();
+    expect(outcome.ok).toBe(false);
+    expect(outcome.ok ? '' : outcome.reason).toMatch(/certificate|self.signed|verify/i);
+    expect(server.requests).toHaveLength(0);
+  });
+
+  it.skipIf(skip)('presents the client certificate to a collector that requires one (mTLS)', async () => {
+    const server = await startCollector({ tls: { cert: pki.serverCert, key: pki.serverKey, ca: pki.ca, requireClientCert: true } });
+    servers.push(server);
+    const poster = createHttpPoster();
+    const without = await poster.post(request(server.url, { tls: { ca: pki.ca }, maxAttempts: 1 }));
+    const withCert = await poster.post(request(server.url, { tls: { ca: pki.ca, cert: pki.clientCert, key: pki.clientKey } }));
+    poster.close();
+    expect(without.ok).toBe(false);
+    expect(withCert).toMatchObject({ ok: true });
+    expect(server.requests.map((r) => r.peerCertificateCN)).toEqual(['machineadm client']);
+  });
+});
+
+describe('answers and Retry-After values', () => {
+  it.each([
+    [408, true],
+    [429, true],
+    [500, true],
+    [503, true],
+    [400, false],
+    [401, false],
+    [404, false],
+    [307, false],
+  ])('status %i is retryable: %s', (status, retryable) => {
+    expect(isRetryableStatus(status)).toBe(retryable);
+  });
+
+  it.each<[string | undefined, number | undefined]>([
+    ['3', 3000],
+    ['0', 0],
+    [new Date(Date.UTC(2030, 0, 1, 0, 0, 10)).toUTCString(), 10_000],
+    ['soon', undefined],
+    [undefined, undefined],
+  ])('Retry-After %j means %j ms', (value, ms) => {
+    expect(parseRetryAfter(value, Date.UTC(2030, 0, 1))).toBe(ms);
+  });
+});

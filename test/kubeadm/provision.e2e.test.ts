@@ -1,0 +1,237 @@
+// machineadm init end to end against the strict kubeadm stand-in: join, a rerun that skips the
+// join, --force, retries after a transient failure, and the diagnosis of a failing kubelet-start.
+// kubeadm runs with --rootfs <scratch root> (MACHINEADM_KUBEADM_ROOTFS=1), so nothing live changes.
+import { describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { dump } from 'js-yaml';
+import { NODE_BIN, REPO, TEST_PATH } from './standin.ts';
+import { scratchDir } from '../support/tmp.ts';
+
+const TOKEN = 'q1w2e3.r4t5y6u7i8o9p0a1';
+const HASH = 'sha256:' + 'ab'.repeat(32);
+const KEY = 'cd'.repeat(32);
+
+interface Machine {
+  root: string;
+  config: string;
+  log: string;
+}
+
+function machine(kubernetes: Record<string, unknown>, extraSpec: Record<string, unknown> = {}): Machine {
+  const dir = scratchDir('machineadm-provision-');
+  const root = join(dir, 'root');
+  mkdirSync(root);
+  const config = join(dir, 'machine.yaml');
+  writeFileSync(config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { kubernetes, report: { clusterAPISentinel: false }, ...extraSpec } }));
+  return { root, config, log: join(dir, 'kubeadm.log') };
+}
+
+function machineadm(m: Machine, args: string[], env: Record<string, string> = {}) {
+  const result = spawnSync(join(NODE_BIN, 'node'), ['bin/machineadm.js', ...args, '-c', m.config, '--root', m.root], {
+    cwd: REPO,
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: {
+      ...process.env,
+      PATH: TEST_PATH,
+      KUBEADM_STANDIN_VERSION: 'v1.31.2',
+      KUBEADM_STANDIN_LOG: m.log,
+      MACHINEADM_KUBEADM_ROOTFS: '1',
+      ...env,
+    },
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr, all: result.stdout + result.stderr };
+}
+
+function kubeadmCalls(m: Machine): { argv: string[]; configMode?: string }[] {
+  if (!existsSync(m.log)) return [];
+  return readFileSync(m.log, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { argv: string[]; configMode?: string });
+}
+
+const worker = { controlPlaneEndpoint: '10.0.0.10:6443', token: TOKEN, caCertHashes: [HASH], retries: 0, backoffSeconds: 0, node: { labels: { 'node.kubernetes.io/pool': 'e2e' } }, kubelet: { maxPods: 42 } };
+
+describe('machineadm init with the kubeadm stand-in', () => {
+  it('joins once, keeps no config file behind, and skips the join on the second run', () => {
+    const m = machine(worker);
+    const first = machineadm(m, ['init']);
+    expect(first.status, first.all).toBe(0);
+    expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(true);
+    // The rendered config (with the token) was 0600 while kubeadm ran and is gone now.
+    const calls = kubeadmCalls(m).filter((c) => c.argv[0] === 'join');
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.argv).toEqual(['join', '--config', '/run/machineadm/kubeadm-join.yaml', '--rootfs', m.root]);
+    expect(calls[0]!.configMode).toBe('600');
+    expect(existsSync(join(m.root, 'run/machineadm/kubeadm-join.yaml'))).toBe(false);
+    expect(existsSync(join(m.root, 'run/machineadm/kubeadm-patches'))).toBe(false);
+    // The kubelet patch reached the kubelet configuration; labels reached the kubelet flags.
+    expect(JSON.parse(readFileSync(join(m.root, 'var/lib/kubelet/config.yaml'), 'utf8'))).toMatchObject({ maxPods: 42, cgroupDriver: 'systemd' });
+    expect(readFileSync(join(m.root, 'var/lib/kubelet/kubeadm-flags.env'), 'utf8')).toContain('--node-labels=node.kubernetes.io/pool=e2e');
+    expect(first.all).toContain('This node has joined the cluster');
+    expect(first.all).not.toContain(TOKEN);
+    const state = JSON.parse(readFileSync(join(m.root, 'var/lib/machineadm/state.json'), 'utf8'));
+    expect(state.steps['provision/kubeadm/join'].data).toMatchObject({ joined: true, apiVersion: 'kubeadm.k8s.io/v1beta4', kubeadmVersion: 'v1.31.2', attempts: 1 });
+
+    const second = machineadm(m, ['init']);
+    expect(second.status, second.all).toBe(0);
+    expect(second.all).toMatch(/provision\/kubeadm\/join skipped .*already done/);
+    expect(kubeadmCalls(m).filter((c) => c.argv[0] === 'join')).toHaveLength(1);
+
+    const forced = machineadm(m, ['init', '--force']);
+    expect(forced.status, forced.all).toBe(0);
+    const commands = kubeadmCalls(m).map((c) => c.argv[0]).filter((c) => c !== 'version');
+    expect(commands).toEqual(['join', 'reset', 'join']);
+  });
+
+  it('refuses to join over a kubelet.conf it has no record of, unless --force', () => {
+    const m = machine(worker);
+    mkdirSync(join(m.root, 'etc/kubernetes'), { recursive: true });
+    writeFileSync(join(m.root, 'etc/kubernetes/kubelet.conf'), 'apiVersion: v1\nkind: Config\n');
+    const refused = machineadm(m, ['init']);
+    expect(refused.status).toBe(1);
+    expect(refused.stdout).toContain('/etc/kubernetes/kubelet.conf exists but machineadm has no record of joining this machine');
+    expect(refused.stdout).toContain('run again with --force');
+    expect(kubeadmCalls(m).filter((c) => c.argv[0] !== 'version')).toEqual([]);
+    const forced = machineadm(m, ['init', '--force']);
+    expect(forced.status, forced.all).toBe(0);
+    expect(kubeadmCalls(m).map((c) => c.argv[0]).filter((c) => c !== 'version')).toEqual(['reset', 'join']);
+  });
+
+  it('fails at kubelet-start with exit 1, naming the phase and showing the output tail', () => {
+    const m = machine(worker);
+    const run = machineadm(m, ['init'], { KUBEADM_STANDIN_FAIL_PHASE: 'kubelet-start' });
+    expect(run.status, run.all).toBe(1);
+    expect(run.stdout).toContain('failed: provision/kubeadm/join');
+    expect(run.stdout).toMatch(/kubeadm join failed in phase kubelet-start \(exit code 1\): error execution phase kubelet-start: timed out waiting for the condition/);
+    // The summary after the streamed output repeats kubeadm's last lines under the failure.
+    const summary = run.stdout.slice(run.stdout.indexOf('failed: provision/kubeadm/join'));
+    expect(summary).toContain('[kubelet-check] Waiting for a healthy kubelet');
+    expect(summary).toContain('[kubelet-start] Starting the kubelet');
+    expect(summary).toContain('what to do: the kubelet did not start');
+    expect(existsSync(join(m.root, 'run/machineadm/kubeadm-join.yaml'))).toBe(false);
+    expect(run.all).not.toContain(TOKEN);
+  });
+
+  it('reports the kubeadm phase and output tail as data in -o json events', () => {
+    const m = machine(worker);
+    const run = machineadm(m, ['init', '-o', 'json'], { KUBEADM_STANDIN_FAIL_PHASE: 'kubelet-start' });
+    expect(run.status).toBe(1);
+    const finished = run.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((e) => e.type === 'step.finished' && e.step === 'provision/kubeadm/join');
+    expect(finished.result).toBe('failure');
+    expect(finished.error.details).toMatchObject({ kubeadmPhase: 'kubelet-start', exitCode: 1, transient: true, attempts: 1 });
+    expect(finished.error.details.outputTail.split('\n').length).toBeLessThanOrEqual(50);
+    expect(finished.error.details.outputTail).toContain('error execution phase kubelet-start');
+  });
+
+  it('adds the kubelet log from journalctl to the failure, scrubbed', () => {
+    const m = machine(worker);
+    // A journalctl that answers only the expected question, printing a line with the token in it.
+    const bin = scratchDir('machineadm-journal-');
+    writeFileSync(
+      join(bin, 'journalctl'),
+      `#!/bin/sh\n[ "$*" = "--root ${m.root} -u kubelet -n 50 --no-pager" ] || { echo "unexpected: $*" >&2; exit 1; }\necho 'kubelet[42]: E1129 bootstrap failed with token ${TOKEN}'\necho 'kubelet[42]: E1129 failed to run Kubelet: validate service connection'\n`,
+      { mode: 0o755 },
+    );
+    const run = machineadm(m, ['init', '-o', 'json'], { KUBEADM_STANDIN_FAIL_PHASE: 'kubelet-start', PATH: `${bin}:${TEST_PATH}` });
+    expect(run.status).toBe(1);
+    const finished = run.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((e) => e.type === 'step.finished' && e.step === 'provision/kubeadm/join');
+    expect(finished.error.details.kubeletLogTail).toBe('kubelet[42]: E1129 bootstrap failed with token <redacted>\nkubelet[42]: E1129 failed to run Kubelet: validate service connection');
+    expect(run.all).not.toContain(TOKEN);
+  });
+
+  it('retries a transient join failure after kubeadm reset -f', () => {
+    const m = machine({ ...worker, retries: 2 });
+    const run = machineadm(m, ['init'], { KUBEADM_STANDIN_FAIL_PHASE: 'kubelet-start', KUBEADM_STANDIN_FAIL_TIMES: '1' });
+    expect(run.status, run.all).toBe(0);
+    expect(kubeadmCalls(m).map((c) => c.argv[0]).filter((c) => c !== 'version')).toEqual(['join', 'reset', 'join']);
+    expect(run.all).toMatch(/failed in phase kubelet-start \(attempt 1 of 3\); transient/);
+  });
+
+  it('does not retry a failure that is the same every time (a configuration kubeadm refuses)', () => {
+    // A kubeadm v1.30 gets v1beta3 (picked from the binary's own version); the bad token fails the same way every time.
+    const m = machine({ ...worker, retries: 3 });
+    const run = machineadm(m, ['init'], { KUBEADM_STANDIN_VERSION: 'v1.30.0', KUBEADM_STANDIN_FAIL_PHASE: 'preflight', KUBEADM_STANDIN_FAIL_MESSAGE: "couldn't validate the identity of the API Server: could not find a JWS signature in the cluster-info ConfigMap for token ID \"q1w2e3\"" });
+    expect(run.status, run.all).toBe(1);
+    expect(kubeadmCalls(m).map((c) => c.argv[0]).filter((c) => c !== 'version')).toEqual(['join']);
+    expect(run.stdout).toContain('kubeadm join failed in phase preflight');
+  });
+
+  it('initialises the first control plane and never prints the token or key kubeadm prints', () => {
+    const m = machine({ role: 'control-plane', bootstrap: 'init', version: 'v1.31.2', controlPlaneEndpoint: 'cp.example.internal:6443', token: TOKEN, certificateKey: KEY, staticPods: [{ name: 'extra', manifest: 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: extra\nspec:\n  containers:\n    - name: c\n      image: registry.k8s.io/pause:3.10\n' }] });
+    const run = machineadm(m, ['init']);
+    expect(run.status, run.all).toBe(0);
+    expect(kubeadmCalls(m).find((c) => c.argv[0] === 'init')!.argv).toEqual(['init', '--config', '/run/machineadm/kubeadm-init.yaml', '--upload-certs', '--rootfs', m.root]);
+    expect(run.all).toContain('Your Kubernetes control-plane has initialized successfully!');
+    expect(run.all).not.toContain(TOKEN);
+    expect(run.all).not.toContain(KEY);
+    expect(run.all).not.toMatch(/--discovery-token-ca-cert-hash sha256:[a-f0-9]{64}/);
+    expect(readFileSync(join(m.root, 'etc/kubernetes/manifests/extra.yaml'), 'utf8')).toContain('name: extra');
+  });
+
+  it('plans the join under a scratch root with the config redacted and the run skipped', () => {
+    const m = machine(worker);
+    const plan = spawnSync(join(NODE_BIN, 'node'), ['bin/machineadm.js', 'plan', '-c', m.config, '--root', m.root], { cwd: REPO, encoding: 'utf8', env: { ...process.env, PATH: `${NODE_BIN}:/usr/bin:/bin` } });
+    expect(plan.status, plan.stderr).toBe(0);
+    expect(plan.stdout).toMatch(/provision\/kubeadm\/join: .*\[skipped: kubeadm join changes the live machine/);
+    expect(plan.stdout).toContain('kubeadm.k8s.io/v1beta4 for default');
+    expect(plan.stdout).toContain('token: <redacted>');
+    expect(plan.stdout).toContain('- <redacted>');
+    expect(plan.stdout).not.toContain(TOKEN);
+    expect(plan.stdout).not.toContain(HASH);
+  });
+
+  it('plans for the kubeadm found on the machine rather than kubernetes.version', () => {
+    const m = machine({ ...worker, version: 'v1.31.2' });
+    const plan = machineadm(m, ['plan'], { KUBEADM_STANDIN_VERSION: 'v1.30.1' });
+    expect(plan.status, plan.all).toBe(0);
+    expect(plan.stdout).toContain('kubeadm.k8s.io/v1beta3 for kubeadm v1.30.1');
+    expect(plan.stdout).toMatch(/kubeletExtraArgs:\n\s+node-labels: node.kubernetes.io\/pool=e2e/);
+    expect(kubeadmCalls(m).map((c) => c.argv[0])).toEqual(['version']);
+  });
+
+  it('reads the token and CA hash through valueFrom, and never shows them', () => {
+    const m = machine({ ...worker, token: { valueFrom: { file: '/etc/machineadm/token' } }, caCertHashes: [{ valueFrom: { env: 'E2E_CA_HASH' } }] });
+    mkdirSync(join(m.root, 'etc/machineadm'), { recursive: true });
+    writeFileSync(join(m.root, 'etc/machineadm/token'), TOKEN + '\n', { mode: 0o600 });
+    const run = machineadm(m, ['init', '-o', 'json'], { E2E_CA_HASH: HASH });
+    expect(run.status, run.all).toBe(0);
+    expect(run.all).not.toContain(TOKEN);
+    expect(run.all).not.toContain(HASH);
+    expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(true);
+  });
+
+  it.each([
+    ['a malformed token', { ...worker, token: 'not-a-token-at-all' }, 'spec.kubernetes.token: is not valid'],
+    ['a control-plane join without certificate key', { ...worker, role: 'control-plane' }, 'spec.kubernetes.certificateKey: a control-plane join needs the certificate key'],
+    ['an endpoint without port', { ...worker, controlPlaneEndpoint: 'cp.example.com' }, 'spec.kubernetes.controlPlaneEndpoint: is not host:port'],
+  ])('refuses %s with exit 2 before anything runs', (_, kubernetes, message) => {
+    const m = machine(kubernetes);
+    const run = machineadm(m, ['init']);
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain(message);
+    expect(run.all).not.toContain('not-a-token-at-all');
+    expect(kubeadmCalls(m).filter((c) => c.argv[0] !== 'version')).toEqual([]);
+    expect(existsSync(join(m.root, 'var/lib/machineadm/state.json'))).toBe(false);
+  });
+
+  it.each([
+    ['with no kubeadm installed, for spec.kubernetes.version', {}, [], 'kubeadm.k8s.io/v1beta4 for spec.kubernetes.version v1.31.2', '- name: node-labels'],
+    ['for the kubeadm found on the machine', { KUBEADM_STANDIN_VERSION: 'v1.30.2', PATH: TEST_PATH }, [], 'kubeadm.k8s.io/v1beta3 for kubeadm v1.30.2', 'node-labels: node.kubernetes.io/pool=general'],
+    ['for a Windows machine', {}, ['--os', 'windows'], 'criSocket: npipe:////./pipe/containerd-containerd', 'value: windows'],
+  ])('plans examples/linux-worker.yaml %s, secrets redacted', (_, env, args, expected, expected2) => {
+    const run = spawnSync(join(NODE_BIN, 'node'), ['bin/machineadm.js', 'plan', '-c', 'examples/linux-worker.yaml', ...args], {
+      cwd: REPO,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...process.env, PATH: `${NODE_BIN}:/usr/bin:/bin`, ...env },
+    });
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/provision\/kubeadm\/join: kubeadm join: join the cluster/);
+    expect(run.stdout).toContain('kind: JoinConfiguration');
+    expect(run.stdout).toContain('token: <redacted>');
+    expect(run.stdout).toContain(expected);
+    expect(run.stdout).toContain(expected2);
+    expect(run.stdout).not.toMatch(/sha256:[a-f0-9]{64}/);
+  });
+});

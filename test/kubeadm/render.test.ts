@@ -1,0 +1,58 @@
+// Renderer rules that golden files do not show on their own: placeholders for the plan, and the
+// combinations it refuses.
+import { describe, expect, it } from 'vitest';
+import { loadAll } from 'js-yaml';
+import { parseWith } from '../../src/config/schema/dsl.ts';
+import { kubernetesSection } from '../../src/config/schema/kubernetes.ts';
+import type { KubernetesSpec } from '../../src/config/schema/index.ts';
+import { placeholderSecrets, renderKubeadm } from '../../src/kubeadm/render.ts';
+import { ConfigError } from '../../src/errors.ts';
+
+const HASH = 'sha256:' + '0f'.repeat(32);
+
+function spec(value: Record<string, unknown>): KubernetesSpec {
+  const parsed = parseWith(kubernetesSection, value);
+  if (!parsed.value) throw new Error(JSON.stringify(parsed.issues));
+  return parsed.value;
+}
+
+const worker = spec({ controlPlaneEndpoint: '10.0.0.10:6443', token: { valueFrom: { file: '/t' } }, caCertHashes: [HASH, { valueFrom: { env: 'H' } }] });
+
+describe('renderKubeadm', () => {
+  it('renders the plan with a placeholder for every secret, whatever its source', () => {
+    const rendered = renderKubeadm({ kubernetes: worker, os: 'linux', api: 'v1beta4', cgroupDriver: 'systemd', secrets: placeholderSecrets(worker, '<redacted>') });
+    const [join] = loadAll(rendered.config) as any[];
+    expect(join.discovery.bootstrapToken.token).toBe('<redacted>');
+    expect(join.discovery.bootstrapToken.caCertHashes).toEqual(['<redacted>', '<redacted>']);
+    expect(rendered.config).not.toContain(HASH);
+  });
+
+  it('gives the same bytes for the same input', () => {
+    const input = { kubernetes: worker, os: 'linux' as const, api: 'v1beta3' as const, cgroupDriver: 'systemd' as const, secrets: { token: 'abcdef.0123456789abcdef', caCertHashes: [HASH, HASH] } };
+    expect(renderKubeadm(input)).toEqual(renderKubeadm(structuredClone(input)));
+  });
+
+  it('keeps the taints the user gives on Windows instead of the default one', () => {
+    const k = spec({ ...worker, node: { taints: [] } });
+    const [join] = loadAll(renderKubeadm({ kubernetes: k, os: 'windows', api: 'v1beta4', cgroupDriver: 'systemd', secrets: placeholderSecrets(k, 'x') }).config) as any[];
+    expect(join.nodeRegistration.taints).toEqual([]);
+  });
+
+  it('keeps a memory reservation the user gives on Windows', () => {
+    const k = spec({ ...worker, kubelet: { kubeReserved: { memory: '1Gi' } } });
+    const rendered = renderKubeadm({ kubernetes: k, os: 'windows', api: 'v1beta4', cgroupDriver: 'systemd', secrets: placeholderSecrets(k, 'x') });
+    expect(rendered.patches[0]!.content).not.toContain('systemReserved');
+  });
+
+  it.each([
+    ['a Windows control plane', spec({ ...worker, role: 'control-plane', certificateKey: 'ab'.repeat(32) }), 'Windows machines can only be workers'],
+    ['inode eviction signals on Windows', spec({ ...worker, kubelet: { evictionHard: { 'nodefs.inodesFree': '5%' } } }), 'Windows has no inode eviction signals'],
+  ])('refuses %s', (_, k, message) => {
+    expect(() => renderKubeadm({ kubernetes: k, os: 'windows', api: 'v1beta4', cgroupDriver: 'systemd', secrets: placeholderSecrets(k, 'x') })).toThrow(ConfigError);
+    try {
+      renderKubeadm({ kubernetes: k, os: 'windows', api: 'v1beta4', cgroupDriver: 'systemd', secrets: placeholderSecrets(k, 'x') });
+    } catch (error) {
+      expect((error as ConfigError).issues[0]!.message).toBe(message);
+    }
+  });
+});

@@ -1,0 +1,73 @@
+// spec.kubernetes validation: input kubeadm or Kubernetes would refuse fails at validation time,
+// before anything runs, with the field path; secrets are never echoed.
+import { describe, expect, it } from 'vitest';
+import { parseWith, formatPath } from '../../src/config/schema/dsl.ts';
+import { kubernetesSection } from '../../src/config/schema/kubernetes.ts';
+
+const TOKEN = 'abcdef.0123456789abcdef';
+const HASH = 'sha256:' + '0f'.repeat(32);
+const KEY = 'ab'.repeat(32);
+const worker = { controlPlaneEndpoint: '10.0.0.10:6443', token: TOKEN, caCertHashes: [HASH] };
+
+function issues(value: Record<string, unknown>): string[] {
+  return parseWith(kubernetesSection, value).issues.map((i) => `${formatPath(i.path)}: ${i.message}${i.hint ? ` (${i.hint})` : ""}`);
+}
+
+describe('spec.kubernetes validation', () => {
+  it.each([
+    ['a worker join', worker],
+    ['a control-plane join with a certificate key', { ...worker, role: 'control-plane', certificateKey: KEY }],
+    ['an init with subnets and SANs', { role: 'control-plane', bootstrap: 'init', version: 'v1.31.2', podSubnet: '10.244.0.0/16,fd00:10:244::/56', certSANs: ['cp.example.com', '*.cp.example.com', '10.0.0.10'] }],
+    ['secrets from files and environment variables', { ...worker, token: { valueFrom: { file: '/etc/machineadm/token' } }, caCertHashes: [{ valueFrom: { env: 'CA_HASH' } }] }],
+    ['an IPv6 endpoint and a DNS endpoint', { ...worker, controlPlaneEndpoint: '[fd00::10]:6443' }],
+    ['labels the kubelet may set and taints with and without values', { ...worker, node: { name: 'worker-1.example', labels: { 'node.kubernetes.io/pool': 'a', 'example.com/team': '', 'topology.kubernetes.io/zone': 'z1' }, taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }, { key: 'example.com/x', effect: 'NoExecute' }] } }],
+  ])('accepts %s', (_, value) => {
+    expect(issues(value)).toEqual([]);
+  });
+
+  it.each([
+    ['a control-plane join without a certificate key', { ...worker, role: 'control-plane' }, 'certificateKey: a control-plane join needs the certificate key'],
+    ['a malformed token', { ...worker, token: 'abcdef0123456789abcdef' }, 'token: is not valid'],
+    ['a token with upper-case letters', { ...worker, token: 'ABCDEF.0123456789abcdef' }, 'token: is not valid'],
+    ['a CA hash without the sha256: prefix', { ...worker, caCertHashes: ['0f'.repeat(32)] }, 'caCertHashes[0]: is not valid'],
+    ['a CA hash of the wrong length', { ...worker, caCertHashes: ['sha256:abcd'] }, 'caCertHashes[0]: is not valid'],
+    ['an endpoint without a port', { ...worker, controlPlaneEndpoint: '10.0.0.10' }, 'controlPlaneEndpoint: is not host:port'],
+    ['an endpoint with a port out of range', { ...worker, controlPlaneEndpoint: 'cp.example.com:70000' }, 'controlPlaneEndpoint: port 70000 is outside 1-65535'],
+    ['an endpoint host that is no DNS name', { ...worker, controlPlaneEndpoint: 'cp_1.example.com:6443' }, 'controlPlaneEndpoint: host "cp_1.example.com" is not an IP address or a DNS name'],
+    ['init on a worker', { role: 'worker', bootstrap: 'init' }, 'bootstrap: init is only for the first control-plane machine'],
+    ['a join without token', { controlPlaneEndpoint: '10.0.0.10:6443', caCertHashes: [HASH] }, 'token: is required to join'],
+    ['a join without CA hashes', { controlPlaneEndpoint: '10.0.0.10:6443', token: TOKEN }, 'caCertHashes: is required to join'],
+    ['a certificate key on a worker', { ...worker, certificateKey: KEY }, 'certificateKey: only a control-plane machine uses a certificate key'],
+    ['a certificate key that is not 64 hex digits', { ...worker, role: 'control-plane', certificateKey: 'xyz' }, 'certificateKey: is not valid'],
+    ['a label key with two slashes', { ...worker, node: { labels: { 'a/b/c': 'x' } } }, 'node.labels["a/b/c"]: has more than one "/"'],
+    ['a label name longer than 63 characters', { ...worker, node: { labels: { ['x'.repeat(64)]: 'v' } } }, 'name part must be at most 63 characters'],
+    ['a label value longer than 63 characters', { ...worker, node: { labels: { app: 'v'.repeat(64) } } }, 'node.labels.app: must be at most 63 characters'],
+    ['a label value with a space', { ...worker, node: { labels: { app: 'a b' } } }, 'node.labels.app: must be letters, digits'],
+    ['a node-role label the kubelet refuses to set', { ...worker, node: { labels: { 'node-role.kubernetes.io/worker': '' } } }, 'the kubelet refuses to set labels in the kubernetes.io and k8s.io namespaces'],
+    ['a label prefix with upper-case letters', { ...worker, node: { labels: { 'Example.com/x': 'y' } } }, 'prefix must be lower-case'],
+    ['a taint with a bad effect', { ...worker, node: { taints: [{ key: 'a', effect: 'NoRun' }] } }, 'node.taints[0].effect: "NoRun" is not one of'],
+    ['a taint key with a space', { ...worker, node: { taints: [{ key: 'a b', effect: 'NoSchedule' }] } }, 'node.taints[0].key: name part must be'],
+    ['a taint value that is too long', { ...worker, node: { taints: [{ key: 'a', value: 'v'.repeat(64), effect: 'NoSchedule' }] } }, 'node.taints[0].value: must be at most 63 characters'],
+    ['two taints with the same key and effect', { ...worker, node: { taints: [{ key: 'a', effect: 'NoSchedule' }, { key: 'a', value: 'x', effect: 'NoSchedule' }] } }, 'node.taints[1]: duplicate taint a:NoSchedule'],
+    ['a node name with upper-case letters', { ...worker, node: { name: 'Worker1' } }, 'node.name: must be lower-case'],
+    ['node-labels given as a kubelet flag', { ...worker, node: { kubeletExtraArgs: { 'node-labels': 'a=b' } } }, 'node.kubeletExtraArgs["node-labels"]: is set by machineadm'],
+    ['a kubelet flag written with dashes', { ...worker, node: { kubeletExtraArgs: { '--v': '2' } } }, 'a flag name without the leading dashes'],
+    ['a pod subnet that is no CIDR', { role: 'control-plane', bootstrap: 'init', podSubnet: '10.244.0.0' }, 'podSubnet: "10.244.0.0" is not a CIDR'],
+    ['init settings on a join', { ...worker, podSubnet: '10.244.0.0/16' }, 'podSubnet: only applies to bootstrap: init'],
+    ['a reservation for an unknown resource', { ...worker, kubelet: { systemReserved: { gpu: '1' } } }, 'cpu, memory, ephemeral-storage or pid'],
+    ['an unknown eviction signal', { ...worker, kubelet: { evictionHard: { 'disk.available': '10%' } } }, 'an eviction signal such as memory.available'],
+    ['a static pod that is not a Pod', { role: 'control-plane', bootstrap: 'init', staticPods: [{ name: 'x', manifest: 'apiVersion: apps/v1\nkind: Deployment\n' }] }, 'must be apiVersion v1, kind Pod'],
+    ['a static pod manifest that is not YAML', { role: 'control-plane', bootstrap: 'init', staticPods: [{ name: 'x', manifest: 'a: [' }] }, 'is not valid YAML'],
+    ['a static pod named like kubeadm’s own', { role: 'control-plane', bootstrap: 'init', staticPods: [{ name: 'kube-apiserver', manifest: 'apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c, image: i}]}\n' }] }, "is kubeadm's own static pod"],
+    ['static pods on a worker', { ...worker, staticPods: [{ name: 'x', manifest: 'apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c, image: i}]}\n' }] }, 'static pods are only written on control-plane machines'],
+    ['a timeout below 30 seconds', { ...worker, timeoutSeconds: 5 }, 'timeoutSeconds: must be at least 30'],
+  ])('rejects %s', (_, value, expected) => {
+    const found = issues(value as Record<string, unknown>);
+    expect(found.join('\n')).toContain(expected);
+  });
+
+  it('never echoes a malformed secret in the message', () => {
+    const found = parseWith(kubernetesSection, { ...worker, token: 'secret-but-malformed' }).issues;
+    expect(JSON.stringify(found)).not.toContain('secret-but-malformed');
+  });
+});

@@ -1,0 +1,115 @@
+// The kubeadm stand-in must refuse what kubeadm refuses (and what kubeadm only warns about), with
+// kubeadm's wording, or the renderer's tests prove nothing.
+import { describe, expect, it } from 'vitest';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { runStandin } from './standin.ts';
+import { scratchDir } from '../support/tmp.ts';
+
+const HASH = 'sha256:' + '0f'.repeat(32);
+const join4 = (extra = '', nodeRegistration = '') => `apiVersion: kubeadm.k8s.io/v1beta4
+kind: JoinConfiguration
+discovery:
+  bootstrapToken:
+    apiServerEndpoint: 10.0.0.10:6443
+    token: abcdef.0123456789abcdef
+    caCertHashes: ["${HASH}"]
+nodeRegistration:
+  criSocket: unix:///var/run/containerd/containerd.sock
+${nodeRegistration}${extra}`;
+
+function withConfig(config: string, args: string[] = [], env: Record<string, string> = {}) {
+  const root = scratchDir('machineadm-standin-');
+  mkdirSync(join(root, 'run'), { recursive: true });
+  writeFileSync(join(root, 'run/k.yaml'), config);
+  const command = /kind: (Init|Cluster)Configuration/.test(config) ? 'init' : 'join';
+  return runStandin([command, '--config', '/run/k.yaml', '--rootfs', root, ...args], { KUBEADM_STANDIN_VERSION: 'v1.31.2', ...env });
+}
+
+describe('kubeadm stand-in', () => {
+  it('answers version -o short with the version the test sets', () => {
+    const ran = runStandin(['version', '-o', 'short'], { KUBEADM_STANDIN_VERSION: 'v1.32.4' });
+    expect(ran).toMatchObject({ status: 0, stdout: 'v1.32.4\n' });
+  });
+
+  it('accepts a correct v1beta4 worker join and prints kubeadm phase lines', () => {
+    const ran = withConfig(join4());
+    expect(ran.status, ran.stderr).toBe(0);
+    expect(ran.stdout).toContain('[preflight] Running pre-flight checks');
+    expect(ran.stdout).toContain('[kubelet-start] Starting the kubelet');
+  });
+
+  it.each([
+    ['an unknown field', join4('', '  foo: bar\n'), 'strict decoding error: unknown field "nodeRegistration.foo"'],
+    ['a field with the wrong case', join4('CaCertPath: /etc/kubernetes/pki/ca.crt\n'), 'unknown field "CaCertPath"'],
+    ['a v1beta4-only field in a v1beta3 document', join4('timeouts:\n  discovery: 5m0s\n').replace('v1beta4', 'v1beta3'), 'Kind:"JoinConfiguration"}: strict decoding error: unknown field "timeouts"'],
+    ['a v1beta3 field in a v1beta4 document', join4().replace('caCertHashes', 'timeout: 5m0s\n    caCertHashes'), 'unknown field "discovery.bootstrapToken.timeout"'],
+    ['kubelet flags as a map in v1beta4', join4('', '  kubeletExtraArgs:\n    v: "2"\n'), 'cannot unmarshal object into Go struct field JoinConfiguration.nodeRegistration.kubeletExtraArgs of type []v1beta4.Arg'],
+    ['kubelet flags as a list in v1beta3', join4('', '  kubeletExtraArgs:\n    - {name: v, value: "2"}\n').replace('v1beta4', 'v1beta3'), 'cannot unmarshal array into Go struct field JoinConfiguration.nodeRegistration.kubeletExtraArgs of type map[string]string'],
+    ['an old API version', join4().replace('v1beta4', 'v1beta2'), 'your configuration file uses an old API spec: "kubeadm.k8s.io/v1beta2"'],
+    ['a document without kind', 'apiVersion: kubeadm.k8s.io/v1beta4\n', 'kind and apiVersion is mandatory information that must be specified'],
+    ['an apiVersion without group', join4().replace('kubeadm.k8s.io/v1beta4', 'v1'), 'kind and apiVersion is mandatory information'],
+    ['a join file without JoinConfiguration', 'apiVersion: kubeadm.k8s.io/v1beta4\nkind: ResetConfiguration\n', 'no JoinConfiguration found in the supplied config'],
+    ['a KubeletConfiguration in a join file', join4() + '---\napiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: 10\n', 'skipped by kubeadm join'],
+    ['the same kind twice', join4() + '---\n' + join4(), 'kind "JoinConfiguration" is specified twice in YAML file'],
+    ['a malformed discovery token', join4().replace('abcdef.0123456789abcdef', 'abcdef0123456789abcdef'), 'discovery.bootstrapToken.token: Invalid value: "abcdef0123456789abcdef": the bootstrap token is invalid'],
+    ['token discovery without CA hashes', join4().replace(`    caCertHashes: ["${HASH}"]\n`, ''), 'using token-based discovery without caCertHashes can be unsafe'],
+    ['an endpoint without port', join4().replace('10.0.0.10:6443', '10.0.0.10'), 'address 10.0.0.10: missing port in address'],
+    ['a certificate key of the wrong size', join4('controlPlane:\n  certificateKey: abcd\n'), 'invalid certificate key size 2, the key must be an AES key of size 32'],
+    ['a Windows CRI socket on Linux', join4().replace('unix:///var/run/containerd/containerd.sock', 'npipe:////./pipe/containerd-containerd'), 'only URL scheme "unix" is supported, got "npipe"'],
+    ['a CA hash in the wrong format', join4().replace(HASH, 'sha256:abcd'), 'error execution phase preflight: couldn\'t validate the identity of the API Server: invalid discovery token CA certificate hash'],
+    ['an unknown KubeletConfiguration field at init', 'apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n---\napiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPod: 10\n', 'strict decoding error: unknown field "maxPod"'],
+    ['an init for a control plane older than kubeadm supports', 'apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.28.0\n', 'this version of kubeadm only supports deploying clusters with the control plane version >= 1.30.0'],
+  ])('rejects %s', (_, config, message) => {
+    const ran = withConfig(config);
+    expect(ran.status).toBe(1);
+    expect(ran.stderr).toContain(message);
+    expect(ran.stderr).toContain('To see the stack trace of this error execute with --v=5 or higher');
+  });
+
+  it('rejects v1beta4 on a kubeadm that predates it', () => {
+    const ran = withConfig(join4(), [], { KUBEADM_STANDIN_VERSION: 'v1.30.2' });
+    expect(ran.status).toBe(1);
+    expect(ran.stderr).toContain('no kind "JoinConfiguration" is registered for version "kubeadm.k8s.io/v1beta4"');
+  });
+
+  it('warns about v1beta3 from v1.31 on, and goes on', () => {
+    const ran = withConfig(join4().replace('v1beta4', 'v1beta3'));
+    expect(ran.status, ran.stderr).toBe(0);
+    expect(ran.stderr).toContain('your configuration file uses a deprecated API spec: "kubeadm.k8s.io/v1beta3"');
+  });
+
+  it.each([
+    ['an unknown flag', ['--bogus'], 'unknown flag: --bogus'],
+    ['a flag that cannot go with --config', ['--token', 'abcdef.0123456789abcdef'], "can not mix '--config' with arguments [token]"],
+    ['an unknown shorthand', ['-x'], "unknown shorthand flag: 'x' in -x"],
+  ])('rejects %s as cobra and kubeadm do', (_, args, message) => {
+    const ran = withConfig(join4(), args);
+    expect(ran.status).toBe(1);
+    expect(ran.stderr).toContain(message);
+  });
+
+  it.each([
+    ['v1.33.1', 'error execution phase kubelet-start: timed out waiting for the condition'],
+    ['v1.34.1', 'error: error execution phase kubelet-start: timed out waiting for the condition'],
+  ])('fails at a named phase in the error format of %s', (version, line) => {
+    const ran = withConfig(join4(), [], { KUBEADM_STANDIN_VERSION: version, KUBEADM_STANDIN_FAIL_PHASE: 'kubelet-start' });
+    expect(ran.status).toBe(1);
+    expect(ran.stderr.split('\n')[0]).toBe(line);
+    expect(ran.stdout).toContain('[kubelet-start] Starting the kubelet');
+  });
+
+  it('refuses to join twice, and joins again after reset -f', () => {
+    const root = scratchDir('machineadm-standin-');
+    mkdirSync(join(root, 'run'), { recursive: true });
+    writeFileSync(join(root, 'run/k.yaml'), join4());
+    const env = { KUBEADM_STANDIN_VERSION: 'v1.31.2' };
+    const args = ['join', '--config', '/run/k.yaml', '--rootfs', root];
+    expect(runStandin(args, env).status).toBe(0);
+    const again = runStandin(args, env);
+    expect(again.status).toBe(1);
+    expect(again.stderr).toContain('[ERROR FileAvailable--etc-kubernetes-kubelet.conf]: /etc/kubernetes/kubelet.conf already exists');
+    expect(runStandin(['reset', '-f', '--rootfs', root], env).status).toBe(0);
+    expect(runStandin(args, env).status).toBe(0);
+  });
+});

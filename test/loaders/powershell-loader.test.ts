@@ -1,0 +1,43 @@
+// The Windows loader cannot run here; it is parsed by a real PowerShell grammar (tree-sitter), and
+// its order of work is checked: download, Get-FileHash against the pinned value, then run.
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { scratchDir } from '../support/tmp.ts';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const LOADER = join(ROOT, 'docs/loaders/machineadm-loader.ps1');
+const dir = scratchDir('machineadm-ps-');
+
+type Parsed = Record<string, { root: string; problems: string[] }>;
+
+function parse(...files: string[]): Parsed {
+  const out = execFileSync(process.execPath, ['--liftoff-only', join(ROOT, 'test/loaders/parse-powershell.mjs'), ...files], { encoding: 'utf8', cwd: ROOT });
+  return JSON.parse(out) as Parsed;
+}
+
+describe('the PowerShell loader', () => {
+  const text = readFileSync(LOADER, 'utf8');
+
+  it('parses without ERROR or MISSING nodes, and a broken copy does not', () => {
+    // The broken copy proves the check can fail: an unclosed block and a stray parenthesis.
+    const broken = join(dir, 'broken.ps1');
+    writeFileSync(broken, text.replace('if ($actual -ne $expected) {', 'if ($actual -ne $expected)) {').replace(/\n}\s*$/, '\n'));
+    const parsed = parse(LOADER, broken);
+    expect(parsed[LOADER]).toEqual({ root: 'program', problems: [] });
+    expect(parsed[broken]!.problems.length).toBeGreaterThan(0);
+  });
+
+  it('checks the pinned SHA-256 with Get-FileHash before it installs or runs anything', () => {
+    const hash = text.indexOf('Get-FileHash -Algorithm SHA256');
+    const refuse = text.indexOf('Stop-Loader 3');
+    const install = text.indexOf('Move-Item');
+    const run = text.indexOf('& $Destination @argv');
+    expect(hash).toBeGreaterThan(text.indexOf('Invoke-WebRequest'));
+    expect(refuse).toBeGreaterThan(hash);
+    expect(install).toBeGreaterThan(refuse);
+    expect(run).toBeGreaterThan(install);
+    expect(text).toMatch(/\[Parameter\(Mandatory = \$true\)\] \[string\] \$Sha256/);
+  });
+});

@@ -1,0 +1,323 @@
+// The runner's rules, with phase lists built here (not the registry): order, check-then-skip,
+// failure wrapping, the report phase after a failure, the state file, plan, reboot and resume.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { computePlan, runPhases, type RunnerInput } from '../../src/phases/runner.ts';
+import { StateStore, type MachineState } from '../../src/phases/state.ts';
+import type { ApplyResult, CheckResult, Phase, Step, StepContext } from '../../src/phases/step.ts';
+import { createHost, RootedFileSystem, type Facts } from '../../src/host/index.ts';
+import { EventBus, type MachineEvent } from '../../src/report/events.ts';
+import { SecretScrubber } from '../../src/config/secrets.ts';
+import { parseWith } from '../../src/config/schema/dsl.ts';
+import { machineConfigSchema, type MachineConfig } from '../../src/config/schema/index.ts';
+import { RebootRequiredError, StepError, VerificationError } from '../../src/errors.ts';
+import { scratchDir } from '../support/tmp.ts';
+
+const config: MachineConfig = parseWith(machineConfigSchema, {
+  apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1',
+  kind: 'MachineConfig',
+  spec: {},
+}).value!;
+
+const baseFacts: Facts = { os: 'linux', arch: 'x64', hostname: 'node-1', privileged: true, liveRoot: false, bootId: 'boot-1' };
+
+/** What the fake steps saw, in order: "check prepare/a", "apply prepare/a", ... */
+type Journal = string[];
+
+interface FakeStep {
+  done?: boolean | (() => boolean);
+  skipReason?: string;
+  applyThrows?: Error;
+  checkThrows?: Error;
+  reboot?: string;
+  warning?: string;
+  platforms?: Step['platforms'];
+  applies?: boolean;
+  onCheck?: (ctx: StepContext) => void;
+}
+
+function fake(id: string, journal: Journal, behaviour: FakeStep = {}): Step {
+  return {
+    id,
+    summary: `summary of ${id}`,
+    ...(behaviour.platforms ? { platforms: behaviour.platforms } : {}),
+    ...(behaviour.applies !== undefined ? { applies: () => behaviour.applies! } : {}),
+    async check(ctx): Promise<CheckResult> {
+      journal.push(`check ${id}`);
+      behaviour.onCheck?.(ctx);
+      if (behaviour.checkThrows) throw behaviour.checkThrows;
+      const done = typeof behaviour.done === 'function' ? behaviour.done() : (behaviour.done ?? false);
+      return {
+        done,
+        changes: done ? [] : [{ action: 'update', target: `/etc/${id}`, detail: `${id} detail` }],
+        ...(behaviour.skipReason ? { skipReason: behaviour.skipReason } : {}),
+      };
+    },
+    async apply(): Promise<ApplyResult> {
+      journal.push(`apply ${id}`);
+      if (behaviour.applyThrows) throw behaviour.applyThrows;
+      return {
+        ...(behaviour.reboot ? { rebootRequired: behaviour.reboot } : {}),
+        ...(behaviour.warning ? { warning: behaviour.warning } : {}),
+        record: { appliedBy: id },
+      };
+    },
+  };
+}
+
+function phases(prepare: Step[], provision: Step[] = [], report: Step[] = []): Phase[] {
+  return [
+    { name: 'prepare', summary: 'prepare things', steps: prepare },
+    { name: 'provision', summary: 'provision things', steps: provision },
+    { name: 'report', summary: 'report things', steps: report, runsAfterFailure: true },
+  ];
+}
+
+function setup(list: Phase[], options: { facts?: Partial<Facts>; selection?: RunnerInput['selection']; stateDir?: string; force?: boolean } = {}) {
+  const root = scratchDir('machineadm-runner-');
+  const stateDir = options.stateDir ?? join(root, 'var/lib/machineadm');
+  const facts = { ...baseFacts, ...options.facts };
+  const events: MachineEvent[] = [];
+  const bus = new EventBus();
+  bus.listen((e) => events.push(e));
+  const input: RunnerInput = {
+    command: 'init',
+    phases: list,
+    selection: options.selection ?? {},
+    config,
+    facts,
+    host: createHost({ root, facts }),
+    events: bus,
+    state: new StateStore(new RootedFileSystem(stateDir)),
+    force: options.force ?? false,
+    secrets: new SecretScrubber(),
+  };
+  const stateFile = join(stateDir, 'state.json');
+  const readState = (): MachineState => JSON.parse(readFileSync(stateFile, 'utf8')) as MachineState;
+  return { input, events, stateDir, stateFile, readState };
+}
+
+const stepResults = (events: MachineEvent[]) => events.filter((e) => e.type === 'step.finished').map((e) => `${e.step}=${e.result}`);
+
+describe('runPhases', () => {
+  it('runs the phases and their steps in list order, checking each step before applying it', async () => {
+    const journal: Journal = [];
+    const { input, events } = setup(phases([fake('a', journal), fake('b/c', journal)], [fake('join', journal)], [fake('result', journal)]));
+    const outcome = await runPhases(input);
+    expect(journal).toEqual(['check a', 'apply a', 'check b/c', 'apply b/c', 'check join', 'apply join', 'check result', 'apply result']);
+    expect(outcome.result).toBe('success');
+    expect(outcome.error).toBeUndefined();
+    const oneStep = ['step.started', 'step.finished'];
+    expect(events.map((e) => e.type)).toEqual([
+      'run.started',
+      ...['phase.started', ...oneStep, ...oneStep, 'phase.finished'],
+      ...['phase.started', ...oneStep, 'phase.finished'],
+      ...['phase.started', ...oneStep, 'phase.finished'],
+      'run.finished',
+    ]);
+    const finished = events.filter((e) => e.type === 'step.finished');
+    expect(finished.map((e) => e.step)).toEqual(['prepare/a', 'prepare/b/c', 'provision/join', 'report/result']);
+    for (const e of finished) expect(e.durationMs).toBeGreaterThanOrEqual(0);
+    expect(finished[0]?.changes).toEqual([{ action: 'update', target: '/etc/a', detail: 'a detail' }]);
+  });
+
+  it.each<[string, FakeStep, string]>([
+    ['check says the machine already matches', { done: true }, 'already done'],
+    ['check gives a skip reason', { skipReason: 'needs the live machine (--root is a scratch directory)' }, 'needs the live machine (--root is a scratch directory)'],
+    ['check gives a skip reason even when not done', { done: false, skipReason: 'not on a scratch root' }, 'not on a scratch root'],
+  ])('skips a step without applying it when %s', async (_name, behaviour, message) => {
+    const journal: Journal = [];
+    const { input, events } = setup(phases([fake('a', journal, behaviour), fake('b', journal)]));
+    const outcome = await runPhases(input);
+    expect(journal).toEqual(['check a', 'check b', 'apply b']);
+    expect(outcome.phases[0]?.steps[0]).toMatchObject({ id: 'prepare/a', result: 'skipped', message });
+    expect(events.find((e) => e.type === 'step.finished' && e.step === 'prepare/a')).toMatchObject({ result: 'skipped', message });
+    expect(outcome.result).toBe('skipped');
+  });
+
+  it('leaves out steps of another platform, steps the configuration does not ask for, and unselected steps', async () => {
+    const journal: Journal = [];
+    const { input, events } = setup(
+      phases([fake('win', journal, { platforms: ['windows'] }), fake('unasked', journal, { applies: false }), fake('unselected', journal), fake('wanted', journal)]),
+      { selection: { skip: ['prepare/unselected'] } },
+    );
+    await runPhases(input);
+    expect(journal).toEqual(['check wanted', 'apply wanted']);
+    expect(stepResults(events)).toEqual(['prepare/wanted=success']);
+  });
+
+  it('wraps a failure as "step X failed: ...", stops, and still runs the report phase', async () => {
+    const journal: Journal = [];
+    let reportSawFailure: boolean | undefined;
+    const report = fake('result', journal, { onCheck: (ctx) => (reportSawFailure = ctx.run.failed) });
+    const { input, events } = setup(phases([fake('a', journal), fake('b', journal, { applyThrows: new Error('disk full') }), fake('c', journal)], [fake('join', journal)], [report]));
+    const outcome = await runPhases(input);
+    expect(journal).toEqual(['check a', 'apply a', 'check b', 'apply b', 'check result', 'apply result']);
+    expect(outcome.error).toBeInstanceOf(StepError);
+    expect(outcome.error?.message).toBe('step prepare/b failed: disk full');
+    expect(outcome.error?.exitCode).toBe(1);
+    expect(outcome.result).toBe('failure');
+    expect(reportSawFailure).toBe(true);
+    expect(outcome.phases.map((p) => `${p.name}=${p.result}`)).toEqual(['prepare=failure', 'report=success']);
+    const finished = events.find((e) => e.type === 'step.finished' && e.step === 'prepare/b');
+    expect(finished?.error).toMatchObject({ message: 'step prepare/b failed: disk full', code: 1, stepId: 'prepare/b' });
+    expect(events.at(-1)).toMatchObject({ type: 'run.finished', result: 'failure', error: { stepId: 'prepare/b' } });
+  });
+
+  it('wraps a failing check the same way', async () => {
+    const journal: Journal = [];
+    const { input } = setup(phases([fake('a', journal, { checkThrows: new Error('cannot read /etc/a') })]));
+    const outcome = await runPhases(input);
+    expect(outcome.error?.message).toBe('step prepare/a failed: cannot read /etc/a');
+    expect(journal).toEqual(['check a']);
+  });
+
+  it('keeps the exit code of a verification failure inside a step', async () => {
+    const { input } = setup(phases([fake('fetch', [], { applyThrows: new VerificationError('signature does not match', { hint: 'check the key' }) })]));
+    const outcome = await runPhases(input);
+    expect(outcome.error?.exitCode).toBe(3);
+    expect(outcome.error?.hint).toBe('check the key');
+  });
+
+  it('keeps the first failure as the run error when a report step fails too', async () => {
+    const { input } = setup(phases([fake('a', [], { applyThrows: new Error('first') })], [], [fake('result', [], { applyThrows: new Error('second') })]));
+    const outcome = await runPhases(input);
+    expect(outcome.error?.message).toBe('step prepare/a failed: first');
+    expect(outcome.phases.map((p) => `${p.name}=${p.result}`)).toEqual(['prepare=failure', 'report=failure']);
+  });
+
+  it('writes the state file after every step, so a later step already sees the earlier ones on disk', async () => {
+    const journal: Journal = [];
+    const seenOnDisk: string[][] = [];
+    let env!: ReturnType<typeof setup>;
+    const probe = (ctx: StepContext) => {
+      seenOnDisk.push(Object.keys(env.readState().steps));
+      void ctx;
+    };
+    env = setup(phases([fake('a', journal), fake('b', journal, { onCheck: probe })], [fake('join', journal, { onCheck: probe, done: true })]));
+    await runPhases(env.input);
+    expect(seenOnDisk).toEqual([['prepare/a'], ['prepare/a', 'prepare/b']]);
+    const state = env.readState();
+    expect(state.steps['prepare/a']).toMatchObject({ result: 'success', runId: env.input.events.runId, data: { appliedBy: 'a' } });
+    expect(state.steps['provision/join']).toMatchObject({ result: 'skipped' });
+    // The run's result is the worst of its steps', and "skipped" ranks below "success".
+    expect(state.runs.at(-1)).toMatchObject({ command: 'init', result: 'skipped', runId: env.input.events.runId });
+    expect(statSync(env.stateFile).mode & 0o777).toBe(0o600);
+    // Atomic writes leave nothing but the file itself (no temporaries, no backup of the state).
+    expect(readdirSync(env.stateDir)).toEqual(['state.json']);
+  });
+
+  it('keeps what a step recorded earlier when a later run skips it', async () => {
+    const env = setup(phases([fake('a', [])]));
+    await runPhases(env.input);
+    const again = { ...env.input, phases: phases([fake('a', [], { done: true })]), events: new EventBus() };
+    await runPhases(again);
+    expect(env.readState().steps['prepare/a']).toMatchObject({ result: 'skipped', data: { appliedBy: 'a' } });
+  });
+
+  it('stops with exit code 4 when a step needs a reboot, and resumes only after the machine rebooted', async () => {
+    const journal: Journal = [];
+    let rebooted = false;
+    const list = () =>
+      phases(
+        [fake('a', journal, { done: () => rebooted }), fake('feature', journal, { reboot: 'the Containers feature was enabled', done: () => rebooted }), fake('after', journal)],
+        [],
+        [fake('result', journal)],
+      );
+    const env = setup(list());
+
+    const first = await runPhases(env.input);
+    expect(first.error).toBeInstanceOf(RebootRequiredError);
+    expect(first.error?.exitCode).toBe(4);
+    expect(journal).toEqual(['check a', 'apply a', 'check feature', 'apply feature']);
+    expect(env.readState().pendingReboot).toMatchObject({ stepId: 'prepare/feature', bootId: 'boot-1', reason: 'the Containers feature was enabled' });
+    expect(env.readState().runs.at(-1)?.result).toBe('reboot-required');
+
+    // Run again before the reboot (same boot id): nothing is checked or applied, still exit 4.
+    journal.length = 0;
+    const same = await runPhases({ ...env.input, phases: list(), events: new EventBus() });
+    expect(same.error?.exitCode).toBe(4);
+    expect(same.error?.message).toContain('has not rebooted yet');
+    expect(journal).toEqual([]);
+    expect(env.readState().pendingReboot?.stepId).toBe('prepare/feature');
+
+    // After the reboot (a new boot id): every step checks again, only what is not done is applied.
+    journal.length = 0;
+    rebooted = true;
+    const facts = { ...baseFacts, bootId: 'boot-2' };
+    const resumed = await runPhases({ ...env.input, facts, phases: list(), events: new EventBus() });
+    expect(resumed.error).toBeUndefined();
+    expect(journal).toEqual(['check a', 'check feature', 'check after', 'apply after', 'check result', 'apply result']);
+    expect(env.readState().pendingReboot).toBeUndefined();
+  });
+});
+
+describe('computePlan', () => {
+  it('gives every step with its status and changes, in order, and touches nothing', async () => {
+    const journal: Journal = [];
+    const list = phases(
+      [
+        fake('a', journal),
+        fake('done', journal, { done: true }),
+        fake('live', journal, { skipReason: 'needs the live machine' }),
+        fake('win', journal, { platforms: ['windows'] }),
+        fake('left-out', journal),
+      ],
+      [fake('join', journal, { applies: false })],
+      [fake('result', journal)],
+    );
+    const { input, stateDir, events } = setup(list, { selection: { skip: ['prepare/left-out'] } });
+    const plan = await computePlan(input);
+    expect(journal).toEqual(['check a', 'check done', 'check live', 'check result']);
+    expect(() => readdirSync(stateDir)).toThrow();
+    expect(events).toEqual([]);
+    expect(plan.command).toBe('init');
+    expect(plan.os).toBe('linux');
+    expect(plan.phases.map((p) => p.name)).toEqual(['prepare', 'provision', 'report']);
+    expect(plan.phases.flatMap((p) => p.steps.map((s) => [s.id, s.status, s.reason ?? '']))).toEqual([
+      ['prepare/a', 'change', ''],
+      ['prepare/done', 'up-to-date', ''],
+      ['prepare/live', 'skipped', 'needs the live machine'],
+      ['prepare/win', 'not-applicable', 'only on windows'],
+      ['prepare/left-out', 'not-selected', 'left out by --only/--skip'],
+      ['provision/join', 'not-applicable', 'not asked for by the configuration'],
+      ['report/result', 'change', ''],
+    ]);
+    expect(plan.phases[0]?.steps[0]?.changes).toEqual([{ action: 'update', target: '/etc/a', detail: 'a detail' }]);
+  });
+
+  it('gives steps a dry run: the context says so', async () => {
+    let dryRun: boolean | undefined;
+    const { input } = setup(phases([fake('a', [], { onCheck: (ctx) => (dryRun = ctx.options.dryRun) })]));
+    await computePlan(input);
+    expect(dryRun).toBe(true);
+    await runPhases(input);
+    expect(dryRun).toBe(false);
+  });
+
+  it('plans what the run then does: the steps planned as changes are the ones applied', async () => {
+    const journal: Journal = [];
+    const list = phases([fake('a', journal), fake('b', journal, { done: true }), fake('c', journal, { skipReason: 'no' })], [fake('join', journal)]);
+    const { input } = setup(list);
+    const plan = await computePlan(input);
+    journal.length = 0;
+    await runPhases(input);
+    const planned = plan.phases.flatMap((p) => p.steps.filter((s) => s.status === 'change').map((s) => s.id));
+    const applied = journal.filter((j) => j.startsWith('apply ')).map((j) => j.replace('apply ', ''));
+    expect(applied.map((id) => (id === 'join' ? 'provision/join' : `prepare/${id}`))).toEqual(planned);
+  });
+
+  it('wraps a failing check in the plan too', async () => {
+    const { input } = setup(phases([fake('a', [], { checkThrows: new Error('unreadable') })]));
+    await expect(computePlan(input)).rejects.toThrow('step prepare/a failed: unreadable');
+  });
+
+  it('rejects an unknown id before checking anything', async () => {
+    const journal: Journal = [];
+    const { input } = setup(phases([fake('a', journal)]), { selection: { only: ['prepare/typo'] } });
+    await expect(computePlan(input)).rejects.toThrow('no step has the id "prepare/typo"');
+    await expect(runPhases(input)).rejects.toThrow('no step has the id "prepare/typo"');
+    expect(journal).toEqual([]);
+  });
+});

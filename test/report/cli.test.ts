@@ -1,0 +1,104 @@
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.ts';
+import type { Io } from '../../src/cli/io.ts';
+import { startCollector, type Collector } from './collector.ts';
+import { scratchDir } from '../support/tmp.ts';
+
+function testIo(): Io & { out: () => string; err: () => string } {
+  let out = '';
+  let err = '';
+  return {
+    stdout: (t) => void (out += t),
+    stderr: (t) => void (err += t),
+    readStdin: async () => Buffer.alloc(0),
+    env: {},
+    cwd: process.cwd(),
+    interactive: false,
+    out: () => out,
+    err: () => err,
+  };
+}
+
+const PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
+
+function scratch(endpoint: Record<string, unknown>, files: Record<string, string | null> = {}): { root: string; config: string } {
+  const root = scratchDir();
+  const config = join(root, '..', `${root.split('/').pop()}.yaml`);
+  for (const [path, content] of Object.entries(files)) {
+    mkdirSync(join(root, path, content === null ? '' : '..'), { recursive: true });
+    if (content !== null) writeFileSync(join(root, path), content);
+  }
+  writeFileSync(config, JSON.stringify({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { report: { endpoints: [endpoint] } } }));
+  return { root, config };
+}
+
+describe('a bad report configuration', () => {
+  it.each<[string, Record<string, unknown>, Record<string, string | null>, RegExp]>([
+    ['an ftp:// endpoint', { url: 'ftp://collector.example/events' }, {}, /spec\.report\.endpoints\[0\]\.url: the scheme "ftp" is not supported \(use an http:\/\/ or https:\/\/ URL\)/],
+    ['an endpoint that is not a URL', { url: 'collector events' }, {}, /spec\.report\.endpoints\[0\]\.url: "collector events" is not a URL/],
+    ['credentials in the URL', { url: 'https://user:pw@collector.example/' }, {}, /holds a user name or password/],
+    ['a CA file that does not exist', { url: 'https://c.example/', caFile: '/etc/machineadm/ca.pem' }, {}, /spec\.report\.endpoints\[0\]\.caFile: \/etc\/machineadm\/ca\.pem does not exist/],
+    ['a CA file that is not PEM', { url: 'https://c.example/', caFile: '/etc/machineadm/ca.pem' }, { 'etc/machineadm/ca.pem': 'hello' }, /caFile: \/etc\/machineadm\/ca\.pem is not a PEM certificate/],
+    ['a client key that is not PEM', { url: 'https://c.example/', clientCertFile: '/etc/c.pem', clientKeyFile: '/etc/c.key' }, { 'etc/c.pem': PEM, 'etc/c.key': PEM }, /clientKeyFile: \/etc\/c\.key is not a PEM private key/],
+    ['a client certificate without its key', { url: 'https://c.example/', clientCertFile: '/etc/c.pem' }, { 'etc/c.pem': PEM }, /clientCertFile and clientKeyFile go together/],
+    ['a relative CA path', { url: 'https://c.example/', caFile: 'ca.pem' }, {}, /caFile: "ca\.pem" is not valid/],
+    ['a token file that cannot be read', { url: 'https://c.example/', bearerToken: { valueFrom: { file: '/etc/machineadm/token' } } }, { 'etc/machineadm/token': null }, /bearerToken: cannot read secret file \/etc\/machineadm\/token/],
+    ['a token file that does not exist', { url: 'https://c.example/', bearerToken: { valueFrom: { file: '/etc/machineadm/token' } } }, {}, /bearerToken: secret file \/etc\/machineadm\/token does not exist/],
+    ['a Content-Type header', { url: 'https://c.example/', headers: { 'Content-Type': 'text/plain' } }, {}, /Content-Type is set by machineadm/],
+  ])('(%s) is a configuration error before anything changes', async (_name, endpoint, files, message) => {
+    const { root, config } = scratch(endpoint, files);
+    const before = readdirSync(root).sort();
+    const io = testIo();
+    const code = await main(['init', '-c', config, '--root', root], io);
+    expect(io.err()).toMatch(message);
+    expect(code).toBe(2);
+    expect(readdirSync(root).sort()).toEqual(before);
+    expect(existsSync(join(root, 'var/lib/machineadm'))).toBe(false);
+    expect(existsSync(join(root, 'run'))).toBe(false);
+  });
+});
+
+describe('machineadm init and report with a collector', () => {
+  let collector: Collector;
+  beforeAll(async () => {
+    collector = await startCollector();
+  });
+  afterAll(async () => collector.close());
+
+  it('delivers every event; with the collector down, init finishes within the deadline and report delivers them later, once per id', async () => {
+    const { root, config } = scratch({ url: collector.url });
+    const up = testIo();
+    expect(await main(['init', '-c', config, '--root', root], up)).toBe(0);
+    const first = collector.ackedIds();
+    expect(first.length).toBeGreaterThanOrEqual(10);
+    expect(up.out()).toMatch(new RegExp(`events: ${first.length} delivered to ${collector.url}`));
+
+    collector.mode = { kind: 'status', status: 503 };
+    writeFileSync(config, JSON.stringify({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { report: { deadlineSeconds: 2, endpoints: [{ url: collector.url }] } } }));
+    const down = testIo();
+    const started = Date.now();
+    expect(await main(['init', '-c', config, '--root', root], down)).toBe(0);
+    expect(Date.now() - started).toBeLessThan(2_000 + 1_500);
+    expect(down.out()).toMatch(/0 delivered, \d+ kept in the spool/);
+
+    const status = testIo();
+    await main(['status', '--root', root, '-o', 'json'], status);
+    const shown = JSON.parse(status.out()) as { lastResult: { command: string; delivery: { endpoints: { spooled: number }[] } }; spool: { events: number }[] };
+    expect(shown.lastResult.command).toBe('init');
+    const waiting = shown.spool[0]!.events;
+    expect(waiting).toBeGreaterThanOrEqual(10);
+    expect(shown.lastResult.delivery.endpoints[0]!.spooled).toBe(waiting);
+
+    collector.mode = { kind: 'ok' };
+    const acked = collector.ackedIds().length;
+    expect(await main(['report', '-c', config, '--root', root], testIo())).toBe(0);
+    const all = collector.ackedIds();
+    expect(all.length - acked).toBeGreaterThan(waiting);
+    expect(new Set(all).size).toBe(all.length);
+    const after = testIo();
+    await main(['status', '--root', root, '-o', 'json'], after);
+    expect((JSON.parse(after.out()) as { spool: unknown[] }).spool).toEqual([]);
+  });
+});

@@ -1,0 +1,262 @@
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RootedFileSystem, createHost } from '../../src/host/index.ts';
+import { createHttpPoster } from '../../src/host/http-post.ts';
+import { EventBus } from '../../src/report/events.ts';
+import { EventReporter } from '../../src/report/delivery.ts';
+import { endpointKey } from '../../src/report/spool.ts';
+import { resolveEndpoints } from '../../src/report/endpoints.ts';
+import { SecretScrubber } from '../../src/config/secrets.ts';
+import { StepDetailsError } from '../../src/errors.ts';
+import { startCollector, type Collector, type CollectorMode } from './collector.ts';
+import { makePki, type TestPki } from './certs.ts';
+import { configFrom, runWithReporting, step } from './harness.ts';
+import { scratchDir } from '../support/tmp.ts';
+import { missingRequirement } from '../support/environment.ts';
+
+const spoolDir = (root: string, url: string) => join(root, 'var/lib/machineadm/spool', endpointKey(url));
+// A run emits run, 3 phase and the report/sentinel start/finish events (10), and 2 per test step.
+const spooled = (root: string, url: string) => readdirSync(spoolDir(root, url)).filter((n) => n.endsWith('.json') && !n.startsWith('.'));
+
+/** Checks a parsed CloudEvent the way a strict receiver would. */
+function expectCloudEvent(ce: Record<string, unknown>): void {
+  for (const required of ['specversion', 'id', 'source', 'type']) expect(typeof ce[required], required).toBe('string');
+  expect(ce.specversion).toBe('1.0');
+  expect(String(ce.type)).toMatch(/^io\.machineadm\.(run|phase|step)\.(started|finished)$|^io\.machineadm\.log$/);
+  expect(String(ce.source)).toMatch(/^urn:machineadm:/);
+  expect(Number.isNaN(Date.parse(String(ce.time)))).toBe(false);
+  for (const name of Object.keys(ce)) expect(name).toMatch(/^[a-z0-9]{1,20}$/);
+  expect((ce.data as { id: string }).id).toBe(ce.id);
+}
+
+let collector: Collector;
+beforeAll(async () => {
+  collector = await startCollector();
+});
+afterAll(async () => collector.close());
+
+function reset(mode: CollectorMode = { kind: 'ok' }): void {
+  collector.requests.length = 0;
+  collector.script = [];
+  collector.mode = mode;
+}
+
+describe('delivery to a collector', () => {
+  it('sends every start and finish event of a run as a CloudEvent, in order, and empties the spool', async () => {
+    reset();
+    const root = scratchDir();
+    const run = await runWithReporting({ root, config: configFrom({ report: { endpoints: [{ url: collector.url, headers: { 'X-Cluster': 'c1' } }] } }), prepare: [step('a'), step('b')], provision: [step('join')] });
+    const ids = collector.ackedIds();
+    const types = collector.requests.map((r) => `${String(r.events[0]?.type).replace('io.machineadm.', '')} ${String(r.events[0]?.subject)}`);
+    expect(types).toEqual([
+      'run.started run',
+      'phase.started prepare',
+      'step.started prepare/a',
+      'step.finished prepare/a',
+      'step.started prepare/b',
+      'step.finished prepare/b',
+      'phase.finished prepare',
+      'phase.started provision',
+      'step.started provision/join',
+      'step.finished provision/join',
+      'phase.finished provision',
+      'phase.started report',
+      'step.started report/sentinel',
+      'step.finished report/sentinel',
+      'phase.finished report',
+      'run.finished run',
+    ]);
+    expect(ids).toEqual([...ids].sort());
+    for (const r of collector.requests) {
+      expect(r.headers['content-type']).toBe('application/cloudevents+json');
+      expect(r.headers['x-cluster']).toBe('c1');
+      expect(r.events).toHaveLength(1);
+      expectCloudEvent(r.events[0]!);
+      expect(r.events[0]).toMatchObject({ runid: run.outcome.runId, hostname: 'test-node', nodename: 'test-node' });
+    }
+    expect(spooled(root, collector.url)).toEqual([]);
+    expect(run.reported.document?.delivery?.endpoints).toEqual([{ url: collector.url, delivered: 16, spooled: 0 }]);
+  });
+
+  it('sends batches as application/cloudevents-batch+json when the endpoint allows', async () => {
+    reset({ kind: 'slow', delayMs: 30 });
+    const root = scratchDir();
+    await runWithReporting({ root, config: configFrom({ report: { endpoints: [{ url: collector.url, batch: true }] } }), prepare: Array.from({ length: 20 }, (_, i) => step(`s${i}`)) });
+    expect(collector.requests.length).toBeLessThan(20);
+    for (const r of collector.requests) {
+      expect(r.headers['content-type']).toBe('application/cloudevents-batch+json');
+      expect(Array.isArray(JSON.parse(r.body.toString()))).toBe(true);
+      r.events.forEach(expectCloudEvent);
+    }
+    const ids = collector.ackedIds();
+    expect(ids).toHaveLength(50);
+    expect(new Set(ids).size).toBe(50);
+    expect(spooled(root, collector.url)).toEqual([]);
+  });
+
+  it.each<[string, CollectorMode]>([
+    ['answers 500 to everything', { kind: 'status', status: 500 }],
+    ['answers 503 with a long Retry-After', { kind: 'status', status: 503, retryAfter: '3600' }],
+    ['resets every connection', { kind: 'reset' }],
+    ['answers garbage', { kind: 'garbage' }],
+    ['redirects in a loop', { kind: 'redirect-loop' }],
+    ['never answers', { kind: 'hang' }],
+    ['refuses with 401', { kind: 'status', status: 401 }],
+  ])('keeps every event when the collector %s, ends within the deadline, and a later report delivers them exactly once, oldest first', async (_name, mode) => {
+    reset(mode);
+    const root = scratchDir();
+    const config = configFrom({ report: { endpoints: [{ url: collector.url }], deadlineSeconds: 2 } });
+    const started = Date.now();
+    const failed = await runWithReporting({ root, config, prepare: [step('a')], provision: [step('join')] });
+    const took = Date.now() - started;
+    expect(took).toBeLessThan(2_000 + 1_500);
+    const files = spooled(root, collector.url);
+    expect(files).toHaveLength(14);
+    expect(failed.reported.document?.delivery?.endpoints[0]).toMatchObject({ delivered: 0, spooled: 14 });
+    expect(failed.summary).toMatch(/14 kept in the spool for http:\/\/127\.0\.0\.1:\d+\/events \(.+\); "machineadm report" sends them/);
+    for (const name of files) expect(statSync(join(spoolDir(root, collector.url), name)).mode & 0o777).toBe(0o600);
+
+    reset();
+    const later = await runWithReporting({ root, config, command: 'report' });
+    const ids = collector.ackedIds();
+    const firstRun = ids.filter((id) => id.startsWith(failed.outcome.runId));
+    const secondRun = ids.filter((id) => id.startsWith(later.outcome.runId));
+    expect(firstRun).toHaveLength(14);
+    expect(new Set(firstRun).size).toBe(14);
+    expect(secondRun.length).toBeGreaterThan(0);
+    expect(ids).toEqual([...firstRun, ...secondRun]);
+    expect(spooled(root, collector.url)).toEqual([]);
+  });
+
+  it('spools without sending anything when offline', async () => {
+    reset();
+    const root = scratchDir();
+    const run = await runWithReporting({ root, offline: true, config: configFrom({ report: { endpoints: [{ url: collector.url }] } }), prepare: [step('a')] });
+    expect(collector.requests).toHaveLength(0);
+    expect(spooled(root, collector.url)).toHaveLength(12);
+    expect(run.reported.delivery?.offline).toBe(true);
+  });
+
+  it('never lets a secret reach the collector, the files it writes or the console', async () => {
+    reset();
+    const root = scratchDir();
+    const bearer = 'collector-bearer-7f3a9c';
+    const bootstrap = 'abcdef.0123456789abcdef';
+    const headerFile = join(root, 'etc/machineadm/token');
+    mkdirSync(join(root, 'etc/machineadm'), { recursive: true });
+    writeFileSync(headerFile, `${bearer}\n`);
+    const config = configFrom({
+      kubernetes: { controlPlaneEndpoint: '10.0.0.10:6443', token: bootstrap, caCertHashes: [`sha256:${'a'.repeat(64)}`] },
+      report: { endpoints: [{ url: collector.url, bearerToken: { valueFrom: { file: '/etc/machineadm/token' } } }, { url: `${collector.url}?batch`, batch: true }] },
+    });
+    const leaky = step('join', {
+      apply: async (ctx) => {
+        ctx.log(`joining with ${bootstrap} and ${bearer}`);
+        ctx.output(`kubeadm join --token ${bootstrap}`);
+        throw new StepDetailsError(`kubeadm refused token ${bootstrap}`, { outputTail: `[discovery] token ${bootstrap}\nbearer ${bearer}` });
+      },
+    });
+    const run = await runWithReporting({ root, config, provision: [leaky] });
+    expect(run.outcome.error?.message).toContain(bootstrap);
+
+    const sent = collector.requests.map((r) => Buffer.concat([r.body, Buffer.from(JSON.stringify({ ...r.headers, authorization: undefined }))]));
+    expect(collector.requests.length).toBeGreaterThan(10);
+    expect(collector.requests.filter((r) => r.path === '/events').every((r) => r.headers.authorization === `Bearer ${bearer}`)).toBe(true);
+    expect(Buffer.concat(sent).toString()).toContain('<redacted>');
+    const written: string[] = [];
+    const walk = (dir: string): void => {
+      for (const name of readdirSync(dir)) {
+        const path = join(dir, name);
+        if (statSync(path).isDirectory()) walk(path);
+        else if (path !== headerFile) written.push(readFileSync(path, 'utf8'));
+      }
+    };
+    walk(root);
+    for (const secret of [bearer, bootstrap]) {
+      expect(Buffer.concat(sent).includes(secret), `sent ${secret}`).toBe(false);
+      expect(written.some((t) => t.includes(secret)), `wrote ${secret}`).toBe(false);
+      expect(run.console.includes(secret), `printed ${secret}`).toBe(false);
+      expect(run.summary.includes(secret), `summary ${secret}`).toBe(false);
+    }
+  });
+});
+
+describe('delivery over HTTPS', () => {
+  const skip = missingRequirement({ commands: ['openssl'] });
+  let pki: TestPki;
+  const servers: Collector[] = [];
+  beforeAll(() => {
+    if (!skip) pki = makePki(scratchDir());
+  });
+  afterAll(async () => {
+    for (const s of servers) await s.close();
+  });
+
+  function rootWithPki(): string {
+    const root = scratchDir();
+    mkdirSync(join(root, 'etc/machineadm'), { recursive: true });
+    writeFileSync(join(root, 'etc/machineadm/ca.pem'), pki.ca);
+    writeFileSync(join(root, 'etc/machineadm/client.pem'), pki.clientCert);
+    writeFileSync(join(root, 'etc/machineadm/client.key'), pki.clientKey);
+    return root;
+  }
+
+  it.skipIf(skip)('delivers to a collector that requires a client certificate, trusting only the given CA', async () => {
+    const server = await startCollector({ tls: { cert: pki.serverCert, key: pki.serverKey, ca: pki.ca, requireClientCert: true } });
+    servers.push(server);
+    const root = rootWithPki();
+    await runWithReporting({
+      root,
+      config: configFrom({ report: { endpoints: [{ url: server.url, caFile: '/etc/machineadm/ca.pem', clientCertFile: '/etc/machineadm/client.pem', clientKeyFile: '/etc/machineadm/client.key' }] } }),
+      prepare: [step('a')],
+    });
+    expect(server.ackedIds()).toHaveLength(12);
+    expect(new Set(server.requests.map((r) => r.peerCertificateCN))).toEqual(new Set(['machineadm client']));
+  });
+
+  it.skipIf(skip)('spools instead of sending to a collector with the wrong certificate', async () => {
+    const server = await startCollector({ tls: { cert: pki.wrongServerCert, key: pki.wrongServerKey } });
+    servers.push(server);
+    const root = rootWithPki();
+    const run = await runWithReporting({ root, config: configFrom({ report: { endpoints: [{ url: server.url, caFile: '/etc/machineadm/ca.pem' }], deadlineSeconds: 1 } }), prepare: [step('a')] });
+    expect(server.requests).toHaveLength(0);
+    expect(spooled(root, server.url)).toHaveLength(12);
+    expect(run.reported.delivery?.endpoints[0]?.lastError).toMatch(/certificate|verify|self.signed/i);
+  });
+});
+
+describe('a backlog of 1,000 spooled events', () => {
+  it.each([false, true])('is delivered in order, each exactly once (batch: %s)', async (batch) => {
+    reset();
+    const root = scratchDir();
+    const stateFs = new RootedFileSystem(join(root, 'var/lib/machineadm'));
+    const host = createHost({ root, env: {} });
+    const config = configFrom({ report: { endpoints: [{ url: collector.url, batch }] } });
+    const [endpoint] = await resolveEndpoints(config, host, new SecretScrubber());
+    const identity = { hostname: 'h', nodeName: 'h', machineadmVersion: 't' };
+    // Spooled by an offline run...
+    const bus = new EventBus({ identity });
+    const offline = new EventReporter({ endpoints: [endpoint!], identity, runId: bus.runId, stateFs, poster: createHttpPoster(), offline: true, deadlineMs: 1_000 });
+    await offline.open();
+    bus.listen(offline.listener);
+    const spoolStart = Date.now();
+    for (let i = 0; i < 1000; i++) bus.emit({ type: 'log', message: `event ${i}`, step: 'prepare/x' });
+    const spoolMs = Date.now() - spoolStart;
+    await offline.finish();
+    expect(spooled(root, collector.url)).toHaveLength(1000);
+    // ...and delivered by the next one.
+    const online = new EventReporter({ endpoints: [endpoint!], identity, runId: 'next', stateFs, poster: createHttpPoster(), offline: false, deadlineMs: 60_000 });
+    const started = Date.now();
+    await online.open();
+    const report = await online.finish();
+    const deliverMs = Date.now() - started;
+    console.log(`1,000 events: spooled (fsync'd) in ${spoolMs} ms, delivered ${batch ? 'in batches' : 'one per request'} in ${deliverMs} ms over ${collector.requests.length} requests`);
+    expect(report.endpoints[0]).toMatchObject({ delivered: 1000, spooled: 0 });
+    const ids = collector.ackedIds();
+    expect(ids).toHaveLength(1000);
+    expect(ids).toEqual([...ids].sort());
+    expect(ids[0]).toBe(`${bus.runId}.000001`);
+    expect(deliverMs).toBeLessThan(45_000);
+  });
+});

@@ -1,0 +1,94 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { StepDetailsError } from '../../src/errors.ts';
+import { RESULT_FILE, STATUS_FILE, readLastResult, type RunResultDocument } from '../../src/report/outcome.ts';
+import { validateJsonSchema } from './json-schema.ts';
+import { configFrom, runWithReporting, step } from './harness.ts';
+import { scratchDir } from '../support/tmp.ts';
+
+const schema = JSON.parse(readFileSync(new URL('../../docs/schema/result-v1.json', import.meta.url), 'utf8')) as Record<string, unknown>;
+const read = (root: string, path: string) => JSON.parse(readFileSync(join(root, path), 'utf8')) as RunResultDocument;
+
+describe('the result files', () => {
+  it('hold a failed run with its phases, steps, error details and timings, valid against the published schema', async () => {
+    const root = scratchDir();
+    let statusSeen: RunResultDocument | undefined;
+    const run = await runWithReporting({
+      root,
+      config: configFrom({}),
+      prepare: [
+        step('first'),
+        step('already', { check: async () => ({ done: true, changes: [] }) }),
+        step('peek', {
+          // By now status.json shows the run in progress (written between events, not only at the end).
+          apply: async () => {
+            await new Promise((r) => setTimeout(r, 50));
+            statusSeen = read(root, STATUS_FILE);
+            return {};
+          },
+        }),
+      ],
+      provision: [step('join', { fail: new StepDetailsError('kubeadm join exited 1', { kubeadmPhase: 'kubelet-start', exitCode: 1, outputTail: 'line 1\nline 2\n[kubelet-start] timed out' }) })],
+    });
+    expect(statusSeen?.state).toBe('running');
+    expect(statusSeen?.result).toBeUndefined();
+    expect(statusSeen?.phases[0]?.steps.map((s) => [s.id, s.state])).toEqual([
+      ['prepare/first', 'finished'],
+      ['prepare/already', 'finished'],
+      ['prepare/peek', 'running'],
+    ]);
+
+    const result = read(root, RESULT_FILE);
+    expect(validateJsonSchema(schema, result)).toEqual([]);
+    expect(validateJsonSchema(schema, read(root, STATUS_FILE))).toEqual([]);
+    expect(result).toMatchObject({ kind: 'MachineadmRunResult', command: 'init', state: 'finished', result: 'failure', exitCode: 1, failedSteps: ['provision/join'] });
+    expect(result.machine).toMatchObject({ hostname: 'test-node', nodeName: 'test-node', os: 'linux' });
+    expect(result.phases.map((p) => [p.name, p.result])).toEqual([
+      ['prepare', 'skipped'],
+      ['provision', 'failure'],
+      ['report', 'skipped'],
+    ]);
+    const join_ = result.phases[1]!.steps[0]!;
+    expect(join_.error).toMatchObject({ code: 1, stepId: 'provision/join', details: { kubeadmPhase: 'kubelet-start', exitCode: 1 } });
+    expect(result.error?.message).toContain('kubeadm join exited 1');
+    expect(result.runId).toBe(run.outcome.runId);
+    expect(Math.abs(Date.parse(result.finishedAt!) - Date.parse(result.startedAt) - result.durationMs!)).toBeLessThan(50);
+    // The copy in the state dir survives a reboot (which clears /run).
+    expect(JSON.parse(readFileSync(join(root, 'var/lib/machineadm/result.json'), 'utf8'))).toEqual(result);
+    expect(await readLastResult(run.host.fs, run.stateFs)).toEqual(result);
+  });
+
+  it('are shown as a summary naming the failed step, its hint, and its output tail', async () => {
+    const root = scratchDir();
+    const run = await runWithReporting({
+      root,
+      config: configFrom({}),
+      provision: [step('join', { fail: new StepDetailsError('kubeadm join exited 1', { kubeadmPhase: 'kubelet-start', outputTail: 'alpha\nbeta\nomega' }, { hint: 'check the kubelet log' }) })],
+    });
+    expect(run.summary).toMatch(/^machineadm init: failure in \d+ms \(2 steps: 0 changed, 1 skipped, 0 warnings, 1 failed\)/);
+    expect(run.summary).toContain('failed: provision/join: step provision/join failed: kubeadm join exited 1');
+    expect(run.summary).toContain('what to do: check the kubelet log');
+    expect(run.summary).toContain('kubeadmPhase: kubelet-start');
+    expect(run.summary).toMatch(/outputTail \(last lines\):\n {6}alpha\n {6}beta\n {6}omega/);
+    expect(run.summary).toContain('look at: /run/machineadm/result.json');
+  });
+
+  it('fall back to the state dir copy when /run was cleared by a reboot', async () => {
+    const root = scratchDir();
+    const run = await runWithReporting({ root, config: configFrom({}), prepare: [step('one')] });
+    await run.host.fs.remove('/run/machineadm');
+    expect((await readLastResult(run.host.fs, run.stateFs))?.runId).toBe(run.outcome.runId);
+  });
+});
+
+describe('the console', () => {
+  it('prints one "time phase/step result duration" line per step without a terminal', async () => {
+    const root = scratchDir();
+    const run = await runWithReporting({ root, config: configFrom({}), prepare: [step('one'), step('two', { check: async () => ({ done: true, changes: [] }) })] });
+    const lines = run.console.split('\n').filter((l) => / prepare\/(one|two) /.test(l));
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z prepare\/one success \d+ms \(set one\)$/);
+    expect(lines[1]).toMatch(/^\S+ prepare\/two skipped \d+ms \(already done\)$/);
+  });
+});

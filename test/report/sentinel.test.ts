@@ -1,0 +1,47 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { SENTINEL_CONTENT, SENTINEL_WINDOWS, sentinelPath } from '../../src/report/sentinel.ts';
+import { configFrom, runWithReporting, step } from './harness.ts';
+import { scratchDir } from '../support/tmp.ts';
+
+const sentinel = (root: string) => join(root, 'run/cluster-api/bootstrap-success.complete');
+
+describe('the Cluster API sentinel', () => {
+  it.each<[string, Parameters<typeof runWithReporting>[0] extends infer O ? Omit<O & object, 'root' | 'config'> : never, Record<string, unknown>, boolean]>([
+    ['is written after a successful provisioning', { provision: [step('join')] }, {}, true],
+    ['is written when provisioning was already done (its step skipped)', { provision: [step('join', { check: async () => ({ done: true, changes: [] }) })] }, {}, true],
+    ['is not written when provisioning failed', { provision: [step('join', { fail: new Error('no') })] }, {}, false],
+    ['is not written when an earlier phase failed', { prepare: [step('files', { fail: new Error('disk full') })], provision: [step('join')] }, {}, false],
+    ['is not written when no provisioning step ran', { prepare: [step('files')] }, {}, false],
+    ['is not written when the configuration turns it off', { provision: [step('join')] }, { report: { clusterAPISentinel: false } }, false],
+  ])('%s', async (_name, run, spec, written) => {
+    const root = scratchDir();
+    const result = await runWithReporting({ root, config: configFrom(spec), ...run });
+    expect(existsSync(sentinel(root))).toBe(written);
+    if (written) expect(readFileSync(sentinel(root), 'utf8')).toBe(SENTINEL_CONTENT);
+    const report = result.outcome.phases.find((p) => p.name === 'report')!;
+    expect(report.steps.map((s) => s.id)).toEqual(spec.report ? [] : ['report/sentinel']);
+  });
+
+  it('is written by "machineadm report" alone when the last run provisioned successfully', async () => {
+    const root = scratchDir();
+    await runWithReporting({ root, config: configFrom({ report: { clusterAPISentinel: false } }), provision: [step('join')] });
+    expect(existsSync(sentinel(root))).toBe(false);
+    await runWithReporting({ root, config: configFrom({}), command: 'report' });
+    expect(readFileSync(sentinel(root), 'utf8')).toBe('success\n');
+  });
+
+  it('is not written by "machineadm report" alone after a failed run', async () => {
+    const root = scratchDir();
+    await runWithReporting({ root, config: configFrom({ report: { clusterAPISentinel: false } }), provision: [step('join', { fail: new Error('no') })] });
+    await runWithReporting({ root, config: configFrom({}), command: 'report' });
+    expect(existsSync(sentinel(root))).toBe(false);
+  });
+
+  it('lives at C:\\run\\cluster-api on Windows', () => {
+    expect(sentinelPath('windows')).toBe(SENTINEL_WINDOWS);
+    expect(SENTINEL_WINDOWS).toBe('C:\\run\\cluster-api\\bootstrap-success.complete');
+    expect(sentinelPath('linux')).toBe('/run/cluster-api/bootstrap-success.complete');
+  });
+});

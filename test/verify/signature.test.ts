@@ -1,0 +1,170 @@
+// Signatures against the real tools: minisign signs and machineadm verifies, machineadm signs and
+// minisign verifies, signify's signatures verify in legacy mode; and every kind of bad input.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync, statSync, writeFileSync, copyFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { scratchDir } from '../support/tmp.ts';
+import { missingRequirement } from '../support/environment.ts';
+import { runCli } from './cli.ts';
+import { blake2b } from '../../src/verify/blake2b.ts';
+import { parsePublicKey, parseSignature } from '../../src/verify/minisign.ts';
+
+const dir = scratchDir('machineadm-sig-');
+const skip = missingRequirement({ commands: ['minisign', 'signify-openbsd'] });
+const cli = (...args: string[]) => runCli(args, { cwd: dir });
+const minisign = (...args: string[]) => spawnSync('minisign', args, { cwd: dir, encoding: 'utf8', input: '' });
+const keyLine = (file: string) => readFileSync(join(dir, file), 'utf8').split('\n')[1]!;
+
+describe('BLAKE2b with a chosen output length', () => {
+  it.each([0, 1, 111, 128, 129, 300, 4096])('gives node:crypto\'s BLAKE2b-512 for %i bytes', (n) => {
+    const data = randomBytes(n);
+    expect(Buffer.from(blake2b(data, 64)).toString('hex')).toBe(createHash('blake2b512').update(data).digest('hex'));
+  });
+  it('gives the RFC 7693 style BLAKE2b-256 of "abc" (as Python hashlib computes it)', () => {
+    expect(Buffer.from(blake2b(Buffer.from('abc'), 32)).toString('hex')).toBe('bddd813c634239723171ef3fee98579b94964e3bb1cb3e427262c8c068d52319');
+  });
+});
+
+describe.skipIf(skip)('minisign and signify interoperability', () => {
+  beforeAll(() => {
+    writeFileSync(join(dir, 'artifact'), randomBytes(3 * 1024 * 1024 + 17));
+    writeFileSync(join(dir, 'other'), 'another file\n');
+    execFileSync('minisign', ['-G', '-W', '-p', 'mini.pub', '-s', 'mini.key'], { cwd: dir, stdio: 'ignore' });
+    execFileSync('minisign', ['-G', '-W', '-p', 'mini2.pub', '-s', 'mini2.key'], { cwd: dir, stdio: 'ignore' });
+    execFileSync('minisign', ['-S', '-s', 'mini.key', '-m', 'artifact', '-t', 'release 1.2.3'], { cwd: dir, stdio: 'ignore' });
+    execFileSync('minisign', ['-S', '-l', '-s', 'mini.key', '-m', 'artifact', '-x', 'artifact.legacy.minisig', '-t', 'legacy one'], { cwd: dir, stdio: 'ignore' });
+    execFileSync('minisign', ['-S', '-s', 'mini.key', '-m', 'other', '-x', 'other.minisig'], { cwd: dir, stdio: 'ignore' });
+    execFileSync('signify-openbsd', ['-G', '-n', '-p', 'signify.pub', '-s', 'signify.sec'], { cwd: dir, stdio: 'ignore' });
+    execFileSync('signify-openbsd', ['-S', '-s', 'signify.sec', '-m', 'artifact', '-x', 'artifact.sig'], { cwd: dir, stdio: 'ignore' });
+  });
+
+  it('verifies a prehashed minisign signature and prints its trusted comment', async () => {
+    const run = await cli('verify', 'artifact', '-p', 'mini.pub');
+    expect(run).toMatchObject({ code: 0 });
+    expect(run.stdout).toContain('(prehashed)');
+    expect(run.stdout).toContain('trusted comment: release 1.2.3');
+    expect(parseSignature(readFileSync(join(dir, 'artifact.minisig')), 'x').algorithm).toBe('prehashed');
+  });
+
+  it('verifies a legacy minisign signature given as -P, and refuses it with --require-prehashed', async () => {
+    const ok = await cli('verify', 'artifact', '-x', 'artifact.legacy.minisig', '-P', keyLine('mini.pub'));
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toContain('trusted comment: legacy one');
+    const strict = await cli('verify', 'artifact', '-x', 'artifact.legacy.minisig', '-P', keyLine('mini.pub'), '--require-prehashed');
+    expect(strict.code).toBe(3);
+    expect(strict.stderr).toContain('legacy (not prehashed)');
+  });
+
+  it('verifies a signify signature (no trusted comment) in legacy mode', async () => {
+    const run = await cli('verify', 'artifact', '-x', 'artifact.sig', '-p', 'signify.pub');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('signify format');
+    copyFileSync(join(dir, 'artifact'), join(dir, 'artifact.changed'));
+    writeFileSync(join(dir, 'artifact.changed'), 'x', { flag: 'a' });
+    expect((await cli('verify', 'artifact.changed', '-x', 'artifact.sig', '-p', 'signify.pub')).code).toBe(3);
+    expect((await cli('verify', 'artifact', '-x', 'artifact.sig', '-p', 'signify.pub', '--require-prehashed')).code).toBe(3);
+  });
+
+  it.each([
+    ['prehashed', []],
+    ['legacy', ['-l']],
+  ])('signs %s with a minisign-made key, and minisign -V accepts it', async (_kind, extra) => {
+    const run = await cli('sign', 'artifact', '-s', 'mini.key', '-x', `ours-${_kind}.minisig`, '-t', `by machineadm ${_kind}`, ...extra);
+    expect(run.code).toBe(0);
+    const v = minisign('-V', '-p', 'mini.pub', '-m', 'artifact', '-x', `ours-${_kind}.minisig`);
+    expect(v.status, v.stderr).toBe(0);
+    expect(v.stdout).toContain(`Trusted comment: by machineadm ${_kind}`);
+    // minisign -H insists on a prehashed signature: it must accept ours and refuse the legacy one.
+    expect(minisign('-V', '-H', '-p', 'mini.pub', '-m', 'artifact', '-x', `ours-${_kind}.minisig`).status).toBe(_kind === 'prehashed' ? 0 : 1);
+  });
+
+  it('makes keys that minisign signs with and verifies with, and keeps the secret key 0600', async () => {
+    const run = await cli('keygen', '-p', 'ours.pub', '-s', 'ours.key');
+    expect(run.code).toBe(0);
+    expect(statSync(join(dir, 'ours.key')).mode & 0o777).toBe(0o600);
+    expect((await cli('keygen', '-p', 'ours.pub', '-s', 'ours.key')).code).toBe(2);
+    const s = minisign('-S', '-s', 'ours.key', '-m', 'other', '-x', 'other.ours.minisig', '-t', 'minisign with our key');
+    expect(s.status, s.stderr).toBe(0);
+    expect((await cli('verify', 'other', '-x', 'other.ours.minisig', '-p', 'ours.pub')).stdout).toContain('minisign with our key');
+    expect((await cli('sign', 'other', '-s', 'ours.key', '-x', 'other.ours2.minisig')).code).toBe(0);
+    expect(minisign('-V', '-p', 'ours.pub', '-m', 'other', '-x', 'other.ours2.minisig').status).toBe(0);
+    // The default trusted comment is minisign's: timestamp, file name and "hashed".
+    expect(readFileSync(join(dir, 'other.ours2.minisig'), 'utf8')).toMatch(/^trusted comment: timestamp:\d+\tfile:other\thashed$/m);
+  });
+
+  it('signs with a password-encrypted minisign key, and says so when the password is wrong', async () => {
+    const made = spawnSync('minisign', ['-G', '-p', 'enc.pub', '-s', 'enc.key'], { cwd: dir, input: 'correct horse\ncorrect horse\n', encoding: 'utf8' });
+    expect(made.status, made.stderr).toBe(0);
+    writeFileSync(join(dir, 'pw'), 'correct horse\n');
+    writeFileSync(join(dir, 'bad-pw'), 'wrong\n');
+    expect((await cli('sign', 'other', '-s', 'enc.key')).stderr).toContain('encrypted with a password');
+    const wrong = await cli('sign', 'other', '-s', 'enc.key', '--password-file', 'bad-pw', '-x', 'enc-bad.minisig');
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain('wrong password');
+    expect((await cli('sign', 'other', '-s', 'enc.key', '--password-file', 'pw', '-x', 'enc.minisig')).code).toBe(0);
+    expect(minisign('-V', '-p', 'enc.pub', '-m', 'other', '-x', 'enc.minisig').status).toBe(0);
+  });
+
+  const good = () => readFileSync(join(dir, 'artifact.minisig'), 'latin1');
+  const lines = () => good().split('\n');
+  it.each<[string, () => string, RegExp]>([
+    ['a signature cut after line 2', () => lines().slice(0, 2).join('\n') + '\n', /truncated: the trusted comment \(line 3\) is missing/],
+    ['a signature cut after line 3', () => lines().slice(0, 3).join('\n'), /truncated: the signature of the trusted comment/],
+    ['a signature line cut in half', () => [lines()[0], lines()[1]!.slice(0, 40), ...lines().slice(2)].join('\n'), /not valid base64|bytes, a minisign signature is 74/],
+    ['base64 garbage in the signature line', () => [lines()[0], '!!not*base64 at all~~', ...lines().slice(2)].join('\n'), /line 2 is not valid base64/],
+    ['a first line that is not an untrusted comment', () => ['hello', ...lines().slice(1)].join('\n'), /line 1 should start with "untrusted comment: "/],
+    ['a tampered trusted comment', () => good().replace('release 1.2.3', 'release 9.9.9'), /trusted comment .* was changed/],
+    ['an empty file', () => '', /is empty/],
+    ['a signature of another file', () => readFileSync(join(dir, 'other.minisig'), 'latin1'), /signature verification failed .*not what key/],
+  ])('refuses %s with exit 3', async (_name, make, message) => {
+    writeFileSync(join(dir, 'bad.minisig'), make(), 'latin1');
+    const run = await cli('verify', 'artifact', '-x', 'bad.minisig', '-p', 'mini.pub');
+    expect(run.code).toBe(3);
+    expect(run.stderr).toMatch(message);
+    expect(run.stdout).toBe('');
+  });
+
+  it('accepts CRLF line ends, as minisign itself does', async () => {
+    writeFileSync(join(dir, 'crlf.minisig'), good().replace(/\n/g, '\r\n'), 'latin1');
+    expect(minisign('-V', '-p', 'mini.pub', '-m', 'artifact', '-x', 'crlf.minisig').status).toBe(0);
+    const run = await cli('verify', 'artifact', '-x', 'crlf.minisig', '-p', 'mini.pub');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('trusted comment: release 1.2.3\n');
+  });
+
+  it('names both key ids when the signature was made with another key', async () => {
+    const expected = parseSignature(readFileSync(join(dir, 'artifact.minisig')), 's').keyId;
+    const given = parsePublicKey(readFileSync(join(dir, 'mini2.pub')), 'k').keyId;
+    const run = await cli('verify', 'artifact', '-p', 'mini2.pub');
+    expect(run.code).toBe(3);
+    const hex = (b: Uint8Array) => Buffer.from(b).reverse().toString('hex').toUpperCase();
+    expect(run.stderr).toContain(`made with key ${hex(expected)}, but the public key given is key ${hex(given)}`);
+  });
+
+  it.each([
+    ['a key line one byte short', () => Buffer.from(keyLine('mini.pub'), 'base64').subarray(0, 41).toString('base64'), /41 bytes long/],
+    ['a key with extra bytes', () => Buffer.concat([Buffer.from(keyLine('mini.pub'), 'base64'), Buffer.alloc(3)]).toString('base64'), /45 bytes long/],
+    ['base64 garbage', () => 'RW$$$$', /not valid base64/],
+  ])('refuses %s as a public key with exit 3', async (_name, make, message) => {
+    const run = await cli('verify', 'artifact', '-P', make());
+    expect(run.code).toBe(3);
+    expect(run.stderr).toMatch(message);
+  });
+
+  it('refuses a file changed by one byte', async () => {
+    const data = readFileSync(join(dir, 'artifact'));
+    data[data.length >> 1]! ^= 0x01;
+    writeFileSync(join(dir, 'flipped'), data);
+    const run = await cli('verify', 'flipped', '-x', 'artifact.minisig', '-p', 'mini.pub');
+    expect(run.code).toBe(3);
+    expect(minisign('-V', '-p', 'mini.pub', '-m', 'flipped', '-x', 'artifact.minisig').status).toBe(1);
+  });
+
+  it('says that self-verification needs the packaged binary when run from source (exit 2)', async () => {
+    const run = await cli('verify', '--self');
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('self-verification needs the packaged machineadm binary');
+  });
+});
