@@ -25,7 +25,7 @@ export interface ReportingResult {
 }
 
 export interface ReportingSession {
-  /** Events still on their way, per endpoint: what finish() is about to wait for. */
+  /** Events waiting for endpoints that are failing: what finish() may wait for up to the deadline. */
   backlog(): { url: string; events: number }[];
   finish(): Promise<ReportingResult>;
 }

@@ -82,6 +82,8 @@ describe('machineadm init and report with a collector', () => {
     expect(await main(['init', '-c', config, '--root', root], down)).toBe(0);
     expect(Date.now() - started).toBeLessThan(2_000 + 1_500);
     expect(down.out()).toMatch(/0 delivered, \d+ kept in the spool/);
+    expect(down.out()).toMatch(/waiting up to 2s for \d+ events to reach http:/);
+    expect(up.out()).not.toContain('waiting up to');
 
     const status = testIo();
     await main(['status', '--root', root, '-o', 'json'], status);
