@@ -4,7 +4,7 @@
 // failures, because the caller decides what an undelivered event means (it stays spooled).
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import got, { RequestError } from 'got';
+import type { Got } from 'got';
 
 export interface TlsMaterial {
   /** PEM text of the CA bundle that signs the collector's certificate; it replaces the system's CAs for this request. */
@@ -88,12 +88,15 @@ function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 function describeFailure(error: unknown): string {
-  if (error instanceof RequestError) {
-    const code = error.code ? `${error.code}: ` : '';
-    return `${code}${error.message}`.split('\n')[0]!;
-  }
-  return error instanceof Error ? error.message.split('\n')[0]! : String(error);
+  if (!(error instanceof Error)) return String(error);
+  const code = (error as { code?: unknown }).code;
+  const prefix = typeof code === 'string' && !error.message.includes(code) ? `${code}: ` : '';
+  return `${prefix}${error.message}`.split('\n')[0]!;
 }
+
+// got is loaded on the first request: most commands never post anything, and loading it costs startup time.
+let loaded: Promise<Got> | undefined;
+const loadGot = (): Promise<Got> => (loaded ??= import('got').then((m) => m.default));
 
 export function createHttpPoster(options: PosterOptions = {}): HttpPoster {
   const now = options.now ?? Date.now;
@@ -116,6 +119,7 @@ export function createHttpPoster(options: PosterOptions = {}): HttpPoster {
         const timeout = Math.min(request.attemptTimeoutMs ?? 10_000, remaining);
         let waitMs: number | undefined;
         try {
+          const got = await loadGot();
           const response = await got.post(request.url, {
             body: typeof request.body === 'string' ? request.body : Buffer.from(request.body),
             headers: request.headers,

@@ -136,9 +136,9 @@ export class EventReporter {
     }
   };
 
-  /** Events not yet acknowledged by endpoints that are failing right now (for a "waiting" note before finish()). */
+  /** Events not yet acknowledged, per endpoint still being tried (for a "waiting" note while finish() runs). */
   backlog(): { url: string; events: number }[] {
-    return this.options.offline ? [] : this.queues.filter((q) => q.queue.length > 0 && !q.refused && q.lastError !== undefined).map((q) => ({ url: q.endpoint.display, events: q.queue.length }));
+    return this.options.offline ? [] : this.queues.filter((q) => q.queue.length > 0 && !q.refused).map((q) => ({ url: q.endpoint.display, events: q.queue.length }));
   }
 
   /** Waits for delivery at most the deadline, then stops; returns what was delivered and what is left. */

@@ -25,7 +25,7 @@ export interface ReportingResult {
 }
 
 export interface ReportingSession {
-  /** Events waiting for endpoints that are failing: what finish() may wait for up to the deadline. */
+  /** Events still on their way, per endpoint: what finish() waits for, up to the deadline. */
   backlog(): { url: string; events: number }[];
   finish(): Promise<ReportingResult>;
 }

@@ -97,10 +97,12 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
   try {
     const outcome = await runPhases(input);
     detach();
-    if (mode !== 'json') {
+    // Said only when delivery is slow, so a dead collector does not look like a hang.
+    const note = setTimeout(() => {
+      if (mode === 'json') return;
       for (const b of reporting.backlog()) io.stdout(`waiting up to ${config.spec.report.deadlineSeconds}s for ${b.events} event${b.events === 1 ? '' : 's'} to reach ${b.url}\n`);
-    }
-    const reported = await reporting.finish();
+    }, 1_000);
+    const reported = await reporting.finish().finally(() => clearTimeout(note));
     finished = true;
     if (options.output !== 'json' && reported.document) {
       io.stdout(secrets.scrub(renderResultSummary(reported.document, { resultFile: host.fs.mapPath(RESULT_FILE), problems: reported.problems })));
