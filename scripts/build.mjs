@@ -234,6 +234,11 @@ async function bundle(workDir, identity) {
   const leaked = Object.keys(result.metafile.inputs).filter((input) => devOnly.some((d) => input.includes(`node_modules/${d}/`)));
   if (leaked.length) throw new BuildError(`the bundle pulls in development-only packages: ${leaked.slice(0, 5).join(', ')}`);
   const code = result.outputFiles[0].contents;
+  // Inside the executable there is no directory of files next to the code: nothing may look for
+  // files relative to the script (comments are stripped first, they do not count).
+  const bare = (await esbuild.transform(code, { minifyWhitespace: true, legalComments: 'none', loader: 'js' })).code;
+  const locationReads = [...bare.matchAll(/\b(__dirname|__filename)\b/g)].map((m) => bare.slice(Math.max(0, m.index - 60), m.index + 40));
+  if (locationReads.length) throw new BuildError(`the bundle reads files relative to its own location, which do not exist in the executable:\n  ${locationReads.slice(0, 3).join('\n  ')}`);
   await fsp.writeFile(join(workDir, 'machineadm.cjs'), code);
   return code;
 }
@@ -392,7 +397,7 @@ export async function build(options) {
     await fsp.writeFile(join(options.outDir, 'SHA256SUMS.partial'), text);
     await fsp.rename(join(options.outDir, 'SHA256SUMS.partial'), join(options.outDir, 'SHA256SUMS'));
     log(`done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    return outputs;
+    return Object.assign(outputs, { bundleSha256: sha256(code), identity });
   } finally {
     await fsp.rm(workDir, { recursive: true, force: true });
   }
@@ -410,6 +415,12 @@ async function checkReproducible(options) {
       const ok = b?.sha256 === a.sha256;
       same &&= ok;
       process.stdout.write(`${ok ? 'identical' : 'DIFFERENT'}  ${a.name}  ${a.sha256}${ok ? '' : ` != ${b?.sha256}`}\n`);
+    }
+    if (!same && (first.bundleSha256 !== second.bundleSha256 || JSON.stringify(first.identity) !== JSON.stringify(second.identity))) {
+      throw new BuildError(
+        `the sources or the commit changed between the two builds (bundle ${first.bundleSha256.slice(0, 16)} then ${second.bundleSha256.slice(0, 16)}, ` +
+          `commit ${first.identity.commit} then ${second.identity.commit}): rerun the check on a tree nobody is editing`,
+      );
     }
     if (!same) throw new BuildError('two builds from the same sources differ: the build is not reproducible');
   } finally {

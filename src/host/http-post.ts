@@ -150,7 +150,8 @@ export function createHttpPoster(options: PosterOptions = {}): HttpPoster {
             }
           }
         } catch (error) {
-          if (request.signal?.aborted) return { ok: false, reason: 'stopped: the delivery deadline passed', retryable: true, attempts: attempt + 1 };
+          // The cut-off attempt does not count; the failure before it says more.
+          if (request.signal?.aborted) return last.attempts > 0 ? last : { ok: false, reason: 'stopped: the delivery deadline passed', retryable: true, attempts: attempt };
           last = { ok: false, reason: describeFailure(error), retryable: true, attempts: attempt + 1 };
         }
         if (attempt + 1 >= maxAttempts) break;

@@ -5,7 +5,7 @@
 // The pieces (tlsOptions, retryDelayMs, parseRetryAfter, isRetryableStatus) are exported for other
 // network users such as report delivery and verified downloads.
 import { rootCertificates } from 'node:tls';
-import got, { type Headers, type Method } from 'got';
+import type { Headers, Method } from 'got';
 import { MachineadmError, ExitCode, UsageError } from '../errors.ts';
 
 export interface RetryPolicy {
@@ -179,6 +179,8 @@ async function attemptOnce(request: HttpRequest, shown: string, attempt: number)
   const scheme = safeProtocol(request.url);
   const timeouts: HttpTimeouts = { ...DEFAULT_TIMEOUTS, ...request.timeouts };
   const maxBytes = request.maxBytes ?? Number.POSITIVE_INFINITY;
+  // Loaded on first use: importing got costs ~30 ms of startup that most commands never need.
+  const { default: got } = await import('got');
   const stream = got.stream(request.url, {
     method: (request.method ?? 'GET') as Method,
     headers: { 'user-agent': 'machineadm', ...request.headers },

@@ -39,7 +39,7 @@ export const sentinelStep: Step = {
   applies: (config) => config.spec.report.clusterAPISentinel,
   async check(ctx) {
     const path = sentinelPath(ctx.facts.os);
-    const change = { action: 'create', target: path, detail: 'success' };
+    const change = { action: 'create', target: path, detail: 'only after a successful provisioning' };
     const reason = await notSucceeded(ctx);
     if (reason) return { done: false, changes: [], skipReason: reason };
     // A plan for another operating system cannot look at this machine's files.

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { builtBinary } from '../support/binary.ts';
 import { scratchDir } from '../support/tmp.ts';
+import { missingRequirement } from '../support/environment.ts';
 
 const QUICKSTART = fileURLToPath(new URL('../../examples/quickstart.yaml', import.meta.url));
 
@@ -50,6 +51,19 @@ describe('the packaged linux-x64 binary', () => {
     const second = run();
     expect(second.status).toBe(0);
     expect(results(second.stdout).filter((e) => e.result !== 'skipped').map((e) => `${e.step}=${e.result}`)).toEqual([]);
+  });
+
+  it('shows spinners on a terminal (ora, loaded lazily inside the bundle) and finishes', (context) => {
+    const missing = missingRequirement({ commands: ['script', 'stty'] });
+    if (missing) return context.skip(missing);
+    const root = scratchDir('machineadm-binary-tty-');
+    // script(1) gives the binary a terminal; stty gives it a width, without which no spinner is shown.
+    const command = `stty cols 100 rows 30; "$0" init -c "$1" --root "$2"; echo "exit=$?"`;
+    const result = spawnSync('script', ['-qec', `sh -c '${command}' '${binary}' '${QUICKSTART}' '${root}'`, '/dev/null'], { cwd: elsewhere, encoding: 'utf8', env: { TERM: 'xterm' }, timeout: 30_000 });
+    expect(result.stdout).toMatch(/exit=0/);
+    expect(result.stdout).toMatch(/machineadm init: \w+ in/);
+    // ora hides the cursor while it spins and shows it again at the end.
+    expect(result.stdout).toContain('\u001b[?25l');
   });
 
   it('ignores NODE_OPTIONS, so the environment cannot inject code into it', () => {

@@ -1,7 +1,7 @@
 // RootedFileSystem: paths stay under the root, and writes are atomic also when the process is
 // killed in the middle of one (a real SIGKILL of a real writer, many times).
 import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -177,19 +177,26 @@ for (let i = 0; ; i++) await fs.writeFile('/var/lib/data.bin', contents[i % 2], 
     ]);
     const seen: Record<string, number> = {};
     let killedWithTemporary = 0;
+    const backup = join(dir, 'data.bin' + BACKUP_SUFFIX);
     for (let i = 0; i < KILLS; i++) {
-      // Spread the kills over the first writes (the backup copy) and later ones.
-      await runAndKill(script, root, Math.floor(Math.random() * (i < 10 ? 60 : 250)));
+      // The first third starts from the original each time and kills early, inside the first
+      // write and its backup copy; the rest kill anywhere in a stream of replacements.
+      const early = i < KILLS / 3;
+      if (early) {
+        writeFileSync(join(dir, 'data.bin'), old, { mode: 0o600 });
+        rmSync(backup, { force: true });
+      }
+      await runAndKill(script, root, Math.floor(Math.random() * (early ? 40 : 250)));
       const now = readFileSync(join(dir, 'data.bin'));
       const match = [...valid.entries()].find(([, content]) => content.equals(now))?.[0];
       expect(match, `after kill ${i + 1} the file has ${now.length} bytes starting ${now.subarray(0, 8).toString()} that match no complete version`).toBeDefined();
       seen[match!] = (seen[match!] ?? 0) + 1;
       expect(statSync(join(dir, 'data.bin')).mode & 0o777).toBe(0o600);
       if (temporaries(dir).length > 0) killedWithTemporary++;
-      const backup = join(dir, 'data.bin' + BACKUP_SUFFIX);
       // The backup is the replaced original, complete, or not there yet; never partial.
       if (existsSync(backup)) expect(readFileSync(backup).equals(old), `after kill ${i + 1} the backup is not the original`).toBe(true);
     }
+    console.log(`kills: ${JSON.stringify(seen)}, ${killedWithTemporary} with a temporary left`);
     // The kills landed in the middle of writes (temporaries left behind) and after complete ones.
     expect(killedWithTemporary).toBeGreaterThan(0);
     expect((seen.A ?? 0) + (seen.B ?? 0)).toBeGreaterThan(0);

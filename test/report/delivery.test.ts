@@ -219,7 +219,7 @@ describe('delivery over HTTPS', () => {
     const server = await startCollector({ tls: { cert: pki.wrongServerCert, key: pki.wrongServerKey } });
     servers.push(server);
     const root = rootWithPki();
-    const run = await runWithReporting({ root, config: configFrom({ report: { endpoints: [{ url: server.url, caFile: '/etc/machineadm/ca.pem' }], deadlineSeconds: 1 } }), prepare: [step('a')] });
+    const run = await runWithReporting({ root, config: configFrom({ report: { endpoints: [{ url: server.url, caFile: '/etc/machineadm/ca.pem' }], deadlineSeconds: 2 } }), prepare: [step('a')] });
     expect(server.requests).toHaveLength(0);
     expect(spooled(root, server.url)).toHaveLength(12);
     expect(run.reported.delivery?.endpoints[0]?.lastError).toMatch(/certificate|verify|self.signed/i);

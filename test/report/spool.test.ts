@@ -1,0 +1,49 @@
+import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { RootedFileSystem } from '../../src/host/index.ts';
+import { EndpointSpool, endpointKey, isSpoolName, nextRunStamp, spoolName } from '../../src/report/spool.ts';
+import { scratchDir } from '../support/tmp.ts';
+
+describe('the spool', () => {
+  it('names sort by run stamp, then run, then sequence', () => {
+    const names = [spoolName(2000, 'b', 2), spoolName(1000, 'z', 10), spoolName(2000, 'b', 1), spoolName(1000, 'z', 9)];
+    expect([...names].sort()).toEqual([spoolName(1000, 'z', 9), spoolName(1000, 'z', 10), spoolName(2000, 'b', 1), spoolName(2000, 'b', 2)]);
+    expect(names.every(isSpoolName)).toBe(true);
+    expect(isSpoolName('.0000000001000-z-000009.json.machineadm-tmp-ab')).toBe(false);
+  });
+
+  it('gives a new run a stamp above every spooled one, even when the clock went back', async () => {
+    const stateFs = new RootedFileSystem(scratchDir());
+    const spool = new EndpointSpool(stateFs, endpointKey('http://x/'));
+    await spool.open();
+    spool.appendSync(spoolName(5_000_000, 'old', 1), '{}');
+    expect(await nextRunStamp(stateFs, 1_000)).toBe(5_000_001);
+    expect(await nextRunStamp(stateFs, 9_000_000)).toBe(9_000_000);
+  });
+
+  it('writes each event durably with mode 0600 and keeps no temporary file', async () => {
+    const dir = scratchDir();
+    const stateFs = new RootedFileSystem(dir);
+    const spool = new EndpointSpool(stateFs, 'k');
+    await spool.open();
+    spool.appendSync(spoolName(1, 'r', 1), '{"id":"r.000001"}');
+    expect(readdirSync(join(dir, 'spool/k'))).toEqual([spoolName(1, 'r', 1)]);
+    expect(statSync(join(dir, 'spool/k', spoolName(1, 'r', 1))).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dir, 'spool')).mode & 0o777).toBe(0o700);
+    expect(await spool.read(spoolName(1, 'r', 1))).toBe('{"id":"r.000001"}');
+  });
+
+  it('removes what a killed write left behind when it opens', async () => {
+    const dir = scratchDir();
+    const stateFs = new RootedFileSystem(dir);
+    const spool = new EndpointSpool(stateFs, 'k');
+    await spool.open();
+    const name = spoolName(1, 'r', 1);
+    writeFileSync(join(dir, 'spool/k', `.${name}.machineadm-tmp-0123456789ab`), '{"half":');
+    spool.appendSync(name, '{}');
+    await spool.open();
+    expect(readdirSync(join(dir, 'spool/k'))).toEqual([name]);
+    expect(await spool.pending()).toEqual([name]);
+  });
+});
