@@ -45,6 +45,8 @@ export interface StepOutcome {
   id: string;
   summary: string;
   result: Result;
+  /** Skipped because the machine already matched (not because the step could not run here). */
+  upToDate?: boolean;
   durationMs: number;
   changes: Change[];
   message?: string;
@@ -230,7 +232,7 @@ async function runStep(s: SelectedStep, input: RunnerInput, state: MachineState,
   try {
     const check = await s.step.check(ctx);
     if (check.skipReason) return { outcome: await finish('skipped', { message: check.skipReason, changes: check.changes }) };
-    if (check.done) return { outcome: await finish('skipped', { message: 'already done' }) };
+    if (check.done) return { outcome: await finish('skipped', { message: 'already done', upToDate: true }) };
     const applied = (await s.step.apply(ctx, check)) ?? {};
     if (applied.rebootRequired) {
       const reboot = new RebootRequiredError(s.fullId, applied.rebootRequired);

@@ -82,5 +82,5 @@ export interface RunSoFar {
   readonly command: string;
   /** The error that stopped the earlier phases, if any. */
   readonly failed: boolean;
-  readonly phases: readonly { name: PhaseName; result: string; steps: readonly { id: string; result: string }[] }[];
+  readonly phases: readonly { name: PhaseName; result: string; steps: readonly { id: string; result: string; upToDate?: boolean }[] }[];
 }

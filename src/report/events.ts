@@ -4,11 +4,13 @@ import { randomUUID } from 'node:crypto';
 
 export type Result = 'success' | 'skipped' | 'warning' | 'failure';
 
-export const RESULT_ORDER: readonly Result[] = ['success', 'skipped', 'warning', 'failure'];
+// Mildest first: "skipped" (nothing needed doing) is milder than "success" (something changed), so
+// a phase is skipped only when every step in it was.
+export const RESULT_ORDER: readonly Result[] = ['skipped', 'success', 'warning', 'failure'];
 
-/** The worst of several results (a phase's result is the worst of its steps'). */
+/** The worst of several results (a phase's result is the worst of its steps'; none: skipped). */
 export function worstResult(results: Iterable<Result>): Result {
-  let worst: Result = 'success';
+  let worst: Result = 'skipped';
   for (const r of results) if (RESULT_ORDER.indexOf(r) > RESULT_ORDER.indexOf(worst)) worst = r;
   return worst;
 }

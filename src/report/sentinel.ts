@@ -21,7 +21,12 @@ async function notSucceeded(ctx: StepContext): Promise<string | undefined> {
   const run = ctx.run;
   if (run.failed || run.phases.some((p) => p.result === 'failure')) return 'the run failed: the sentinel is written only on success';
   const provisioned = run.phases.find((p) => p.name === 'provision');
-  if (provisioned) return provisioned.steps.length > 0 ? undefined : 'no provisioning step ran in this run (left out by --only/--skip)';
+  if (provisioned) {
+    if (provisioned.steps.length === 0) return 'no provisioning step ran in this run (left out by --only/--skip)';
+    // A step skipped because it could not run here (e.g. kubeadm under a scratch --root) did not provision anything.
+    const notRun = provisioned.steps.find((s) => s.result === 'skipped' && !s.upToDate);
+    return notRun ? `${notRun.id} did not run, so the machine is not provisioned` : undefined;
+  }
   if (ctx.options.dryRun && run.command === 'init') return undefined;
   if (ctx.host.fs.platform !== ctx.facts.os) return 'provisioning has not run in this run';
   const last = await ctx.host.fs

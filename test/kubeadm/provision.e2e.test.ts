@@ -24,7 +24,7 @@ function machine(kubernetes: Record<string, unknown>, extraSpec: Record<string, 
   const root = join(dir, 'root');
   mkdirSync(root);
   const config = join(dir, 'machine.yaml');
-  writeFileSync(config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { kubernetes, report: { clusterAPISentinel: false }, ...extraSpec } }));
+  writeFileSync(config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { kubernetes, ...extraSpec } }));
   return { root, config, log: join(dir, 'kubeadm.log') };
 }
 
@@ -69,6 +69,8 @@ describe('machineadm init with the kubeadm stand-in', () => {
     expect(JSON.parse(readFileSync(join(m.root, 'var/lib/kubelet/config.yaml'), 'utf8'))).toMatchObject({ maxPods: 42, cgroupDriver: 'systemd' });
     expect(readFileSync(join(m.root, 'var/lib/kubelet/kubeadm-flags.env'), 'utf8')).toContain('--node-labels=node.kubernetes.io/pool=e2e');
     expect(first.all).toContain('This node has joined the cluster');
+    // Provisioning succeeded, so the report phase wrote the Cluster API sentinel.
+    expect(readFileSync(join(m.root, 'run/cluster-api/bootstrap-success.complete'), 'utf8')).toBe('success\n');
     expect(first.all).not.toContain(TOKEN);
     const state = JSON.parse(readFileSync(join(m.root, 'var/lib/machineadm/state.json'), 'utf8'));
     expect(state.steps['provision/kubeadm/join'].data).toMatchObject({ joined: true, apiVersion: 'kubeadm.k8s.io/v1beta4', kubeadmVersion: 'v1.31.2', attempts: 1 });
@@ -111,6 +113,7 @@ describe('machineadm init with the kubeadm stand-in', () => {
     expect(summary).toContain('what to do: the kubelet did not start');
     expect(existsSync(join(m.root, 'run/machineadm/kubeadm-join.yaml'))).toBe(false);
     expect(run.all).not.toContain(TOKEN);
+    expect(existsSync(join(m.root, 'run/cluster-api/bootstrap-success.complete'))).toBe(false);
   });
 
   it('reports the kubeadm phase and output tail as data in -o json events', () => {
@@ -179,6 +182,14 @@ describe('machineadm init with the kubeadm stand-in', () => {
     expect(plan.stdout).toContain('- <redacted>');
     expect(plan.stdout).not.toContain(TOKEN);
     expect(plan.stdout).not.toContain(HASH);
+  });
+
+  it('does not write the sentinel when the join could not run under a scratch root', () => {
+    const m = machine(worker);
+    const run = spawnSync(join(NODE_BIN, 'node'), ['bin/machineadm.js', 'init', '-c', m.config, '--root', m.root], { cwd: REPO, encoding: 'utf8', env: { ...process.env, PATH: `${NODE_BIN}:/usr/bin:/bin` } });
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/report\/sentinel skipped .*provision\/kubeadm\/join did not run/);
+    expect(existsSync(join(m.root, 'run/cluster-api/bootstrap-success.complete'))).toBe(false);
   });
 
   it('plans for the kubeadm found on the machine rather than kubernetes.version', () => {

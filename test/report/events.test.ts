@@ -38,9 +38,10 @@ describe('event ids', () => {
 
 describe('the result of a phase', () => {
   it.each<[Result[], Result]>([
-    [[], 'success'],
+    [[], 'skipped'],
+    [['skipped', 'skipped'], 'skipped'],
     [['success', 'success'], 'success'],
-    [['success', 'skipped'], 'skipped'],
+    [['success', 'skipped'], 'success'],
     [['skipped', 'warning', 'success'], 'warning'],
     [['warning', 'failure', 'success'], 'failure'],
   ])('of steps %j is %s', (results, expected) => {
