@@ -12,7 +12,7 @@
 // MACHINEADM_BUILD_COMMIT overrides the commit (builds from a source tarball without .git).
 import { createHash } from 'node:crypto';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { createReadStream, createWriteStream, existsSync, readFileSync } from 'node:fs';
+import { createReadStream, existsSync, readFileSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -165,7 +165,7 @@ async function baseTarball(target, cacheDir) {
 /** Reads one regular file out of a .tgz (ustar, as npm writes them) without unpacking the rest. */
 async function extractEntry(tarball, entryName) {
   let pending = Buffer.alloc(0);
-  let current; // { name, size, remaining, chunks }
+  let current; // the wanted entry while its bytes stream past: { remaining, chunks }
   let found;
   let skip = 0;
   const gunzip = createGunzip();

@@ -4,7 +4,7 @@ import type { Host, Facts } from '../host/index.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
 import { EventBus, worstResult, type ErrorInfo, type Result } from '../report/events.ts';
 import { MachineadmError, RebootRequiredError, StepError, exitCodeOf } from '../errors.ts';
-import type { Change, CheckResult, Phase, PhaseName, Step, StepContext } from './step.ts';
+import type { Change, CheckResult, Phase, PhaseName, RunSoFar, Step, StepContext } from './step.ts';
 import { selectSteps, type Selection, type SelectedStep } from './select.ts';
 import type { MachineState, StateStore, StepRecord } from './state.ts';
 import { resolveSecret, type SecretScrubber } from '../config/secrets.ts';
@@ -78,14 +78,16 @@ function applicability(step: Step, input: RunnerInput): string | undefined {
   return undefined;
 }
 
-function contextFor(input: RunnerInput, state: MachineState, fullId: string, step: Step, dryRun: boolean, outcome?: RunOutcome): StepContext {
+type RunPhasesSoFar = { failed: boolean; phases: RunSoFar['phases'] };
+
+function contextFor(input: RunnerInput, state: MachineState, fullId: string, step: Step, dryRun: boolean, soFar: RunPhasesSoFar): StepContext {
   const events = input.events;
   return {
     run: {
       runId: events.runId,
       command: input.command,
-      failed: outcome?.error !== undefined,
-      phases: outcome?.phases ?? [],
+      failed: soFar.failed,
+      phases: soFar.phases,
     },
     config: input.config,
     facts: input.facts,
@@ -113,8 +115,16 @@ export async function computePlan(input: RunnerInput): Promise<Plan> {
   const selected = selectSteps(input.phases, input.selection);
   const state = await input.state.load();
   const phases: Plan['phases'] = input.phases.map((p) => ({ name: p.name, summary: p.summary, steps: [] }));
+  // What the run would have been through when it reaches each step, so that a step that depends
+  // on earlier ones (the sentinel after provisioning) plans what the run would then do.
+  const planned: { name: PhaseName; result: Result; steps: { id: string; result: Result; upToDate?: boolean }[] }[] = [];
   for (const s of selected) {
     const target = phases.find((p) => p.name === s.phase.name)!;
+    // As in a run, every phase up to this one has been entered, also those without steps.
+    for (const phase of input.phases.slice(0, input.phases.indexOf(s.phase) + 1)) {
+      if (!planned.some((p) => p.name === phase.name)) planned.push({ name: phase.name, result: 'skipped', steps: [] });
+    }
+    const soFar = planned.find((p) => p.name === s.phase.name)!;
     const base = { id: s.fullId, phase: s.phase.name, summary: s.step.summary };
     const notApplicable = applicability(s.step, input);
     if (notApplicable) {
@@ -125,9 +135,11 @@ export async function computePlan(input: RunnerInput): Promise<Plan> {
       target.steps.push({ ...base, status: 'not-selected', reason: 'left out by --only/--skip', changes: [] });
       continue;
     }
-    const check = await checkStep(s.step, contextFor(input, state, s.fullId, s.step, true), s.fullId);
+    const check = await checkStep(s.step, contextFor(input, state, s.fullId, s.step, true, { failed: false, phases: planned }), s.fullId);
     const status: PlannedStatus = check.skipReason ? 'skipped' : check.done ? 'up-to-date' : 'change';
     target.steps.push({ ...base, status, ...(check.skipReason ? { reason: check.skipReason } : {}), changes: check.changes });
+    soFar.steps.push({ id: s.fullId, result: status === 'change' ? 'success' : 'skipped', ...(status === 'up-to-date' ? { upToDate: true } : {}) });
+    soFar.result = worstResult(soFar.steps.map((x) => x.result));
   }
   return { command: input.command, os: input.facts.os, facts: input.facts, phases };
 }
@@ -166,7 +178,8 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
     if (outcome.error instanceof RebootRequiredError) break;
     if (outcome.error && !phase.runsAfterFailure) continue;
     const steps = selected.filter((s) => s.phase === phase && s.selected && !applicability(s.step, input));
-    const phaseOutcome: PhaseOutcome = { name: phase.name, result: 'success', durationMs: 0, steps: [] };
+    // Until its steps finish, a phase is what a phase without steps is.
+    const phaseOutcome: PhaseOutcome = { name: phase.name, result: worstResult([]), durationMs: 0, steps: [] };
     outcome.phases.push(phaseOutcome);
     const phaseStart = Date.now();
     events.emit({ type: 'phase.started', phase: phase.name, summary: phase.summary });
@@ -202,7 +215,7 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
 
 async function runStep(s: SelectedStep, input: RunnerInput, state: MachineState, run: RunOutcome): Promise<{ outcome: StepOutcome; stop?: MachineadmError }> {
   const { events } = input;
-  const ctx = contextFor(input, state, s.fullId, s.step, false, run);
+  const ctx = contextFor(input, state, s.fullId, s.step, false, { failed: run.error !== undefined, phases: run.phases });
   const begin = Date.now();
   events.emit({ type: 'step.started', phase: s.phase.name, step: s.fullId, summary: s.step.summary });
   const finish = async (result: Result, extra: Partial<StepOutcome>, data?: Record<string, unknown>): Promise<StepOutcome> => {

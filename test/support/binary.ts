@@ -1,6 +1,6 @@
-// The packaged linux-x64 binary for tests that must run the real executable (self-verification,
+// The packaged binary for tests that must run the real executable (self-verification,
 // kill -9 of a running report, the shell loader). Built once per source state: the build is cached
-// under .build/test-binaries/<hash of src/, package files, build script and release key>/, and a
+// under .build/test-binaries/<hash of src/, package files, build script, target and release key>/, and a
 // lock file keeps parallel test workers from building the same binary twice.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -11,28 +11,36 @@ import { fileURLToPath } from 'node:url';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CACHE = join(REPO, '.build', 'test-binaries');
-const BINARY = 'machineadm-linux-x64';
+export type Target = 'linux-x64' | 'linux-arm64' | 'windows-x64';
+const FILE_NAMES: Record<Target, string> = {
+  'linux-x64': 'machineadm-linux-x64',
+  'linux-arm64': 'machineadm-linux-arm64',
+  'windows-x64': 'machineadm-windows-x64.exe',
+};
 /** Builds not used for this long are removed (each is ~120 MiB). */
-const KEEP_UNUSED_MS = 30 * 60_000;
+const KEEP_UNUSED_MS = 20 * 60_000;
 const LOCK_WAIT_MS = 5 * 60_000;
 
 export interface BinaryOptions {
   /** The base64 line of a minisign public key to build in as the release key. */
   releasePublicKey?: string;
+  /** linux-x64 (the default, runs here), linux-arm64 (runs under qemu-user) or windows-x64 (inspected only). */
+  target?: Target;
 }
 
 const builds = new Map<string, Promise<string>>();
 
-/** The path of a linux-x64 machineadm binary built from the current sources. */
+/** The path of a machineadm binary (linux-x64 unless told otherwise) built from the current sources. */
 export async function builtBinary(options: BinaryOptions = {}): Promise<string> {
-  if (process.platform !== 'linux' || process.arch !== 'x64') {
-    throw new Error(`builtBinary() builds the linux-x64 binary and runs it here; this is ${process.platform}-${process.arch}`);
+  const target = options.target ?? 'linux-x64';
+  if (target === 'linux-x64' && (process.platform !== 'linux' || process.arch !== 'x64')) {
+    throw new Error(`builtBinary() builds the linux-x64 binary to run it here; this is ${process.platform}-${process.arch}`);
   }
-  const key = options.releasePublicKey ?? '';
+  const key = `${target}\0${options.releasePublicKey ?? ''}`;
   const earlier = await builds.get(key)?.catch(() => undefined);
   // Another test run may have pruned it since (it was not used for a while).
   if (earlier && existsSync(earlier)) return earlier;
-  const build = sourceHash(key).then((hash) => cachedBuild(hash, options));
+  const build = sourceHash(key).then((hash) => cachedBuild(hash, target, options));
   builds.set(key, build);
   build.catch(() => builds.delete(key));
   return build;
@@ -44,7 +52,7 @@ async function filesUnder(dir: string): Promise<string[]> {
 }
 
 /** Everything the bundle is made from; a change to any of it means a new binary. */
-async function sourceHash(releaseKey: string): Promise<string> {
+async function sourceHash(targetAndKey: string): Promise<string> {
   const files = [
     ...(await filesUnder(join(REPO, 'src'))),
     join(REPO, 'package.json'),
@@ -57,13 +65,13 @@ async function sourceHash(releaseKey: string): Promise<string> {
     if (content === undefined) continue;
     hash.update(`${relative(REPO, file)}\0${content.length}\0`).update(content);
   }
-  hash.update(`release-key\0${releaseKey}`);
+  hash.update(`target and release key\0${targetAndKey}`);
   return hash.digest('hex').slice(0, 20);
 }
 
-async function cachedBuild(hash: string, options: BinaryOptions): Promise<string> {
+async function cachedBuild(hash: string, target: Target, options: BinaryOptions): Promise<string> {
   const dir = join(CACHE, hash);
-  const binary = join(dir, BINARY);
+  const binary = join(dir, FILE_NAMES[target]);
   if (existsSync(binary)) {
     await touch(dir);
     return binary;
@@ -75,7 +83,7 @@ async function cachedBuild(hash: string, options: BinaryOptions): Promise<string
     if (existsSync(binary)) return binary;
     const staging = await fsp.mkdtemp(join(CACHE, `${hash}.staging-`));
     try {
-      await runBuild(staging, options);
+      await runBuild(staging, target, options);
       await fsp.rename(staging, dir);
     } finally {
       await fsp.rm(staging, { recursive: true, force: true });
@@ -87,13 +95,13 @@ async function cachedBuild(hash: string, options: BinaryOptions): Promise<string
   }
 }
 
-function runBuild(outDir: string, options: BinaryOptions): Promise<void> {
+function runBuild(outDir: string, target: Target, options: BinaryOptions): Promise<void> {
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.MACHINEADM_RELEASE_PUBKEY;
   delete env.MACHINEADM_RELEASE_PUBKEY_FILE;
   if (options.releasePublicKey) env.MACHINEADM_RELEASE_PUBKEY = options.releasePublicKey;
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [join(REPO, 'scripts', 'build.mjs'), '--targets', 'linux-x64', '--out-dir', outDir, '--quiet'], {
+    const child = spawn(process.execPath, [join(REPO, 'scripts', 'build.mjs'), '--targets', target, '--out-dir', outDir, '--quiet'], {
       cwd: REPO,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
