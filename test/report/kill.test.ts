@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCollector, type Collector } from './collector.ts';
 import { scratchDir } from '../support/tmp.ts';
+import { builtBinary } from '../support/binary.ts';
 
 const repo = join(import.meta.dirname, '../..');
 const KILLS = 50;
@@ -20,8 +21,10 @@ interface Child {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+let binary = '';
+
 function start(args: string[]): Child {
-  const child = spawn(process.execPath, [join(repo, 'bin/machineadm.js'), ...args], { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '' } });
+  const child = spawn(binary, args, { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '' } });
   const printed: string[] = [];
   let buffered = '';
   child.stdout!.on('data', (chunk: Buffer) => {
@@ -49,8 +52,10 @@ function start(args: string[]): Child {
 describe('kill -9 during delivery', () => {
   let collector: Collector;
   beforeAll(async () => {
+    // The packaged binary, as it runs on a machine.
+    binary = await builtBinary();
     collector = await startCollector();
-  });
+  }, 300_000);
   afterAll(async () => collector.close());
 
   it(`loses no event over ${KILLS} kills at random points`, async () => {

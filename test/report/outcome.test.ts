@@ -45,7 +45,7 @@ describe('the result files', () => {
     expect(result).toMatchObject({ kind: 'MachineadmRunResult', command: 'init', state: 'finished', result: 'failure', exitCode: 1, failedSteps: ['provision/join'] });
     expect(result.machine).toMatchObject({ hostname: 'test-node', nodeName: 'test-node', os: 'linux' });
     expect(result.phases.map((p) => [p.name, p.result])).toEqual([
-      ['prepare', 'skipped'],
+      ['prepare', 'success'],
       ['provision', 'failure'],
       ['report', 'skipped'],
     ]);
