@@ -3,7 +3,7 @@
 // written: it names where the secret is, never the secret itself, and that is what an operator
 // needs to see when something is wrong.
 import { machineConfigSchema, type MachineConfig } from './schema/index.ts';
-import { isPlainObject } from './schema/dsl.ts';
+import { isPlainObject, type SecretSource } from './schema/dsl.ts';
 import { REDACTED } from './secrets.ts';
 export { REDACTED };
 
@@ -16,27 +16,34 @@ function schema(): JsonSchema {
 
 /** A copy of the configuration with every secret value replaced by <redacted>. */
 export function redactConfig(config: MachineConfig | unknown): unknown {
-  return walk(schema(), config, () => REDACTED);
+  return walk(schema(), config, (secret) => (isReference(secret) ? secret : REDACTED));
 }
 
 /** Every literal secret value in a (possibly invalid, unmerged) configuration document. */
 export function secretLiterals(value: unknown): string[] {
-  const found: string[] = [];
-  walk(schema(), value, (literal) => {
-    found.push(literal);
-    return literal;
+  return secretSources(value)
+    .filter((s) => !isReference(s))
+    // Anything else in a secret field (a string, or a wrongly typed value) is treated as the secret.
+    .map((s) => (typeof s === 'string' ? s : JSON.stringify(s)));
+}
+
+/** Every secret field's value, literal or reference, in document order. */
+export function secretSources(value: unknown): SecretSource[] {
+  const found: SecretSource[] = [];
+  walk(schema(), value, (secret) => {
+    found.push(secret as SecretSource);
+    return secret;
   });
   return found;
 }
 
-function walk(node: JsonSchema, value: unknown, onLiteral: (literal: string) => unknown): unknown {
-  if (node['x-secret'] === true) {
-    if (value === undefined || value === null) return value;
-    if (isPlainObject(value) && 'valueFrom' in value) return value;
-    // Anything else in a secret field (a string, or a wrongly typed value) is treated as the secret.
-    return onLiteral(typeof value === 'string' ? value : JSON.stringify(value));
-  }
-  if (Array.isArray(value)) return value.map((v) => walk((node.items as JsonSchema) ?? {}, v, onLiteral));
+function isReference(value: unknown): boolean {
+  return isPlainObject(value) && 'valueFrom' in value;
+}
+
+function walk(node: JsonSchema, value: unknown, onSecret: (value: unknown) => unknown): unknown {
+  if (node['x-secret'] === true) return value === undefined || value === null ? value : onSecret(value);
+  if (Array.isArray(value)) return value.map((v) => walk((node.items as JsonSchema) ?? {}, v, onSecret));
   if (isPlainObject(value)) {
     const props = (node.properties ?? {}) as Record<string, JsonSchema>;
     const extra = isPlainObject(node.additionalProperties) ? (node.additionalProperties as JsonSchema) : {};
@@ -46,7 +53,7 @@ function walk(node: JsonSchema, value: unknown, onLiteral: (literal: string) => 
         let child: JsonSchema | undefined = props[k];
         // Inside oneOf/anyOf, the first variant that knows the key decides (x-secret is on the field itself).
         if (!child) for (const variant of variants) child ??= ((variant.properties ?? {}) as Record<string, JsonSchema>)[k];
-        return [k, walk(child ?? extra, v, onLiteral)];
+        return [k, walk(child ?? extra, v, onSecret)];
       }),
     );
   }

@@ -5,6 +5,7 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Got } from 'got';
+import { isRetryableStatus, parseRetryAfter } from './http.ts';
 
 export interface TlsMaterial {
   /** PEM text of the CA bundle that signs the collector's certificate; it replaces the system's CAs for this request. */
@@ -59,20 +60,6 @@ export interface PosterOptions {
 const DEFAULT_BACKOFF = { baseMs: 200, capMs: 10_000 };
 // A Retry-After far in the future is a collector asking not to be bothered; past this we give up for now.
 const MAX_RETRY_AFTER_MS = 5 * 60_000;
-
-/** Seconds or an HTTP date, as RFC 9110 allows; undefined when absent or unreadable. */
-export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
-  if (!value) return undefined;
-  const text = value.trim();
-  if (/^\d+$/.test(text)) return Number(text) * 1000;
-  const at = Date.parse(text);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
-}
-
-/** Which answers are worth another attempt. */
-export function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 429 || status >= 500;
-}
 
 function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -144,7 +131,7 @@ export function createHttpPoster(options: PosterOptions = {}): HttpPoster {
           if (!retryable) return last;
           if (status === 429 || status === 503) {
             const header = response.headers['retry-after'];
-            waitMs = parseRetryAfter(Array.isArray(header) ? header[0] : header, now());
+            waitMs = parseRetryAfter(header, new Date(now()));
             if (waitMs !== undefined && waitMs > MAX_RETRY_AFTER_MS) {
               return { ...last, reason: `${last.reason}, Retry-After ${Math.round(waitMs / 1000)}s is too far away` };
             }

@@ -4,8 +4,8 @@
 // events carry, and the secrets of the configuration that must never be printed or sent.
 import type { Facts, Host } from '../host/index.ts';
 import type { TlsMaterial } from '../host/http-post.ts';
-import { machineConfigSchema, type MachineConfig } from '../config/schema/index.ts';
-import type { SecretSource } from '../config/schema/dsl.ts';
+import type { MachineConfig } from '../config/schema/index.ts';
+import { secretSources } from '../config/redact.ts';
 import { resolveSecret, type SecretScrubber } from '../config/secrets.ts';
 import { ConfigError, type ConfigIssue } from '../errors.ts';
 import { buildInfo } from '../version.ts';
@@ -88,29 +88,13 @@ export async function resolveEndpoints(config: MachineConfig, host: Host, secret
   return out;
 }
 
-function secretSources(schema: Record<string, unknown>, value: unknown, found: SecretSource[]): void {
-  if (schema['x-secret'] === true) {
-    if (value !== undefined) found.push(value as SecretSource);
-    return;
-  }
-  if (Array.isArray(value)) {
-    for (const v of value) secretSources((schema.items as Record<string, unknown>) ?? {}, v, found);
-  } else if (value && typeof value === 'object') {
-    const props = (schema.properties ?? {}) as Record<string, Record<string, unknown>>;
-    const extra = typeof schema.additionalProperties === 'object' ? (schema.additionalProperties as Record<string, unknown>) : {};
-    for (const [k, v] of Object.entries(value)) secretSources(props[k] ?? extra, v, found);
-  }
-}
-
 /**
  * Registers every secret of the configuration with the scrubber before the run starts, so a value
  * that surfaces in a command's output or an error is scrubbed even when no step read it through
  * ctx.secret. References that cannot be read now are left to the step that needs them.
  */
 export async function registerConfigSecrets(config: MachineConfig, host: Host, secrets: SecretScrubber): Promise<void> {
-  const sources: SecretSource[] = [];
-  secretSources(machineConfigSchema.json(), config, sources);
-  for (const source of sources) {
+  for (const source of secretSources(config)) {
     if (typeof source === 'string') secrets.add(source);
     else await resolveSecret(source, host, '(secret)', secrets).catch(() => undefined);
   }

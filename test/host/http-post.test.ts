@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpPoster, isRetryableStatus, parseRetryAfter, type PostRequest } from '../../src/host/http-post.ts';
+import { createHttpPoster, type PostRequest } from '../../src/host/http-post.ts';
 import { startCollector, type Collector, type CollectorMode } from '../report/collector.ts';
 import { makePki, type TestPki } from '../report/certs.ts';
 import { missingRequirement } from '../support/environment.ts';
@@ -164,30 +164,5 @@ describe('posting over HTTPS', () => {
     expect(without.ok).toBe(false);
     expect(withCert).toMatchObject({ ok: true });
     expect(server.requests.map((r) => r.peerCertificateCN)).toEqual(['machineadm client']);
-  });
-});
-
-describe('answers and Retry-After values', () => {
-  it.each([
-    [408, true],
-    [429, true],
-    [500, true],
-    [503, true],
-    [400, false],
-    [401, false],
-    [404, false],
-    [307, false],
-  ])('status %i is retryable: %s', (status, retryable) => {
-    expect(isRetryableStatus(status)).toBe(retryable);
-  });
-
-  it.each<[string | undefined, number | undefined]>([
-    ['3', 3000],
-    ['0', 0],
-    [new Date(Date.UTC(2030, 0, 1, 0, 0, 10)).toUTCString(), 10_000],
-    ['soon', undefined],
-    [undefined, undefined],
-  ])('Retry-After %j means %j ms', (value, ms) => {
-    expect(parseRetryAfter(value, Date.UTC(2030, 0, 1))).toBe(ms);
   });
 });
