@@ -7,6 +7,6 @@ export default defineConfig({
     hookTimeout: 300_000,
     pool: 'forks',
     maxWorkers: 2,
-    globalSetup: ['test/setup/global.ts'],
+    reporters: ['default', './test/setup/summary-reporter.ts'],
   },
 });
