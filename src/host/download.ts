@@ -1,9 +1,8 @@
-// Streaming HTTP downloads into a PendingFile (nothing at the destination until the caller has
+// Streaming HTTP downloads (got) into a PendingFile (nothing at the destination until the caller has
 // checked the bytes and commits). Constant memory: each chunk is hashed and written, with
 // back-pressure, then dropped. A broken connection resumes with Range; mirrors are tried in
 // order; a redirect to another host is refused; a body shorter than its Content-Length is caught.
-import * as http from 'node:http';
-import * as https from 'node:https';
+import type { IncomingMessage } from 'node:http';
 import { createHash } from 'node:crypto';
 import { rootCertificates } from 'node:tls';
 import { MachineadmError, ExitCode, UsageError } from '../errors.ts';
@@ -51,8 +50,10 @@ export interface DownloadResult<O extends ByteObserver = ByteObserver> {
 const MAX_REDIRECTS = 5;
 
 interface Attempt {
-  response: http.IncomingMessage;
-  request: http.ClientRequest;
+  /** Status and headers; `complete` tells a whole body from a cut one once it has been read. */
+  response: IncomingMessage;
+  /** The body; destroying it closes the connection. */
+  body: AsyncIterable<Buffer> & { destroy(error?: Error): void };
   url: URL;
 }
 
@@ -93,17 +94,31 @@ function describeNetworkError(error: unknown): { message: string; retry: boolean
   return { message: `${e?.message ?? String(error)}${code && !(e?.message ?? '').includes(code) ? ` (${code})` : ''}`, retry, tls };
 }
 
-function get(url: URL, headers: Record<string, string>, options: DownloadOptions): Promise<Attempt> {
-  return new Promise((resolve, reject) => {
-    const lib = url.protocol === 'https:' ? https : http;
-    const request = lib.get(url, { headers: { 'user-agent': 'machineadm', 'accept-encoding': 'identity', ...headers }, agent: false, ...(options.ca ? { ca: [...rootCertificates, options.ca] } : {}) });
-    request.setTimeout(options.idleTimeoutMs ?? 30_000, () => request.destroy(Object.assign(new Error(`no data for ${Math.round((options.idleTimeoutMs ?? 30_000) / 1000)} s`), { code: 'ETIMEDOUT' })));
-    request.once('response', (response) => resolve({ response, request, url }));
-    request.once('error', (error) => {
-      const d = describeNetworkError(error);
-      reject(new Broken(d.message, d.retry, { cause: error }));
-    });
+// One request, no redirects followed and no retries: both are decided here, per attempt.
+async function get(url: URL, headers: Record<string, string>, options: DownloadOptions): Promise<Attempt> {
+  const { default: got } = await import('got');
+  const idleMs = options.idleTimeoutMs ?? 30_000;
+  const body = got.stream(url, {
+    headers: { 'user-agent': 'machineadm', 'accept-encoding': 'identity', ...headers },
+    decompress: false,
+    followRedirect: false,
+    throwHttpErrors: false,
+    retry: { limit: 0 },
+    // An idle connection counts as broken; a slow but moving one does not.
+    timeout: { connect: idleMs, socket: idleMs },
+    https: { rejectUnauthorized: true, ...(options.ca ? { certificateAuthority: [...rootCertificates, options.ca] } : {}) },
   });
+  try {
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      body.once('response', resolve);
+      body.once('error', reject);
+    });
+    return { response, body, url };
+  } catch (error) {
+    body.destroy();
+    const d = describeNetworkError(error);
+    throw new Broken(d.message, d.retry, { cause: error });
+  }
 }
 
 // Follows redirects on the same host only: the operator lists every place a file may come from,
@@ -114,7 +129,7 @@ async function getFollowing(start: URL, headers: Record<string, string>, options
     const attempt = await get(url, headers, options);
     const status = attempt.response.statusCode ?? 0;
     if (![301, 302, 303, 307, 308].includes(status)) return attempt;
-    attempt.response.resume();
+    attempt.body.destroy();
     const location = attempt.response.headers.location;
     if (!location) throw new Broken(`HTTP ${status} redirect without a Location header`, false);
     const next = new URL(location, url);
@@ -188,13 +203,13 @@ async function transfer(url: URL, copy: Copy, options: DownloadOptions): Promise
     headers.range = `bytes=${copy.received}-`;
     if (copy.validator) headers['if-range'] = copy.validator;
   }
-  const { response, request, url: finalUrl } = await getFollowing(url, headers, options);
+  const { response, body, url: finalUrl } = await getFollowing(url, headers, options);
   const status = response.statusCode ?? 0;
   let expectedEnd: number | undefined;
   if (resuming && status === 206) {
     const range = parseContentRange(response.headers['content-range']);
     if (!range || range.start !== copy.received) {
-      response.resume();
+      body.destroy();
       await restart(copy, options);
       throw new Broken(`the server answered a resume with a different range (${response.headers['content-range'] ?? 'none'}); starting over`, true);
     }
@@ -206,7 +221,7 @@ async function transfer(url: URL, copy: Copy, options: DownloadOptions): Promise
     copy.validator = response.headers.etag && !response.headers.etag.startsWith('W/') ? response.headers.etag : response.headers['last-modified'];
     expectedEnd = copy.total;
   } else {
-    response.resume();
+    body.destroy();
     if (resuming && status === 416) {
       await restart(copy, options);
       throw new Broken('the server refused to resume (HTTP 416); starting over', true);
@@ -217,7 +232,7 @@ async function transfer(url: URL, copy: Copy, options: DownloadOptions): Promise
   options.onProgress?.(copy.received, expectedEnd);
   const stream = copy.pending.stream;
   try {
-    for await (const chunk of response as AsyncIterable<Buffer>) {
+    for await (const chunk of body) {
       copy.hash.update(chunk);
       copy.observer?.update(chunk);
       copy.received += chunk.length;
@@ -228,7 +243,7 @@ async function transfer(url: URL, copy: Copy, options: DownloadOptions): Promise
       options.onProgress?.(copy.received, expectedEnd);
     }
   } catch (error) {
-    request.destroy();
+    body.destroy();
     if (error instanceof Broken || error instanceof MachineadmError) throw error;
     const d = describeNetworkError(error);
     const what = expectedEnd !== undefined ? `the server announced ${expectedEnd} bytes but the connection ended after ${copy.received}` : `connection broken after ${copy.received} bytes`;
@@ -296,20 +311,20 @@ export async function downloadSmall(host: Host, urls: readonly string[], options
   const failures: string[] = [];
   for (const raw of urls) {
     try {
-      const { response, request, url } = await getFollowing(new URL(raw), {}, { urls, fs: host.local, destination: '/', ...options });
+      const { response, body, url } = await getFollowing(new URL(raw), {}, { urls, fs: host.local, destination: '/', ...options });
       const status = response.statusCode ?? 0;
       if (status !== 200) {
-        response.resume();
+        body.destroy();
         failures.push(`${raw}: HTTP ${status} ${response.statusMessage ?? ''}`.trim());
         continue;
       }
       const chunks: Buffer[] = [];
       let size = 0;
       try {
-        for await (const chunk of response as AsyncIterable<Buffer>) {
+        for await (const chunk of body) {
           size += chunk.length;
           if (size > options.maxBytes) {
-            request.destroy();
+            body.destroy();
             throw new Broken(`larger than ${options.maxBytes} bytes; not a signature file`, false);
           }
           chunks.push(chunk);
