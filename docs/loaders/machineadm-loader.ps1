@@ -20,8 +20,10 @@
 #>
 [CmdletBinding()]
 param(
-  [Parameter(Mandatory = $true)] [string] $BaseUrl,
-  [Parameter(Mandatory = $true)] [string] $Sha256,
+  # Not Mandatory: PowerShell would prompt for a missing one, and an unattended first logon would
+  # wait there forever instead of ending with exit 2. Both are checked below.
+  [string] $BaseUrl = '',
+  [string] $Sha256 = '',
   [string] $FileName = 'machineadm-windows-x64.exe',
   [string] $Destination = (Join-Path $env:ProgramFiles 'machineadm\machineadm.exe'),
   # One string, split at spaces: `powershell -File` cannot pass an array (paths without spaces).
@@ -39,6 +41,9 @@ function Stop-Loader([int] $Code, [string] $Message) {
   exit $Code
 }
 
+if ($BaseUrl -notmatch '^https?://') {
+  Stop-Loader 2 "-BaseUrl must be an http:// or https:// URL (where $FileName is), not '$BaseUrl'"
+}
 $expected = $Sha256.Trim().ToLowerInvariant()
 if ($expected -notmatch '^[0-9a-f]{64}$') {
   Stop-Loader 2 "-Sha256 must be 64 hexadecimal characters (the SHA-256 of $FileName)"

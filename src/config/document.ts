@@ -54,14 +54,17 @@ export class PositionIndex {
   }
 }
 
-/** Decodes UTF-8 strictly; an invalid byte is an error with its line, never a replacement character. */
-export function decodeUtf8(bytes: Uint8Array, source: string): string {
+/**
+ * Decodes UTF-8 strictly; an invalid byte is an error with its line, never a replacement character.
+ * `lineOffset` is where the bytes start in a larger document (a MIME part of user data).
+ */
+export function decodeUtf8(bytes: Uint8Array, source: string, lineOffset = 0): string {
   try {
     const text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);
     return text;
   } catch {
     const offset = firstInvalidUtf8(bytes);
-    let line = 1;
+    let line = 1 + lineOffset;
     for (let i = 0; i < offset; i++) if (bytes[i] === 0x0a) line++;
     throw new DocumentError([
       {

@@ -3,7 +3,7 @@
 // every request retries with backoff until a deadline; a 404 means "no user data", not an error.
 // MACHINEADM_IMDS_ENDPOINT replaces the base URL of every cloud (tests, private clouds).
 import type { Host } from '../host/index.ts';
-import { HttpError, httpRequest, type RetryPolicy, type HttpTimeouts } from '../host/http.ts';
+import { HttpError, httpRequest, isRetryableStatus, retryDelayMs, type RetryPolicy, type HttpTimeouts } from '../host/http.ts';
 
 export const CLOUDS = ['aws', 'azure', 'gce'] as const;
 export type Cloud = (typeof CLOUDS)[number];
@@ -104,7 +104,7 @@ export async function detectCloud(host: Host, options: ImdsOptions): Promise<Clo
     if (found) return found;
     // Every service answered and none is a metadata service: waiting will not change that.
     const allAnswered = answers.every((a) => a === 'no');
-    const wait = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (round - 1));
+    const wait = retryDelayMs(round, policy);
     if (allAnswered || round >= policy.attempts || (policy.deadlineMs !== undefined && Date.now() - started + wait > policy.deadlineMs)) {
       throw new ImdsError('cannot tell which cloud this machine runs in (no metadata service answered like AWS, Azure or GCE)', 'name the cloud: imds://aws/user-data, imds://azure/user-data or imds://gce/user-data');
     }
@@ -127,7 +127,8 @@ async function probe(host: Host, cloud: Cloud, timeouts: Partial<HttpTimeouts>, 
     const r = await httpRequest({ ...one, url: `${base}/computeMetadata/v1/`, headers: { 'Metadata-Flavor': 'Google' } });
     return r.status === 200 && r.headers['metadata-flavor'] === 'Google' ? 'yes' : 'no';
   } catch (error) {
-    if (error instanceof HttpError && error.reason === 'status') return 'no';
+    // A 503 or 429 is a metadata service still starting: ask again, as for one that does not answer yet.
+    if (error instanceof HttpError && error.reason === 'status' && !isRetryableStatus(error.status ?? 0)) return 'no';
     return 'unreachable';
   }
 }

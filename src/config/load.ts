@@ -4,7 +4,7 @@
 // the merged whole. Every problem is collected and reported at once.
 import { createHash } from 'node:crypto';
 import { resolve as resolvePath } from 'node:path';
-import type { Host, RootedFileSystem } from '../host/index.ts';
+import type { FileInfo, Host, RootedFileSystem } from '../host/index.ts';
 import { HttpError, displayUrl, formatBytes, httpRequest, type HttpTimeouts, type RetryPolicy } from '../host/http.ts';
 import { ConfigError, ExitCode, MachineadmError, type ConfigIssue } from '../errors.ts';
 import { formatPath, isPlainObject, parseWith, type SchemaIssue } from './schema/dsl.ts';
@@ -29,7 +29,7 @@ export interface LoadedConfig {
 
 export interface LoadOptions {
   /** Reads all of standard input (for the source "-"). */
-  readStdin?: () => Promise<Buffer>;
+  readStdin?: (maxBytes: number) => Promise<Buffer>;
   /** Relative -c paths are resolved against this directory (default: the process's). */
   cwd?: string;
   maxBytes?: number;
@@ -68,6 +68,14 @@ interface RawSource {
 
 const SCHEMES = ['file://', 'https://', 'imds://'];
 
+// What each scheme's fragment may carry; anything else would be silently ignored (a pin that is
+// never checked), so it is refused.
+const FRAGMENT_PARAMETERS: Record<string, { names: string[]; hint: string }> = {
+  'file:': { names: ['sha256'], hint: 'a file:// fragment takes only sha256=<hex>' },
+  'https:': { names: ['sha256', 'ca'], hint: 'an https:// fragment takes sha256=<hex> and ca=<path of a PEM CA file>' },
+  'imds:': { names: [], hint: 'instance metadata takes no fragment: its content cannot be pinned' },
+};
+
 /** Reads the source strings of -c into specs, collecting every malformed one. */
 export function parseSources(sources: readonly string[], cwd: string): { specs: SourceSpec[]; issues: ConfigIssue[] } {
   const specs: SourceSpec[] = [];
@@ -88,13 +96,15 @@ export function parseSources(sources: readonly string[], cwd: string): { specs: 
       }
       const fragment = new URLSearchParams(url.hash.replace(/^#/, ''));
       const sha256 = fragment.get('sha256') ?? undefined;
-      const unknown = [...fragment.keys()].filter((k) => k !== 'sha256' && k !== 'ca');
-      if (unknown.length) bad(`unknown URL fragment parameter ${unknown.map((k) => JSON.stringify(k)).join(', ')}`, 'the fragment takes sha256=<hex> and, for https://, ca=<path of a PEM CA file>');
+      const allowed = FRAGMENT_PARAMETERS[url.protocol];
+      const unknown = allowed ? [...fragment.keys()].filter((k) => !allowed.names.includes(k)) : [];
+      if (unknown.length) bad(`unknown URL fragment parameter ${unknown.map((k) => JSON.stringify(k)).join(', ')}`, allowed!.hint);
       if (sha256 !== undefined && !/^[a-f0-9]{64}$/i.test(sha256)) bad('the sha256 pin is not 64 hex digits', 'write #sha256=<64 hex digits> (sha256sum prints them)');
       const pin = sha256?.toLowerCase();
       if (url.protocol === 'file:') {
-        if (url.host && url.host !== 'localhost') bad('file:// URLs name a local path (file:///etc/x.yaml)');
-        else specs.push({ kind: 'path', name: decodeURIComponent(url.pathname), path: decodeURIComponent(url.pathname), fs: 'local', optional: false, ...(pin ? { sha256: pin } : {}) });
+        const path = url.host && url.host !== 'localhost' ? undefined : decodedPath(url);
+        if (path === undefined) bad('not a valid file:// URL', 'name a local path, e.g. file:///etc/x.yaml (with %XX escapes only for bytes such as a space)');
+        else specs.push({ kind: 'path', name: path, path, fs: 'local', optional: false, ...(pin ? { sha256: pin } : {}) });
       } else if (url.protocol === 'https:') {
         const ca = fragment.get('ca') ?? undefined;
         const clean = new URL(url);
@@ -118,6 +128,14 @@ export function parseSources(sources: readonly string[], cwd: string): { specs: 
     }
   }
   return { specs, issues };
+}
+
+function decodedPath(url: URL): string | undefined {
+  try {
+    return decodeURIComponent(url.pathname);
+  } catch {
+    return undefined;
+  }
 }
 
 // Sources are named in messages; a URL's query may hold a token, so it is left out.
@@ -193,7 +211,7 @@ async function readSource(host: Host, spec: SourceSpec, options: LoadOptions, ma
   switch (spec.kind) {
     case 'stdin': {
       if (!options.readStdin) throw new SourceError('standard input is not available here');
-      const bytes = await options.readStdin();
+      const bytes = await options.readStdin(maxBytes);
       if (bytes.length > maxBytes) throw new SourceError(`larger than the limit of ${formatBytes(maxBytes)}`, 'a configuration is never that large');
       return [{ name: 'stdin', bytes, userData: false }];
     }
@@ -237,26 +255,60 @@ async function readPath(fs: RootedFileSystem, spec: Extract<SourceSpec, { kind: 
     if (spec.optional) return [];
     throw new SourceError('no such file or directory', 'check the -c/--config path');
   }
-  if (info.kind === 'directory') {
-    if (spec.sha256) throw new SourceError('a sha256 pin names one file, not a directory');
-    // Lexical order, so an image's 10-defaults.yaml comes before a user's 50-site.yaml; hidden files
-    // (editor backups) are left out.
-    const names = (await fs.list(spec.path)).filter((n) => /\.(ya?ml|json)$/i.test(n) && !n.startsWith('.'));
-    const out: RawSource[] = [];
-    for (const name of names) {
-      const child = `${spec.path.replace(/[\\/]+$/, '')}/${name}`;
-      const childInfo = await fs.stat(child);
-      if (childInfo?.kind === 'directory') continue;
-      out.push(...(await readPath(fs, { ...spec, path: child, name: child, optional: false }, maxBytes)));
-    }
-    return out;
-  }
-  if (info.kind === 'file' && info.size > maxBytes) throw new SourceError(`larger than the limit of ${formatBytes(maxBytes)} (${formatBytes(info.size)})`, 'a configuration is never that large');
-  const bytes = await fs.readFile(spec.path);
-  if (!bytes) throw new SourceError('no such file or directory', 'check the -c/--config path');
-  if (bytes.length > maxBytes) throw new SourceError(`larger than the limit of ${formatBytes(maxBytes)}`, 'a configuration is never that large');
+  if (info.kind === 'directory') return readDirectory(fs, spec, maxBytes);
+  const bytes = await readLimited(fs, spec.path, info, maxBytes);
+  // stat does not follow links: a config.d that is a link to a directory is read as that directory.
+  if (bytes === 'directory') return readDirectory(fs, spec, maxBytes);
   checkPin(bytes, spec.sha256);
   return [{ name: spec.name, bytes, userData: false }];
+}
+
+async function readDirectory(fs: RootedFileSystem, spec: Extract<SourceSpec, { kind: 'path' }>, maxBytes: number): Promise<RawSource[]> {
+  if (spec.sha256) throw new SourceError('a sha256 pin names one file, not a directory');
+  // Lexical order, so an image's 10-defaults.yaml comes before a user's 50-site.yaml; hidden files
+  // (editor backups) are left out.
+  const names = (await fs.list(spec.path)).filter((n) => /\.(ya?ml|json)$/i.test(n) && !n.startsWith('.'));
+  const out: RawSource[] = [];
+  for (const name of names) {
+    const child = `${spec.path.replace(/[\\/]+$/, '')}/${name}`;
+    const childInfo = await fs.stat(child);
+    if (!childInfo || childInfo.kind === 'directory') continue;
+    try {
+      const bytes = await readLimited(fs, child, childInfo, maxBytes);
+      // A link to a subdirectory is left out like a subdirectory.
+      if (bytes !== 'directory') out.push({ name: child, bytes, userData: false });
+    } catch (error) {
+      // The problem is the entry's, so the message names the entry rather than the directory.
+      throw new ConfigError(sourceIssues(error, child));
+    }
+  }
+  return out;
+}
+
+/**
+ * The file's bytes, read as a stream that stops at the limit: a link, a pipe (-c <(...)) or a device
+ * has no size to check first, and must not fill memory either.
+ */
+async function readLimited(fs: RootedFileSystem, path: string, info: FileInfo, maxBytes: number): Promise<Buffer | 'directory'> {
+  if (info.kind === 'file' && info.size > maxBytes) throw new SourceError(`larger than the limit of ${formatBytes(maxBytes)} (${formatBytes(info.size)})`, 'a configuration is never that large');
+  const stream = await fs.openRead(path);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of stream) {
+      size += (chunk as Buffer).length;
+      if (size > maxBytes) throw new SourceError(`larger than the limit of ${formatBytes(maxBytes)}`, 'a configuration is never that large');
+      chunks.push(chunk as Buffer);
+    }
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EISDIR') return 'directory';
+    if (code === 'ENOENT') throw new SourceError('no such file or directory', 'check the -c/--config path (a link may point to nothing)');
+    throw error;
+  } finally {
+    stream.destroy();
+  }
+  return Buffer.concat(chunks);
 }
 
 // The pin is checked on the bytes as delivered, before anything parses them.
@@ -302,8 +354,8 @@ function extractDocuments(raw: RawSource, maxBytes: number): { documents: Parsed
     for (const part of parts) {
       const name = `${raw.name} (part ${part.index})`;
       try {
-        const text = stripBom(decodeUtf8(part.body, name));
-        const doc = parseDocument(text, name, (part.firstLine ?? 1) - 1);
+        const lineOffset = (part.firstLine ?? 1) - 1;
+        const doc = parseDocument(stripBom(decodeUtf8(part.body, name, lineOffset)), name, lineOffset);
         if (!doc) throw new DocumentError([{ source: name, path: '', message: `the ${MACHINECONFIG_CONTENT_TYPE} part is empty`, hint: 'put the MachineConfig in the part, or remove the part' }]);
         out.push(doc);
       } catch (error) {
@@ -318,7 +370,10 @@ function extractDocuments(raw: RawSource, maxBytes: number): { documents: Parsed
     // cloud-config is someone else's, unless it plainly means to be ours.
     if (bytes.length === 0) return { documents: [], userData: true };
     const text = stripBom(Buffer.from(bytes).toString('utf8'));
-    const ours = text.includes(API_GROUP) || /^\s*kind:\s*["']?MachineConfig\b/m.test(text);
+    // cloud-init's own formats start with a marker line; one that only mentions machineadm (a
+    // cloud-config writing a MachineConfig file with write_files) is still cloud-init's.
+    const cloudInit = /^#(!|cloud-|include|part-handler|upstart-job)/.test(text);
+    const ours = !cloudInit && (text.includes(API_GROUP) || /^\s*kind:\s*["']?MachineConfig\b/m.test(text));
     if (!ours) return { documents: [], userData: true };
     const doc = parseDocument(stripBom(decodeUtf8(bytes, raw.name)), raw.name);
     return { documents: doc ? [doc] : [], userData: true };
@@ -348,25 +403,30 @@ function checkDocument(doc: ParsedDocument): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   const supported = SUPPORTED_API_VERSIONS as readonly unknown[];
   if (!supported.includes(value.apiVersion)) {
-    const shown = typeof value.apiVersion === 'string' ? JSON.stringify(value.apiVersion) : 'missing';
     const ownGroup = typeof value.apiVersion === 'string' && value.apiVersion.startsWith(`${API_GROUP}/`);
     issues.push({
       source: doc.source,
       ...at(['apiVersion']),
       path: 'apiVersion',
-      message: `${value.apiVersion === undefined ? 'is missing' : `${shown} is not supported`}; this machineadm reads ${SUPPORTED_API_VERSIONS.join(', ')}`,
+      message: `${value.apiVersion === undefined ? 'is missing' : `${quoted(value.apiVersion)} is not supported`}; this machineadm reads ${SUPPORTED_API_VERSIONS.join(', ')}`,
       hint: ownGroup ? 'a newer machineadm may read this version; or write the configuration for a supported version' : `set apiVersion: ${SUPPORTED_API_VERSIONS[0]}`,
     });
   }
   // With a foreign apiVersion the kind is that API's business: one message is enough.
   if (issues.length === 0 && value.kind !== 'MachineConfig') {
-    issues.push({ source: doc.source, ...at(['kind']), path: 'kind', message: `${value.kind === undefined ? 'is missing' : `${JSON.stringify(value.kind)} is not supported`}; the kind is MachineConfig`, hint: 'set kind: MachineConfig' });
+    issues.push({ source: doc.source, ...at(['kind']), path: 'kind', message: `${value.kind === undefined ? 'is missing' : `${quoted(value.kind)} is not supported`}; the kind is MachineConfig`, hint: 'set kind: MachineConfig' });
   }
   // Another apiVersion's fields mean other things: checking them against v1alpha1 would only add noise.
   if (issues.length) return issues;
   const { issues: found } = parseWith(machineConfigSchema, value, { partial: true });
   // In file order, so a reader can walk down the file fixing each.
   return found.map((i) => toIssue(i, doc.source, doc.positions.find(i.path))).sort((a, b) => (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0));
+}
+
+// A wrong value as written, cut short: it may be anything up to the size limit.
+function quoted(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
 
 function toIssue(i: SchemaIssue, source: string, position: { line: number; column: number } | undefined): ConfigIssue {
@@ -399,6 +459,8 @@ function locateMerged(i: SchemaIssue, documents: ParsedDocument[]): ConfigIssue 
 function scrub(issues: ConfigIssue[], documents: ParsedDocument[]): ConfigIssue[] {
   const secrets = documents
     .flatMap((d) => secretLiterals(d.value))
+    // Messages quote at most 77 characters of a long value, so its start is hidden too.
+    .flatMap((s) => (s.length > 80 ? [s, s.slice(0, 77)] : [s]))
     // Very short values would scrub ordinary words (as SecretScrubber does); secret() never quotes them anyway.
     .filter((s) => s.length >= 4);
   if (secrets.length === 0) return issues;

@@ -6,8 +6,8 @@ import { isPlainObject } from './schema/dsl.ts';
 // Rules, in order: a value a later source leaves out keeps the earlier value; an explicit null
 // removes what an earlier source set (so a drop-in can undo an image default); a map merges key
 // by key, recursively; anything else (a list, a string, a number, a boolean, or a map replacing a
-// non-map) replaces the earlier value whole. A secret reference ({ valueFrom }) is a map like any
-// other, so a later literal replaces it and a later reference replaces a literal.
+// non-map) replaces the earlier value whole. A secret reference ({ valueFrom }) replaces the earlier
+// value whole too, even an earlier reference; a later literal replaces a reference like any scalar.
 export function mergeConfigs(base: unknown, override: unknown): unknown {
   if (override === undefined) return base;
   if (isPlainObject(override)) {

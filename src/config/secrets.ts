@@ -11,7 +11,8 @@ export class SecretScrubber {
   private readonly values = new Set<string>();
 
   add(value: string): void {
-    // Very short values would scrub ordinary words; secrets this short are rejected by validation.
+    // Very short values would scrub ordinary words out of every line, so a secret shorter than
+    // 4 characters is not scrubbed (validation does not refuse one: it is the user's choice).
     if (value.length >= 4) this.values.add(value);
   }
 

@@ -91,7 +91,13 @@ export function mergeExtraConfig(base: TomlTable, extra: TomlTable, text: string
       }
       const existing = target[key];
       if (existing === undefined) {
-        target[key] = structuredClone(value);
+        // A new table is walked too: a refused key can sit deeper than the generated tables
+        // (registry.configs."<host>".tls under a configs table machineadm never writes).
+        if (isTable(value)) {
+          const fresh: TomlTable = {};
+          target[key] = fresh;
+          walk(fresh, value, here);
+        } else target[key] = structuredClone(value);
         continue;
       }
       if (isTable(existing) && isTable(value)) {

@@ -4,9 +4,10 @@
 // order; a redirect to another host is refused; a body shorter than its Content-Length is caught.
 import type { IncomingMessage } from 'node:http';
 import { createHash } from 'node:crypto';
-import { rootCertificates } from 'node:tls';
+import { finished } from 'node:stream/promises';
 import { MachineadmError, ExitCode, UsageError } from '../errors.ts';
 import type { Host } from './index.ts';
+import { displayUrl, isRetryableStatus, tlsOptions } from './http.ts';
 import type { PendingFile, RootedFileSystem, WriteOptions } from './fs.ts';
 
 /** A download failed on every URL it was offered (exit 1). Nothing was written at the destination. */
@@ -48,6 +49,8 @@ export interface DownloadResult<O extends ByteObserver = ByteObserver> {
 }
 
 const MAX_REDIRECTS = 5;
+/** Attempts per URL even when each one makes progress: a bound, not a retry policy. */
+const MAX_ATTEMPTS = 100;
 
 interface Attempt {
   /** Status and headers; `complete` tells a whole body from a cut one once it has been read. */
@@ -59,15 +62,24 @@ interface Attempt {
 
 class Broken extends Error {
   readonly retry: boolean;
-  constructor(message: string, retry: boolean, options?: { cause?: unknown }) {
+  /** The server's certificate was refused: the hint then says how to trust it. */
+  readonly certificate: boolean;
+  constructor(message: string, retry: boolean, options?: { cause?: unknown; certificate?: boolean }) {
     super(message, options);
     this.retry = retry;
+    this.certificate = options?.certificate ?? false;
   }
+}
+
+function failureHint(certificate: boolean): string {
+  return certificate
+    ? "the server's certificate is not trusted by this machine: add its CA (NODE_EXTRA_CA_CERTS) or use a mirror with a trusted certificate"
+    : 'check the URLs and the network, or list a mirror that has the file';
 }
 
 function assertOnline(host: Host, urls: readonly string[]): void {
   if (host.offline) {
-    throw new UsageError(`--offline: not downloading ${urls[0] ?? 'anything'}`, {
+    throw new UsageError(`--offline: not downloading ${urls[0] === undefined ? 'anything' : displayUrl(urls[0])}`, {
       hint: 'put the file on the machine beforehand, or run without --offline',
     });
   }
@@ -85,13 +97,18 @@ function assertOnline(host: Host, urls: readonly string[]): void {
   }
 }
 
-function describeNetworkError(error: unknown): { message: string; retry: boolean; tls: boolean } {
+// Decided by the error code only: a connection dropped during the handshake ("...before secure TLS
+// connection was established", ECONNRESET) is a network failure worth retrying, not a certificate
+// problem, even though its message names TLS.
+function describeNetworkError(error: unknown): { message: string; retry: boolean; certificate: boolean } {
   const e = error as NodeJS.ErrnoException & { code?: string };
   const code = e?.code ?? '';
-  const tls = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_(VERIFY|GET)|ERR_TLS|HOSTNAME/i.test(code) || /certificate|ssl|tls/i.test(e?.message ?? '');
-  if (tls) return { message: `TLS error: ${e.message}${code ? ` (${code})` : ''}`, retry: false, tls };
+  const certificate = /CERT|UNABLE_TO_|SELF_SIGNED|INVALID_CA|INVALID_PURPOSE|PATH_LENGTH|HOSTNAME_MISMATCH/.test(code);
+  if (certificate || /^(ERR_SSL_|ERR_TLS_|EPROTO$)/.test(code)) {
+    return { message: `TLS error: ${e.message}${code ? ` (${code})` : ''}`, retry: false, certificate };
+  }
   const retry = code !== 'ENOTFOUND';
-  return { message: `${e?.message ?? String(error)}${code && !(e?.message ?? '').includes(code) ? ` (${code})` : ''}`, retry, tls };
+  return { message: `${e?.message ?? String(error)}${code && !(e?.message ?? '').includes(code) ? ` (${code})` : ''}`, retry, certificate };
 }
 
 // One request, no redirects followed and no retries: both are decided here, per attempt.
@@ -106,7 +123,7 @@ async function get(url: URL, headers: Record<string, string>, options: DownloadO
     retry: { limit: 0 },
     // An idle connection counts as broken; a slow but moving one does not.
     timeout: { connect: idleMs, socket: idleMs },
-    https: { rejectUnauthorized: true, ...(options.ca ? { certificateAuthority: [...rootCertificates, options.ca] } : {}) },
+    https: tlsOptions(options.ca),
   });
   try {
     const response = await new Promise<IncomingMessage>((resolve, reject) => {
@@ -117,7 +134,7 @@ async function get(url: URL, headers: Record<string, string>, options: DownloadO
   } catch (error) {
     body.destroy();
     const d = describeNetworkError(error);
-    throw new Broken(d.message, d.retry, { cause: error });
+    throw new Broken(d.message, d.retry, { cause: error, certificate: d.certificate });
   }
 }
 
@@ -142,23 +159,41 @@ async function getFollowing(start: URL, headers: Record<string, string>, options
   }
 }
 
-// Waits for the file to take more bytes, without leaving listeners behind on a long download.
-function drained(stream: NodeJS.WritableStream): Promise<void> {
-  return new Promise((resolve, reject) => {
+/** Writing the temporary file failed (a full disk, an I/O error): another attempt or mirror cannot help. */
+function writeFailed(destination: string, error: unknown): DownloadError {
+  return new DownloadError(`writing the download for ${destination} failed: ${(error as Error | undefined)?.message ?? 'the file was closed'}`, {
+    hint: 'free space on (or repair) the file system that holds the destination, then run again',
+    cause: error,
+  });
+}
+
+// A stream that failed is destroyed and never emits 'drain' or 'error' again: without the check
+// first and 'close' below, the next write would wait forever.
+async function writeChunk(stream: NodeJS.WritableStream & { errored?: Error | null; destroyed?: boolean }, chunk: Buffer, destination: string): Promise<void> {
+  if (stream.errored || stream.destroyed) throw writeFailed(destination, stream.errored);
+  if (stream.write(chunk)) return;
+  await new Promise<void>((resolve, reject) => {
     const onDrain = (): void => {
       cleanup();
       resolve();
     };
     const onError = (error: Error): void => {
       cleanup();
-      reject(error);
+      reject(writeFailed(destination, error));
     };
+    const onClose = (): void => {
+      cleanup();
+      reject(writeFailed(destination, stream.errored));
+    };
+    // Removed again, so a long download does not pile up listeners.
     const cleanup = (): void => {
       stream.off('drain', onDrain);
       stream.off('error', onError);
+      stream.off('close', onClose);
     };
     stream.on('drain', onDrain);
     stream.on('error', onError);
+    stream.on('close', onClose);
   });
 }
 
@@ -172,8 +207,12 @@ interface Copy {
 }
 
 async function freshCopy(options: DownloadOptions): Promise<Copy> {
+  const pending = await options.fs.openWrite(options.destination, options.write);
+  // A write error can come after write() returned: unheard it would end the process; writeChunk
+  // finds it on the stream (errored) and stops the download.
+  pending.stream.on('error', () => undefined);
   return {
-    pending: await options.fs.openWrite(options.destination, options.write),
+    pending,
     hash: createHash('sha256'),
     observer: options.observe?.(),
     received: 0,
@@ -208,7 +247,10 @@ async function transfer(url: URL, copy: Copy, options: DownloadOptions): Promise
   let expectedEnd: number | undefined;
   if (resuming && status === 206) {
     const range = parseContentRange(response.headers['content-range']);
-    if (!range || range.start !== copy.received) {
+    // Without a validator for If-Range, a changed total is the only sign that the file changed
+    // between attempts; appending its tail to the old head would make a file nobody published.
+    const changed = range?.total !== undefined && copy.total !== undefined && range.total !== copy.total;
+    if (!range || range.start !== copy.received || changed) {
       body.destroy();
       await restart(copy, options);
       throw new Broken(`the server answered a resume with a different range (${response.headers['content-range'] ?? 'none'}); starting over`, true);
@@ -226,8 +268,7 @@ async function transfer(url: URL, copy: Copy, options: DownloadOptions): Promise
       await restart(copy, options);
       throw new Broken('the server refused to resume (HTTP 416); starting over', true);
     }
-    const retry = status >= 500 || status === 429 || status === 408;
-    throw new Broken(`HTTP ${status} ${response.statusMessage ?? ''}`.trim(), retry);
+    throw new Broken(`HTTP ${status} ${response.statusMessage ?? ''}`.trim(), isRetryableStatus(status));
   }
   options.onProgress?.(copy.received, expectedEnd);
   const stream = copy.pending.stream;
@@ -239,7 +280,7 @@ async function transfer(url: URL, copy: Copy, options: DownloadOptions): Promise
       if (expectedEnd !== undefined && copy.received > expectedEnd) {
         throw new Broken(`the server sent more than the ${expectedEnd} bytes it announced`, false);
       }
-      if (!stream.write(chunk)) await drained(stream);
+      await writeChunk(stream, chunk, options.destination);
       options.onProgress?.(copy.received, expectedEnd);
     }
   } catch (error) {
@@ -247,7 +288,7 @@ async function transfer(url: URL, copy: Copy, options: DownloadOptions): Promise
     if (error instanceof Broken || error instanceof MachineadmError) throw error;
     const d = describeNetworkError(error);
     const what = expectedEnd !== undefined ? `the server announced ${expectedEnd} bytes but the connection ended after ${copy.received}` : `connection broken after ${copy.received} bytes`;
-    throw new Broken(`${what}: ${d.message}`, true, { cause: error });
+    throw new Broken(`${what}: ${d.message}`, d.retry, { cause: error, certificate: d.certificate });
   }
   if (!response.complete || (expectedEnd !== undefined && copy.received !== expectedEnd)) {
     throw new Broken(
@@ -267,6 +308,7 @@ async function transfer(url: URL, copy: Copy, options: DownloadOptions): Promise
 export async function download(host: Host, options: DownloadOptions): Promise<DownloadResult> {
   assertOnline(host, options.urls);
   const failures: string[] = [];
+  let certificate = false;
   let copy: Copy | undefined;
   try {
     for (const raw of options.urls) {
@@ -276,16 +318,26 @@ export async function download(host: Host, options: DownloadOptions): Promise<Do
       copy = current;
       let stalled = 0;
       const limit = options.attemptsWithoutProgress ?? 3;
-      for (let attempt = 0; attempt < 100; attempt++) {
+      for (let attempt = 1; ; attempt++) {
         const before = current.received;
         try {
           const finalUrl = await transfer(url, current, options);
+          // A write can fail after write() accepted it; ending here makes that a download failure
+          // like any other write error, before anyone checks or commits the file.
+          current.pending.stream.end();
+          await finished(current.pending.stream).catch((error: unknown) => {
+            throw writeFailed(options.destination, error);
+          });
           return { pending: current.pending, sha256: current.hash.digest('hex'), bytes: current.received, url: finalUrl, observer: current.observer };
         } catch (error) {
           if (!(error instanceof Broken)) throw error;
           stalled = current.received > before ? 0 : stalled + 1;
-          if (!error.retry || stalled >= limit) {
-            failures.push(`${raw}: ${error.message}${stalled >= limit && error.retry ? ` (gave up after ${limit} attempts without progress)` : ''}`);
+          // A connection that breaks again and again, a little further each time, also ends.
+          const gaveUp = stalled >= limit ? ` (gave up after ${limit} attempts without progress)` : attempt >= MAX_ATTEMPTS ? ` (gave up after ${MAX_ATTEMPTS} attempts)` : '';
+          if (!error.retry || gaveUp) {
+            // Shown without query or user info: a presigned URL's token must not reach events or logs.
+            failures.push(`${displayUrl(raw)}: ${error.message}${error.retry ? gaveUp : ''}`);
+            certificate ||= error.certificate;
             break;
           }
           await host.sleep(Math.min(200 * 2 ** stalled, 5000));
@@ -297,48 +349,64 @@ export async function download(host: Host, options: DownloadOptions): Promise<Do
     throw error;
   }
   await copy?.pending.abort();
-  const tls = failures.some((f) => f.includes('TLS error'));
   throw new DownloadError(`download failed from ${options.urls.length === 1 ? 'its only URL' : `all ${options.urls.length} URLs`}:\n  ${failures.join('\n  ')}`, {
-    hint: tls
-      ? "the server's certificate is not trusted by this machine: add its CA (NODE_EXTRA_CA_CERTS) or use a mirror with a trusted certificate"
-      : 'check the URLs and the network, or list a mirror that has the file',
+    hint: failureHint(certificate),
   });
 }
 
-/** Downloads a small file (a signature) into memory, refusing more than maxBytes. */
-export async function downloadSmall(host: Host, urls: readonly string[], options: { maxBytes: number; ca?: string; idleTimeoutMs?: number }): Promise<{ data: Buffer; url: string }> {
+// One request for a small file, read whole; throws Broken like transfer().
+async function readSmall(url: URL, host: Host, options: { maxBytes: number; ca?: string; idleTimeoutMs?: number }): Promise<{ data: Buffer; url: string }> {
+  const { response, body, url: finalUrl } = await getFollowing(url, {}, { urls: [], fs: host.local, destination: '/', ...options });
+  const status = response.statusCode ?? 0;
+  if (status !== 200) {
+    body.destroy();
+    throw new Broken(`HTTP ${status} ${response.statusMessage ?? ''}`.trim(), isRetryableStatus(status));
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body) {
+      size += chunk.length;
+      if (size > options.maxBytes) {
+        body.destroy();
+        throw new Broken(`larger than ${options.maxBytes} bytes; not a signature file`, false);
+      }
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    if (error instanceof Broken) throw error;
+    const d = describeNetworkError(error);
+    throw new Broken(`connection broken: ${d.message}`, d.retry, { cause: error, certificate: d.certificate });
+  }
+  if (!response.complete) throw new Broken('the connection ended before the response was complete', true);
+  return { data: Buffer.concat(chunks), url: finalUrl.toString() };
+}
+
+/**
+ * Downloads a small file (a signature) into memory, refusing more than maxBytes. A failure that may
+ * pass (network, 5xx) is retried like a large download's, so a signature is not the weak link on a
+ * first boot that races the network.
+ */
+export async function downloadSmall(host: Host, urls: readonly string[], options: { maxBytes: number; ca?: string; idleTimeoutMs?: number; attempts?: number }): Promise<{ data: Buffer; url: string }> {
   assertOnline(host, urls);
   const failures: string[] = [];
+  let certificate = false;
+  const limit = options.attempts ?? 3;
   for (const raw of urls) {
-    try {
-      const { response, body, url } = await getFollowing(new URL(raw), {}, { urls, fs: host.local, destination: '/', ...options });
-      const status = response.statusCode ?? 0;
-      if (status !== 200) {
-        body.destroy();
-        failures.push(`${raw}: HTTP ${status} ${response.statusMessage ?? ''}`.trim());
-        continue;
-      }
-      const chunks: Buffer[] = [];
-      let size = 0;
+    for (let attempt = 1; ; attempt++) {
       try {
-        for await (const chunk of body) {
-          size += chunk.length;
-          if (size > options.maxBytes) {
-            body.destroy();
-            throw new Broken(`larger than ${options.maxBytes} bytes; not a signature file`, false);
-          }
-          chunks.push(chunk);
-        }
+        return await readSmall(new URL(raw), host, options);
       } catch (error) {
-        if (error instanceof Broken) throw error;
-        throw new Broken(`connection broken: ${describeNetworkError(error).message}`, true);
+        if (!(error instanceof Broken)) throw error;
+        if (error.retry && attempt < limit) {
+          await host.sleep(Math.min(200 * 2 ** attempt, 5000));
+          continue;
+        }
+        failures.push(`${displayUrl(raw)}: ${error.message}${error.retry ? ` (gave up after ${limit} attempts)` : ''}`);
+        certificate ||= error.certificate;
+        break;
       }
-      if (!response.complete) throw new Broken('the connection ended before the response was complete', true);
-      return { data: Buffer.concat(chunks), url: url.toString() };
-    } catch (error) {
-      if (!(error instanceof Broken)) throw error;
-      failures.push(`${raw}: ${error.message}`);
     }
   }
-  throw new DownloadError(`download failed:\n  ${failures.join('\n  ')}`, { hint: 'check the URL and the network' });
+  throw new DownloadError(`download failed:\n  ${failures.join('\n  ')}`, { hint: failureHint(certificate) });
 }

@@ -15,6 +15,8 @@ export interface FileInfo {
   uid: number;
   gid: number;
   size: number;
+  /** Last modification, ms since the epoch. */
+  modifiedMs?: number;
 }
 
 export interface Owner {
@@ -119,7 +121,7 @@ export class RootedFileSystem {
     });
     if (!st) return undefined;
     const kind = st.isSymbolicLink() ? 'symlink' : st.isFile() ? 'file' : st.isDirectory() ? 'directory' : 'other';
-    return { kind, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, size: st.size };
+    return { kind, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, size: st.size, modifiedMs: st.mtimeMs };
   }
 
   async exists(machinePath: string): Promise<boolean> {

@@ -5,7 +5,7 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { Got } from 'got';
-import { isRetryableStatus, parseRetryAfter } from './http.ts';
+import { displayUrl, isRetryableStatus, parseRetryAfter } from './http.ts';
 
 export interface TlsMaterial {
   /** PEM text of the CA bundle that signs the collector's certificate; it replaces the system's CAs for this request. */
@@ -126,7 +126,10 @@ export function createHttpPoster(options: PosterOptions = {}): HttpPoster {
           const status = response.statusCode;
           if (status >= 200 && status < 300) return { ok: true, status, attempts: attempt + 1 };
           const retryable = isRetryableStatus(status);
-          const location = status >= 300 && status < 400 ? ` (redirect to ${String(response.headers.location ?? 'nowhere')} not followed: configure the final URL)` : '';
+          // The reason reaches result.json and the console unscrubbed: a Location repeating the
+          // endpoint's query or user info would show credentials.
+          const target = response.headers.location ? displayUrl(URL.parse(response.headers.location, request.url)?.href ?? '') : 'nowhere';
+          const location = status >= 300 && status < 400 ? ` (redirect to ${target} not followed: configure the final URL)` : '';
           last = { ok: false, status, reason: `HTTP ${status}${location}`, retryable, attempts: attempt + 1 };
           if (!retryable) return last;
           if (status === 429 || status === 503) {

@@ -132,6 +132,15 @@ const TLS_CODES = new Set([
   'CERT_NOT_YET_VALID',
   'ERR_TLS_CERT_ALTNAME_INVALID',
   'CERT_SIGNATURE_FAILURE',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'CERT_REVOKED',
+  'INVALID_PURPOSE',
+  'INVALID_CA',
+  'UNABLE_TO_DECRYPT_CERT_SIGNATURE',
+  'UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY',
+  'CERT_CHAIN_TOO_LONG',
+  'HOSTNAME_MISMATCH',
   'ERR_SSL_WRONG_VERSION_NUMBER',
 ]);
 
@@ -206,6 +215,7 @@ async function attemptOnce(request: HttpRequest, shown: string, attempt: number)
   let status = 0;
   let headers: Headers = {};
   let url = request.url;
+  let wanted = false;
   const chunks: Buffer[] = [];
   let size = 0;
   try {
@@ -214,12 +224,15 @@ async function attemptOnce(request: HttpRequest, shown: string, attempt: number)
         status = response.statusCode;
         headers = response.headers;
         url = response.url;
+        wanted = (status >= 200 && status < 300) || request.acceptStatus?.includes(status) === true;
+        // An error page's body is never used: not reading it keeps a large one from turning a
+        // retryable 503 into a size failure.
+        if (!wanted) return resolve();
         const declared = Number(headers['content-length']);
-        if (Number.isFinite(declared) && declared > maxBytes && (status < 300 || request.acceptStatus?.includes(status))) {
-          reject(tooLarge(request, shown, maxBytes, attempt));
-        }
+        if (Number.isFinite(declared) && declared > maxBytes) reject(tooLarge(request, shown, maxBytes, attempt));
       });
       stream.on('data', (chunk: Buffer) => {
+        if (!wanted) return;
         size += chunk.length;
         // Stop reading at the limit: a huge or endless body must not fill memory.
         if (size > maxBytes) return reject(tooLarge(request, shown, maxBytes, attempt));
@@ -235,9 +248,8 @@ async function attemptOnce(request: HttpRequest, shown: string, attempt: number)
     if (own) return new Attempt(own, false);
     return classify(error, request.url, shown, attempt);
   }
-  if ((status >= 200 && status < 300) || request.acceptStatus?.includes(status)) {
-    return { url, status, headers, body: Buffer.concat(chunks), attempts: attempt };
-  }
+  if (wanted) return { url, status, headers, body: Buffer.concat(chunks), attempts: attempt };
+  stream.destroy();
   const retryable = isRetryableStatus(status);
   const error = new HttpError(`${shown}: the server answered ${status}${attempt > 1 ? ` (after ${attempt} attempts)` : ''}`, { url: request.url, reason: 'status', status, attempts: attempt }, {
     hint: status === 401 || status === 403 ? 'check the access rights of the URL' : status === 404 ? 'check the URL' : 'retry later, or check the server',
@@ -263,7 +275,7 @@ function classify(error: unknown, rawUrl: string, shown: string, attempt: number
   if (TLS_CODES.has(code) || TLS_CODES.has(causeCode)) {
     const which = TLS_CODES.has(code) ? code : causeCode;
     return new Attempt(
-      new HttpError(`${shown}: the server's TLS certificate is not trusted (${which})`, { url: rawUrl, reason: 'tls', attempts: attempt }, { cause: error, hint: 'give the CA that signed it (see caFile), or fix the server certificate; verification is never turned off' }),
+      new HttpError(`${shown}: the server's TLS certificate is not trusted (${which})`, { url: rawUrl, reason: 'tls', attempts: attempt }, { cause: error, hint: 'give the CA that signed it (a configuration source takes #ca=<path of a PEM file>), or fix the server certificate; verification is never turned off' }),
       false,
     );
   }

@@ -53,6 +53,9 @@ const TRANSIENT = [
   /\bEOF\b/,
   /temporary failure in name resolution/i,
 ];
+/** kubelet-start refuses a node name a Ready node already has: another machine is registered under it. */
+export const NODE_NAME_TAKEN = /a Node with name .* already exists in the cluster/;
+
 // Failures that are the same on every attempt: preflight errors, credentials, configuration.
 const PERMANENT = [
   /\[ERROR /,
@@ -61,6 +64,7 @@ const PERMANENT = [
   /unauthorized|forbidden/i,
   /unknown field|strict decoding|cannot unmarshal|is not valid|Invalid value|Required value/i,
   /can not mix|unknown flag|unknown shorthand flag/i,
+  NODE_NAME_TAKEN,
 ];
 
 /** Whether another attempt (after `kubeadm reset -f`) may succeed. */

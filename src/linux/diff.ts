@@ -9,12 +9,19 @@ export interface DiffOptions {
   label?: string;
 }
 
-const SECRET_LINE = /^(\s*[^=:\s]*(?:password|passwd|secret|token|credential|private[_-]?key|api[_-]?key)[^=:\s]*\s*[=:]\s*)(.+)$/i;
-const URL_USERINFO = /(\b[a-z][a-z0-9+.-]*:\/\/[^/\s:@"]+:)([^@\s"/]+)(@)/gi;
+// A key named exactly `auth` holds registry credentials (containerd's registry.configs.<host>.auth,
+// base64 user:password); matching it as a word part would hide authorization/authentication settings.
+const SECRET_LINE = /^(\s*(?:[^=:\s]*(?:password|passwd|secret|token|credential|private[_-]?key|api[_-]?key)[^=:\s]*|["']?auth["']?)\s*[=:]\s*)(.+)$/i;
+// Greedy up to the last "@" before the host, so a password with a raw "@" is hidden whole.
+const URL_USERINFO = /(\b[a-z][a-z0-9+.-]*:\/\/)([^/\s"?#]+)@/gi;
 
 /** Replaces values that look like secrets (password = x, token: y, user:pass@ in URLs) with <redacted>. */
 export function redactSecrets(line: string): string {
-  const withoutUserinfo = line.replace(URL_USERINFO, '$1<redacted>$3');
+  // A userinfo without ":" is usually a token given as the user name, so all of it goes.
+  const withoutUserinfo = line.replace(URL_USERINFO, (_m, scheme: string, userinfo: string) => {
+    const colon = userinfo.indexOf(':');
+    return `${scheme}${colon >= 0 ? userinfo.slice(0, colon + 1) : ''}<redacted>@`;
+  });
   const m = SECRET_LINE.exec(withoutUserinfo);
   return m ? `${m[1]}<redacted>` : withoutUserinfo;
 }
@@ -72,7 +79,7 @@ export function unifiedDiff(before: string, after: string, options: DiffOptions 
   // Group changes whose context overlaps into hunks.
   let k = 0;
   while (k < changed.length) {
-    let start = Math.max(0, changed[k]! - context);
+    const start = Math.max(0, changed[k]! - context);
     let end = Math.min(script.length, changed[k]! + context + 1);
     k++;
     while (k < changed.length && changed[k]! - context <= end) {
@@ -90,7 +97,6 @@ export function unifiedDiff(before: string, after: string, options: DiffOptions 
     const newCount = hunk.filter((s) => s.op !== '-').length;
     lines.push(`@@ -${oldCount === 0 ? oldStart - 1 : oldStart},${oldCount} +${newCount === 0 ? newStart - 1 : newStart},${newCount} @@`);
     for (const s of hunk) lines.push(s.op + redactSecrets(s.line));
-    start = end;
   }
   if (before !== '' && !before.endsWith('\n')) lines.push('\\ No newline at end of file (before)');
   if (after !== '' && !after.endsWith('\n')) lines.push('\\ No newline at end of file');

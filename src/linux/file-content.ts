@@ -25,6 +25,5 @@ export function filePathProblem(path: string): string | undefined {
   if (path.split('/').includes('..')) return `"${path}" contains ".."|write the path without ".." segments`;
   if (path.split('/').includes('.')) return `"${path}" contains "."|write the path without "." segments`;
   if (path.endsWith('/')) return `"${path}" ends with "/" (a directory)|name the file, not its directory`;
-  if (path === '/') return 'is the root directory';
   return undefined;
 }

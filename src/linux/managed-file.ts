@@ -49,8 +49,11 @@ function looksBinary(content: Buffer): boolean {
   }
 }
 
-function describeContent(before: Buffer | undefined, after: Buffer, desired: DesiredFile): string | undefined {
+// `beforeMode` matters too: a file that is private on disk now (a proxy drop-in with a password,
+// spec.files content that used to be 0600) must not show its old content in a diff.
+function describeContent(before: Buffer | undefined, after: Buffer, desired: DesiredFile, beforeMode?: number): string | undefined {
   if (desired.sensitive) return undefined;
+  if (beforeMode !== undefined && (beforeMode & 0o004) === 0) return undefined;
   if (looksBinary(after) || (before !== undefined && looksBinary(before))) return undefined;
   return unifiedDiff(before?.toString('utf8') ?? '', after.toString('utf8'), { label: desired.path });
 }
@@ -84,7 +87,7 @@ export async function inspectFile(fs: RootedFileSystem, desired: DesiredFile, is
       if (details.length === 0) return { desired, attributesOnly: false };
       return { desired, attributesOnly: true, change: { action: 'chmod', target: desired.path, detail: details.join(', ') } };
     }
-    const diff = describeContent(current, desired.content, desired);
+    const diff = describeContent(current, desired.content, desired, info.mode);
     details.unshift(`${current.length} -> ${desired.content.length} bytes`);
     return { desired, attributesOnly: false, change: { action: 'update', target: desired.path, detail: details.join(', '), ...(diff ? { diff } : {}) } };
   } catch (error) {

@@ -16,7 +16,6 @@ export function moduleEvidence(name: string): string[] {
   const sysName = name.replace(/-/g, '_');
   const extra: Record<string, string[]> = {
     br_netfilter: ['/proc/sys/net/bridge/bridge-nf-call-iptables'],
-    overlay: ['/sys/module/overlay'],
     ip_vs: ['/proc/net/ip_vs'],
     nf_conntrack: ['/proc/sys/net/netfilter/nf_conntrack_max'],
   };

@@ -57,6 +57,15 @@ async function readPem(host: Host, path: string, field: string, kind: 'certifica
     });
     return undefined;
   }
+  // Node cannot use an encrypted key without its password: every post would fail, for the whole run.
+  if (kind === 'key' && /-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type:\s*4,ENCRYPTED/.test(text)) {
+    issues.push({
+      path: field,
+      message: `${path} is an encrypted private key, and machineadm has no password to open it`,
+      hint: 'store the key unencrypted, mode 0600 (openssl pkey -in KEY -out KEY.plain)',
+    });
+    return undefined;
+  }
   return text;
 }
 

@@ -6,6 +6,8 @@ import { createHash } from 'node:crypto';
 import type { RootedFileSystem } from '../host/index.ts';
 
 export const SPOOL_DIR = '/spool';
+/** A spool write takes milliseconds; a temporary file this old was left by a killed process. */
+const STALE_TEMPORARY_MS = 10 * 60_000;
 
 // <13-digit stamp>-<run id>-<6-digit seq>.json: a run's events share the stamp, so names sort by
 // run and then by sequence; the stamp of a new run is above every stamp already spooled, so older
@@ -60,11 +62,17 @@ export class EndpointSpool {
 
   /** Creates the directory and checks it stays inside the state dir (done once, before the sync writes). */
   async open(): Promise<void> {
+    const now = Date.now();
     await this.fs.mkdirp(this.dir, 0o700);
     await this.fs.resolve(this.dir);
     // A kill in the middle of a write leaves its temporary file (never a half event under a real name).
+    // Only old ones go: another machineadm (a `report` timer during `init`) may be writing a fresh one,
+    // and removing it would lose that event.
     for (const name of await this.fs.list(this.dir)) {
-      if (name.startsWith('.') && name.includes('.machineadm-tmp-')) await this.fs.remove(`${this.dir}/${name}`).catch(() => undefined);
+      if (!name.startsWith('.') || !name.includes('.machineadm-tmp-')) continue;
+      const info = await this.fs.stat(`${this.dir}/${name}`).catch(() => undefined);
+      if (info?.modifiedMs !== undefined && now - info.modifiedMs < STALE_TEMPORARY_MS) continue;
+      await this.fs.remove(`${this.dir}/${name}`).catch(() => undefined);
     }
   }
 

@@ -1,8 +1,9 @@
 // Verified downloads: stream to a temporary file while hashing, check, and only then rename into
 // place. Used by `machineadm fetch`, files[].source and anything else that downloads.
 import type { Host, RootedFileSystem } from '../host/index.ts';
-import { download, downloadSmall, type ByteObserver } from '../host/download.ts';
-import { UsageError, VerificationError } from '../errors.ts';
+import { download, DownloadError, downloadSmall, type ByteObserver } from '../host/download.ts';
+import { displayUrl } from '../host/http.ts';
+import { MachineadmError, UsageError, VerificationError } from '../errors.ts';
 import { parsePublicKey, parseSignature, type PublicKey, type Signature } from './minisign.ts';
 import { checkSignatureFits, finishVerification, MessageDigester, type VerifiedSignature } from './signature.ts';
 
@@ -61,7 +62,7 @@ async function fetchSignature(host: Host, request: FetchRequest, publicKey: Publ
  */
 export async function fetchVerified(host: Host, request: FetchRequest): Promise<FetchResult> {
   if (request.sha256 === undefined && request.signature === undefined) {
-    throw new UsageError(`refusing to download ${request.urls[0] ?? ''} without a check: give a SHA-256 or a signature and public key`, {
+    throw new UsageError(`refusing to download ${request.urls[0] === undefined ? '' : displayUrl(request.urls[0])} without a check: give a SHA-256 or a signature and public key`, {
       hint: 'every file machineadm downloads is checked before it is used',
     });
   }
@@ -80,18 +81,26 @@ export async function fetchVerified(host: Host, request: FetchRequest): Promise<
   });
   try {
     if (expectedSha !== undefined && result.sha256 !== expectedSha) {
-      throw new VerificationError(`${result.url}: SHA-256 is ${result.sha256}, expected ${expectedSha}`, {
+      throw new VerificationError(`${displayUrl(result.url)}: SHA-256 is ${result.sha256}, expected ${expectedSha}`, {
         hint: 'the file on the server is not the one expected: check the mirror, or the checksum you were given',
       });
     }
     let verified: VerifiedSignature | undefined;
     if (signed && publicKey) {
       verified = finishVerification(signed.signature, publicKey, result.observer as MessageDigester, {
-        fileName: result.url,
+        fileName: displayUrl(result.url),
         requirePrehashed: request.signature?.requirePrehashed ?? false,
       });
     }
-    await result.pending.commit();
+    await result.pending.commit().catch((error: unknown) => {
+      // fsync or rename failing (a full disk) is the machine's problem, not a bug to report.
+      throw error instanceof MachineadmError
+        ? error
+        : new DownloadError(`could not put the verified download in place at ${request.destination}: ${(error as Error).message}`, {
+            hint: 'free space on (or repair) the file system that holds the destination, then run again',
+            cause: error,
+          });
+    });
     return { sha256: result.sha256, bytes: result.bytes, url: result.url, ...(verified ? { signature: verified } : {}) };
   } catch (error) {
     await result.pending.abort();

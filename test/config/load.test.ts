@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync, truncateSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync, truncateSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
@@ -83,6 +83,7 @@ describe('one source', () => {
   it.each([
     ['an unknown apiVersion, naming the supported ones', 'apiVersion: machineadm.cluster.x-k8s.io/v9\nkind: MachineConfig\nspec: {}\n', /"machineadm.cluster.x-k8s.io\/v9" is not supported; this machineadm reads machineadm.cluster.x-k8s.io\/v1alpha1/, 1],
     ['a foreign apiVersion', 'apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\n', /"kubeadm.k8s.io\/v1beta4" is not supported/, 1],
+    ['an apiVersion that is not a string, quoting it', 'apiVersion: 5\nkind: MachineConfig\n', /^5 is not supported; this machineadm reads/, 1],
     ['a document that is not a MachineConfig', '#cloud-config\npackages: [curl]\n', /not a MachineConfig: apiVersion and kind are missing/, 2],
     ['a list', '- a\n- b\n', /not a MachineConfig: the document is a list/, 1],
     ['an empty file', '# nothing\n', /is empty/, undefined],
@@ -118,6 +119,35 @@ describe('one source', () => {
   it('names a missing file', async () => {
     const [first] = await issues([join(dir, 'nope.yaml')]);
     expect(first).toMatchObject({ message: 'no such file or directory', hint: 'check the -c/--config path' });
+  });
+
+  it('reads a directory given through a symbolic link, as the directory it points to', async () => {
+    file(`${HEAD}spec:\n  kernelModules: [overlay]\n`, 'linked-target/10-a.yaml');
+    const link = join(dir, 'linked.d');
+    symlinkSync(join(dir, 'linked-target'), link);
+    const { config, sources } = await loadConfig(host(), [link]);
+    expect(config.spec.kernelModules).toEqual(['overlay']);
+    expect(sources).toEqual([join(link, '10-a.yaml')]);
+  });
+
+  it('stops at the size limit for a link to a large file and for a device that never ends', async () => {
+    const big = file(`${HEAD}spec: {}\n${'#'.repeat(4096)}\n`);
+    const link = join(dir, `link-${++n}.yaml`);
+    symlinkSync(big, link);
+    const started = Date.now();
+    for (const source of [link, '/dev/zero']) {
+      const [first] = await issues([source], { maxBytes: 1024 });
+      expect(first).toMatchObject({ source, message: 'larger than the limit of 1 KiB' });
+    }
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it('names the file of a directory that has the problem, not only the directory', async () => {
+    const big = file(`${HEAD}spec: {}\n${'#'.repeat(4096)}\n`, 'sized.d/20-big.yaml');
+    file(`${HEAD}spec: {}\n`, 'sized.d/10-small.yaml');
+    const [first, ...rest] = await issues([join(dir, 'sized.d')], { maxBytes: 1024 });
+    expect(rest).toEqual([]);
+    expect(first).toMatchObject({ source: big, message: expect.stringMatching(/larger than the limit of 1 KiB/) });
   });
 
   it('resolves relative paths against the given directory', async () => {
@@ -223,6 +253,9 @@ describe('pins, offline and unsupported sources', () => {
     ['an unknown scheme', 'ftp://example.test/c.yaml', /unknown kind of source "ftp"/],
     ['an unknown metadata path', 'imds://aws/meta-data', /unknown instance metadata source/],
     ['an unknown fragment parameter', 'https://example.test/c.yaml#md5=x', /unknown URL fragment parameter "md5"/],
+    ['a pin on instance metadata, which nothing would check', `imds://aws/user-data#sha256=${'a'.repeat(64)}`, /unknown URL fragment parameter "sha256"/],
+    ['a CA on a file:// source', 'file:///x.yaml#ca=/ca.pem', /unknown URL fragment parameter "ca"/],
+    ['a file:// URL with a broken %-escape', 'file:///etc/%zz.yaml', /not a valid file:\/\/ URL/],
   ])('refuses %s before reading anything', async (_name, source, message) => {
     const [first] = await issues([source]);
     expect(first!.message).toMatch(message);
@@ -261,6 +294,16 @@ describe('user data in files', () => {
     expect(first).toMatchObject({ source: `${path} (part 2)`, line, path: 'spec.kernelModules' });
   });
 
+  it('reports invalid UTF-8 in a plain MachineConfig part at its line in the whole user data', async () => {
+    const body = Buffer.concat([Buffer.from(`${HEAD}metadata:\n  name: caf`), Buffer.from([0xe9]), Buffer.from('\n')]);
+    const text = multipart([{ type: 'text/x-shellscript', body: '#!/bin/sh\necho\n' }, { type: MACHINECONFIG_CONTENT_TYPE, body }]);
+    const path = file(Buffer.from(text, 'latin1'));
+    const [first] = await issues([path]);
+    const line = text.split('\n').findIndex((l) => l.startsWith('  name: caf')) + 1;
+    expect(first).toMatchObject({ source: `${path} (part 2)`, line });
+    expect(first!.message).toMatch(/not valid UTF-8/);
+  });
+
   it('treats multipart user data without a MachineConfig as "nothing to do" (exit 0)', async () => {
     const path = file(multipart([{ type: 'text/x-shellscript', body: '#!/bin/sh\n' }, { type: 'text/cloud-config', body: '#cloud-config\n' }]));
     const error = await loadConfig(host(), [path]).catch((e: unknown) => e);
@@ -292,6 +335,20 @@ describe('secrets', () => {
     expect(found.length).toBeGreaterThan(0);
     expect(JSON.stringify(found)).not.toContain(value);
     expect(found.find((i) => i.path === 'spec.containerd.cgroupDriver')!.message).toContain('<redacted>');
+  });
+
+  it('never quotes even the start of a long secret literal that a shortened message would show', async () => {
+    const value = `Long-Secret-${'q'.repeat(100)}`;
+    const path = file(`${HEAD}spec:\n  windows:\n    domainJoin:\n      domain: corp.example\n      credentials: { username: admin, password: "${value}" }\n  containerd:\n    cgroupDriver: "${value}"\n`);
+    const found = await issues([path]);
+    expect(found.find((i) => i.path === 'spec.containerd.cgroupDriver')!.message).toMatch(/^"<redacted>\.\.\." is not one of/);
+    expect(JSON.stringify(found)).not.toContain('Long-Secret');
+  });
+
+  it('quotes at most 80 characters of a wrong value', async () => {
+    const path = file(`${HEAD}spec:\n  containerd:\n    cgroupDriver: "${'z'.repeat(10_000)}"\n`);
+    const [first] = await issues([path]);
+    expect(first!.message).toBe(`"${'z'.repeat(77)}..." is not one of "systemd", "cgroupfs"`);
   });
 
   it('never quotes a literal that breaks a secret field\'s own pattern', () => {

@@ -97,7 +97,7 @@ describe.skipIf(skip)('https:// sources', () => {
   it('refuses a server whose certificate is not trusted, naming the source and what to do', async () => {
     const [first] = await failure(loadConfig(host(), [`${server.url}/cfg.yaml`], quick));
     expect(first!.message).toMatch(/TLS certificate is not trusted/);
-    expect(first!.hint).toMatch(/CA/);
+    expect(first!.hint).toMatch(/#ca=<path of a PEM file>/);
   });
 
   it.each([
@@ -161,6 +161,12 @@ describe('imds:// sources', () => {
     expect(sources).toEqual([`imds://user-data (${cloud}) (part 3)`]);
   });
 
+  it.each(['aws', 'azure', 'gce'] as const)('detects %s while its metadata service still answers 503 at boot', async (cloud) => {
+    const s = await imds(cloud, { userData, failFirst: 3 });
+    const { sources } = await loadConfig(host({ MACHINEADM_IMDS_ENDPOINT: s.url }), ['imds://user-data'], quick);
+    expect(sources).toEqual([`imds://user-data (${cloud}) (part 3)`]);
+  });
+
   it.each(['aws', 'azure', 'gce'] as const)('treats %s without user data as "nothing to do"', async (cloud) => {
     const s = await imds(cloud, {});
     const error = await loadConfig(host({ MACHINEADM_IMDS_ENDPOINT: s.url }), [`imds://${cloud}/user-data`], quick).catch((e: unknown) => e);
@@ -171,6 +177,7 @@ describe('imds:// sources', () => {
     ['a shell script', '#!/bin/sh\necho hi\n'],
     ['a cloud-config', '#cloud-config\nruncmd: [ls]\n'],
     ['multipart without our part', multipart([{ type: 'text/x-shellscript', body: '#!/bin/sh\n' }])],
+    ['a cloud-config that writes a MachineConfig file', `#cloud-config\nwrite_files:\n  - path: /etc/machineadm/config.yaml\n    content: |\n${CONFIG.replace(/^/gm, '      ')}\n`],
   ])('treats user data holding only %s as "nothing to do"', async (_name, data) => {
     const s = await imds('aws', { userData: data });
     const error = await loadConfig(host({ MACHINEADM_IMDS_ENDPOINT: s.url }), ['imds://aws/user-data'], quick).catch((e: unknown) => e);

@@ -37,9 +37,21 @@ describe('bad spec.containerd input', () => {
       { extraConfig: '[plugins."io.containerd.grpc.v1.cri".registry.mirrors."docker.io"]\n  endpoint = ["https://m.example"]\n' },
       '"mirrors" together with the config_path machineadm writes makes the CRI plugin fail to load',
     ],
+    [
+      'extraConfig adding registry TLS settings below a configs table machineadm does not generate',
+      { extraConfig: '[plugins."io.containerd.grpc.v1.cri".registry.configs."registry.example".tls]\n  ca_file = "/etc/ca.pem"\n' },
+      'spec.containerd.extraConfig: TOML line 1: sets plugins."io.containerd.grpc.v1.cri".registry.configs."registry.example".tls: "configs.<host>.tls" together with config_path',
+    ],
     ['a mirror URL that is not http(s)', { registries: { 'docker.io': { mirrors: [{ url: 'ftp://mirror.example' }] } } }, 'spec.containerd.registries["docker.io"].mirrors[0].url: "ftp://mirror.example" is not valid (only http:// and https:// URLs are supported'],
     ['a relative CA file', { registries: { 'docker.io': { mirrors: [{ url: 'https://m.example', caFile: 'ca.pem' }] } } }, 'spec.containerd.registries["docker.io"].mirrors[0].caFile: "ca.pem" is not an absolute path'],
     ['a registry name that is not a host', { registries: { 'docker.io/library': {} } }, 'spec.containerd.registries["docker.io/library"]'],
+    ['a registry name that climbs out of certs.d', { registries: { '..': { skipVerify: true } } }, 'spec.containerd.registries[".."]: ".." is not valid (a registry host'],
+    [
+      'a CA certificate that does not parse (containerd would then fail every pull)',
+      { caCertificates: ['-----BEGIN CERTIFICATE-----\nMIIBozCCAUmgAwIBAgIUPrsvHGVicAu92m5tQXWaxJDUnuAw\n-----END CERTIFICATE-----\n'] },
+      'spec.containerd.caCertificates[0]: certificate 1 in this entry cannot be read',
+    ],
+    ['a CA certificate without its END line', { caCertificates: ['-----BEGIN CERTIFICATE-----\nMIIB\n'] }, 'spec.containerd.caCertificates[0]: has no complete PEM certificate'],
     ['a proxy that is not a URL', { proxy: { httpsProxy: 'proxy.example:3128' } }, 'spec.containerd.proxy.httpsProxy'],
     ['a no-proxy entry with a comma', { proxy: { noProxy: ['a.example,b.example'] } }, 'spec.containerd.proxy.noProxy[0]'],
   ])('refuses %s, naming the field, before anything is written', async (_what, containerd, message) => {
@@ -47,6 +59,13 @@ describe('bad spec.containerd input', () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toContain(message);
     expect(existsSync(result.root)).toBe(false);
+  });
+
+  it('refuses a proxy URL without quoting it, since it may hold a password', async () => {
+    const result = await prepareWith({ proxy: { httpsProxy: 'http://user:hunter2 secret@proxy.example:3128' } });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('spec.containerd.proxy.httpsProxy: is not an http:// or https:// URL');
+    expect(result.stderr).not.toContain('hunter2');
   });
 
   it('accepts extraConfig overriding a generated value with one of the same type', async () => {

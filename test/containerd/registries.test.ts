@@ -30,6 +30,8 @@ describe('prepare/containerd/registries and proxy over several runs', () => {
     expect(second.code).toBe(0);
     expect(existsSync(join(certs, 'docker.io/hosts.toml'))).toBe(true);
     expect(existsSync(join(certs, 'ghcr.io/hosts.toml'))).toBe(false);
+    // An empty certs.d/ghcr.io/ would still shadow _default/ in containerd's lookup.
+    expect(existsSync(join(certs, 'ghcr.io'))).toBe(false);
     expect(existsSync(join(certs, 'quay.io/hosts.toml'))).toBe(true);
     expect(existsSync(dropIn)).toBe(false);
   });

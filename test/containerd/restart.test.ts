@@ -3,7 +3,7 @@
 // run here, so the live machine is a scratch directory treated as the live root, and systemctl is
 // a recording stand-in.
 import { describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { scratchDir } from '../support/tmp.ts';
 import { RootedFileSystem, ProcessRunner, type Facts, type Host, type RunOptions, type RunResult } from '../../src/host/index.ts';
@@ -58,7 +58,7 @@ function machine(withSystemd: boolean) {
     const restart = outcome.phases[0]!.steps.find((s) => s.id === 'prepare/containerd/restart')!;
     return { calls: [...proc.calls], restart };
   };
-  return { run, proc };
+  return { run, proc, root };
 }
 
 const base = { sandboxImage: 'registry.k8s.io/pause:3.10', proxy: { httpsProxy: 'http://proxy.example:3128' } };
@@ -85,6 +85,17 @@ describe('prepare/containerd/restart', () => {
     const mirrors = await run({ ...base, registries: { 'docker.io': { mirrors: [{ url: 'https://mirror.example' }] } } });
     expect(mirrors.calls).toEqual([]);
     expect(mirrors.restart.result).toBe('skipped');
+  });
+
+  it('does not restart when only the mode of config.toml or the drop-in was put back (containerd reads the same content)', async () => {
+    const { run, root } = machine(true);
+    await run(base);
+    chmodSync(join(root, 'etc/containerd/config.toml'), 0o600);
+    chmodSync(join(root, 'etc/systemd/system/containerd.service.d/machineadm-proxy.conf'), 0o600);
+    const fixed = await run(base);
+    expect(statSync(join(root, 'etc/containerd/config.toml')).mode & 0o777).toBe(0o644);
+    expect(fixed.calls).toEqual([]);
+    expect(fixed.restart).toMatchObject({ result: 'skipped', message: 'already done' });
   });
 
   it('tries again on the next run when the restart failed', async () => {

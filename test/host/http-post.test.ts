@@ -95,6 +95,17 @@ describe('posting to a collector over HTTP', () => {
     expect(Date.now() - started).toBeLessThan(1_000);
   });
 
+  it('names a redirect it does not follow without the query or user info it may carry', async () => {
+    collector.script = [{ kind: 'redirect-loop' }];
+    const poster = createHttpPoster();
+    const outcome = await poster.post(request(`${collector.url.replace('//', '//user:pw@')}?token=s3cret`));
+    poster.close();
+    expect(outcome).toMatchObject({ ok: false, status: 307, retryable: false });
+    const reason = outcome.ok ? '' : outcome.reason;
+    expect(reason).toContain(`redirect to ${new URL(collector.url).origin}${new URL(collector.url).pathname} not followed`);
+    expect(reason).not.toMatch(/s3cret|pw@/);
+  });
+
   it('sends the body and headers as given', async () => {
     collector.requests.length = 0;
     const poster = createHttpPoster();

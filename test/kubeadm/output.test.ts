@@ -32,6 +32,7 @@ describe('isTransient', () => {
     ['a CA hash that does not match', 'error execution phase preflight: couldn\'t validate the identity of the API Server: invalid discovery token CA certificate hash: invalid hash "sha256:ab", expected a 32 byte SHA-256 hash, found 1 bytes', false],
     ['a failed preflight check', 'error execution phase preflight: [preflight] Some fatal errors occurred:\n\t[ERROR FileAvailable--etc-kubernetes-kubelet.conf]: /etc/kubernetes/kubelet.conf already exists', false],
     ['a configuration kubeadm refuses', 'discovery.bootstrapToken.token: Invalid value: "x": the bootstrap token is invalid', false],
+    ['a node name another Ready node has (kubelet-start, yet the same every time)', 'error execution phase kubelet-start: a Node with name "worker-1" and status "Ready" already exists in the cluster. You must delete the existing Node or change the name of this new joining Node', false],
   ])('%s -> %s', (_, output, expected) => {
     const out = lines(output);
     expect(isTransient(parseKubeadmFailure(out), out, false)).toBe(expected);

@@ -3,7 +3,7 @@
 // kubeadm runs with --rootfs <scratch root> (MACHINEADM_KUBEADM_ROOTFS=1), so nothing live changes.
 import { describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { NODE_BIN, REPO, TEST_PATH } from './standin.ts';
@@ -143,11 +143,31 @@ describe('machineadm init with the kubeadm stand-in', () => {
     expect(run.all).not.toContain(TOKEN);
   });
 
+  it('reports a kubeadm killed by a signal from its scrubbed output, not the raw one', () => {
+    const m = machine(worker);
+    // A kubeadm that prints a token it made up (so machineadm does not know it) and is then killed.
+    const made = 'zz9yy8.xx7ww6vv5uu4tt3s';
+    const bin = scratchDir('machineadm-killed-');
+    writeFileSync(
+      join(bin, 'kubeadm'),
+      `#!/bin/sh\ncase "$1" in\n  version) echo v1.31.2 ;;\n  join) echo '[preflight] Running pre-flight checks'; echo "[bootstrap-token] Using token: ${made}" >&2; kill -9 $$ ;;\n  *) exit 3 ;;\nesac\n`,
+      { mode: 0o755 },
+    );
+    const run = machineadm(m, ['init', '-o', 'json'], { PATH: `${bin}:${TEST_PATH}` });
+    expect(run.status, run.all).toBe(1);
+    expect(run.all).not.toContain(made);
+    const finished = run.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((e) => e.type === 'step.finished' && e.step === 'provision/kubeadm/join');
+    expect(finished.error.message).toContain('kubeadm join failed in phase bootstrap-token (killed by a signal)');
+    expect(finished.error.details).toMatchObject({ kubeadmCommand: 'kubeadm join', timedOut: false, transient: false, attempts: 1 });
+    expect(finished.error.details.outputTail).toContain('[bootstrap-token] Using token: <redacted>');
+  });
+
   it('retries a transient join failure after kubeadm reset -f', () => {
     const m = machine({ ...worker, retries: 2 });
     const run = machineadm(m, ['init'], { KUBEADM_STANDIN_FAIL_PHASE: 'kubelet-start', KUBEADM_STANDIN_FAIL_TIMES: '1' });
     expect(run.status, run.all).toBe(0);
     expect(kubeadmCalls(m).map((c) => c.argv[0]).filter((c) => c !== 'version')).toEqual(['join', 'reset', 'join']);
+    expect(kubeadmCalls(m).find((c) => c.argv[0] === 'reset')!.argv).toEqual(['reset', '-f', '--cri-socket', 'unix:///var/run/containerd/containerd.sock', '--rootfs', m.root]);
     expect(run.all).toMatch(/failed in phase kubelet-start \(attempt 1 of 3\); transient/);
   });
 
@@ -160,6 +180,14 @@ describe('machineadm init with the kubeadm stand-in', () => {
     expect(run.stdout).toContain('kubeadm join failed in phase preflight');
   });
 
+  it('does not retry a kubelet-start failure over a node name another Ready node has, and says what to do', () => {
+    const m = machine({ ...worker, retries: 3 });
+    const run = machineadm(m, ['init'], { KUBEADM_STANDIN_FAIL_PHASE: 'kubelet-start', KUBEADM_STANDIN_FAIL_MESSAGE: 'a Node with name "worker-1" and status "Ready" already exists in the cluster. You must delete the existing Node or change the name of this new joining Node' });
+    expect(run.status, run.all).toBe(1);
+    expect(kubeadmCalls(m).map((c) => c.argv[0]).filter((c) => c !== 'version')).toEqual(['join']);
+    expect(run.stdout).toContain('what to do: another machine is registered under this node name');
+  });
+
   it('initialises the first control plane and never prints the token or key kubeadm prints', () => {
     const m = machine({ role: 'control-plane', bootstrap: 'init', version: 'v1.31.2', controlPlaneEndpoint: 'cp.example.internal:6443', token: TOKEN, certificateKey: KEY, staticPods: [{ name: 'extra', manifest: 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: extra\nspec:\n  containers:\n    - name: c\n      image: registry.k8s.io/pause:3.10\n' }] });
     const run = machineadm(m, ['init']);
@@ -170,6 +198,8 @@ describe('machineadm init with the kubeadm stand-in', () => {
     expect(run.all).not.toContain(KEY);
     expect(run.all).not.toMatch(/--discovery-token-ca-cert-hash sha256:[a-f0-9]{64}/);
     expect(readFileSync(join(m.root, 'etc/kubernetes/manifests/extra.yaml'), 'utf8')).toContain('name: extra');
+    // Like kubeadm's own manifests: they can carry credentials in container arguments.
+    expect(statSync(join(m.root, 'etc/kubernetes/manifests/extra.yaml')).mode & 0o777).toBe(0o600);
   });
 
   it('plans the join under a scratch root with the config redacted and the run skipped', () => {

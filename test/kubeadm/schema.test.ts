@@ -18,8 +18,11 @@ describe('spec.kubernetes validation', () => {
     ['a worker join', worker],
     ['a control-plane join with a certificate key', { ...worker, role: 'control-plane', certificateKey: KEY }],
     ['an init with subnets and SANs', { role: 'control-plane', bootstrap: 'init', version: 'v1.31.2', podSubnet: '10.244.0.0/16,fd00:10:244::/56', certSANs: ['cp.example.com', '*.cp.example.com', '10.0.0.10'] }],
+    ['the largest and smallest subnets kubeadm takes', { role: 'control-plane', bootstrap: 'init', podSubnet: '10.0.0.0/8,fd00:10:244::/64', serviceSubnet: '10.96.0.0/12,fd00:10:96::/108' }],
+    ['quantities with every kind of suffix and eviction percentages', { ...worker, kubelet: { systemReserved: { cpu: '500m', memory: '1.5Gi', 'ephemeral-storage': '1G', pid: '1000' }, kubeReserved: { memory: '512k' }, evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%', 'imagefs.available': '100%' } } }],
     ['secrets from files and environment variables', { ...worker, token: { valueFrom: { file: '/etc/machineadm/token' } }, caCertHashes: [{ valueFrom: { env: 'CA_HASH' } }] }],
     ['an IPv6 endpoint and a DNS endpoint', { ...worker, controlPlaneEndpoint: '[fd00::10]:6443' }],
+    ['a CA hash and a certificate key in upper-case hex, which kubeadm decodes too', { ...worker, role: 'control-plane', caCertHashes: ['sha256:' + '0F'.repeat(32)], certificateKey: 'AB'.repeat(32) }],
     ['labels the kubelet may set and taints with and without values', { ...worker, node: { name: 'worker-1.example', labels: { 'node.kubernetes.io/pool': 'a', 'example.com/team': '', 'topology.kubernetes.io/zone': 'z1' }, taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }, { key: 'example.com/x', effect: 'NoExecute' }] } }],
   ])('accepts %s', (_, value) => {
     expect(issues(value)).toEqual([]);
@@ -61,6 +64,17 @@ describe('spec.kubernetes validation', () => {
     ['a static pod named like kubeadm’s own', { role: 'control-plane', bootstrap: 'init', staticPods: [{ name: 'kube-apiserver', manifest: 'apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c, image: i}]}\n' }] }, "is kubeadm's own static pod"],
     ['static pods on a worker', { ...worker, staticPods: [{ name: 'x', manifest: 'apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c, image: i}]}\n' }] }, 'static pods are only written on control-plane machines'],
     ['a timeout below 30 seconds', { ...worker, timeoutSeconds: 5 }, 'timeoutSeconds: must be at least 30'],
+    // The kubelet parses reservations as quantities: no percentages, and no upper-case K suffix.
+    ['a percentage as a reservation', { ...worker, kubelet: { systemReserved: { memory: '10%' } } }, 'kubelet.systemReserved.memory: "10%" is not valid'],
+    ['a K suffix (Kubernetes only knows k and Ki)', { ...worker, kubelet: { kubeReserved: { memory: '500K' } } }, 'kubelet.kubeReserved.memory: "500K" is not valid'],
+    ['an eviction threshold above 100%', { ...worker, kubelet: { evictionHard: { 'nodefs.available': '110%' } } }, 'evictionHard["nodefs.available"]: "110%" is not valid (a quantity such as 100Mi, or a percentage from 0% to 100%'],
+    // kubeadm's networking validation, with the controller manager's default node ranges.
+    ['a service subnet larger than 2^20 addresses', { role: 'control-plane', bootstrap: 'init', serviceSubnet: '10.0.0.0/8' }, 'serviceSubnet: "10.0.0.0/8" is too large (kubeadm and the API server take at most 2^20 addresses: use /12 or smaller'],
+    ['a service subnet with fewer than 10 addresses', { role: 'control-plane', bootstrap: 'init', serviceSubnet: '10.96.0.0/29' }, 'serviceSubnet: "10.96.0.0/29" is too small'],
+    ['an IPv6 service subnet larger than /108', { role: 'control-plane', bootstrap: 'init', serviceSubnet: 'fd00:10:96::/64' }, 'use /108 or smaller'],
+    ['a pod subnet smaller than one node range', { role: 'control-plane', bootstrap: 'init', podSubnet: '10.244.0.0/25' }, "podSubnet: \"10.244.0.0/25\" is smaller than one node's pod range (/24)"],
+    ['a pod subnet more than 16 bits larger than a node range', { role: 'control-plane', bootstrap: 'init', podSubnet: '10.0.0.0/7' }, 'podSubnet: "10.0.0.0/7" is too large for /24 node ranges'],
+    ['an IPv6 pod subnet of a dual-stack pair smaller than /64', { role: 'control-plane', bootstrap: 'init', podSubnet: '10.244.0.0/16,fd00:10:244::/96' }, "is smaller than one node's pod range (/64)"],
   ])('rejects %s', (_, value, expected) => {
     const found = issues(value as Record<string, unknown>);
     expect(found.join('\n')).toContain(expected);

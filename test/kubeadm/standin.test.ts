@@ -1,7 +1,7 @@
 // The kubeadm stand-in must refuse what kubeadm refuses (and what kubeadm only warns about), with
 // kubeadm's wording, or the renderer's tests prove nothing.
 import { describe, expect, it } from 'vitest';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runStandin } from './standin.ts';
 import { scratchDir } from '../support/tmp.ts';
@@ -60,6 +60,8 @@ describe('kubeadm stand-in', () => {
     ['a CA hash in the wrong format', join4().replace(HASH, 'sha256:abcd'), 'error execution phase preflight: couldn\'t validate the identity of the API Server: invalid discovery token CA certificate hash'],
     ['an unknown KubeletConfiguration field at init', 'apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n---\napiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPod: 10\n', 'strict decoding error: unknown field "maxPod"'],
     ['an init for a control plane older than kubeadm supports', 'apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.28.0\n', 'this version of kubeadm only supports deploying clusters with the control plane version >= 1.30.0'],
+    ['a service subnet of more than 2^20 addresses', 'apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nnetworking:\n  serviceSubnet: 10.0.0.0/8\n', 'networking.serviceSubnet: Invalid value: "10.0.0.0/8": specified service subnet is too large; for 32-bit addresses, the mask must be >= 12'],
+    ['a pod subnet smaller than a node range', 'apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nnetworking:\n  podSubnet: 10.244.0.0/25\n', 'the size of pod subnet with mask 25 is smaller than the size of node subnet with mask 24'],
   ])('rejects %s', (_, config, message) => {
     const ran = withConfig(config);
     expect(ran.status).toBe(1);
@@ -97,6 +99,29 @@ describe('kubeadm stand-in', () => {
     expect(ran.status).toBe(1);
     expect(ran.stderr.split('\n')[0]).toBe(line);
     expect(ran.stdout).toContain('[kubelet-start] Starting the kubelet');
+  });
+
+  it.each([
+    ['cgroupsPerQOS false with the default enforceNodeAllocatable', 'cgroupsPerQOS: false\n', 'enforceNodeAllocatable (--enforce-node-allocatable) is not supported unless cgroupsPerQOS'],
+    ['a percentage as a reservation', 'systemReserved:\n  memory: 10%\n', 'failed to parse systemReserved'],
+    ['an eviction threshold above 100%', 'evictionHard:\n  nodefs.available: 110%\n', 'eviction percentage threshold nodefs.available must be >= 0% and <= 100%'],
+  ])('fails kubelet-start when the patched kubelet configuration has %s, as the kubelet would', (_, patch, message) => {
+    const root = scratchDir('machineadm-standin-');
+    mkdirSync(join(root, 'run/patches'), { recursive: true });
+    writeFileSync(join(root, 'run/k.yaml'), join4('patches:\n  directory: /run/patches\n'));
+    writeFileSync(join(root, 'run/patches/kubeletconfiguration+merge.yaml'), patch);
+    const ran = runStandin(['join', '--config', '/run/k.yaml', '--rootfs', root], { KUBEADM_STANDIN_VERSION: 'v1.31.2' });
+    expect(ran.status).toBe(1);
+    expect(ran.stderr).toContain('error execution phase kubelet-start: the kubelet refused /var/lib/kubelet/config.yaml: ');
+    expect(ran.stderr).toContain(message);
+  });
+
+  it('empties the manifests directory on reset -f, also of manifests kubeadm did not write', () => {
+    const root = scratchDir('machineadm-standin-');
+    mkdirSync(join(root, 'etc/kubernetes/manifests'), { recursive: true });
+    writeFileSync(join(root, 'etc/kubernetes/manifests/extra.yaml'), 'apiVersion: v1\nkind: Pod\n');
+    expect(runStandin(['reset', '-f', '--rootfs', root], { KUBEADM_STANDIN_VERSION: 'v1.31.2' }).status).toBe(0);
+    expect(existsSync(join(root, 'etc/kubernetes/manifests/extra.yaml'))).toBe(false);
   });
 
   it('refuses to join twice, and joins again after reset -f', () => {

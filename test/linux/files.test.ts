@@ -2,13 +2,14 @@
 // files), reruns that change nothing, and hostile paths refused with the field named and nothing
 // written. Downloads (source) are checked when verified downloads are available in this build.
 import { describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync, lstatSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync, lstatSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { scratchDir } from '../support/tmp.ts';
+import { missingRequirement } from '../support/environment.ts';
 import { runCli } from '../containerd/cli.ts';
 import { createHost } from '../../src/host/index.ts';
 import { fetchVerified } from '../../src/verify/fetch.ts';
@@ -77,6 +78,16 @@ describe('prepare/files', () => {
     expect(existsSync(join(root, 'etc/app-secret.conf'))).toBe(false);
   });
 
+  it('hides the old content of a file that is private on disk, even when the new mode makes it public', async () => {
+    const root = freshRoot();
+    mkdirSync(join(root, 'etc'), { recursive: true });
+    writeFileSync(join(root, 'etc/was-private.conf'), 'connection hunter2-old-private-value\n', { mode: 0o600 });
+    const plan = await runCli(['plan', '-c', configFile([{ path: '/etc/was-private.conf', content: 'now public\n', mode: '0644' }]), '--root', root, '--only', 'prepare/files']);
+    expect(plan.code).toBe(0);
+    expect(plan.stdout).toContain('update /etc/was-private.conf');
+    expect(plan.stdout).not.toContain('hunter2');
+  });
+
   it.each([
     ['a relative path', 'etc/motd', 'is not absolute'],
     ['a path with ".."', '/etc/../../outside', 'contains ".."'],
@@ -89,6 +100,14 @@ describe('prepare/files', () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('spec.files[1].path');
     expect(result.stderr).toContain(message);
+    expect(existsSync(join(root, 'etc'))).toBe(false);
+  });
+
+  it('refuses two entries for the same path (they would overwrite each other on every run), writing nothing', async () => {
+    const root = freshRoot();
+    const result = await prepare(root, configFile([{ path: '/etc/first.conf', content: 'x\n' }, { path: '/etc/dup.conf', content: 'a\n' }, { path: '/etc/dup.conf', content: 'b\n' }]));
+    expect(result.code).toBe(2);
+    expect(result.stdout + result.stderr).toContain('spec.files[2].path: "/etc/dup.conf" is also spec.files[1].path');
     expect(existsSync(join(root, 'etc'))).toBe(false);
   });
 
@@ -137,8 +156,39 @@ const fetchProbe = await (async () => {
 })();
 if (fetchProbe) console.warn(`skipping the spec.files source test: ${fetchProbe}`);
 
+async function withFileServer<T>(body: Buffer, use: (url: string) => Promise<T>): Promise<T> {
+  const server = createServer((req, res) => {
+    if (req.url === '/file.txt') res.end(body);
+    else res.writeHead(404).end();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    return await use(`http://127.0.0.1:${(server.address() as { port: number }).port}/file.txt`);
+  } finally {
+    await new Promise((r) => server.close(r));
+  }
+}
+
+const skipOwner = missingRequirement({ root: true });
+
 describe.skipIf(fetchProbe)('prepare/files with source', () => {
-  it('downloads the file, checks its sha256, and a second run changes nothing; a wrong sha256 writes nothing', async () => {
+  it.skipIf(skipOwner)('puts the owner of a downloaded file back when it changed, without downloading again', async () => {
+    const body = Buffer.from('owned download\n');
+    await withFileServer(body, async (url) => {
+      const root = freshRoot();
+      const config = configFile([{ path: '/opt/dl/owned.txt', source: { url, sha256: createHash('sha256').update(body).digest('hex') }, owner: '1234:1235' }]);
+      expect((await prepare(root, config)).code).toBe(0);
+      const file = join(root, 'opt/dl/owned.txt');
+      expect([statSync(file).uid, statSync(file).gid]).toEqual([1234, 1235]);
+      chownSync(file, 0, 0);
+      const again = await prepare(root, config, ['-o', 'json']);
+      expect(again.code).toBe(0);
+      expect(again.stdout).toContain('owner 0:0 -> 1234:1235');
+      expect([statSync(file).uid, statSync(file).gid]).toEqual([1234, 1235]);
+    });
+  });
+
+  it('downloads the file, checks its sha256, and a second run changes nothing; a wrong sha256 writes no file at all', async () => {
     const body = Buffer.from('downloaded by machineadm\n');
     const server = createServer((req, res) => {
       if (req.url === '/file.txt') res.end(body);
@@ -157,10 +207,12 @@ describe.skipIf(fetchProbe)('prepare/files with source', () => {
       const second = await prepare(root, config, ['-o', 'json']);
       expect(second.stdout).toContain('"message":"already done"');
       const wrongRoot = freshRoot();
-      const wrong = await prepare(wrongRoot, configFile([{ path: '/opt/dl/file.txt', source: { url: `http://127.0.0.1:${port}/file.txt`, sha256: 'f'.repeat(64) } }]));
+      const wrong = await prepare(wrongRoot, configFile([{ path: '/etc/inline.conf', content: 'x\n' }, { path: '/opt/dl/file.txt', source: { url: `http://127.0.0.1:${port}/file.txt`, sha256: 'f'.repeat(64) } }]));
       expect(wrong.code).toBe(3);
-      expect(wrong.stdout + wrong.stderr).toContain('spec.files[0].source');
+      expect(wrong.stdout + wrong.stderr).toContain('spec.files[1].source');
       expect(existsSync(join(wrongRoot, 'opt/dl/file.txt'))).toBe(false);
+      // The inline file listed before it is not written either.
+      expect(existsSync(join(wrongRoot, 'etc/inline.conf'))).toBe(false);
     } finally {
       await new Promise((r) => server.close(r));
     }

@@ -90,6 +90,10 @@ describe('plan diffs', () => {
     ['  bearerToken: abc.def', '  bearerToken: <redacted>'],
     ['Environment="HTTPS_PROXY=http://user:s3cret@proxy:3128"', 'Environment="HTTPS_PROXY=http://user:<redacted>@proxy:3128"'],
     ['sandbox_image = "registry.k8s.io/pause:3.10"', 'sandbox_image = "registry.k8s.io/pause:3.10"'],
+    ['  auth = "dXNlcjpodW50ZXIy"', '  auth = <redacted>'],
+    ['authorization: {mode: Webhook}', 'authorization: {mode: Webhook}'],
+    ['Environment="HTTPS_PROXY=http://ghp_tokenAsUser@proxy:3128"', 'Environment="HTTPS_PROXY=http://<redacted>@proxy:3128"'],
+    ['url: https://user:p@ss@proxy.example/x@y', 'url: https://user:<redacted>@proxy.example/x@y'],
   ])('redacts %j', (line, shown) => {
     expect(redactSecrets(line)).toBe(shown);
   });

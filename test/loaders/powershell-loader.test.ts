@@ -34,10 +34,21 @@ describe('the PowerShell loader', () => {
     const refuse = text.indexOf('Stop-Loader 3');
     const install = text.indexOf('Move-Item');
     const run = text.indexOf('& $Destination @argv');
-    expect(hash).toBeGreaterThan(text.indexOf('Invoke-WebRequest'));
+    expect(hash).toBeGreaterThan(text.indexOf('Invoke-WebRequest -Uri'));
     expect(refuse).toBeGreaterThan(hash);
     expect(install).toBeGreaterThan(refuse);
     expect(run).toBeGreaterThan(install);
-    expect(text).toMatch(/\[Parameter\(Mandatory = \$true\)\] \[string\] \$Sha256/);
+  });
+
+  it('ends with exit 2 on a missing -BaseUrl or -Sha256 instead of prompting for it', () => {
+    // A Mandatory parameter makes powershell.exe -File prompt, and an unattended first logon would wait forever.
+    expect(text).not.toMatch(/Parameter\(\s*Mandatory/i);
+    const download = text.indexOf('Invoke-WebRequest -Uri');
+    const baseUrlCheck = text.search(/if \(\$BaseUrl -notmatch '\^https\?:\/\/'\) \{\s*Stop-Loader 2/);
+    const shaCheck = text.search(/if \(\$expected -notmatch '\^\[0-9a-f\]\{64\}\$'\) \{\s*Stop-Loader 2/);
+    expect(baseUrlCheck).toBeGreaterThan(0);
+    expect(shaCheck).toBeGreaterThan(0);
+    expect(baseUrlCheck).toBeLessThan(download);
+    expect(shaCheck).toBeLessThan(download);
   });
 });

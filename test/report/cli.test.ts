@@ -42,6 +42,7 @@ describe('a bad report configuration', () => {
     ['a CA file that does not exist', { url: 'https://c.example/', caFile: '/etc/machineadm/ca.pem' }, {}, /spec\.report\.endpoints\[0\]\.caFile: \/etc\/machineadm\/ca\.pem does not exist/],
     ['a CA file that is not PEM', { url: 'https://c.example/', caFile: '/etc/machineadm/ca.pem' }, { 'etc/machineadm/ca.pem': 'hello' }, /caFile: \/etc\/machineadm\/ca\.pem is not a PEM certificate/],
     ['a client key that is not PEM', { url: 'https://c.example/', clientCertFile: '/etc/c.pem', clientKeyFile: '/etc/c.key' }, { 'etc/c.pem': PEM, 'etc/c.key': PEM }, /clientKeyFile: \/etc\/c\.key is not a PEM private key/],
+    ['an encrypted client key', { url: 'https://c.example/', clientCertFile: '/etc/c.pem', clientKeyFile: '/etc/c.key' }, { 'etc/c.pem': PEM, 'etc/c.key': '-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIB\n-----END ENCRYPTED PRIVATE KEY-----\n' }, /clientKeyFile: \/etc\/c\.key is an encrypted private key/],
     ['a client certificate without its key', { url: 'https://c.example/', clientCertFile: '/etc/c.pem' }, { 'etc/c.pem': PEM }, /clientCertFile and clientKeyFile go together/],
     ['a relative CA path', { url: 'https://c.example/', caFile: 'ca.pem' }, {}, /caFile: "ca\.pem" is not valid/],
     ['a token file that cannot be read', { url: 'https://c.example/', bearerToken: { valueFrom: { file: '/etc/machineadm/token' } } }, { 'etc/machineadm/token': null }, /bearerToken: cannot read secret file \/etc\/machineadm\/token/],

@@ -1,4 +1,4 @@
-import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RootedFileSystem } from '../../src/host/index.ts';
@@ -34,16 +34,21 @@ describe('the spool', () => {
     expect(await spool.read(spoolName(1, 'r', 1))).toBe('{"id":"r.000001"}');
   });
 
-  it('removes what a killed write left behind when it opens', async () => {
+  it('removes what a killed write left behind when it opens, but not a write another process is making', async () => {
     const dir = scratchDir();
     const stateFs = new RootedFileSystem(dir);
     const spool = new EndpointSpool(stateFs, 'k');
     await spool.open();
     const name = spoolName(1, 'r', 1);
-    writeFileSync(join(dir, 'spool/k', `.${name}.machineadm-tmp-0123456789ab`), '{"half":');
+    const killed = `.${name}.machineadm-tmp-0123456789ab`;
+    const inFlight = `.${spoolName(2, 's', 1)}.machineadm-tmp-ba9876543210`;
+    writeFileSync(join(dir, 'spool/k', killed), '{"half":');
+    const anHourAgo = new Date(Date.now() - 3_600_000);
+    utimesSync(join(dir, 'spool/k', killed), anHourAgo, anHourAgo);
+    writeFileSync(join(dir, 'spool/k', inFlight), '{"being written":');
     spool.appendSync(name, '{}');
     await spool.open();
-    expect(readdirSync(join(dir, 'spool/k'))).toEqual([name]);
+    expect(readdirSync(join(dir, 'spool/k')).sort()).toEqual([inFlight, name].sort());
     expect(await spool.pending()).toEqual([name]);
   });
 });

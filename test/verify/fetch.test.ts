@@ -5,13 +5,17 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
+import * as net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { scratchDir } from '../support/tmp.ts';
 import { missingRequirement } from '../support/environment.ts';
 import { runCli } from './cli.ts';
-import { createHost } from '../../src/host/index.ts';
+import { createHost, RootedFileSystem, type WriteOptions } from '../../src/host/index.ts';
+import type { PendingFile } from '../../src/host/fs.ts';
+import { download } from '../../src/host/download.ts';
 import { fetchVerified } from '../../src/verify/fetch.ts';
 import { formatPublicKeyLine, formatSignature } from '../../src/verify/minisign.ts';
 import { generateKeyPair, signStream } from '../../src/verify/signature.ts';
@@ -62,6 +66,15 @@ function handler(req: http.IncomingMessage, res: http.ServerResponse): void {
     case '/file.minisig':
       res.end(signature);
       return;
+    case '/busy.minisig':
+      // Busy on the first request, as a server that is still starting.
+      if (count === 1) {
+        res.writeHead(503);
+        res.end();
+        return;
+      }
+      res.end(signature);
+      return;
     case '/other.minisig':
       res.end(otherSignature);
       return;
@@ -69,6 +82,18 @@ function handler(req: http.IncomingMessage, res: http.ServerResponse): void {
       // First connection breaks at 1 MiB; then the server honours Range.
       if (count === 1) return breakAfter(res, { 'content-length': content.length, etag: '"v1"' }, content.subarray(0, 1024 * 1024));
       return serveRange(req, res, content);
+    case '/replaced':
+      // Breaks; then, with no validator to send in If-Range, resumes a longer (replaced) file; then the real one.
+      if (count === 1) return breakAfter(res, { 'content-length': content.length }, content.subarray(0, 1024 * 1024));
+      if (count === 2 && req.headers.range) {
+        const start = Number(/^bytes=(\d+)-$/.exec(req.headers.range)?.[1]);
+        res.writeHead(206, { 'content-length': content.length + 10 - start, 'content-range': `bytes ${start}-${content.length + 9}/${content.length + 10}` });
+        res.end(Buffer.alloc(content.length + 10 - start));
+        return;
+      }
+      res.writeHead(200, { 'content-length': content.length });
+      res.end(content);
+      return;
     case '/flaky-no-range':
       // The connection breaks, and the server ignores Range afterwards: the copy starts over.
       if (count === 1) return breakAfter(res, { 'content-length': content.length }, content.subarray(0, 700_000));
@@ -87,6 +112,9 @@ function handler(req: http.IncomingMessage, res: http.ServerResponse): void {
       res.writeHead(200, { 'content-length': 1000 });
       res.end(content.subarray(0, 1000));
       return;
+    case '/trickle':
+      // Every connection delivers 1000 more bytes, then breaks: progress each time, never the end.
+      return breakAfter(res, { 'content-length': content.length - (Number(/^bytes=(\d+)-$/.exec(req.headers.range ?? '')?.[1]) || 0) }, Buffer.alloc(1000), req.headers.range ? 206 : 200);
     case '/missing':
       res.writeHead(404);
       res.end('no');
@@ -166,12 +194,27 @@ describe('machineadm fetch', () => {
     expect(hits('/file.minisig')).toHaveLength(1);
   });
 
+  it('retries a signature whose server is busy, as it retries the file', async () => {
+    const run = await fetchCli(url('/file'), '-o', out(), '-x', url('/busy.minisig'), '-P', publicKey);
+    expect(run.code, run.stderr).toBe(0);
+    expect(hits('/busy.minisig')).toHaveLength(2);
+  });
+
   it('resumes with Range after a broken connection', async () => {
     const dest = out();
     const run = await fetchCli(url('/flaky'), '-o', dest, '--sha256', sha);
     expect(run.code, run.stderr).toBe(0);
     expect(hits('/flaky').map((h) => h.range)).toEqual([undefined, `bytes=${1024 * 1024}-`]);
     expect(readFileSync(dest).equals(content)).toBe(true);
+  });
+
+  it('starts over when a resume shows the file was replaced (another total length)', async () => {
+    const dest = out();
+    const run = await fetchCli(url('/replaced'), '-o', dest, '--sha256', sha);
+    expect(run.code, run.stderr).toBe(0);
+    expect(hits('/replaced').map((h) => h.range)).toEqual([undefined, `bytes=${1024 * 1024}-`, undefined]);
+    expect(readFileSync(dest).equals(content)).toBe(true);
+    expect(leftovers(dest)).toEqual(['result.bin']);
   });
 
   it('starts over when the server ignores Range after a broken connection', async () => {
@@ -225,6 +268,18 @@ describe('machineadm fetch', () => {
     expect(leftovers(dest)).toEqual([]);
   });
 
+  it.each<[string, string[], number]>([
+    ['a file that is not there', ['/missing?token=s3cret', '--sha256', sha], 1],
+    ['a wrong SHA-256', ['/file?token=s3cret', '--sha256', 'c'.repeat(64)], 3],
+    ['a signature that does not match', ['/file?token=s3cret', '-x', '/other.minisig', '-P', publicKey], 3],
+    ['a download that works', ['/file?token=s3cret', '--sha256', sha], 0],
+  ])('names a URL without its query (a presigned token) on %s', async (_name, [path, ...args], code) => {
+    const run = await fetchCli(url(path!), ...args.map((a) => (a.startsWith('/') ? url(a) : a)), '-o', out());
+    expect(run.code, run.stderr).toBe(code);
+    expect(run.stdout + run.stderr).toContain(url(path!.split('?')[0]!));
+    expect(run.stdout + run.stderr).not.toContain('s3cret');
+  });
+
   it('keeps the existing file when the new one fails its check', async () => {
     const dest = out();
     mkdirSync(join(dest, '..'), { recursive: true });
@@ -264,6 +319,97 @@ describe('fetchVerified', () => {
   it('refuses under --offline before any request', async () => {
     const host = createHost({ root: join(dir, 'root2'), offline: true });
     await expect(fetchVerified(host, { urls: [url('/file')], destination: '/x', sha256: sha })).rejects.toThrow(/--offline/);
+    expect(seen).toHaveLength(0);
+  });
+});
+
+// The real temporary file is made (and must be removed), but what is written goes to a disk that
+// fills up after `room` bytes. A large highWaterMark makes write() return true and the error come later.
+class FullDisk extends RootedFileSystem {
+  readonly highWaterMark: number;
+  readonly room: number;
+  constructor(root: string, highWaterMark: number, room: number) {
+    super(root);
+    this.highWaterMark = highWaterMark;
+    this.room = room;
+  }
+  override async openWrite(path: string, options?: WriteOptions): Promise<PendingFile> {
+    const real = await super.openWrite(path, options);
+    let written = 0;
+    const stream = new Writable({
+      highWaterMark: this.highWaterMark,
+      write: (chunk: Buffer, _encoding, done) => {
+        written += chunk.length;
+        setImmediate(() => done(written > this.room ? Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }) : undefined));
+      },
+    });
+    return { stream: stream as unknown as PendingFile['stream'], commit: real.commit, abort: real.abort };
+  }
+}
+
+describe('download failures that are not the network', () => {
+  it.each([
+    ['write() asks to wait', 16 * 1024, 300_000],
+    ['write() does not ask to wait', 64 * 1024 * 1024, 300_000],
+    ['only the last write fails, after write() took it', 64 * 1024 * 1024, content.length - 1],
+  ])('stops at once on a full disk (%s), without retrying, hanging or leaving a file', async (_name, highWaterMark, room) => {
+    const root = join(dir, `full-${highWaterMark}-${room}`);
+    const fs = new FullDisk(root, highWaterMark, room);
+    const host = createHost({ root });
+    await expect(fetchVerified(host, { urls: [url('/file')], destination: '/opt/tool', sha256: sha, fileSystem: fs })).rejects.toThrow(/writing the download for \/opt\/tool failed: ENOSPC/);
+    expect(hits('/file')).toHaveLength(1);
+    expect(readdirSync(join(root, 'opt'))).toEqual([]);
+  });
+
+  it('says where a file that cannot be put in place was to go (exit 1), not that machineadm has a bug', async () => {
+    const root = join(dir, 'no-commit');
+    const fs = new (class extends RootedFileSystem {
+      override async openWrite(path: string, options?: WriteOptions): Promise<PendingFile> {
+        const real = await super.openWrite(path, options);
+        return { stream: real.stream, abort: real.abort, commit: async () => Promise.reject(Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' })) };
+      }
+    })(root);
+    const failed = await fetchVerified(createHost({ root }), { urls: [url('/file')], destination: '/opt/tool', sha256: sha, fileSystem: fs }).catch((e: unknown) => e);
+    expect(failed).toMatchObject({ exitCode: 1, message: expect.stringMatching(/could not put the verified download in place at \/opt\/tool: EIO/), hint: expect.stringMatching(/file system/) });
+    expect(readdirSync(join(root, 'opt'))).toEqual([]);
+  });
+
+  it('gives up on a URL after 100 attempts that each make a little progress, and says why', async () => {
+    const root = join(dir, 'trickle');
+    const host = { ...createHost({ root }), sleep: async () => undefined };
+    await expect(download(host, { urls: [url('/trickle')], fs: host.fs, destination: '/x' })).rejects.toThrow(/\/trickle: .*\(gave up after 100 attempts\)/);
+    expect(hits('/trickle')).toHaveLength(100);
+    expect(readdirSync(root)).toEqual([]);
+  });
+});
+
+describe('TLS failures', () => {
+  let dropper: net.Server;
+  let drops = 0;
+  beforeAll(async () => {
+    // Reads the TLS ClientHello, then closes: a handshake cut short, as by an overloaded balancer.
+    dropper = net.createServer((socket) => {
+      drops += 1;
+      socket.once('data', () => socket.destroy());
+    });
+    await new Promise<void>((resolve) => dropper.listen(0, '127.0.0.1', resolve));
+  });
+  afterAll(() => new Promise<void>((resolve) => dropper.close(() => resolve())));
+
+  it('retries a handshake cut short as a network failure, not a certificate problem', async () => {
+    drops = 0;
+    const run = await fetchCli(`https://127.0.0.1:${(dropper.address() as AddressInfo).port}/file`, '-o', out(), '--sha256', sha);
+    expect(run.code).toBe(1);
+    expect(drops).toBe(3);
+    expect(run.stderr).toMatch(/gave up after 3 attempts without progress/);
+    expect(run.stderr).toMatch(/hint: check the URLs and the network/);
+  });
+
+  it('refuses https to a port that speaks plain http at once, without blaming the certificate', async () => {
+    const run = await fetchCli(`https://127.0.0.1:${port}/file`, '-o', out(), '--sha256', sha);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/TLS error: .*wrong version number/);
+    expect(run.stderr).not.toMatch(/certificate/);
     expect(seen).toHaveLength(0);
   });
 });

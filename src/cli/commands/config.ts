@@ -9,7 +9,7 @@ import { redactConfig } from '../../config/redact.ts';
 import { ConfigError, ExitCode } from '../../errors.ts';
 
 function loadOptions(io: Io): LoadOptions {
-  return { readStdin: () => io.readStdin(), cwd: io.cwd };
+  return { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd };
 }
 
 export function registerConfigCommands(program: Command, io: Io, setExit: (code: number) => void): void {

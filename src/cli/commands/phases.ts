@@ -57,7 +57,7 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
     throw new UsageError('--facts and --os only go with plan or --dry-run', { hint: 'facts describe another machine; nothing can be applied to it from here' });
   }
   let host = hostFrom(options, io, givenFacts);
-  const { config } = await loadConfig(host, options.config, { readStdin: () => io.readStdin(), cwd: io.cwd });
+  const { config } = await loadConfig(host, options.config, { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
   if (config.spec.security.offline && !options.offline) host = hostFrom({ ...options, offline: true }, io, givenFacts);
   if (config.spec.security.requireSignedBinary && command !== 'plan' && !options.dryRun) {
     // Before anything changes: a binary that is not the signed release must not touch the machine.

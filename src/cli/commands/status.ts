@@ -12,8 +12,8 @@ export function registerStatusCommand(program: Command, io: Io, setExit: (code: 
     .addHelpText('after', '\nExample:\n  $ machineadm status -o json\n')
     .action(async (options: CommonOptions) => {
       const host = hostFrom(options, io);
-      const store = new StateStore(stateFsFrom(options, io, host));
       const stateFs = stateFsFrom(options, io, host);
+      const store = new StateStore(stateFs);
       const state = await store.load();
       const lastResult = await readLastResult(host.fs, stateFs);
       const spool = (await spoolContents(stateFs)).filter((s) => s.events > 0);

@@ -10,6 +10,7 @@ import { formatPublicKey, formatSecretKey, formatSignature, keyIdHex, parsePubli
 import { defaultTrustedComment, generateKeyPair, signStream, verifyStream, type VerifiedSignature } from '../../verify/signature.ts';
 import { verifySelf, type SelfVerifyResult } from '../../verify/self.ts';
 import { fetchVerified } from '../../verify/fetch.ts';
+import { displayUrl } from '../../host/http.ts';
 
 function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
@@ -236,7 +237,7 @@ export async function runFetch(url: string, options: FetchOptions, io: Io): Prom
     });
     bar?.done();
     io.stdout(
-      `fetched ${result.url} -> ${destination} (${result.bytes} bytes, sha256 ${result.sha256})\n` +
+      `fetched ${displayUrl(result.url)} -> ${destination} (${result.bytes} bytes, sha256 ${result.sha256})\n` +
         (result.signature ? describeVerified(destination, result.signature) : ''),
     );
     return ExitCode.ok;

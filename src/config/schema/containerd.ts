@@ -1,4 +1,5 @@
 // spec.containerd: containerd's runtime configuration in machineadm's own terms.
+import { X509Certificate } from 'node:crypto';
 import { array, boolean, enumOf, object, optional, record, string } from './dsl.ts';
 import { ExtraConfigError, mergeExtraConfig, parseExtraConfig } from '../../containerd/extra.ts';
 import { generatedConfig } from '../../containerd/config.ts';
@@ -8,12 +9,35 @@ const httpUrl = string({
   patternHint: 'only http:// and https:// URLs are supported, e.g. https://mirror.internal:5000',
 });
 
+// A proxy URL may carry a password (user:password@host), so a problem with it never quotes it.
+const proxyUrl = string({
+  check: (u) =>
+    /^https?:\/\/[^\s/]+(\/\S*)?$/.test(u)
+      ? undefined
+      : 'is not an http:// or https:// URL without spaces (the value is not shown: it may hold a password)|e.g. http://proxy.internal:3128, or http://user:password@proxy.internal:3128 with the password percent-encoded',
+});
+
 function machinePath(description?: string) {
   return string({
     minLength: 1,
     ...(description ? { description } : {}),
     check: (p) => (!p.startsWith('/') ? `"${p}" is not an absolute path|give the full path of the file on the machine` : p.split('/').includes('..') ? `"${p}" contains ".."|write the path without ".." segments` : undefined),
   });
+}
+
+// Every hosts.toml names the CA bundle, and containerd fails a pull whose `ca` file does not
+// parse: one damaged certificate would stop every image pull on the node.
+function certificateProblem(pem: string): string | undefined {
+  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
+  if (blocks.length === 0) return 'has no complete PEM certificate (no -----END CERTIFICATE----- line)|paste the whole PEM block, from the BEGIN line to the END line';
+  for (const [i, block] of blocks.entries()) {
+    try {
+      new X509Certificate(block);
+    } catch (error) {
+      return `certificate ${i + 1} in this entry cannot be read (${(error as Error).message})|paste the PEM block unchanged; openssl x509 -in FILE -noout checks it`;
+    }
+  }
+  return undefined;
 }
 
 export const registryMirror = object({
@@ -35,17 +59,18 @@ export const containerdSection = object({
         caFile: optional(machinePath('path of a PEM CA bundle on the machine for the registry itself')),
         skipVerify: optional(boolean()),
       }),
-      { key: { pattern: /^[A-Za-z0-9.-]+(:\d+)?$|^_default$/, patternHint: 'a registry host such as docker.io or registry.internal:5000' } },
+      // The name is a directory under certs.d, so "." and ".." (and names starting with either) are not hosts.
+      { key: { pattern: /^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:\d+)?$|^_default$/, patternHint: 'a registry host such as docker.io or registry.internal:5000' } },
     ),
   ),
   proxy: optional(
     object({
-      httpProxy: optional(httpUrl),
-      httpsProxy: optional(httpUrl),
+      httpProxy: optional(proxyUrl),
+      httpsProxy: optional(proxyUrl),
       noProxy: optional(array(string({ pattern: /^[^\s,]+$/, patternHint: 'one host, domain, IP or CIDR per entry, without spaces or commas' }))),
     }),
   ),
-  caCertificates: optional(array(string({ pattern: /-----BEGIN CERTIFICATE-----/, patternHint: 'a PEM certificate' }))),
+  caCertificates: optional(array(string({ pattern: /-----BEGIN CERTIFICATE-----/, patternHint: 'a PEM certificate', check: certificateProblem }))),
   extraConfig: optional(string({ description: 'raw TOML deep-merged over what machineadm generates' })),
 }, {
   // extraConfig is checked against what machineadm generates for both config versions, so a

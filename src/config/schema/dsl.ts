@@ -47,7 +47,7 @@ export function formatPath(path: FieldPath): string {
   let out = '';
   for (const segment of path) {
     if (typeof segment === 'number') out += `[${segment}]`;
-    else if (/^[A-Za-z_$][\w$-]*$/.test(segment) && !segment.includes('-')) out += out ? `.${segment}` : segment;
+    else if (/^[A-Za-z_$][\w$]*$/.test(segment)) out += out ? `.${segment}` : segment;
     else out += `[${JSON.stringify(segment)}]`;
   }
   return out;
@@ -158,7 +158,8 @@ export function enumOf<const V extends readonly string[]>(values: V, common: Com
   return base(
     (value, path, ctx) => {
       if (typeof value === 'string' && values.includes(value)) return value as V[number];
-      return issue(ctx, path, `${JSON.stringify(value)} is not one of ${values.map((v) => JSON.stringify(v)).join(', ')}`, suggest(String(value), values));
+      const shown = typeof value === 'string' ? JSON.stringify(truncate(value)) : truncate(String(JSON.stringify(value)));
+      return issue(ctx, path, `${shown} is not one of ${values.map((v) => JSON.stringify(v)).join(', ')}`, suggest(String(value), values));
     },
     () => ({ type: 'string', enum: [...values] }),
     common,
@@ -292,8 +293,8 @@ export function withDefault<T>(schema: Schema<T, Presence>, defaultValue: T): Sc
   return { ...schema, presence: 'defaulted', defaultValue };
 }
 
-/** A value is either of the given schemas; the first whose parse raises no issue wins. */
-export function either<A, B>(a: Schema<A, Presence>, b: Schema<B, Presence>, options: Common & { message: string; pick: (value: unknown) => 'a' | 'b' }): Schema<A | B> {
+/** A value is one of two schemas; `pick` says which one applies, so only that schema's issues are reported. */
+export function either<A, B>(a: Schema<A, Presence>, b: Schema<B, Presence>, options: Common & { pick: (value: unknown) => 'a' | 'b' }): Schema<A | B> {
   return base(
     (value, path, ctx) => (options.pick(value) === 'a' ? a.parse(value, path, ctx) : b.parse(value, path, ctx)),
     () => ({ oneOf: [a.json(), b.json()] }),
@@ -319,7 +320,6 @@ export function secret(options: Common & Omit<StringOptions, 'format'> = {}): Sc
   });
   const schema = either<string, { valueFrom: { file?: string; env?: string } }>(string({ minLength: 1, ...literal }), ref, {
     ...common,
-    message: 'expected a string or { valueFrom: { file | env } }',
     pick: (value) => (typeof value === 'string' ? 'a' : 'b'),
   });
   // x-secret tells readers of the JSON Schema (and redaction) that the value is never shown.

@@ -25,8 +25,9 @@ const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const QUALIFIED_NAME_PART = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 
 export const TOKEN_PATTERN = /^[a-z0-9]{6}\.[a-z0-9]{16}$/;
-export const CA_HASH_PATTERN = /^sha256:[a-f0-9]{64}$/;
-export const CERTIFICATE_KEY_PATTERN = /^[a-f0-9]{64}$/;
+// kubeadm decodes the hex of both in either case (it prints lower case).
+export const CA_HASH_PATTERN = /^sha256:[a-fA-F0-9]{64}$/;
+export const CERTIFICATE_KEY_PATTERN = /^[a-fA-F0-9]{64}$/;
 
 /** A lower-case RFC 1123 subdomain (node names, label prefixes), as apimachinery's IsDNS1123Subdomain. */
 export function dns1123SubdomainProblem(value: string): string | undefined {
@@ -100,7 +101,10 @@ export function endpointProblem(value: string): string | undefined {
   return undefined;
 }
 
-function cidrProblem(value: string): string | undefined {
+/** The size rule kubeadm's networking validation applies to one CIDR of the subnet. */
+type SubnetSizeRule = (part: string, family: 4 | 6, prefix: number) => string | undefined;
+
+function cidrProblem(value: string, sizeRule: SubnetSizeRule): string | undefined {
   const parts = value.split(',').map((p) => p.trim());
   if (parts.length > 2) return 'takes one CIDR, or two (one IPv4 and one IPv6) for dual-stack';
   const families = new Set<number>();
@@ -109,11 +113,31 @@ function cidrProblem(value: string): string | undefined {
     const family = isIP(ip);
     const max = family === 4 ? 32 : 128;
     if (family === 0 || extra !== undefined || bits === undefined || !/^\d+$/.test(bits) || Number(bits) > max) return `"${part}" is not a CIDR such as 10.244.0.0/16`;
+    const size = sizeRule(part, family as 4 | 6, Number(bits));
+    if (size) return size;
     families.add(family);
   }
   if (parts.length === 2 && families.size !== 2) return 'a dual-stack pair needs one IPv4 and one IPv6 CIDR';
   return undefined;
 }
+
+// kubeadm init refuses a service subnet of more than 2^20 addresses (the API server stores the
+// allocation bitmap in etcd) or fewer than 10 (the DNS service takes the tenth address).
+const serviceSubnetSize: SubnetSizeRule = (part, family, prefix) => {
+  const max = family === 4 ? 32 : 128;
+  if (max - prefix > 20) return `"${part}" is too large|kubeadm and the API server take at most 2^20 addresses: use /${max - 20} or smaller, e.g. 10.96.0.0/12`;
+  if (max - prefix < 4) return `"${part}" is too small|the service subnet needs at least 10 addresses: use /${max - 4} or larger`;
+  return undefined;
+};
+
+// The controller manager gives each node a /24 (IPv4) or /64 (IPv6) of the pod subnet; kubeadm
+// init refuses a pod subnet smaller than one node's share or more than 16 bits larger.
+const podSubnetSize: SubnetSizeRule = (part, family, prefix) => {
+  const nodeMask = family === 4 ? 24 : 64;
+  if (prefix > nodeMask) return `"${part}" is smaller than one node's pod range (/${nodeMask})|use /${nodeMask} or larger, e.g. 10.244.0.0/16`;
+  if (nodeMask - prefix > 16) return `"${part}" is too large for /${nodeMask} node ranges|use /${nodeMask - 16} or smaller, e.g. 10.244.0.0/16`;
+  return undefined;
+};
 
 function sanProblem(value: string): string | undefined {
   if (isIP(value)) return undefined;
@@ -140,12 +164,18 @@ function checkedSecret(options: StringOptions): Schema<SecretSource> {
 }
 
 export const tokenSecret = checkedSecret({ pattern: TOKEN_PATTERN, patternHint: 'a bootstrap token has the form [a-z0-9]{6}.[a-z0-9]{16}, e.g. abcdef.0123456789abcdef (kubeadm token create prints one)', description: 'bootstrap token [a-z0-9]{6}.[a-z0-9]{16}' });
-export const caHashSecret = checkedSecret({ pattern: CA_HASH_PATTERN, patternHint: 'sha256: followed by 64 lower-case hex digits (kubeadm init prints it as --discovery-token-ca-cert-hash)', description: 'CA public key pin sha256:<64 hex>' });
+export const caHashSecret = checkedSecret({ pattern: CA_HASH_PATTERN, patternHint: 'sha256: followed by 64 hex digits (kubeadm init prints it as --discovery-token-ca-cert-hash)', description: 'CA public key pin sha256:<64 hex>' });
 export const certificateKeySecret = checkedSecret({ pattern: CERTIFICATE_KEY_PATTERN, patternHint: '64 hex digits (kubeadm certs certificate-key prints one)', description: 'key that decrypts the uploaded control-plane certificates' });
 
 const labelKey: StringOptions = { check: (k) => qualifiedNameProblem(k) ?? kubeletLabelProblem(k) };
 const flagName: StringOptions = { pattern: /^[a-z0-9][a-z0-9-]*$/, patternHint: 'a flag name without the leading dashes, e.g. max-pods' };
-const quantity = scalarString({ pattern: /^(\d+(\.\d+)?([EPTGMK]i?|[mkMGTPE]|e\d+)?|\d+(\.\d+)?%)$/, patternHint: 'a quantity such as 500m, 1Gi or 10%' });
+// The kubelet parses reservations as Kubernetes quantities (suffixes Ki..Ei, m, k in lower case
+// only, M..E, or an exponent); eviction thresholds also take a percentage from 0% to 100%.
+const quantity = scalarString({ pattern: /^\d+(\.\d+)?(Ki|Mi|Gi|Ti|Pi|Ei|[mkMGTPE]|e\d+)?$/, patternHint: 'a quantity such as 500m or 1Gi (percentages are only for evictionHard)' });
+const quantityOrPercent = scalarString({
+  pattern: /^(\d+(\.\d+)?(Ki|Mi|Gi|Ti|Pi|Ei|[mkMGTPE]|e\d+)?|(100(\.0+)?|\d{1,2}(\.\d+)?)%)$/,
+  patternHint: 'a quantity such as 100Mi, or a percentage from 0% to 100% such as 10%',
+});
 
 export const taint = object(
   {
@@ -184,7 +214,7 @@ const kubeletSection = object({
   systemReserved: optional(record(quantity, { key: { pattern: /^(cpu|memory|ephemeral-storage|pid)$/, patternHint: 'cpu, memory, ephemeral-storage or pid' } })),
   kubeReserved: optional(record(quantity, { key: { pattern: /^(cpu|memory|ephemeral-storage|pid)$/, patternHint: 'cpu, memory, ephemeral-storage or pid' } })),
   evictionHard: optional(
-    record(quantity, {
+    record(quantityOrPercent, {
       key: {
         pattern: /^(memory\.available|nodefs\.available|nodefs\.inodesFree|imagefs\.available|imagefs\.inodesFree|containerfs\.available|containerfs\.inodesFree|pid\.available)$/,
         patternHint: 'an eviction signal such as memory.available or nodefs.available',
@@ -202,8 +232,8 @@ export const kubernetesSection = object(
     token: optional(tokenSecret),
     caCertHashes: optional(array(caHashSecret, { minItems: 1 })),
     certificateKey: optional(certificateKeySecret),
-    podSubnet: optional(string({ check: cidrProblem })),
-    serviceSubnet: optional(string({ check: cidrProblem })),
+    podSubnet: optional(string({ check: (v) => cidrProblem(v, podSubnetSize) })),
+    serviceSubnet: optional(string({ check: (v) => cidrProblem(v, serviceSubnetSize) })),
     certSANs: optional(array(string({ minLength: 1, check: sanProblem }))),
     apiServerExtraArgs: optional(record(scalarString(), { key: flagName })),
     node: optional(
@@ -229,17 +259,17 @@ export const kubernetesSection = object(
         if (k.caCertHashes === undefined) report('caCertHashes', 'is required to join (machineadm never skips CA verification)', 'kubeadm init prints it as --discovery-token-ca-cert-hash sha256:...');
         if (k.role === 'control-plane' && k.certificateKey === undefined) report('certificateKey', 'a control-plane join needs the certificate key', 'run "kubeadm init phase upload-certs --upload-certs" on a control plane and give the key it prints');
         for (const field of ['podSubnet', 'serviceSubnet', 'certSANs', 'apiServerExtraArgs'] as const) {
-          if (k[field] !== undefined) report(field, 'only applies to bootstrap: init (a joining machine takes the cluster settings)');
+          if (k[field] !== undefined) report(field, 'only applies to bootstrap: init (a joining machine takes the cluster settings)', 'remove it from joining machines; set it on the machine that runs init');
         }
       }
       if (k.bootstrap === 'init' && k.caCertHashes !== undefined) report('caCertHashes', 'only a joining machine checks the CA against hashes', 'remove it for bootstrap: init');
       if (k.bootstrap === 'init' && k.version !== undefined && !/^v?\d+\.\d+\.\d+$/.test(k.version)) report('version', 'init deploys an exact version: give major.minor.patch, e.g. v1.31.2');
       if (k.role === 'worker' && k.certificateKey !== undefined) report('certificateKey', 'only a control-plane machine uses a certificate key', 'remove it, or set role: control-plane');
-      if (k.role === 'worker' && k.staticPods !== undefined) report('staticPods', 'static pods are only written on control-plane machines');
+      if (k.role === 'worker' && k.staticPods !== undefined) report('staticPods', 'static pods are only written on control-plane machines', 'remove it, or set role: control-plane');
       const seenTaints = new Set<string>();
       k.node?.taints?.forEach((t, i) => {
         const id = `${t.key}:${t.effect}`;
-        if (seenTaints.has(id)) report(['node', 'taints', i], `duplicate taint ${id} (Kubernetes allows one taint per key and effect)`);
+        if (seenTaints.has(id)) report(['node', 'taints', i], `duplicate taint ${id} (Kubernetes allows one taint per key and effect)`, 'keep one of them');
         seenTaints.add(id);
       });
       for (const flag of ['node-labels', 'register-with-taints', 'hostname-override'] as const) {
@@ -247,7 +277,7 @@ export const kubernetesSection = object(
       }
       const names = new Set<string>();
       k.staticPods?.forEach((p, i) => {
-        if (names.has(p.name)) report(['staticPods', i, 'name'], `duplicate static pod name "${p.name}"`);
+        if (names.has(p.name)) report(['staticPods', i, 'name'], `duplicate static pod name "${p.name}"`, 'give each static pod its own name (it is the file name)');
         names.add(p.name);
       });
     },

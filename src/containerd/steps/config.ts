@@ -3,7 +3,7 @@
 import type { Step } from '../../phases/step.ts';
 import { describeTarget } from '../target.ts';
 import { inspectFile, writeFiles } from '../../linux/managed-file.ts';
-import { desiredFile, renderFor } from './render.ts';
+import { desiredFile, renderFor, writtenInRun } from './render.ts';
 
 export const containerdConfigStep: Step = {
   id: 'containerd/config',
@@ -19,8 +19,8 @@ export const containerdConfigStep: Step = {
   },
   async apply(ctx) {
     const files = renderFor(ctx);
-    await writeFiles(ctx.host.fs, [desiredFile(files.config)], ctx.facts.privileged);
+    const states = await writeFiles(ctx.host.fs, [desiredFile(files.config)], ctx.facts.privileged);
     ctx.log(`wrote ${files.config.path}: ${describeTarget(files.target)}`);
-    return { record: { writtenInRun: ctx.run.runId, configVersion: files.target.configVersion, containerdVersion: files.target.containerdVersion } };
+    return { record: { writtenInRun: writtenInRun(ctx, states), configVersion: files.target.configVersion, containerdVersion: files.target.containerdVersion } };
   },
 };

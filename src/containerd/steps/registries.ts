@@ -4,6 +4,7 @@
 import type { Change, Step, StepContext } from '../../phases/step.ts';
 import { inspectFiles, writeFiles, errorForField, type DesiredFile } from '../../linux/managed-file.ts';
 import { desiredFile, renderFor, WRITTEN_BY_MACHINEADM } from './render.ts';
+import { CERTS_DIR } from '../paths.ts';
 
 function desired(ctx: StepContext): DesiredFile[] {
   const files = renderFor(ctx);
@@ -46,6 +47,10 @@ export const containerdRegistriesStep: Step = {
     for (const path of remove) {
       try {
         await ctx.host.fs.remove(path);
+        // An empty certs.d/<registry>/ still wins containerd's lookup over _default/, so the
+        // registry would lose the CAs and mirrors _default gives every other registry.
+        const dir = path.slice(0, path.lastIndexOf('/'));
+        if (dir.startsWith(`${CERTS_DIR}/`) && (await ctx.host.fs.list(dir)).length === 0) await ctx.host.fs.remove(dir);
       } catch (error) {
         throw errorForField('spec.containerd.registries', error);
       }

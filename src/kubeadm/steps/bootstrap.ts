@@ -11,7 +11,7 @@ import { parseKubeadmVersion } from '../../host/facts.ts';
 import { chooseApi, type ApiChoice } from '../version.ts';
 import { placeholderSecrets, renderKubeadm, type KubeadmSecrets, type RenderedKubeadm } from '../render.ts';
 import { kubeadmPaths, type KubeadmPaths } from '../paths.ts';
-import { isTransient, parseKubeadmFailure, scrubKubeadmOutput, type KubeadmFailure } from '../output.ts';
+import { isTransient, NODE_NAME_TAKEN, parseKubeadmFailure, scrubKubeadmOutput, type KubeadmFailure } from '../output.ts';
 
 /**
  * Test and operations switch: under a scratch --root, run kubeadm with `--rootfs <root>` (kubeadm
@@ -103,6 +103,9 @@ async function kubeletLogTail(ctx: StepContext, known: string[]): Promise<string
 }
 
 function hintFor(failure: KubeadmFailure, timedOut: boolean): string {
+  if (NODE_NAME_TAKEN.test(failure.message ?? '')) {
+    return 'another machine is registered under this node name: delete that Node (kubectl delete node NAME) if it is gone, or set spec.kubernetes.node.name';
+  }
   if (timedOut) return 'kubeadm did not finish in spec.kubernetes.timeoutSeconds: check that the control plane is reachable and the kubelet starts (kubeletLogTail)';
   switch (failure.phase?.split('/')[0]) {
     case undefined:
@@ -125,7 +128,7 @@ function planChanges(ctx: StepContext, command: Command, k: KubernetesSpec, path
   if (leftovers) {
     changes.push(
       ctx.options.force
-        ? { action: 'run', target: 'kubeadm reset -f', detail: `--force: ${paths.kubeletConf} exists, the node is reset first` }
+        ? { action: 'run', target: `kubeadm reset -f --cri-socket ${paths.criSocket}`, detail: `--force: ${paths.kubeletConf} exists, the node is reset first` }
         : { action: 'refuse', target: paths.kubeletConf, detail: 'exists without a record of machineadm joining: run with --force to reset and join again' },
     );
   }
@@ -176,8 +179,10 @@ export function kubeadmStep(command: Command): Step {
       const configFile = paths.configFile(command);
       const argv = kubeadmArgv(command, k, paths, ctx);
       const reset = async (): Promise<void> => {
+        // The socket is named because a half-joined node has no Node object to read it from, and
+        // kubeadm's own detection fails when a second runtime's socket exists.
         const result = await proc
-          .run(['kubeadm', 'reset', '-f', ...rootfsArgs(ctx)], { timeoutMs: 5 * 60_000, allowFailure: true, onLine: (line) => ctx.output(scrubKubeadmOutput(line, known)) })
+          .run(['kubeadm', 'reset', '-f', '--cri-socket', paths.criSocket, ...rootfsArgs(ctx)], { timeoutMs: 5 * 60_000, allowFailure: true, onLine: (line) => ctx.output(scrubKubeadmOutput(line, known)) })
           .catch((error: unknown) => ({ exitCode: -1, error }));
         // A reset that fails is reported; the next kubeadm run says what it left behind.
         if (result.exitCode !== 0) ctx.log(`kubeadm reset -f did not succeed (exit code ${result.exitCode})`, 'warning');
@@ -208,7 +213,10 @@ export function kubeadmStep(command: Command): Step {
             });
             exitCode = result.exitCode;
           } catch (error) {
-            if (!(error instanceof CommandError) || (!error.timedOut && error.commandExitCode === undefined)) throw error;
+            // Timed out or killed by a signal: the error's own text holds kubeadm's raw output
+            // (which can carry a token kubeadm made up), so it is reported from the scrubbed lines.
+            // A kubeadm that could not start printed nothing; its error names the reason.
+            if (!(error instanceof CommandError) || (!error.timedOut && error.commandExitCode === undefined && lines.length === 0)) throw error;
             timedOut = error.timedOut;
             exitCode = error.commandExitCode;
           }
@@ -241,7 +249,7 @@ export function kubeadmStep(command: Command): Step {
           const kubeletLog = await kubeletLogTail(ctx, known);
           if (kubeletLog !== undefined) details.kubeletLogTail = kubeletLog;
           const where = failure.phase !== undefined ? `in phase ${failure.phase}` : 'before any phase';
-          const how = timedOut ? `timed out after ${k.timeoutSeconds}s` : `exit code ${exitCode}`;
+          const how = timedOut ? `timed out after ${k.timeoutSeconds}s` : exitCode !== undefined ? `exit code ${exitCode}` : 'killed by a signal';
           const tries = attempt > 1 ? `, ${attempt} attempts` : '';
           const cause = failure.message ? `: ${failure.message}` : '';
           throw new StepDetailsError(`kubeadm ${command} failed ${where} (${how}${tries})${cause}`, details, { hint: hintFor(failure, timedOut) });

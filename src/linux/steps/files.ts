@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import type { Change, Step, StepContext } from '../../phases/step.ts';
 import type { FileSpec } from '../../config/schema/index.ts';
-import { MachineadmError, ExitCode } from '../../errors.ts';
+import { ConfigError, MachineadmError, ExitCode, type ConfigIssue } from '../../errors.ts';
 import { fetchVerified } from '../../verify/fetch.ts';
 import { decodeContent } from '../file-content.ts';
 import { errorForField, formatMode, inspectFile, writeFiles, type DesiredFile } from '../managed-file.ts';
@@ -23,9 +23,23 @@ function isPrivate(mode: number): boolean {
   return (mode & 0o004) === 0;
 }
 
+// Two entries for one path would overwrite each other on every run, so the step never converges.
+function duplicatePaths(files: readonly FileSpec[]): ConfigIssue[] {
+  const first = new Map<string, number>();
+  const issues: ConfigIssue[] = [];
+  for (const [index, spec] of files.entries()) {
+    const earlier = first.get(spec.path);
+    if (earlier === undefined) first.set(spec.path, index);
+    else issues.push({ path: `spec.files[${index}].path`, message: `"${spec.path}" is also spec.files[${earlier}].path`, hint: 'give each file once' });
+  }
+  return issues;
+}
+
 function split(ctx: StepContext): { inline: DesiredFile[]; sources: SourceFile[] } {
   const inline: DesiredFile[] = [];
   const sources: SourceFile[] = [];
+  const duplicates = duplicatePaths(ctx.config.spec.files ?? []);
+  if (duplicates.length) throw new ConfigError(duplicates);
   for (const [index, spec] of (ctx.config.spec.files ?? []).entries()) {
     const mode = modeOf(spec);
     if (spec.source) {
@@ -52,8 +66,13 @@ async function inspectSource(ctx: StepContext, file: SourceFile): Promise<Change
     const bytes = (await ctx.host.fs.readFile(file.spec.path)) ?? Buffer.alloc(0);
     const sha = createHash('sha256').update(bytes).digest('hex');
     if (sha !== file.spec.source.sha256) return { action: 'download', target: file.spec.path, detail: `${detail}; the file on disk has sha256 ${sha.slice(0, 12)}...` };
-    if (info.mode !== file.mode) return { action: 'chmod', target: file.spec.path, detail: `mode ${formatMode(info.mode)} -> ${formatMode(file.mode)}` };
-    return undefined;
+    const details: string[] = [];
+    if (info.mode !== file.mode) details.push(`mode ${formatMode(info.mode)} -> ${formatMode(file.mode)}`);
+    if (file.spec.owner && ctx.facts.privileged) {
+      const owner = await ctx.host.fs.resolveOwner(file.spec.owner);
+      if (owner.uid !== info.uid || owner.gid !== info.gid) details.push(`owner ${info.uid}:${info.gid} -> ${file.spec.owner}`);
+    }
+    return details.length ? { action: 'chmod', target: file.spec.path, detail: details.join(', ') } : undefined;
   } catch (error) {
     throw errorForField(field, error);
   }
@@ -92,11 +111,12 @@ export const filesStep: Step = {
         hint: 'put the file in place beforehand (its sha256 is checked), or run without --offline',
       });
     }
-    await writeFiles(ctx.host.fs, inline, ctx.facts.privileged);
+    // Downloads first: they are what fails most (network, a wrong sha256), and a failure then
+    // leaves the inline files unwritten too.
     for (const { file, change } of pendingSources) {
       try {
         if (change.action === 'chmod') {
-          await ctx.host.fs.setAttributes(file.spec.path, { mode: file.mode });
+          await ctx.host.fs.setAttributes(file.spec.path, { mode: file.mode, ...(file.spec.owner && ctx.facts.privileged ? { owner: file.spec.owner } : {}) });
           continue;
         }
         await fetchVerified(ctx.host, {
@@ -110,5 +130,6 @@ export const filesStep: Step = {
         throw errorForField(`spec.files[${file.index}].source`, error);
       }
     }
+    await writeFiles(ctx.host.fs, inline, ctx.facts.privileged);
   },
 };

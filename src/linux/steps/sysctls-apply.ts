@@ -7,6 +7,7 @@ import { ConfigError, StepDetailsError, type ConfigIssue } from '../../errors.ts
 import { formatPath } from '../../config/schema/dsl.ts';
 import { normalizeSysctlValue, procPath } from '../sysctl.ts';
 import { liveSkipReason } from '../live.ts';
+import { kernelModulesLoadStep } from './kernel-modules-load.ts';
 
 export type SysctlOutcome = 'applied' | 'unchanged' | 'failed' | 'restored';
 
@@ -21,14 +22,23 @@ function fieldOf(key: string): string {
   return formatPath(['spec', 'sysctls', key]);
 }
 
-/** Reads every key; refuses unknown and read-only keys before anything is changed. */
-async function readKeys(ctx: StepContext): Promise<KeyState[]> {
+/**
+ * Reads every key; refuses unknown and read-only keys before anything is changed. `awaitingModules`
+ * (a plan, with modules still to load) returns unknown keys instead: net.bridge.* appears only once
+ * br_netfilter is loaded, which the run does first but a plan does not.
+ */
+async function readKeys(ctx: StepContext, awaitingModules = false): Promise<{ states: KeyState[]; later: string[] }> {
   const sysctls = ctx.config.spec.sysctls ?? {};
   const issues: ConfigIssue[] = [];
   const states: KeyState[] = [];
+  const later: string[] = [];
   for (const key of Object.keys(sysctls).sort()) {
     const path = procPath(key);
     const info = await ctx.host.fs.stat(path);
+    if ((!info || info.kind !== 'file') && awaitingModules) {
+      later.push(key);
+      continue;
+    }
     if (!info || info.kind !== 'file') {
       issues.push({ path: fieldOf(key), message: `unknown sysctl on this kernel (${path} does not exist)`, hint: 'check the name (sysctl -a lists them); a module may have to be loaded first (spec.kernelModules)' });
       continue;
@@ -45,7 +55,7 @@ async function readKeys(ctx: StepContext): Promise<KeyState[]> {
     states.push({ key, field: fieldOf(key), want: normalizeSysctlValue(sysctls[key]!), current });
   }
   if (issues.length) throw new ConfigError(issues);
-  return states;
+  return { states, later };
 }
 
 export const sysctlsApplyStep: Step = {
@@ -59,44 +69,56 @@ export const sysctlsApplyStep: Step = {
       const sysctls = ctx.config.spec.sysctls ?? {};
       return { done: false, skipReason: skip, changes: Object.keys(sysctls).sort().map((k) => ({ action: 'set', target: k, detail: `-> ${sysctls[k]}` })) };
     }
-    const states = await readKeys(ctx);
+    const awaitingModules = ctx.options.dryRun && !(await kernelModulesLoadStep.check(ctx)).done;
+    const { states, later } = await readKeys(ctx, awaitingModules);
     const changes = states.filter((s) => s.current !== s.want).map((s) => ({ action: 'set', target: s.key, detail: `${s.current} -> ${s.want}` }));
+    for (const key of later) changes.push({ action: 'set', target: key, detail: `-> ${normalizeSysctlValue(ctx.config.spec.sysctls![key]!)} (the key appears once the kernel modules are loaded)` });
     return { done: changes.length === 0, changes };
   },
   async apply(ctx) {
-    const states = await readKeys(ctx);
+    const { states } = await readKeys(ctx);
     const outcome: Record<string, { result: SysctlOutcome; before: string; after?: string; reason?: string }> = {};
     const changed: KeyState[] = [];
     const failures: string[] = [];
-    for (const s of states) {
-      if (s.current === s.want) {
-        outcome[s.key] = { result: 'unchanged', before: s.current };
-        continue;
-      }
-      const result = await ctx.host.proc.run(['sysctl', '-w', `${s.key}=${s.want}`], { timeoutMs: 30_000, allowFailure: true });
-      const after = normalizeSysctlValue((await ctx.host.fs.readText(procPath(s.key))) ?? '');
-      if (after === s.want) {
-        outcome[s.key] = { result: 'applied', before: s.current, after };
-        changed.push(s);
-        ctx.log(`${s.key}: applied (${s.current} -> ${after})`);
-        continue;
-      }
-      const said = (result.stderr.trim().split('\n').pop() ?? '').replace(/^sysctl:\s*/, '');
-      const reason = said || (result.exitCode !== 0 ? `sysctl exited ${result.exitCode}` : `the kernel kept ${after}`);
-      outcome[s.key] = { result: 'failed', before: s.current, after, reason };
-      failures.push(`${s.field}: ${JSON.stringify(s.want)} was not accepted (${reason}; the value read back is ${JSON.stringify(after)})`);
-      ctx.log(`${s.key}: failed (${reason})`, 'warning');
-      // A partly written value (the kernel took another value) is put back too.
-      if (after !== s.current) changed.push(s);
-    }
-    if (failures.length) {
+    const restore = async () => {
       for (const s of changed) {
         await ctx.host.proc.run(['sysctl', '-w', `${s.key}=${s.current}`], { timeoutMs: 30_000, allowFailure: true });
         const back = normalizeSysctlValue((await ctx.host.fs.readText(procPath(s.key))) ?? '');
         if (outcome[s.key]?.result === 'applied') outcome[s.key] = { ...outcome[s.key]!, result: 'restored', after: back };
       }
+    };
+    try {
+      for (const s of states) {
+        if (s.current === s.want) {
+          outcome[s.key] = { result: 'unchanged', before: s.current };
+          continue;
+        }
+        const result = await ctx.host.proc.run(['sysctl', '-w', `${s.key}=${s.want}`], { timeoutMs: 30_000, allowFailure: true });
+        const after = normalizeSysctlValue((await ctx.host.fs.readText(procPath(s.key))) ?? '');
+        if (after === s.want) {
+          outcome[s.key] = { result: 'applied', before: s.current, after };
+          changed.push(s);
+          ctx.log(`${s.key}: applied (${s.current} -> ${after})`);
+          continue;
+        }
+        const said = (result.stderr.trim().split('\n').pop() ?? '').replace(/^sysctl:\s*/, '');
+        const reason = said || (result.exitCode !== 0 ? `sysctl exited ${result.exitCode}` : `the kernel kept ${after}`);
+        outcome[s.key] = { result: 'failed', before: s.current, after, reason };
+        failures.push(`${s.field}: ${JSON.stringify(s.want)} was not accepted (${reason}; the value read back is ${JSON.stringify(after)})`);
+        ctx.log(`${s.key}: failed (${reason})`, 'warning');
+        // A partly written value (the kernel took another value) is put back too.
+        if (after !== s.current) changed.push(s);
+      }
+    } catch (error) {
+      // sysctl timing out (or missing) throws instead of returning a result: the keys already
+      // changed are put back all the same.
+      await restore().catch(() => undefined);
+      throw error;
+    }
+    if (failures.length) {
+      await restore();
       throw new StepDetailsError(
-        `${failures.length} sysctl value${failures.length === 1 ? '' : 's'} not accepted by the kernel:\n  ${failures.join('\n  ')}\n  (keys changed by this step were set back; ${'/etc/sysctl.d'} was not written)`,
+        `${failures.length} sysctl value${failures.length === 1 ? '' : 's'} not accepted by the kernel:\n  ${failures.join('\n  ')}\n  (keys changed by this step were set back; /etc/sysctl.d was not written)`,
         { sysctls: outcome },
       );
     }
