@@ -114,11 +114,15 @@ else
   verify_openssl
 fi
 
-# Installed only now, with its signature next to it; the rename is atomic within the directory.
+# Installed only now, with its signature next to it: both are written beside their final names,
+# synced, then renamed (atomic within the directory), so a crash never leaves a partial file. A
+# rerun of the loader downloads and installs both again.
 mkdir -p "$(dirname "$dest")"
 cp "$work/machineadm" "$dest.loader-tmp"
 chmod 0755 "$dest.loader-tmp"
-cp "$work/machineadm.minisig" "$dest.minisig"
+cp "$work/machineadm.minisig" "$dest.minisig.loader-tmp"
+sync
+mv -f "$dest.minisig.loader-tmp" "$dest.minisig"
 mv -f "$dest.loader-tmp" "$dest"
 
 [ "$#" -gt 0 ] || set -- init

@@ -150,8 +150,10 @@ async function getFollowing(start: URL, headers: Record<string, string>, options
     const location = attempt.response.headers.location;
     if (!location) throw new Broken(`HTTP ${status} redirect without a Location header`, false);
     const next = new URL(location, url);
-    if (next.hostname !== start.hostname) {
-      throw new Broken(`redirected from ${start.host} to another host (${next.host}); refused`, false);
+    // Another port is another server; only an upgrade of the same host from http to https is allowed.
+    const upgrade = start.protocol === 'http:' && next.protocol === 'https:' && next.hostname === start.hostname;
+    if (next.hostname !== start.hostname || (next.port !== start.port && !upgrade)) {
+      throw new Broken(`redirected from ${start.host} to another ${next.hostname === start.hostname ? 'port' : 'host'} (${next.host}); refused`, false);
     }
     if (start.protocol === 'https:' && next.protocol !== 'https:') throw new Broken(`redirected from https to ${next.protocol}//${next.host}; refused`, false);
     if (hops >= MAX_REDIRECTS) throw new Broken(`more than ${MAX_REDIRECTS} redirects`, false);

@@ -80,7 +80,7 @@ function applicability(step: Step, input: RunnerInput): string | undefined {
 
 type RunPhasesSoFar = { failed: boolean; phases: RunSoFar['phases'] };
 
-function contextFor(input: RunnerInput, state: MachineState, fullId: string, step: Step, dryRun: boolean, soFar: RunPhasesSoFar): StepContext {
+function contextFor(input: RunnerInput, state: MachineState, fullId: string, dryRun: boolean, soFar: RunPhasesSoFar): StepContext {
   const events = input.events;
   return {
     run: {
@@ -135,7 +135,7 @@ export async function computePlan(input: RunnerInput): Promise<Plan> {
       target.steps.push({ ...base, status: 'not-selected', reason: 'left out by --only/--skip', changes: [] });
       continue;
     }
-    const check = await checkStep(s.step, contextFor(input, state, s.fullId, s.step, true, { failed: false, phases: planned }), s.fullId);
+    const check = await checkStep(s.step, contextFor(input, state, s.fullId, true, { failed: false, phases: planned }), s.fullId);
     const status: PlannedStatus = check.skipReason ? 'skipped' : check.done ? 'up-to-date' : 'change';
     target.steps.push({ ...base, status, ...(check.skipReason ? { reason: check.skipReason } : {}), changes: check.changes });
     soFar.steps.push({ id: s.fullId, result: status === 'change' ? 'success' : 'skipped', ...(status === 'up-to-date' ? { upToDate: true } : {}) });
@@ -215,7 +215,7 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
 
 async function runStep(s: SelectedStep, input: RunnerInput, state: MachineState, run: RunOutcome): Promise<{ outcome: StepOutcome; stop?: MachineadmError }> {
   const { events } = input;
-  const ctx = contextFor(input, state, s.fullId, s.step, false, { failed: run.error !== undefined, phases: run.phases });
+  const ctx = contextFor(input, state, s.fullId, false, { failed: run.error !== undefined, phases: run.phases });
   const begin = Date.now();
   events.emit({ type: 'step.started', phase: s.phase.name, step: s.fullId, summary: s.step.summary });
   const finish = async (result: Result, extra: Partial<StepOutcome>, data?: Record<string, unknown>): Promise<StepOutcome> => {

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { chmodSync, mkdirSync, mkdtempSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { scratchDir } from '../support/tmp.ts';
+import { LiveLikeFileSystem } from '../support/live-like-fs.ts';
 import { RootedFileSystem, ProcessRunner, type Facts, type Host, type RunOptions, type RunResult } from '../../src/host/index.ts';
 import { runPhases } from '../../src/phases/runner.ts';
 import { preparePhase } from '../../src/phases/registry.ts';
@@ -14,16 +15,6 @@ import { EventBus } from '../../src/report/events.ts';
 import { SecretScrubber } from '../../src/config/secrets.ts';
 import { parseWith } from '../../src/config/schema/dsl.ts';
 import { machineConfigSchema } from '../../src/config/schema/index.ts';
-
-/** A directory that the steps take for the live root ("/"), so live steps run, but every path stays inside it. */
-class LiveLikeFileSystem extends RootedFileSystem {
-  override get isLiveRoot(): boolean {
-    return true;
-  }
-  override mapPath(machinePath: string): string {
-    return join(this.root, super.mapPath(machinePath));
-  }
-}
 
 class RecordingRunner extends ProcessRunner {
   readonly calls: string[] = [];

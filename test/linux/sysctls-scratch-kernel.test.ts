@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { scratchDir } from '../support/tmp.ts';
+import { LiveLikeFileSystem } from '../support/live-like-fs.ts';
 import { RootedFileSystem, ProcessRunner, type Facts, type Host, type RunOptions, type RunResult } from '../../src/host/index.ts';
 import { CommandError } from '../../src/errors.ts';
 import { computePlan, runPhases, type RunnerInput } from '../../src/phases/runner.ts';
@@ -15,15 +16,6 @@ import { EventBus } from '../../src/report/events.ts';
 import { SecretScrubber } from '../../src/config/secrets.ts';
 import { parseWith } from '../../src/config/schema/dsl.ts';
 import { machineConfigSchema } from '../../src/config/schema/index.ts';
-
-class LiveLikeFileSystem extends RootedFileSystem {
-  override get isLiveRoot(): boolean {
-    return true;
-  }
-  override mapPath(machinePath: string): string {
-    return join(this.root, super.mapPath(machinePath));
-  }
-}
 
 class SysctlStandIn extends ProcessRunner {
   readonly root: string;

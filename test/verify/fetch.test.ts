@@ -127,6 +127,11 @@ function handler(req: http.IncomingMessage, res: http.ServerResponse): void {
       res.writeHead(302, { location: `http://localhost:${port}/file` });
       res.end();
       return;
+    case '/redirect-port':
+      // Same host, another port: another server, which nobody listed.
+      res.writeHead(302, { location: `http://127.0.0.1:${port === 65535 ? 1 : port + 1}/file` });
+      res.end();
+      return;
     default:
       res.writeHead(404);
       res.end();
@@ -249,6 +254,7 @@ describe('machineadm fetch', () => {
   it.each<[string, () => string[], number, RegExp]>([
     ['a server that lies about Content-Length', () => [url('/liar'), '--sha256', sha], 1, /announced \d+ bytes but the connection ended after \d+/],
     ['a redirect to another host', () => [url('/redirect-other'), '--sha256', sha], 1, /redirected from 127\.0\.0\.1:\d+ to another host \(localhost:\d+\); refused/],
+    ['a redirect to another port of the same host', () => [url('/redirect-port'), '--sha256', sha], 1, /redirected from 127\.0\.0\.1:\d+ to another port \(127\.0\.0\.1:\d+\); refused/],
     ['a file that is not there', () => [url('/missing'), '--sha256', sha], 1, /HTTP 404/],
     ['a connection refused', () => ['http://127.0.0.1:1/file', '--sha256', sha], 1, /ECONNREFUSED/],
     ['a short file that matches its own Content-Length', () => [url('/short'), '--sha256', sha], 3, /SHA-256 is [0-9a-f]{64}, expected/],

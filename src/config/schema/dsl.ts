@@ -102,7 +102,8 @@ export interface StringOptions extends Common {
 export function string(options: StringOptions = {}): Schema<string> {
   return base(
     (value, path, ctx) => {
-      if (typeof value !== 'string') return issue(ctx, path, `expected a string, got ${typeName(value)}`);
+      // A YAML number where a string is wanted (mode: 0644) is usually a missing pair of quotes.
+      if (typeof value !== 'string') return issue(ctx, path, `expected a string, got ${typeName(value)}`, typeof value === 'number' ? (options.patternHint ?? 'put the value in quotes') : undefined);
       return checkString(value, options, path, ctx);
     },
     () => stringJson(options),
