@@ -49,6 +49,8 @@ function request(host: Host, options: ImdsOptions, url: string, extra: { method?
     retry: { ...IMDS_RETRY, ...options.retry },
     timeouts: { ...IMDS_TIMEOUTS, ...options.timeouts },
     ...(extra.acceptStatus ? { acceptStatus: extra.acceptStatus } : {}),
+    // Metadata services never redirect; following one would hand the token header to another host.
+    followRedirects: false,
   });
 }
 
@@ -114,7 +116,7 @@ export async function detectCloud(host: Host, options: ImdsOptions): Promise<Clo
 
 async function probe(host: Host, cloud: Cloud, timeouts: Partial<HttpTimeouts>, maxBytes: number): Promise<'yes' | 'no' | 'unreachable'> {
   const base = baseUrl(host, cloud);
-  const one = { offline: host.offline, sleep: (ms: number) => host.sleep(ms), retry: { attempts: 1 }, timeouts, maxBytes, acceptStatus: [400, 401, 403, 404, 405] };
+  const one = { offline: host.offline, sleep: (ms: number) => host.sleep(ms), retry: { attempts: 1 }, timeouts, maxBytes, acceptStatus: [400, 401, 403, 404, 405], followRedirects: false };
   try {
     if (cloud === 'aws') {
       const r = await httpRequest({ ...one, url: `${base}/latest/api/token`, method: 'PUT', headers: { 'X-aws-ec2-metadata-token-ttl-seconds': '60' } });

@@ -47,6 +47,8 @@ export interface HttpRequest {
   acceptStatus?: readonly number[];
   /** --offline: refuse before anything is sent. */
   offline: boolean;
+  /** Follow redirects (same scheme or an upgrade to https, at most 5); default true. */
+  followRedirects?: boolean;
   sleep: (ms: number) => Promise<void>;
   /** Only for tests: replaces Math.random in the jitter. */
   random?: () => number;
@@ -199,7 +201,7 @@ async function attemptOnce(request: HttpRequest, shown: string, attempt: number)
     timeout: { connect: timeouts.connectMs, secureConnect: timeouts.connectMs, response: timeouts.responseMs, request: timeouts.totalMs },
     retry: { limit: 0 },
     throwHttpErrors: false,
-    followRedirect: true,
+    followRedirect: request.followRedirects ?? true,
     maxRedirects: 5,
     hooks: {
       beforeRedirect: [

@@ -219,6 +219,24 @@ describe('imds:// sources', () => {
     expect(config.spec.kernelModules).toEqual(['overlay']);
   });
 
+  it('never follows a redirect from the metadata service, so its token header stays there', async () => {
+    const elsewhere = await startHttp((_req, res) => void res.end(userData));
+    servers.push(elsewhere);
+    const aws = imdsHandler('aws', { userData });
+    const s = await startHttp((req, res) => {
+      if (req.url?.startsWith('/latest/user-data')) {
+        res.writeHead(302, { location: `${elsewhere.url}/user-data` });
+        return void res.end();
+      }
+      aws(req, res);
+    });
+    servers.push(s);
+    const [first] = await failure(loadConfig(host({ MACHINEADM_IMDS_ENDPOINT: s.url }), ['imds://aws/user-data'], quick));
+    expect(first!.source).toBe('imds://aws/user-data');
+    expect(first!.message).toMatch(/302/);
+    expect(elsewhere.requests).toEqual([]);
+  });
+
   it('gives up on a metadata service that keeps failing, naming the source', async () => {
     const s = await imds('gce', { broken: true });
     const started = Date.now();
