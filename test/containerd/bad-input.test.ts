@@ -44,6 +44,7 @@ describe('bad spec.containerd input', () => {
     ],
     ['a mirror URL that is not http(s)', { registries: { 'docker.io': { mirrors: [{ url: 'ftp://mirror.example' }] } } }, 'spec.containerd.registries["docker.io"].mirrors[0].url: "ftp://mirror.example" is not valid (only http:// and https:// URLs are supported'],
     ['a relative CA file', { registries: { 'docker.io': { mirrors: [{ url: 'https://m.example', caFile: 'ca.pem' }] } } }, 'spec.containerd.registries["docker.io"].mirrors[0].caFile: "ca.pem" is not an absolute path'],
+    ['the same mirror listed twice', { registries: { 'docker.io': { mirrors: [{ url: 'https://m.example/' }, { url: 'https://m.example', skipVerify: true }] } } }, 'spec.containerd.registries["docker.io"].mirrors[1].url: the same mirror as mirrors[0]'],
     ['a registry name that is not a host', { registries: { 'docker.io/library': {} } }, 'spec.containerd.registries["docker.io/library"]'],
     ['a registry name that climbs out of certs.d', { registries: { '..': { skipVerify: true } } }, 'spec.containerd.registries[".."]: ".." is not valid (a registry host'],
     [

@@ -54,11 +54,25 @@ export const containerdSection = object({
   cgroupDriver: optional(enumOf(['systemd', 'cgroupfs'] as const)),
   registries: optional(
     record(
-      object({
-        mirrors: optional(array(registryMirror)),
-        caFile: optional(machinePath('path of a PEM CA bundle on the machine for the registry itself')),
-        skipVerify: optional(boolean()),
-      }),
+      object(
+        {
+          mirrors: optional(array(registryMirror)),
+          caFile: optional(machinePath('path of a PEM CA bundle on the machine for the registry itself')),
+          skipVerify: optional(boolean()),
+        },
+        {
+          // hosts.toml keys its host tables by URL: a second mirror with the same URL would silently replace the first.
+          check: (registry, report) => {
+            const seen = new Map<string, number>();
+            registry.mirrors?.forEach((mirror, i) => {
+              const key = mirror.url.replace(/\/+$/, '');
+              const first = seen.get(key);
+              if (first !== undefined) report(['mirrors', i, 'url'], `the same mirror as mirrors[${first}]`, 'list each mirror once, with all its settings');
+              else seen.set(key, i);
+            });
+          },
+        },
+      ),
       // The name is a directory under certs.d, so "." and ".." (and names starting with either) are not hosts.
       { key: { pattern: /^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:\d+)?$|^_default$/, patternHint: 'a registry host such as docker.io or registry.internal:5000' } },
     ),
