@@ -5,7 +5,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { scratchDir } from '../support/tmp.ts';
-import { runCli } from './cli.ts';
+import { runCli } from '../support/cli.ts';
 
 const base = scratchDir('machineadm-bad-containerd-');
 let n = 0;

@@ -10,7 +10,7 @@ import { loadSync } from '@grpc/proto-loader';
 import { missingRequirement } from '../support/environment.ts';
 import { scratchDir } from '../support/tmp.ts';
 import { Services, exec } from './services.ts';
-import { runCli } from './cli.ts';
+import { runCli } from '../support/cli.ts';
 import { parseFacts } from './facts.ts';
 
 const skip = missingRequirement({ root: true, commands: ['containerd', 'ctr', 'runc', 'docker-registry', 'skopeo', 'umoci'] });

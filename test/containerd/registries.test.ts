@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { scratchDir } from '../support/tmp.ts';
-import { runCli } from './cli.ts';
+import { runCli } from '../support/cli.ts';
 
 describe('prepare/containerd/registries and proxy over several runs', () => {
   const dir = scratchDir('machineadm-registries-');

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { scratchDir } from '../support/tmp.ts';
 import { missingRequirement } from '../support/environment.ts';
-import { runCli } from '../containerd/cli.ts';
+import { runCli } from '../support/cli.ts';
 import { createHost } from '../../src/host/index.ts';
 import { fetchVerified } from '../../src/verify/fetch.ts';
 import { NotAvailableError } from '../../src/errors.ts';

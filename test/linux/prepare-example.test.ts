@@ -6,7 +6,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from '@iarna/toml';
 import { scratchDir } from '../support/tmp.ts';
-import { runCli } from '../containerd/cli.ts';
+import { runCli } from '../support/cli.ts';
 
 const EXAMPLE = join(import.meta.dirname, '..', '..', 'examples', 'linux-worker.yaml');
 

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { scratchDir } from '../support/tmp.ts';
 import { missingRequirement } from '../support/environment.ts';
-import { runCli } from './cli.ts';
+import { runCli } from '../support/cli.ts';
 import { createHost, RootedFileSystem, type WriteOptions } from '../../src/host/index.ts';
 import type { PendingFile } from '../../src/host/fs.ts';
 import { download } from '../../src/host/download.ts';

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { scratchDir } from '../support/tmp.ts';
 import { inCI, missingRequirement } from '../support/environment.ts';
-import { runCli } from './cli.ts';
+import { runCli } from '../support/cli.ts';
 import { binaryBuilder, type BinaryBuilder } from './binary-builder.ts';
 
 const dir = scratchDir('machineadm-self-');

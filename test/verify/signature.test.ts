@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { scratchDir } from '../support/tmp.ts';
 import { missingRequirement } from '../support/environment.ts';
-import { runCli } from './cli.ts';
+import { runCli } from '../support/cli.ts';
 import { blake2b } from '../../src/verify/blake2b.ts';
 import { parsePublicKey, parseSignature } from '../../src/verify/minisign.ts';
 

@@ -1,4 +1,5 @@
-// Runs machineadm's command line in-process with a recording Io.
+// Runs machineadm's command line in-process with a recording Io: the same main() the executable
+// runs, without a process per call.
 import { main } from '../../src/cli/main.ts';
 import type { Io } from '../../src/cli/io.ts';
 
@@ -8,7 +9,7 @@ export interface CliRun {
   stderr: string;
 }
 
-export async function runCli(args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; interactive?: boolean }): Promise<CliRun> {
+export async function runCli(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; interactive?: boolean } = {}): Promise<CliRun> {
   let stdout = '';
   let stderr = '';
   const io: Io = {
@@ -16,7 +17,7 @@ export async function runCli(args: string[], options: { cwd: string; env?: NodeJ
     stderr: (t) => void (stderr += t),
     readStdin: async () => Buffer.alloc(0),
     env: options.env ?? process.env,
-    cwd: options.cwd,
+    cwd: options.cwd ?? process.cwd(),
     interactive: options.interactive ?? false,
   };
   const code = await main(args, io);
