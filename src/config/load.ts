@@ -11,7 +11,7 @@ import { formatPath, isPlainObject, parseWith, type SchemaIssue } from './schema
 import { API_GROUP, SUPPORTED_API_VERSIONS, machineConfigSchema, type MachineConfig } from './schema/index.ts';
 import { mergeConfigs } from './merge.ts';
 import { DocumentError, decodeUtf8, parseDocument, type ParsedDocument } from './document.ts';
-import { MACHINECONFIG_CONTENT_TYPE, MimeError, gunzipLimited, isGzip, isMultipart, splitMultipart } from './mime.ts';
+import { MACHINECONFIG_CONTENT_TYPE, MimeError, gunzipLimited, isGzip, isMultipart, machineConfigPart, splitMultipart } from './mime.ts';
 import { ImdsError, detectCloud, readUserData, type Cloud } from './imds.ts';
 import { secretLiterals } from './redact.ts';
 import { REDACTED } from './secrets.ts';
@@ -348,10 +348,15 @@ function extractDocuments(raw: RawSource, maxBytes: number): { documents: Parsed
   // cloud-init accepts gzip-compressed user data; so does machineadm, from any source.
   if (isGzip(bytes)) bytes = gunzipLimited(bytes, maxBytes);
   if (isMultipart(bytes)) {
-    const parts = splitMultipart(bytes, maxBytes).filter((p) => p.contentType === MACHINECONFIG_CONTENT_TYPE);
+    const all = splitMultipart(bytes, maxBytes);
     const out: ParsedDocument[] = [];
     const issues: ConfigIssue[] = [];
-    for (const part of parts) {
+    // A part that plainly means to be machineadm's but has another type would otherwise leave the
+    // machine silently unconfigured ("nothing to do").
+    for (const part of all.filter((p) => machineConfigPart(p.contentType) === 'mistyped')) {
+      issues.push({ source: `${raw.name} (part ${part.index})`, path: '', message: `has Content-Type ${part.contentType}, which machineadm does not read`, hint: `use Content-Type: ${MACHINECONFIG_CONTENT_TYPE}` });
+    }
+    for (const part of all.filter((p) => machineConfigPart(p.contentType) === 'yes')) {
       const name = `${raw.name} (part ${part.index})`;
       try {
         const lineOffset = (part.firstLine ?? 1) - 1;

@@ -6,6 +6,15 @@
 import { gunzipSync } from 'node:zlib';
 
 export const MACHINECONFIG_CONTENT_TYPE = 'application/machineadm.cluster.x-k8s.io';
+// cloud-init's own `devel make-mime` writes every part as text/<given type>, so user data built
+// with it carries text/application/machineadm.cluster.x-k8s.io: taken as the same thing.
+const MAKE_MIME_CONTENT_TYPE = `text/${MACHINECONFIG_CONTENT_TYPE}`;
+
+/** Whether a part is machineadm's: yes, no, or "meant to be, but mistyped" (an error, not a silent skip). */
+export function machineConfigPart(contentType: string): 'yes' | 'no' | 'mistyped' {
+  if (contentType === MACHINECONFIG_CONTENT_TYPE || contentType === MAKE_MIME_CONTENT_TYPE) return 'yes';
+  return contentType.includes('machineadm') ? 'mistyped' : 'no';
+}
 
 export interface MimePart {
   /** 1-based position among all parts (nested parts are numbered in document order). */

@@ -281,6 +281,20 @@ describe('user data in files', () => {
     expect(sources).toEqual([`${path} (part 2)`]);
   });
 
+  it("takes the part as cloud-init's make-mime types it (text/ prefixed)", async () => {
+    const path = file(multipart([{ type: 'text/cloud-config', body: '#cloud-config\n' }, { type: `text/${MACHINECONFIG_CONTENT_TYPE}`, body: config }]));
+    const { config: loaded, sources } = await loadConfig(host(), [path]);
+    expect(loaded.spec.kernelModules).toEqual(['overlay']);
+    expect(sources).toEqual([`${path} (part 2)`]);
+  });
+
+  it('refuses a part that means to be a MachineConfig under a mistyped content type, instead of doing nothing', async () => {
+    const path = file(multipart([{ type: 'text/x-shellscript', body: '#!/bin/sh\n' }, { type: 'application/machineadm', body: config }]));
+    const [first] = await issues([path]);
+    expect(first).toMatchObject({ source: `${path} (part 2)`, message: 'has Content-Type application/machineadm, which machineadm does not read' });
+    expect(first!.hint).toContain(MACHINECONFIG_CONTENT_TYPE);
+  });
+
   it('reads gzip-compressed user data', async () => {
     const path = file(gzipSync(multipart([{ type: MACHINECONFIG_CONTENT_TYPE, body: config }])));
     expect((await loadConfig(host(), [path])).config.spec.kernelModules).toEqual(['overlay']);
