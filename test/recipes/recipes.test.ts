@@ -123,6 +123,11 @@ describe.skipIf(skip)('docs/recipes/cloud-config.yaml', () => {
   it('runs machineadm init from the image as an argv list', () => {
     expect(config.runcmd).toEqual([['/usr/local/bin/machineadm', 'init']]);
   });
+
+  it('has only the modules it means to use (cloud-init schema passes a misspelled top-level key)', () => {
+    expect(Object.keys(config).sort()).toEqual(['runcmd', 'write_files']);
+    expect(Object.keys(load(cloudInitParts(join(RECIPES, 'user-data.mime'))[0]!.body) as object).sort()).toEqual(['runcmd', 'ssh_pwauth', 'timezone']);
+  });
 });
 
 describe.skipIf(skip)('docs/recipes/user-data.mime', () => {
