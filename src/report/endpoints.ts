@@ -4,6 +4,7 @@
 // events carry, and the secrets of the configuration that must never be printed or sent.
 import type { Facts, Host } from '../host/index.ts';
 import type { TlsMaterial } from '../host/http-post.ts';
+import { displayUrl } from '../host/http.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
 import { secretSources } from '../config/redact.ts';
 import { resolveSecret, type SecretScrubber } from '../config/secrets.ts';
@@ -22,15 +23,6 @@ export interface ResolvedEndpoint {
   headers: Record<string, string>;
   tls: TlsMaterial;
   batch: boolean;
-}
-
-export function displayUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}${u.pathname}`;
-  } catch {
-    return '(unparsable URL)';
-  }
 }
 
 const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/;

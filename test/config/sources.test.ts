@@ -10,6 +10,7 @@ import { MACHINECONFIG_CONTENT_TYPE } from '../../src/config/mime.ts';
 import { ConfigError, type ConfigIssue } from '../../src/errors.ts';
 import { freePort, imdsHandler, makeTestCa, multipart, startHttp, startHttps, type Cloud, type ImdsBehaviour, type RunningServer, type TestCa } from './helpers/servers.ts';
 import { missingRequirement } from '../support/environment.ts';
+import { streamChunks } from '../support/stream.ts';
 import { scratchDir } from '../support/tmp.ts';
 
 const HEAD = 'apiVersion: machineadm.cluster.x-k8s.io/v1alpha1\nkind: MachineConfig\n';
@@ -59,19 +60,7 @@ describe.skipIf(skip)('https:// sources', () => {
         res.writeHead(200, { 'content-type': 'text/plain' });
         return res.end('\n\n<!DOCTYPE html>\n<html><body>Error</body></html>');
       }
-      if (path === '/huge') {
-        const chunk = Buffer.alloc(64 * 1024, 0x20);
-        let left = 1600; // 100 MB
-        const pump = () => {
-          while (left > 0) {
-            left--;
-            if (!res.write(chunk)) return void res.once('drain', pump);
-          }
-          res.end();
-        };
-        res.on('error', () => {});
-        return pump();
-      }
+      if (path === '/huge') return streamChunks(res, 1600, 0x20); // 100 MB
       if (path === '/multipart') return res.end(multipart([{ type: 'text/x-shellscript', body: '#!/bin/sh\n' }, { type: MACHINECONFIG_CONTENT_TYPE, body: CONFIG }]));
       res.writeHead(404);
       res.end();

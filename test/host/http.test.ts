@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpError, httpRequest, parseRetryAfter, retryDelayMs, isRetryableStatus, tlsOptions } from '../../src/host/http.ts';
 import { makeTestCa, startHttps, type RunningServer, type TestCa } from '../config/helpers/servers.ts';
 import { missingRequirement } from '../support/environment.ts';
+import { streamChunks } from '../support/stream.ts';
 import { scratchDir } from '../support/tmp.ts';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -82,20 +83,7 @@ describe.skipIf(skip)('requests against a real HTTPS server with a test CA', () 
         res.writeHead(404);
         return res.end();
       }
-      if (req.url === '/huge') {
-        // 100 MB, streamed in 64 KiB chunks, without Content-Length.
-        const chunk = Buffer.alloc(64 * 1024, 0x61);
-        let left = 1600;
-        const pump = () => {
-          while (left > 0) {
-            left--;
-            if (!res.write(chunk)) return void res.once('drain', pump);
-          }
-          res.end();
-        };
-        res.on('error', () => {});
-        return pump();
-      }
+      if (req.url === '/huge') return streamChunks(res, 1600, 0x61); // 100 MB, without Content-Length
       res.writeHead(500);
       res.end();
     });
