@@ -7,6 +7,10 @@ export const ExitCode = {
   usage: 2,
   verification: 3,
   rebootRequired: 4,
+  /** Interrupted by a signal: 128 + the signal's number, as a shell reports it. */
+  interruptedHangup: 129,
+  interruptedInterrupt: 130,
+  interruptedTerminate: 143,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
@@ -80,9 +84,11 @@ export class CommandError extends MachineadmError {
   readonly stderrTail: string;
   readonly stdoutTail: string;
   readonly timedOut: boolean;
+  /** Stopped because machineadm itself was interrupted (a signal), not because the command failed. */
+  readonly interrupted: boolean;
   constructor(
     message: string,
-    details: { argv: readonly string[]; exitCode?: number; stderrTail?: string; stdoutTail?: string; timedOut?: boolean },
+    details: { argv: readonly string[]; exitCode?: number; stderrTail?: string; stdoutTail?: string; timedOut?: boolean; interrupted?: boolean },
     options: ErrorOptions = {},
   ) {
     super(message, ExitCode.stepFailed, options);
@@ -91,6 +97,7 @@ export class CommandError extends MachineadmError {
     this.stderrTail = details.stderrTail ?? '';
     this.stdoutTail = details.stdoutTail ?? '';
     this.timedOut = details.timedOut ?? false;
+    this.interrupted = details.interrupted ?? false;
   }
 }
 
@@ -127,6 +134,23 @@ export class RebootRequiredError extends MachineadmError {
   readonly stepId: string;
   constructor(stepId: string, reason: string) {
     super(`step ${stepId} requires a reboot: ${reason}; machineadm resumes after it`, ExitCode.rebootRequired);
+    this.stepId = stepId;
+  }
+}
+
+/** The signals machineadm handles, and the exit code each ends a run with. */
+export const INTERRUPT_SIGNALS = { SIGHUP: ExitCode.interruptedHangup, SIGINT: ExitCode.interruptedInterrupt, SIGTERM: ExitCode.interruptedTerminate } as const;
+export type InterruptSignal = keyof typeof INTERRUPT_SIGNALS;
+
+/** The run was stopped by a signal (exit 128 + its number); the step it was in is recorded. */
+export class InterruptedError extends MachineadmError {
+  readonly signal: InterruptSignal;
+  readonly stepId: string | undefined;
+  constructor(signal: InterruptSignal, stepId?: string) {
+    super(`interrupted by ${signal}${stepId ? ` during step ${stepId}` : ''}`, INTERRUPT_SIGNALS[signal], {
+      hint: 'run the same command again: completed steps are skipped and the interrupted one starts over',
+    });
+    this.signal = signal;
     this.stepId = stepId;
   }
 }

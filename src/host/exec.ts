@@ -1,12 +1,16 @@
-// Process execution: execa with argv arrays only (never a shell string), a timeout on every call,
-// output captured and optionally streamed line by line.
+// Process execution: execa with argv arrays only (never a shell string), a hard timeout on every
+// call, output captured and optionally streamed line by line. Every command runs in a process group
+// of its own (Linux) so that a timeout or an interruption stops the whole tree it started, and
+// nothing it left behind can keep machineadm waiting on a pipe.
 import * as nodePath from 'node:path';
 import { access, constants } from 'node:fs/promises';
 import { CommandError } from '../errors.ts';
 
 export interface RunOptions {
-  /** Milliseconds before the process is killed (SIGTERM, then SIGKILL after 5 s). Default 10 minutes. */
+  /** Milliseconds before the process tree is stopped (TERM, then KILL after killGraceMs). Default 10 minutes. */
   timeoutMs?: number;
+  /** Milliseconds between TERM and KILL when a command is stopped. Default 5 s. */
+  killGraceMs?: number;
   input?: string | Uint8Array;
   /** Extra environment variables, added to machineadm's own. */
   env?: Record<string, string>;
@@ -26,67 +30,149 @@ export interface RunResult {
 }
 
 export const TAIL_LINES = 50;
+const DEFAULT_TIMEOUT_MS = 10 * 60_000;
+const DEFAULT_KILL_GRACE_MS = 5_000;
+/** After KILL, how long a pipe held open by a process outside the group may keep us waiting. */
+const PIPE_GRACE_MS = 1_000;
+/** Output kept per stream: enough for any tail a report shows, bounded for a chatty command. */
+const MAX_CAPTURE = 4 * 1024 * 1024;
 
 export function tail(text: string, lines = TAIL_LINES): string {
   const all = text.replace(/\n$/, '').split('\n');
   return all.slice(-lines).join('\n');
 }
 
+type StopReason = 'timeout' | 'interrupted';
+
+/** A command being run: stop() ends its whole process tree. */
+interface Running {
+  stop(reason: StopReason): void;
+}
+
 export class ProcessRunner {
   private readonly baseEnv: NodeJS.ProcessEnv;
-  constructor(baseEnv: NodeJS.ProcessEnv = process.env) {
+  private readonly signal: AbortSignal | undefined;
+  private readonly running = new Set<Running>();
+
+  /** `signal` interrupts the run: every running command is stopped and no new one starts. */
+  constructor(baseEnv: NodeJS.ProcessEnv = process.env, signal?: AbortSignal) {
     this.baseEnv = baseEnv;
+    this.signal = signal;
+    signal?.addEventListener('abort', () => {
+      for (const r of this.running) r.stop('interrupted');
+    }, { once: true });
   }
 
   async run(argv: readonly [string, ...string[]], options: RunOptions = {}): Promise<RunResult> {
     const [file, ...args] = argv;
+    if (this.signal?.aborted) {
+      throw new CommandError(`${argv.join(' ')} not started: machineadm was interrupted (${String(this.signal.reason)})`, { argv, interrupted: true });
+    }
     // Loaded on first use: importing execa costs ~20 ms of startup that most commands never need.
     const { execa } = await import('execa');
     const started = Date.now();
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const graceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+    const windows = process.platform === 'win32';
     const subprocess = execa(file, args, {
       reject: false,
-      timeout: options.timeoutMs ?? 10 * 60_000,
-      forceKillAfterDelay: 5_000,
+      // A new process group (session) on Linux: its pid names the whole tree it starts.
+      detached: !windows,
+      // Without a group of its own on Windows, execa's cleanup still ends it with machineadm.
+      cleanup: windows,
       input: options.input,
       env: { ...this.baseEnv, ...options.env },
       extendEnv: false,
       cwd: options.cwd,
-      stripFinalNewline: false,
-      all: false,
+      buffer: false,
     });
-    if (options.onLine) {
-      const onLine = options.onLine;
-      for (const name of ['stdout', 'stderr'] as const) {
-        let buffered = '';
-        subprocess[name]?.on('data', (chunk: Buffer) => {
-          buffered += chunk.toString('utf8');
-          const lines = buffered.split('\n');
-          buffered = lines.pop() ?? '';
-          for (const line of lines) onLine(line, name);
-        });
-        subprocess[name]?.on('end', () => {
-          if (buffered) onLine(buffered, name);
-        });
-      }
+    const output = { stdout: '', stderr: '' };
+    for (const name of ['stdout', 'stderr'] as const) {
+      let partial = '';
+      const stream = subprocess[name];
+      stream?.setEncoding('utf8');
+      stream?.on('data', (chunk: string) => {
+        output[name] = (output[name] + chunk).slice(-MAX_CAPTURE);
+        if (!options.onLine) return;
+        partial += chunk;
+        const lines = partial.split('\n');
+        partial = lines.pop() ?? '';
+        for (const line of lines) options.onLine(line, name);
+      });
+      stream?.on('end', () => {
+        if (partial && options.onLine) options.onLine(partial, name);
+        partial = '';
+      });
     }
-    const result = await subprocess;
-    const stdout = String(result.stdout ?? '');
-    const stderr = String(result.stderr ?? '');
+
+    let stopped: StopReason | undefined;
+    const timers: NodeJS.Timeout[] = [];
+    let abandon: () => void = () => undefined;
+    const abandoned = new Promise<undefined>((resolve) => (abandon = () => resolve(undefined)));
+    const signalTree = (sig: 'SIGTERM' | 'SIGKILL'): void => {
+      const pid = subprocess.pid;
+      if (pid === undefined) return;
+      try {
+        if (windows) void execa('taskkill', ['/PID', String(pid), '/T', ...(sig === 'SIGKILL' ? ['/F'] : [])], { reject: false });
+        else process.kill(-pid, sig);
+      } catch {
+        // The group is gone already.
+      }
+    };
+    const running: Running = {
+      stop(reason) {
+        if (stopped) return;
+        stopped = reason;
+        signalTree('SIGTERM');
+        timers.push(
+          setTimeout(() => {
+            signalTree('SIGKILL');
+            // A process that left the group (a daemon) may still hold the pipes: stop reading them.
+            timers.push(
+              setTimeout(() => {
+                subprocess.stdout?.destroy();
+                subprocess.stderr?.destroy();
+                abandon();
+              }, PIPE_GRACE_MS),
+            );
+          }, graceMs),
+        );
+      },
+    };
+    this.running.add(running);
+    timers.push(setTimeout(() => running.stop('timeout'), timeoutMs));
+    let result;
+    try {
+      result = await Promise.race([subprocess, abandoned]);
+    } finally {
+      for (const t of timers) clearTimeout(t);
+      this.running.delete(running);
+    }
+    // The leader exited; members of its group that outlived it must not linger after a stop.
+    if (stopped) signalTree('SIGKILL');
+    const { stdout, stderr } = output;
     const durationMs = Date.now() - started;
-    const exitCode = result.exitCode ?? -1;
-    if (result.failed && (result.timedOut || result.exitCode === undefined || !options.allowFailure)) {
-      const what = result.timedOut
-        ? `timed out after ${options.timeoutMs ?? 600_000} ms`
-        : result.exitCode === undefined
-          ? `could not run (${result.code ?? result.signal ?? 'unknown error'})`
-          : `exited with code ${result.exitCode}`;
+    const exitCode = result?.exitCode ?? -1;
+    const couldNotRun = result !== undefined && result.exitCode === undefined && result.signal === undefined && !stopped;
+    if (stopped || couldNotRun || result === undefined || result.exitCode === undefined || (result.failed && !options.allowFailure)) {
+      const what =
+        stopped === 'timeout'
+          ? `timed out after ${timeoutMs} ms`
+          : stopped === 'interrupted'
+            ? `stopped: machineadm was interrupted (${String(this.signal?.reason)})`
+            : result?.exitCode === undefined
+              ? result?.signal
+                ? `was killed by ${result.signal}`
+                : `could not run (${result?.code ?? 'unknown error'})`
+              : `exited with code ${result.exitCode}`;
       const tailText = tail(stderr || stdout, 5);
       throw new CommandError(`${argv.join(' ')} ${what}${tailText ? `: ${tailText}` : ''}`, {
         argv,
-        exitCode: result.exitCode,
+        ...(result?.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
         stderrTail: tail(stderr),
         stdoutTail: tail(stdout),
-        timedOut: result.timedOut,
+        timedOut: stopped === 'timeout',
+        interrupted: stopped === 'interrupted',
       });
     }
     return { argv, exitCode, stdout, stderr, durationMs };

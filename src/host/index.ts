@@ -14,7 +14,10 @@ export interface Host {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** --offline: nothing may use the network. */
   readonly offline: boolean;
+  /** Aborted when the run is interrupted: running commands are stopped and sleeps end early. */
+  readonly signal?: AbortSignal;
   now(): Date;
+  /** Waits; rejects with the interruption's reason when the run is interrupted. */
   sleep(ms: number): Promise<void>;
   facts(): Promise<Facts>;
 }
@@ -25,12 +28,29 @@ export interface HostOptions {
   env?: NodeJS.ProcessEnv;
   /** Facts given instead of detected (plan for another machine). */
   facts?: Facts;
+  /** Interrupts the run (see Host.signal). */
+  signal?: AbortSignal;
+}
+
+function interruptibleSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 export function createHost(options: HostOptions = {}): Host {
   const env = options.env ?? process.env;
   const fs = new RootedFileSystem(options.root ?? (process.platform === 'win32' ? 'C:\\' : '/'));
-  const proc = new ProcessRunner(env);
+  const proc = new ProcessRunner(env, options.signal);
   let facts: Promise<Facts> | undefined = options.facts ? Promise.resolve(options.facts) : undefined;
   return {
     fs,
@@ -38,8 +58,9 @@ export function createHost(options: HostOptions = {}): Host {
     proc,
     env,
     offline: options.offline ?? false,
+    ...(options.signal ? { signal: options.signal } : {}),
     now: () => new Date(),
-    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    sleep: (ms) => interruptibleSleep(ms, options.signal),
     facts: () => (facts ??= detectFacts(fs, proc)),
   };
 }

@@ -1,6 +1,6 @@
 // ProcessRunner: argv arrays reach the program as they are (no shell ever sees them), timeouts
 // kill, failures carry what happened.
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProcessRunner } from '../../src/host/exec.ts';
@@ -77,6 +77,74 @@ describe('ProcessRunner.run', () => {
     const lines: string[] = [];
     await new ProcessRunner(env).run(['sh', '-c', 'echo one; echo two >&2; printf three'], { onLine: (line, stream) => lines.push(`${stream}:${line}`) });
     expect(lines.sort()).toEqual(['stderr:two', 'stdout:one', 'stdout:three']);
+  });
+});
+
+/** True while a process with this pid runs (a zombie waiting for its reaper has ended). */
+function alive(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+// A command whose child outlives it would keep the pipes open: the grandchild writes its pid to a
+// file so the test can check that it was stopped too.
+function treeScript(dir: string, leader: 'exits' | 'waits' | 'ignores TERM'): [string, ...string[]] {
+  const pidFile = join(dir, 'grandchild.pid');
+  const trap = leader === 'ignores TERM' ? "trap '' TERM; " : '';
+  const end = leader === 'exits' ? 'exit 0' : 'wait';
+  return ['sh', '-c', `${trap}sh -c '${trap}echo $$ > "$1"; exec sleep 300' child ${pidFile} & while [ ! -s ${pidFile} ]; do sleep 0.01; done; echo started; ${end}`];
+}
+
+describe('ProcessRunner stops whole process trees', () => {
+  it.each([
+    ['a command whose child keeps the output pipe open after it exited', 'exits' as const],
+    ['a command that waits for its child', 'waits' as const],
+    ['a command tree that ignores SIGTERM', 'ignores TERM' as const],
+  ])('times out %s at the timeout, kills the whole tree and stops waiting', async (_name, leader) => {
+    const dir = scratchDir();
+    const started = Date.now();
+    const lines: string[] = [];
+    const error = (await new ProcessRunner(env)
+      .run(treeScript(dir, leader), { timeoutMs: 700, killGraceMs: 300, allowFailure: true, onLine: (l) => lines.push(l) })
+      .catch((e: unknown) => e)) as CommandError;
+    const elapsed = Date.now() - started;
+    expect(error).toBeInstanceOf(CommandError);
+    expect(error.timedOut).toBe(true);
+    expect(error.message).toContain('timed out after 700 ms');
+    expect(lines).toContain('started');
+    // timeout + grace + the pipe grace at most, with room for a loaded machine; never the 300 s sleep.
+    expect(elapsed).toBeGreaterThanOrEqual(700);
+    expect(elapsed).toBeLessThan(4_000);
+    const grandchild = Number(readFileSync(join(dir, 'grandchild.pid'), 'utf8'));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(alive(grandchild)).toBe(false);
+  });
+
+  it('stops a running command tree when the run is interrupted, and starts no new command after it', async () => {
+    const dir = scratchDir();
+    const controller = new AbortController();
+    const runner = new ProcessRunner(env, controller.signal);
+    const running = runner.run(treeScript(dir, 'waits'), { killGraceMs: 300, onLine: (l) => l === 'started' && controller.abort('SIGTERM') });
+    const error = (await running.catch((e: unknown) => e)) as CommandError;
+    expect(error).toBeInstanceOf(CommandError);
+    expect(error.interrupted).toBe(true);
+    expect(error.timedOut).toBe(false);
+    expect(error.message).toContain('interrupted (SIGTERM)');
+    const grandchild = Number(readFileSync(join(dir, 'grandchild.pid'), 'utf8'));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(alive(grandchild)).toBe(false);
+    const next = (await runner.run(['true']).catch((e: unknown) => e)) as CommandError;
+    expect(next.interrupted).toBe(true);
+    expect(next.message).toBe('true not started: machineadm was interrupted (SIGTERM)');
+  });
+
+  it('reports a command killed by a signal from outside with the signal', async () => {
+    const error = (await new ProcessRunner(env).run(['sh', '-c', 'kill -KILL $$']).catch((e: unknown) => e)) as CommandError;
+    expect(error.message).toMatch(/was killed by SIGKILL/);
+    expect(error.commandExitCode).toBeUndefined();
   });
 });
 
