@@ -1,4 +1,14 @@
 // What a command may use of the process it runs in. main() gets the real one; tests pass their own.
+import { INTERRUPT_SIGNALS, InterruptedError, type InterruptSignal } from '../errors.ts';
+
+/** Signals asking machineadm to stop, while a run that must end cleanly goes on. */
+export interface Interrupts {
+  /** Aborted with an InterruptedError at the first SIGTERM, SIGINT or SIGHUP. */
+  readonly signal: AbortSignal;
+  /** Stops watching: signals take their default effect again. */
+  dispose(): void;
+}
+
 export interface Io {
   stdout(text: string): void;
   stderr(text: string): void;
@@ -8,12 +18,65 @@ export interface Io {
   cwd: string;
   /** A real terminal with a known width: spinners and progress bars allowed. */
   interactive: boolean;
+  /** Starts watching for interrupting signals (absent where nothing can send one, as in tests). */
+  watchInterrupts?(): Interrupts;
+}
+
+/**
+ * Console output is best effort: a reader that went away (`| head -1`, a closed terminal) must not
+ * end a run that is changing the machine. After the first error the stream is left alone.
+ */
+function bestEffort(stream: NodeJS.WriteStream): (text: string) => void {
+  let open = true;
+  stream.on('error', () => {
+    open = false;
+  });
+  return (text) => {
+    if (!open) return;
+    try {
+      stream.write(text);
+    } catch {
+      open = false;
+    }
+  };
+}
+
+// On Windows, closing the console window sends SIGHUP and Ctrl+Break SIGBREAK.
+const WATCHED: readonly [NodeJS.Signals, InterruptSignal][] = [
+  ['SIGTERM', 'SIGTERM'],
+  ['SIGINT', 'SIGINT'],
+  ['SIGHUP', 'SIGHUP'],
+  ...(process.platform === 'win32' ? [['SIGBREAK', 'SIGINT'] as [NodeJS.Signals, InterruptSignal]] : []),
+];
+
+function watchProcessInterrupts(stderr: (text: string) => void): Interrupts {
+  const controller = new AbortController();
+  const handlers = WATCHED.map(([sig, name]) => {
+    const handler = (): void => {
+      if (controller.signal.aborted) {
+        // A second signal: the operator insists. Leave now; the state file says the run was cut.
+        stderr(`machineadm: ${sig} again: exiting at once\n`);
+        process.exit(INTERRUPT_SIGNALS[name]);
+      }
+      stderr(`machineadm: ${sig} received: stopping the running step, recording the run as interrupted (send it again to exit at once)\n`);
+      controller.abort(new InterruptedError(name));
+    };
+    process.on(sig, handler);
+    return [sig, handler] as const;
+  });
+  return {
+    signal: controller.signal,
+    dispose: () => {
+      for (const [sig, handler] of handlers) process.off(sig, handler);
+    },
+  };
 }
 
 export function processIo(): Io {
+  const stderr = bestEffort(process.stderr);
   return {
-    stdout: (text) => void process.stdout.write(text),
-    stderr: (text) => void process.stderr.write(text),
+    stdout: bestEffort(process.stdout),
+    stderr,
     readStdin: async (maxBytes) => {
       const chunks: Buffer[] = [];
       let size = 0;
@@ -33,5 +96,6 @@ export function processIo(): Io {
     cwd: process.cwd(),
     // ora loops forever on a terminal that reports 0 columns.
     interactive: Boolean(process.stderr.isTTY && process.stderr.columns),
+    watchInterrupts: () => watchProcessInterrupts(stderr),
   };
 }

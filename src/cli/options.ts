@@ -26,8 +26,8 @@ export function addCommonOptions(command: Command): Command {
     .option('--state-dir <dir>', 'where machineadm keeps its state (default: /var/lib/machineadm under --root)');
 }
 
-export function hostFrom(options: CommonOptions, io: Io, facts?: Facts): Host {
-  return createHost({ root: resolve(io.cwd, options.root), offline: options.offline, env: io.env, ...(facts ? { facts } : {}) });
+export function hostFrom(options: CommonOptions, io: Io, facts?: Facts, signal?: AbortSignal): Host {
+  return createHost({ root: resolve(io.cwd, options.root), offline: options.offline, env: io.env, ...(facts ? { facts } : {}), ...(signal ? { signal } : {}) });
 }
 
 export function stateFsFrom(options: CommonOptions, io: Io, host: Host): RootedFileSystem {

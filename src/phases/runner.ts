@@ -3,7 +3,7 @@
 import type { Host, Facts } from '../host/index.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
 import { EventBus, worstResult, type ErrorInfo, type Result } from '../report/events.ts';
-import { MachineadmError, RebootRequiredError, StepError, exitCodeOf } from '../errors.ts';
+import { ConfigError, InterruptedError, MachineadmError, RebootRequiredError, StepError, UsageError, exitCodeOf, type ConfigIssue, type InterruptSignal } from '../errors.ts';
 import type { Change, CheckResult, Phase, PhaseName, RunSoFar, Step, StepContext } from './step.ts';
 import { selectSteps, type Selection, type SelectedStep } from './select.ts';
 import type { MachineState, StateStore, StepRecord } from './state.ts';
@@ -32,6 +32,8 @@ export interface PlannedStep {
   status: PlannedStatus;
   reason?: string;
   changes: Change[];
+  /** What the step would fetch over the network (refused under --offline). */
+  network?: string[];
 }
 
 export interface Plan {
@@ -137,11 +139,68 @@ export async function computePlan(input: RunnerInput): Promise<Plan> {
     }
     const check = await checkStep(s.step, contextFor(input, state, s.fullId, true, { failed: false, phases: planned }), s.fullId);
     const status: PlannedStatus = check.skipReason ? 'skipped' : check.done ? 'up-to-date' : 'change';
-    target.steps.push({ ...base, status, ...(check.skipReason ? { reason: check.skipReason } : {}), changes: check.changes });
+    const network = status === 'change' && check.network?.length ? { network: check.network } : {};
+    target.steps.push({ ...base, status, ...(check.skipReason ? { reason: check.skipReason } : {}), changes: check.changes, ...network });
     soFar.steps.push({ id: s.fullId, result: status === 'change' ? 'success' : 'skipped', ...(status === 'up-to-date' ? { upToDate: true } : {}) });
     soFar.result = worstResult(soFar.steps.map((x) => x.result));
   }
   return { command: input.command, os: input.facts.os, facts: input.facts, phases };
+}
+
+function runnable(input: RunnerInput): SelectedStep[] {
+  return selectSteps(input.phases, input.selection).filter((s) => s.selected && !applicability(s.step, input));
+}
+
+/**
+ * Everything that can be found wrong before the first change, found at once: each step's own
+ * preflight (secrets read and checked, files it needs) and, under --offline, every network use a
+ * step would make. Throws a ConfigError (exit 2) listing all, or a UsageError for --offline.
+ */
+export async function preflightRun(input: RunnerInput): Promise<void> {
+  const steps = runnable(input);
+  const state = await input.state.load();
+  const issues: ConfigIssue[] = [];
+  for (const s of steps) {
+    if (!s.step.preflight) continue;
+    try {
+      await s.step.preflight(contextFor(input, state, s.fullId, true, { failed: false, phases: [] }));
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw new StepError(s.fullId, error);
+      issues.push(...error.issues);
+    }
+  }
+  if (issues.length) throw new ConfigError(issues);
+  if (!input.host.offline) return;
+  const needs: string[] = [];
+  for (const s of steps) {
+    // A check that fails here fails again, with its own message, when the step runs.
+    const check = await s.step.check(contextFor(input, state, s.fullId, true, { failed: false, phases: [] })).catch(() => undefined);
+    if (check && !check.done && !check.skipReason) needs.push(...(check.network ?? []).map((n) => `${s.fullId}: ${n}`));
+  }
+  if (needs.length) {
+    throw new UsageError(`--offline: this run would use the network, so nothing was changed:\n${needs.map((n) => `  ${n}`).join('\n')}`, {
+      hint: 'put those files on the machine beforehand (their sha256 is checked), or run without --offline',
+    });
+  }
+}
+
+/**
+ * Removes what steps of a run that was killed left behind (files holding secrets), for every step
+ * that could have run: a killed `init` leaves files that a later `prepare` must not keep.
+ */
+export async function removeLeftovers(host: Host, facts: Facts, phases: readonly Phase[]): Promise<void> {
+  if (host.fs.platform !== facts.os) return;
+  for (const step of phases.flatMap((p) => p.steps)) {
+    for (const path of step.leftovers?.(facts) ?? []) await host.fs.remove(path);
+  }
+}
+
+function interruption(input: RunnerInput, stepId?: string): InterruptedError | undefined {
+  const signal = input.host.signal;
+  if (!signal?.aborted) return undefined;
+  const reason: unknown = signal.reason;
+  const name: InterruptSignal = reason instanceof InterruptedError ? reason.signal : 'SIGTERM';
+  return new InterruptedError(name, stepId);
 }
 
 function errorInfo(error: unknown): ErrorInfo {
@@ -151,6 +210,10 @@ function errorInfo(error: unknown): ErrorInfo {
     if (Object.keys(error.details).length) info.details = error.details;
   }
   if (error instanceof MachineadmError && error.hint) info.hint = error.hint;
+  if (error instanceof InterruptedError) {
+    if (error.stepId) info.stepId = error.stepId;
+    info.details = { signal: error.signal };
+  }
   return info;
 }
 
@@ -175,7 +238,7 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   await input.state.save(state);
 
   for (const phase of input.phases) {
-    if (outcome.error instanceof RebootRequiredError) break;
+    if (outcome.error instanceof RebootRequiredError || outcome.error instanceof InterruptedError) break;
     if (outcome.error && !phase.runsAfterFailure) continue;
     const steps = selected.filter((s) => s.phase === phase && s.selected && !applicability(s.step, input));
     // Until its steps finish, a phase is what a phase without steps is.
@@ -184,6 +247,11 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
     const phaseStart = Date.now();
     events.emit({ type: 'phase.started', phase: phase.name, summary: phase.summary });
     for (const s of steps) {
+      const interrupted = interruption(input);
+      if (interrupted) {
+        outcome.error = interrupted;
+        break;
+      }
       const stepOutcome = await runStep(s, input, state, outcome);
       phaseOutcome.steps.push(stepOutcome.outcome);
       if (stepOutcome.stop) {
@@ -201,7 +269,8 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   outcome.finishedAt = finished.toISOString();
   outcome.durationMs = finished.getTime() - started.getTime();
   outcome.result = outcome.error && !(outcome.error instanceof RebootRequiredError) ? 'failure' : worstResult(outcome.phases.map((p) => p.result));
-  Object.assign(runRecord, { finishedAt: outcome.finishedAt, result: outcome.error instanceof RebootRequiredError ? 'reboot-required' : outcome.result });
+  const recorded = outcome.error instanceof RebootRequiredError ? 'reboot-required' : outcome.error instanceof InterruptedError ? 'interrupted' : outcome.result;
+  Object.assign(runRecord, { finishedAt: outcome.finishedAt, result: recorded });
   await input.state.save(state);
   events.emit({
     type: 'run.finished',
@@ -256,7 +325,10 @@ async function runStep(s: SelectedStep, input: RunnerInput, state: MachineState,
     const result: Result = applied.warning ? 'warning' : 'success';
     return { outcome: await finish(result, { changes: check.changes, ...(applied.warning ? { message: applied.warning } : {}) }, applied.record) };
   } catch (cause) {
-    const error = cause instanceof StepError ? cause : new StepError(s.fullId, cause);
+    // A step that failed because the run was interrupted (its command stopped, its wait cut
+    // short) is recorded as interrupted, not as a failure of its own.
+    const interrupted = interruption(input, s.fullId);
+    const error = interrupted ?? (cause instanceof StepError ? cause : new StepError(s.fullId, cause));
     return { outcome: await finish('failure', { error: errorInfo(error), message: error.message }), stop: error };
   }
 }

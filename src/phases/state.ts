@@ -20,7 +20,7 @@ export interface RunRecord {
   command: string;
   startedAt: string;
   finishedAt?: string;
-  result?: Result | 'reboot-required';
+  result?: Result | 'reboot-required' | 'interrupted';
 }
 
 export interface MachineState {

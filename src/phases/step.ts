@@ -24,6 +24,11 @@ export interface CheckResult {
   changes: Change[];
   /** Set when the step cannot run in this setting (e.g. a live change under a scratch --root): shown as skipped with this reason. */
   skipReason?: string;
+  /**
+   * What apply() would fetch over the network, one line each ("download https://host/path for
+   * spec.files[0]"). Under --offline a run with any of these is refused before anything changes.
+   */
+  network?: string[];
 }
 
 export interface ApplyResult {
@@ -62,6 +67,16 @@ export interface Step {
   readonly platforms?: readonly OperatingSystem[];
   /** False when the configuration does not ask for this step at all (it is then left out of the plan). */
   applies?(config: MachineConfig, facts: Facts): boolean;
+  /**
+   * Finds, before any step of the run changes anything, what would make this step fail on its
+   * input: secrets it will read (resolved and checked now), files it needs. Throws a ConfigError.
+   */
+  preflight?(ctx: StepContext): Promise<void>;
+  /**
+   * Machine paths this step creates only while it runs and removes after (files holding secrets).
+   * A run that was killed cannot remove them; the next run does, before its first step.
+   */
+  leftovers?(facts: Facts): string[];
   check(ctx: StepContext): Promise<CheckResult>;
   apply(ctx: StepContext, check: CheckResult): Promise<ApplyResult | void>;
 }

@@ -142,10 +142,11 @@ export class EventReporter {
   }
 
   /** Waits for delivery at most the deadline, then stops; returns what was delivered and what is left. */
-  async finish(): Promise<DeliveryReport> {
+  /** Waits for delivery up to the deadline (or a shorter one, after an interruption). */
+  async finish(deadlineMs = this.options.deadlineMs): Promise<DeliveryReport> {
     this.closing = true;
-    this.deadline = this.now() + this.options.deadlineMs;
-    const timer = setTimeout(() => this.stop.abort(), this.options.deadlineMs);
+    this.deadline = this.now() + deadlineMs;
+    const timer = setTimeout(() => this.stop.abort(), deadlineMs);
     for (const q of this.queues) q.poke();
     try {
       await Promise.all(this.loops);

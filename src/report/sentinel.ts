@@ -22,10 +22,17 @@ async function notSucceeded(ctx: StepContext): Promise<string | undefined> {
   if (run.failed || run.phases.some((p) => p.result === 'failure')) return 'the run failed: the sentinel is written only on success';
   const provisioned = run.phases.find((p) => p.name === 'provision');
   if (provisioned) {
-    if (provisioned.steps.length === 0) return 'no provisioning step ran in this run (left out by --only/--skip)';
+    if (provisioned.steps.length === 0) {
+      return ctx.config.spec.kubernetes === undefined
+        ? 'the configuration has no spec.kubernetes: nothing joins a cluster, so there is no bootstrap to report'
+        : 'no provisioning step ran in this run (left out by --only/--skip)';
+    }
     // A step skipped because it could not run here (e.g. kubeadm under a scratch --root) did not provision anything.
     const notRun = provisioned.steps.find((s) => s.result === 'skipped' && !s.upToDate);
-    return notRun ? `${notRun.id} did not run, so the machine is not provisioned` : undefined;
+    if (notRun) return `${notRun.id} did not run, so the machine is not provisioned`;
+    // Cluster API marks the machine ready on this file: anything short of a clean success is no.
+    const warned = provisioned.steps.find((s) => s.result === 'warning');
+    return warned ? `${warned.id} finished with a warning: the sentinel is written only when provisioning succeeded cleanly` : undefined;
   }
   if (ctx.options.dryRun && run.command === 'init') return undefined;
   if (ctx.host.fs.platform !== ctx.facts.os) return 'provisioning has not run in this run';
@@ -34,7 +41,7 @@ async function notSucceeded(ctx: StepContext): Promise<string | undefined> {
     .then((t) => (t ? (JSON.parse(t) as RunResultDocument) : undefined))
     .catch(() => undefined);
   const provision = last?.phases?.findLast((p) => p.name === 'provision');
-  if (last && provision && provision.steps.length > 0 && provision.result !== 'failure' && last.result !== 'failure' && last.state === 'finished') return undefined;
+  if (last && provision && provision.steps.length > 0 && (provision.result === 'success' || provision.result === 'skipped') && last.result !== 'failure' && last.state === 'finished') return undefined;
   return 'no successful provisioning in this run or the last one (see machineadm status)';
 }
 

@@ -27,7 +27,8 @@ export interface ReportingResult {
 export interface ReportingSession {
   /** Events still on their way, per endpoint: what finish() waits for, up to the deadline. */
   backlog(): { url: string; events: number }[];
-  finish(): Promise<ReportingResult>;
+  /** Ends reporting; `deadlineMs` shortens the wait for delivery (the rest stays spooled). */
+  finish(options?: { deadlineMs?: number }): Promise<ReportingResult>;
 }
 
 export async function openReporting(options: ReportingOptions): Promise<ReportingSession> {
@@ -52,9 +53,9 @@ export async function openReporting(options: ReportingOptions): Promise<Reportin
   detach.push(bus.listen(files.listener));
   return {
     backlog: () => reporter?.backlog() ?? [],
-    async finish(): Promise<ReportingResult> {
+    async finish(finishOptions = {}): Promise<ReportingResult> {
       for (const d of detach) d();
-      const delivery = reporter ? await reporter.finish() : undefined;
+      const delivery = reporter ? await reporter.finish(finishOptions.deadlineMs) : undefined;
       const document = await files.finish(delivery);
       return { document, delivery, problems: [...files.problems, ...(delivery?.spoolErrors ?? [])] };
     },

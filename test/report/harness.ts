@@ -1,16 +1,13 @@
-// Runs phases in-process with the reporting wired as the CLI wires it (scrubbed bus with an
-// identity, spool and delivery, result files, console), with test steps instead of real ones.
+// Runs phases in-process through the run module, as the CLI does (scrubbed bus with an identity,
+// spool and delivery, result files, console), with test steps instead of real ones.
 import { join } from 'node:path';
 import { createHost, RootedFileSystem, type Facts, type Host } from '../../src/host/index.ts';
 import { parseWith } from '../../src/config/schema/dsl.ts';
 import { machineConfigSchema, type MachineConfig } from '../../src/config/schema/index.ts';
-import { EventBus } from '../../src/report/events.ts';
-import { SecretScrubber } from '../../src/config/secrets.ts';
-import { attachConsole, renderResultSummary } from '../../src/report/console.ts';
-import { machineIdentity, registerConfigSecrets, resolveEndpoints } from '../../src/report/endpoints.ts';
-import { openReporting, type ReportingResult } from '../../src/report/session.ts';
-import { runPhases, type RunOutcome } from '../../src/phases/runner.ts';
-import { StateStore } from '../../src/phases/state.ts';
+import { renderResultSummary } from '../../src/report/console.ts';
+import type { ReportingResult } from '../../src/report/session.ts';
+import type { RunOutcome } from '../../src/phases/runner.ts';
+import { executeRun } from '../../src/phases/run.ts';
 import { reportPhase } from '../../src/phases/registry.ts';
 import type { Phase, Step } from '../../src/phases/step.ts';
 
@@ -31,34 +28,34 @@ export interface HarnessRun {
   stateFs: RootedFileSystem;
 }
 
+/** Runs these steps through the run module (src/phases/run.ts), as the CLI would. */
 export async function runWithReporting(options: {
   root: string;
   config: MachineConfig;
   prepare?: Step[];
   provision?: Step[];
-  command?: string;
+  command?: 'init' | 'report';
   offline?: boolean;
-  /** Called once the sinks are attached, before the run. */
-  beforeRun?: () => void;
 }): Promise<HarnessRun> {
   const host = createHost({ root: options.root, facts, offline: options.offline ?? false, env: {} });
   const stateFs = new RootedFileSystem(join(options.root, 'var/lib/machineadm'));
-  const secrets = new SecretScrubber();
-  const endpoints = await resolveEndpoints(options.config, host, secrets);
-  await registerConfigSecrets(options.config, host, secrets);
-  const bus = new EventBus({ scrub: (v) => secrets.scrubValue(v), identity: await machineIdentity(options.config, facts, host) });
-  const reporting = await openReporting({ bus, host, stateFs, endpoints, deadlineSeconds: options.config.spec.report.deadlineSeconds });
   let text = '';
-  const detach = attachConsole(bus, 'text', { write: (t) => (text += t) });
   const phases: Phase[] =
     options.command === 'report'
       ? [reportPhase]
       : [{ name: 'prepare', summary: 'test prepare', steps: options.prepare ?? [] }, { name: 'provision', summary: 'test provision', steps: options.provision ?? [] }, reportPhase];
-  options.beforeRun?.();
-  const outcome = await runPhases({ command: options.command ?? 'init', phases, selection: {}, config: options.config, facts, host, events: bus, state: new StateStore(stateFs), secrets });
-  detach();
-  const reported = await reporting.finish();
-  const summary = reported.document ? secrets.scrub(renderResultSummary(reported.document, { problems: reported.problems })) : '';
+  const { outcome, reported } = await executeRun({
+    command: options.command ?? 'init',
+    config: options.config,
+    host,
+    stateFs,
+    selection: {},
+    force: false,
+    console: { mode: 'text', write: (t) => (text += t) },
+    phases,
+  });
+  // The summary as a run prints it, with the result file at its live path.
+  const summary = reported.document ? renderResultSummary(reported.document, { problems: reported.problems }) : '';
   return { outcome, reported, console: text, summary, host, stateFs };
 }
 

@@ -15,6 +15,7 @@ describe('the Cluster API sentinel', () => {
     ['is not written when an earlier phase failed', { prepare: [step('files', { fail: new Error('disk full') })], provision: [step('join')] }, {}, false],
     ['is not written when no provisioning step ran', { prepare: [step('files')] }, {}, false],
     ['is not written when the configuration turns it off', { provision: [step('join')] }, { report: { clusterAPISentinel: false } }, false],
+    ['is not written when provisioning finished with a warning', { provision: [step('join', { apply: async () => ({ warning: 'joined, or maybe not' }) })] }, {}, false],
   ])('%s', async (_name, run, spec, written) => {
     const root = scratchDir();
     const result = await runWithReporting({ root, config: configFrom(spec), ...run });
@@ -22,6 +23,16 @@ describe('the Cluster API sentinel', () => {
     if (written) expect(readFileSync(sentinel(root), 'utf8')).toBe(SENTINEL_CONTENT);
     const report = result.outcome.phases.find((p) => p.name === 'report')!;
     expect(report.steps.map((s) => s.id)).toEqual(spec.report ? [] : ['report/sentinel']);
+  });
+
+  it.each([
+    ['a configuration without spec.kubernetes', {}, 'the configuration has no spec.kubernetes: nothing joins a cluster, so there is no bootstrap to report'],
+    ['a kubernetes section whose steps were left out', { kubernetes: { controlPlaneEndpoint: '10.0.0.10:6443', token: 'abcdef.0123456789abcdef', caCertHashes: ['sha256:' + 'ab'.repeat(32)] } }, 'no provisioning step ran in this run (left out by --only/--skip)'],
+  ])('says why it is skipped for %s', async (_name, spec, reason) => {
+    const root = scratchDir();
+    const result = await runWithReporting({ root, config: configFrom(spec), prepare: [step('files')] });
+    const sentinelStep = result.outcome.phases.find((p) => p.name === 'report')!.steps[0]!;
+    expect(sentinelStep).toMatchObject({ id: 'report/sentinel', result: 'skipped', message: reason });
   });
 
   it('is written by "machineadm report" alone when the last run provisioned successfully', async () => {

@@ -4,18 +4,8 @@ import { Option } from 'commander';
 import type { Io } from '../io.ts';
 import { addCommonOptions, hostFrom, parseIds, stateFsFrom, type CommonOptions } from '../options.ts';
 import { loadConfig } from '../../config/load.ts';
-import { phasesNamed } from '../../phases/registry.ts';
-import { computePlan, runPhases, type RunnerInput } from '../../phases/runner.ts';
-import { StateStore } from '../../phases/state.ts';
-import { EventBus } from '../../report/events.ts';
-import { SecretScrubber } from '../../config/secrets.ts';
-import { attachConsole, renderResultSummary } from '../../report/console.ts';
-import { machineIdentity, registerConfigSecrets, resolveEndpoints } from '../../report/endpoints.ts';
-import { openReporting } from '../../report/session.ts';
-import { RESULT_FILE } from '../../report/outcome.ts';
-import { selectSteps } from '../../phases/select.ts';
+import { executeRun, planRun } from '../../phases/run.ts';
 import { renderPlan } from '../render.ts';
-import type { PhaseName } from '../../phases/step.ts';
 import type { Facts } from '../../host/index.ts';
 import { UsageError, ExitCode } from '../../errors.ts';
 import { spinnerFactory } from '../spinner.ts';
@@ -53,64 +43,40 @@ async function factsFrom(options: PhaseOptions, io: Io): Promise<Facts | undefin
 
 export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptions, io: Io): Promise<number> {
   const givenFacts = await factsFrom(options, io);
-  if (givenFacts && command !== 'plan' && !options.dryRun) {
+  const planning = command === 'plan' || options.dryRun === true;
+  if (givenFacts && !planning) {
     throw new UsageError('--facts and --os only go with plan or --dry-run', { hint: 'facts describe another machine; nothing can be applied to it from here' });
   }
-  let host = hostFrom(options, io, givenFacts);
-  const { config } = await loadConfig(host, options.config, { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
-  if (config.spec.security.offline && !options.offline) host = hostFrom({ ...options, offline: true }, io, givenFacts);
-  if (config.spec.security.requireSignedBinary && command !== 'plan' && !options.dryRun) {
-    // Before anything changes: a binary that is not the signed release must not touch the machine.
-    await requireSignedSelf(host, config.spec.security.releasePublicKey);
-  }
-  const facts = await host.facts();
-  const names: PhaseName[] = command === 'init' || command === 'plan' ? ['prepare', 'provision', 'report'] : [command];
-  const secrets = new SecretScrubber();
-  const identity = await machineIdentity(config, facts, host);
-  const events = new EventBus({ scrub: (value) => secrets.scrubValue(value), identity });
-  const input: RunnerInput = {
-    command: command === 'plan' ? 'init' : command,
-    phases: phasesNamed(names),
-    selection: { only: options.only, skip: options.skip },
-    config,
-    facts,
-    host,
-    events,
-    state: new StateStore(stateFsFrom(options, io, host)),
-    force: options.force,
-    secrets,
-  };
-  if (command === 'plan' || options.dryRun) {
-    const plan = await computePlan(input);
-    io.stdout(options.output === 'json' ? JSON.stringify(plan, null, 2) + '\n' : renderPlan(plan));
-    return ExitCode.ok;
-  }
-  // Everything that can be wrong with the input is found before the machine is touched (exit 2).
-  selectSteps(input.phases, input.selection);
-  const endpoints = await resolveEndpoints(config, host, secrets);
-  await registerConfigSecrets(config, host, secrets);
-  // The spool listens first: an event is on disk before the console or a file shows it.
-  const reporting = await openReporting({ bus: events, host, stateFs: stateFsFrom(options, io, host), endpoints, deadlineSeconds: config.spec.report.deadlineSeconds });
-  const mode = options.output === 'json' ? 'json' : io.interactive ? 'tty' : 'text';
-  const detach = attachConsole(events, mode, { write: io.stdout }, mode === 'tty' ? await spinnerFactory() : undefined);
-  let finished = false;
+  // Signals are watched from before anything can change until the run has reported.
+  const interrupts = planning ? undefined : io.watchInterrupts?.();
   try {
-    const outcome = await runPhases(input);
-    detach();
-    // Said only when delivery is slow, so a dead collector does not look like a hang.
-    const note = setTimeout(() => {
-      if (mode === 'json') return;
-      for (const b of reporting.backlog()) io.stdout(`waiting up to ${config.spec.report.deadlineSeconds}s for ${b.events} event${b.events === 1 ? '' : 's'} to reach ${b.url}\n`);
-    }, 1_000);
-    const reported = await reporting.finish().finally(() => clearTimeout(note));
-    finished = true;
-    if (options.output !== 'json' && reported.document) {
-      io.stdout(secrets.scrub(renderResultSummary(reported.document, { resultFile: host.fs.mapPath(RESULT_FILE), problems: reported.problems })));
+    const hostOptions = (offline: boolean) => hostFrom({ ...options, offline }, io, givenFacts, interrupts?.signal);
+    let host = hostOptions(options.offline);
+    const { config } = await loadConfig(host, options.config, { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
+    if (config.spec.security.offline && !options.offline) host = hostOptions(true);
+    if (config.spec.security.requireSignedBinary && !planning) {
+      // Before anything changes: a binary that is not the signed release must not touch the machine.
+      await requireSignedSelf(host, config.spec.security.releasePublicKey);
     }
-    return outcome.error ? outcome.error.exitCode : ExitCode.ok;
+    const request = {
+      command: command === 'plan' ? 'init' : command,
+      config,
+      host,
+      stateFs: stateFsFrom(options, io, host),
+      selection: { only: options.only, skip: options.skip },
+      force: options.force,
+    } as const;
+    if (planning) {
+      const plan = await planRun(request);
+      io.stdout(options.output === 'json' ? JSON.stringify(plan, null, 2) + '\n' : renderPlan(plan));
+      return ExitCode.ok;
+    }
+    const mode = options.output === 'json' ? 'json' : io.interactive ? 'tty' : 'text';
+    const spinner = mode === 'tty' ? await spinnerFactory() : undefined;
+    const report = await executeRun({ ...request, console: { mode, write: io.stdout, ...(spinner ? { spinner } : {}) } });
+    return report.exitCode;
   } finally {
-    detach();
-    if (!finished) await reporting.finish();
+    interrupts?.dispose();
   }
 }
 

@@ -142,6 +142,14 @@ export function kubeadmStep(command: Command): Step {
     id: `kubeadm/${command}`,
     summary: command === 'init' ? 'kubeadm init: the first control plane' : 'kubeadm join: join the cluster',
     applies: (config) => kubernetesOf(config)?.bootstrap === command,
+    // A token file holding something else is found before prepare changes anything.
+    async preflight(ctx) {
+      await readSecrets(ctx, kubernetesOf(ctx.config)!);
+    },
+    leftovers(facts) {
+      const paths = kubeadmPaths(facts.os);
+      return [paths.configFile(command), paths.patchesDir];
+    },
 
     async check(ctx): Promise<CheckResult> {
       const k = kubernetesOf(ctx.config)!;
@@ -222,7 +230,15 @@ export function kubeadmStep(command: Command): Step {
           }
           if (exitCode === 0 && !timedOut) {
             if (!(await fs.exists(paths.kubeletConf))) {
-              return { warning: `kubeadm ${command} succeeded but ${paths.kubeletConf} is missing`, record: { joined: false, command, apiVersion: rendered.apiVersion, kubeadmVersion, attempts: attempt } };
+              // Not joined, whatever kubeadm's exit code says: the kubelet has no credentials.
+              throw new StepDetailsError(`kubeadm ${command} exited 0 but did not write ${paths.kubeletConf}: the node did not join`, {
+                kubeadmCommand: `kubeadm ${command}`,
+                exitCode: 0,
+                attempts: attempt,
+                apiVersion: rendered.apiVersion,
+                ...(kubeadmVersion ? { kubeadmVersion } : {}),
+                outputTail: tail(lines.join('\n'), OUTPUT_TAIL_LINES),
+              }, { hint: 'read the output tail; check that nothing removed the file and that kubeadm ran against this root, then run again with --force' });
             }
             return { record: { joined: true, command, role: k.role, apiVersion: rendered.apiVersion, kubeadmVersion, attempts: attempt } };
           }

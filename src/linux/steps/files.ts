@@ -5,6 +5,7 @@ import type { Change, Step, StepContext } from '../../phases/step.ts';
 import type { FileSpec } from '../../config/schema/index.ts';
 import { ConfigError, MachineadmError, ExitCode, type ConfigIssue } from '../../errors.ts';
 import { fetchVerified } from '../../verify/fetch.ts';
+import { displayUrl } from '../../host/http.ts';
 import { decodeContent } from '../file-content.ts';
 import { errorForField, formatMode, inspectFile, writeFiles, type DesiredFile } from '../managed-file.ts';
 
@@ -90,11 +91,13 @@ export const filesStep: Step = {
       const state = await inspectFile(ctx.host.fs, f, ctx.facts.privileged);
       if (state.change) changes.push(state.change);
     }
+    const network: string[] = [];
     for (const s of sources) {
       const change = await inspectSource(ctx, s);
       if (change) changes.push(change);
+      if (change?.action === 'download') network.push(`download ${displayUrl(s.spec.source.url)} for spec.files[${s.index}]`);
     }
-    return { done: changes.length === 0, changes };
+    return { done: changes.length === 0, changes, ...(network.length ? { network } : {}) };
   },
   async apply(ctx) {
     const { inline, sources } = split(ctx);

@@ -1,0 +1,111 @@
+// One run of machineadm, as init/prepare/provision/report ask for it: everything that can be wrong
+// with the input is found first (exit 2, nothing changed), then reporting opens, the phases run,
+// and the run ends the same way whether it finished, failed or was interrupted: events spooled or
+// delivered within the deadline, result files written, the exit code returned. The CLI turns flags
+// into a RunRequest and prints nothing of the run itself; tests drive this module directly.
+import type { Host, RootedFileSystem } from '../host/index.ts';
+import type { MachineConfig } from '../config/schema/index.ts';
+import { SecretScrubber } from '../config/secrets.ts';
+import { EventBus } from '../report/events.ts';
+import { attachConsole, renderResultSummary, type ConsoleMode, type SpinnerFactory } from '../report/console.ts';
+import { machineIdentity, registerConfigSecrets, resolveEndpoints } from '../report/endpoints.ts';
+import { openReporting, type ReportingResult } from '../report/session.ts';
+import { RESULT_FILE } from '../report/outcome.ts';
+import { ExitCode, InterruptedError } from '../errors.ts';
+import { ALL_PHASES, phasesNamed } from './registry.ts';
+import { computePlan, preflightRun, removeLeftovers, runPhases, type Plan, type RunnerInput, type RunOutcome } from './runner.ts';
+import { selectSteps, type Selection } from './select.ts';
+import { StateStore } from './state.ts';
+import type { Phase, PhaseName } from './step.ts';
+
+export type RunCommand = 'init' | 'prepare' | 'provision' | 'report';
+
+export interface RunRequest {
+  command: RunCommand;
+  config: MachineConfig;
+  /** The machine; its signal (when given) interrupts the run. */
+  host: Host;
+  /** Where state.json, the spool and the result copy live. */
+  stateFs: RootedFileSystem;
+  selection: Selection;
+  force: boolean;
+  console: { mode: ConsoleMode; write(text: string): void; spinner?: SpinnerFactory };
+  /** The phases to run; by default the registry's for the command. */
+  phases?: readonly Phase[];
+}
+
+export interface RunReport {
+  exitCode: number;
+  outcome: RunOutcome;
+  /** result.json as written, and how the events went. */
+  reported: ReportingResult;
+}
+
+/** After an interruption, how long delivery may go on before the rest stays in the spool. */
+const INTERRUPTED_DELIVERY_MS = 2_000;
+
+async function runnerInput(request: RunRequest, command: string): Promise<{ input: RunnerInput; secrets: SecretScrubber }> {
+  const { config, host } = request;
+  const facts = await host.facts();
+  const names: PhaseName[] = command === 'init' ? ['prepare', 'provision', 'report'] : [command as PhaseName];
+  const phases = request.phases ?? phasesNamed(names);
+  const secrets = new SecretScrubber();
+  const identity = await machineIdentity(config, facts, host);
+  const events = new EventBus({ scrub: (value) => secrets.scrubValue(value), identity });
+  const input: RunnerInput = {
+    command,
+    phases,
+    selection: request.selection,
+    config,
+    facts,
+    host,
+    events,
+    state: new StateStore(request.stateFs),
+    force: request.force,
+    secrets,
+  };
+  return { input, secrets };
+}
+
+/** Every action `init` (or one phase) would take, in order; touches nothing. */
+export async function planRun(request: Omit<RunRequest, 'console'>): Promise<Plan> {
+  const { input } = await runnerInput({ ...request, console: { mode: 'text', write: () => undefined } }, request.command);
+  return computePlan(input);
+}
+
+export async function executeRun(request: RunRequest): Promise<RunReport> {
+  const { config, host } = request;
+  const { input, secrets } = await runnerInput(request, request.command);
+  // Everything that can be wrong with the input is found before the machine is touched (exit 2).
+  selectSteps(input.phases, input.selection);
+  const endpoints = await resolveEndpoints(config, host, secrets);
+  await registerConfigSecrets(config, host, secrets);
+  await preflightRun(input);
+  await removeLeftovers(host, input.facts, [...ALL_PHASES, ...input.phases]);
+
+  // The spool listens first: an event is on disk before the console or a file shows it.
+  const reporting = await openReporting({ bus: input.events, host, stateFs: request.stateFs, endpoints, deadlineSeconds: config.spec.report.deadlineSeconds });
+  const { mode, write } = request.console;
+  const detach = attachConsole(input.events, mode, { write }, mode === 'tty' ? request.console.spinner : undefined);
+  let outcome: RunOutcome;
+  try {
+    outcome = await runPhases(input);
+  } catch (error) {
+    // The run could not record its end (a state file it cannot write): report what there is.
+    detach();
+    await reporting.finish();
+    throw error;
+  }
+  detach();
+  const interrupted = outcome.error instanceof InterruptedError;
+  // Said only when delivery is slow, so a dead collector does not look like a hang.
+  const note = setTimeout(() => {
+    if (mode === 'json' || interrupted) return;
+    for (const b of reporting.backlog()) write(`waiting up to ${config.spec.report.deadlineSeconds}s for ${b.events} event${b.events === 1 ? '' : 's'} to reach ${b.url}\n`);
+  }, 1_000);
+  const reported = await reporting.finish(interrupted ? { deadlineMs: INTERRUPTED_DELIVERY_MS } : {}).finally(() => clearTimeout(note));
+  if (mode !== 'json' && reported.document) {
+    write(secrets.scrub(renderResultSummary(reported.document, { resultFile: host.fs.mapPath(RESULT_FILE), problems: reported.problems })));
+  }
+  return { exitCode: outcome.error ? outcome.error.exitCode : ExitCode.ok, outcome, reported };
+}

@@ -1,0 +1,186 @@
+// The packaged binary interrupted by a signal in the middle of `kubeadm join`, and what a closed
+// stdout, --offline and a late-checked secret do to a run: each must end with the machine and the
+// records in a state an operator can trust.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { dump } from 'js-yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { builtBinary } from '../support/binary.ts';
+import { scratchDir } from '../support/tmp.ts';
+import { startCollector, type Collector } from '../report/collector.ts';
+import { REPO, TEST_PATH } from '../kubeadm/standin.ts';
+
+const TOKEN = 'q1w2e3.r4t5y6u7i8o9p0a1';
+const HASH = 'sha256:' + 'ab'.repeat(32);
+
+let binary = '';
+let collector: Collector;
+beforeAll(async () => {
+  binary = await builtBinary();
+  collector = await startCollector();
+});
+afterAll(async () => collector?.close());
+
+interface Machine {
+  dir: string;
+  root: string;
+  config: string;
+  pids: string;
+}
+
+function machine(spec: Record<string, unknown>): Machine {
+  const dir = scratchDir('machineadm-interrupt-');
+  const root = join(dir, 'root');
+  mkdirSync(root);
+  const config = join(dir, 'machine.yaml');
+  writeFileSync(config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec }));
+  return { dir, root, config, pids: join(dir, 'pids') };
+}
+
+const worker = { controlPlaneEndpoint: '10.0.0.10:6443', token: TOKEN, caCertHashes: [HASH], retries: 0, backoffSeconds: 0 };
+
+function env(m: Machine, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return { ...process.env, NODE_OPTIONS: '', PATH: TEST_PATH, KUBEADM_STANDIN_VERSION: 'v1.31.2', KUBEADM_STANDIN_PIDS: m.pids, MACHINEADM_KUBEADM_ROOTFS: '1', ...extra };
+}
+
+function running(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+function files(dir: string): string[] {
+  return existsSync(dir) ? readdirSync(dir, { recursive: true }).map(String).sort() : [];
+}
+
+const json = (path: string) => JSON.parse(readFileSync(path, 'utf8'));
+
+describe('an interrupted init', () => {
+  it.each([
+    ['SIGTERM', 143],
+    ['SIGINT', 130],
+    ['SIGHUP', 129],
+  ] as const)('stops kubeadm join and its children on %s, removes the join config, records the run as interrupted and exits %i', async (signal, code) => {
+    const m = machine({ files: [{ path: '/etc/example.conf', content: 'x\n' }], kubernetes: worker, report: { deadlineSeconds: 5, endpoints: [{ url: collector.url }] } });
+    const child = spawn(binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m, { KUBEADM_STANDIN_HANG_PHASE: 'kubelet-start' }), stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (status) => resolve(status)));
+    // Both the stand-in and the child that holds its pipes are up: kubeadm is mid-join.
+    for (let i = 0; i < 300 && (!existsSync(m.pids) || readFileSync(m.pids, 'utf8').trim().split('\n').length < 2); i++) await new Promise((r) => setTimeout(r, 50));
+    const pids = readFileSync(m.pids, 'utf8').trim().split('\n').map(Number);
+    expect(pids).toHaveLength(2);
+    expect(existsSync(join(m.root, 'run/machineadm/kubeadm-join.yaml'))).toBe(true);
+    const sent = Date.now();
+    child.kill(signal);
+    const status = await exited;
+    const tookMs = Date.now() - sent;
+
+    expect(status, output).toBe(code);
+    // TERM reaches the stand-in at once; nothing needs the 5 s KILL grace.
+    expect(tookMs).toBeLessThan(5_000);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(pids.filter(running)).toEqual([]);
+    expect(output).toContain(`${signal} received`);
+    expect(output).not.toContain(TOKEN);
+    // Nothing that holds the token outlives the run.
+    expect(existsSync(join(m.root, 'run/machineadm/kubeadm-join.yaml'))).toBe(false);
+    expect(existsSync(join(m.root, 'run/machineadm/kubeadm-patches'))).toBe(false);
+    const statusDoc = json(join(m.root, 'run/machineadm/status.json'));
+    expect(statusDoc).toMatchObject({ state: 'finished', result: 'failure', exitCode: code, error: { code, stepId: 'provision/kubeadm/join', details: { signal } } });
+    expect(statusDoc.error.message).toBe(`interrupted by ${signal} during step provision/kubeadm/join`);
+    const state = json(join(m.root, 'var/lib/machineadm/state.json'));
+    expect(state.runs.at(-1)).toMatchObject({ result: 'interrupted' });
+    expect(state.steps['provision/kubeadm/join']).toBeUndefined();
+    expect(existsSync(join(m.root, 'run/cluster-api/bootstrap-success.complete'))).toBe(false);
+    // The run's last event reached the collector (or waits in the spool).
+    const finished = collector.requests.flatMap((r) => r.events).filter((e) => e.type === 'io.machineadm.run.finished' && (e.data as { error?: { stepId?: string } })?.error?.stepId === 'provision/kubeadm/join');
+    const spooled = files(join(m.root, 'var/lib/machineadm/spool')).filter((f) => f.endsWith('.json'));
+    expect(finished.length + spooled.length).toBeGreaterThan(0);
+
+    // The rerun converges: the join completes and nothing of the interrupted one is in the way.
+    const rerun = spawnSync(binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
+    expect(rerun.status, rerun.stdout + rerun.stderr).toBe(0);
+    expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(true);
+  });
+});
+
+describe('a run whose stdout is closed', () => {
+  it('goes on, finishes and records its true result when the reader goes away (| head -1)', () => {
+    const root = scratchDir();
+    const run = spawnSync('bash', ['-c', `"$1" init -c examples/quickstart.yaml --root "$2" | head -1; exit \${PIPESTATUS[0]}`, 'bash', binary, root], { cwd: REPO, env: { ...process.env, NODE_OPTIONS: '' }, encoding: 'utf8', timeout: 60_000 });
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stdout.trim().split('\n')).toHaveLength(1);
+    expect(run.stderr).not.toMatch(/EPIPE|\n\s+at /);
+    expect(json(join(root, 'run/machineadm/status.json'))).toMatchObject({ state: 'finished', result: 'success', exitCode: 0 });
+    expect(json(join(root, 'var/lib/machineadm/state.json')).runs.at(-1)).toMatchObject({ result: 'success' });
+  });
+});
+
+describe('--offline', () => {
+  it('refuses a run that would download, before anything is changed, naming each download', () => {
+    const m = machine({
+      kernelModules: ['overlay'],
+      sysctls: { 'net.ipv4.ip_forward': '1' },
+      files: [
+        { path: '/etc/inline.conf', content: 'x\n' },
+        { path: '/opt/tool', source: { url: 'https://downloads.example/tool?X-Amz-Signature=abc123secret', sha256: 'ab'.repeat(32) } },
+      ],
+    });
+    const run = spawnSync(binary, ['init', '--offline', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain('--offline: this run would use the network, so nothing was changed');
+    expect(run.stderr).toContain('prepare/files: download https://downloads.example/tool');
+    expect(run.stderr).not.toContain('abc123secret');
+    expect(files(m.root)).toEqual([]);
+  });
+
+  it('runs kubeadm join, which reaches only the cluster\'s own control plane, as the contract says', () => {
+    const m = machine({ kubernetes: worker, report: { clusterAPISentinel: true } });
+    const run = spawnSync(binary, ['init', '--offline', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
+    expect(run.status, run.stdout + run.stderr).toBe(0);
+    expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(true);
+    expect(existsSync(join(m.root, 'run/cluster-api/bootstrap-success.complete'))).toBe(true);
+  });
+});
+
+describe('secrets read through valueFrom', () => {
+  it('are checked before the first change: a token file holding something else changes nothing', () => {
+    const m = machine({ kubernetes: { ...worker, token: { valueFrom: { file: '/etc/machineadm/token' } } }, files: [{ path: '/etc/example.conf', content: 'x\n' }] });
+    mkdirSync(join(m.root, 'etc/machineadm'), { recursive: true });
+    writeFileSync(join(m.root, 'etc/machineadm/token'), 'NOT-A-TOKEN\n');
+    const before = files(m.root);
+    const run = spawnSync(binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain('spec.kubernetes.token: the value read is not a bootstrap token');
+    expect(run.stderr).not.toContain('NOT-A-TOKEN');
+    expect(files(m.root)).toEqual(before);
+  });
+});
+
+describe('a kubeadm that exits 0 without writing kubelet.conf', () => {
+  it('fails the join (exit 1) and the Cluster API sentinel is not written', () => {
+    const m = machine({ kubernetes: worker, report: { clusterAPISentinel: true } });
+    const run = spawnSync(binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m, { KUBEADM_STANDIN_NO_KUBELET_CONF: '1' }), encoding: 'utf8', timeout: 60_000 });
+    expect(run.status, run.stdout + run.stderr).toBe(1);
+    expect(run.stdout).toContain('kubeadm join exited 0 but did not write /etc/kubernetes/kubelet.conf: the node did not join');
+    expect(existsSync(join(m.root, 'run/cluster-api/bootstrap-success.complete'))).toBe(false);
+  });
+});
+
+describe('leftovers of a killed run', () => {
+  it('removes a join configuration that a killed run left behind before its first step', () => {
+    const m = machine({ files: [{ path: '/etc/example.conf', content: 'x\n' }] });
+    mkdirSync(join(m.root, 'run/machineadm/kubeadm-patches'), { recursive: true });
+    writeFileSync(join(m.root, 'run/machineadm/kubeadm-join.yaml'), `token: ${TOKEN}\n`, { mode: 0o600 });
+    writeFileSync(join(m.root, 'run/machineadm/kubeadm-patches/kubeletconfiguration+strategic.yaml'), 'x: 1\n');
+    const run = spawnSync(binary, ['prepare', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
+    expect(run.status, run.stderr).toBe(0);
+    expect(existsSync(join(m.root, 'run/machineadm/kubeadm-join.yaml'))).toBe(false);
+    expect(existsSync(join(m.root, 'run/machineadm/kubeadm-patches'))).toBe(false);
+  });
+});
