@@ -96,6 +96,7 @@ function contextFor(input: RunnerInput, state: MachineState, fullId: string, dry
     host: input.host,
     options: { dryRun, force: input.force ?? false },
     previous: state.steps[fullId],
+    startedBefore: state.started?.stepId === fullId && state.started.runId !== events.runId,
     log: (message, level = 'info') => events.emit({ type: 'log', step: fullId, message, level }),
     output: (line) => events.emit({ type: 'step.output', step: fullId, message: line }),
     emit: (event) => events.emit({ step: fullId, ...event }),
@@ -290,12 +291,17 @@ async function runStep(s: SelectedStep, input: RunnerInput, state: MachineState,
   const finish = async (result: Result, extra: Partial<StepOutcome>, data?: Record<string, unknown>): Promise<StepOutcome> => {
     const durationMs = Date.now() - begin;
     const outcome: StepOutcome = { id: s.fullId, summary: s.step.summary, result, durationMs, changes: [], ...extra };
+    // Ended in this run, unless interrupted: a later run redoes the interrupted step's half-done work.
+    const ended = state.started?.stepId === s.fullId && !interruption(input);
+    if (ended) delete state.started;
     if (result !== 'failure') {
       const previousData = state.steps[s.fullId]?.data;
       const record: StepRecord = { result, at: input.host.now().toISOString(), runId: events.runId, durationMs };
       const merged = data ?? previousData;
       if (merged) record.data = merged;
       state.steps[s.fullId] = record;
+      await input.state.save(state);
+    } else if (ended) {
       await input.state.save(state);
     }
     events.emit({
@@ -315,6 +321,10 @@ async function runStep(s: SelectedStep, input: RunnerInput, state: MachineState,
     const check = await s.step.check(ctx);
     if (check.skipReason) return { outcome: await finish('skipped', { message: check.skipReason, changes: check.changes }) };
     if (check.done) return { outcome: await finish('skipped', { message: 'already done', upToDate: true }) };
+    if (s.step.recordsStart) {
+      state.started = { stepId: s.fullId, runId: events.runId, at: input.host.now().toISOString() };
+      await input.state.save(state);
+    }
     const applied = (await s.step.apply(ctx, check)) ?? {};
     if (applied.rebootRequired) {
       const reboot = new RebootRequiredError(s.fullId, applied.rebootRequired);

@@ -28,6 +28,8 @@ export interface MachineState {
   steps: Record<string, StepRecord>;
   runs: RunRecord[];
   pendingReboot?: { stepId: string; bootId?: string; at: string; reason: string };
+  /** A step with recordsStart whose apply() began and has not ended. */
+  started?: { stepId: string; runId: string; at: string };
 }
 
 const MAX_RUNS = 50;

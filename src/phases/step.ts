@@ -47,6 +47,11 @@ export interface StepContext {
   readonly options: { readonly dryRun: boolean; readonly force: boolean };
   /** What this step recorded in an earlier run, if anything. */
   readonly previous: StepRecord | undefined;
+  /**
+   * An earlier run started this step's apply() and never finished it (killed, or the machine went
+   * down): what is half-done is machineadm's own (only for steps with recordsStart).
+   */
+  readonly startedBefore: boolean;
   /** Lines for the console and the report (secrets must already be out of them). */
   log(message: string, level?: 'info' | 'warning'): void;
   output(line: string): void;
@@ -77,6 +82,8 @@ export interface Step {
    * A run that was killed cannot remove them; the next run does, before its first step.
    */
   leftovers?(facts: Facts): string[];
+  /** The runner records that apply() started, so a later run can tell its own half-done work (see startedBefore). */
+  readonly recordsStart?: boolean;
   check(ctx: StepContext): Promise<CheckResult>;
   apply(ctx: StepContext, check: CheckResult): Promise<ApplyResult | void>;
 }

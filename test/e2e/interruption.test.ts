@@ -109,6 +109,40 @@ describe('an interrupted init', () => {
   });
 });
 
+describe('a kubeadm that never finishes', () => {
+  it('is stopped with its children at timeoutSeconds, and the run ends then, not when the pipes close', async () => {
+    const m = machine({ kubernetes: { ...worker, timeoutSeconds: 30 } });
+    const started = Date.now();
+    const run = spawnSync(binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m, { KUBEADM_STANDIN_HANG_PHASE: 'kubelet-start' }), encoding: 'utf8', timeout: 90_000 });
+    const tookS = (Date.now() - started) / 1000;
+    expect(run.status, run.stdout + run.stderr).toBe(1);
+    expect(run.stdout).toContain('kubeadm join failed in phase kubelet-start (timed out after 30s)');
+    // 30 s, TERM ends both at once; at most the 5 s KILL grace and the 1 s pipe grace on top.
+    expect(tookS).toBeGreaterThanOrEqual(30);
+    expect(tookS).toBeLessThan(38);
+    const pids = readFileSync(m.pids, 'utf8').trim().split('\n').map(Number);
+    expect(pids.filter(running)).toEqual([]);
+    expect(existsSync(join(m.root, 'run/machineadm/kubeadm-join.yaml'))).toBe(false);
+  }, 90_000);
+});
+
+describe('a rerun after an interrupted join', () => {
+  it('resets the node the interrupted join left half-done and joins, without --force', async () => {
+    const m = machine({ kubernetes: { ...worker, role: 'control-plane', certificateKey: 'cd'.repeat(32) } });
+    const child = spawn(binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m, { KUBEADM_STANDIN_HANG_PHASE: 'control-plane-join/mark-control-plane' }), stdio: 'ignore' });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (status) => resolve(status)));
+    for (let i = 0; i < 300 && (!existsSync(m.pids) || readFileSync(m.pids, 'utf8').trim().split('\n').length < 2); i++) await new Promise((r) => setTimeout(r, 50));
+    // kubeadm got as far as the kubelet's credentials before the signal.
+    expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(true);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(143);
+    const rerun = spawnSync(binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
+    expect(rerun.status, rerun.stdout + rerun.stderr).toBe(0);
+    expect(rerun.stdout).toContain('an earlier run stopped during this step: resetting the node first');
+    expect(json(join(m.root, 'var/lib/machineadm/state.json')).started).toBeUndefined();
+  });
+});
+
 describe('a run whose stdout is closed', () => {
   it('goes on, finishes and records its true result when the reader goes away (| head -1)', () => {
     const root = scratchDir();

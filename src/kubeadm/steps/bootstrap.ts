@@ -127,8 +127,8 @@ function planChanges(ctx: StepContext, command: Command, k: KubernetesSpec, path
   ];
   if (leftovers) {
     changes.push(
-      ctx.options.force
-        ? { action: 'run', target: `kubeadm reset -f --cri-socket ${paths.criSocket}`, detail: `--force: ${paths.kubeletConf} exists, the node is reset first` }
+      ctx.options.force || ctx.startedBefore
+        ? { action: 'run', target: `kubeadm reset -f --cri-socket ${paths.criSocket}`, detail: `${ctx.options.force ? '--force' : 'an earlier run stopped during this step'}: ${paths.kubeletConf} exists, the node is reset first` }
         : { action: 'refuse', target: paths.kubeletConf, detail: 'exists without a record of machineadm joining: run with --force to reset and join again' },
     );
   }
@@ -146,6 +146,7 @@ export function kubeadmStep(command: Command): Step {
     async preflight(ctx) {
       await readSecrets(ctx, kubernetesOf(ctx.config)!);
     },
+    recordsStart: true,
     leftovers(facts) {
       const paths = kubeadmPaths(facts.os);
       return [paths.configFile(command), paths.patchesDir];
@@ -174,7 +175,8 @@ export function kubeadmStep(command: Command): Step {
         throw new StepDetailsError('kubeadm is not installed (not found on PATH)', {}, { hint: 'install kubeadm and the kubelet (for example from pkgs.k8s.io) before the provision phase' });
       }
       const hadKubeletConf = await fs.exists(paths.kubeletConf);
-      if (hadKubeletConf && !ctx.options.force) {
+      // A join that an earlier run of machineadm started and never finished is its own to redo.
+      if (hadKubeletConf && !ctx.options.force && !ctx.startedBefore) {
         throw new StepDetailsError(`${paths.kubeletConf} exists but machineadm has no record of joining this machine`, {}, {
           hint: 'the machine was joined another way or an earlier join stopped halfway; run again with --force to reset it (kubeadm reset -f) and join',
         });
@@ -201,7 +203,7 @@ export function kubeadmStep(command: Command): Step {
         await fs.writeFile(configFile, rendered.config, { mode: 0o600, backup: false });
         for (const patch of rendered.patches) await fs.writeFile(joinPath(ctx.facts.os, rendered.patchesDir, patch.name), patch.content, { mode: 0o600, backup: false });
         if (hadKubeletConf) {
-          ctx.log(`--force: resetting the node first (${paths.kubeletConf} exists)`);
+          ctx.log(`${ctx.options.force ? '--force' : 'an earlier run stopped during this step'}: resetting the node first (${paths.kubeletConf} exists)`);
           await reset();
         }
         const attempts = command === 'join' ? 1 + k.retries : 1;
