@@ -2,7 +2,7 @@
 // redirects, TLS, checksums and signatures; a failed check leaves nothing at the destination.
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, linkSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync, mkdirSync } from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import * as net from 'node:net';
@@ -13,7 +13,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { scratchDir } from '../support/tmp.ts';
 import { missingRequirement } from '../support/environment.ts';
 import { runCli } from '../support/cli.ts';
-import { createHost, RootedFileSystem, type WriteOptions } from '../../src/host/index.ts';
+import { createHost, RootedFileSystem, STATE_DIR, type WriteOptions } from '../../src/host/index.ts';
 import type { PendingFile } from '../../src/host/fs.ts';
 import { download } from '../../src/host/download.ts';
 import { fetchVerified } from '../../src/verify/fetch.ts';
@@ -294,6 +294,24 @@ describe('machineadm fetch', () => {
     expect(run.code).toBe(3);
     expect(readFileSync(dest, 'utf8')).toBe('old and good\n');
     expect(leftovers(dest)).toEqual(['result.bin']);
+  });
+
+  // -o names the operator's own file: a backup copy would double the disk used for a large one.
+  it('replaces an existing file without a backup anywhere and without reading the old file', async () => {
+    const dest = out();
+    mkdirSync(join(dest, '..'), { recursive: true });
+    writeFileSync(dest, 'the old version\n');
+    // A second name keeps the old inode after the rename; an access time older than the
+    // modification time is moved forward by any read of it (relatime), a copy included.
+    const oldInode = join(dir, `old-inode-${n}`);
+    linkSync(dest, oldInode);
+    utimesSync(oldInode, new Date('2000-01-01T00:00:00Z'), new Date());
+    const run = await fetchCli(url('/file'), '-o', dest, '--sha256', sha);
+    expect(run.code, run.stderr).toBe(0);
+    expect(readFileSync(dest).equals(content)).toBe(true);
+    expect(leftovers(dest)).toEqual(['result.bin']);
+    expect(existsSync(join(STATE_DIR, 'backup', dest))).toBe(false);
+    expect(statSync(oldInode).atime.toISOString()).toBe('2000-01-01T00:00:00.000Z');
   });
 
   it('checks the signature before downloading the file when the key id does not match', async () => {
