@@ -46,9 +46,14 @@ export interface FileSystemOptions {
 /** A file being written; nothing appears at its path until commit(). */
 export interface PendingFile {
   readonly stream: WriteStream;
-  /** fsync, set mode, rename into place. */
+  /**
+   * Everything that can fail before the rename: finish writing, fsync, mode, owner, the backup.
+   * Several files are placed all or none by sealing every one before committing any.
+   */
+  seal(): Promise<void>;
+  /** seal() if not done, then rename into place. */
   commit(): Promise<void>;
-  /** Remove the temporary file; the path is untouched. */
+  /** Remove the temporary file, and the folders made for it when they are empty; the path is untouched. */
   abort(): Promise<void>;
 }
 
@@ -213,7 +218,8 @@ export class RootedFileSystem {
       throw new FileSystemError(`cannot write ${machinePath}: it is a directory`);
     }
     const dir = this.path.dirname(real);
-    await fsp.mkdir(dir, { recursive: true, mode: 0o755 });
+    // The first folder this write creates, if any: an aborted write removes what it made.
+    const madeFrom = await fsp.mkdir(dir, { recursive: true, mode: 0o755 });
     await removeStaleTemporaries(dir, this.path.basename(real));
     const temp = this.path.join(dir, `.${this.path.basename(real)}${TEMP_MARK}${randomBytes(6).toString('hex')}`);
     const mode = options.mode ?? (existing ? existing.mode & 0o7777 : 0o644);
@@ -225,22 +231,29 @@ export class RootedFileSystem {
     });
     const owner = options.owner === undefined ? undefined : await this.resolveOwner(options.owner);
     const backup = (options.backup ?? true) ? this.backupPath(machinePath) : undefined;
+    let sealed = false;
     let done = false;
+    const seal = async (): Promise<void> => {
+      if (sealed) return;
+      if (!stream.writableEnded) stream.end();
+      await finished(stream);
+      if (!stream.closed) await once(stream, 'close');
+      const handle = await fsp.open(temp, 'r+');
+      try {
+        await handle.sync();
+        await handle.chmod(mode);
+        if (owner && isRootUser()) await handle.chown(owner.uid, owner.gid);
+      } finally {
+        await handle.close();
+      }
+      if (backup !== undefined && existing?.isFile()) await keepBackupOnce(real, backup, this.path);
+      sealed = true;
+    };
     return {
       stream,
+      seal,
       commit: async () => {
-        if (!stream.writableEnded) stream.end();
-        await finished(stream);
-        if (!stream.closed) await once(stream, 'close');
-        const handle = await fsp.open(temp, 'r+');
-        try {
-          await handle.sync();
-          await handle.chmod(mode);
-          if (owner && isRootUser()) await handle.chown(owner.uid, owner.gid);
-        } finally {
-          await handle.close();
-        }
-        if (backup !== undefined && existing?.isFile()) await keepBackupOnce(real, backup, this.path);
+        await seal();
         await fsp.rename(temp, real);
         done = true;
         await syncDirectory(dir);
@@ -249,6 +262,7 @@ export class RootedFileSystem {
         if (done) return;
         stream.destroy();
         await fsp.rm(temp, { force: true });
+        if (madeFrom !== undefined) await removeEmptyFolders(dir, madeFrom, this.root, this.path);
       },
     };
   }
@@ -356,6 +370,13 @@ async function keepBackupOnce(real: string, backup: string, path: typeof nodePat
     await fsp.rm(temp, { force: true });
   }
   await syncDirectory(dir);
+}
+
+// From `dir` up to `top`, as long as each is empty (another write may be using one); never the root.
+async function removeEmptyFolders(dir: string, top: string, root: string, path: typeof nodePath.posix): Promise<void> {
+  for (let d = dir; d !== root && path.dirname(d) !== d; d = path.dirname(d)) {
+    if (!(await fsp.rmdir(d).then(() => true, () => false)) || d === top) return;
+  }
 }
 
 // A crash between write and rename leaves a temporary file behind; the next write cleans it up.

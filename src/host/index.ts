@@ -56,5 +56,5 @@ export function createHost(options: HostOptions = {}): Host {
 }
 
 export type { Facts, OperatingSystem } from './facts.ts';
-export { RootedFileSystem, type WriteOptions, type FileInfo, type FileSystemOptions } from './fs.ts';
+export { RootedFileSystem, type WriteOptions, type FileInfo, type FileSystemOptions, type PendingFile } from './fs.ts';
 export { ProcessRunner, type RunOptions, type RunResult, tail } from './exec.ts';
