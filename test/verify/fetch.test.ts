@@ -14,7 +14,7 @@ import { scratchDir } from '../support/tmp.ts';
 import { missingRequirement } from '../support/environment.ts';
 import { runCli } from '../support/cli.ts';
 import { createHost, RootedFileSystem, STATE_DIR, type WriteOptions } from '../../src/host/index.ts';
-import type { PendingFile } from '../../src/host/fs.ts';
+import { TEMP_MARK, type PendingFile } from '../../src/host/fs.ts';
 import { download } from '../../src/host/download.ts';
 import { fetchVerified } from '../../src/verify/fetch.ts';
 import { formatPublicKeyLine, formatSignature } from '../../src/verify/minisign.ts';
@@ -49,10 +49,34 @@ function serveRange(req: http.IncomingMessage, res: http.ServerResponse, body: B
   res.end(body);
 }
 
-// Sends part of the body, then drops the connection, as a broken network does.
-function breakAfter(res: http.ServerResponse, headers: http.OutgoingHttpHeaders, part: Buffer, status = 200): void {
+// Sends part of the body, then drops the connection, as a broken network does. It drops it only
+// once the client has written every byte sent (offset + part) to its temporary file: bytes still in
+// the client's socket and stream buffers when the connection breaks are lost with it, so cutting
+// at a fixed time makes the resume offset depend on the machine's load (bytes=1035124- instead of
+// bytes=1048576-), not on what is tested.
+function breakAfter(res: http.ServerResponse, headers: http.OutgoingHttpHeaders, part: Buffer, status = 200, offset = 0): void {
   res.writeHead(status, headers);
-  res.write(part, () => setTimeout(() => res.socket?.destroy(), 20));
+  res.write(part, () => void clientHas(offset + part.length, res).finally(() => res.socket?.destroy()));
+}
+
+// Until a download's temporary file (anywhere under the test's folder; one download runs at a time)
+// holds `bytes`, or the client has closed the connection itself.
+async function clientHas(bytes: number, res: http.ServerResponse): Promise<void> {
+  const until = Date.now() + 10_000;
+  while (Date.now() < until && !res.socket?.destroyed) {
+    if (temporarySizes().includes(bytes)) return;
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+}
+
+function temporarySizes(): (number | undefined)[] {
+  try {
+    const names = readdirSync(dir, { recursive: true }) as string[];
+    return names.filter((name) => name.includes(TEMP_MARK)).map((name) => statSync(join(dir, name), { throwIfNoEntry: false })?.size);
+  } catch {
+    // A folder went away while it was read (a download that gave up): look again.
+    return [];
+  }
 }
 
 let port = 0;
@@ -104,7 +128,7 @@ function handler(req: http.IncomingMessage, res: http.ServerResponse): void {
       // Announces more bytes than it ever sends, on every attempt and every range.
       if (req.headers.range) {
         const start = Number(/^bytes=(\d+)-$/.exec(req.headers.range)?.[1] ?? 0);
-        return breakAfter(res, { 'content-length': content.length + 5000 - start, 'content-range': `bytes ${start}-${content.length + 4999}/${content.length + 5000}` }, Buffer.alloc(0), 206);
+        return breakAfter(res, { 'content-length': content.length + 5000 - start, 'content-range': `bytes ${start}-${content.length + 4999}/${content.length + 5000}` }, Buffer.alloc(0), 206, start);
       }
       return breakAfter(res, { 'content-length': content.length + 5000 }, content);
     case '/short':
@@ -112,9 +136,12 @@ function handler(req: http.IncomingMessage, res: http.ServerResponse): void {
       res.writeHead(200, { 'content-length': 1000 });
       res.end(content.subarray(0, 1000));
       return;
-    case '/trickle':
+    case '/trickle': {
       // Every connection delivers 1000 more bytes, then breaks: progress each time, never the end.
-      return breakAfter(res, { 'content-length': content.length - (Number(/^bytes=(\d+)-$/.exec(req.headers.range ?? '')?.[1]) || 0) }, Buffer.alloc(1000), req.headers.range ? 206 : 200);
+      const start = Number(/^bytes=(\d+)-$/.exec(req.headers.range ?? '')?.[1]) || 0;
+      const range = req.headers.range ? { 'content-range': `bytes ${start}-${content.length - 1}/${content.length}` } : {};
+      return breakAfter(res, { 'content-length': content.length - start, ...range }, Buffer.alloc(1000), req.headers.range ? 206 : 200, start);
+    }
     case '/missing':
       res.writeHead(404);
       res.end('no');
@@ -402,7 +429,8 @@ describe('download failures that are not the network', () => {
     const root = join(dir, 'trickle');
     const host = { ...createHost({ root }), sleep: async () => undefined };
     await expect(download(host, { urls: [url('/trickle')], fs: host.fs, destination: '/x' })).rejects.toThrow(/\/trickle: .*\(gave up after 100 attempts\)/);
-    expect(hits('/trickle')).toHaveLength(100);
+    // Each connection resumed exactly where the one before ended.
+    expect(hits('/trickle').map((h) => h.range)).toEqual([undefined, ...Array.from({ length: 99 }, (_, i) => `bytes=${(i + 1) * 1000}-`)]);
     expect(readdirSync(root)).toEqual([]);
   });
 });
