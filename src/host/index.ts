@@ -33,7 +33,6 @@ export interface HostOptions {
 /** The state directory on the machine (under --root) unless --state-dir says otherwise. */
 export const STATE_DIR = '/var/lib/machineadm';
 
-
 export function createHost(options: HostOptions = {}): Host {
   const env = options.env ?? process.env;
   const root = options.root ?? (process.platform === 'win32' ? 'C:\\' : '/');

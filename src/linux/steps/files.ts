@@ -108,7 +108,7 @@ async function downloadAll(ctx: StepContext, files: readonly SourceFile[]): Prom
     }
   } catch (error) {
     // Last made first: a folder two downloads share is empty only when both are gone.
-    for (const one of pending.reverse()) await one.abort();
+    for (const one of [...pending].reverse()) await one.abort();
     throw errorForField(sourceField(current!, error), error);
   }
   for (const [i, one] of pending.entries()) {
