@@ -8,5 +8,6 @@ export default defineConfig({
     pool: 'forks',
     maxWorkers: 2,
     reporters: ['default', './test/setup/summary-reporter.ts'],
+    globalSetup: ['./test/setup/host-guard.ts'],
   },
 });

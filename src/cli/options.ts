@@ -1,7 +1,7 @@
 // The options every command shares, and turning them into a Host, facts and an event bus.
 import { resolve } from 'node:path';
 import { Option, type Command } from 'commander';
-import { createHost, RootedFileSystem, type Facts, type Host } from '../host/index.ts';
+import { createHost, RootedFileSystem, STATE_DIR, type Facts, type Host } from '../host/index.ts';
 import { UsageError } from '../errors.ts';
 import type { Io } from './io.ts';
 
@@ -27,11 +27,12 @@ export function addCommonOptions(command: Command): Command {
 }
 
 export function hostFrom(options: CommonOptions, io: Io, facts?: Facts, signal?: AbortSignal): Host {
-  return createHost({ root: resolve(io.cwd, options.root), offline: options.offline, env: io.env, ...(facts ? { facts } : {}), ...(signal ? { signal } : {}) });
+  const stateDir = options.stateDir ? { stateDir: resolve(io.cwd, options.stateDir) } : {};
+  return createHost({ root: resolve(io.cwd, options.root), offline: options.offline, env: io.env, ...stateDir, ...(facts ? { facts } : {}), ...(signal ? { signal } : {}) });
 }
 
 export function stateFsFrom(options: CommonOptions, io: Io, host: Host): RootedFileSystem {
-  const dir = options.stateDir ? resolve(io.cwd, options.stateDir) : host.fs.mapPath('/var/lib/machineadm');
+  const dir = options.stateDir ? resolve(io.cwd, options.stateDir) : host.fs.mapPath(STATE_DIR);
   return new RootedFileSystem(dir);
 }
 

@@ -1,6 +1,7 @@
 // File system access, always under the --root prefix. Every write is atomic (temporary file in the
 // same directory, fsync, rename, fsync of the directory) and a file that machineadm replaces is
-// kept once as "<name>.machineadm.bak".
+// kept once under the backup directory (the state directory's backup/), at its machine path: never
+// beside the file, where the kubelet, systemd and sysctl would read it as one more live file.
 import { closeSync, constants, createReadStream, createWriteStream, fsyncSync, mkdirSync, openSync, realpathSync, renameSync, rmSync, writeSync, type ReadStream, type WriteStream } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as nodePath from 'node:path';
@@ -29,20 +30,33 @@ export interface WriteOptions {
   mode?: number;
   /** "user:group" by name or number; applied only when machineadm runs as root. */
   owner?: string;
-  /** Keep the replaced file once as <path>.machineadm.bak (default true). */
+  /** Keep the replaced file once under the backup directory (default true; no-op without one). */
   backup?: boolean;
+}
+
+export interface FileSystemOptions {
+  platform?: 'linux' | 'windows';
+  /**
+   * A real directory where a replaced file is kept once, at its machine path (/etc/x -> <dir>/etc/x).
+   * Without one nothing is backed up: the operator's own files (fetch -o) and machineadm's state.
+   */
+  backupDir?: string;
 }
 
 /** A file being written; nothing appears at its path until commit(). */
 export interface PendingFile {
   readonly stream: WriteStream;
-  /** fsync, set mode, rename into place. */
+  /**
+   * Everything that can fail before the rename: finish writing, fsync, mode, owner, the backup.
+   * Several files are placed all or none by sealing every one before committing any.
+   */
+  seal(): Promise<void>;
+  /** seal() if not done, then rename into place. */
   commit(): Promise<void>;
-  /** Remove the temporary file; the path is untouched. */
+  /** Remove the temporary file, and the folders made for it when they are empty; the path is untouched. */
   abort(): Promise<void>;
 }
 
-export const BACKUP_SUFFIX = '.machineadm.bak';
 /** Temporary files are named .<name><TEMP_MARK><random>, next to the file they become. */
 export const TEMP_MARK = '.machineadm-tmp-';
 
@@ -55,12 +69,24 @@ export class FileSystemError extends MachineadmError {
 export class RootedFileSystem {
   readonly root: string;
   readonly platform: 'linux' | 'windows';
+  readonly backupDir: string | undefined;
   private readonly path: typeof nodePath.posix;
 
-  constructor(root: string, platform: 'linux' | 'windows' = process.platform === 'win32' ? 'windows' : 'linux') {
-    this.platform = platform;
-    this.path = platform === 'windows' ? nodePath.win32 : nodePath.posix;
+  constructor(root: string, options: FileSystemOptions = {}) {
+    this.platform = options.platform ?? (process.platform === 'win32' ? 'windows' : 'linux');
+    this.path = this.platform === 'windows' ? nodePath.win32 : nodePath.posix;
     this.root = this.path.resolve(root);
+    this.backupDir = options.backupDir === undefined ? undefined : this.path.resolve(options.backupDir);
+  }
+
+  /** Where the first replaced content of a machine path is kept, or undefined without a backup directory. */
+  backupPath(machinePath: string): string | undefined {
+    if (this.backupDir === undefined) return undefined;
+    const p = this.path;
+    const parsed = p.parse(p.normalize(machinePath));
+    // C:\x and D:\x stay apart; on Linux the root is just "/".
+    const drive = /^[A-Za-z]:/.test(parsed.root) ? parsed.root[0]! : '';
+    return p.join(this.backupDir, drive, p.normalize(machinePath).slice(parsed.root.length));
   }
 
   /** True when machineadm works on the live machine rather than a scratch directory. */
@@ -192,7 +218,8 @@ export class RootedFileSystem {
       throw new FileSystemError(`cannot write ${machinePath}: it is a directory`);
     }
     const dir = this.path.dirname(real);
-    await fsp.mkdir(dir, { recursive: true, mode: 0o755 });
+    // The first folder this write creates, if any: an aborted write removes what it made.
+    const madeFrom = await fsp.mkdir(dir, { recursive: true, mode: 0o755 });
     await removeStaleTemporaries(dir, this.path.basename(real));
     const temp = this.path.join(dir, `.${this.path.basename(real)}${TEMP_MARK}${randomBytes(6).toString('hex')}`);
     const mode = options.mode ?? (existing ? existing.mode & 0o7777 : 0o644);
@@ -203,23 +230,30 @@ export class RootedFileSystem {
       stream.once('error', reject);
     });
     const owner = options.owner === undefined ? undefined : await this.resolveOwner(options.owner);
-    const backup = options.backup ?? true;
+    const backup = (options.backup ?? true) ? this.backupPath(machinePath) : undefined;
+    let sealed = false;
     let done = false;
+    const seal = async (): Promise<void> => {
+      if (sealed) return;
+      if (!stream.writableEnded) stream.end();
+      await finished(stream);
+      if (!stream.closed) await once(stream, 'close');
+      const handle = await fsp.open(temp, 'r+');
+      try {
+        await handle.sync();
+        await handle.chmod(mode);
+        if (owner && isRootUser()) await handle.chown(owner.uid, owner.gid);
+      } finally {
+        await handle.close();
+      }
+      if (backup !== undefined && existing?.isFile()) await keepBackupOnce(real, backup, this.path);
+      sealed = true;
+    };
     return {
       stream,
+      seal,
       commit: async () => {
-        if (!stream.writableEnded) stream.end();
-        await finished(stream);
-        if (!stream.closed) await once(stream, 'close');
-        const handle = await fsp.open(temp, 'r+');
-        try {
-          await handle.sync();
-          await handle.chmod(mode);
-          if (owner && isRootUser()) await handle.chown(owner.uid, owner.gid);
-        } finally {
-          await handle.close();
-        }
-        if (backup && existing?.isFile()) await keepBackupOnce(real, this.path.join(dir, `.${this.path.basename(real)}${TEMP_MARK}bak-${randomBytes(6).toString('hex')}`));
+        await seal();
         await fsp.rename(temp, real);
         done = true;
         await syncDirectory(dir);
@@ -228,6 +262,7 @@ export class RootedFileSystem {
         if (done) return;
         stream.destroy();
         await fsp.rm(temp, { force: true });
+        if (madeFrom !== undefined) await removeEmptyFolders(dir, madeFrom, this.root, this.path);
       },
     };
   }
@@ -307,12 +342,16 @@ function isRootUser(): boolean {
   return typeof process.getuid === 'function' && process.getuid() === 0;
 }
 
-// The backup is copied to a temporary file and then linked into place: a crash during the copy
-// must not leave a partial backup that "once" would then keep for ever. link() never replaces an
-// existing backup, which a rename would.
-async function keepBackupOnce(real: string, temp: string): Promise<void> {
-  const backup = real + BACKUP_SUFFIX;
+// The backup is copied to a temporary file beside it and then linked into place: a crash during
+// the copy must not leave a partial backup that "once" would then keep for ever. link() never
+// replaces an existing backup, which a rename would. Backup folders are 0700: a backup of a secret
+// is as secret as the file (copyFile keeps its mode too).
+async function keepBackupOnce(real: string, backup: string, path: typeof nodePath.posix): Promise<void> {
+  const dir = path.dirname(backup);
+  await removeStaleTemporaries(dir, path.basename(backup));
   if (await fsp.lstat(backup).then(() => true, () => false)) return;
+  await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+  const temp = path.join(dir, `.${path.basename(backup)}${TEMP_MARK}${randomBytes(6).toString('hex')}`);
   try {
     await fsp.copyFile(real, temp, constants.COPYFILE_EXCL);
     const handle = await fsp.open(temp, 'r+');
@@ -329,6 +368,14 @@ async function keepBackupOnce(real: string, temp: string): Promise<void> {
     });
   } finally {
     await fsp.rm(temp, { force: true });
+  }
+  await syncDirectory(dir);
+}
+
+// From `dir` up to `top`, as long as each is empty (another write may be using one); never the root.
+async function removeEmptyFolders(dir: string, top: string, root: string, path: typeof nodePath.posix): Promise<void> {
+  for (let d = dir; d !== root && path.dirname(d) !== d; d = path.dirname(d)) {
+    if (!(await fsp.rmdir(d).then(() => true, () => false)) || d === top) return;
   }
 }
 

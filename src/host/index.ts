@@ -1,5 +1,6 @@
 // The only layer that touches the machine: files under the --root prefix, processes, HTTP, clock,
 // platform facts. Other folders get a Host and never import node:fs, node:child_process, execa or got.
+import { join } from 'node:path';
 import { RootedFileSystem } from './fs.ts';
 import { ProcessRunner } from './exec.ts';
 import { detectFacts, type Facts } from './facts.ts';
@@ -28,6 +29,8 @@ export interface HostOptions {
   env?: NodeJS.ProcessEnv;
   /** Facts given instead of detected (plan for another machine). */
   facts?: Facts;
+  /** machineadm's state directory, a real path (--state-dir); default STATE_DIR under the root. */
+  stateDir?: string;
   /** Interrupts the run (see Host.signal). */
   signal?: AbortSignal;
 }
@@ -47,13 +50,20 @@ function interruptibleSleep(ms: number, signal: AbortSignal | undefined): Promis
   });
 }
 
+/** The state directory on the machine (under --root) unless --state-dir says otherwise. */
+export const STATE_DIR = '/var/lib/machineadm';
+
 export function createHost(options: HostOptions = {}): Host {
   const env = options.env ?? process.env;
-  const fs = new RootedFileSystem(options.root ?? (process.platform === 'win32' ? 'C:\\' : '/'));
+  const root = options.root ?? (process.platform === 'win32' ? 'C:\\' : '/');
+  const stateDir = options.stateDir ?? new RootedFileSystem(root).mapPath(STATE_DIR);
+  // Files machineadm replaces are kept under the state directory, at their machine paths.
+  const fs = new RootedFileSystem(root, { backupDir: join(stateDir, 'backup') });
   const proc = new ProcessRunner(env, options.signal);
   let facts: Promise<Facts> | undefined = options.facts ? Promise.resolve(options.facts) : undefined;
   return {
     fs,
+    // No backups: a file the operator names (fetch -o) is theirs to keep or replace.
     local: new RootedFileSystem(process.platform === 'win32' ? 'C:\\' : '/'),
     proc,
     env,
@@ -66,5 +76,5 @@ export function createHost(options: HostOptions = {}): Host {
 }
 
 export type { Facts, OperatingSystem } from './facts.ts';
-export { RootedFileSystem, type WriteOptions, type FileInfo, BACKUP_SUFFIX } from './fs.ts';
+export { RootedFileSystem, type WriteOptions, type FileInfo, type FileSystemOptions, type PendingFile } from './fs.ts';
 export { ProcessRunner, type RunOptions, type RunResult, tail } from './exec.ts';

@@ -1,6 +1,6 @@
 // Verified downloads: stream to a temporary file while hashing, check, and only then rename into
 // place. Used by `machineadm fetch`, files[].source and anything else that downloads.
-import type { Host, RootedFileSystem } from '../host/index.ts';
+import type { Host, PendingFile, RootedFileSystem } from '../host/index.ts';
 import { download, DownloadError, downloadSmall, type ByteObserver } from '../host/download.ts';
 import { displayUrl } from '../host/http.ts';
 import { MachineadmError, UsageError, VerificationError } from '../errors.ts';
@@ -61,6 +61,29 @@ async function fetchSignature(host: Host, request: FetchRequest, publicKey: Publ
  * file untouched): VerificationError (exit 3); a download failure is exit 1.
  */
 export async function fetchVerified(host: Host, request: FetchRequest): Promise<FetchResult> {
+  const { result, pending } = await fetchVerifiedPending(host, request);
+  try {
+    await pending.commit().catch((error: unknown) => {
+      // fsync or rename failing (a full disk) is the machine's problem, not a bug to report.
+      throw error instanceof MachineadmError
+        ? error
+        : new DownloadError(`could not put the verified download in place at ${request.destination}: ${(error as Error).message}`, {
+            hint: 'free space on (or repair) the file system that holds the destination, then run again',
+            cause: error,
+          });
+    });
+    return result;
+  } catch (error) {
+    await pending.abort();
+    throw error;
+  }
+}
+
+/**
+ * fetchVerified without the last step: the checked file waits beside `destination` until the
+ * caller commits it (or aborts), so several downloads can be placed all or none.
+ */
+export async function fetchVerifiedPending(host: Host, request: FetchRequest): Promise<{ result: FetchResult; pending: PendingFile }> {
   if (request.sha256 === undefined && request.signature === undefined) {
     throw new UsageError(`refusing to download ${request.urls[0] === undefined ? '' : displayUrl(request.urls[0])} without a check: give a SHA-256 or a signature and public key`, {
       hint: 'every file machineadm downloads is checked before it is used',
@@ -92,16 +115,7 @@ export async function fetchVerified(host: Host, request: FetchRequest): Promise<
         requirePrehashed: request.signature?.requirePrehashed ?? false,
       });
     }
-    await result.pending.commit().catch((error: unknown) => {
-      // fsync or rename failing (a full disk) is the machine's problem, not a bug to report.
-      throw error instanceof MachineadmError
-        ? error
-        : new DownloadError(`could not put the verified download in place at ${request.destination}: ${(error as Error).message}`, {
-            hint: 'free space on (or repair) the file system that holds the destination, then run again',
-            cause: error,
-          });
-    });
-    return { sha256: result.sha256, bytes: result.bytes, url: result.url, ...(verified ? { signature: verified } : {}) };
+    return { result: { sha256: result.sha256, bytes: result.bytes, url: result.url, ...(verified ? { signature: verified } : {}) }, pending: result.pending };
   } catch (error) {
     await result.pending.abort();
     throw error;

@@ -3,7 +3,7 @@
 // registry name that exists only as a certs.d hosts.toml mirror, so the pull works only if the
 // mirror configuration is right.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeFileSync, readFileSync } from 'node:fs';
+import { existsSync, writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
@@ -12,6 +12,7 @@ import { scratchDir } from '../support/tmp.ts';
 import { Services, exec } from './services.ts';
 import { runCli } from '../support/cli.ts';
 import { parseFacts } from './facts.ts';
+import { absentHostPaths } from '../support/host-paths.ts';
 
 const skip = missingRequirement({ root: true, commands: ['containerd', 'ctr', 'runc', 'docker-registry', 'skopeo', 'umoci'] });
 
@@ -38,6 +39,8 @@ describe.skipIf(skip)('a real containerd with machineadm configuration', () => {
   let log = '';
   let clients: { images: Client; runtime: Client } | undefined;
   const repository = 'machineadm/hello';
+  // Before the registry, skopeo and containerd start.
+  const absentBefore = absentHostPaths();
   const tag = '1.0';
 
   beforeAll(async () => {
@@ -46,10 +49,14 @@ describe.skipIf(skip)('a real containerd with machineadm configuration', () => {
     const machine = join(dir, 'machine');
     const version = parseFacts((await exec('containerd', ['--version'])).stdout);
     const certs = join(machine, 'etc/containerd/certs.d');
-    // Where the daemon finds the hosts directory and its opt directory: under the temporary root.
-    const extra = version.startsWith('1.')
-      ? `[plugins."io.containerd.internal.v1.opt"]\n  path = "${dir}/opt"\n[plugins."io.containerd.grpc.v1.cri".registry]\n  config_path = "${certs}"\n`
-      : `[plugins."io.containerd.internal.v1.opt"]\n  path = "${dir}/opt"\n[plugins."io.containerd.cri.v1.images".registry]\n  config_path = "${certs}"\n`;
+    // Every folder the daemon uses is under the temporary directory: the hosts directory, its opt
+    // directory, and CNI's (containerd makes a missing CNI config folder at start).
+    const [images, runtime] = version.startsWith('1.') ? ['io.containerd.grpc.v1.cri', 'io.containerd.grpc.v1.cri'] : ['io.containerd.cri.v1.images', 'io.containerd.cri.v1.runtime'];
+    const extra = [
+      `[plugins."io.containerd.internal.v1.opt"]\n  path = "${dir}/opt"`,
+      `[plugins."${images}".registry]\n  config_path = "${certs}"`,
+      `[plugins."${runtime}".cni]\n  bin_dir = "${dir}/cni/bin"\n  conf_dir = "${dir}/cni/net.d"`,
+    ].join('\n');
     const config = join(dir, 'machine.yaml');
     writeFileSync(
       config,
@@ -90,6 +97,12 @@ describe.skipIf(skip)('a real containerd with machineadm configuration', () => {
     expect(version.runtimeApiVersion).toBe('v1');
   });
 
+  it('runs with its CNI folders under the temporary directory, not the host\'s', async () => {
+    const status = await call<{ info: Record<string, string> }>(clients!.runtime, 'Status', { verbose: true });
+    const cni = (JSON.parse(status.info.config ?? '{}') as { cni?: { binDir?: string; confDir?: string } }).cni;
+    expect(cni).toEqual(expect.objectContaining({ binDir: `${dir}/cni/bin`, confDir: `${dir}/cni/net.d` }));
+  });
+
   it('pulls an image through the CRI from a registry that exists only as a hosts.toml mirror', async () => {
     const image = `mirror-only.example/${repository}:${tag}`;
     const pulled = await call<{ imageRef: string }>(clients!.images, 'PullImage', { image: { image } });
@@ -104,5 +117,9 @@ describe.skipIf(skip)('a real containerd with machineadm configuration', () => {
       (e: grpc.ServiceError) => e,
     );
     expect(error?.message).toMatch(/not-mirrored\.example/);
+  });
+
+  it('creates none of the host folders containerd, CNI and skopeo use by default', () => {
+    expect(absentBefore.filter((p) => existsSync(p))).toEqual([]);
   });
 });

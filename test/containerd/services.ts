@@ -1,6 +1,7 @@
 // Real services for the containerd tests: a local OCI registry (docker-registry) on 127.0.0.1, a
 // tiny image built with umoci and pushed with skopeo, and a containerd daemon whose root, state and
-// socket live under a temporary directory. Every process is stopped by stop().
+// socket live under a temporary directory (its config must point the rest there too: CNI, opt).
+// Every process is stopped by stop().
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
@@ -80,7 +81,10 @@ export class Services {
     await exec('umoci', ['unpack', '--image', `${layout}:${tag}`, bundle]);
     writeFileSync(join(bundle, 'rootfs', 'hello.txt'), 'prepared by machineadm\n');
     await exec('umoci', ['repack', '--image', `${layout}:${tag}`, bundle]);
-    await exec('skopeo', ['copy', '--quiet', '--dest-tls-verify=false', `oci:${layout}:${tag}`, `docker://${registry}/${repository}:${tag}`], { timeout: 60_000 });
+    // skopeo as root keeps a blob cache in /var/lib/containers/cache on the host, and has no flag to
+    // move it: it runs with a private, empty /var/lib (mount -n: no /run/mount/utab on the host).
+    const skopeo = ['skopeo', 'copy', '--quiet', '--dest-tls-verify=false', `oci:${layout}:${tag}`, `docker://${registry}/${repository}:${tag}`];
+    await exec('unshare', ['--mount', '--propagation', 'private', '--', 'sh', '-c', 'mount -n -t tmpfs tmpfs /var/lib && exec "$@"', 'sh', ...skopeo], { timeout: 60_000 });
   }
 
   /** containerd with this config; root, state and socket under the temporary directory. */

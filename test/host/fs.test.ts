@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, sym
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { RootedFileSystem, BACKUP_SUFFIX, TEMP_MARK } from '../../src/host/fs.ts';
+import { RootedFileSystem, TEMP_MARK } from '../../src/host/fs.ts';
 import { UsageError } from '../../src/errors.ts';
 import { scratchDir } from '../support/tmp.ts';
 
@@ -98,33 +98,64 @@ describe('RootedFileSystem writes', () => {
     expect(temporaries(root)).toEqual([]);
   });
 
-  it('keeps the first replaced content as the backup, once', async () => {
+  // The kubelet loads every file in its manifests folder that is not hidden, and systemd, sysctl.d
+  // and modules-load.d read whole folders too: a backup beside the file would be one more live file.
+  it.each([
+    ['/etc/kubernetes/manifests/extra.yaml'],
+    ['/etc/sysctl.d/90-machineadm.conf'],
+    ['/etc/modules-load.d/machineadm.conf'],
+    ['/etc/containerd/certs.d/docker.io/hosts.toml'],
+  ])('keeps the first content of %s under the backup folder, once, and nothing beside it', async (machinePath) => {
     const root = scratchDir();
-    const fs = new RootedFileSystem(root);
-    await fs.writeFile('/etc/app.conf', 'v1', { mode: 0o640 });
-    expect(existsSync(join(root, 'etc', 'app.conf' + BACKUP_SUFFIX))).toBe(false);
-    await fs.writeFile('/etc/app.conf', 'v2');
-    await fs.writeFile('/etc/app.conf', 'v3');
-    expect(readFileSync(join(root, 'etc', 'app.conf'), 'utf8')).toBe('v3');
-    expect(readFileSync(join(root, 'etc', 'app.conf' + BACKUP_SUFFIX), 'utf8')).toBe('v1');
+    const backups = join(scratchDir('machineadm-state-'), 'backup');
+    const fs = new RootedFileSystem(root, { backupDir: backups });
+    await fs.writeFile(machinePath, 'v1', { mode: 0o640 });
+    const kept = join(backups, machinePath);
+    expect(existsSync(kept)).toBe(false);
+    await fs.writeFile(machinePath, 'v2');
+    await fs.writeFile(machinePath, 'v3');
+    expect(readFileSync(join(root, machinePath), 'utf8')).toBe('v3');
+    expect(readFileSync(kept, 'utf8')).toBe('v1');
     // The file keeps its mode when none is given; the backup has the original's.
-    expect(statSync(join(root, 'etc', 'app.conf')).mode & 0o777).toBe(0o640);
-    expect(statSync(join(root, 'etc', 'app.conf' + BACKUP_SUFFIX)).mode & 0o777).toBe(0o640);
-    expect(readdirSync(join(root, 'etc')).sort()).toEqual(['app.conf', 'app.conf' + BACKUP_SUFFIX]);
+    expect(statSync(join(root, machinePath)).mode & 0o777).toBe(0o640);
+    expect(statSync(kept).mode & 0o777).toBe(0o640);
+    expect(readdirSync(join(root, machinePath, '..'))).toEqual([machinePath.split('/').pop()]);
+    expect(readdirSync(join(kept, '..'))).toEqual([machinePath.split('/').pop()]);
+    // A backup of a secret is as private as the secret, folders included.
+    expect(statSync(join(kept, '..')).mode & 0o777).toBe(0o700);
   });
 
-  it('makes no backup when told not to', async () => {
+  it.each([
+    ['without a backup folder (the operator\'s own files)', undefined, {}],
+    ['when told not to', 'backup', { backup: false }],
+  ])('makes no backup %s', async (_case, backupName, options) => {
     const root = scratchDir();
-    const fs = new RootedFileSystem(root);
-    await fs.writeFile('/state.json', '1', { backup: false });
-    await fs.writeFile('/state.json', '2', { backup: false });
+    const state = scratchDir('machineadm-state-');
+    const fs = new RootedFileSystem(root, backupName ? { backupDir: join(state, backupName) } : {});
+    await fs.writeFile('/state.json', '1', options);
+    await fs.writeFile('/state.json', '2', options);
     expect(readdirSync(root)).toEqual(['state.json']);
+    expect(readdirSync(state)).toEqual([]);
+  });
+
+  it('removes a backup copy that an earlier crash left half written, and keeps the whole original', async () => {
+    const root = scratchDir();
+    const backups = scratchDir('machineadm-state-');
+    mkdirSync(join(backups, 'etc'));
+    const stale = `.app.conf${TEMP_MARK}0123456789ab`;
+    writeFileSync(join(backups, 'etc', stale), 'parti');
+    const fs = new RootedFileSystem(root, { backupDir: backups });
+    mkdirSync(join(root, 'etc'));
+    writeFileSync(join(root, 'etc', 'app.conf'), 'original');
+    await fs.writeFile('/etc/app.conf', 'new');
+    expect(readdirSync(join(backups, 'etc'))).toEqual(['app.conf']);
+    expect(readFileSync(join(backups, 'etc', 'app.conf'), 'utf8')).toBe('original');
   });
 
   it('removes temporaries that an earlier crash left behind on the next write', async () => {
     const root = scratchDir();
     mkdirSync(join(root, 'etc'));
-    const stale = [`.app.conf${TEMP_MARK}0123456789ab`, `.app.conf${TEMP_MARK}bak-0123456789ab`];
+    const stale = [`.app.conf${TEMP_MARK}0123456789ab`, `.app.conf${TEMP_MARK}fedcba987654`];
     for (const name of stale) writeFileSync(join(root, 'etc', name), 'partial');
     writeFileSync(join(root, 'etc', `.other.conf${TEMP_MARK}0123456789ab`), 'not ours to remove');
     await new RootedFileSystem(root).writeFile('/etc/app.conf', 'whole');
@@ -144,16 +175,16 @@ describe('RootedFileSystem writes killed with SIGKILL', () => {
   // The writer replaces the file with A and B in turn, for ever; the test kills it at random times.
   const writer = `
 const { RootedFileSystem } = await import(process.argv[2]);
-const fs = new RootedFileSystem(process.argv[3]);
+const fs = new RootedFileSystem(process.argv[3], { backupDir: process.argv[5] });
 const size = Number(process.argv[4]);
 const contents = [Buffer.alloc(size, 'A'), Buffer.alloc(size, 'B')];
 process.stdout.write('ready\\n');
 for (let i = 0; ; i++) await fs.writeFile('/var/lib/data.bin', contents[i % 2], { mode: 0o600 });
 `;
 
-  function runAndKill(script: string, root: string, delayMs: number): Promise<void> {
+  function runAndKill(script: string, root: string, backups: string, delayMs: number): Promise<void> {
     return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [script, FS_MODULE, root, String(SIZE)], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [script, FS_MODULE, root, String(SIZE), backups], { stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
       child.stdout.once('data', () => setTimeout(() => child.kill('SIGKILL'), delayMs));
@@ -164,6 +195,7 @@ for (let i = 0; ; i++) await fs.writeFile('/var/lib/data.bin', contents[i % 2], 
 
   it(`leaves the old or the new file, never a mix, across ${KILLS} kills`, async () => {
     const root = scratchDir();
+    const backups = scratchDir('machineadm-state-');
     const script = join(scratchDir('machineadm-writer-'), 'writer.mjs');
     writeFileSync(script, writer);
     const dir = join(root, 'var', 'lib');
@@ -177,7 +209,7 @@ for (let i = 0; ; i++) await fs.writeFile('/var/lib/data.bin', contents[i % 2], 
     ]);
     const seen: Record<string, number> = {};
     let killedWithTemporary = 0;
-    const backup = join(dir, 'data.bin' + BACKUP_SUFFIX);
+    const backup = join(backups, 'var/lib/data.bin');
     for (let i = 0; i < KILLS; i++) {
       // The first third starts from the original each time and kills early, inside the first
       // write and its backup copy; the rest kill anywhere in a stream of replacements.
@@ -186,7 +218,7 @@ for (let i = 0; ; i++) await fs.writeFile('/var/lib/data.bin', contents[i % 2], 
         writeFileSync(join(dir, 'data.bin'), old, { mode: 0o600 });
         rmSync(backup, { force: true });
       }
-      await runAndKill(script, root, Math.floor(Math.random() * (early ? 20 : 250)));
+      await runAndKill(script, root, backups, Math.floor(Math.random() * (early ? 20 : 250)));
       const now = readFileSync(join(dir, 'data.bin'));
       const match = [...valid.entries()].find(([, content]) => content.equals(now))?.[0];
       expect(match, `after kill ${i + 1} the file has ${now.length} bytes starting ${now.subarray(0, 8).toString()} that match no complete version`).toBeDefined();
@@ -200,8 +232,10 @@ for (let i = 0; ; i++) await fs.writeFile('/var/lib/data.bin', contents[i % 2], 
     expect(killedWithTemporary).toBeGreaterThan(0);
     expect((seen.A ?? 0) + (seen.B ?? 0)).toBeGreaterThan(0);
     // The next write cleans up whatever the kills left behind.
-    await new RootedFileSystem(root).writeFile('/var/lib/data.bin', 'final');
+    await new RootedFileSystem(root, { backupDir: backups }).writeFile('/var/lib/data.bin', 'final');
     expect(temporaries(dir)).toEqual([]);
-    expect(readFileSync(join(dir, 'data.bin' + BACKUP_SUFFIX)).equals(old)).toBe(true);
+    expect(readdirSync(dir)).toEqual(['data.bin']);
+    expect(readdirSync(join(backups, 'var/lib'))).toEqual(['data.bin']);
+    expect(readFileSync(backup).equals(old)).toBe(true);
   });
 });

@@ -2,7 +2,7 @@
 // files), reruns that change nothing, and hostile paths refused with the field named and nothing
 // written. Downloads (source) are checked when verified downloads are available in this build.
 import { describe, expect, it } from 'vitest';
-import { chownSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync, lstatSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync, lstatSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
@@ -35,6 +35,18 @@ async function prepare(root: string, config: string, extra: string[] = []) {
 }
 
 const secretText = 'password = hunter2-very-secret\n';
+
+// Every path under a root with its content (files) or "/" (folders), hidden temporaries included;
+// not the run's own result under /run.
+function tree(root: string): Record<string, string> {
+  const entries: Record<string, string> = {};
+  for (const name of readdirSync(root, { recursive: true }) as string[]) {
+    if (name === 'run' || name.startsWith('run/')) continue;
+    const path = join(root, name);
+    entries[name] = statSync(path).isDirectory() ? '/' : readFileSync(path, 'utf8');
+  }
+  return entries;
+}
 
 describe('prepare/files', () => {
   it('writes plain, base64 and gzip+base64 content with modes, and a second run changes nothing', async () => {
@@ -186,6 +198,42 @@ describe.skipIf(fetchProbe)('prepare/files with source', () => {
       expect(again.stdout).toContain('owner 0:0 -> 1234:1235');
       expect([statSync(file).uid, statSync(file).gid]).toEqual([1234, 1235]);
     });
+  });
+
+  // Two sources, the second with a wrong sha256: the first, already downloaded and checked, must
+  // not be put in place either; a target that existed keeps its content.
+  it.each([
+    ['neither target exists yet', false],
+    ['the first target already has other content', true],
+  ])('places no file when the second of two downloads fails its sha256 (%s)', async (_case, firstExists) => {
+    const bodies = { '/one.bin': Buffer.from('first download\n'), '/two.bin': Buffer.from('second download\n') };
+    const server = createServer((req, res) => {
+      const body = bodies[req.url as keyof typeof bodies];
+      if (body) res.end(body);
+      else res.writeHead(404).end();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as { port: number }).port;
+    try {
+      const root = freshRoot();
+      if (firstExists) {
+        mkdirSync(join(root, 'opt/one'), { recursive: true });
+        writeFileSync(join(root, 'opt/one/one.bin'), 'what was there\n');
+      }
+      const before = tree(root);
+      const config = configFile([
+        { path: '/opt/one/one.bin', source: { url: `http://127.0.0.1:${port}/one.bin`, sha256: createHash('sha256').update(bodies['/one.bin']).digest('hex') } },
+        { path: '/opt/two/two.bin', source: { url: `http://127.0.0.1:${port}/two.bin`, sha256: 'e'.repeat(64) } },
+      ]);
+      const run = await prepare(root, config);
+      expect(run.code).toBe(3);
+      expect(run.stdout + run.stderr).toContain('spec.files[1].source.sha256: ');
+      // Nothing placed, no temporary and no folder left behind: the root is as it was.
+      expect(tree(root)).toEqual(before);
+      if (firstExists) expect(readFileSync(join(root, 'opt/one/one.bin'), 'utf8')).toBe('what was there\n');
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
   });
 
   it('downloads the file, checks its sha256, and a second run changes nothing; a wrong sha256 writes no file at all', async () => {

@@ -2,7 +2,7 @@
 // redirects, TLS, checksums and signatures; a failed check leaves nothing at the destination.
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, linkSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync, mkdirSync } from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import * as net from 'node:net';
@@ -13,8 +13,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { scratchDir } from '../support/tmp.ts';
 import { missingRequirement } from '../support/environment.ts';
 import { runCli } from '../support/cli.ts';
-import { createHost, RootedFileSystem, type WriteOptions } from '../../src/host/index.ts';
-import type { PendingFile } from '../../src/host/fs.ts';
+import { createHost, RootedFileSystem, STATE_DIR, type WriteOptions } from '../../src/host/index.ts';
+import { TEMP_MARK, type PendingFile } from '../../src/host/fs.ts';
 import { download } from '../../src/host/download.ts';
 import { fetchVerified } from '../../src/verify/fetch.ts';
 import { formatPublicKeyLine, formatSignature } from '../../src/verify/minisign.ts';
@@ -49,10 +49,34 @@ function serveRange(req: http.IncomingMessage, res: http.ServerResponse, body: B
   res.end(body);
 }
 
-// Sends part of the body, then drops the connection, as a broken network does.
-function breakAfter(res: http.ServerResponse, headers: http.OutgoingHttpHeaders, part: Buffer, status = 200): void {
+// Sends part of the body, then drops the connection, as a broken network does. It drops it only
+// once the client has written every byte sent (offset + part) to its temporary file: bytes still in
+// the client's socket and stream buffers when the connection breaks are lost with it, so cutting
+// at a fixed time makes the resume offset depend on the machine's load (bytes=1035124- instead of
+// bytes=1048576-), not on what is tested.
+function breakAfter(res: http.ServerResponse, headers: http.OutgoingHttpHeaders, part: Buffer, status = 200, offset = 0): void {
   res.writeHead(status, headers);
-  res.write(part, () => setTimeout(() => res.socket?.destroy(), 20));
+  res.write(part, () => void clientHas(offset + part.length, res).finally(() => res.socket?.destroy()));
+}
+
+// Until a download's temporary file (anywhere under the test's folder; one download runs at a time)
+// holds `bytes`, or the client has closed the connection itself.
+async function clientHas(bytes: number, res: http.ServerResponse): Promise<void> {
+  const until = Date.now() + 10_000;
+  while (Date.now() < until && !res.socket?.destroyed) {
+    if (temporarySizes().includes(bytes)) return;
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+}
+
+function temporarySizes(): (number | undefined)[] {
+  try {
+    const names = readdirSync(dir, { recursive: true }) as string[];
+    return names.filter((name) => name.includes(TEMP_MARK)).map((name) => statSync(join(dir, name), { throwIfNoEntry: false })?.size);
+  } catch {
+    // A folder went away while it was read (a download that gave up): look again.
+    return [];
+  }
 }
 
 let port = 0;
@@ -104,7 +128,7 @@ function handler(req: http.IncomingMessage, res: http.ServerResponse): void {
       // Announces more bytes than it ever sends, on every attempt and every range.
       if (req.headers.range) {
         const start = Number(/^bytes=(\d+)-$/.exec(req.headers.range)?.[1] ?? 0);
-        return breakAfter(res, { 'content-length': content.length + 5000 - start, 'content-range': `bytes ${start}-${content.length + 4999}/${content.length + 5000}` }, Buffer.alloc(0), 206);
+        return breakAfter(res, { 'content-length': content.length + 5000 - start, 'content-range': `bytes ${start}-${content.length + 4999}/${content.length + 5000}` }, Buffer.alloc(0), 206, start);
       }
       return breakAfter(res, { 'content-length': content.length + 5000 }, content);
     case '/short':
@@ -112,9 +136,12 @@ function handler(req: http.IncomingMessage, res: http.ServerResponse): void {
       res.writeHead(200, { 'content-length': 1000 });
       res.end(content.subarray(0, 1000));
       return;
-    case '/trickle':
+    case '/trickle': {
       // Every connection delivers 1000 more bytes, then breaks: progress each time, never the end.
-      return breakAfter(res, { 'content-length': content.length - (Number(/^bytes=(\d+)-$/.exec(req.headers.range ?? '')?.[1]) || 0) }, Buffer.alloc(1000), req.headers.range ? 206 : 200);
+      const start = Number(/^bytes=(\d+)-$/.exec(req.headers.range ?? '')?.[1]) || 0;
+      const range = req.headers.range ? { 'content-range': `bytes ${start}-${content.length - 1}/${content.length}` } : {};
+      return breakAfter(res, { 'content-length': content.length - start, ...range }, Buffer.alloc(1000), req.headers.range ? 206 : 200, start);
+    }
     case '/missing':
       res.writeHead(404);
       res.end('no');
@@ -296,6 +323,24 @@ describe('machineadm fetch', () => {
     expect(leftovers(dest)).toEqual(['result.bin']);
   });
 
+  // -o names the operator's own file: a backup copy would double the disk used for a large one.
+  it('replaces an existing file without a backup anywhere and without reading the old file', async () => {
+    const dest = out();
+    mkdirSync(join(dest, '..'), { recursive: true });
+    writeFileSync(dest, 'the old version\n');
+    // A second name keeps the old inode after the rename; an access time older than the
+    // modification time is moved forward by any read of it (relatime), a copy included.
+    const oldInode = join(dir, `old-inode-${n}`);
+    linkSync(dest, oldInode);
+    utimesSync(oldInode, new Date('2000-01-01T00:00:00Z'), new Date());
+    const run = await fetchCli(url('/file'), '-o', dest, '--sha256', sha);
+    expect(run.code, run.stderr).toBe(0);
+    expect(readFileSync(dest).equals(content)).toBe(true);
+    expect(leftovers(dest)).toEqual(['result.bin']);
+    expect(existsSync(join(STATE_DIR, 'backup', dest))).toBe(false);
+    expect(statSync(oldInode).atime.toISOString()).toBe('2000-01-01T00:00:00.000Z');
+  });
+
   it('checks the signature before downloading the file when the key id does not match', async () => {
     await fetchCli(url('/file'), '-o', out(), '-P', strangerKey);
     expect(hits('/file')).toHaveLength(0);
@@ -349,7 +394,7 @@ class FullDisk extends RootedFileSystem {
         setImmediate(() => done(written > this.room ? Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }) : undefined));
       },
     });
-    return { stream: stream as unknown as PendingFile['stream'], commit: real.commit, abort: real.abort };
+    return { stream: stream as unknown as PendingFile['stream'], seal: real.seal, commit: real.commit, abort: real.abort };
   }
 }
 
@@ -364,7 +409,7 @@ describe('download failures that are not the network', () => {
     const host = createHost({ root });
     await expect(fetchVerified(host, { urls: [url('/file')], destination: '/opt/tool', sha256: sha, fileSystem: fs })).rejects.toThrow(/writing the download for \/opt\/tool failed: ENOSPC/);
     expect(hits('/file')).toHaveLength(1);
-    expect(readdirSync(join(root, 'opt'))).toEqual([]);
+    expect(readdirSync(root)).toEqual([]);
   });
 
   it('says where a file that cannot be put in place was to go (exit 1), not that machineadm has a bug', async () => {
@@ -372,19 +417,20 @@ describe('download failures that are not the network', () => {
     const fs = new (class extends RootedFileSystem {
       override async openWrite(path: string, options?: WriteOptions): Promise<PendingFile> {
         const real = await super.openWrite(path, options);
-        return { stream: real.stream, abort: real.abort, commit: async () => Promise.reject(Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' })) };
+        return { stream: real.stream, abort: real.abort, seal: real.seal, commit: async () => Promise.reject(Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' })) };
       }
     })(root);
     const failed = await fetchVerified(createHost({ root }), { urls: [url('/file')], destination: '/opt/tool', sha256: sha, fileSystem: fs }).catch((e: unknown) => e);
     expect(failed).toMatchObject({ exitCode: 1, message: expect.stringMatching(/could not put the verified download in place at \/opt\/tool: EIO/), hint: expect.stringMatching(/file system/) });
-    expect(readdirSync(join(root, 'opt'))).toEqual([]);
+    expect(readdirSync(root)).toEqual([]);
   });
 
   it('gives up on a URL after 100 attempts that each make a little progress, and says why', async () => {
     const root = join(dir, 'trickle');
     const host = { ...createHost({ root }), sleep: async () => undefined };
     await expect(download(host, { urls: [url('/trickle')], fs: host.fs, destination: '/x' })).rejects.toThrow(/\/trickle: .*\(gave up after 100 attempts\)/);
-    expect(hits('/trickle')).toHaveLength(100);
+    // Each connection resumed exactly where the one before ended.
+    expect(hits('/trickle').map((h) => h.range)).toEqual([undefined, ...Array.from({ length: 99 }, (_, i) => `bytes=${(i + 1) * 1000}-`)]);
     expect(readdirSync(root)).toEqual([]);
   });
 });

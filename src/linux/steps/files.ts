@@ -3,8 +3,9 @@
 import { createHash } from 'node:crypto';
 import type { Change, Step, StepContext } from '../../phases/step.ts';
 import type { FileSpec } from '../../config/schema/index.ts';
-import { ConfigError, MachineadmError, ExitCode, type ConfigIssue } from '../../errors.ts';
-import { fetchVerified } from '../../verify/fetch.ts';
+import { ConfigError, MachineadmError, ExitCode, VerificationError, type ConfigIssue } from '../../errors.ts';
+import { fetchVerifiedPending } from '../../verify/fetch.ts';
+import type { PendingFile } from '../../host/index.ts';
 import { displayUrl } from '../../host/http.ts';
 import { decodeContent } from '../file-content.ts';
 import { errorForField, formatMode, inspectFile, writeFiles, type DesiredFile } from '../managed-file.ts';
@@ -79,6 +80,47 @@ async function inspectSource(ctx: StepContext, file: SourceFile): Promise<Change
   }
 }
 
+// The field a failed download is about: a checksum that does not match names the checksum.
+function sourceField(file: SourceFile, error: unknown): string {
+  return `spec.files[${file.index}].source${error instanceof VerificationError ? '.sha256' : ''}`;
+}
+
+// Every download is checked into a temporary file beside its target; only when all are checked
+// (and sealed: synced, mode, owner, backup) is any renamed into place. On a failure every temporary
+// goes and every target stays as it was.
+async function downloadAll(ctx: StepContext, files: readonly SourceFile[]): Promise<void> {
+  const pending: PendingFile[] = [];
+  let current: SourceFile | undefined;
+  try {
+    for (const file of files) {
+      current = file;
+      const { pending: one } = await fetchVerifiedPending(ctx.host, {
+        urls: [file.spec.source.url],
+        destination: file.spec.path,
+        sha256: file.spec.source.sha256,
+        mode: file.mode,
+        ...(file.spec.owner ? { owner: file.spec.owner } : {}),
+      });
+      pending.push(one);
+    }
+    for (const [i, one] of pending.entries()) {
+      current = files[i];
+      await one.seal();
+    }
+  } catch (error) {
+    // Last made first: a folder two downloads share is empty only when both are gone.
+    for (const one of [...pending].reverse()) await one.abort();
+    throw errorForField(sourceField(current!, error), error);
+  }
+  for (const [i, one] of pending.entries()) {
+    try {
+      await one.commit();
+    } catch (error) {
+      throw errorForField(sourceField(files[i]!, error), error);
+    }
+  }
+}
+
 export const filesStep: Step = {
   id: 'files',
   summary: 'write the files listed in spec.files',
@@ -115,20 +157,13 @@ export const filesStep: Step = {
       });
     }
     // Downloads first: they are what fails most (network, a wrong sha256), and a failure then
-    // leaves the inline files unwritten too.
+    // leaves the inline files unwritten too. All of them are downloaded and checked before the
+    // first is put in place, so a failing one leaves every target as it was.
+    await downloadAll(ctx, pendingSources.filter((p) => p.change.action === 'download').map((p) => p.file));
     for (const { file, change } of pendingSources) {
+      if (change.action !== 'chmod') continue;
       try {
-        if (change.action === 'chmod') {
-          await ctx.host.fs.setAttributes(file.spec.path, { mode: file.mode, ...(file.spec.owner && ctx.facts.privileged ? { owner: file.spec.owner } : {}) });
-          continue;
-        }
-        await fetchVerified(ctx.host, {
-          urls: [file.spec.source.url],
-          destination: file.spec.path,
-          sha256: file.spec.source.sha256,
-          mode: file.mode,
-          ...(file.spec.owner ? { owner: file.spec.owner } : {}),
-        });
+        await ctx.host.fs.setAttributes(file.spec.path, { mode: file.mode, ...(file.spec.owner && ctx.facts.privileged ? { owner: file.spec.owner } : {}) });
       } catch (error) {
         throw errorForField(`spec.files[${file.index}].source`, error);
       }
