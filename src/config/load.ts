@@ -138,7 +138,7 @@ function decodedPath(url: URL): string | undefined {
   }
 }
 
-// Sources are named in messages; a URL's query may hold a token, so it is left out.
+// Sources are named in messages; a URL's query may hold a token, so it is shown as displayUrl shows it.
 function safeName(source: string): string {
   return /^https?:\/\//i.test(source) ? displayUrl(source) : source;
 }

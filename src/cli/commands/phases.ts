@@ -66,6 +66,7 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
   const facts = await host.facts();
   const names: PhaseName[] = command === 'init' || command === 'plan' ? ['prepare', 'provision', 'report'] : [command];
   const secrets = new SecretScrubber();
+  for (const source of options.config ?? []) secrets.addUrl(source);
   const identity = await machineIdentity(config, facts, host);
   const events = new EventBus({ scrub: (value) => secrets.scrubValue(value), identity });
   const input: RunnerInput = {
@@ -81,7 +82,8 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
     secrets,
   };
   if (command === 'plan' || options.dryRun) {
-    const plan = await computePlan(input);
+    await registerConfigSecrets(config, host, secrets);
+    const plan = secrets.scrubValue(await computePlan(input));
     io.stdout(options.output === 'json' ? JSON.stringify(plan, null, 2) + '\n' : renderPlan(plan));
     return ExitCode.ok;
   }
