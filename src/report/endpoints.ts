@@ -107,8 +107,13 @@ export async function registerConfigSecrets(config: MachineConfig, host: Host, s
 // cloud-init keeps the instance id of the metadata it used here (also under a scratch --root).
 const CLOUD_INIT_INSTANCE_ID = '/var/lib/cloud/data/instance-id';
 
-export async function machineIdentity(config: MachineConfig, facts: Facts, host: Host): Promise<MachineIdentity> {
-  const instanceId = facts.os === 'linux' && host.fs.platform === 'linux' ? (await host.fs.readText(CLOUD_INIT_INSTANCE_ID).catch(() => undefined))?.trim() : undefined;
+/**
+ * Who the events are about. The instance id is the metadata service's when machineadm read
+ * instance metadata itself (`fromMetadata`), else the one cloud-init recorded.
+ */
+export async function machineIdentity(config: MachineConfig, facts: Facts, host: Host, fromMetadata?: string): Promise<MachineIdentity> {
+  const instanceId =
+    fromMetadata ?? (facts.os === 'linux' && host.fs.platform === 'linux' ? (await host.fs.readText(CLOUD_INIT_INSTANCE_ID).catch(() => undefined))?.trim() : undefined);
   const nodeName = config.spec.kubernetes?.node?.name ?? facts.hostname.toLowerCase();
   return {
     hostname: facts.hostname,

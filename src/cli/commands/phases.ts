@@ -57,7 +57,7 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
     throw new UsageError('--facts and --os only go with plan or --dry-run', { hint: 'facts describe another machine; nothing can be applied to it from here' });
   }
   let host = hostFrom(options, io, givenFacts);
-  const { config } = await loadConfig(host, options.config, { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
+  const { config, instanceId } = await loadConfig(host, options.config, { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
   if (config.spec.security.offline && !options.offline) host = hostFrom({ ...options, offline: true }, io, givenFacts);
   if (config.spec.security.requireSignedBinary && command !== 'plan' && !options.dryRun) {
     // Before anything changes: a binary that is not the signed release must not touch the machine.
@@ -67,7 +67,7 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
   const names: PhaseName[] = command === 'init' || command === 'plan' ? ['prepare', 'provision', 'report'] : [command];
   const secrets = new SecretScrubber();
   for (const source of options.config ?? []) secrets.addUrl(source);
-  const identity = await machineIdentity(config, facts, host);
+  const identity = await machineIdentity(config, facts, host, instanceId);
   const events = new EventBus({ scrub: (value) => secrets.scrubValue(value), identity });
   const input: RunnerInput = {
     command: command === 'plan' ? 'init' : command,
