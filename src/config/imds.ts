@@ -54,8 +54,31 @@ function request(host: Host, options: ImdsOptions, url: string, extra: { method?
   });
 }
 
-/** The raw user data, or undefined when the instance has none. */
-export async function readUserData(host: Host, cloud: Cloud, options: ImdsOptions): Promise<Buffer | undefined> {
+export interface InstanceMetadata {
+  /** The raw user data, or undefined when the instance has none. */
+  userData: Buffer | undefined;
+  /** The instance's id as its cloud names it (AWS instance-id, Azure vmId, GCE instance id), when it answers one. */
+  instanceId: string | undefined;
+}
+
+// The instance id is extra: the service has just answered, so a short try is enough, and without
+// an id the report falls back to cloud-init's record.
+const INSTANCE_ID_RETRY: Partial<RetryPolicy> = { attempts: 3, deadlineMs: 5_000 };
+
+async function instanceIdAt(host: Host, options: ImdsOptions, url: string, headers: Record<string, string>, flavor?: string): Promise<string | undefined> {
+  try {
+    const answer = await request(host, { ...options, maxBytes: 1024, retry: { ...options.retry, ...INSTANCE_ID_RETRY } }, url, { headers, acceptStatus: [404] });
+    if (flavor !== undefined && answer.headers['metadata-flavor'] !== flavor) return undefined;
+    const id = answer.status === 200 ? answer.body.toString('utf8').trim() : '';
+    // An id is one printable token; anything else is not what the service should have answered.
+    return /^[\x21-\x7e]{1,128}$/.test(id) ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The instance's user data and id, from its cloud's metadata service. */
+export async function readInstanceMetadata(host: Host, cloud: Cloud, options: ImdsOptions): Promise<InstanceMetadata> {
   const base = baseUrl(host, cloud);
   try {
     switch (cloud) {
@@ -64,23 +87,28 @@ export async function readUserData(host: Host, cloud: Cloud, options: ImdsOption
         const token = await request(host, options, `${base}/latest/api/token`, { method: 'PUT', headers: { 'X-aws-ec2-metadata-token-ttl-seconds': '300' } });
         const value = token.body.toString('utf8').trim();
         if (!value) throw new ImdsError('AWS IMDS returned an empty session token', 'check the instance metadata options (IMDSv2)');
-        const data = await request(host, options, `${base}/latest/user-data`, { headers: { 'X-aws-ec2-metadata-token': value }, acceptStatus: [404] });
-        return data.status === 404 || data.body.length === 0 ? undefined : data.body;
+        const headers = { 'X-aws-ec2-metadata-token': value };
+        const data = await request(host, options, `${base}/latest/user-data`, { headers, acceptStatus: [404] });
+        const instanceId = await instanceIdAt(host, options, `${base}/latest/meta-data/instance-id`, headers);
+        return { userData: data.status === 404 || data.body.length === 0 ? undefined : data.body, instanceId };
       }
       case 'azure': {
-        const data = await request(host, options, `${base}/metadata/instance/compute/userData?api-version=2021-01-01&format=text`, { headers: { Metadata: 'true' }, acceptStatus: [404] });
-        if (data.status === 404) return undefined;
+        const headers = { Metadata: 'true' };
+        const data = await request(host, options, `${base}/metadata/instance/compute/userData?api-version=2021-01-01&format=text`, { headers, acceptStatus: [404] });
+        const instanceId = await instanceIdAt(host, options, `${base}/metadata/instance/compute/vmId?api-version=2021-01-01&format=text`, headers);
+        if (data.status === 404) return { userData: undefined, instanceId };
         // Azure hands userData out base64-encoded.
         const text = data.body.toString('latin1').replace(/\s+/g, '');
-        if (text === '') return undefined;
+        if (text === '') return { userData: undefined, instanceId };
         if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text)) throw new ImdsError('Azure IMDS userData is not base64', 'set the VM userData again (Azure stores it base64-encoded)');
-        return Buffer.from(text, 'base64');
+        return { userData: Buffer.from(text, 'base64'), instanceId };
       }
       case 'gce': {
-        const data = await request(host, options, `${base}/computeMetadata/v1/instance/attributes/user-data`, { headers: { 'Metadata-Flavor': 'Google' }, acceptStatus: [404] });
-        if (data.status === 404) return undefined;
-        if (data.headers['metadata-flavor'] !== 'Google') throw new ImdsError('the GCE metadata server answer lacks "Metadata-Flavor: Google"', 'something other than the metadata server answered; check the network');
-        return data.body.length === 0 ? undefined : data.body;
+        const headers = { 'Metadata-Flavor': 'Google' };
+        const data = await request(host, options, `${base}/computeMetadata/v1/instance/attributes/user-data`, { headers, acceptStatus: [404] });
+        if (data.status !== 404 && data.headers['metadata-flavor'] !== 'Google') throw new ImdsError('the GCE metadata server answer lacks "Metadata-Flavor: Google"', 'something other than the metadata server answered; check the network');
+        const instanceId = await instanceIdAt(host, options, `${base}/computeMetadata/v1/instance/id`, headers, 'Google');
+        return { userData: data.status === 404 || data.body.length === 0 ? undefined : data.body, instanceId };
       }
     }
   } catch (error) {

@@ -12,7 +12,7 @@ import { API_GROUP, SUPPORTED_API_VERSIONS, machineConfigSchema, type MachineCon
 import { mergeConfigs } from './merge.ts';
 import { DocumentError, decodeUtf8, parseDocument, type ParsedDocument } from './document.ts';
 import { MACHINECONFIG_CONTENT_TYPE, MimeError, gunzipLimited, isGzip, isMultipart, machineConfigPart, splitMultipart } from './mime.ts';
-import { ImdsError, detectCloud, readUserData, type Cloud } from './imds.ts';
+import { ImdsError, detectCloud, readInstanceMetadata, type Cloud } from './imds.ts';
 import { secretLiterals } from './redact.ts';
 import { REDACTED } from './secrets.ts';
 
@@ -25,6 +25,8 @@ export interface LoadedConfig {
   config: MachineConfig;
   /** The sources that contributed, in merge order. */
   sources: string[];
+  /** The instance id, when an imds:// source was read (the metadata service names the machine). */
+  instanceId?: string;
 }
 
 export interface LoadOptions {
@@ -64,6 +66,7 @@ interface RawSource {
   bytes: Buffer;
   /** Instance metadata: a document that is not a MachineConfig is not an error there. */
   userData: boolean;
+  instanceId?: string;
 }
 
 const SCHEMES = ['file://', 'https://', 'imds://'];
@@ -138,7 +141,7 @@ function decodedPath(url: URL): string | undefined {
   }
 }
 
-// Sources are named in messages; a URL's query may hold a token, so it is left out.
+// Sources are named in messages; a URL's query may hold a token, so it is shown as displayUrl shows it.
 function safeName(source: string): string {
   return /^https?:\/\//i.test(source) ? displayUrl(source) : source;
 }
@@ -204,7 +207,8 @@ export async function loadConfig(host: Host, sources: readonly string[], options
   if (issues.length) throw new ConfigError(scrub(issues, documents));
   const { value, issues: final } = parseWith(machineConfigSchema, merged);
   if (!value || final.length) throw new ConfigError(scrub(final.map((i) => locateMerged(i, documents)), documents));
-  return { config: value, sources: documents.map((d) => d.source) };
+  const instanceId = raws.find((r) => r.instanceId)?.instanceId;
+  return { config: value, sources: documents.map((d) => d.source), ...(instanceId ? { instanceId } : {}) };
 }
 
 async function readSource(host: Host, spec: SourceSpec, options: LoadOptions, maxBytes: number): Promise<RawSource[]> {
@@ -243,8 +247,8 @@ async function readSource(host: Host, spec: SourceSpec, options: LoadOptions, ma
     case 'imds': {
       const imdsOptions = { maxBytes, ...(options.imds?.retry ? { retry: options.imds.retry } : {}), ...(options.imds?.timeouts ? { timeouts: options.imds.timeouts } : {}) };
       const cloud = spec.cloud ?? (await detectCloud(host, imdsOptions));
-      const bytes = await readUserData(host, cloud, imdsOptions);
-      return [{ name: spec.cloud ? spec.name : `${spec.name} (${cloud})`, bytes: bytes ?? Buffer.alloc(0), userData: true }];
+      const { userData, instanceId } = await readInstanceMetadata(host, cloud, imdsOptions);
+      return [{ name: spec.cloud ? spec.name : `${spec.name} (${cloud})`, bytes: userData ?? Buffer.alloc(0), userData: true, ...(instanceId ? { instanceId } : {}) }];
     }
   }
 }

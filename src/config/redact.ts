@@ -5,6 +5,7 @@
 import { machineConfigSchema, type MachineConfig } from './schema/index.ts';
 import { isPlainObject, type SecretSource } from './schema/dsl.ts';
 import { REDACTED } from './secrets.ts';
+import { displayUrl, hasCredentials } from '../redaction.ts';
 export { REDACTED };
 
 type JsonSchema = Record<string, unknown>;
@@ -14,9 +15,29 @@ function schema(): JsonSchema {
   return (cached ??= machineConfigSchema.json());
 }
 
-/** A copy of the configuration with every secret value replaced by <redacted>. */
+/**
+ * A copy of the configuration with every secret value replaced by <redacted>, and every URL with
+ * user info or a query (a proxy's password, a presigned download) shown as displayUrl shows it.
+ */
 export function redactConfig(config: MachineConfig | unknown): unknown {
-  return walk(schema(), config, (secret) => (isReference(secret) ? secret : REDACTED));
+  return mapUrls(walk(schema(), config, (secret) => (isReference(secret) ? secret : REDACTED)), displayUrl);
+}
+
+/** Every value in the configuration that is a URL holding user info or a query. */
+export function credentialUrls(value: unknown): string[] {
+  const found: string[] = [];
+  mapUrls(value, (url) => (found.push(url), url));
+  return found;
+}
+
+// A URL field holds the URL alone; text that merely contains one (a file's content) is not a URL field.
+const WHOLE_URL = /^[a-z][a-z0-9+.-]*:\/\/\S+$/i;
+
+function mapUrls(value: unknown, map: (url: string) => string): unknown {
+  if (typeof value === 'string') return WHOLE_URL.test(value) && hasCredentials(value) ? map(value) : value;
+  if (Array.isArray(value)) return value.map((v) => mapUrls(v, map));
+  if (isPlainObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mapUrls(v, map)]));
+  return value;
 }
 
 /** Every literal secret value in a (possibly invalid, unmerged) configuration document. */

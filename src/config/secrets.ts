@@ -4,8 +4,9 @@
 import type { Host } from '../host/index.ts';
 import type { SecretSource } from './schema/dsl.ts';
 import { ConfigError } from '../errors.ts';
+import { REDACTED, urlSecrets } from '../redaction.ts';
 
-export const REDACTED = '<redacted>';
+export { REDACTED };
 
 export class SecretScrubber {
   private readonly values = new Set<string>();
@@ -16,9 +17,15 @@ export class SecretScrubber {
     if (value.length >= 4) this.values.add(value);
   }
 
+  /** Registers what a URL holds that displayUrl hides (password, token-like query values). */
+  addUrl(url: string): void {
+    for (const value of urlSecrets(url)) this.add(value);
+  }
+
   scrub(text: string): string {
     let out = text;
-    for (const value of this.values) if (out.includes(value)) out = out.split(value).join(REDACTED);
+    // Longest first: a secret that holds another (a password and its decoded form) goes whole.
+    for (const value of [...this.values].sort((a, b) => b.length - a.length)) if (out.includes(value)) out = out.split(value).join(REDACTED);
     return out;
   }
 

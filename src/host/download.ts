@@ -337,7 +337,7 @@ export async function download(host: Host, options: DownloadOptions): Promise<Do
           // A connection that breaks again and again, a little further each time, also ends.
           const gaveUp = stalled >= limit ? ` (gave up after ${limit} attempts without progress)` : attempt >= MAX_ATTEMPTS ? ` (gave up after ${MAX_ATTEMPTS} attempts)` : '';
           if (!error.retry || gaveUp) {
-            // Shown without query or user info: a presigned URL's token must not reach events or logs.
+            // Shown by displayUrl: a presigned URL's token must not reach events or logs.
             failures.push(`${displayUrl(raw)}: ${error.message}${error.retry ? gaveUp : ''}`);
             certificate ||= error.certificate;
             break;

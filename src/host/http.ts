@@ -7,6 +7,10 @@
 import { rootCertificates } from 'node:tls';
 import type { Headers, Method } from 'got';
 import { MachineadmError, ExitCode, UsageError } from '../errors.ts';
+import { displayUrl } from '../redaction.ts';
+
+// Every network user names URLs the one way (src/redaction.ts).
+export { displayUrl };
 
 export interface RetryPolicy {
   /** Total attempts, the first included (1 = no retry). */
@@ -112,16 +116,6 @@ export function retryDelayMs(retry: number, policy: Pick<RetryPolicy, 'baseDelay
   const jittered = Math.round(ceiling / 2 + random() * (ceiling / 2));
   if (retryAfterMs !== undefined) return Math.min(policy.maxDelayMs, Math.max(jittered, retryAfterMs));
   return jittered;
-}
-
-/** A URL for messages: no credentials, no query (it may carry tokens), no fragment. */
-export function displayUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}${u.pathname}`;
-  } catch {
-    return '(an invalid URL)';
-  }
 }
 
 const TLS_CODES = new Set([

@@ -1,4 +1,5 @@
 // Short unified diffs for plan output, with secrets taken out. Pure: text in, text out.
+import { redactUrlsIn } from '../redaction.ts';
 
 export interface DiffOptions {
   /** Lines of context around each change. */
@@ -12,16 +13,10 @@ export interface DiffOptions {
 // A key named exactly `auth` holds registry credentials (containerd's registry.configs.<host>.auth,
 // base64 user:password); matching it as a word part would hide authorization/authentication settings.
 const SECRET_LINE = /^(\s*(?:[^=:\s]*(?:password|passwd|secret|token|credential|private[_-]?key|api[_-]?key)[^=:\s]*|["']?auth["']?)\s*[=:]\s*)(.+)$/i;
-// Greedy up to the last "@" before the host, so a password with a raw "@" is hidden whole.
-const URL_USERINFO = /(\b[a-z][a-z0-9+.-]*:\/\/)([^/\s"?#]+)@/gi;
 
-/** Replaces values that look like secrets (password = x, token: y, user:pass@ in URLs) with <redacted>. */
+/** Replaces values that look like secrets (password = x, token: y, URLs' passwords and query values) with <redacted>. */
 export function redactSecrets(line: string): string {
-  // A userinfo without ":" is usually a token given as the user name, so all of it goes.
-  const withoutUserinfo = line.replace(URL_USERINFO, (_m, scheme: string, userinfo: string) => {
-    const colon = userinfo.indexOf(':');
-    return `${scheme}${colon >= 0 ? userinfo.slice(0, colon + 1) : ''}<redacted>@`;
-  });
+  const withoutUserinfo = redactUrlsIn(line);
   const m = SECRET_LINE.exec(withoutUserinfo);
   return m ? `${m[1]}<redacted>` : withoutUserinfo;
 }

@@ -32,6 +32,10 @@ export interface RunRequest {
   console: { mode: ConsoleMode; write(text: string): void; spinner?: SpinnerFactory };
   /** The phases to run; by default the registry's for the command. */
   phases?: readonly Phase[];
+  /** The configuration's sources as given (-c): a URL among them may carry a credential. */
+  sources?: readonly string[];
+  /** The instance id the metadata service gave, when machineadm read instance metadata. */
+  instanceId?: string;
 }
 
 export interface RunReport {
@@ -50,7 +54,8 @@ async function runnerInput(request: RunRequest, command: string): Promise<{ inpu
   const names: PhaseName[] = command === 'init' ? ['prepare', 'provision', 'report'] : [command as PhaseName];
   const phases = request.phases ?? phasesNamed(names);
   const secrets = new SecretScrubber();
-  const identity = await machineIdentity(config, facts, host);
+  for (const source of request.sources ?? []) secrets.addUrl(source);
+  const identity = await machineIdentity(config, facts, host, request.instanceId);
   const events = new EventBus({ scrub: (value) => secrets.scrubValue(value), identity });
   const input: RunnerInput = {
     command,
@@ -69,8 +74,9 @@ async function runnerInput(request: RunRequest, command: string): Promise<{ inpu
 
 /** Every action `init` (or one phase) would take, in order; touches nothing. */
 export async function planRun(request: Omit<RunRequest, 'console'>): Promise<Plan> {
-  const { input } = await runnerInput({ ...request, console: { mode: 'text', write: () => undefined } }, request.command);
-  return computePlan(input);
+  const { input, secrets } = await runnerInput({ ...request, console: { mode: 'text', write: () => undefined } }, request.command);
+  await registerConfigSecrets(request.config, request.host, secrets);
+  return secrets.scrubValue(await computePlan(input));
 }
 
 export async function executeRun(request: RunRequest): Promise<RunReport> {

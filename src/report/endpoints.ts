@@ -6,7 +6,7 @@ import type { Facts, Host } from '../host/index.ts';
 import type { TlsMaterial } from '../host/http-post.ts';
 import { displayUrl } from '../host/http.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
-import { secretSources } from '../config/redact.ts';
+import { credentialUrls, secretSources } from '../config/redact.ts';
 import { resolveSecret, type SecretScrubber } from '../config/secrets.ts';
 import { ConfigError, type ConfigIssue } from '../errors.ts';
 import { buildInfo } from '../version.ts';
@@ -15,7 +15,7 @@ import { endpointKey } from './spool.ts';
 
 export interface ResolvedEndpoint {
   url: string;
-  /** Scheme, host and path only: a query or user info may hold credentials, so messages never show them. */
+  /** The URL as every output shows it (displayUrl): a password or query value may be a credential. */
   display: string;
   /** The endpoint's spool directory name. */
   key: string;
@@ -92,9 +92,12 @@ export async function resolveEndpoints(config: MachineConfig, host: Host, secret
 /**
  * Registers every secret of the configuration with the scrubber before the run starts, so a value
  * that surfaces in a command's output or an error is scrubbed even when no step read it through
- * ctx.secret. References that cannot be read now are left to the step that needs them.
+ * ctx.secret. References that cannot be read now are left to the step that needs them. What URLs
+ * hold (a proxy's password, a presigned query) is registered too, for any output that forgets
+ * displayUrl.
  */
 export async function registerConfigSecrets(config: MachineConfig, host: Host, secrets: SecretScrubber): Promise<void> {
+  for (const url of credentialUrls(config)) secrets.addUrl(url);
   for (const source of secretSources(config)) {
     if (typeof source === 'string') secrets.add(source);
     else await resolveSecret(source, host, '(secret)', secrets).catch(() => undefined);
@@ -104,8 +107,13 @@ export async function registerConfigSecrets(config: MachineConfig, host: Host, s
 // cloud-init keeps the instance id of the metadata it used here (also under a scratch --root).
 const CLOUD_INIT_INSTANCE_ID = '/var/lib/cloud/data/instance-id';
 
-export async function machineIdentity(config: MachineConfig, facts: Facts, host: Host): Promise<MachineIdentity> {
-  const instanceId = facts.os === 'linux' && host.fs.platform === 'linux' ? (await host.fs.readText(CLOUD_INIT_INSTANCE_ID).catch(() => undefined))?.trim() : undefined;
+/**
+ * Who the events are about. The instance id is the metadata service's when machineadm read
+ * instance metadata itself (`fromMetadata`), else the one cloud-init recorded.
+ */
+export async function machineIdentity(config: MachineConfig, facts: Facts, host: Host, fromMetadata?: string): Promise<MachineIdentity> {
+  const instanceId =
+    fromMetadata ?? (facts.os === 'linux' && host.fs.platform === 'linux' ? (await host.fs.readText(CLOUD_INIT_INSTANCE_ID).catch(() => undefined))?.trim() : undefined);
   const nodeName = config.spec.kubernetes?.node?.name ?? facts.hostname.toLowerCase();
   return {
     hostname: facts.hostname,

@@ -7,6 +7,8 @@ import type { ChangeInfo, ErrorInfo, MachineEvent, MachineIdentity, Result } fro
 import type { DeliveryReport } from './delivery.ts';
 
 export const RUN_DIR = '/run/machineadm';
+/** Only root may look inside: kubeadm's configuration (with the join token) is kept there while it runs. */
+export const RUN_DIR_MODE = 0o700;
 export const STATUS_FILE = `${RUN_DIR}/status.json`;
 export const RESULT_FILE = `${RUN_DIR}/result.json`;
 /** In the state dir. */
@@ -189,10 +191,18 @@ export class OutcomeFiles {
     return doc;
   }
 
+  private runDirReady = false;
+
   private async write(path: string, fs: RootedFileSystem): Promise<void> {
     const doc = this.builder.document;
     if (!doc) return;
     try {
+      if (fs === this.fs && !this.runDirReady) {
+        // Also tightened when it exists: an image or an older version may have made it 0755.
+        await fs.mkdirp(RUN_DIR, RUN_DIR_MODE);
+        await fs.setAttributes(RUN_DIR, { mode: RUN_DIR_MODE });
+        this.runDirReady = true;
+      }
       await fs.writeFile(path, JSON.stringify(doc, null, 2) + '\n', { mode: 0o600, backup: false });
     } catch (error) {
       const message = `${fs.root === '/' ? '' : fs.root}${path}: ${(error as Error).message}`;

@@ -17,7 +17,7 @@ export interface FetchRequest {
    * A minisign signature, checked with this public key (base64 key line). Without `url` (or
    * `urls`), the signature is looked for at `<url>.minisig` next to each URL in order.
    */
-  signature?: { url?: string; urls?: string[]; publicKey: string; requirePrehashed?: boolean };
+  signature?: { url?: string; urls?: string[]; publicKey: string; requirePrehashed?: boolean; signify?: boolean };
   mode?: number;
   owner?: string;
   /** Where `destination` is: host.fs (the default) or host.local for the operator's own paths. */
@@ -51,7 +51,7 @@ async function fetchSignature(host: Host, request: FetchRequest, publicKey: Publ
   const urls = given.urls ?? (given.url ? [given.url] : request.urls.map((u) => `${u}.minisig`));
   const { data, url } = await downloadSmall(host, urls, { maxBytes: SIGNATURE_MAX_BYTES, ...(request.ca ? { ca: request.ca } : {}) });
   const signature = parseSignature(data, url);
-  checkSignatureFits(signature, publicKey, { requirePrehashed: given.requirePrehashed ?? false });
+  checkSignatureFits(signature, publicKey, { requirePrehashed: given.requirePrehashed ?? false, signify: given.signify ?? false });
   return { signature, url };
 }
 
@@ -113,6 +113,7 @@ export async function fetchVerifiedPending(host: Host, request: FetchRequest): P
       verified = finishVerification(signed.signature, publicKey, result.observer as MessageDigester, {
         fileName: displayUrl(result.url),
         requirePrehashed: request.signature?.requirePrehashed ?? false,
+        signify: request.signature?.signify ?? false,
       });
     }
     return { result: { sha256: result.sha256, bytes: result.bytes, url: result.url, ...(verified ? { signature: verified } : {}) }, pending: result.pending };

@@ -24,18 +24,21 @@ export interface SelfVerifyResult extends VerifiedSignature {
   keySource: 'given' | 'built-in';
 }
 
-export async function verifySelf(host: Host, request: SelfVerifyRequest, notPackaged: (message: string, hint: string) => Error = (m, hint) => new UsageError(m, { hint })): Promise<SelfVerifyResult> {
+/**
+ * `cannotVerify` makes the error for a check that cannot be made here (running from source, no
+ * key): a usage error for "verify --self" (exit 2: give -P), a failed verification where a signed
+ * binary is required.
+ */
+export async function verifySelf(host: Host, request: SelfVerifyRequest, cannotVerify: (message: string, hint: string) => Error = (m, hint) => new UsageError(m, { hint })): Promise<SelfVerifyResult> {
   if (!request.packaged) {
-    throw notPackaged(
+    throw cannotVerify(
       `self-verification needs the packaged machineadm binary; this is machineadm running from source under ${request.executable}`,
       'run the released binary (machineadm-linux-x64, ...), or check a file with "machineadm verify FILE"',
     );
   }
   const keyText = request.publicKey ?? buildInfo.releasePublicKey;
   if (!keyText) {
-    throw new VerificationError('this build has no release public key built in, so it cannot verify itself', {
-      hint: 'give the key with -P (or security.releasePublicKey), or use a release build',
-    });
+    throw cannotVerify('this build has no release public key built in, so it cannot verify itself', 'give the key with -P <base64 key line> (or security.releasePublicKey), or use a release build');
   }
   const publicKey = parsePublicKey(keyText, request.publicKey ? 'given with -P' : 'built into this binary');
   const signaturePath = request.signaturePath ?? `${request.executable}.minisig`;

@@ -72,6 +72,11 @@ export class MessageDigester {
 export interface VerifyOptions {
   /** Refuse legacy (non-prehashed) signatures, like minisign -H. */
   requirePrehashed?: boolean;
+  /**
+   * Accept a signature without a trusted comment (signify's format). Off by default: minisign -V
+   * refuses one, and a minisign signature whose trusted comment was cut off must not pass.
+   */
+  signify?: boolean;
   /** Names the file in messages. */
   fileName?: string;
 }
@@ -90,6 +95,11 @@ export function checkSignatureFits(signature: Signature, publicKey: PublicKey, o
       `the signature was made with key ${keyIdHex(signature.keyId)}, but the public key given is key ${keyIdHex(publicKey.keyId)}`,
       { hint: `verify with the public key whose id is ${keyIdHex(signature.keyId)}, or get a signature made with key ${keyIdHex(publicKey.keyId)}` },
     );
+  }
+  if (!signature.trusted && !options.signify) {
+    throw new VerificationError('the signature has no trusted comment: it is in signify\'s format, or a minisign signature whose trusted comment was removed (minisign -V refuses it too)', {
+      hint: 'for a file signed with signify, give --signify; otherwise get the original .minisig, which has a trusted comment',
+    });
   }
   if (options.requirePrehashed && signature.algorithm !== 'prehashed') {
     throw new VerificationError('the signature is a legacy (not prehashed) signature, and prehashed signatures are required (--require-prehashed)', {

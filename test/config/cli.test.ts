@@ -96,7 +96,7 @@ describe.skipIf(skip)('machineadm config view', () => {
     const shown = JSON.parse(run.stdout);
     expect(shown.spec.kernelModules).toEqual(['overlay', 'br_netfilter']);
     expect(shown.spec.windows.domainJoin.credentials.password).toBe('<redacted>');
-    expect(aws.requests.map((r) => `${r.method} ${r.url}`)).toEqual(['PUT /latest/api/token', 'GET /latest/user-data']);
+    expect(aws.requests.map((r) => `${r.method} ${r.url}`)).toEqual(['PUT /latest/api/token', 'GET /latest/user-data', 'GET /latest/meta-data/instance-id']);
   });
 
   it('refuses network sources with --offline before touching the network (exit 2)', async () => {

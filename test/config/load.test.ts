@@ -264,7 +264,7 @@ describe('pins, offline and unsupported sources', () => {
   it('with --offline refuses every network source at once, naming each, before reading any source', async () => {
     let stdinRead = false;
     const found = await issues(['-', 'https://config.example/a.yaml?token=abc', 'imds://user-data'], { readStdin: async () => ((stdinRead = true), Buffer.from('')) }, host({ offline: true }));
-    expect(found.map((i) => i.source)).toEqual(['https://config.example/a.yaml', 'imds://user-data']);
+    expect(found.map((i) => i.source)).toEqual(['https://config.example/a.yaml?token=<redacted>', 'imds://user-data']);
     expect(found.every((i) => /--offline/.test(i.message))).toBe(true);
     expect(stdinRead).toBe(false);
     expect(JSON.stringify(found)).not.toContain('token=abc');

@@ -102,7 +102,7 @@ describe('posting to a collector over HTTP', () => {
     poster.close();
     expect(outcome).toMatchObject({ ok: false, status: 307, retryable: false });
     const reason = outcome.ok ? '' : outcome.reason;
-    expect(reason).toContain(`redirect to ${new URL(collector.url).origin}${new URL(collector.url).pathname} not followed`);
+    expect(reason).toContain(`redirect to http://user:<redacted>@${new URL(collector.url).host}${new URL(collector.url).pathname}?token=<redacted> not followed`);
     expect(reason).not.toMatch(/s3cret|pw@/);
   });
 

@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { StepDetailsError } from '../../src/errors.ts';
-import { RESULT_FILE, STATUS_FILE, readLastResult, type RunResultDocument } from '../../src/report/outcome.ts';
+import { RESULT_FILE, RUN_DIR, STATUS_FILE, readLastResult, type RunResultDocument } from '../../src/report/outcome.ts';
 import { validateJsonSchema } from './json-schema.ts';
 import { configFrom, runWithReporting, step } from './harness.ts';
 import { scratchDir } from '../support/tmp.ts';
@@ -72,6 +72,23 @@ describe('the result files', () => {
     expect(run.summary).toContain('kubeadmPhase: kubelet-start');
     expect(run.summary).toMatch(/outputTail \(last lines\):\n {6}alpha\n {6}beta\n {6}omega/);
     expect(run.summary).toContain('look at: /run/machineadm/result.json');
+  });
+
+  it.each([
+    ['does not exist yet', undefined],
+    ['already exists with mode 0755', 0o755],
+    ['already exists with mode 0777', 0o777],
+  ])('keep /run/machineadm mode 0700 when it %s', async (_name, before) => {
+    const root = scratchDir();
+    if (before !== undefined) {
+      mkdirSync(join(root, RUN_DIR), { recursive: true });
+      // chmod, not mkdir's mode: the umask would narrow it.
+      chmodSync(join(root, RUN_DIR), before);
+      expect(statSync(join(root, RUN_DIR)).mode & 0o777).toBe(before);
+    }
+    await runWithReporting({ root, config: configFrom({}), prepare: [step('one')] });
+    expect(statSync(join(root, RESULT_FILE)).mode & 0o777).toBe(0o600);
+    expect(statSync(join(root, RUN_DIR)).mode & 0o777).toBe(0o700);
   });
 
   it('fall back to the state dir copy when /run was cleared by a reboot', async () => {

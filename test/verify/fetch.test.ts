@@ -29,6 +29,7 @@ const publicKey = formatPublicKeyLine(keys.publicKey);
 const strangerKey = formatPublicKeyLine(generateKeyPair().publicKey);
 let signature = '';
 let otherSignature = '';
+let strippedSignature = '';
 
 interface Seen {
   path: string;
@@ -102,6 +103,9 @@ function handler(req: http.IncomingMessage, res: http.ServerResponse): void {
     case '/other.minisig':
       res.end(otherSignature);
       return;
+    case '/stripped.minisig':
+      res.end(strippedSignature);
+      return;
     case '/flaky':
       // First connection breaks at 1 MiB; then the server honours Range.
       if (count === 1) return breakAfter(res, { 'content-length': content.length, etag: '"v1"' }, content.subarray(0, 1024 * 1024));
@@ -174,6 +178,8 @@ beforeAll(async () => {
   const sig = await signStream([content], keys.secretKey, { trustedComment: 'fetch test file' });
   signature = formatSignature(sig);
   otherSignature = formatSignature(await signStream([other], keys.secretKey, { trustedComment: 'another file' }));
+  // A legacy signature with its trusted comment cut off: the bytes of a signify signature.
+  strippedSignature = formatSignature(await signStream([content], keys.secretKey, { trustedComment: 'cut off', legacy: true })).split('\n').slice(0, 2).join('\n') + '\n';
   const server = http.createServer(handler);
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -224,6 +230,12 @@ describe('machineadm fetch', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain('trusted comment: fetch test file');
     expect(hits('/file.minisig')).toHaveLength(1);
+  });
+
+  it('accepts a signature without a trusted comment (signify) with --signify', async () => {
+    const run = await fetchCli(url('/file'), '-o', out(), '-x', url('/stripped.minisig'), '-P', publicKey, '--signify');
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain('signify format');
   });
 
   it('retries a signature whose server is busy, as it retries the file', async () => {
@@ -288,6 +300,7 @@ describe('machineadm fetch', () => {
     ['a wrong SHA-256', () => [url('/file'), '--sha256', 'a'.repeat(64)], 3, /SHA-256 is/],
     ['the signature of another file', () => [url('/file'), '-x', url('/other.minisig'), '-P', publicKey], 3, /signature verification failed/],
     ['a signature by another key', () => [url('/file'), '-P', strangerKey], 3, /made with key [0-9A-F]{16}, but the public key given is key [0-9A-F]{16}/],
+    ['a signature without its trusted comment (without --signify)', () => [url('/file'), '-x', url('/stripped.minisig'), '-P', publicKey], 3, /no trusted comment.*\n.*give --signify/],
     ['a public key of the wrong length', () => [url('/file'), '-P', publicKey.slice(0, 40)], 3, /public key/],
     ['--offline', () => [url('/file'), '--sha256', sha, '--offline'], 2, /--offline: not downloading/],
     ['no checksum and no key', () => [url('/file')], 2, /give --sha256 HEX or a public key/],

@@ -9,6 +9,10 @@ import { scratchDir } from '../support/tmp.ts';
 import { inCI, missingRequirement } from '../support/environment.ts';
 import { runCli } from '../support/cli.ts';
 import { binaryBuilder, type BinaryBuilder } from './binary-builder.ts';
+import { verifySelf } from '../../src/verify/self.ts';
+import { buildInfo } from '../../src/version.ts';
+import { createHost } from '../../src/host/index.ts';
+import { MachineadmError, VerificationError, exitCodeOf } from '../../src/errors.ts';
 
 const dir = scratchDir('machineadm-self-');
 
@@ -27,6 +31,20 @@ describe('verify --self and requireSignedBinary from source', () => {
     expect(run.stderr).toContain('security.requireSignedBinary is true, but self-verification needs the packaged machineadm binary');
     expect(run.code).toBe(3);
     expect(existsSync(root)).toBe(false);
+  });
+
+  it.each([
+    ['verify --self', 2, undefined, /^give the key with -P/],
+    ['security.requireSignedBinary', 3, (m: string, hint: string) => new VerificationError(`security.requireSignedBinary is true, but ${m}`, { hint }), /-P/],
+  ] as const)('on a build without a built-in key, %s says so with exit %i and a hint to give -P', async (_name, code, cannotVerify, hint) => {
+    expect(buildInfo.releasePublicKey).toBeUndefined();
+    const file = join(dir, 'packaged-without-key');
+    writeFileSync(file, 'a build without a release key');
+    const error = await verifySelf(createHost({ env: {} }), { executable: file, packaged: true }, cannotVerify).catch((e: unknown) => e as MachineadmError);
+    expect(error).toBeInstanceOf(MachineadmError);
+    expect((error as MachineadmError).message).toContain('no release public key built in');
+    expect(exitCodeOf(error)).toBe(code);
+    expect((error as MachineadmError).hint).toMatch(hint);
   });
 
   it('leaves plan alone: it changes nothing, so it does not need the check', async () => {

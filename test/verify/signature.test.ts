@@ -57,14 +57,30 @@ describe.skipIf(skip)('minisign and signify interoperability', () => {
     expect(strict.stderr).toContain('legacy (not prehashed)');
   });
 
-  it('verifies a signify signature (no trusted comment) in legacy mode', async () => {
-    const run = await cli('verify', 'artifact', '-x', 'artifact.sig', '-p', 'signify.pub');
+  it('verifies a signify signature (no trusted comment) in legacy mode when --signify asks for it', async () => {
+    const run = await cli('verify', 'artifact', '-x', 'artifact.sig', '-p', 'signify.pub', '--signify');
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('signify format');
+    const unasked = await cli('verify', 'artifact', '-x', 'artifact.sig', '-p', 'signify.pub');
+    expect(unasked.code).toBe(3);
+    expect(unasked.stderr).toContain('give --signify');
     copyFileSync(join(dir, 'artifact'), join(dir, 'artifact.changed'));
     writeFileSync(join(dir, 'artifact.changed'), 'x', { flag: 'a' });
-    expect((await cli('verify', 'artifact.changed', '-x', 'artifact.sig', '-p', 'signify.pub')).code).toBe(3);
-    expect((await cli('verify', 'artifact', '-x', 'artifact.sig', '-p', 'signify.pub', '--require-prehashed')).code).toBe(3);
+    expect((await cli('verify', 'artifact.changed', '-x', 'artifact.sig', '-p', 'signify.pub', '--signify')).code).toBe(3);
+    expect((await cli('verify', 'artifact', '-x', 'artifact.sig', '-p', 'signify.pub', '--signify', '--require-prehashed')).code).toBe(3);
+  });
+
+  it('refuses a legacy minisign signature whose trusted comment was cut off, as minisign -V does, unless --signify', async () => {
+    const [untrusted, line] = readFileSync(join(dir, 'artifact.legacy.minisig'), 'utf8').split('\n');
+    writeFileSync(join(dir, 'artifact.stripped.minisig'), `${untrusted}\n${line}\n`);
+    const tool = minisign('-V', '-p', 'mini.pub', '-m', 'artifact', '-x', 'artifact.stripped.minisig');
+    expect(tool.status).not.toBe(0);
+    const ours = await cli('verify', 'artifact', '-x', 'artifact.stripped.minisig', '-p', 'mini.pub');
+    expect(ours).toMatchObject({ code: 3, stdout: '' });
+    expect(ours.stderr).toMatch(/no trusted comment/);
+    // The bytes are a valid signify signature of the file: signify accepts them, and so does --signify.
+    expect(spawnSync('signify-openbsd', ['-V', '-p', 'mini.pub', '-m', 'artifact', '-x', 'artifact.stripped.minisig'], { cwd: dir }).status).toBe(0);
+    expect((await cli('verify', 'artifact', '-x', 'artifact.stripped.minisig', '-P', keyLine('mini.pub'), '--signify')).code).toBe(0);
   });
 
   it.each([

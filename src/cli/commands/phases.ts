@@ -52,7 +52,7 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
   try {
     const hostOptions = (offline: boolean) => hostFrom({ ...options, offline }, io, givenFacts, interrupts?.signal);
     let host = hostOptions(options.offline);
-    const { config } = await loadConfig(host, options.config, { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
+    const { config, instanceId } = await loadConfig(host, options.config, { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
     if (config.spec.security.offline && !options.offline) host = hostOptions(true);
     if (config.spec.security.requireSignedBinary && !planning) {
       // Before anything changes: a binary that is not the signed release must not touch the machine.
@@ -65,6 +65,8 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
       stateFs: stateFsFrom(options, io, host),
       selection: { only: options.only, skip: options.skip },
       force: options.force,
+      sources: options.config,
+      ...(instanceId ? { instanceId } : {}),
     } as const;
     if (planning) {
       const plan = await planRun(request);

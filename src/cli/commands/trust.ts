@@ -58,6 +58,7 @@ interface VerifyOptions {
   publicKeyFile?: string;
   publicKey?: string;
   requirePrehashed?: boolean;
+  signify?: boolean;
   quiet?: boolean;
 }
 
@@ -99,7 +100,7 @@ export async function runVerify(file: string | undefined, options: VerifyOptions
   const signature = parseSignature(sigData, sigPath);
   const stream = await host.local.openRead(path);
   try {
-    const result = await verifyStream(stream, signature, publicKey, { fileName: path, requirePrehashed: options.requirePrehashed ?? false });
+    const result = await verifyStream(stream, signature, publicKey, { fileName: path, requirePrehashed: options.requirePrehashed ?? false, signify: options.signify ?? false });
     if (!options.quiet) io.stdout(describeVerified(path, result));
     return ExitCode.ok;
   } finally {
@@ -174,6 +175,7 @@ interface FetchOptions {
   publicKeyFile?: string;
   mirror: string[];
   requirePrehashed?: boolean;
+  signify?: boolean;
   caFile?: string;
   offline?: boolean;
   mode?: string;
@@ -229,7 +231,7 @@ export async function runFetch(url: string, options: FetchOptions, io: Io): Prom
       fileSystem: host.local,
       ...(options.sha256 ? { sha256: options.sha256 } : {}),
       ...(publicKey
-        ? { signature: { publicKey, ...(options.signature ? { url: options.signature } : {}), requirePrehashed: options.requirePrehashed ?? false } }
+        ? { signature: { publicKey, ...(options.signature ? { url: options.signature } : {}), requirePrehashed: options.requirePrehashed ?? false, signify: options.signify ?? false } }
         : {}),
       ...(mode !== undefined ? { mode } : {}),
       ...(bar ? { onProgress: bar.update } : {}),
@@ -261,6 +263,7 @@ export function registerTrustCommands(program: Command, io: Io, setExit: (code: 
     .option('-p, --public-key-file <file>', 'public key file')
     .option('-P, --public-key <base64>', 'public key (the base64 key line)')
     .option('--require-prehashed', 'refuse legacy (not prehashed) signatures, like minisign -H')
+    .option('--signify', "also accept signify's signatures (no trusted comment); without it a signature must have one, as minisign -V requires")
     .option('-q, --quiet', 'print nothing on success')
     .action(async (file: string | undefined, options: VerifyOptions) => setExit(await runVerify(file, options, io)));
   program
@@ -294,6 +297,7 @@ export function registerTrustCommands(program: Command, io: Io, setExit: (code: 
     .option('-p, --public-key-file <file>', 'public key file')
     .option('--mirror <url>', 'another URL with the same file, tried in order after URL; repeatable', collect, [])
     .option('--require-prehashed', 'refuse legacy (not prehashed) signatures')
+    .option('--signify', "also accept signify's signatures (no trusted comment)")
     .option('--ca-file <file>', 'extra CA certificates (PEM) to trust for https')
     .option('--mode <octal>', 'file mode of the result, e.g. 0755')
     .option('--offline', 'never use the network (fails at once)')

@@ -1,6 +1,7 @@
 // A small schema language: one definition gives the TypeScript type (Infer), the validation
 // (parse, collecting every issue with its field path) and the published JSON Schema (json).
 // Pure: imports nothing that does I/O.
+import { redactUrlsIn } from '../../redaction.ts';
 
 export type PathSegment = string | number;
 export type FieldPath = readonly PathSegment[];
@@ -128,7 +129,8 @@ function checkString(value: string, options: StringOptions, path: FieldPath, ctx
     return issue(ctx, path, `must be at most ${options.maxLength} characters long`);
   }
   if (options.pattern && !options.pattern.test(value)) {
-    return issue(ctx, path, `${JSON.stringify(truncate(value))} is not valid`, options.patternHint ?? `must match ${options.pattern.source}`);
+    // A URL that fails its pattern is quoted as every URL is shown: without its password or query values.
+    return issue(ctx, path, `${JSON.stringify(truncate(redactUrlsIn(value)))} is not valid`, options.patternHint ?? `must match ${options.pattern.source}`);
   }
   const problem = options.check?.(value);
   if (problem) {

@@ -1,6 +1,7 @@
 // spec.report: where the outcome of a run goes. Files named here (CA, client certificate and key,
 // token files) are machine paths, read under --root; their contents are checked before the run
 // changes anything (src/report/endpoints.ts).
+import { redactUrlsIn } from '../../redaction.ts';
 import { array, boolean, integer, object, optional, record, secret, string, withDefault } from './dsl.ts';
 
 const absolutePath = (what: string) =>
@@ -15,7 +16,8 @@ function endpointUrlProblem(value: string): string | undefined {
   try {
     url = new URL(value);
   } catch {
-    return `"${value.length > 80 ? value.slice(0, 77) + '...' : value}" is not a URL|an http:// or https:// URL such as https://collector.example/events`;
+    const shown = redactUrlsIn(value);
+    return `"${shown.length > 80 ? shown.slice(0, 77) + '...' : shown}" is not a URL|an http:// or https:// URL such as https://collector.example/events`;
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return `the scheme "${url.protocol.replace(/:$/, '')}" is not supported|use an http:// or https:// URL`;
   if (url.username || url.password) return 'the URL holds a user name or password|give credentials with bearerToken or headers, never in the URL';

@@ -6,7 +6,7 @@ import type { FileSpec } from '../../config/schema/index.ts';
 import { ConfigError, MachineadmError, ExitCode, VerificationError, type ConfigIssue } from '../../errors.ts';
 import { fetchVerifiedPending } from '../../verify/fetch.ts';
 import type { PendingFile } from '../../host/index.ts';
-import { displayUrl } from '../../host/http.ts';
+import { displayUrl } from '../../redaction.ts';
 import { decodeContent } from '../file-content.ts';
 import { errorForField, formatMode, inspectFile, writeFiles, type DesiredFile } from '../managed-file.ts';
 
@@ -63,7 +63,7 @@ async function inspectSource(ctx: StepContext, file: SourceFile): Promise<Change
       throw new MachineadmError(`${file.spec.path} is a symbolic link; machineadm does not write through links`, ExitCode.stepFailed, { hint: 'remove the link and run again' });
     }
     if (info && info.kind !== 'file') throw new MachineadmError(`${file.spec.path} exists and is not a regular file (${info.kind})`, ExitCode.stepFailed);
-    const detail = `from ${file.spec.source.url} (sha256 ${file.spec.source.sha256.slice(0, 12)}...), mode ${formatMode(file.mode)}`;
+    const detail = `from ${displayUrl(file.spec.source.url)} (sha256 ${file.spec.source.sha256.slice(0, 12)}...), mode ${formatMode(file.mode)}`;
     if (!info) return { action: 'download', target: file.spec.path, detail };
     const bytes = (await ctx.host.fs.readFile(file.spec.path)) ?? Buffer.alloc(0);
     const sha = createHash('sha256').update(bytes).digest('hex');
@@ -152,7 +152,7 @@ export const filesStep: Step = {
     for (const f of inline) await inspectFile(ctx.host.fs, f, ctx.facts.privileged);
     if (pendingSources.some((p) => p.change.action === 'download') && ctx.host.offline) {
       const first = pendingSources.find((p) => p.change.action === 'download')!;
-      throw new MachineadmError(`spec.files[${first.file.index}].source: ${first.file.spec.source.url} cannot be downloaded with --offline`, ExitCode.usage, {
+      throw new MachineadmError(`spec.files[${first.file.index}].source: ${displayUrl(first.file.spec.source.url)} cannot be downloaded with --offline`, ExitCode.usage, {
         hint: 'put the file in place beforehand (its sha256 is checked), or run without --offline',
       });
     }

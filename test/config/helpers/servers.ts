@@ -98,6 +98,8 @@ export interface ImdsBehaviour {
   broken?: boolean;
   /** The first request is answered only after this long (a service busy at boot). */
   firstAnswerDelayMs?: number;
+  /** The instance's id (AWS instance-id, Azure vmId, GCE instance id); undefined = 404. */
+  instanceId?: string;
 }
 
 /** A metadata service speaking one cloud's protocol, as strict as the real one about headers. */
@@ -128,6 +130,10 @@ export function imdsHandler(cloud: Cloud, behaviour: ImdsBehaviour): Handler {
         tokens.add(token);
         return send(200, token);
       }
+      if (url.pathname === '/latest/meta-data/instance-id') {
+        if (!tokens.has(String(req.headers['x-aws-ec2-metadata-token'] ?? ''))) return send(401, 'unauthorized');
+        return behaviour.instanceId === undefined ? send(404) : send(200, behaviour.instanceId);
+      }
       if (url.pathname === '/latest/user-data') {
         if (req.method !== 'GET') return send(405);
         if (!tokens.has(String(req.headers['x-aws-ec2-metadata-token'] ?? ''))) return send(401, 'unauthorized');
@@ -139,6 +145,10 @@ export function imdsHandler(cloud: Cloud, behaviour: ImdsBehaviour): Handler {
       if (req.headers.metadata !== 'true') return send(400, JSON.stringify({ error: 'Bad request. Required metadata header not specified' }));
       if (!url.searchParams.get('api-version')) return send(400, JSON.stringify({ error: 'Bad request. api-version was not specified' }));
       if (url.pathname === '/metadata/instance') return send(200, JSON.stringify({ compute: { vmId: 'x' }, network: {} }), { 'content-type': 'application/json' });
+      if (url.pathname === '/metadata/instance/compute/vmId') {
+        if (url.searchParams.get('format') !== 'text') return send(400, 'format=text required for leaf');
+        return behaviour.instanceId === undefined ? send(404) : send(200, behaviour.instanceId);
+      }
       if (url.pathname === '/metadata/instance/compute/userData') {
         if (url.searchParams.get('format') !== 'text') return send(400, 'format=text required for leaf');
         // Azure answers 200 with an empty body when no user data was set.
@@ -151,6 +161,7 @@ export function imdsHandler(cloud: Cloud, behaviour: ImdsBehaviour): Handler {
     if (req.headers['x-forwarded-for']) return send(403);
     const flavor = { 'metadata-flavor': 'Google' };
     if (url.pathname === '/computeMetadata/v1/') return send(200, 'instance/\nproject/\n', flavor);
+    if (url.pathname === '/computeMetadata/v1/instance/id') return behaviour.instanceId === undefined ? send(404, 'not found', flavor) : send(200, behaviour.instanceId, flavor);
     if (url.pathname === '/computeMetadata/v1/instance/attributes/user-data') {
       return data === undefined ? send(404, 'not found', flavor) : (res.writeHead(200, { 'content-type': 'application/text', ...flavor }), res.end(data));
     }
