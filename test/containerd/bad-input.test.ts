@@ -24,12 +24,27 @@ describe('bad spec.containerd input', () => {
     [
       'extraConfig giving a generated key another type',
       { sandboxImage: 'registry.k8s.io/pause:3.10', extraConfig: '[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = 310\n' },
-      'spec.containerd.extraConfig: TOML line 2: plugins."io.containerd.grpc.v1.cri".sandbox_image is a number here, but machineadm generates it as a string',
+      'spec.containerd.extraConfig: TOML line 2: plugins."io.containerd.grpc.v1.cri".sandbox_image is the integer 310; containerd reads a string there',
+    ],
+    [
+      'extraConfig giving sandbox_image an integer without sandboxImage (containerd 1.6 refuses the file: "Can\'t convert 5(int64) to string")',
+      { extraConfig: '[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = 5\n' },
+      'spec.containerd.extraConfig: TOML line 2: plugins."io.containerd.grpc.v1.cri".sandbox_image is the integer 5; containerd reads a string there (config version 2, containerd 1.x) (put the value in quotes',
+    ],
+    [
+      'extraConfig giving a float key an integer (containerd refuses "Can\'t convert 1(int64) to float64")',
+      { extraConfig: '[plugins."io.containerd.gc.v1.scheduler"]\n  pause_threshold = 1\n' },
+      'spec.containerd.extraConfig: TOML line 2: plugins."io.containerd.gc.v1.scheduler".pause_threshold is the integer 1; containerd reads a float there',
+    ],
+    [
+      'extraConfig misspelling a runc option (containerd would drop it silently)',
+      { extraConfig: '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n  SystemdCgroups = true\n' },
+      'spec.containerd.extraConfig: TOML line 2: plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options.SystemdCgroups is not a runc option, and containerd would drop it without a word (did you mean "SystemdCgroup"?)',
     ],
     [
       'extraConfig replacing a generated table with a value',
       { extraConfig: '[plugins."io.containerd.grpc.v1.cri".containerd]\n  runtimes = "runc"\n' },
-      'plugins."io.containerd.grpc.v1.cri".containerd.runtimes is a string here, but machineadm generates it as a table',
+      'plugins."io.containerd.grpc.v1.cri".containerd.runtimes is the string "runc"; containerd reads a table there',
     ],
     ['extraConfig setting the config version', { extraConfig: 'version = 3\n' }, 'spec.containerd.extraConfig: TOML line 1: sets "version"'],
     [
