@@ -15,6 +15,7 @@ import { MACHINECONFIG_CONTENT_TYPE, MimeError, gunzipLimited, isGzip, isMultipa
 import { ImdsError, detectCloud, readUserData, type Cloud } from './imds.ts';
 import { secretLiterals } from './redact.ts';
 import { REDACTED } from './secrets.ts';
+import { machineFileIssues } from './machine-files.ts';
 
 export const DEFAULT_SOURCES = ['/etc/machineadm/config.yaml', '/etc/machineadm/config.d/'];
 
@@ -226,6 +227,7 @@ export async function loadConfig(host: Host, sources: readonly string[], options
       if (reported.some((p) => found.path === p || found.path.startsWith(`${p}.`) || found.path.startsWith(`${p}[`))) continue;
       issues.push(left ? { ...found, hint: `${found.hint ?? 'see the message'}${left}` } : found);
     }
+    issues.push(...(await machineFileIssues(host.fs, merged)).map((i) => locateMerged(i, merging)));
   }
   if (issues.length || !config) throw new ConfigError(scrub(inSourceOrder(issues, documents), documents));
   return { config, sources: documents.map((d) => d.source) };

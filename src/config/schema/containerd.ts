@@ -26,7 +26,7 @@ function machinePath(description?: string) {
 
 // Every hosts.toml names the CA bundle, and containerd fails a pull whose `ca` file does not
 // parse: one damaged certificate would stop every image pull on the node.
-function certificateProblem(pem: string): string | undefined {
+export function certificateProblem(pem: string): string | undefined {
   const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
   if (blocks.length === 0) return 'has no complete PEM certificate (no -----END CERTIFICATE----- line)|paste the whole PEM block, from the BEGIN line to the END line';
   for (const [i, block] of blocks.entries()) {
