@@ -15,6 +15,7 @@ import { MACHINECONFIG_CONTENT_TYPE, MimeError, gunzipLimited, isGzip, isMultipa
 import { ImdsError, detectCloud, readInstanceMetadata, type Cloud } from './imds.ts';
 import { secretLiterals } from './redact.ts';
 import { REDACTED } from './secrets.ts';
+import { machineFileIssues } from './machine-files.ts';
 
 export const DEFAULT_SOURCES = ['/etc/machineadm/config.yaml', '/etc/machineadm/config.d/'];
 
@@ -164,12 +165,16 @@ export async function loadConfig(host: Host, sources: readonly string[], options
   }
   if (issues.length) throw new ConfigError(issues);
 
+  // A source that cannot be read or parsed does not stop the others from being checked: every
+  // problem of every source, and of the merged whole, is reported at once.
+  const unreadable: string[] = [];
   const raws: RawSource[] = [];
   for (const spec of specs) {
     try {
       raws.push(...(await readSource(host, spec, options, maxBytes)));
     } catch (error) {
       issues.push(...sourceIssues(error, spec.name));
+      unreadable.push(spec.name);
     }
   }
 
@@ -185,13 +190,17 @@ export async function loadConfig(host: Host, sources: readonly string[], options
       documents.push(...found.documents);
     } catch (error) {
       issues.push(...sourceIssues(error, raw.name));
+      unreadable.push(raw.name);
     }
   }
-  if (issues.length) throw new ConfigError(scrub(issues, documents));
   // User data decides whether machineadm is wanted at all: without a MachineConfig in it, the
   // other sources (an image's defaults) do not make this machine a node on their own.
-  if (userData.sources.length > 0 && !userData.optedIn) throw new NoMachineConfigError(userData.sources);
+  if (userData.sources.length > 0 && !userData.optedIn) {
+    if (issues.length) throw new ConfigError(scrub(issues, documents));
+    throw new NoMachineConfigError(userData.sources);
+  }
   if (documents.length === 0) {
+    if (issues.length) throw new ConfigError(scrub(issues, documents));
     throw new ConfigError([
       explicit
         ? { path: '', message: `no configuration found in ${specs.map((s) => s.name).join(', ')}`, hint: 'the directories hold no *.yaml, *.yml or *.json file' }
@@ -200,15 +209,44 @@ export async function loadConfig(host: Host, sources: readonly string[], options
   }
 
   let merged: unknown = undefined;
+  const merging: ParsedDocument[] = [];
   for (const doc of documents) {
-    issues.push(...checkDocument(doc));
-    merged = mergeConfigs(merged, doc.value);
+    const checked = checkDocument(doc);
+    issues.push(...checked.issues);
+    // A document of another kind or apiVersion means other things: it is not merged.
+    if (checked.machineConfig) {
+      merged = mergeConfigs(merged, doc.value);
+      merging.push(doc);
+    } else unreadable.push(doc.source);
   }
-  if (issues.length) throw new ConfigError(scrub(issues, documents));
-  const { value, issues: final } = parseWith(machineConfigSchema, merged);
-  if (!value || final.length) throw new ConfigError(scrub(final.map((i) => locateMerged(i, documents)), documents));
+  let config: MachineConfig | undefined;
+  if (merging.length) {
+    const { value, issues: final } = parseWith(machineConfigSchema, merged);
+    config = value;
+    // A source's own problem is not repeated for the merged whole.
+    const reported = issues.map((i) => i.path).filter((p) => p !== '');
+    const left = unreadable.length ? `; checked without ${unreadable.join(', ')}, which has problems of its own` : '';
+    for (const found of final.map((i) => locateMerged(i, merging))) {
+      if (reported.some((p) => found.path === p || found.path.startsWith(`${p}.`) || found.path.startsWith(`${p}[`))) continue;
+      issues.push(left ? { ...found, hint: `${found.hint ?? 'see the message'}${left}` } : found);
+    }
+    issues.push(...(await machineFileIssues(host.fs, merged)).map((i) => locateMerged(i, merging)));
+  }
+  if (issues.length || !config) throw new ConfigError(scrub(inSourceOrder(issues, documents), documents));
   const instanceId = raws.find((r) => r.instanceId)?.instanceId;
-  return { config: value, sources: documents.map((d) => d.source), ...(instanceId ? { instanceId } : {}) };
+  return { config, sources: documents.map((d) => d.source), ...(instanceId ? { instanceId } : {}) };
+}
+
+/** Issues grouped by source in the order the sources were given, each source's in file order. */
+function inSourceOrder(issues: ConfigIssue[], documents: ParsedDocument[]): ConfigIssue[] {
+  const order = new Map<string, number>();
+  for (const i of issues) if (i.source !== undefined && !order.has(i.source)) order.set(i.source, order.size);
+  for (const d of documents) if (!order.has(d.source)) order.set(d.source, order.size);
+  const rank = (i: ConfigIssue) => (i.source === undefined ? Number.MAX_SAFE_INTEGER : (order.get(i.source) ?? Number.MAX_SAFE_INTEGER));
+  return issues
+    .map((issue, n) => ({ issue, n }))
+    .sort((a, b) => rank(a.issue) - rank(b.issue) || (a.issue.line ?? Infinity) - (b.issue.line ?? Infinity) || (a.issue.column ?? 0) - (b.issue.column ?? 0) || a.n - b.n)
+    .map((x) => x.issue);
 }
 
 async function readSource(host: Host, spec: SourceSpec, options: LoadOptions, maxBytes: number): Promise<RawSource[]> {
@@ -397,17 +435,17 @@ function stripBom(text: string): string {
 }
 
 /** A source's own problems: not a MachineConfig, an unsupported apiVersion, unknown fields, types. */
-function checkDocument(doc: ParsedDocument): ConfigIssue[] {
+function checkDocument(doc: ParsedDocument): { issues: ConfigIssue[]; machineConfig: boolean } {
   const at = (path: (string | number)[]) => {
     const p = doc.positions.find(path);
     return p ? { line: p.line, column: p.column } : {};
   };
   const value = doc.value;
   if (!isPlainObject(value)) {
-    return [{ source: doc.source, ...at([]), path: '', message: `not a MachineConfig: the document is ${Array.isArray(value) ? 'a list' : 'a single value'}, not a map`, hint: `start it with apiVersion: ${SUPPORTED_API_VERSIONS[0]} and kind: MachineConfig` }];
+    return { machineConfig: false, issues: [{ source: doc.source, ...at([]), path: '', message: `not a MachineConfig: the document is ${Array.isArray(value) ? 'a list' : 'a single value'}, not a map`, hint: `start it with apiVersion: ${SUPPORTED_API_VERSIONS[0]} and kind: MachineConfig` }] };
   }
   if (value.apiVersion === undefined && value.kind === undefined) {
-    return [{ source: doc.source, ...at([]), path: '', message: 'not a MachineConfig: apiVersion and kind are missing', hint: `start it with apiVersion: ${SUPPORTED_API_VERSIONS[0]} and kind: MachineConfig` }];
+    return { machineConfig: false, issues: [{ source: doc.source, ...at([]), path: '', message: 'not a MachineConfig: apiVersion and kind are missing', hint: `start it with apiVersion: ${SUPPORTED_API_VERSIONS[0]} and kind: MachineConfig` }] };
   }
   const issues: ConfigIssue[] = [];
   const supported = SUPPORTED_API_VERSIONS as readonly unknown[];
@@ -426,10 +464,9 @@ function checkDocument(doc: ParsedDocument): ConfigIssue[] {
     issues.push({ source: doc.source, ...at(['kind']), path: 'kind', message: `${value.kind === undefined ? 'is missing' : `${quoted(value.kind)} is not supported`}; the kind is MachineConfig`, hint: 'set kind: MachineConfig' });
   }
   // Another apiVersion's fields mean other things: checking them against v1alpha1 would only add noise.
-  if (issues.length) return issues;
+  if (issues.length) return { machineConfig: false, issues };
   const { issues: found } = parseWith(machineConfigSchema, value, { partial: true });
-  // In file order, so a reader can walk down the file fixing each.
-  return found.map((i) => toIssue(i, doc.source, doc.positions.find(i.path))).sort((a, b) => (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0));
+  return { machineConfig: true, issues: found.map((i) => toIssue(i, doc.source, doc.positions.find(i.path))) };
 }
 
 // A wrong value as written, cut short: it may be anything up to the size limit.

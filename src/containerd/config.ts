@@ -3,14 +3,12 @@ import type { ContainerdSpec } from '../config/schema/index.ts';
 import { CERTS_DIR } from './paths.ts';
 import { kernelBefore411, type ContainerdTarget } from './target.ts';
 import { ExtraConfigError, mergeExtraConfig, parseExtraConfig, wrongVersionSections } from './extra.ts';
+import { extraConfigTypeProblems } from './extra-types.ts';
+import { V2_CRI, V3_IMAGES, V3_RUNTIME } from './keys.ts';
 import { stringifyToml, type TomlTable } from './toml.ts';
 
 /** kubelet's default cgroup driver since Kubernetes 1.22; containerd must use the same one. */
 export const DEFAULT_CGROUP_DRIVER = 'systemd';
-
-const V2_CRI = 'io.containerd.grpc.v1.cri';
-const V3_IMAGES = 'io.containerd.cri.v1.images';
-const V3_RUNTIME = 'io.containerd.cri.v1.runtime';
 
 // The whole runc entry, always with runtime_type: containerd 1.x replaces the runtimes map as a
 // whole when any part of it is written, and an entry without runtime_type breaks every pod.
@@ -60,8 +58,8 @@ export function containerdConfigTable(spec: ContainerdSpec | undefined, target: 
   const generated = generatedConfig(spec, target);
   if (!spec?.extraConfig?.trim()) return generated;
   const extra = parseExtraConfig(spec.extraConfig);
-  const misplaced = wrongVersionSections(extra, target.configVersion, spec.extraConfig);
-  if (misplaced.length) throw new ExtraConfigError(misplaced);
+  const problems = [...wrongVersionSections(extra, target.configVersion, spec.extraConfig), ...extraConfigTypeProblems(extra, spec.extraConfig, target.configVersion)];
+  if (problems.length) throw new ExtraConfigError(problems);
   return mergeExtraConfig(generated, extra, spec.extraConfig);
 }
 

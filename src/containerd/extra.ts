@@ -64,6 +64,15 @@ export function lineOf(text: string, path: readonly string[]): number | undefine
   return undefined;
 }
 
+/** The problem with setting this key from extraConfig, when machineadm refuses it. */
+function refusal(path: readonly string[], text: string): ExtraConfigProblem | undefined {
+  const reason = reserved(path);
+  if (!reason) return undefined;
+  const [message = reason, hint] = reason.split('|');
+  const line = lineOf(text, path);
+  return { message, ...(line ? { line } : {}), ...(hint ? { hint } : {}) };
+}
+
 function reserved(path: readonly string[]): string | undefined {
   if (path.length === 1 && path[0] === 'version') return 'sets "version", which machineadm chooses from the containerd version|set spec.containerd.version instead (it is used when containerd is not installed)';
   const registryAt = path.indexOf('registry');
@@ -75,6 +84,21 @@ function reserved(path: readonly string[]): string | undefined {
   return undefined;
 }
 
+/** The keys of `extra` machineadm refuses (see reserved), wherever they are. */
+export function refusedKeys(extra: TomlTable, text: string): ExtraConfigProblem[] {
+  const problems: ExtraConfigProblem[] = [];
+  const walk = (table: TomlTable, path: string[]) => {
+    for (const [key, value] of Object.entries(table)) {
+      const here = [...path, key];
+      const refused = refusal(here, text);
+      if (refused) problems.push(refused);
+      else if (isTable(value)) walk(value, here);
+    }
+  };
+  walk(extra, []);
+  return problems;
+}
+
 /** A copy of `base` with `extra` merged over it; throws ExtraConfigError listing every conflict. */
 export function mergeExtraConfig(base: TomlTable, extra: TomlTable, text: string): TomlTable {
   const problems: ExtraConfigProblem[] = [];
@@ -82,11 +106,9 @@ export function mergeExtraConfig(base: TomlTable, extra: TomlTable, text: string
   const walk = (target: TomlTable, source: TomlTable, path: string[]) => {
     for (const [key, value] of Object.entries(source)) {
       const here = [...path, key];
-      const refusal = reserved(here);
-      if (refusal) {
-        const [message = refusal, hint] = refusal.split('|');
-        const line = lineOf(text, here);
-        problems.push({ message, ...(line ? { line } : {}), ...(hint ? { hint } : {}) });
+      const refused = refusal(here, text);
+      if (refused) {
+        problems.push(refused);
         continue;
       }
       const existing = target[key];

@@ -1,7 +1,7 @@
 // Bad spec.containerd input: each gets a clear error naming the field (and the TOML line for
 // extraConfig), exit code 2, and nothing is written under the root.
 import { describe, expect, it } from 'vitest';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { scratchDir } from '../support/tmp.ts';
@@ -24,12 +24,27 @@ describe('bad spec.containerd input', () => {
     [
       'extraConfig giving a generated key another type',
       { sandboxImage: 'registry.k8s.io/pause:3.10', extraConfig: '[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = 310\n' },
-      'spec.containerd.extraConfig: TOML line 2: plugins."io.containerd.grpc.v1.cri".sandbox_image is a number here, but machineadm generates it as a string',
+      'spec.containerd.extraConfig: TOML line 2: plugins."io.containerd.grpc.v1.cri".sandbox_image is the integer 310; containerd reads a string there',
+    ],
+    [
+      'extraConfig giving sandbox_image an integer without sandboxImage (containerd 1.6 refuses the file: "Can\'t convert 5(int64) to string")',
+      { extraConfig: '[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = 5\n' },
+      'spec.containerd.extraConfig: TOML line 2: plugins."io.containerd.grpc.v1.cri".sandbox_image is the integer 5; containerd reads a string there (config version 2, containerd 1.x) (put the value in quotes',
+    ],
+    [
+      'extraConfig giving a float key an integer (containerd refuses "Can\'t convert 1(int64) to float64")',
+      { extraConfig: '[plugins."io.containerd.gc.v1.scheduler"]\n  pause_threshold = 1\n' },
+      'spec.containerd.extraConfig: TOML line 2: plugins."io.containerd.gc.v1.scheduler".pause_threshold is the integer 1; containerd reads a float there',
+    ],
+    [
+      'extraConfig misspelling a runc option (containerd would drop it silently)',
+      { extraConfig: '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n  SystemdCgroups = true\n' },
+      'spec.containerd.extraConfig: TOML line 2: plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options.SystemdCgroups is not a runc option, and containerd would drop it without a word (did you mean "SystemdCgroup"?)',
     ],
     [
       'extraConfig replacing a generated table with a value',
       { extraConfig: '[plugins."io.containerd.grpc.v1.cri".containerd]\n  runtimes = "runc"\n' },
-      'plugins."io.containerd.grpc.v1.cri".containerd.runtimes is a string here, but machineadm generates it as a table',
+      'plugins."io.containerd.grpc.v1.cri".containerd.runtimes is the string "runc"; containerd reads a table there',
     ],
     ['extraConfig setting the config version', { extraConfig: 'version = 3\n' }, 'spec.containerd.extraConfig: TOML line 1: sets "version"'],
     [
@@ -53,6 +68,12 @@ describe('bad spec.containerd input', () => {
       'spec.containerd.caCertificates[0]: certificate 1 in this entry cannot be read',
     ],
     ['a CA certificate without its END line', { caCertificates: ['-----BEGIN CERTIFICATE-----\nMIIB\n'] }, 'spec.containerd.caCertificates[0]: has no complete PEM certificate'],
+    [
+      'a mirror CA file that does not exist (containerd would fail every pull through the mirror)',
+      { registries: { 'docker.io': { mirrors: [{ url: 'https://m.example', caFile: '/etc/ssl/mirror.pem' }] } } },
+      'spec.containerd.registries["docker.io"].mirrors[0].caFile: /etc/ssl/mirror.pem does not exist under',
+    ],
+    ['a registry CA file that does not exist', { registries: { 'registry.internal:5000': { caFile: '/etc/ssl/internal.pem' } } }, 'spec.containerd.registries["registry.internal:5000"].caFile: /etc/ssl/internal.pem does not exist under'],
     ['a proxy that is not a URL', { proxy: { httpsProxy: 'proxy.example:3128' } }, 'spec.containerd.proxy.httpsProxy'],
     ['a no-proxy entry with a comma', { proxy: { noProxy: ['a.example,b.example'] } }, 'spec.containerd.proxy.noProxy[0]'],
   ])('refuses %s, naming the field, before anything is written', async (_what, containerd, message) => {
@@ -67,6 +88,32 @@ describe('bad spec.containerd input', () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('spec.containerd.proxy.httpsProxy: is not an http:// or https:// URL');
     expect(result.stderr).not.toContain('hunter2');
+  });
+
+  it.each([
+    ['plan', ['plan']],
+    ['config validate', ['config', 'validate']],
+  ])('%s finds a CA file that is not a PEM certificate, naming the field and its line', async (_name, command) => {
+    const config = join(base, `ca-${n}.yaml`);
+    const root = join(base, `root-${n++}`);
+    mkdirSync(join(root, 'etc/ssl'), { recursive: true });
+    writeFileSync(join(root, 'etc/ssl/mirror.pem'), 'not a certificate\n');
+    writeFileSync(config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { containerd: { registries: { 'docker.io': { mirrors: [{ url: 'https://m.example', caFile: '/etc/ssl/mirror.pem' }] } } } } }));
+    const result = await runCli([...command, '-c', config, '--root', root]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`${config}:9:13: spec.containerd.registries["docker.io"].mirrors[0].caFile: /etc/ssl/mirror.pem has no complete PEM certificate`);
+  });
+
+  it('accepts a CA file that spec.files writes before containerd is configured', async () => {
+    const config = join(base, `ca-${n}.yaml`);
+    const root = join(base, `root-${n++}`);
+    const pem = readFileSync(join(import.meta.dirname, '../../examples/linux-worker.yaml'), 'utf8').match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/)![0].replace(/^ +/gm, '');
+    const spec = { files: [{ path: '/etc/ssl/mirror.pem', content: `${pem}\n` }], containerd: { registries: { 'docker.io': { mirrors: [{ url: 'https://m.example', caFile: '/etc/ssl/mirror.pem' }] } } } };
+    writeFileSync(config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec }));
+    const result = await runCli(['prepare', '-c', config, '--root', root]);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(readFileSync(join(root, 'etc/containerd/certs.d/docker.io/hosts.toml'), 'utf8')).toContain('ca = "/etc/ssl/mirror.pem"');
   });
 
   it('accepts extraConfig overriding a generated value with one of the same type', async () => {

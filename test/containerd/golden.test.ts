@@ -7,6 +7,11 @@ import { dirname, join } from 'node:path';
 import { parse } from '@iarna/toml';
 import { CERTS_DIR, CONTAINERD_CONFIG } from '../../src/containerd/paths.ts';
 import { DEFAULT_CGROUP_DRIVER } from '../../src/containerd/config.ts';
+import { renderContainerdConfig } from '../../src/containerd/config.ts';
+import { extraConfigTypeProblems } from '../../src/containerd/extra-types.ts';
+import { chooseTarget, type TargetFacts } from '../../src/containerd/target.ts';
+import type { ContainerdSpec } from '../../src/config/schema/index.ts';
+import type { TomlTable } from '../../src/containerd/toml.ts';
 import { expectedFiles, goldenCases, renderCase } from './cases.ts';
 
 const update = process.env.UPDATE_GOLDEN === '1';
@@ -67,5 +72,23 @@ describe('containerd golden cases', () => {
       if (registry === 'docker.io') expect(hosts.server).toBe('https://registry-1.docker.io');
     }
     if (c.spec.proxy?.httpsProxy) expect(files.proxy?.content).toContain('HTTPS_PROXY=');
+  });
+});
+
+// The golden files and the assertions above share the test's own spelling of each key; this
+// checks what the renderer writes against containerd's key table and the fields of its runc
+// Options message (src/containerd/keys.ts), which containerd itself never checks for options.
+describe('what the containerd renderer writes', () => {
+  const inputs: [string, ContainerdSpec, TargetFacts][] = [
+    ...cases.map((c): [string, ContainerdSpec, TargetFacts] => [c.name, c.spec, c.facts]),
+    ...(['systemd', 'cgroupfs'] as const).flatMap((cgroupDriver) =>
+      ['1.6.20', '1.7.24', '2.0.5', '2.1.9'].map((containerdVersion): [string, ContainerdSpec, TargetFacts] => [`${cgroupDriver} for ${containerdVersion}`, { cgroupDriver, sandboxImage: 'registry.k8s.io/pause:3.10' }, { containerdVersion, kernelRelease: '4.9.0' }]),
+    ),
+  ];
+
+  it.each(inputs)('%s: every key has the type containerd reads and every runc option is a field of runc Options', (_name, spec, facts) => {
+    const target = chooseTarget(facts, spec);
+    const text = renderContainerdConfig(spec, target);
+    expect(extraConfigTypeProblems(parse(text) as TomlTable, text, target.configVersion)).toEqual([]);
   });
 });

@@ -1,8 +1,7 @@
 // spec.containerd: containerd's runtime configuration in machineadm's own terms.
 import { X509Certificate } from 'node:crypto';
 import { array, boolean, enumOf, object, optional, record, string } from './dsl.ts';
-import { ExtraConfigError, mergeExtraConfig, parseExtraConfig } from '../../containerd/extra.ts';
-import { generatedConfig } from '../../containerd/config.ts';
+import { extraConfigProblems } from '../../containerd/extra-types.ts';
 
 const httpUrl = string({
   pattern: /^https?:\/\/[^\s/]+(\/\S*)?$/,
@@ -27,7 +26,7 @@ function machinePath(description?: string) {
 
 // Every hosts.toml names the CA bundle, and containerd fails a pull whose `ca` file does not
 // parse: one damaged certificate would stop every image pull on the node.
-function certificateProblem(pem: string): string | undefined {
+export function certificateProblem(pem: string): string | undefined {
   const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
   if (blocks.length === 0) return 'has no complete PEM certificate (no -----END CERTIFICATE----- line)|paste the whole PEM block, from the BEGIN line to the END line';
   for (const [i, block] of blocks.entries()) {
@@ -87,29 +86,10 @@ export const containerdSection = object({
   caCertificates: optional(array(string({ pattern: /-----BEGIN CERTIFICATE-----/, patternHint: 'a PEM certificate', check: certificateProblem }))),
   extraConfig: optional(string({ description: 'raw TOML deep-merged over what machineadm generates' })),
 }, {
-  // extraConfig is checked against what machineadm generates for both config versions, so a
+  // extraConfig is checked against the keys containerd reads in both config versions, so a
   // problem shows at validation time whichever containerd the machine turns out to have.
   check: (spec, report) => {
     if (!spec.extraConfig?.trim()) return;
-    try {
-      const extra = parseExtraConfig(spec.extraConfig);
-      const seen = new Set<string>();
-      for (const configVersion of [2, 3] as const) {
-        try {
-          mergeExtraConfig(generatedConfig(spec, { containerdVersion: configVersion === 2 ? '1.7' : '2.0', configVersion, source: 'configured' }), extra, spec.extraConfig);
-        } catch (error) {
-          if (!(error instanceof ExtraConfigError)) throw error;
-          for (const p of error.problems) {
-            const message = `${p.line ? `TOML line ${p.line}: ` : ''}${p.message}${configVersion === 3 ? ' (config version 3, containerd 2.x)' : ''}`;
-            if (seen.has(p.message)) continue;
-            seen.add(p.message);
-            report('extraConfig', message, p.hint);
-          }
-        }
-      }
-    } catch (error) {
-      if (!(error instanceof ExtraConfigError)) throw error;
-      for (const p of error.problems) report('extraConfig', `${p.line ? `TOML line ${p.line}: ` : ''}${p.message}`, p.hint);
-    }
+    for (const p of extraConfigProblems(spec.extraConfig)) report('extraConfig', `${p.line ? `TOML line ${p.line}: ` : ''}${p.message}`, p.hint);
   },
 });

@@ -231,23 +231,22 @@ export function object<S extends Shape>(shape: S, options: ObjectOptions<S> = {}
       for (const key of Object.keys(value)) {
         if (!Object.hasOwn(shape, key)) issue(ctx, [...path, key], 'unknown field', suggest(key, Object.keys(shape)) ?? `known fields: ${Object.keys(shape).join(', ')}`);
       }
+      const failed = new Set<string>();
       for (const [key, field] of Object.entries(shape)) {
+        const mark = ctx.issues.length;
         const present = Object.hasOwn(value, key) && value[key] !== undefined && value[key] !== null;
         if (!present) {
           if (ctx.partial) continue;
           if (field.presence === 'required') issue(ctx, [...path, key], 'is required', field.description);
           else if (field.presence === 'defaulted') out[key] = structuredClone(field.defaultValue);
-          continue;
+        } else {
+          const parsed = field.parse(value[key], [...path, key], ctx);
+          if (parsed !== undefined) out[key] = parsed;
         }
-        const parsed = field.parse(value[key], [...path, key], ctx);
-        if (parsed !== undefined) out[key] = parsed;
+        if (ctx.issues.length !== mark) failed.add(key);
       }
-      if (ctx.issues.length !== before) return undefined;
-      if (options.check && !ctx.partial) {
-        options.check(out as ObjectOf<S>, (field, message, hint) => issue(ctx, [...path, ...(Array.isArray(field) ? field : [field])], message, hint), ctx);
-        if (ctx.issues.length !== before) return undefined;
-      }
-      return out as ObjectOf<S>;
+      if (options.check && !ctx.partial) runCheck(options.check, out as ObjectOf<S>, failed, path, ctx);
+      return ctx.issues.length === before ? (out as ObjectOf<S>) : undefined;
     },
     () => {
       const properties: Record<string, JsonSchema> = {};
@@ -261,6 +260,26 @@ export function object<S extends Shape>(shape: S, options: ObjectOptions<S> = {}
     },
     options,
   );
+}
+
+/**
+ * Cross-field rules run even when some fields are wrong, so every problem shows at once. The
+ * fields that failed are absent from the value the rule sees; what it then reports about such a
+ * field, or about the object as a whole, could come from that absence and is left out, and so is
+ * a rule that trips over it. (Rules compare against values, e.g. role === 'worker', rather than
+ * role !== 'control-plane', so an absent field does not fire them.)
+ */
+function runCheck<S extends Shape>(check: NonNullable<ObjectOptions<S>['check']>, value: ObjectOf<S>, failed: ReadonlySet<string>, path: FieldPath, ctx: ParseContext): void {
+  const report = (field: PathSegment[] | PathSegment, message: string, hint?: string) => {
+    const at = Array.isArray(field) ? field : [field];
+    if (failed.size > 0 && (at.length === 0 || failed.has(String(at[0])))) return;
+    issue(ctx, [...path, ...at], message, hint);
+  };
+  try {
+    check(value, report, ctx);
+  } catch (error) {
+    if (failed.size === 0) throw error;
+  }
 }
 
 export function record<T>(

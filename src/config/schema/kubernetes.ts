@@ -252,7 +252,7 @@ export const kubernetesSection = object(
   },
   {
     check: (k, report) => {
-      if (k.bootstrap === 'init' && k.role !== 'control-plane') report('bootstrap', 'init is only for the first control-plane machine', 'set role: control-plane, or bootstrap: join');
+      if (k.bootstrap === 'init' && k.role === 'worker') report('bootstrap', 'init is only for the first control-plane machine', 'set role: control-plane, or bootstrap: join');
       if (k.bootstrap === 'join') {
         if (k.controlPlaneEndpoint === undefined) report('controlPlaneEndpoint', 'is required to join', 'the API server address, e.g. 10.0.0.10:6443');
         if (k.token === undefined) report('token', 'is required to join', 'a bootstrap token from "kubeadm token create"');

@@ -42,7 +42,7 @@ export const fileSpec = object(
   {
     check: (f, report) => {
       if ((f.content === undefined) === (f.source === undefined)) report([], 'give exactly one of content or source');
-      if (f.content !== undefined) {
+      if (f.content !== undefined && f.encoding !== undefined) {
         const decoded = decodeContent(f.content, f.encoding);
         if ('problem' in decoded) report('content', decoded.problem, 'encode the content as "encoding" says (base64 -w0 FILE, or gzip -c FILE | base64 -w0)');
       }
