@@ -1,5 +1,5 @@
 // What a command may use of the process it runs in. main() gets the real one; tests pass their own.
-import { INTERRUPT_SIGNALS, InterruptedError, type InterruptSignal } from '../errors.ts';
+import { InterruptedError, type InterruptSignal } from '../errors.ts';
 
 /** Signals asking machineadm to stop, while a run that must end cleanly goes on. */
 export interface Interrupts {
@@ -54,9 +54,12 @@ function watchProcessInterrupts(stderr: (text: string) => void): Interrupts {
   const handlers = WATCHED.map(([sig, name]) => {
     const handler = (): void => {
       if (controller.signal.aborted) {
-        // A second signal: the operator insists. Leave now; the state file says the run was cut.
+        // A second signal: the operator insists. Its default action ends the process at once
+        // (exit status 128 + n), with what the first one started left as it is.
         stderr(`machineadm: ${sig} again: exiting at once\n`);
-        process.exit(INTERRUPT_SIGNALS[name]);
+        dispose();
+        process.kill(process.pid, sig);
+        return;
       }
       stderr(`machineadm: ${sig} received: stopping the running step, recording the run as interrupted (send it again to exit at once)\n`);
       controller.abort(new InterruptedError(name));
@@ -64,12 +67,10 @@ function watchProcessInterrupts(stderr: (text: string) => void): Interrupts {
     process.on(sig, handler);
     return [sig, handler] as const;
   });
-  return {
-    signal: controller.signal,
-    dispose: () => {
-      for (const [sig, handler] of handlers) process.off(sig, handler);
-    },
-  };
+  function dispose(): void {
+    for (const [sig, handler] of handlers) process.off(sig, handler);
+  }
+  return { signal: controller.signal, dispose };
 }
 
 export function processIo(): Io {

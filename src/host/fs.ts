@@ -221,7 +221,7 @@ export class RootedFileSystem {
     // The first folder this write creates, if any: an aborted write removes what it made.
     const madeFrom = await fsp.mkdir(dir, { recursive: true, mode: 0o755 });
     await removeStaleTemporaries(dir, this.path.basename(real));
-    const temp = this.path.join(dir, `.${this.path.basename(real)}${TEMP_MARK}${randomBytes(6).toString('hex')}`);
+    const temp = this.path.join(dir, temporaryName(this.path.basename(real)));
     const mode = options.mode ?? (existing ? existing.mode & 0o7777 : 0o644);
     // Created with the final mode so a secret is never readable by others, even for a moment.
     const stream = createWriteStream(temp, { flags: 'wx', mode });
@@ -268,6 +268,24 @@ export class RootedFileSystem {
   }
 
   /**
+   * Removes temporary files in a directory that a killed writer left: those whose writer process
+   * is gone, and any older than `olderThanMs` (a name without a pid, or a pid reused since).
+   * Another process's write in progress is left alone.
+   */
+  async removeAbandonedTemporaries(machineDir: string, olderThanMs: number): Promise<void> {
+    const dir = await this.resolve(machineDir);
+    const now = Date.now();
+    for (const name of await fsp.readdir(dir).catch(() => [] as string[])) {
+      if (!name.startsWith('.') || !name.includes(TEMP_MARK)) continue;
+      const pid = TEMP_WRITER.exec(name)?.[1];
+      const path = this.path.join(dir, name);
+      const abandoned = pid !== undefined && Number(pid) !== process.pid && !processRuns(Number(pid));
+      const old = await fsp.lstat(path).then((st) => now - st.mtimeMs >= olderThanMs, () => false);
+      if (abandoned || old) await fsp.rm(path, { force: true });
+    }
+  }
+
+  /**
    * Writes a small file atomically and durably before returning, without yielding to the event
    * loop: for records that must be on disk before the caller goes on (a spooled event). No backup.
    */
@@ -281,7 +299,7 @@ export class RootedFileSystem {
         throw new UsageError(`path "${machinePath}" resolves through a symbolic link outside the root ${this.root}`, { hint: 'remove the link or choose a path inside the root' });
       }
     }
-    const temp = this.path.join(dir, `.${this.path.basename(real)}${TEMP_MARK}${randomBytes(6).toString('hex')}`);
+    const temp = this.path.join(dir, temporaryName(this.path.basename(real)));
     const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     const fd = openSync(temp, 'wx', mode);
     try {
@@ -351,7 +369,7 @@ async function keepBackupOnce(real: string, backup: string, path: typeof nodePat
   await removeStaleTemporaries(dir, path.basename(backup));
   if (await fsp.lstat(backup).then(() => true, () => false)) return;
   await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
-  const temp = path.join(dir, `.${path.basename(backup)}${TEMP_MARK}${randomBytes(6).toString('hex')}`);
+  const temp = path.join(dir, temporaryName(path.basename(backup)));
   try {
     await fsp.copyFile(real, temp, constants.COPYFILE_EXCL);
     const handle = await fsp.open(temp, 'r+');
@@ -376,6 +394,24 @@ async function keepBackupOnce(real: string, backup: string, path: typeof nodePat
 async function removeEmptyFolders(dir: string, top: string, root: string, path: typeof nodePath.posix): Promise<void> {
   for (let d = dir; d !== root && path.dirname(d) !== d; d = path.dirname(d)) {
     if (!(await fsp.rmdir(d).then(() => true, () => false)) || d === top) return;
+  }
+}
+
+/** .<name><TEMP_MARK><writer's pid>-<random>: the pid tells a killed writer's leftover from a live one's. */
+function temporaryName(base: string): string {
+  return `.${base}${TEMP_MARK}${process.pid}-${randomBytes(6).toString('hex')}`;
+}
+
+/** The writer's pid in a temporary name (TEMP_MARK, then the pid). */
+const TEMP_WRITER = /\.machineadm-tmp-(\d+)-[0-9a-f]+$/;
+
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    // EPERM: it runs, as another user.
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

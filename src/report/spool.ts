@@ -62,18 +62,12 @@ export class EndpointSpool {
 
   /** Creates the directory and checks it stays inside the state dir (done once, before the sync writes). */
   async open(): Promise<void> {
-    const now = Date.now();
     await this.fs.mkdirp(this.dir, 0o700);
     await this.fs.resolve(this.dir);
     // A kill in the middle of a write leaves its temporary file (never a half event under a real name).
-    // Only old ones go: another machineadm (a `report` timer during `init`) may be writing a fresh one,
-    // and removing it would lose that event.
-    for (const name of await this.fs.list(this.dir)) {
-      if (!name.startsWith('.') || !name.includes('.machineadm-tmp-')) continue;
-      const info = await this.fs.stat(`${this.dir}/${name}`).catch(() => undefined);
-      if (info?.modifiedMs !== undefined && now - info.modifiedMs < STALE_TEMPORARY_MS) continue;
-      await this.fs.remove(`${this.dir}/${name}`).catch(() => undefined);
-    }
+    // Another machineadm (a `report` timer during `init`) may be writing one now: only a dead
+    // writer's go at once, anything else once it is old.
+    await this.fs.removeAbandonedTemporaries(this.dir, STALE_TEMPORARY_MS);
   }
 
   /** Writes an event durably before returning: the caller may go on only once it is on disk. */

@@ -1,3 +1,4 @@
+import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -50,5 +51,21 @@ describe('the spool', () => {
     await spool.open();
     expect(readdirSync(join(dir, 'spool/k')).sort()).toEqual([inFlight, name].sort());
     expect(await spool.pending()).toEqual([name]);
+  });
+
+  it('removes at once a fresh temporary file whose writer was killed, and keeps one whose writer runs', async () => {
+    const dir = scratchDir();
+    const spool = new EndpointSpool(new RootedFileSystem(dir), 'k');
+    await spool.open();
+    // A writer that has exited: its pid no longer names a process.
+    const gone = spawnSync('true').pid!;
+    const alive = spawn('sleep', ['30']);
+    const killed = `.${spoolName(1, 'r', 1)}.machineadm-tmp-${gone}-0123456789ab`;
+    const writing = `.${spoolName(2, 's', 1)}.machineadm-tmp-${alive.pid}-ba9876543210`;
+    writeFileSync(join(dir, 'spool/k', killed), '{"half":');
+    writeFileSync(join(dir, 'spool/k', writing), '{"being written":');
+    await spool.open();
+    alive.kill();
+    expect(readdirSync(join(dir, 'spool/k'))).toEqual([writing]);
   });
 });
