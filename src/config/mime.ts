@@ -160,7 +160,8 @@ function leaf(lines: string[], from: number, to: number, out: MimePart[], maxByt
     body = Buffer.from(compact, 'base64');
     firstLine = undefined;
   } else if (encoding === 'quoted-printable') {
-    body = decodeQuotedPrintable(raw.toString('latin1'));
+    // Every line break in quoted-printable text is content except the last: it belongs to the delimiter.
+    body = decodeQuotedPrintable(bodyLines.join('\n'));
     firstLine = undefined;
   } else {
     body = raw;
