@@ -35,7 +35,8 @@ export function parseExtraConfig(text: string): TomlTable {
 function toPlain(value: unknown): TomlValue {
   if (Array.isArray(value)) return value.map(toPlain);
   if (value instanceof Date) return value;
-  if (typeof value === 'bigint') return Number(value);
+  // Integers past 2^53 stay exact.
+  if (typeof value === 'bigint') return value;
   if (isTable(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, toPlain(v)]));
   return value as TomlValue;
 }
@@ -44,7 +45,7 @@ function kind(value: TomlValue): string {
   if (Array.isArray(value)) return 'an array';
   if (value instanceof Date) return 'a date-time';
   if (isTable(value)) return 'a table';
-  if (typeof value === 'number') return 'a number';
+  if (typeof value === 'number' || typeof value === 'bigint') return 'a number';
   return `a ${typeof value}`;
 }
 
