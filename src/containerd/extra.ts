@@ -76,6 +76,12 @@ function reserved(path: readonly string[]): string | undefined {
   return undefined;
 }
 
+// Own data properties only: a TOML key such as "__proto__" or "toString" is a key, never the
+// object's prototype or one of its methods (writing through "__proto__" would change every object).
+function put(target: TomlTable, key: string, value: TomlValue): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
 /** A copy of `base` with `extra` merged over it; throws ExtraConfigError listing every conflict. */
 export function mergeExtraConfig(base: TomlTable, extra: TomlTable, text: string): TomlTable {
   const problems: ExtraConfigProblem[] = [];
@@ -90,15 +96,15 @@ export function mergeExtraConfig(base: TomlTable, extra: TomlTable, text: string
         problems.push({ message, ...(line ? { line } : {}), ...(hint ? { hint } : {}) });
         continue;
       }
-      const existing = target[key];
+      const existing = Object.hasOwn(target, key) ? target[key] : undefined;
       if (existing === undefined) {
         // A new table is walked too: a refused key can sit deeper than the generated tables
         // (registry.configs."<host>".tls under a configs table machineadm never writes).
         if (isTable(value)) {
           const fresh: TomlTable = {};
-          target[key] = fresh;
+          put(target, key, fresh);
           walk(fresh, value, here);
-        } else target[key] = structuredClone(value);
+        } else put(target, key, structuredClone(value));
         continue;
       }
       if (isTable(existing) && isTable(value)) {
@@ -114,7 +120,7 @@ export function mergeExtraConfig(base: TomlTable, extra: TomlTable, text: string
         });
         continue;
       }
-      target[key] = structuredClone(value);
+      put(target, key, structuredClone(value));
     }
   };
   walk(merged, extra, []);
