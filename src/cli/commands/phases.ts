@@ -107,6 +107,8 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
     if (options.output !== 'json' && reported.document) {
       io.stdout(secrets.scrub(renderResultSummary(reported.document, { resultFile: host.fs.mapPath(RESULT_FILE), problems: reported.problems })));
     }
+    // The summary is output; the error that ends the run goes where every error goes, for scripts that read stderr.
+    if (outcome.error) io.stderr(secrets.scrub(`error: ${outcome.error.message}\n${outcome.error.hint ? `hint: ${outcome.error.hint}\n` : ''}`));
     return outcome.error ? outcome.error.exitCode : ExitCode.ok;
   } finally {
     detach();
