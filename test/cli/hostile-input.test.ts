@@ -55,6 +55,7 @@ const aliasBomb = 'metadata:\n' + Array.from({ length: 9 }, (_, i) => `  a${i}: 
 // [what, how the machine and configuration are set up, expected stderr lines ($CONFIG is the config path)]
 const refusedAtValidation: [string, (m: Machine) => void, string[]][] = [
   ['a file path climbing out of the root with ".."', yaml('spec:\n  files:\n    - { path: /etc/../../outside/passwd, content: x }\n'), ['$CONFIG:5:9: spec.files[0].path: "/etc/../../outside/passwd" contains ".." (write the path without ".." segments)']],
+  ['a file path climbing out with a backslash ".." segment', yaml('spec:\n  sysctls: { net.ipv4.ip_forward: "1" }\n  files:\n    - { path: "/etc/..\\\\..\\\\outside\\\\passwd", content: x }\n'), ['$CONFIG:6:9: spec.files[0].path: "/etc/..\\..\\outside\\passwd" contains ".." (write the path without ".." segments)']],
   ['a relative file path', yaml('spec:\n  files:\n    - { path: ../outside/passwd, content: x }\n'), ['spec.files[0].path: "../outside/passwd" is not absolute (write the full path, e.g. /etc/example.conf)']],
   ['a file path with a NUL byte', yaml('spec:\n  files:\n    - { path: "/etc/a\\0/../../x", content: x }\n'), ['$CONFIG:5:9: spec.files[0].path: contains a NUL character']],
   ['a sysctl key climbing out of /proc/sys with slashes', yaml('spec:\n  sysctls: { "net/../../etc": "1" }\n'), ['$CONFIG:4:14: spec.sysctls["net/../../etc"]: "net/../../etc" is not valid (use dots, e.g. net.ipv4.ip_forward']],
