@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { runCli, type CliRun } from '../support/cli.ts';
 import { scratchDir } from '../support/tmp.ts';
@@ -50,6 +51,12 @@ function prepare(m: Machine, source = m.config): Promise<CliRun> {
 
 const yaml = (text: string) => (m: Machine) => writeFileSync(m.config, HEADER + text);
 const bytes = (make: () => Buffer) => (m: Machine) => writeFileSync(m.config, make());
+const mime = (parts: string) => `Content-Type: multipart/mixed; boundary="b"\nMIME-Version: 1.0\n\n--b\nContent-Type: application/machineadm.cluster.x-k8s.io\n${parts}\n--b--\n`;
+const nestedMime = (levels: number) => {
+  let doc = `Content-Type: application/machineadm.cluster.x-k8s.io\n\n${HEADER}`;
+  for (let i = 0; i < levels; i++) doc = `Content-Type: multipart/mixed; boundary="b${i}"\n\n--b${i}\n${doc}\n--b${i}--\n`;
+  return `MIME-Version: 1.0\n${doc}`;
+};
 const aliasBomb = 'metadata:\n' + Array.from({ length: 9 }, (_, i) => `  a${i}: &a${i} [${Array(10).fill(i ? `*a${i - 1}` : 'x').join(', ')}]\n`).join('');
 
 // [what, how the machine and configuration are set up, expected stderr lines ($CONFIG is the config path)]
@@ -79,6 +86,10 @@ const refusedAtValidation: [string, (m: Machine) => void, string[]][] = [
   ['YAML maps nested 10,000 deep', yaml(`spec: ${'{a: '.repeat(10_000)}1${'}'.repeat(10_000)}\n`), ['$CONFIG:3:256: nested too deeply (a configuration is at most a few levels deep)']],
   ['JSON nested 10,000 deep', (m) => writeFileSync(m.config, `{"apiVersion":"machineadm.cluster.x-k8s.io/v1alpha1","kind":"MachineConfig","spec":${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}}`), ['$CONFIG:1:390: nested too deeply']],
   ['a 100 MB document', bytes(() => Buffer.concat([Buffer.from(HEADER + 'spec:\n  kernelModules: [overlay]\n# '), Buffer.alloc(HUNDRED_MB, 0x61)])), ['$CONFIG: larger than the limit of 8 MiB (100 MiB) (a configuration is never that large)']],
+  ['MIME user data whose gzip part expands to 64 MiB', (m) => writeFileSync(m.config, mime(`Content-Transfer-Encoding: base64\n\n${gzipSync(Buffer.alloc(64 << 20, 0x20)).toString('base64')}`)), ['$CONFIG: MIME user data: gzip content expands beyond the limit of 8388608 bytes (a configuration is never that large)']],
+  ['MIME user data with a corrupt gzip part', (m) => writeFileSync(m.config, mime(`Content-Transfer-Encoding: base64\n\n${gzipSync(HEADER).subarray(0, 20).toString('base64')}`)), ['$CONFIG: MIME user data: gzip content is corrupt (unexpected end of file) (compress the part again with gzip; a truncated download is the usual cause)']],
+  ['MIME user data with a base64 part that is not base64', (m) => writeFileSync(m.config, mime('Content-Transfer-Encoding: base64\n\napiVersion: x\n')), ['$CONFIG:8: MIME user data: part 1 says base64 but holds other characters (encode the part with base64, or drop its Content-Transfer-Encoding header)']],
+  ['MIME user data nested 8 multiparts deep', (m) => writeFileSync(m.config, nestedMime(8)), ['$CONFIG:20: MIME user data: multipart nested more than 5 levels deep (put all parts in one multipart/mixed document, as cloud-init make-mime writes it)']],
   ['a NUL byte in the document', yaml('spec:\n  kernelModules: [overlay]\0\n'), ['$CONFIG:4:27: not valid YAML or JSON: null byte is not allowed in input (fix the syntax at this line (indentation, quotes, brackets))']],
   ['invalid UTF-8', bytes(() => Buffer.concat([Buffer.from(HEADER + 'spec:\n  kernelModules: [ov'), Buffer.from([0xff, 0xfe]), Buffer.from('erlay]\n')])), ['$CONFIG:4: not valid UTF-8 (byte 95 is 0xff) (save the file as UTF-8; a binary or UTF-16 file is not a configuration)']],
   ['a UTF-16 document', bytes(() => Buffer.from('\ufeff' + HEADER, 'utf16le')), ['$CONFIG:1: not valid UTF-8 (byte 0 is 0xff) (save the file as UTF-8']],
