@@ -134,7 +134,9 @@ describe('reading a MachineConfig from outside bytes', () => {
       const lines = text.split('\n').length;
       for (const issue of (error as DocumentError | undefined)?.issues ?? []) {
         expect(issue.source).toBe('f.yaml');
-        if (issue.line !== undefined) expect(issue.line).toBeGreaterThanOrEqual(1), expect(issue.line).toBeLessThanOrEqual(lines);
+        if (issue.line === undefined) continue;
+        expect(issue.line).toBeGreaterThanOrEqual(1);
+        expect(issue.line).toBeLessThanOrEqual(lines);
       }
     }, 300);
   });
