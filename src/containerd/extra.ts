@@ -19,7 +19,18 @@ export class ExtraConfigError extends Error {
   }
 }
 
+// @iarna/toml looks tables up on ordinary objects, so a table named like an Object member
+// ("constructor", "toString", ...) is that member: its keys land on functions shared by the whole
+// process and vanish from the result. Such keys are refused before the text is parsed.
+const OBJECT_MEMBERS = Object.getOwnPropertyNames(Object.prototype).filter((name) => name !== '__proto__');
+const MEMBER_AS_TABLE = new RegExp(`(?:^|[\\s.[{,])(["']?)(${OBJECT_MEMBERS.join('|')})\\1\\s*(?:\\.|\\])`);
+
 export function parseExtraConfig(text: string): TomlTable {
+  const problems = text.split('\n').flatMap((line, i) => {
+    const key = MEMBER_AS_TABLE.exec(line)?.[2];
+    return key ? [{ message: `the key "${key}" names a table, which the TOML reader cannot hold apart from JavaScript's own "${key}"`, line: i + 1, hint: 'rename it (containerd has no such key)' }] : [];
+  });
+  if (problems.length) throw new ExtraConfigError(problems);
   try {
     return toPlain(parseToml(text)) as TomlTable;
   } catch (error) {
