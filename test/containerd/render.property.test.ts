@@ -23,9 +23,16 @@ function plain(value: unknown): unknown {
   return JSON.parse(JSON.stringify(value, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : typeof v === 'bigint' ? (BigInt(Number(v)) === v ? Number(v) : `the integer ${v}`) : v)));
 }
 
+/** JSON with sorted keys: toEqual would compare a key named "constructor" as the object's type. */
+function canonical(value: unknown): string {
+  const sort = (v: unknown): unknown => (v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort((v as Record<string, unknown>)[k])])) : Array.isArray(v) ? v.map(sort) : v);
+  return JSON.stringify(sort(value));
+}
+
 // Well-formed Unicode: a file on disk is UTF-8 (lone surrogates cannot be written; see the report).
 const anyText = fc.string({ unit: 'grapheme', maxLength: 30 });
-const key = fc.oneof(fc.stringMatching(/^[A-Za-z0-9_-]{1,12}$/), anyText);
+// Object member names are refused as tables (see the examples below); @iarna/toml, the reference reader here, cannot read them back.
+const key = fc.oneof(fc.stringMatching(/^[A-Za-z0-9_-]{1,12}$/), anyText).filter((k) => k === '__proto__' || !(k in Object.prototype));
 const scalar = fc.oneof(
   anyText,
   fc.boolean(),
@@ -60,7 +67,7 @@ const registry = fc.record(
 describe('containerd files machineadm writes', () => {
   it('parse back as the same table, whatever the keys and strings hold', async () => {
     await holds('toml: stringify round trip', table, (t) => {
-      expect(parseWritten(stringifyToml(t, ['a comment']))).toEqual(plain(t));
+      expect(canonical(parseWritten(stringifyToml(t, ['a comment'])))).toBe(canonical(plain(t)));
     }, 300);
   });
 
@@ -92,10 +99,10 @@ describe('containerd files machineadm writes', () => {
       let text = '';
       if (await thrownBy(() => (text = renderContainerdConfig(s as ContainerdSpec, target)), [ExtraConfigError])) return;
       const parsed = parseWritten(text) as Record<string, any>;
-      expect(parsed).toEqual(plain(containerdConfigTable(s as ContainerdSpec, target)));
+      expect(canonical(parsed)).toBe(canonical(plain(containerdConfigTable(s as ContainerdSpec, target))));
       // Every value extraConfig sets is in the file as given (tables merge key by key).
       const leaves = (value: unknown, path: string[]): [string[], unknown][] => (value !== null && typeof value === 'object' && !Array.isArray(value) ? Object.entries(value).flatMap(([k, v]) => leaves(v, [...path, k])) : [[path, value]]);
-      for (const [path, value] of leaves(s.extraConfig ? parseWritten(s.extraConfig) : {}, [])) expect(path.reduce<any>((at, k) => at?.[k], parsed), path.join('.')).toEqual(value);
+      for (const [path, value] of leaves(s.extraConfig ? parseWritten(s.extraConfig) : {}, [])) expect(canonical(path.reduce<any>((at, k) => at?.[k], parsed)), path.join('.')).toBe(canonical(value));
       if (!s.extraConfig?.includes('sandbox')) {
         const images = parsed.plugins[target.configVersion === 2 ? 'io.containerd.grpc.v1.cri' : 'io.containerd.cri.v1.images'];
         expect(target.configVersion === 2 ? images.sandbox_image : images.pinned_images?.sandbox).toBe(s.sandboxImage);
@@ -113,6 +120,22 @@ describe('containerd files machineadm writes', () => {
   });
 
   it.each([
+    ['a table header', '[plugins."io.containerd.grpc.v1.cri".constructor]\npolluted = "yes"\n', 1],
+    ['a dotted key', '[plugins."io.containerd.grpc.v1.cri"]\ncontainerd.toString.polluted = "yes"\n', 2],
+    ['an array of tables', '[[plugins.valueOf]]\npolluted = "yes"\n', 1],
+  ])('refuse an Object member name as a table in %s, before the TOML reader writes through it', (_form, extraConfig, line) => {
+    let error: unknown;
+    try {
+      renderContainerdConfig({ extraConfig }, chooseTarget({ containerdVersion: '1.7' }, undefined));
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ExtraConfigError);
+    expect((error as ExtraConfigError).problems[0]).toMatchObject({ line, message: expect.stringMatching(/^the key "(constructor|toString|valueOf)" names a table/) });
+    for (const target of [Object, Function.prototype, Object.prototype, Object.prototype.toString, Object.prototype.valueOf]) expect((target as unknown as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it.each([
     ['a float past 2^63', 'x = 1e20\n', 1e20],
     ['an integer past 2^53', 'x = 9007199254740993\n', 'the integer 9007199254740993'],
   ])('write extraConfig holding %s as the same number', (_name, value, expected) => {
@@ -120,7 +143,7 @@ describe('containerd files machineadm writes', () => {
     expect(parsed.plugins['io.containerd.gc.v1.scheduler'].x).toBe(expected);
   });
 
-  const tomlToken = fc.constantFrom(...'[]{}="\'.,#\n \t\\'.split(''), '[[', ']]', 'plugins', '"io.containerd.grpc.v1.cri"', 'registry', 'mirrors', 'configs', 'tls', 'version', 'containerd', 'runtimes', 'runc', 'options', ' = ', '1', '1e20', '9223372036854775808', 'true', '"""', "'''", '1979-05-27T07:32:00Z', 'inf', 'nan', 'x', '\u0000', 'é');
+  const tomlToken = fc.constantFrom(...'[]{}="\'.,#\n \t\\'.split(''), '[[', ']]', 'plugins', '"io.containerd.grpc.v1.cri"', 'registry', 'mirrors', 'configs', 'tls', 'version', 'containerd', 'runtimes', 'runc', 'options', ' = ', '1', '1e20', '9223372036854775808', 'true', '"""', "'''", '1979-05-27T07:32:00Z', 'inf', 'nan', 'x', '\u0000', 'é', 'constructor', 'toString', '__proto__');
   it.each([
     ['any text', fc.string({ unit: 'binary', maxLength: 300 })],
     ['text made of TOML punctuation and containerd words', fc.array(tomlToken, { maxLength: 80 }).map((t) => t.join(''))],
