@@ -50,7 +50,7 @@ export function gunzipLimited(bytes: Uint8Array, maxBytes: number): Buffer {
     if (code === 'ERR_BUFFER_TOO_LARGE' || /larger than/.test((error as Error).message)) {
       throw new MimeError(`gzip content expands beyond the limit of ${maxBytes} bytes`, undefined, 'a configuration is never that large');
     }
-    throw new MimeError(`gzip content is corrupt (${(error as Error).message})`);
+    throw new MimeError(`gzip content is corrupt (${(error as Error).message})`, undefined, 'compress the part again with gzip; a truncated download is the usual cause');
   }
 }
 
@@ -116,7 +116,7 @@ export function splitMultipart(bytes: Uint8Array, maxBytes: number): MimePart[] 
 }
 
 function collect(lines: string[], from: number, to: number, out: MimePart[], maxBytes: number, depth: number): void {
-  if (depth > 5) throw new MimeError('multipart nested more than 5 levels deep', from + 1);
+  if (depth > 5) throw new MimeError('multipart nested more than 5 levels deep', from + 1, 'put all parts in one multipart/mixed document, as cloud-init make-mime writes it');
   const { headers, next } = readHeaders(lines, from);
   const type = header(headers, 'content-type');
   const boundary = parameter(type, 'boundary');
@@ -156,11 +156,12 @@ function leaf(lines: string[], from: number, to: number, out: MimePart[], maxByt
   let firstLine: number | undefined = next + 1;
   if (encoding === 'base64') {
     const compact = raw.toString('latin1').replace(/\s+/g, '');
-    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact)) throw new MimeError(`part ${out.length + 1} says base64 but holds other characters`, next + 1);
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact)) throw new MimeError(`part ${out.length + 1} says base64 but holds other characters`, next + 1, 'encode the part with base64, or drop its Content-Transfer-Encoding header');
     body = Buffer.from(compact, 'base64');
     firstLine = undefined;
   } else if (encoding === 'quoted-printable') {
-    body = decodeQuotedPrintable(raw.toString('latin1'));
+    // Every line break in quoted-printable text is content except the last: it belongs to the delimiter.
+    body = decodeQuotedPrintable(bodyLines.join('\n'));
     firstLine = undefined;
   } else {
     body = raw;

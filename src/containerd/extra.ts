@@ -19,7 +19,18 @@ export class ExtraConfigError extends Error {
   }
 }
 
+// @iarna/toml looks tables up on ordinary objects, so a table named like an Object member
+// ("constructor", "toString", ...) is that member: its keys land on functions shared by the whole
+// process and vanish from the result. Such keys are refused before the text is parsed.
+const OBJECT_MEMBERS = Object.getOwnPropertyNames(Object.prototype).filter((name) => name !== '__proto__');
+const MEMBER_AS_TABLE = new RegExp(`(?:^|[\\s.[{,])(["']?)(${OBJECT_MEMBERS.join('|')})\\1\\s*(?:\\.|\\])`);
+
 export function parseExtraConfig(text: string): TomlTable {
+  const problems = text.split('\n').flatMap((line, i) => {
+    const key = MEMBER_AS_TABLE.exec(line)?.[2];
+    return key ? [{ message: `the key "${key}" names a table, which the TOML reader cannot hold apart from JavaScript's own "${key}"`, line: i + 1, hint: 'rename it (containerd has no such key)' }] : [];
+  });
+  if (problems.length) throw new ExtraConfigError(problems);
   try {
     return toPlain(parseToml(text)) as TomlTable;
   } catch (error) {
@@ -35,7 +46,8 @@ export function parseExtraConfig(text: string): TomlTable {
 function toPlain(value: unknown): TomlValue {
   if (Array.isArray(value)) return value.map(toPlain);
   if (value instanceof Date) return value;
-  if (typeof value === 'bigint') return Number(value);
+  // Integers past 2^53 stay exact.
+  if (typeof value === 'bigint') return value;
   if (isTable(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, toPlain(v)]));
   return value as TomlValue;
 }
@@ -44,7 +56,7 @@ function kind(value: TomlValue): string {
   if (Array.isArray(value)) return 'an array';
   if (value instanceof Date) return 'a date-time';
   if (isTable(value)) return 'a table';
-  if (typeof value === 'number') return 'a number';
+  if (typeof value === 'number' || typeof value === 'bigint') return 'a number';
   return `a ${typeof value}`;
 }
 
@@ -99,6 +111,12 @@ export function refusedKeys(extra: TomlTable, text: string): ExtraConfigProblem[
   return problems;
 }
 
+// Own data properties only: a TOML key such as "__proto__" or "toString" is a key, never the
+// object's prototype or one of its methods (writing through "__proto__" would change every object).
+function put(target: TomlTable, key: string, value: TomlValue): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
 /** A copy of `base` with `extra` merged over it; throws ExtraConfigError listing every conflict. */
 export function mergeExtraConfig(base: TomlTable, extra: TomlTable, text: string): TomlTable {
   const problems: ExtraConfigProblem[] = [];
@@ -111,15 +129,15 @@ export function mergeExtraConfig(base: TomlTable, extra: TomlTable, text: string
         problems.push(refused);
         continue;
       }
-      const existing = target[key];
+      const existing = Object.hasOwn(target, key) ? target[key] : undefined;
       if (existing === undefined) {
         // A new table is walked too: a refused key can sit deeper than the generated tables
         // (registry.configs."<host>".tls under a configs table machineadm never writes).
         if (isTable(value)) {
           const fresh: TomlTable = {};
-          target[key] = fresh;
+          put(target, key, fresh);
           walk(fresh, value, here);
-        } else target[key] = structuredClone(value);
+        } else put(target, key, structuredClone(value));
         continue;
       }
       if (isTable(existing) && isTable(value)) {
@@ -135,7 +153,7 @@ export function mergeExtraConfig(base: TomlTable, extra: TomlTable, text: string
         });
         continue;
       }
-      target[key] = structuredClone(value);
+      put(target, key, structuredClone(value));
     }
   };
   walk(merged, extra, []);

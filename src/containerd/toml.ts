@@ -2,7 +2,7 @@
 // order, scalars come before sub-tables, one header per table that holds values. (@iarna/toml's
 // own stringify indents inconsistently, which makes reviewing golden files harder.)
 
-export type TomlValue = string | number | boolean | Date | TomlValue[] | TomlTable;
+export type TomlValue = string | number | bigint | boolean | Date | TomlValue[] | TomlTable;
 export interface TomlTable {
   [key: string]: TomlValue;
 }
@@ -37,8 +37,12 @@ export function quoteString(value: string): string {
 function scalar(value: TomlValue): string {
   if (typeof value === 'string') return quoteString(value);
   if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (typeof value === 'bigint') return String(value);
   if (typeof value === 'number') {
     if (!Number.isFinite(value)) return Number.isNaN(value) ? 'nan' : value > 0 ? 'inf' : '-inf';
+    // Integers past 2^53 are bigints here, so this number was a float: written without an
+    // exponent it would read back as an integer, and past 2^63 as one containerd refuses.
+    if (Number.isInteger(value) && !Number.isSafeInteger(value)) return value.toExponential();
     return String(value);
   }
   if (value instanceof Date) return value.toISOString();

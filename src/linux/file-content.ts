@@ -22,7 +22,9 @@ export function decodeContent(content: string, encoding: FileEncoding): { bytes:
 export function filePathProblem(path: string): string | undefined {
   if (path.includes('\0')) return 'contains a NUL character';
   if (!path.startsWith('/')) return `"${path}" is not absolute|write the full path, e.g. /etc/example.conf`;
-  if (path.split('/').includes('..')) return `"${path}" contains ".."|write the path without ".." segments`;
+  // The root's path mapping splits at backslashes too (a separator on Windows): what it would refuse
+  // later, after other steps ran, is refused here.
+  if (path.split(/[\\/]/).includes('..')) return `"${path}" contains ".."|write the path without ".." segments`;
   if (path.split('/').includes('.')) return `"${path}" contains "."|write the path without "." segments`;
   if (path.endsWith('/')) return `"${path}" ends with "/" (a directory)|name the file, not its directory`;
   return undefined;

@@ -43,6 +43,8 @@ export interface RunReport {
   outcome: RunOutcome;
   /** result.json as written, and how the events went. */
   reported: ReportingResult;
+  /** The error that ended the run, secrets scrubbed, for the caller to show. */
+  error?: { message: string; hint?: string };
 }
 
 /** After an interruption, how long delivery may go on before the rest stays in the spool. */
@@ -113,5 +115,6 @@ export async function executeRun(request: RunRequest): Promise<RunReport> {
   if (mode !== 'json' && reported.document) {
     write(secrets.scrub(renderResultSummary(reported.document, { resultFile: host.fs.mapPath(RESULT_FILE), problems: reported.problems })));
   }
-  return { exitCode: outcome.error ? outcome.error.exitCode : ExitCode.ok, outcome, reported };
+  const error = outcome.error ? { message: secrets.scrub(outcome.error.message), ...(outcome.error.hint ? { hint: secrets.scrub(outcome.error.hint) } : {}) } : undefined;
+  return { exitCode: outcome.error ? outcome.error.exitCode : ExitCode.ok, outcome, reported, ...(error ? { error } : {}) };
 }

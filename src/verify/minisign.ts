@@ -224,6 +224,8 @@ function scryptStream(password: string, salt: Uint8Array, opslimitIn: bigint, me
   }
   const N = Number(1n << nLog2);
   if (N > 2 ** 22) throw new UsageError('the secret key asks for more than 4 GiB of memory to decrypt; refusing');
+  // The work grows with N * p: a large opslimit with a small memlimit asks for a huge p (minisign's own keys have p = 1).
+  if (N * Number(p) > 2 ** 22) throw new UsageError('the secret key asks for more work to decrypt than any minisign key needs; refusing', { hint: 'create the key again with "machineadm keygen" or "minisign -G"' });
   const memory = 128 * N * Number(r) * Number(p) + 1024 * 1024;
   return scryptSync(Buffer.from(password, 'utf8'), salt, length, { N, r: Number(r), p: Number(p), maxmem: memory * 2 });
 }

@@ -76,6 +76,8 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
     const mode = options.output === 'json' ? 'json' : io.interactive ? 'tty' : 'text';
     const spinner = mode === 'tty' ? await spinnerFactory() : undefined;
     const report = await executeRun({ ...request, console: { mode, write: io.stdout, ...(spinner ? { spinner } : {}) } });
+    // The summary is output; the error that ended the run goes where every error goes, for scripts that read stderr.
+    if (report.error) io.stderr(`error: ${report.error.message}\n${report.error.hint ? `hint: ${report.error.hint}\n` : ''}`);
     return report.exitCode;
   } finally {
     interrupts?.dispose();

@@ -167,6 +167,12 @@ export const tokenSecret = checkedSecret({ pattern: TOKEN_PATTERN, patternHint: 
 export const caHashSecret = checkedSecret({ pattern: CA_HASH_PATTERN, patternHint: 'sha256: followed by 64 hex digits (kubeadm init prints it as --discovery-token-ca-cert-hash)', description: 'CA public key pin sha256:<64 hex>' });
 export const certificateKeySecret = checkedSecret({ pattern: CERTIFICATE_KEY_PATTERN, patternHint: '64 hex digits (kubeadm certs certificate-key prints one)', description: 'key that decrypts the uploaded control-plane certificates' });
 
+// kubeadm writes kubelet flags into kubeadm-flags.env as one space-separated line that systemd
+// (or StartKubelet.ps1 on Windows) splits into arguments: white space in a value starts another flag.
+function kubeletArgumentProblem(value: string): string | undefined {
+  return /[\s\x00-\x1f\x7f]/.test(value) ? 'must not contain white space, line breaks or control characters: kubeadm passes kubelet flags on one space-separated line, where they would start another flag|give one word; separate list items with commas' : undefined;
+}
+
 const labelKey: StringOptions = { check: (k) => qualifiedNameProblem(k) ?? kubeletLabelProblem(k) };
 const flagName: StringOptions = { pattern: /^[a-z0-9][a-z0-9-]*$/, patternHint: 'a flag name without the leading dashes, e.g. max-pods' };
 // The kubelet parses reservations as Kubernetes quantities (suffixes Ki..Ei, m, k in lower case
@@ -241,7 +247,7 @@ export const kubernetesSection = object(
         name: optional(string({ minLength: 1, check: dns1123SubdomainProblem })),
         labels: optional(record(scalarString({ check: labelValueProblem }), { key: labelKey })),
         taints: optional(array(taint)),
-        kubeletExtraArgs: optional(record(scalarString(), { key: flagName })),
+        kubeletExtraArgs: optional(record(scalarString({ check: kubeletArgumentProblem }), { key: flagName })),
       }),
     ),
     kubelet: optional(kubeletSection),
