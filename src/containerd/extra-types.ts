@@ -35,12 +35,18 @@ function writtenAsFloat(text: string, path: readonly string[]): boolean | undefi
   return /^[+-]?(inf|nan)$/.test(token) || (!/^[+-]?0[xob]/.test(token) && /[.eE]/.test(token));
 }
 
+// containerd reads integers as Go int64.
+const INT64_MAX = BigInt('9223372036854775807');
+const INT64_MIN = -INT64_MAX - BigInt(1);
+
 function describe(value: TomlValue, float: boolean | undefined): string {
   if (Array.isArray(value)) return 'an array';
   if (value instanceof Date) return 'a date-time';
   if (isTable(value)) return 'a table';
   if (typeof value === 'number') return float || !Number.isInteger(value) ? `the float ${Number.isInteger(value) ? value.toFixed(1) : value}` : `the integer ${value}`;
   if (typeof value === 'boolean') return `the boolean ${value}`;
+  // Integers past 2^53 are kept exact as bigints.
+  if (typeof value === 'bigint') return `the integer ${value}`;
   return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 37)}...` : value)}`;
 }
 
@@ -54,9 +60,9 @@ function typeProblem(type: ValueType, value: TomlValue, text: string, path: read
       case 'boolean':
         return typeof value === 'boolean';
       case 'integer':
-        return typeof value === 'number' && !float;
+        return typeof value === 'bigint' ? value >= INT64_MIN && value <= INT64_MAX : typeof value === 'number' && !float;
       case 'unsigned':
-        return typeof value === 'number' && !float && value >= 0 && value <= 0xffffffff;
+        return (typeof value === 'number' || typeof value === 'bigint') && !float && value >= 0 && value <= 0xffffffff;
       case 'float':
         return typeof value === 'number' && (float === true || writtenAsFloat(text, path) === undefined);
       case 'duration':
