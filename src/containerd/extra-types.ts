@@ -117,7 +117,7 @@ export function extraConfigTypeProblems(extra: TomlTable, text: string, configVe
     }
     if (shape.kind === 'table') {
       for (const [key, child] of Object.entries(value)) {
-        const known = shape.keys[key];
+        const known = Object.hasOwn(shape.keys, key) ? shape.keys[key] : undefined;
         if (known) walk(known, child, [...path, key], value);
       }
     } else if (shape.kind === 'map') {
@@ -129,7 +129,7 @@ export function extraConfigTypeProblems(extra: TomlTable, text: string, configVe
       if (!isRuncRuntime(runtimeType)) return;
       const fields = RUNC_OPTIONS[configVersion];
       for (const [key, child] of Object.entries(value)) {
-        const type = fields[key];
+        const type = Object.hasOwn(fields, key) ? fields[key] : undefined;
         if (type) walk(type, child, [...path, key], value);
         else {
           const near = suggest(key, Object.keys(fields));
