@@ -92,7 +92,7 @@ describe('the packaged linux-arm64 binary', () => {
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
     expect(JSON.parse(result.stdout)).toMatchObject({ node: 'v24.21.0', platform: 'linux-arm64' });
-  });
+  }, 180_000);
 });
 
 
@@ -173,5 +173,6 @@ describe('the packaged windows-x64 binary', () => {
     expect(blob[0]!.data.includes('Turns a freshly booted Linux or Windows machine into a Kubernetes node.')).toBe(true);
     expect(pe.certificateTable).toEqual([0, 0]);
     expect(pe.checksum).toBe(pe.computedChecksum);
-  });
+    // Building it takes ~20 s alone and several times that beside the rest of the suite.
+  }, 180_000);
 });

@@ -109,6 +109,33 @@ describe('an interrupted init', () => {
   });
 });
 
+describe('a second signal', () => {
+  it('ends machineadm at once while the interrupted run still waits for its events to be delivered', async () => {
+    const m = machine({ kubernetes: worker, report: { deadlineSeconds: 30, endpoints: [{ url: collector.url }] } });
+    collector.mode = { kind: 'hang' };
+    try {
+      const child = spawn(binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m, { KUBEADM_STANDIN_HANG_PHASE: 'kubelet-start' }), stdio: ['ignore', 'pipe', 'pipe'] });
+      let output = '';
+      child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+      for (let i = 0; i < 300 && (!existsSync(m.pids) || readFileSync(m.pids, 'utf8').trim().split('\n').length < 2); i++) await new Promise((r) => setTimeout(r, 50));
+      child.kill('SIGTERM');
+      // The first signal is being handled: kubeadm stopped, events waiting for the hung collector.
+      for (let i = 0; i < 100 && !existsSync(join(m.root, 'var/lib/machineadm/state.json')); i++) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 300));
+      const second = Date.now();
+      child.kill('SIGTERM');
+      const end = await exited;
+      expect(end, output).toEqual({ code: null, signal: 'SIGTERM' });
+      expect(Date.now() - second).toBeLessThan(1_000);
+      expect(output).toContain('SIGTERM again: exiting at once');
+    } finally {
+      collector.mode = { kind: 'ok' };
+    }
+  });
+});
+
 describe('a kubeadm that never finishes', () => {
   it('is stopped with its children at timeoutSeconds, and the run ends then, not when the pipes close', async () => {
     const m = machine({ kubernetes: { ...worker, timeoutSeconds: 30 } });
