@@ -132,9 +132,14 @@ export class StepDetailsError extends MachineadmError {
 /** A step needs the machine to reboot before the run can go on; the resume is registered (exit 4). */
 export class RebootRequiredError extends MachineadmError {
   readonly stepId: string;
-  constructor(stepId: string, reason: string) {
+  readonly reason: string;
+  /** Asked for by an earlier run, and the machine has not rebooted since (nothing new to register). */
+  readonly alreadyPending: boolean;
+  constructor(stepId: string, reason: string, options: { alreadyPending?: boolean } = {}) {
     super(`step ${stepId} requires a reboot: ${reason}; machineadm resumes after it`, ExitCode.rebootRequired);
     this.stepId = stepId;
+    this.reason = reason;
+    this.alreadyPending = options.alreadyPending ?? false;
   }
 }
 

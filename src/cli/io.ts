@@ -1,4 +1,5 @@
 // What a command may use of the process it runs in. main() gets the real one; tests pass their own.
+import { isSea } from 'node:sea';
 import { InterruptedError, type InterruptSignal } from '../errors.ts';
 
 /** Signals asking machineadm to stop, while a run that must end cleanly goes on. */
@@ -20,6 +21,8 @@ export interface Io {
   interactive: boolean;
   /** Starts watching for interrupting signals (absent where nothing can send one, as in tests). */
   watchInterrupts?(): Interrupts;
+  /** The command line that starts this machineadm again (for the resume after a reboot). */
+  self?: readonly string[];
 }
 
 /**
@@ -98,5 +101,7 @@ export function processIo(): Io {
     // ora loops forever on a terminal that reports 0 columns.
     interactive: Boolean(process.stderr.isTTY && process.stderr.columns),
     watchInterrupts: () => watchProcessInterrupts(stderr),
+    // The single executable is itself; from a checkout it is Node with its flags and the script.
+    self: isSea() ? [process.execPath] : [process.execPath, ...process.execArgv, process.argv[1] ?? 'bin/machineadm.js'],
   };
 }

@@ -37,6 +37,8 @@ export function parseKubeadmVersion(output: string): string | undefined {
   return match ? `v${match[1]}` : undefined;
 }
 
+const BOOT_ID = '/proc/sys/kernel/random/boot_id';
+
 export async function detectFacts(fs: RootedFileSystem, proc: ProcessRunner): Promise<Facts> {
   const platform: OperatingSystem = process.platform === 'win32' ? 'windows' : 'linux';
   const facts: Facts = {
@@ -50,8 +52,10 @@ export async function detectFacts(fs: RootedFileSystem, proc: ProcessRunner): Pr
   if (platform === 'windows') {
     facts.windowsBuild = os.release().split('.')[2];
   } else {
-    // The boot id is the running kernel's, also when working under a scratch root.
-    facts.bootId = (await readFile('/proc/sys/kernel/random/boot_id', 'utf8').catch(() => undefined))?.trim();
+    // The running kernel's boot id; under a scratch root, the root's own proc/sys/kernel/random/boot_id
+    // when it has one (an image being built, or a test, says so when "the machine" rebooted).
+    const underRoot = fs.isLiveRoot ? undefined : await fs.readText(BOOT_ID).catch(() => undefined);
+    facts.bootId = (underRoot ?? (await readFile(BOOT_ID, 'utf8').catch(() => undefined)))?.trim();
   }
   const containerd = await versionOf(proc, ['containerd', '--version']);
   if (containerd) facts.containerdVersion = parseContainerdVersion(containerd);

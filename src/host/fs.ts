@@ -181,6 +181,20 @@ export class RootedFileSystem {
     await fsp.mkdir(await this.resolve(machinePath), { recursive: true, mode });
   }
 
+  /**
+   * Creates (or replaces) a symbolic link at machinePath pointing to `target`, a path relative to
+   * the link's directory (so that it points inside the root, whatever the root is).
+   */
+  async symlink(target: string, machinePath: string): Promise<void> {
+    if (this.path.isAbsolute(target) || target.split(/[\\/]/).filter((p) => p === '..').length > 1) {
+      throw new UsageError(`link target "${target}" must be relative to the link's directory`);
+    }
+    const real = await this.resolve(machinePath);
+    const temp = this.path.join(this.path.dirname(real), temporaryName(this.path.basename(real)));
+    await fsp.symlink(target, temp);
+    await fsp.rename(temp, real);
+  }
+
   async remove(machinePath: string): Promise<void> {
     await fsp.rm(await this.resolve(machinePath), { force: true, recursive: true });
   }

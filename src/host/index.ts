@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { RootedFileSystem } from './fs.ts';
 import { ProcessRunner } from './exec.ts';
 import { detectFacts, type Facts } from './facts.ts';
+import { systemdRestart, systemdResume, type ResumeRegistration } from './resume.ts';
+import { NotAvailableError } from '../errors.ts';
 
 export interface Host {
   /** The machine being prepared: every path is under --root. */
@@ -21,6 +23,10 @@ export interface Host {
   /** Waits; rejects with the interruption's reason when the run is interrupted. */
   sleep(ms: number): Promise<void>;
   facts(): Promise<Facts>;
+  /** Where a run that stops for a reboot registers its resume. */
+  readonly resume: ResumeRegistration;
+  /** Restarts the machine (never called under a scratch --root). */
+  restart(reason: string): Promise<void>;
 }
 
 export interface HostOptions {
@@ -72,9 +78,18 @@ export function createHost(options: HostOptions = {}): Host {
     now: () => new Date(),
     sleep: (ms) => interruptibleSleep(ms, options.signal),
     facts: () => (facts ??= detectFacts(fs, proc)),
+    ...(fs.platform === 'windows' ? windowsResumeNotAvailable() : { resume: systemdResume(fs), restart: systemdRestart(proc) }),
   };
+}
+
+function windowsResumeNotAvailable(): Pick<Host, 'resume' | 'restart'> {
+  const no = async (): Promise<never> => {
+    throw new NotAvailableError('reboot and resume on Windows is not in this build', { hint: 'restart the machine yourself and run the same command again' });
+  };
+  return { resume: { register: no, remove: async () => undefined, registered: async () => undefined }, restart: no };
 }
 
 export type { Facts, OperatingSystem } from './facts.ts';
 export { RootedFileSystem, type WriteOptions, type FileInfo, type FileSystemOptions, type PendingFile } from './fs.ts';
 export { ProcessRunner, type RunOptions, type RunResult, tail } from './exec.ts';
+export type { ResumeRegistration } from './resume.ts';

@@ -6,6 +6,7 @@ import { kernelModulesFileStep } from '../linux/steps/kernel-modules-file.ts';
 import { sysctlsApplyStep } from '../linux/steps/sysctls-apply.ts';
 import { sysctlsFileStep } from '../linux/steps/sysctls-file.ts';
 import { filesStep } from '../linux/steps/files.ts';
+import { rebootIfRequiredStep } from '../linux/steps/reboot-if-required.ts';
 import { containerdConfigStep } from '../containerd/steps/config.ts';
 import { containerdRegistriesStep } from '../containerd/steps/registries.ts';
 import { containerdProxyStep } from '../containerd/steps/proxy.ts';
@@ -29,6 +30,8 @@ export const preparePhase: Phase = {
     containerdRegistriesStep,
     containerdProxyStep,
     containerdRestartStep,
+    // Last: what prepare wrote is in place for the next boot, and nothing has joined yet.
+    rebootIfRequiredStep,
   ],
 };
 

@@ -10,8 +10,8 @@ import { EventBus } from '../report/events.ts';
 import { attachConsole, renderResultSummary, type ConsoleMode, type SpinnerFactory } from '../report/console.ts';
 import { machineIdentity, registerConfigSecrets, resolveEndpoints } from '../report/endpoints.ts';
 import { openReporting, type ReportingResult } from '../report/session.ts';
-import { RESULT_FILE } from '../report/outcome.ts';
-import { ExitCode, InterruptedError } from '../errors.ts';
+import { RESULT_FILE, type RunResultDocument } from '../report/outcome.ts';
+import { ExitCode, InterruptedError, RebootRequiredError } from '../errors.ts';
 import { ALL_PHASES, phasesNamed } from './registry.ts';
 import { computePlan, preflightRun, removeLeftovers, runPhases, type Plan, type RunnerInput, type RunOutcome } from './runner.ts';
 import { selectSteps, type Selection } from './select.ts';
@@ -36,6 +36,12 @@ export interface RunRequest {
   sources?: readonly string[];
   /** The instance id the metadata service gave, when machineadm read instance metadata. */
   instanceId?: string;
+  /**
+   * Reboot and resume: the command line the next boot runs to resume (absolute paths), how many
+   * reboots one run may ask for, and whether machineadm restarts the machine itself (--no-reboot:
+   * the caller does). Without it a reboot-required step only ends the run with exit 4.
+   */
+  resume?: { argv: readonly string[]; maxReboots: number; reboot: boolean; unavailable?: string };
 }
 
 export interface RunReport {
@@ -50,7 +56,7 @@ export interface RunReport {
 /** After an interruption, how long delivery may go on before the rest stays in the spool. */
 const INTERRUPTED_DELIVERY_MS = 2_000;
 
-async function runnerInput(request: RunRequest, command: string): Promise<{ input: RunnerInput; secrets: SecretScrubber }> {
+async function runnerInput(request: RunRequest, command: string): Promise<{ input: RunnerInput; secrets: SecretScrubber; resumes: boolean }> {
   const { config, host } = request;
   const facts = await host.facts();
   const names: PhaseName[] = command === 'init' ? ['prepare', 'provision', 'report'] : [command as PhaseName];
@@ -58,7 +64,11 @@ async function runnerInput(request: RunRequest, command: string): Promise<{ inpu
   const secrets = new SecretScrubber();
   for (const source of request.sources ?? []) secrets.addUrl(source);
   const identity = await machineIdentity(config, facts, host, request.instanceId);
-  const events = new EventBus({ scrub: (value) => secrets.scrubValue(value), identity });
+  const state = new StateStore(request.stateFs);
+  // After the reboot a run asked for, it goes on as the same run: same id, events numbered on.
+  const pending = (await state.load()).pendingReboot;
+  const resumes = pending?.runId !== undefined && !request.force && (pending.bootId === undefined || pending.bootId !== facts.bootId) ? pending : undefined;
+  const events = new EventBus({ scrub: (value) => secrets.scrubValue(value), identity, ...(resumes ? { runId: resumes.runId, firstSeq: resumes.nextSeq ?? 1 } : {}) });
   const input: RunnerInput = {
     command,
     phases,
@@ -67,11 +77,12 @@ async function runnerInput(request: RunRequest, command: string): Promise<{ inpu
     facts,
     host,
     events,
-    state: new StateStore(request.stateFs),
+    state,
     force: request.force,
     secrets,
+    ...(request.resume ? { resume: { argv: request.resume.argv, maxReboots: request.resume.maxReboots, ...(request.resume.unavailable ? { unavailable: request.resume.unavailable } : {}) } } : {}),
   };
-  return { input, secrets };
+  return { input, secrets, resumes: resumes !== undefined };
 }
 
 /** Every action `init` (or one phase) would take, in order; touches nothing. */
@@ -83,7 +94,7 @@ export async function planRun(request: Omit<RunRequest, 'console'>): Promise<Pla
 
 export async function executeRun(request: RunRequest): Promise<RunReport> {
   const { config, host } = request;
-  const { input, secrets } = await runnerInput(request, request.command);
+  const { input, secrets, resumes } = await runnerInput(request, request.command);
   // Everything that can be wrong with the input is found before the machine is touched (exit 2).
   selectSteps(input.phases, input.selection);
   const endpoints = await resolveEndpoints(config, host, secrets);
@@ -92,7 +103,8 @@ export async function executeRun(request: RunRequest): Promise<RunReport> {
   await removeLeftovers(host, input.facts, [...ALL_PHASES, ...input.phases]);
 
   // The spool listens first: an event is on disk before the console or a file shows it.
-  const reporting = await openReporting({ bus: input.events, host, stateFs: request.stateFs, endpoints, deadlineSeconds: config.spec.report.deadlineSeconds });
+  const continues = resumes ? await previousResult(request.stateFs, input.events.runId) : undefined;
+  const reporting = await openReporting({ bus: input.events, host, stateFs: request.stateFs, endpoints, deadlineSeconds: config.spec.report.deadlineSeconds, ...(continues ? { continues } : {}) });
   const { mode, write } = request.console;
   const detach = attachConsole(input.events, mode, { write }, mode === 'tty' ? request.console.spinner : undefined);
   let outcome: RunOutcome;
@@ -115,6 +127,52 @@ export async function executeRun(request: RunRequest): Promise<RunReport> {
   if (mode !== 'json' && reported.document) {
     write(secrets.scrub(renderResultSummary(reported.document, { resultFile: host.fs.mapPath(RESULT_FILE), problems: reported.problems })));
   }
+  if (outcome.error instanceof RebootRequiredError && !outcome.error.alreadyPending) {
+    // The report so far, for the resumed run to go on from (result.json is rewritten by any rerun).
+    if (reported.document) await request.stateFs.writeFile(RESUMED_RESULT, JSON.stringify(reported.document, null, 2) + '\n', { mode: 0o600, backup: false });
+    await rebootForResume(request, input, outcome.error);
+  } else if (resumes && !(outcome.error instanceof RebootRequiredError)) {
+    await request.stateFs.remove(RESUMED_RESULT);
+  }
   const error = outcome.error ? { message: secrets.scrub(outcome.error.message), ...(outcome.error.hint ? { hint: secrets.scrub(outcome.error.hint) } : {}) } : undefined;
   return { exitCode: outcome.error ? outcome.error.exitCode : ExitCode.ok, outcome, reported, ...(error ? { error } : {}) };
+}
+
+/** The report of a run that stopped for a reboot, as it was then (in the state dir: /run is cleared at boot). */
+const RESUMED_RESULT = '/resume-result.json';
+
+async function previousResult(stateFs: RootedFileSystem, runId: string): Promise<RunResultDocument | undefined> {
+  const text = await stateFs.readText(RESUMED_RESULT).catch(() => undefined);
+  if (text === undefined) return undefined;
+  try {
+    const doc = JSON.parse(text) as RunResultDocument;
+    return doc.runId === runId ? doc : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A step asked for a reboot and the resume is registered: note where the run's numbering goes on,
+ * then restart, unless the caller restarts (--no-reboot) or the root is a scratch directory.
+ */
+async function rebootForResume(request: RunRequest, input: RunnerInput, reboot: RebootRequiredError): Promise<void> {
+  const state = await input.state.load();
+  if (state.pendingReboot) {
+    state.pendingReboot.nextSeq = input.events.sequence + 1;
+    await input.state.save(state);
+  }
+  // -o json prints events only; the notes below are for people.
+  const write = request.console.mode === 'json' ? () => undefined : request.console.write;
+  if (!request.resume) return;
+  if (!request.resume.reboot) {
+    write(`not restarting (--no-reboot): restart the machine to go on; ${request.resume.argv.join(' ')} runs at the next boot\n`);
+    return;
+  }
+  if (!request.host.fs.isLiveRoot) {
+    write(`not restarting: ${request.host.fs.root} is a scratch root; the resume is registered under it\n`);
+    return;
+  }
+  write(`restarting the machine now (${reboot.reason}); machineadm resumes after it\n`);
+  await request.host.restart(reboot.reason);
 }

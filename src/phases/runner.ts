@@ -3,7 +3,7 @@
 import type { Host, Facts } from '../host/index.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
 import { EventBus, worstResult, type ErrorInfo, type Result } from '../report/events.ts';
-import { ConfigError, InterruptedError, MachineadmError, RebootRequiredError, StepError, UsageError, exitCodeOf, type ConfigIssue, type InterruptSignal } from '../errors.ts';
+import { ConfigError, ExitCode, InterruptedError, MachineadmError, RebootRequiredError, StepError, UsageError, exitCodeOf, type ConfigIssue, type InterruptSignal } from '../errors.ts';
 import type { Change, CheckResult, Phase, PhaseName, RunSoFar, Step, StepContext } from './step.ts';
 import { selectSteps, type Selection, type SelectedStep } from './select.ts';
 import type { MachineState, StateStore, StepRecord } from './state.ts';
@@ -21,7 +21,14 @@ export interface RunnerInput {
   force?: boolean;
   /** Registers secrets as steps read them, so events never carry them. */
   secrets: SecretScrubber;
+  /**
+   * How a run that stops for a reboot resumes: the command registered to run at the next boot, and
+   * how many reboots one run may ask for (the loop guard). Without it nothing is registered.
+   */
+  resume?: { argv: readonly string[]; maxReboots: number; /** Why this run cannot be resumed, if so. */ unavailable?: string };
 }
+
+export const DEFAULT_MAX_REBOOTS = 3;
 
 export type PlannedStatus = 'change' | 'up-to-date' | 'skipped' | 'not-selected' | 'not-applicable';
 
@@ -228,10 +235,14 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   const outcome: RunOutcome = { runId: events.runId, command: input.command, result: 'success', startedAt: runRecord.startedAt, finishedAt: '', durationMs: 0, phases: [] };
   events.emit({ type: 'run.started', command: input.command });
 
-  if (state.pendingReboot) {
-    if (!input.force && state.pendingReboot.bootId !== undefined && state.pendingReboot.bootId === input.facts.bootId) {
-      outcome.error = new RebootRequiredError(state.pendingReboot.stepId, `${state.pendingReboot.reason} (the machine has not rebooted yet)`);
+  // Reboots this run asked for before (it resumes as the same run): the loop guard counts them.
+  let rebootsSoFar = 0;
+  const pending = state.pendingReboot;
+  if (pending) {
+    if (!input.force && pending.bootId !== undefined && pending.bootId === input.facts.bootId) {
+      outcome.error = new RebootRequiredError(pending.stepId, `${pending.reason} (the machine has not rebooted yet)`, { alreadyPending: true });
     } else {
+      if (pending.runId === events.runId) rebootsSoFar = pending.reboots ?? 1;
       delete state.pendingReboot;
     }
   }
@@ -253,7 +264,7 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
         outcome.error = interrupted;
         break;
       }
-      const stepOutcome = await runStep(s, input, state, outcome);
+      const stepOutcome = await runStep(s, input, state, outcome, rebootsSoFar);
       phaseOutcome.steps.push(stepOutcome.outcome);
       if (stepOutcome.stop) {
         // The first error decides the exit code; a failing report step does not hide it.
@@ -266,6 +277,8 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
     events.emit({ type: 'phase.finished', phase: phase.name, result: phaseOutcome.result, durationMs: phaseOutcome.durationMs });
   }
 
+  // The run ended other than by asking for a reboot: a resume registered for it has done its job.
+  if (input.resume && !(outcome.error instanceof RebootRequiredError) && (await input.host.resume.registered())) await input.host.resume.remove();
   const finished = input.host.now();
   outcome.finishedAt = finished.toISOString();
   outcome.durationMs = finished.getTime() - started.getTime();
@@ -283,7 +296,7 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   return outcome;
 }
 
-async function runStep(s: SelectedStep, input: RunnerInput, state: MachineState, run: RunOutcome): Promise<{ outcome: StepOutcome; stop?: MachineadmError }> {
+async function runStep(s: SelectedStep, input: RunnerInput, state: MachineState, run: RunOutcome, rebootsSoFar: number): Promise<{ outcome: StepOutcome; stop?: MachineadmError }> {
   const { events } = input;
   const ctx = contextFor(input, state, s.fullId, false, { failed: run.error !== undefined, phases: run.phases });
   const begin = Date.now();
@@ -327,8 +340,20 @@ async function runStep(s: SelectedStep, input: RunnerInput, state: MachineState,
     }
     const applied = (await s.step.apply(ctx, check)) ?? {};
     if (applied.rebootRequired) {
+      const reboots = rebootsSoFar + 1;
+      const limit = input.resume?.maxReboots ?? DEFAULT_MAX_REBOOTS;
+      if (reboots > limit) {
+        throw new MachineadmError(`asked for reboot number ${reboots} of this run (${applied.rebootRequired}); the limit is ${limit}, so machineadm stops instead of rebooting again`, ExitCode.stepFailed, {
+          hint: 'the step does not settle after a reboot: look at what it reports after each boot (machineadm status --all); --max-reboots raises the limit',
+        });
+      }
       const reboot = new RebootRequiredError(s.fullId, applied.rebootRequired);
-      state.pendingReboot = { stepId: s.fullId, at: input.host.now().toISOString(), reason: applied.rebootRequired, ...(input.facts.bootId ? { bootId: input.facts.bootId } : {}) };
+      state.pendingReboot = { stepId: s.fullId, at: input.host.now().toISOString(), reason: applied.rebootRequired, runId: events.runId, reboots, ...(input.facts.bootId ? { bootId: input.facts.bootId } : {}) };
+      // Registered before the run reports, so a registration that fails is this step's failure.
+      if (input.resume?.unavailable) {
+        throw new UsageError(`needs a reboot (${applied.rebootRequired}), but ${input.resume.unavailable}`, { hint: 'restart the machine, then run machineadm again with the configuration in a file (-c FILE)' });
+      }
+      if (input.resume) await input.host.resume.register(input.resume.argv);
       const outcome = await finish('warning', { message: reboot.message, changes: check.changes }, applied.record);
       return { outcome, stop: reboot };
     }

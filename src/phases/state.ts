@@ -23,11 +23,26 @@ export interface RunRecord {
   result?: Result | 'reboot-required' | 'interrupted';
 }
 
+/** A step asked for a reboot: the run resumes after it, as the same run. */
+export interface PendingReboot {
+  stepId: string;
+  /** The boot the reboot was asked in: a run in the same boot has nothing to resume yet. */
+  bootId?: string;
+  at: string;
+  reason: string;
+  /** The run that continues after the reboot (its events keep this id, numbered on). */
+  runId?: string;
+  /** The sequence number the resumed run's first event takes. */
+  nextSeq?: number;
+  /** Reboots this run has asked for so far (the loop guard stops it past the limit). */
+  reboots?: number;
+}
+
 export interface MachineState {
   version: number;
   steps: Record<string, StepRecord>;
   runs: RunRecord[];
-  pendingReboot?: { stepId: string; bootId?: string; at: string; reason: string };
+  pendingReboot?: PendingReboot;
   /** A step with recordsStart whose apply() began and has not ended. */
   started?: { stepId: string; runId: string; at: string };
 }

@@ -169,8 +169,10 @@ export class EventBus {
   private seq = 0;
 
   /** scrub removes secret values from every event before any listener sees it. */
-  constructor(options: { runId?: string; now?: () => Date; scrub?: <T>(value: T) => T; identity?: MachineIdentity } = {}) {
+  /** firstSeq continues a run's numbering (a run resumed after a reboot keeps its id). */
+  constructor(options: { runId?: string; firstSeq?: number; now?: () => Date; scrub?: <T>(value: T) => T; identity?: MachineIdentity } = {}) {
     this.runId = options.runId ?? randomUUID();
+    this.seq = (options.firstSeq ?? 1) - 1;
     this.now = options.now ?? (() => new Date());
     this.scrub = options.scrub ?? ((value) => value);
     this.identity = options.identity;

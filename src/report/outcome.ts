@@ -67,6 +67,8 @@ export interface RunResultDocument {
   delivery?: DeliveryReport;
   /** The id of the last event folded in. */
   lastEventId: string;
+  /** When the run went on after each reboot it asked for (its phases and steps follow on). */
+  resumedAt?: string[];
 }
 
 /** Folds events into a result document; pure. */
@@ -74,8 +76,10 @@ export class RunResultBuilder {
   private doc: RunResultDocument | undefined;
   private readonly identity: MachineIdentity;
 
-  constructor(identity: MachineIdentity) {
+  /** `continues`: the document of a run that stopped for a reboot and resumes now. */
+  constructor(identity: MachineIdentity, continues?: RunResultDocument) {
     this.identity = identity;
+    if (continues) this.doc = structuredClone(continues);
   }
 
   get document(): RunResultDocument | undefined {
@@ -84,7 +88,11 @@ export class RunResultBuilder {
 
   add(event: MachineEvent): boolean {
     if (event.type === 'step.output') return false;
-    if (event.type === 'run.started' || !this.doc) {
+    if (event.type === 'run.started' && this.doc?.runId === event.runId && this.doc.state === 'finished') {
+      // The same run, resumed after a reboot: what it did before stays, the rest follows it.
+      const { result: _result, exitCode: _exitCode, finishedAt: _finishedAt, durationMs: _durationMs, error: _error, ...before } = this.doc;
+      this.doc = { ...before, state: 'running', resumedAt: [...(before.resumedAt ?? []), event.time] };
+    } else if (event.type === 'run.started' || !this.doc) {
       this.doc = {
         $schema: RESULT_SCHEMA_ID,
         kind: 'MachineadmRunResult',
@@ -161,10 +169,10 @@ export class OutcomeFiles {
   private dirty = false;
   readonly problems: string[] = [];
 
-  constructor(options: { fs: RootedFileSystem; stateFs: RootedFileSystem; identity: MachineIdentity }) {
+  constructor(options: { fs: RootedFileSystem; stateFs: RootedFileSystem; identity: MachineIdentity; continues?: RunResultDocument }) {
     this.fs = options.fs;
     this.stateFs = options.stateFs;
-    this.builder = new RunResultBuilder(options.identity);
+    this.builder = new RunResultBuilder(options.identity, options.continues);
   }
 
   readonly listener = (event: MachineEvent): void => {

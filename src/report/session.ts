@@ -15,6 +15,8 @@ export interface ReportingOptions {
   endpoints: readonly ResolvedEndpoint[];
   deadlineSeconds: number;
   poster?: HttpPoster;
+  /** The result document of the run this one resumes after a reboot. */
+  continues?: RunResultDocument;
 }
 
 export interface ReportingResult {
@@ -49,7 +51,7 @@ export async function openReporting(options: ReportingOptions): Promise<Reportin
     await reporter.open();
     detach.push(bus.listen(reporter.listener));
   }
-  const files = new OutcomeFiles({ fs: host.fs, stateFs: options.stateFs, identity: bus.identity });
+  const files = new OutcomeFiles({ fs: host.fs, stateFs: options.stateFs, identity: bus.identity, ...(options.continues ? { continues: options.continues } : {}) });
   detach.push(bus.listen(files.listener));
   return {
     backlog: () => reporter?.backlog() ?? [],

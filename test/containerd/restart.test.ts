@@ -15,6 +15,7 @@ import { EventBus } from '../../src/report/events.ts';
 import { SecretScrubber } from '../../src/config/secrets.ts';
 import { parseWith } from '../../src/config/schema/dsl.ts';
 import { machineConfigSchema } from '../../src/config/schema/index.ts';
+import { systemdResume } from '../../src/host/resume.ts';
 
 class RecordingRunner extends ProcessRunner {
   readonly calls: string[] = [];
@@ -39,7 +40,7 @@ function machine(withSystemd: boolean) {
   const fs = new LiveLikeFileSystem(root);
   const proc = new RecordingRunner({});
   const facts: Facts = { os: 'linux', arch: 'x64', hostname: 'node-1', privileged: true, liveRoot: true, containerdVersion: '1.7.24' };
-  const host = { fs, local: fs, proc, env: {}, offline: false, now: () => new Date(), sleep: async () => {}, facts: async () => facts } satisfies Host;
+  const host = { fs, local: fs, proc, env: {}, offline: false, now: () => new Date(), sleep: async () => {}, facts: async () => facts, resume: systemdResume(fs), restart: async () => { throw new Error('a test never restarts the machine'); } } satisfies Host;
   const state = new StateStore(new RootedFileSystem(join(dir, 'state')));
   const run = async (containerd: Record<string, unknown>) => {
     const { value: config, issues } = parseWith(machineConfigSchema, { apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { containerd } });

@@ -5,6 +5,8 @@ import type { Io } from '../io.ts';
 import { addCommonOptions, hostFrom, parseIds, stateFsFrom, type CommonOptions } from '../options.ts';
 import { loadConfig } from '../../config/load.ts';
 import { executeRun, planRun } from '../../phases/run.ts';
+import { DEFAULT_MAX_REBOOTS } from '../../phases/runner.ts';
+import { resolve } from 'node:path';
 import { renderPlan } from '../render.ts';
 import type { Facts } from '../../host/index.ts';
 import { UsageError, ExitCode } from '../../errors.ts';
@@ -20,6 +22,32 @@ export interface PhaseOptions extends CommonOptions {
   force: boolean;
   facts?: string;
   os?: 'linux' | 'windows';
+  /** --no-reboot sets it false. */
+  reboot?: boolean;
+  maxReboots?: number;
+}
+
+/**
+ * The command the next boot runs to resume this one: the same command and options, with paths
+ * made absolute (the resume does not start in this directory) and without --force (the resume
+ * goes on from where the run stopped; it does not redo what is done).
+ */
+function resumeCommand(command: string, options: PhaseOptions, io: Io): readonly string[] | undefined {
+  if (options.config.includes('-')) return undefined;
+  const local = (source: string) => (/^[a-z][a-z0-9+.-]*:\/\//i.test(source) ? source : resolve(io.cwd, source));
+  return [
+    ...(io.self ?? ['machineadm']),
+    command,
+    ...options.config.flatMap((c) => ['-c', local(c)]),
+    '--root', resolve(io.cwd, options.root),
+    ...(options.stateDir ? ['--state-dir', resolve(io.cwd, options.stateDir)] : []),
+    ...(options.offline ? ['--offline'] : []),
+    ...(options.output === 'json' ? ['-o', 'json'] : []),
+    ...(options.only.length ? ['--only', options.only.join(',')] : []),
+    ...(options.skip.length ? ['--skip', options.skip.join(',')] : []),
+    ...(options.reboot === false ? ['--no-reboot'] : []),
+    '--max-reboots', String(options.maxReboots ?? DEFAULT_MAX_REBOOTS),
+  ];
 }
 
 async function factsFrom(options: PhaseOptions, io: Io): Promise<Facts | undefined> {
@@ -75,7 +103,9 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
     }
     const mode = options.output === 'json' ? 'json' : io.interactive ? 'tty' : 'text';
     const spinner = mode === 'tty' ? await spinnerFactory() : undefined;
-    const report = await executeRun({ ...request, console: { mode, write: io.stdout, ...(spinner ? { spinner } : {}) } });
+    const argv = resumeCommand(command, options, io);
+    const resume = { argv: argv ?? [], maxReboots: options.maxReboots ?? DEFAULT_MAX_REBOOTS, reboot: options.reboot !== false, ...(argv ? {} : { unavailable: 'the configuration came from standard input, which the resume after the reboot cannot read again' }) };
+    const report = await executeRun({ ...request, resume, console: { mode, write: io.stdout, ...(spinner ? { spinner } : {}) } });
     // The summary is output; the error that ended the run goes where every error goes, for scripts that read stderr.
     if (report.error) io.stderr(`error: ${report.error.message}\n${report.error.hint ? `hint: ${report.error.hint}\n` : ''}`);
     return report.exitCode;
@@ -100,6 +130,12 @@ const SUMMARIES: Record<PhaseCommand, string> = {
   plan: 'print every action init would take, in order; touches nothing',
 };
 
+function parseCount(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 100) throw new UsageError(`--max-reboots ${value}: not a whole number from 0 to 100`);
+  return n;
+}
+
 export function registerPhaseCommands(program: Command, io: Io, setExit: (code: number) => void): void {
   for (const name of ['init', 'prepare', 'provision', 'report', 'plan'] as const) {
     const command = addCommonOptions(program.command(name).description(SUMMARIES[name]))
@@ -111,7 +147,10 @@ export function registerPhaseCommands(program: Command, io: Io, setExit: (code: 
         .option('--facts <file>', 'plan for the machine these facts (JSON) describe instead of this one')
         .addOption(new Option('--os <os>', 'plan for this operating system').choices(['linux', 'windows']));
     } else {
-      command.option('--dry-run', 'print the plan instead of changing anything (same as plan)', false);
+      command
+        .option('--dry-run', 'print the plan instead of changing anything (same as plan)', false)
+        .option('--no-reboot', 'when a step needs a reboot, register the resume and exit 4 without restarting (the caller restarts)')
+        .option('--max-reboots <n>', 'stop with a failure when one run asks for more reboots than this', parseCount, DEFAULT_MAX_REBOOTS);
     }
     command.addHelpText('after', `\nExample:\n  $ ${EXAMPLES[name]}\n`);
     command.action(async (options: PhaseOptions) => setExit(await runPhaseCommand(name, options, io)));

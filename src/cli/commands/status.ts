@@ -17,12 +17,14 @@ export function registerStatusCommand(program: Command, io: Io, setExit: (code: 
       const state = await store.load();
       const lastResult = await readLastResult(host.fs, stateFs);
       const spool = (await spoolContents(stateFs)).filter((s) => s.events > 0);
+      const resume = await host.resume.registered().catch(() => undefined);
       if (options.output === 'json') {
-        io.stdout(JSON.stringify({ stateDir: store.directory, ...state, lastResult: lastResult ?? null, spool }, null, 2) + '\n');
+        io.stdout(JSON.stringify({ stateDir: store.directory, ...state, lastResult: lastResult ?? null, spool, resume: resume ?? null }, null, 2) + '\n');
       } else {
         const last = state.runs.at(-1);
         const lines = [`state: ${store.directory}`, last ? `last run: ${last.command} ${last.result ?? 'unfinished'} (started ${last.startedAt}, run ${last.runId})` : 'machineadm has not run on this machine'];
         if (state.pendingReboot) lines.push(`waiting for a reboot requested by ${state.pendingReboot.stepId}: ${state.pendingReboot.reason}`);
+        if (resume) lines.push(`pending resume: the next boot runs ${resume.join(' ')}`);
         for (const [id, record] of Object.entries(state.steps)) lines.push(`  ${id}: ${record.result} at ${record.at}`);
         if (lastResult) {
           lines.push(`last result: ${lastResult.command} ${lastResult.state === 'finished' ? (lastResult.result ?? '') : 'unfinished'} (run ${lastResult.runId}, exit code ${lastResult.exitCode ?? '-'})`);

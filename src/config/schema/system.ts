@@ -1,5 +1,5 @@
 // spec.kernelModules, spec.sysctls, spec.files: the host preparation inputs.
-import { array, enumOf, object, optional, record, scalarString, string, withDefault, type StringOptions } from './dsl.ts';
+import { array, boolean, enumOf, object, optional, record, scalarString, string, withDefault, type StringOptions } from './dsl.ts';
 import { decodeContent, filePathProblem } from '../../linux/file-content.ts';
 import { sysctlKeyProblem } from '../../linux/sysctl.ts';
 
@@ -53,6 +53,9 @@ export const fileSpec = object(
 
 export const systemFields = {
   kernelModules: optional(array(kernelModuleName, { unique: true, description: 'kernel modules to load now and at every boot' })),
+  rebootWhenRequired: optional(
+    boolean({ description: 'reboot at the end of prepare when the OS says a reboot is pending (/run/reboot-required, as Debian and Ubuntu packages such as a new kernel write it); machineadm resumes after it' }),
+  ),
   sysctls: optional(record(sysctlValue, { key: sysctlKeyOptions, description: 'kernel parameters, applied now and at every boot' })),
   files: optional(
     array(fileSpec, {

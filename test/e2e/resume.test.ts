@@ -1,0 +1,149 @@
+// Reboot and resume with the packaged binary on Linux: a step asks for a reboot (a package left
+// /run/reboot-required), the run registers its resume as a systemd unit under the scratch root and
+// exits 4; after "the reboot" (a new boot id under the root, /run emptied) the unit's ExecStart is
+// run exactly as written, the run goes on as the same run, joins, and removes the unit.
+import { spawn } from 'node:child_process';
+import { existsSync, lstatSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { dump } from 'js-yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { builtBinary } from '../support/binary.ts';
+import { scratchDir } from '../support/tmp.ts';
+import { startCollector, type Collector } from '../report/collector.ts';
+import { REPO, TEST_PATH } from '../kubeadm/standin.ts';
+
+const TOKEN = 'q1w2e3.r4t5y6u7i8o9p0a1';
+const UNIT = 'etc/systemd/system/machineadm-resume.service';
+const LINK = 'etc/systemd/system/multi-user.target.wants/machineadm-resume.service';
+
+let binary = '';
+let collector: Collector;
+beforeAll(async () => {
+  binary = await builtBinary();
+  collector = await startCollector();
+});
+afterAll(async () => collector?.close());
+
+const env = { ...process.env, NODE_OPTIONS: '', PATH: TEST_PATH, KUBEADM_STANDIN_VERSION: 'v1.31.2', MACHINEADM_KUBEADM_ROOTFS: '1' };
+
+function run(argv: readonly string[]): Promise<{ status: number | null; out: string }> {
+  const child = spawn(argv[0]!, argv.slice(1), { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+  return new Promise((resolve) => child.on('close', (status) => resolve({ status, out })));
+}
+
+function machine(): { root: string; config: string } {
+  const dir = scratchDir('machineadm-resume-');
+  const root = join(dir, 'root');
+  mkdirSync(join(root, 'proc/sys/kernel/random'), { recursive: true });
+  writeFileSync(join(root, 'proc/sys/kernel/random/boot_id'), 'first-boot\n');
+  mkdirSync(join(root, 'run'), { recursive: true });
+  writeFileSync(join(root, 'run/reboot-required'), '*** System restart required ***\n');
+  writeFileSync(join(root, 'run/reboot-required.pkgs'), 'linux-image-6.1.0-99-amd64\n');
+  const config = join(dir, 'machine.yaml');
+  writeFileSync(
+    config,
+    dump({
+      apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1',
+      kind: 'MachineConfig',
+      spec: {
+        rebootWhenRequired: true,
+        files: [{ path: '/etc/machineadm/motd', content: 'x\n' }],
+        kubernetes: { controlPlaneEndpoint: '10.0.0.10:6443', token: TOKEN, caCertHashes: ['sha256:' + 'ab'.repeat(32)], retries: 0, backoffSeconds: 0 },
+        report: { clusterAPISentinel: true, deadlineSeconds: 5, endpoints: [{ url: collector.url }] },
+      },
+    }),
+  );
+  return { root, config };
+}
+
+/** What a reboot does to the scratch machine: a new boot id, and /run (a tmpfs) emptied. */
+function reboot(root: string, bootId: string): void {
+  writeFileSync(join(root, 'proc/sys/kernel/random/boot_id'), `${bootId}\n`);
+  rmSync(join(root, 'run'), { recursive: true, force: true });
+  mkdirSync(join(root, 'run'));
+}
+
+/** The unit's ExecStart words, read as systemd reads them. */
+function execStart(root: string): string[] {
+  const line = readFileSync(join(root, UNIT), 'utf8').split('\n').find((l) => l.startsWith('ExecStart='))!;
+  return [...line.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]!.replace(/\\(.)/g, '$1').replace(/\$\$/g, '$').replace(/%%/g, '%'));
+}
+
+const json = (path: string) => JSON.parse(readFileSync(path, 'utf8'));
+
+describe('reboot and resume on Linux', () => {
+  it('stops with exit 4, registers the resume unit, and the unit resumes the same run after the reboot', async () => {
+    const m = machine();
+    const first = await run([binary, 'init', '-c', m.config, '--root', m.root]);
+    expect(first.status, first.out).toBe(4);
+    expect(first.out).toContain('/run/reboot-required says a reboot is pending (for linux-image-6.1.0-99-amd64)');
+    expect(first.out).toContain(`not restarting: ${m.root} is a scratch root`);
+    expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(false);
+    expect(lstatSync(join(m.root, LINK)).isSymbolicLink()).toBe(true);
+    expect(readFileSync(join(m.root, UNIT), 'utf8')).toMatch(/After=network-online\.target[\s\S]*Type=oneshot/);
+    const argv = execStart(m.root);
+    expect(argv).toEqual([binary, 'init', '-c', m.config, '--root', m.root, '--max-reboots', '3']);
+    const firstHalf = json(join(m.root, 'var/lib/machineadm/result.json'));
+    expect(firstHalf).toMatchObject({ exitCode: 4, state: 'finished' });
+
+    // Before the reboot, a rerun changes nothing and still says reboot.
+    const early = await run([binary, 'init', '-c', m.config, '--root', m.root]);
+    expect(early.status, early.out).toBe(4);
+    expect(early.out).toContain('the machine has not rebooted yet');
+    const status = await run([binary, 'status', '--root', m.root]);
+    expect(status.out).toContain(`pending resume: the next boot runs ${argv.join(' ')}`);
+
+    reboot(m.root, 'second-boot');
+    const resumed = await run(argv);
+    expect(resumed.status, resumed.out).toBe(0);
+    expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(true);
+    expect(existsSync(join(m.root, 'run/cluster-api/bootstrap-success.complete'))).toBe(true);
+    // The run is over: the unit and its link are gone.
+    expect(existsSync(join(m.root, UNIT))).toBe(false);
+    expect(() => lstatSync(join(m.root, LINK))).toThrow();
+    expect(json(join(m.root, 'var/lib/machineadm/state.json')).pendingReboot).toBeUndefined();
+
+    // One report for both halves: one run id, events numbered on, phases of both boots.
+    const whole = json(join(m.root, 'var/lib/machineadm/result.json'));
+    expect(whole).toMatchObject({ runId: firstHalf.runId, state: 'finished', result: 'success', exitCode: 0 });
+    expect(whole.resumedAt).toHaveLength(1);
+    expect(whole.phases.map((p: { name: string }) => p.name)).toEqual(['prepare', 'prepare', 'provision', 'report']);
+    expect(whole.phases[0].steps.find((s: { id: string }) => s.id === 'prepare/reboot-if-required')).toMatchObject({ result: 'warning' });
+    const events = collector.requests.flatMap((r) => r.events).filter((e) => String(e.id).startsWith(`${firstHalf.runId}.`));
+    const seqOf = (id: unknown) => Number(String(id).slice(String(id).lastIndexOf('.') + 1));
+    // No two events share an id (a resent one is the same event), and the resumed part numbers on.
+    const byId = new Map<string, string>();
+    for (const e of events) {
+      const body = JSON.stringify(e);
+      expect(byId.get(String(e.id)) ?? body, String(e.id)).toBe(body);
+      byId.set(String(e.id), body);
+    }
+    const starts = events.filter((e) => e.type === 'io.machineadm.run.started').map((e) => seqOf(e.id)).sort((a, b) => a - b);
+    expect(starts).toHaveLength(2);
+    expect(starts[1]).toBeGreaterThan(seqOf(firstHalf.lastEventId));
+    expect(events.filter((e) => e.type === 'io.machineadm.run.finished').map((e) => (e.data as { result: string }).result).sort()).toEqual(['success', 'warning']);
+
+    // And the machine is converged: a second run changes nothing.
+    const again = await run([binary, 'init', '-c', m.config, '--root', m.root]);
+    expect(again.status, again.out).toBe(0);
+    expect(again.out).toMatch(/0 changed/);
+  });
+
+  it('stops with a failure when the run keeps asking for reboots past --max-reboots, and removes the unit', async () => {
+    const m = machine();
+    const first = await run([binary, 'init', '-c', m.config, '--root', m.root, '--max-reboots', '1']);
+    expect(first.status, first.out).toBe(4);
+    // The package still wants a reboot after it: the marker comes back.
+    reboot(m.root, 'second-boot');
+    writeFileSync(join(m.root, 'run/reboot-required'), '*** System restart required ***\n');
+    const resumed = await run(execStart(m.root));
+    expect(resumed.status, resumed.out).toBe(1);
+    expect(resumed.out).toContain('asked for reboot number 2 of this run');
+    expect(resumed.out).toContain('the limit is 1');
+    expect(existsSync(join(m.root, UNIT))).toBe(false);
+    expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(false);
+  });
+});
