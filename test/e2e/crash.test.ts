@@ -15,7 +15,7 @@ import { startCollector, type Collector } from '../report/collector.ts';
 import { REPO, TEST_PATH } from '../kubeadm/standin.ts';
 
 const KILLS = Number(process.env.MACHINEADM_CRASH_KILLS ?? 200);
-const BUDGET_MS = 240_000;
+const BUDGET_MS = 300_000;
 const TOKEN = 'q1w2e3.r4t5y6u7i8o9p0a1';
 
 let binary = '';
