@@ -1,7 +1,7 @@
 // Files that prepare steps own: compare what is on disk with what is wanted (for plan and for
 // "already done"), then write everything only after every target has been checked, so one bad
 // target leaves the others untouched.
-import type { RootedFileSystem } from '../host/index.ts';
+import type { FileInfo, RootedFileSystem } from '../host/index.ts';
 import type { Change } from '../phases/step.ts';
 import { ExitCode, MachineadmError } from '../errors.ts';
 import { unifiedDiff } from './diff.ts';
@@ -59,15 +59,24 @@ function describeContent(before: Buffer | undefined, after: Buffer, desired: Des
 }
 
 /** What would change for one file; throws (naming the field) for a target that must not be written. */
+/**
+ * What is at a target path now, refusing what machineadm never writes through or over: a link
+ * planted at the target, a directory or device, a path that leaves the root through a link.
+ */
+export async function inspectTarget(fs: RootedFileSystem, path: string): Promise<FileInfo | undefined> {
+  const info = await fs.stat(path);
+  if (info?.kind === 'symlink') {
+    throw new MachineadmError(`${path} is a symbolic link; machineadm does not write through links`, ExitCode.stepFailed, {
+      hint: 'remove the link (or point the field at the real file) and run again',
+    });
+  }
+  if (info && info.kind !== 'file') throw new MachineadmError(`${path} exists and is not a regular file (${info.kind})`, ExitCode.stepFailed, { hint: 'remove it or choose another path' });
+  return info;
+}
+
 export async function inspectFile(fs: RootedFileSystem, desired: DesiredFile, isRoot: boolean): Promise<FileState> {
   try {
-    const info = await fs.stat(desired.path);
-    if (info?.kind === 'symlink') {
-      throw new MachineadmError(`${desired.path} is a symbolic link; machineadm does not write through links`, ExitCode.stepFailed, {
-        hint: 'remove the link (or point the field at the real file) and run again',
-      });
-    }
-    if (info && info.kind !== 'file') throw new MachineadmError(`${desired.path} exists and is not a regular file (${info.kind})`, ExitCode.stepFailed, { hint: 'remove it or choose another path' });
+    const info = await inspectTarget(fs, desired.path);
     if (!info) {
       const diff = describeContent(undefined, desired.content, desired);
       return {

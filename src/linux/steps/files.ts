@@ -8,7 +8,7 @@ import { fetchVerifiedPending } from '../../verify/fetch.ts';
 import type { PendingFile } from '../../host/index.ts';
 import { displayUrl } from '../../redaction.ts';
 import { decodeContent } from '../file-content.ts';
-import { errorForField, formatMode, inspectFile, writeFiles, type DesiredFile } from '../managed-file.ts';
+import { errorForField, formatMode, inspectFile, inspectTarget, writeFiles, type DesiredFile } from '../managed-file.ts';
 
 interface SourceFile {
   index: number;
@@ -58,11 +58,7 @@ function split(ctx: StepContext): { inline: DesiredFile[]; sources: SourceFile[]
 async function inspectSource(ctx: StepContext, file: SourceFile): Promise<Change | undefined> {
   const field = `spec.files[${file.index}].path`;
   try {
-    const info = await ctx.host.fs.stat(file.spec.path);
-    if (info?.kind === 'symlink') {
-      throw new MachineadmError(`${file.spec.path} is a symbolic link; machineadm does not write through links`, ExitCode.stepFailed, { hint: 'remove the link and run again' });
-    }
-    if (info && info.kind !== 'file') throw new MachineadmError(`${file.spec.path} exists and is not a regular file (${info.kind})`, ExitCode.stepFailed);
+    const info = await inspectTarget(ctx.host.fs, file.spec.path);
     const detail = `from ${displayUrl(file.spec.source.url)} (sha256 ${file.spec.source.sha256.slice(0, 12)}...), mode ${formatMode(file.mode)}`;
     if (!info) return { action: 'download', target: file.spec.path, detail };
     const bytes = (await ctx.host.fs.readFile(file.spec.path)) ?? Buffer.alloc(0);
@@ -126,6 +122,19 @@ export const filesStep: Step = {
   summary: 'write the files listed in spec.files',
   platforms: ['linux'],
   applies: (config) => (config.spec.files?.length ?? 0) > 0,
+  // A target the step would refuse (a planted link, a directory, content that does not decode) is
+  // found before any step of the run writes anything.
+  async preflight(ctx) {
+    const { inline, sources } = split(ctx);
+    const targets = [...inline.map((f) => ({ path: f.path, field: f.field })), ...sources.map((s) => ({ path: s.spec.path, field: `spec.files[${s.index}].path` }))];
+    for (const target of targets) {
+      try {
+        await inspectTarget(ctx.host.fs, target.path);
+      } catch (error) {
+        throw errorForField(target.field, error);
+      }
+    }
+  },
   async check(ctx) {
     const { inline, sources } = split(ctx);
     const changes: Change[] = [];
