@@ -15,7 +15,7 @@ import { ExitCode, InterruptedError, RebootRequiredError } from '../errors.ts';
 import { ALL_PHASES, phasesNamed } from './registry.ts';
 import { computePlan, preflightRun, removeLeftovers, runPhases, type Plan, type RunnerInput, type RunOutcome } from './runner.ts';
 import { selectSteps, type Selection } from './select.ts';
-import { StateStore } from './state.ts';
+import { StateStore, rebootedSince } from './state.ts';
 import type { Phase, PhaseName } from './step.ts';
 
 export type RunCommand = 'init' | 'prepare' | 'provision' | 'report';
@@ -56,10 +56,10 @@ export interface RunReport {
 /** After an interruption, how long delivery may go on before the rest stays in the spool. */
 const INTERRUPTED_DELIVERY_MS = 2_000;
 
-async function runnerInput(request: RunRequest, command: string): Promise<{ input: RunnerInput; secrets: SecretScrubber; resumes: boolean }> {
-  const { config, host } = request;
+async function runnerInput(request: Omit<RunRequest, 'console'>): Promise<{ input: RunnerInput; secrets: SecretScrubber; resumes: boolean }> {
+  const { command, config, host } = request;
   const facts = await host.facts();
-  const names: PhaseName[] = command === 'init' ? ['prepare', 'provision', 'report'] : [command as PhaseName];
+  const names: PhaseName[] = command === 'init' ? ['prepare', 'provision', 'report'] : [command];
   const phases = request.phases ?? phasesNamed(names);
   const secrets = new SecretScrubber();
   for (const source of request.sources ?? []) secrets.addUrl(source);
@@ -67,7 +67,7 @@ async function runnerInput(request: RunRequest, command: string): Promise<{ inpu
   const state = new StateStore(request.stateFs);
   // After the reboot a run asked for, it goes on as the same run: same id, events numbered on.
   const pending = (await state.load()).pendingReboot;
-  const resumes = pending?.runId !== undefined && !request.force && (pending.bootId === undefined || pending.bootId !== facts.bootId) ? pending : undefined;
+  const resumes = pending?.runId !== undefined && !request.force && rebootedSince(pending, facts.bootId) ? pending : undefined;
   const events = new EventBus({ scrub: (value) => secrets.scrubValue(value), identity, ...(resumes ? { runId: resumes.runId, firstSeq: resumes.nextSeq ?? 1 } : {}) });
   const input: RunnerInput = {
     command,
@@ -80,21 +80,21 @@ async function runnerInput(request: RunRequest, command: string): Promise<{ inpu
     state,
     force: request.force,
     secrets,
-    ...(request.resume ? { resume: { argv: request.resume.argv, maxReboots: request.resume.maxReboots, ...(request.resume.unavailable ? { unavailable: request.resume.unavailable } : {}) } } : {}),
+    ...(request.resume ? { resume: request.resume } : {}),
   };
   return { input, secrets, resumes: resumes !== undefined };
 }
 
 /** Every action `init` (or one phase) would take, in order; touches nothing. */
 export async function planRun(request: Omit<RunRequest, 'console'>): Promise<Plan> {
-  const { input, secrets } = await runnerInput({ ...request, console: { mode: 'text', write: () => undefined } }, request.command);
+  const { input, secrets } = await runnerInput(request);
   await registerConfigSecrets(request.config, request.host, secrets);
   return secrets.scrubValue(await computePlan(input));
 }
 
 export async function executeRun(request: RunRequest): Promise<RunReport> {
   const { config, host } = request;
-  const { input, secrets, resumes } = await runnerInput(request, request.command);
+  const { input, secrets, resumes } = await runnerInput(request);
   // Everything that can be wrong with the input is found before the machine is touched (exit 2).
   selectSteps(input.phases, input.selection);
   const endpoints = await resolveEndpoints(config, host, secrets);

@@ -6,7 +6,7 @@ import { EventBus, worstResult, type ErrorInfo, type Result } from '../report/ev
 import { ConfigError, ExitCode, InterruptedError, MachineadmError, RebootRequiredError, StepError, UsageError, exitCodeOf, type ConfigIssue, type InterruptSignal } from '../errors.ts';
 import type { Change, CheckResult, Phase, PhaseName, RunSoFar, Step, StepContext } from './step.ts';
 import { selectSteps, type Selection, type SelectedStep } from './select.ts';
-import type { MachineState, StateStore, StepRecord } from './state.ts';
+import { rebootedSince, type MachineState, type StateStore, type StepRecord } from './state.ts';
 import { resolveSecret, type SecretScrubber } from '../config/secrets.ts';
 
 export interface RunnerInput {
@@ -239,7 +239,7 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   let rebootsSoFar = 0;
   const pending = state.pendingReboot;
   if (pending) {
-    if (!input.force && pending.bootId !== undefined && pending.bootId === input.facts.bootId) {
+    if (!input.force && !rebootedSince(pending, input.facts.bootId)) {
       outcome.error = new RebootRequiredError(pending.stepId, `${pending.reason} (the machine has not rebooted yet)`, { alreadyPending: true });
     } else {
       if (pending.runId === events.runId) rebootsSoFar = pending.reboots ?? 1;

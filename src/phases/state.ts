@@ -38,6 +38,11 @@ export interface PendingReboot {
   reboots?: number;
 }
 
+/** True when the machine booted again since the reboot was asked for (an unknown boot counts as one). */
+export function rebootedSince(pending: PendingReboot, bootId: string | undefined): boolean {
+  return pending.bootId === undefined || pending.bootId !== bootId;
+}
+
 export interface MachineState {
   version: number;
   steps: Record<string, StepRecord>;
