@@ -35,7 +35,7 @@ export const preparePhase: Phase = {
 
 export const provisionPhase: Phase = {
   name: 'provision',
-  summary: 'domain join, kubeadm init or join',
+  summary: 'domain join (Linux), kubeadm init or join',
   // The join comes first: the kubelet's identity and gMSA depend on the membership.
   steps: [domainJoinStep, kubeadmInitStep, kubeadmJoinStep, staticPodsStep],
 };
