@@ -14,6 +14,8 @@ export interface RunOptions {
   input?: string | Uint8Array;
   /** Extra environment variables, added to machineadm's own. */
   env?: Record<string, string>;
+  /** Variables of machineadm's own environment the command must not inherit (a secret read from one). */
+  withoutEnv?: readonly string[];
   cwd?: string;
   /** Called with every output line as it arrives (for streaming kubeadm's output to the console). */
   onLine?: (line: string, stream: 'stdout' | 'stderr') => void;
@@ -40,6 +42,12 @@ const MAX_CAPTURE = 4 * 1024 * 1024;
 export function tail(text: string, lines = TAIL_LINES): string {
   const all = text.replace(/\n$/, '').split('\n');
   return all.slice(-lines).join('\n');
+}
+
+function childEnv(base: NodeJS.ProcessEnv, options: RunOptions): NodeJS.ProcessEnv {
+  const env = { ...base, ...options.env };
+  for (const name of options.withoutEnv ?? []) delete env[name];
+  return env;
 }
 
 type StopReason = 'timeout' | 'interrupted';
@@ -81,7 +89,7 @@ export class ProcessRunner {
       // Without a group of its own on Windows, execa's cleanup still ends it with machineadm.
       cleanup: windows,
       input: options.input,
-      env: { ...this.baseEnv, ...options.env },
+      env: childEnv(this.baseEnv, options),
       extendEnv: false,
       cwd: options.cwd,
       buffer: false,

@@ -11,6 +11,7 @@ import { containerdConfigStep } from '../containerd/steps/config.ts';
 import { containerdRegistriesStep } from '../containerd/steps/registries.ts';
 import { containerdProxyStep } from '../containerd/steps/proxy.ts';
 import { containerdRestartStep } from '../containerd/steps/restart.ts';
+import { domainJoinStep } from '../domain/steps/join.ts';
 import { kubeadmInitStep, kubeadmJoinStep } from '../kubeadm/steps/bootstrap.ts';
 import { staticPodsStep } from '../kubeadm/steps/static-pods.ts';
 import { sentinelStep } from '../report/sentinel.ts';
@@ -37,8 +38,9 @@ export const preparePhase: Phase = {
 
 export const provisionPhase: Phase = {
   name: 'provision',
-  summary: 'domain join, kubeadm init or join',
-  steps: [kubeadmInitStep, kubeadmJoinStep, staticPodsStep],
+  summary: 'domain join (Linux), kubeadm init or join',
+  // The join comes first: the kubelet's identity and gMSA depend on the membership.
+  steps: [domainJoinStep, kubeadmInitStep, kubeadmJoinStep, staticPodsStep],
 };
 
 export const reportPhase: Phase = {

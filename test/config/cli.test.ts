@@ -16,10 +16,9 @@ const HEAD = 'apiVersion: machineadm.cluster.x-k8s.io/v1alpha1\nkind: MachineCon
 const BASE = `${HEAD}spec:
   kernelModules: [overlay, br_netfilter]
   sysctls: { net.ipv4.ip_forward: "1", vm.swappiness: "10" }
-  windows:
-    domainJoin:
-      domain: corp.example
-      credentials: { username: joiner, password: "Base-Pa55word!" }
+  domainJoin:
+    domain: corp.example
+    credentials: { username: joiner, password: "Base-Pa55word!" }
 `;
 const OVERRIDE = `${HEAD}spec:
   kernelModules: [overlay]
@@ -77,7 +76,7 @@ describe.skipIf(skip)('machineadm config view', () => {
     const shown = load(run.stdout) as { spec: Record<string, any> };
     expect(shown.spec.kernelModules).toEqual(['overlay']);
     expect(shown.spec.sysctls).toEqual({ 'net.ipv4.ip_forward': '1', 'net.core.somaxconn': '1024' });
-    expect(shown.spec.windows.domainJoin.credentials).toEqual({ username: 'joiner', password: '<redacted>' });
+    expect(shown.spec.domainJoin.credentials).toEqual({ username: 'joiner', password: '<redacted>' });
     expect(shown.spec.report.endpoints[0].bearerToken).toBe('<redacted>');
     expect(run.stdout).not.toMatch(/Pa55word|bearer-literal/);
   });
@@ -95,7 +94,7 @@ describe.skipIf(skip)('machineadm config view', () => {
     expect(run.code).toBe(0);
     const shown = JSON.parse(run.stdout);
     expect(shown.spec.kernelModules).toEqual(['overlay', 'br_netfilter']);
-    expect(shown.spec.windows.domainJoin.credentials.password).toBe('<redacted>');
+    expect(shown.spec.domainJoin.credentials.password).toBe('<redacted>');
     expect(aws.requests.map((r) => `${r.method} ${r.url}`)).toEqual(['PUT /latest/api/token', 'GET /latest/user-data', 'GET /latest/meta-data/instance-id']);
   });
 

@@ -344,7 +344,7 @@ describe('user data in files', () => {
 describe('secrets', () => {
   it('never quotes a secret literal in an error, whatever rule reports it', async () => {
     const value = 'Sup3rSecretValue42';
-    const path = file(`${HEAD}spec:\n  windows:\n    domainJoin:\n      domain: corp.example\n      credentials: { username: admin, password: "${value}" }\n  containerd:\n    cgroupDriver: "${value}"\n`);
+    const path = file(`${HEAD}spec:\n  domainJoin:\n    domain: corp.example\n    credentials: { username: admin, password: "${value}" }\n  containerd:\n    cgroupDriver: "${value}"\n`);
     const found = await issues([path]);
     expect(found.length).toBeGreaterThan(0);
     expect(JSON.stringify(found)).not.toContain(value);
@@ -353,7 +353,7 @@ describe('secrets', () => {
 
   it('never quotes even the start of a long secret literal that a shortened message would show', async () => {
     const value = `Long-Secret-${'q'.repeat(100)}`;
-    const path = file(`${HEAD}spec:\n  windows:\n    domainJoin:\n      domain: corp.example\n      credentials: { username: admin, password: "${value}" }\n  containerd:\n    cgroupDriver: "${value}"\n`);
+    const path = file(`${HEAD}spec:\n  domainJoin:\n    domain: corp.example\n    credentials: { username: admin, password: "${value}" }\n  containerd:\n    cgroupDriver: "${value}"\n`);
     const found = await issues([path]);
     expect(found.find((i) => i.path === 'spec.containerd.cgroupDriver')!.message).toMatch(/^"<redacted>\.\.\." is not one of/);
     expect(JSON.stringify(found)).not.toContain('Long-Secret');
@@ -373,7 +373,7 @@ describe('secrets', () => {
   });
 
   it('redacts literals and shows references as written in the effective configuration', async () => {
-    const path = file(`${HEAD}spec:\n  windows:\n    domainJoin:\n      domain: corp.example\n      credentials: { username: admin, password: "hunter2-literal" }\n  report:\n    endpoints:\n      - url: https://collector.example/e\n        bearerToken: { valueFrom: { env: REPORT_TOKEN } }\n`);
+    const path = file(`${HEAD}spec:\n  domainJoin:\n    domain: corp.example\n    credentials: { username: admin, password: "hunter2-literal" }\n  report:\n    endpoints:\n      - url: https://collector.example/e\n        bearerToken: { valueFrom: { env: REPORT_TOKEN } }\n`);
     const { config } = await loadConfig(host(), [path]);
     const shown = JSON.stringify(redactConfig(config));
     expect(shown).not.toContain('hunter2');

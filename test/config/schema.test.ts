@@ -26,8 +26,8 @@ describe('the published JSON Schema', () => {
   it('describes every section, marks secrets and forbids unknown fields', () => {
     const schema = machineConfigJsonSchema() as any;
     expect(schema.properties.apiVersion.enum).toEqual(['machineadm.cluster.x-k8s.io/v1alpha1']);
-    expect(Object.keys(schema.properties.spec.properties)).toEqual(expect.arrayContaining(['kernelModules', 'sysctls', 'files', 'containerd', 'kubernetes', 'windows', 'report', 'security']));
+    expect(Object.keys(schema.properties.spec.properties)).toEqual(expect.arrayContaining(['kernelModules', 'sysctls', 'files', 'containerd', 'kubernetes', 'domainJoin', 'windows', 'report', 'security']));
     expect(schema.additionalProperties).toBe(false);
-    expect(schema.properties.spec.properties.windows.properties.domainJoin.properties.credentials.properties.password['x-secret']).toBe(true);
+    expect(schema.properties.spec.properties.domainJoin.properties.credentials.properties.password['x-secret']).toBe(true);
   });
 });

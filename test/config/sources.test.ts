@@ -14,7 +14,7 @@ import { streamChunks } from '../support/stream.ts';
 import { scratchDir } from '../support/tmp.ts';
 
 const HEAD = 'apiVersion: machineadm.cluster.x-k8s.io/v1alpha1\nkind: MachineConfig\n';
-const CONFIG = `${HEAD}spec:\n  kernelModules: [overlay]\n  windows: { domainJoin: { domain: corp.example, credentials: { username: a, password: "pa55word-literal" } } }\n`;
+const CONFIG = `${HEAD}spec:\n  kernelModules: [overlay]\n  domainJoin: { domain: corp.example, credentials: { username: a, password: "pa55word-literal" } }\n`;
 const quick: LoadOptions = {
   http: { retry: { attempts: 4, baseDelayMs: 20, maxDelayMs: 200, deadlineMs: 5000 } },
   imds: { retry: { attempts: 8, baseDelayMs: 50, maxDelayMs: 300, deadlineMs: 8000 }, timeouts: { connectMs: 500, responseMs: 1000, totalMs: 3000 } },

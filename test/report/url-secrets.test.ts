@@ -102,7 +102,7 @@ describe('secrets in URLs and secret fields', () => {
         caCertHashes: [SECRETS.caCertHash],
         certificateKey: SECRETS.certificateKey,
       },
-      windows: { domainJoin: { domain: 'corp.example', credentials: { username: 'joiner', password: SECRETS.domainJoinPassword } } },
+      domainJoin: { domain: 'corp.example', credentials: { username: 'joiner', password: SECRETS.domainJoinPassword } },
       report: { deadlineSeconds: 5, endpoints: [{ url: `${collector.url}?token=${SECRETS.endpointQueryToken}`, bearerToken: SECRETS.bearerToken }] },
     };
     const write = (name: string, value: unknown) => (writeFileSync(join(dir, name), JSON.stringify(value)), join(dir, name));

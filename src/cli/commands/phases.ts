@@ -125,7 +125,7 @@ const EXAMPLES: Record<PhaseCommand, string> = {
 const SUMMARIES: Record<PhaseCommand, string> = {
   init: 'make this machine a node: prepare, provision, report (the main job)',
   prepare: 'kernel modules, sysctls, files, containerd configuration',
-  provision: 'domain join, then kubeadm init or join',
+  provision: 'domain join (Linux, with adcli), then kubeadm init or join',
   report: 'result file, Cluster API sentinel, events to the configured endpoints',
   plan: 'print every action init would take, in order; touches nothing',
 };

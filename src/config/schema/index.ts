@@ -5,6 +5,7 @@ import { systemFields } from './system.ts';
 import { containerdSection } from './containerd.ts';
 import { kubernetesSection } from './kubernetes.ts';
 import { windowsSection } from './windows.ts';
+import { domainJoinSection } from './domain-join.ts';
 import { reportSection } from './report.ts';
 import { securitySection } from './security.ts';
 
@@ -16,6 +17,7 @@ export const machineConfigSpec = object({
   ...systemFields,
   containerd: optional(containerdSection),
   kubernetes: optional(kubernetesSection),
+  domainJoin: optional(domainJoinSection),
   windows: optional(windowsSection),
   report: withDefault(reportSection, { clusterAPISentinel: true, deadlineSeconds: 30 }),
   security: withDefault(securitySection, { requireSignedBinary: false, offline: false }),
@@ -33,6 +35,7 @@ export type MachineConfigSpec = MachineConfig['spec'];
 export type FileSpec = NonNullable<MachineConfigSpec['files']>[number];
 export type ContainerdSpec = NonNullable<MachineConfigSpec['containerd']>;
 export type KubernetesSpec = NonNullable<MachineConfigSpec['kubernetes']>;
+export type DomainJoinSpec = NonNullable<MachineConfigSpec['domainJoin']>;
 export type WindowsSpec = NonNullable<MachineConfigSpec['windows']>;
 export type ReportSpec = MachineConfigSpec['report'];
 export type SecuritySpec = MachineConfigSpec['security'];

@@ -1,0 +1,61 @@
+// spec.domainJoin: membership of an Active Directory domain, for both operating systems. The
+// directory itself (accounts, OUs, DNS records) is prepared by its administrators; machineadm only
+// joins this machine to it.
+import { array, enumOf, object, optional, secret, string, withDefault } from './dsl.ts';
+
+// A DNS domain name: labels of letters, digits and "-", at least two of them.
+const DOMAIN_NAME = /^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
+// NetBIOS computer names: at most 15 characters, no dots (AD truncates longer names silently).
+const COMPUTER_NAME = /^[A-Za-z0-9]([A-Za-z0-9-]{0,13}[A-Za-z0-9])?$/;
+const HOST = /^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$|^[0-9.]+$|^[0-9A-Fa-f:]+$/;
+const LINE = (v: string): string | undefined => (/[\r\n\0]/.test(v) ? 'must be one line|remove the line break' : undefined);
+
+const absolutePath = (example: string) =>
+  string({ minLength: 1, pattern: /^(\/|[A-Za-z]:\\)/, patternHint: `an absolute path, e.g. ${example}` });
+
+const offlineBlob = object(
+  {
+    file: optional(absolutePath('C:\\machineadm\\odj.txt')),
+    url: optional(string({ pattern: /^https:\/\//, patternHint: 'an https:// URL', description: 'where the djoin blob is downloaded from' })),
+    sha256: optional(string({ pattern: /^[a-f0-9]{64}$/, patternHint: '64 lowercase hex digits (sha256sum prints them)' })),
+  },
+  {
+    description: 'a djoin /provision blob: the computer account is pre-staged, so no domain credential reaches the machine',
+    check: (v, report) => {
+      if ((v.file === undefined) === (v.url === undefined)) report([], 'give exactly one of file or url');
+      if (v.url !== undefined && v.sha256 === undefined) report('sha256', 'is required with url', 'the blob holds the machine account secret: it is used only when its sha256 matches');
+      if (v.file !== undefined && v.sha256 !== undefined) report('sha256', 'applies only to url', 'leave it out for a local file');
+    },
+  },
+);
+
+export const domainJoinSection = object(
+  {
+    domain: string({ pattern: DOMAIN_NAME, patternHint: 'the DNS name of the Active Directory domain, e.g. corp.example', description: 'the Active Directory domain (DNS name) to join' }),
+    organizationalUnit: optional(string({ minLength: 1, pattern: /^(OU|CN)=/i, patternHint: 'the full distinguished name, e.g. OU=Nodes,DC=corp,DC=example', check: LINE, description: 'the OU the computer account is created in (default: the domain\'s Computers container)' })),
+    computerName: optional(string({ pattern: COMPUTER_NAME, patternHint: 'at most 15 letters, digits and "-" (a NetBIOS name), e.g. NODE-01', description: 'the computer account name (default: the first label of the host name)' })),
+    credentials: optional(
+      object({
+        username: string({ minLength: 1, check: LINE, description: 'an account allowed to join computers to the OU' }),
+        password: secret({ description: 'the account\'s password; read through valueFrom, sent to the join tool on standard input only' }),
+      }),
+    ),
+    dnsServers: optional(array(string({ pattern: HOST, patternHint: 'an IP address' }), { minItems: 1, description: 'DNS servers that serve the domain\'s SRV records, for a machine whose resolver does not' })),
+    domainController: optional(string({ pattern: HOST, patternHint: 'a host name or IP address, e.g. dc1.corp.example', description: 'the domain controller to join through, instead of finding one in DNS' })),
+    windows: optional(object({ offlineBlob: optional(offlineBlob) })),
+    linux: withDefault(
+      object({
+        keytab: withDefault(absolutePath('/etc/krb5.keytab'), '/etc/krb5.keytab'),
+        tool: withDefault(enumOf(['adcli', 'realm'] as const, { description: 'adcli joins and writes the keytab only; realm (realmd) also configures sssd' }), 'adcli'),
+      }),
+      { keytab: '/etc/krb5.keytab', tool: 'adcli' },
+    ),
+  },
+  {
+    check: (v, report) => {
+      // Linux always joins online; Windows may join offline with a pre-staged account instead.
+      if (v.credentials === undefined && v.windows?.offlineBlob === undefined) report('credentials', 'is required', 'give credentials (an account allowed to join computers), or windows.offlineBlob for an offline join of a Windows machine');
+      if (v.dnsServers !== undefined && v.domainController !== undefined) report('dnsServers', 'is not used when domainController is given', 'give one of them');
+    },
+  },
+);

@@ -1,0 +1,73 @@
+// adcli's command lines and the failures it reports, named for the operator. Pure. The password
+// never appears here: adcli reads it from standard input (--stdin-password, up to end of input).
+import type { DomainJoinSpec } from '../config/schema/index.ts';
+
+export function realmOf(domain: string): string {
+  return domain.toUpperCase();
+}
+
+export function adcliJoinArgv(dj: DomainJoinSpec, username: string): [string, ...string[]] {
+  return [
+    'adcli',
+    'join',
+    '--domain',
+    dj.domain,
+    ...(dj.organizationalUnit !== undefined ? ['--domain-ou', dj.organizationalUnit] : []),
+    ...(dj.computerName !== undefined ? ['--computer-name', dj.computerName] : []),
+    ...(dj.domainController !== undefined ? ['--domain-controller', dj.domainController] : []),
+    '--login-user',
+    username,
+    '--stdin-password',
+    '--host-keytab',
+    dj.linux.keytab,
+    '--verbose',
+  ];
+}
+
+export function adcliTestjoinArgv(dj: DomainJoinSpec): [string, ...string[]] {
+  return ['adcli', 'testjoin', '--domain', dj.domain, ...(dj.domainController !== undefined ? ['--domain-controller', dj.domainController] : []), '--host-keytab', dj.linux.keytab];
+}
+
+export type JoinFailureKind = 'credentials' | 'unreachable' | 'account-exists' | 'clock-skew' | 'other';
+
+export interface JoinFailure {
+  kind: JoinFailureKind;
+  message: string;
+  hint: string;
+}
+
+// Matched on adcli's own texts (its exit codes do not tell these apart: a wrong password and a
+// clock skew both end with 3 or 4 depending on the version).
+const PATTERNS: readonly [JoinFailureKind, RegExp][] = [
+  ['clock-skew', /clock skew too great/i],
+  ['credentials', /couldn't authenticate as|preauthentication failed|password incorrect|client '[^']*' not found in kerberos database|client not found in kerberos database|password has expired|clients credentials have been revoked/i],
+  ['account-exists', /already exists|not in the desired organizational unit|insufficient permissions to (modify|set|create)|couldn't (create|modify) computer account|constraint violation|entry already exists/i],
+  ['unreachable', /couldn't find usable domain controller|couldn't connect to host|can't contact ldap server|no ldap srv records|couldn't discover domain|couldn't lookup domain|network is unreachable|connection refused|no route to host|cannot resolve network address|cannot contact any kdc/i],
+];
+
+export function classifyJoinFailure(output: string, dj: DomainJoinSpec, username: string): JoinFailure {
+  const kind = PATTERNS.find(([, pattern]) => pattern.test(output))?.[0] ?? 'other';
+  const realm = realmOf(dj.domain);
+  switch (kind) {
+    case 'credentials':
+      return { kind, message: `the domain rejected the credentials of ${username}@${realm}`, hint: 'check spec.domainJoin.credentials: the user name, and the password file or variable (a wrong, expired or locked password)' };
+    case 'unreachable':
+      return {
+        kind,
+        message: `no domain controller of ${dj.domain} could be reached${dj.domainController !== undefined ? ` at ${dj.domainController}` : ''}`,
+        hint: dj.domainController !== undefined
+          ? 'check that spec.domainJoin.domainController is up and reachable from this machine (LDAP 389 TCP/UDP, Kerberos 88)'
+          : `check the domain name, and that this machine's resolver finds the SRV records _ldap._tcp.${dj.domain} (or set spec.domainJoin.domainController)`,
+      };
+    case 'account-exists':
+      return {
+        kind,
+        message: `the computer account${dj.computerName !== undefined ? ` ${dj.computerName}` : ''} exists in ${dj.domain} and may not be reused by ${username}`,
+        hint: 'ask the directory administrators to delete the stale account or to let this user reset it (and, with organizationalUnit, to move it there), or set spec.domainJoin.computerName',
+      };
+    case 'clock-skew':
+      return { kind, message: `this machine's clock differs from the domain controller's by more than Kerberos allows (5 minutes)`, hint: 'synchronise the clock (NTP, e.g. with the domain controllers) before the provision phase' };
+    default:
+      return { kind, message: `adcli could not join ${dj.domain}`, hint: 'read the output tail; adcli --verbose names the operation that failed' };
+  }
+}
