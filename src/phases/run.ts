@@ -6,7 +6,7 @@
 import type { Host, RootedFileSystem } from '../host/index.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
 import { SecretScrubber } from '../config/secrets.ts';
-import { EventBus } from '../report/events.ts';
+import { EventBus, type MachineIdentity } from '../report/events.ts';
 import { attachConsole, renderResultSummary, type ConsoleMode, type SpinnerFactory } from '../report/console.ts';
 import { machineIdentity, registerConfigSecrets, resolveEndpoints } from '../report/endpoints.ts';
 import { openReporting, type ReportingResult } from '../report/session.ts';
@@ -36,6 +36,8 @@ export interface RunRequest {
   sources?: readonly string[];
   /** The instance id the metadata service gave, when machineadm read instance metadata. */
   instanceId?: string;
+  /** Configuration fields that took their value from the machine (recorded in the report). */
+  machineValues?: MachineIdentity['machineValues'];
 }
 
 export interface RunReport {
@@ -57,7 +59,7 @@ async function runnerInput(request: RunRequest, command: string): Promise<{ inpu
   const phases = request.phases ?? phasesNamed(names);
   const secrets = new SecretScrubber();
   for (const source of request.sources ?? []) secrets.addUrl(source);
-  const identity = await machineIdentity(config, facts, host, request.instanceId);
+  const identity = await machineIdentity(config, facts, host, request.instanceId, request.machineValues);
   const events = new EventBus({ scrub: (value) => secrets.scrubValue(value), identity });
   const input: RunnerInput = {
     command,
