@@ -45,6 +45,8 @@ export async function readInstanceValues(host: Host, cloud: Cloud, options: Omit
       const paths = { instanceId: 'instance-id', localHostname: 'local-hostname', privateIP: 'local-ipv4', instanceType: 'instance-type', zone: 'placement/availability-zone', region: 'placement/region' };
       const answers = await Promise.all(Object.values(paths).map((path) => get(`${base}/latest/meta-data/${path}`, headers)));
       Object.entries(paths).forEach(([name, path], i) => put(name, answers[i], `AWS IMDS meta-data/${path}`));
+      // EC2 names an instance by its id only (a Name tag is not metadata unless tags are exposed).
+      if (out.instanceId) out.instanceName = { ...out.instanceId };
     } else if (cloud === 'azure') {
       const text = await get(`${base}/metadata/instance?api-version=2021-02-01`, { Metadata: 'true' });
       let doc: { compute?: Record<string, unknown>; network?: { interface?: Array<{ ipv4?: { ipAddress?: Array<{ privateIpAddress?: unknown }> } }> } };
@@ -62,12 +64,13 @@ export async function readInstanceValues(host: Host, cloud: Cloud, options: Omit
       put('instanceType', compute.vmSize, from('vmSize'));
       // As the Azure cloud controller manager labels zones: <location>-<zone> in an availability
       // zone, else the fault domain.
-      if (typeof compute.zone === 'string' && compute.zone !== '' && typeof compute.location === 'string') put('zone', `${compute.location}-${compute.zone}`, `${from('location')}-${from('zone')}`);
+      if (typeof compute.zone === 'string' && compute.zone !== '' && typeof compute.location === 'string') put('zone', `${compute.location}-${compute.zone}`, 'Azure IMDS compute.location + "-" + compute.zone');
       else put('zone', typeof compute.platformFaultDomain === 'string' ? compute.platformFaultDomain : undefined, from('platformFaultDomain'));
       for (const field of ['name', 'subscriptionId', 'resourceGroupName', 'vmScaleSetName']) put(`azure.${field}`, compute[field], from(field));
+      put('instanceName', compute.name, from('name'));
     } else {
       const headers = { 'Metadata-Flavor': 'Google' };
-      const paths = { instanceId: 'instance/id', localHostname: 'instance/hostname', privateIP: 'instance/network-interfaces/0/ip', zone: 'instance/zone', instanceType: 'instance/machine-type', 'gce.name': 'instance/name', 'gce.project': 'project/project-id' };
+      const paths = { instanceId: 'instance/id', localHostname: 'instance/hostname', privateIP: 'instance/network-interfaces/0/ip', zone: 'instance/zone', instanceType: 'instance/machine-type', instanceName: 'instance/name', 'gce.project': 'project/project-id' };
       const answers = await Promise.all(Object.values(paths).map((path) => get(`${base}/computeMetadata/v1/${path}`, headers, 'Google')));
       Object.entries(paths).forEach(([name, path], i) => {
         // zone and machine-type are full resource names: projects/<number>/zones/<zone>.

@@ -34,7 +34,7 @@ export function composeProviderId(values: InstanceValues): ProviderIdResult {
     case 'aws':
       return compose(['zone', 'instanceId'], ([zone, id]) => `aws:///${zone}/${id}`);
     case 'gce':
-      return compose(['gce.project', 'zone', 'gce.name'], ([project, zone, name]) => `gce://${project}/${zone}/${name}`);
+      return compose(['gce.project', 'zone', 'instanceName'], ([project, zone, name]) => `gce://${project}/${zone}/${name}`);
     case 'azure': {
       const prefix = (sub: string, rg: string) => `azure:///subscriptions/${sub}/resourceGroups/${rg.toLowerCase()}/providers/Microsoft.Compute`;
       const scaleSet = values['azure.vmScaleSetName']?.value;

@@ -4,7 +4,7 @@
 // with the machine's value before anything runs.
 import { isPlainObject, type FieldPath, type ParseContext, type Schema } from './dsl.ts';
 
-export const MACHINE_REFERENCES = ['instanceId', 'localHostname', 'privateIP', 'zone', 'region', 'instanceType', 'cloud'] as const;
+export const MACHINE_REFERENCES = ['instanceId', 'instanceName', 'localHostname', 'privateIP', 'zone', 'region', 'instanceType', 'cloud'] as const;
 export type MachineReferenceName = (typeof MACHINE_REFERENCES)[number];
 
 export interface MachineReference {
