@@ -73,8 +73,10 @@ export async function readInstanceValues(host: Host, cloud: Cloud, options: Omit
       const paths = { instanceId: 'instance/id', localHostname: 'instance/hostname', privateIP: 'instance/network-interfaces/0/ip', zone: 'instance/zone', instanceType: 'instance/machine-type', instanceName: 'instance/name', 'gce.project': 'project/project-id' };
       const answers = await Promise.all(Object.values(paths).map((path) => get(`${base}/computeMetadata/v1/${path}`, headers, 'Google')));
       Object.entries(paths).forEach(([name, path], i) => {
-        // zone and machine-type are full resource names: projects/<number>/zones/<zone>.
-        const value = name === 'zone' || name === 'instanceType' ? answers[i]?.split('/').at(-1) : answers[i];
+        // zone and machine-type are full resource names: projects/<number>/zones/<zone>. Anything
+        // else is kept whole, so it fails the check of the field it goes to instead of being cut.
+        const full = { zone: /^projects\/[^/]+\/zones\/([^/]+)$/, instanceType: /^projects\/[^/]+\/machineTypes\/([^/]+)$/ }[name];
+        const value = full && answers[i] !== undefined ? (full.exec(answers[i]!)?.[1] ?? answers[i]) : answers[i];
         put(name, value, `GCE metadata ${path}`);
       });
       // A GCE region is its zone without the last "-<letter>" (us-central1-a is in us-central1).

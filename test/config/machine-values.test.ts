@@ -10,7 +10,7 @@ import { loadConfig } from '../../src/config/load.ts';
 import { resolveMachineValues } from '../../src/config/machine-source.ts';
 import type { InstanceValues } from '../../src/config/instance-values.ts';
 import { ConfigError } from '../../src/errors.ts';
-import { renderKubeadm } from '../../src/kubeadm/render.ts';
+import { renderKubeadm, type RenderInput } from '../../src/kubeadm/render.ts';
 import { imdsHandler, startHttp, type Cloud, type ImdsBehaviour, type RunningServer } from './helpers/servers.ts';
 import { AWS_METADATA, azureMetadata, FLEET_EXPECTED, FLEET_MACHINES, GCE_METADATA } from './helpers/fleet-metadata.ts';
 import { scratchDir } from '../support/tmp.ts';
@@ -47,7 +47,7 @@ describe('examples/fleet-<cloud>.yaml on a machine of that cloud', () => {
     expect(node.name).toBe(FLEET_EXPECTED[cloud]['spec.kubernetes.node.name']![0]);
     expect(node.labels!['node.kubernetes.io/pool']).toBe('workers');
     // The provider ID reaches the kubelet: a joining node's own kubelet patch, or a flag for kubeadm before 1.25.
-    const input = { kubernetes: config.spec.kubernetes!, os: 'linux', api: 'v1beta4', cgroupDriver: 'systemd', secrets: { token: 't', caCertHashes: ['h'] } } as const;
+    const input: RenderInput = { kubernetes: config.spec.kubernetes!, os: 'linux', api: 'v1beta4', cgroupDriver: 'systemd', secrets: { token: 't', caCertHashes: ['h'] } };
     expect(renderKubeadm(input).patches[0]!.content).toContain(`providerID: ${node.providerID}\n`);
     expect(renderKubeadm({ ...input, api: 'v1beta3', kubeletPatches: false }).config).toContain(`provider-id: ${node.providerID}\n`);
   });
