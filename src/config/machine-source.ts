@@ -4,6 +4,7 @@
 // product UUID. Values are read only when the configuration references them, and all before the
 // first change of a run.
 import type { Host } from '../host/index.ts';
+import { ConfigError } from '../errors.ts';
 import { detectCloud, CLOUDS, ImdsError, type Cloud } from './imds.ts';
 import { readInstanceValues, type InstanceValues } from './instance-values.ts';
 import { applyMachineValues, referencedValues, type ResolvedMachineValue } from './machine-values.ts';
@@ -23,7 +24,12 @@ export async function resolveMachineValues(host: Host, config: MachineConfig, in
   if (needed.length === 0) return { config, resolved: [] };
   let values: InstanceValues = { ...input.given };
   if (!input.otherMachine && needed.some((name) => values[name] === undefined)) {
-    values = { ...(await readMachine(host, values.cloud?.value)), ...values };
+    try {
+      values = { ...(await readMachine(host, values.cloud?.value)), ...values };
+    } catch (error) {
+      if (!(error instanceof ImdsError)) throw error;
+      throw new ConfigError([{ path: 'spec.kubernetes.node', message: `cannot read ${needed.join(', ')} from the machine: ${error.message}`, hint: error.hint ?? 'give the values with --set NAME=VALUE' }], { cause: error });
+    }
   }
   const hint = input.otherMachine
     ? 'add "NAME" to the "machine" map of the --facts file, or give --set NAME=VALUE'

@@ -86,6 +86,15 @@ describe('hostile or missing metadata is refused before anything runs, naming th
   });
 });
 
+describe('a metadata service that refuses to answer', () => {
+  it('is a configuration error naming the values it should have given, not a crash', async () => {
+    const refusing = await startHttp((_, res) => res.writeHead(403).end('forbidden'));
+    servers.push(refusing);
+    const error = await problemOf(resolveExample('aws', refusing.url, { cloud: { value: 'aws', source: '--set' } }));
+    expect(error.issues).toEqual([expect.objectContaining({ path: 'spec.kubernetes.node', message: expect.stringMatching(/^cannot read localHostname, providerID, zone, region, instanceType from the machine: aws instance metadata: .*403/) })]);
+  });
+});
+
 describe('values given instead of read', () => {
   it('--set values win over the metadata service, and their source says so', async () => {
     const { resolved } = await resolveExample('aws', await emulator('aws', FLEET_MACHINES.aws), { localHostname: { value: 'worker-7', source: '--set' } });
