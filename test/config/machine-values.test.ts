@@ -101,6 +101,16 @@ describe('values given instead of read', () => {
     expect(resolved.find((r) => r.field === 'spec.kubernetes.node.name')).toMatchObject({ value: 'worker-7', source: '--set' });
   });
 
+  it('a drop-in that sets a field literally replaces its reference (later sources win)', async () => {
+    const dropIn = join(scratchDir(), '50-node.yaml');
+    writeFileSync(dropIn, 'apiVersion: machineadm.cluster.x-k8s.io/v1alpha1\nkind: MachineConfig\nspec:\n  kubernetes:\n    node:\n      name: worker-7\n');
+    const host = createHost({ root: scratchDir(), env: { MACHINEADM_IMDS_ENDPOINT: await emulator('aws', FLEET_MACHINES.aws) } });
+    const { config } = await loadConfig(host, [join(REPO, 'examples', 'fleet-aws.yaml'), dropIn], { cwd: REPO });
+    const { config: resolved, resolved: values } = await resolveMachineValues(host, config, { given: {}, otherMachine: false });
+    expect(resolved.spec.kubernetes!.node!.name).toBe('worker-7');
+    expect(values.map((v) => v.field)).not.toContain('spec.kubernetes.node.name');
+  });
+
   it('a facts file plans for another machine from its own values only, without asking any metadata service', async () => {
     const machine = { cloud: 'gce', instanceName: 'other-vm', zone: 'europe-west1-b', region: 'europe-west1', instanceType: 'n2-standard-2', providerID: 'gce://p/europe-west1-b/other-vm' };
     const given = Object.fromEntries(Object.entries(machine).map(([k, v]) => [k, { value: v, source: '--facts other.json machine' }]));
