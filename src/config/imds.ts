@@ -34,11 +34,11 @@ export class ImdsError extends Error {
   }
 }
 
-function baseUrl(host: Host, cloud: Cloud): string {
+export function baseUrl(host: Host, cloud: Cloud): string {
   return (host.env[IMDS_ENDPOINT_ENV] || DEFAULT_BASE[cloud]).replace(/\/+$/, '');
 }
 
-function request(host: Host, options: ImdsOptions, url: string, extra: { method?: 'GET' | 'PUT'; headers: Record<string, string>; acceptStatus?: number[] }) {
+export function imdsRequest(host: Host, options: ImdsOptions, url: string, extra: { method?: 'GET' | 'PUT'; headers: Record<string, string>; acceptStatus?: number[] }) {
   return httpRequest({
     url,
     method: extra.method ?? 'GET',
@@ -67,7 +67,7 @@ const INSTANCE_ID_RETRY: Partial<RetryPolicy> = { attempts: 3, deadlineMs: 5_000
 
 async function instanceIdAt(host: Host, options: ImdsOptions, url: string, headers: Record<string, string>, flavor?: string): Promise<string | undefined> {
   try {
-    const answer = await request(host, { ...options, maxBytes: 1024, retry: { ...options.retry, ...INSTANCE_ID_RETRY } }, url, { headers, acceptStatus: [404] });
+    const answer = await imdsRequest(host, { ...options, maxBytes: 1024, retry: { ...options.retry, ...INSTANCE_ID_RETRY } }, url, { headers, acceptStatus: [404] });
     if (flavor !== undefined && answer.headers['metadata-flavor'] !== flavor) return undefined;
     const id = answer.status === 200 ? answer.body.toString('utf8').trim() : '';
     // An id is one printable token; anything else is not what the service should have answered.
@@ -84,17 +84,17 @@ export async function readInstanceMetadata(host: Host, cloud: Cloud, options: Im
     switch (cloud) {
       case 'aws': {
         // IMDSv2: a session token first (PUT), then the data with the token.
-        const token = await request(host, options, `${base}/latest/api/token`, { method: 'PUT', headers: { 'X-aws-ec2-metadata-token-ttl-seconds': '300' } });
+        const token = await imdsRequest(host, options, `${base}/latest/api/token`, { method: 'PUT', headers: { 'X-aws-ec2-metadata-token-ttl-seconds': '300' } });
         const value = token.body.toString('utf8').trim();
         if (!value) throw new ImdsError('AWS IMDS returned an empty session token', 'check the instance metadata options (IMDSv2)');
         const headers = { 'X-aws-ec2-metadata-token': value };
-        const data = await request(host, options, `${base}/latest/user-data`, { headers, acceptStatus: [404] });
+        const data = await imdsRequest(host, options, `${base}/latest/user-data`, { headers, acceptStatus: [404] });
         const instanceId = await instanceIdAt(host, options, `${base}/latest/meta-data/instance-id`, headers);
         return { userData: data.status === 404 || data.body.length === 0 ? undefined : data.body, instanceId };
       }
       case 'azure': {
         const headers = { Metadata: 'true' };
-        const data = await request(host, options, `${base}/metadata/instance/compute/userData?api-version=2021-01-01&format=text`, { headers, acceptStatus: [404] });
+        const data = await imdsRequest(host, options, `${base}/metadata/instance/compute/userData?api-version=2021-01-01&format=text`, { headers, acceptStatus: [404] });
         const instanceId = await instanceIdAt(host, options, `${base}/metadata/instance/compute/vmId?api-version=2021-01-01&format=text`, headers);
         if (data.status === 404) return { userData: undefined, instanceId };
         // Azure hands userData out base64-encoded.
@@ -105,7 +105,7 @@ export async function readInstanceMetadata(host: Host, cloud: Cloud, options: Im
       }
       case 'gce': {
         const headers = { 'Metadata-Flavor': 'Google' };
-        const data = await request(host, options, `${base}/computeMetadata/v1/instance/attributes/user-data`, { headers, acceptStatus: [404] });
+        const data = await imdsRequest(host, options, `${base}/computeMetadata/v1/instance/attributes/user-data`, { headers, acceptStatus: [404] });
         if (data.status !== 404 && data.headers['metadata-flavor'] !== 'Google') throw new ImdsError('the GCE metadata server answer lacks "Metadata-Flavor: Google"', 'something other than the metadata server answered; check the network');
         const instanceId = await instanceIdAt(host, options, `${base}/computeMetadata/v1/instance/id`, headers, 'Google');
         return { userData: data.status === 404 || data.body.length === 0 ? undefined : data.body, instanceId };

@@ -12,6 +12,7 @@ import { ConfigError } from '../errors.ts';
 import type { KubeadmApi } from './version.ts';
 import { KUBEADM_GROUP } from './version.ts';
 import { kubeadmPaths } from './paths.ts';
+import { literalOf } from '../config/schema/machine.ts';
 
 export const KUBELET_API_VERSION = 'kubelet.config.k8s.io/v1beta1';
 /** Windows nodes cannot evict pods under memory pressure; reserve this for the OS unless the user reserves memory. */
@@ -105,7 +106,7 @@ function args(api: KubeadmApi, values: Record<string, string>): unknown {
 function nodeRegistration(input: RenderInput, kubeletFlagArgs: Record<string, string> = {}): Json {
   const node = input.kubernetes.node ?? {};
   const out: Json = {};
-  if (node.name !== undefined) out.name = node.name;
+  if (node.name !== undefined) out.name = literalOf(node.name, 'spec.kubernetes.node.name');
   out.criSocket = kubeadmPaths(input.os).criSocket;
   // Absent taints let kubeadm default them (the control-plane taint on control planes, none on
   // workers); an explicit empty list means no taints at all, also on a control plane.
@@ -113,7 +114,10 @@ function nodeRegistration(input: RenderInput, kubeletFlagArgs: Record<string, st
   if (taints !== undefined) out.taints = taints.map((t) => ({ key: t.key, ...(t.value !== undefined && t.value !== '' ? { value: t.value } : {}), effect: t.effect }));
   const extra: Record<string, string> = { ...kubeletFlagArgs, ...(node.kubeletExtraArgs ?? {}) };
   const labels = Object.entries(node.labels ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  if (labels.length > 0) extra['node-labels'] = labels.map(([k, v]) => `${k}=${v}`).join(',');
+  if (labels.length > 0) extra['node-labels'] = labels.map(([k, v]) => `${k}=${literalOf(v, `spec.kubernetes.node.labels["${k}"]`)}`).join(',');
+  // init uploads its KubeletConfiguration as every node's kubelet-config, so the one setting that
+  // belongs to this machine alone travels as a flag in this machine's kubeadm-flags.env.
+  if (input.kubernetes.bootstrap === 'init' && node.providerID !== undefined) extra['provider-id'] = resolvedProviderId(node.providerID);
   if (Object.keys(extra).length > 0) out.kubeletExtraArgs = args(input.api, extra);
   return out;
 }
@@ -176,6 +180,9 @@ function kubeletSettings(input: RenderInput): Json {
   } else {
     out.cgroupDriver = input.cgroupDriver;
   }
+  // A joining machine's patch is its own: the provider ID goes where the kubelet documents it.
+  const providerID = input.kubernetes.node?.providerID;
+  if (input.kubernetes.bootstrap !== 'init' && providerID !== undefined) out.providerID = resolvedProviderId(providerID);
   if (kubelet.maxPods !== undefined) out.maxPods = kubelet.maxPods;
   const systemReserved = { ...(kubelet.systemReserved ?? {}) };
   if (input.os === 'windows' && systemReserved.memory === undefined && kubelet.kubeReserved?.memory === undefined) {
@@ -200,6 +207,7 @@ function kubeletFlags(settings: Json): Record<string, string> {
   if (settings.cgroupDriver !== undefined) flags['cgroup-driver'] = String(settings.cgroupDriver);
   if (settings.cgroupsPerQOS !== undefined) flags['cgroups-per-qos'] = String(settings.cgroupsPerQOS);
   if (settings.enforceNodeAllocatable !== undefined) flags['enforce-node-allocatable'] = (settings.enforceNodeAllocatable as string[]).join(',');
+  if (settings.providerID !== undefined) flags['provider-id'] = String(settings.providerID);
   if (settings.maxPods !== undefined) flags['max-pods'] = String(settings.maxPods);
   if (settings.systemReserved !== undefined) flags['system-reserved'] = pairs(settings.systemReserved, '=');
   if (settings.kubeReserved !== undefined) flags['kube-reserved'] = pairs(settings.kubeReserved, '=');
@@ -209,4 +217,9 @@ function kubeletFlags(settings: Json): Record<string, string> {
 
 function sortedRecord(values: Record<string, string>): Record<string, string> {
   return Object.fromEntries(Object.keys(values).sort().map((key) => [key, values[key]!]));
+}
+
+function resolvedProviderId(value: string): string {
+  if (value === 'auto') throw new Error('spec.kubernetes.node.providerID is still auto: resolve machine values before rendering');
+  return value;
 }

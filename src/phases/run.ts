@@ -6,7 +6,7 @@
 import type { Host, RootedFileSystem } from '../host/index.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
 import { SecretScrubber } from '../config/secrets.ts';
-import { EventBus } from '../report/events.ts';
+import { EventBus, type MachineIdentity } from '../report/events.ts';
 import { attachConsole, renderResultSummary, type ConsoleMode, type SpinnerFactory } from '../report/console.ts';
 import { machineIdentity, registerConfigSecrets, resolveEndpoints } from '../report/endpoints.ts';
 import { openReporting, type ReportingResult } from '../report/session.ts';
@@ -42,6 +42,8 @@ export interface RunRequest {
    * the caller does). Without it a reboot-required step only ends the run with exit 4.
    */
   resume?: { argv: readonly string[]; maxReboots: number; reboot: boolean; unavailable?: string };
+  /** Configuration fields that took their value from the machine (recorded in the report). */
+  machineValues?: MachineIdentity['machineValues'];
 }
 
 export interface RunReport {
@@ -63,7 +65,7 @@ async function runnerInput(request: Omit<RunRequest, 'console'>): Promise<{ inpu
   const phases = request.phases ?? phasesNamed(names);
   const secrets = new SecretScrubber();
   for (const source of request.sources ?? []) secrets.addUrl(source);
-  const identity = await machineIdentity(config, facts, host, request.instanceId);
+  const identity = await machineIdentity(config, facts, host, request.instanceId, request.machineValues);
   const state = new StateStore(request.stateFs);
   // After the reboot a run asked for, it goes on as the same run: same id, events numbered on.
   const pending = (await state.load()).pendingReboot;

@@ -111,14 +111,16 @@ const CLOUD_INIT_INSTANCE_ID = '/var/lib/cloud/data/instance-id';
  * Who the events are about. The instance id is the metadata service's when machineadm read
  * instance metadata itself (`fromMetadata`), else the one cloud-init recorded.
  */
-export async function machineIdentity(config: MachineConfig, facts: Facts, host: Host, fromMetadata?: string): Promise<MachineIdentity> {
+export async function machineIdentity(config: MachineConfig, facts: Facts, host: Host, fromMetadata?: string, machineValues: MachineIdentity['machineValues'] = []): Promise<MachineIdentity> {
   const instanceId =
     fromMetadata ?? (facts.os === 'linux' && host.fs.platform === 'linux' ? (await host.fs.readText(CLOUD_INIT_INSTANCE_ID).catch(() => undefined))?.trim() : undefined);
-  const nodeName = config.spec.kubernetes?.node?.name ?? facts.hostname.toLowerCase();
+  const name = config.spec.kubernetes?.node?.name;
+  const nodeName = typeof name === 'string' ? name : facts.hostname.toLowerCase();
   return {
     hostname: facts.hostname,
     nodeName,
     ...(instanceId && instanceId !== 'iid-datasource-none' ? { instanceId } : {}),
+    ...(machineValues.length > 0 ? { machineValues } : {}),
     machineadmVersion: buildInfo.version,
     os: facts.os,
     arch: facts.arch,

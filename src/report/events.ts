@@ -70,6 +70,8 @@ export interface MachineIdentity {
   nodeName: string;
   /** The cloud instance id when the machine's metadata gave one (cloud-init's instance-id). */
   instanceId?: string;
+  /** Fields of the configuration that took their value from the machine, with each value's source. */
+  machineValues?: Array<{ field: string; reference: string; value: string; source: string }>;
   machineadmVersion: string;
   os?: string;
   arch?: string;

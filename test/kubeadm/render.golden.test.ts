@@ -128,11 +128,19 @@ describe('kubeadm golden cases', () => {
         systemReserved: pairs(extra['system-reserved'], '='),
         kubeReserved: pairs(extra['kube-reserved'], '='),
         evictionHard: pairs(extra['eviction-hard'], '<'),
+        providerID: extra['provider-id'],
       };
     }
     for (const [key, value] of Object.entries(k.node?.labels ?? {})) expect(extra['node-labels']?.split(',')).toContain(`${key}=${value}`);
     for (const [key, value] of Object.entries(k.node?.kubeletExtraArgs ?? {})) expect(extra[key]).toBe(value);
     expect(nodeRegistration.name).toBe(k.node?.name);
+    // The provider ID is this node's alone: never in init's KubeletConfiguration, which becomes every node's.
+    if (k.bootstrap === 'init') {
+      expect(extra['provider-id']).toBe(k.node?.providerID);
+      expect(kubelet.providerID).toBeUndefined();
+    } else {
+      expect(kubelet.providerID).toBe(k.node?.providerID);
+    }
     if (facts.os === 'windows') {
       expect(nodeRegistration.criSocket).toBe('npipe:////./pipe/containerd-containerd');
       expect(nodeRegistration.taints).toEqual(k.node?.taints ?? [{ key: 'os', value: 'windows', effect: 'NoSchedule' }]);

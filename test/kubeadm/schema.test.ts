@@ -24,6 +24,8 @@ describe('spec.kubernetes validation', () => {
     ['an IPv6 endpoint and a DNS endpoint', { ...worker, controlPlaneEndpoint: '[fd00::10]:6443' }],
     ['a CA hash and a certificate key in upper-case hex, which kubeadm decodes too', { ...worker, role: 'control-plane', caCertHashes: ['sha256:' + '0F'.repeat(32)], certificateKey: 'AB'.repeat(32) }],
     ['labels the kubelet may set and taints with and without values', { ...worker, node: { name: 'worker-1.example', labels: { 'node.kubernetes.io/pool': 'a', 'example.com/team': '', 'topology.kubernetes.io/zone': 'z1' }, taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }, { key: 'example.com/x', effect: 'NoExecute' }] } }],
+    ['a node name, labels and a provider ID from the machine', { ...worker, node: { name: { fromMachine: 'localHostname' }, providerID: 'auto', labels: { 'topology.kubernetes.io/zone': { fromMachine: 'zone' }, 'example.com/ip': { fromMachine: 'privateIP' } } } }],
+    ['a provider ID written out', { ...worker, node: { providerID: 'azure:///subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm-1' } }],
   ])('accepts %s', (_, value) => {
     expect(issues(value)).toEqual([]);
   });
@@ -38,6 +40,10 @@ describe('spec.kubernetes validation', () => {
     ['an endpoint with a port out of range', { ...worker, controlPlaneEndpoint: 'cp.example.com:70000' }, 'controlPlaneEndpoint: port 70000 is outside 1-65535'],
     ['an endpoint host that is no DNS name', { ...worker, controlPlaneEndpoint: 'cp_1.example.com:6443' }, 'controlPlaneEndpoint: host "cp_1.example.com" is not an IP address or a DNS name'],
     ['init on a worker', { role: 'worker', bootstrap: 'init' }, 'bootstrap: init is only for the first control-plane machine'],
+    ['a reference to a value machineadm does not know', { ...worker, node: { name: { fromMachine: 'tags.Name' } } }, 'node.name: takes a literal or { fromMachine: NAME } where NAME is one of instanceId, instanceName, localHostname, privateIP, zone, region, instanceType, cloud'],
+    ['a reference with more than the name', { ...worker, node: { labels: { 'example.com/z': { fromMachine: 'zone', default: 'a' } } } }, 'node.labels["example.com/z"]: takes a literal or { fromMachine: NAME }'],
+    ['a provider ID that is no provider ID', { ...worker, node: { providerID: 'i-0123456789abcdef0' } }, 'node.providerID: is not a provider ID such as aws:///us-east-1a/i-0123456789abcdef0'],
+    ['a provider ID given as a kubelet flag', { ...worker, node: { kubeletExtraArgs: { 'provider-id': 'aws:///z/i' } } }, 'node.kubeletExtraArgs["provider-id"]: is set by machineadm (use node.providerID)'],
     ['a join without token', { controlPlaneEndpoint: '10.0.0.10:6443', caCertHashes: [HASH] }, 'token: is required to join'],
     ['a join without CA hashes', { controlPlaneEndpoint: '10.0.0.10:6443', token: TOKEN }, 'caCertHashes: is required to join'],
     ['a certificate key on a worker', { ...worker, certificateKey: KEY }, 'certificateKey: only a control-plane machine uses a certificate key'],

@@ -12,6 +12,9 @@ import type { Facts } from '../../host/index.ts';
 import { UsageError, ExitCode } from '../../errors.ts';
 import { spinnerFactory } from '../spinner.ts';
 import { requireSignedSelf } from './trust.ts';
+import { resolveMachineValues } from '../../config/machine-source.ts';
+import { GIVEN_VALUE_NAMES, type ResolvedMachineValue } from '../../config/machine-values.ts';
+import type { InstanceValues } from '../../config/instance-values.ts';
 
 export type PhaseCommand = 'init' | 'prepare' | 'provision' | 'report' | 'plan';
 
@@ -25,6 +28,7 @@ export interface PhaseOptions extends CommonOptions {
   /** --no-reboot sets it false. */
   reboot?: boolean;
   maxReboots?: number;
+  set: string[];
 }
 
 /**
@@ -45,15 +49,37 @@ function resumeCommand(command: string, options: PhaseOptions, io: Io): readonly
     ...(options.output === 'json' ? ['-o', 'json'] : []),
     ...(options.only.length ? ['--only', options.only.join(',')] : []),
     ...(options.skip.length ? ['--skip', options.skip.join(',')] : []),
+    ...(options.set ?? []).flatMap((value) => ['--set', value]),
     ...(options.reboot === false ? ['--no-reboot'] : []),
     '--max-reboots', String(options.maxReboots ?? DEFAULT_MAX_REBOOTS),
   ];
 }
 
-async function factsFrom(options: PhaseOptions, io: Io): Promise<Facts | undefined> {
-  if (!options.facts && !options.os) return undefined;
+interface GivenFacts {
+  facts: Facts | undefined;
+  /** The facts file's "machine" map: the other machine's values for { fromMachine: ... }. */
+  machine: InstanceValues;
+}
+
+function givenMachineValues(entries: Array<[string, unknown]>, source: string): InstanceValues {
+  const out: InstanceValues = {};
+  for (const [name, value] of entries) {
+    if (!(GIVEN_VALUE_NAMES as readonly string[]).includes(name)) throw new UsageError(`${source}: "${name}" is not a machine value`, { hint: `one of ${GIVEN_VALUE_NAMES.join(', ')}` });
+    if (typeof value !== 'string') throw new UsageError(`${source}: "${name}" must be a string`);
+    out[name] = { value, source };
+  }
+  return out;
+}
+
+function parseSet(value: string, previous: string[] = []): string[] {
+  if (!/^[A-Za-z]+=/.test(value)) throw new UsageError(`--set ${value}: expected NAME=VALUE`, { hint: `NAME is one of ${GIVEN_VALUE_NAMES.join(', ')}` });
+  return [...previous, value];
+}
+
+async function factsFrom(options: PhaseOptions, io: Io): Promise<GivenFacts> {
+  if (!options.facts && !options.os) return { facts: undefined, machine: {} };
   const host = hostFrom(options, io);
-  let given: Partial<Facts> = {};
+  let given: Partial<Facts> & { machine?: unknown } = {};
   if (options.facts) {
     const text = await host.local.readText(new URL(options.facts, `file://${io.cwd}/`).pathname);
     if (text === undefined) throw new UsageError(`--facts ${options.facts}: no such file`);
@@ -66,11 +92,19 @@ async function factsFrom(options: PhaseOptions, io: Io): Promise<Facts | undefin
   const detected = options.os === undefined || options.os === (process.platform === 'win32' ? 'windows' : 'linux') ? await host.facts() : undefined;
   const os = options.os ?? given.os ?? detected?.os ?? 'linux';
   const base: Facts = detected ?? { os, arch: 'x64', hostname: 'unknown', privileged: true, liveRoot: true };
-  return { ...base, ...given, os };
+  const { machine, ...facts } = given;
+  if (machine !== undefined && (typeof machine !== 'object' || machine === null || Array.isArray(machine))) throw new UsageError(`--facts ${options.facts}: "machine" must be a map of names to values`);
+  return { facts: { ...base, ...facts, os }, machine: givenMachineValues(Object.entries(machine ?? {}), `--facts ${options.facts} machine`) };
+}
+
+function renderMachineValues(values: ResolvedMachineValue[]): string {
+  if (values.length === 0) return '';
+  return 'values from the machine:\n' + values.map((v) => `  ${v.field} = ${v.value}\n      ${v.reference} from ${v.source}\n`).join('') + '\n';
 }
 
 export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptions, io: Io): Promise<number> {
-  const givenFacts = await factsFrom(options, io);
+  const { facts: givenFacts, machine: givenMachine } = await factsFrom(options, io);
+  const setValues = givenMachineValues(options.set.map((s) => [s.slice(0, s.indexOf('=')), s.slice(s.indexOf('=') + 1)]), '--set');
   const planning = command === 'plan' || options.dryRun === true;
   if (givenFacts && !planning) {
     throw new UsageError('--facts and --os only go with plan or --dry-run', { hint: 'facts describe another machine; nothing can be applied to it from here' });
@@ -80,7 +114,10 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
   try {
     const hostOptions = (offline: boolean) => hostFrom({ ...options, offline }, io, givenFacts, interrupts?.signal);
     let host = hostOptions(options.offline);
-    const { config, instanceId } = await loadConfig(host, options.config, { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
+    const loaded = await loadConfig(host, options.config, { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
+    const { instanceId } = loaded;
+    // Before anything changes: a value the machine lacks or gives unfit for its field ends the run here (exit 2).
+    const { config, resolved } = await resolveMachineValues(host, loaded.config, { given: { ...givenMachine, ...setValues }, otherMachine: givenFacts !== undefined });
     if (config.spec.security.offline && !options.offline) host = hostOptions(true);
     if (config.spec.security.requireSignedBinary && !planning) {
       // Before anything changes: a binary that is not the signed release must not touch the machine.
@@ -95,10 +132,11 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
       force: options.force,
       sources: options.config,
       ...(instanceId ? { instanceId } : {}),
+      ...(resolved.length > 0 ? { machineValues: resolved } : {}),
     } as const;
     if (planning) {
       const plan = await planRun(request);
-      io.stdout(options.output === 'json' ? JSON.stringify(plan, null, 2) + '\n' : renderPlan(plan));
+      io.stdout(options.output === 'json' ? JSON.stringify({ ...plan, machineValues: resolved }, null, 2) + '\n' : renderMachineValues(resolved) + renderPlan(plan));
       return ExitCode.ok;
     }
     const mode = options.output === 'json' ? 'json' : io.interactive ? 'tty' : 'text';
@@ -141,7 +179,8 @@ export function registerPhaseCommands(program: Command, io: Io, setExit: (code: 
     const command = addCommonOptions(program.command(name).description(SUMMARIES[name]))
       .option('--only <ids>', 'run only these steps (comma-separated slash ids; a parent selects its children)', parseIds, [])
       .option('--skip <ids>', 'leave out these steps (beats --only)', parseIds, [])
-      .option('--force', 'redo steps that their own records say are done (e.g. a join)', false);
+      .option('--force', 'redo steps that their own records say are done (e.g. a join)', false)
+      .option('--set <name=value>', `a machine value instead of reading it (${GIVEN_VALUE_NAMES.join(', ')}); repeatable`, parseSet, []);
     if (name === 'plan') {
       command
         .option('--facts <file>', 'plan for the machine these facts (JSON) describe instead of this one')

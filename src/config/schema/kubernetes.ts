@@ -20,6 +20,7 @@ import {
   type Schema,
   type StringOptions,
 } from './dsl.ts';
+import { machineString } from './machine.ts';
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const QUALIFIED_NAME_PART = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
@@ -86,6 +87,13 @@ export function kubeletLabelProblem(key: string): string | undefined {
   if (!restricted || KUBELET_ALLOWED_LABEL_KEYS.has(key)) return undefined;
   if (KUBELET_ALLOWED_LABEL_NAMESPACES.some((ns) => prefix === ns || prefix.endsWith('.' + ns))) return undefined;
   return 'the kubelet refuses to set labels in the kubernetes.io and k8s.io namespaces except kubelet.kubernetes.io/*, node.kubernetes.io/* and a few well-known ones|set it from the control plane (kubectl label) or use your own prefix, e.g. example.com/role';
+}
+
+/** `auto`, or a provider ID as a cloud controller manager writes it: <cloud>://<id>, one word. */
+export function providerIdProblem(value: string): string | undefined {
+  if (value === 'auto') return undefined;
+  if (!/^[a-z][a-z0-9]*:\/\/[\x21-\x7e]*$/.test(value) || value.length > 1024) return 'is not a provider ID such as aws:///us-east-1a/i-0123456789abcdef0|write auto to take it from instance metadata';
+  return undefined;
 }
 
 /** host:port where host is an IP address, [IPv6] or a DNS name, and port 1-65535. */
@@ -244,8 +252,9 @@ export const kubernetesSection = object(
     apiServerExtraArgs: optional(record(scalarString(), { key: flagName })),
     node: optional(
       object({
-        name: optional(string({ minLength: 1, check: dns1123SubdomainProblem })),
-        labels: optional(record(scalarString({ check: labelValueProblem }), { key: labelKey })),
+        name: optional(machineString(string({ minLength: 1, check: dns1123SubdomainProblem }))),
+        providerID: optional(string({ minLength: 1, check: providerIdProblem, description: 'auto (this cloud\'s format, from instance metadata) or the provider ID itself' })),
+        labels: optional(record(machineString(scalarString({ check: labelValueProblem })), { key: labelKey })),
         taints: optional(array(taint)),
         kubeletExtraArgs: optional(record(scalarString({ check: kubeletArgumentProblem }), { key: flagName })),
       }),
@@ -278,8 +287,9 @@ export const kubernetesSection = object(
         if (seenTaints.has(id)) report(['node', 'taints', i], `duplicate taint ${id} (Kubernetes allows one taint per key and effect)`, 'keep one of them');
         seenTaints.add(id);
       });
-      for (const flag of ['node-labels', 'register-with-taints', 'hostname-override'] as const) {
-        if (k.node?.kubeletExtraArgs?.[flag] !== undefined) report(['node', 'kubeletExtraArgs', flag], 'is set by machineadm', flag === 'hostname-override' ? 'use node.name' : 'use node.labels and node.taints');
+      const instead = { 'node-labels': 'use node.labels', 'register-with-taints': 'use node.taints', 'hostname-override': 'use node.name', 'provider-id': 'use node.providerID' } as const;
+      for (const flag of Object.keys(instead) as (keyof typeof instead)[]) {
+        if (k.node?.kubeletExtraArgs?.[flag] !== undefined) report(['node', 'kubeletExtraArgs', flag], 'is set by machineadm', instead[flag]);
       }
       const names = new Set<string>();
       k.staticPods?.forEach((p, i) => {

@@ -100,6 +100,12 @@ export interface ImdsBehaviour {
   firstAnswerDelayMs?: number;
   /** The instance's id (AWS instance-id, Azure vmId, GCE instance id); undefined = 404. */
   instanceId?: string;
+  /**
+   * More instance metadata, at each cloud's documented place: AWS and GCE by path under
+   * /latest/meta-data/ and /computeMetadata/v1/ (e.g. "placement/availability-zone",
+   * "instance/zone"); Azure as the /metadata/instance document (compute, network).
+   */
+  metadata?: Record<string, string> | { compute: Record<string, unknown>; network?: unknown };
 }
 
 /** A metadata service speaking one cloud's protocol, as strict as the real one about headers. */
@@ -134,6 +140,11 @@ export function imdsHandler(cloud: Cloud, behaviour: ImdsBehaviour): Handler {
         if (!tokens.has(String(req.headers['x-aws-ec2-metadata-token'] ?? ''))) return send(401, 'unauthorized');
         return behaviour.instanceId === undefined ? send(404) : send(200, behaviour.instanceId);
       }
+      if (url.pathname.startsWith('/latest/meta-data/') && behaviour.metadata) {
+        if (!tokens.has(String(req.headers['x-aws-ec2-metadata-token'] ?? ''))) return send(401, 'unauthorized');
+        const value = (behaviour.metadata as Record<string, unknown>)[url.pathname.slice('/latest/meta-data/'.length)];
+        return typeof value === 'string' ? send(200, value) : send(404);
+      }
       if (url.pathname === '/latest/user-data') {
         if (req.method !== 'GET') return send(405);
         if (!tokens.has(String(req.headers['x-aws-ec2-metadata-token'] ?? ''))) return send(401, 'unauthorized');
@@ -144,7 +155,7 @@ export function imdsHandler(cloud: Cloud, behaviour: ImdsBehaviour): Handler {
     if (cloud === 'azure') {
       if (req.headers.metadata !== 'true') return send(400, JSON.stringify({ error: 'Bad request. Required metadata header not specified' }));
       if (!url.searchParams.get('api-version')) return send(400, JSON.stringify({ error: 'Bad request. api-version was not specified' }));
-      if (url.pathname === '/metadata/instance') return send(200, JSON.stringify({ compute: { vmId: 'x' }, network: {} }), { 'content-type': 'application/json' });
+      if (url.pathname === '/metadata/instance') return send(200, JSON.stringify(behaviour.metadata ?? { compute: { vmId: 'x' }, network: {} }), { 'content-type': 'application/json' });
       if (url.pathname === '/metadata/instance/compute/vmId') {
         if (url.searchParams.get('format') !== 'text') return send(400, 'format=text required for leaf');
         return behaviour.instanceId === undefined ? send(404) : send(200, behaviour.instanceId);
@@ -162,6 +173,11 @@ export function imdsHandler(cloud: Cloud, behaviour: ImdsBehaviour): Handler {
     const flavor = { 'metadata-flavor': 'Google' };
     if (url.pathname === '/computeMetadata/v1/') return send(200, 'instance/\nproject/\n', flavor);
     if (url.pathname === '/computeMetadata/v1/instance/id') return behaviour.instanceId === undefined ? send(404, 'not found', flavor) : send(200, behaviour.instanceId, flavor);
+    const key = url.pathname.slice('/computeMetadata/v1/'.length);
+    if (behaviour.metadata && key !== 'instance/id' && !key.startsWith('instance/attributes/')) {
+      const value = (behaviour.metadata as Record<string, unknown>)[key];
+      return typeof value === 'string' ? send(200, value, flavor) : send(404, 'not found', flavor);
+    }
     if (url.pathname === '/computeMetadata/v1/instance/attributes/user-data') {
       return data === undefined ? send(404, 'not found', flavor) : (res.writeHead(200, { 'content-type': 'application/text', ...flavor }), res.end(data));
     }

@@ -1,0 +1,96 @@
+// Replaces every `{ fromMachine: NAME }` and `providerID: auto` in a configuration with this
+// machine's value, checked for the place it goes. Pure: the values were read before (instance
+// metadata, machine facts, --set, a facts file); a missing or unfit value is a ConfigError naming
+// the field and the value's source, so nothing has changed when it is found.
+import { ConfigError, type ConfigIssue } from '../errors.ts';
+import type { MachineConfig } from './schema/index.ts';
+import { dns1123SubdomainProblem, labelValueProblem, providerIdProblem } from './schema/kubernetes.ts';
+import { isMachineReference, MACHINE_REFERENCES, type MachineString } from './schema/machine.ts';
+import type { InstanceValues } from './instance-values.ts';
+import { composeProviderId } from './provider-id.ts';
+
+/** Names a value may be given under (--set NAME=VALUE, a facts file's "machine" map). */
+export const GIVEN_VALUE_NAMES = [...MACHINE_REFERENCES, 'providerID'] as const;
+
+/** One field that took its value from the machine, as plan and the report show it. */
+export interface ResolvedMachineValue {
+  field: string;
+  /** The reference as written: a reference name, or "providerID: auto". */
+  reference: string;
+  value: string;
+  source: string;
+}
+
+interface Site {
+  field: string;
+  /** The value's name in InstanceValues. */
+  name: string;
+  check: (value: string) => string | undefined;
+  assign: (config: MachineConfig, value: string) => void;
+}
+
+function nodeNameProblem(value: string): string | undefined {
+  if (value !== value.toLowerCase()) return 'is not lower case (Kubernetes node names are lower-case DNS names)';
+  return dns1123SubdomainProblem(value);
+}
+
+function sites(config: MachineConfig): Site[] {
+  const node = config.spec.kubernetes?.node;
+  if (!node) return [];
+  const out: Site[] = [];
+  const ref = (value: MachineString | undefined) => (isMachineReference(value) ? value.fromMachine : undefined);
+  const name = ref(node.name);
+  if (name) out.push({ field: 'spec.kubernetes.node.name', name, check: nodeNameProblem, assign: (c, v) => (c.spec.kubernetes!.node!.name = v) });
+  if (node.providerID === 'auto') out.push({ field: 'spec.kubernetes.node.providerID', name: 'providerID', check: (v) => (v === 'auto' ? 'is not a provider ID' : providerIdProblem(v)), assign: (c, v) => (c.spec.kubernetes!.node!.providerID = v) });
+  for (const [key, value] of Object.entries(node.labels ?? {})) {
+    const label = ref(value);
+    if (label) out.push({ field: `spec.kubernetes.node.labels["${key}"]`, name: label, check: labelValueProblem, assign: (c, v) => (c.spec.kubernetes!.node!.labels![key] = v) });
+  }
+  return out;
+}
+
+/** The value names this configuration references (empty: nothing to read from the machine). */
+export function referencedValues(config: MachineConfig): string[] {
+  return [...new Set(sites(config).map((s) => s.name))];
+}
+
+// Whatever a value is used for, it is one printable word that cannot pass for a flag.
+function anyValueProblem(value: string): string | undefined {
+  if (value.startsWith('-')) return 'starts with "-"';
+  if (!/^[\x21-\x7e]+$/.test(value)) return 'is not one word of printable ASCII (white space, control characters or non-ASCII)';
+  return undefined;
+}
+
+const shown = (value: string) => JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);
+
+export function applyMachineValues(config: MachineConfig, values: InstanceValues, hint: string): { config: MachineConfig; resolved: ResolvedMachineValue[] } {
+  const found = sites(config);
+  if (found.length === 0) return { config, resolved: [] };
+  const out = structuredClone(config);
+  const issues: ConfigIssue[] = [];
+  const resolved: ResolvedMachineValue[] = [];
+  for (const site of found) {
+    let value = values[site.name];
+    if (site.name === 'providerID' && value === undefined) {
+      const composed = composeProviderId(values);
+      if ('problem' in composed) {
+        issues.push({ path: site.field, message: `auto: ${composed.problem}`, hint: 'write the provider ID itself, or give it with --set providerID=...' });
+        continue;
+      }
+      value = composed.ok;
+    }
+    if (value === undefined) {
+      issues.push({ path: site.field, message: `{ fromMachine: ${site.name} }: this machine gave no ${site.name}`, hint: hint.replaceAll('NAME', site.name) });
+      continue;
+    }
+    const problem = anyValueProblem(value.value) ?? site.check(value.value);
+    if (problem) {
+      issues.push({ path: site.field, message: `${site.name} from ${value.source} ${shown(value.value)} ${problem}`, hint: `fix the value at its source, or give it with --set ${site.name}=...` });
+      continue;
+    }
+    site.assign(out, value.value);
+    resolved.push({ field: site.field, reference: site.name === 'providerID' ? 'providerID: auto' : site.name, value: value.value, source: value.source });
+  }
+  if (issues.length > 0) throw new ConfigError(issues);
+  return { config: out, resolved };
+}

@@ -1,0 +1,56 @@
+// Values a field may take from the machine instead of a literal: `{ fromMachine: zone }`. The set
+// is closed on purpose: a reference names one known value, so a configuration shared by a fleet
+// can never carry an expression. Resolution (src/config/machine-values.ts) replaces each reference
+// with the machine's value before anything runs.
+import { isPlainObject, type FieldPath, type ParseContext, type Schema } from './dsl.ts';
+
+export const MACHINE_REFERENCES = ['instanceId', 'instanceName', 'localHostname', 'privateIP', 'zone', 'region', 'instanceType', 'cloud'] as const;
+export type MachineReferenceName = (typeof MACHINE_REFERENCES)[number];
+
+export interface MachineReference {
+  fromMachine: MachineReferenceName;
+}
+
+export type MachineString = string | MachineReference;
+
+export function isMachineReference(value: unknown): value is MachineReference {
+  return isPlainObject(value) && typeof value.fromMachine === 'string';
+}
+
+/** A string field that may instead name a value of the machine; `literal` checks the literal form. */
+export function machineString(literal: Schema<string>): Schema<MachineString> {
+  const reference = {
+    type: 'object',
+    properties: { fromMachine: { enum: [...MACHINE_REFERENCES], description: 'a value read from this machine (instance metadata, machine facts or --set)' } },
+    required: ['fromMachine'],
+    additionalProperties: false,
+  };
+  return {
+    presence: 'required',
+    ...(literal.description ? { description: literal.description } : {}),
+    parse(value: unknown, path: FieldPath, ctx: ParseContext): MachineString | undefined {
+      if (!isPlainObject(value)) return literal.parse(value, path, ctx);
+      const keys = Object.keys(value);
+      const name = value.fromMachine;
+      if (keys.length !== 1 || typeof name !== 'string' || !(MACHINE_REFERENCES as readonly string[]).includes(name)) {
+        ctx.issues.push({
+          path,
+          message: `takes a literal or { fromMachine: NAME } where NAME is one of ${MACHINE_REFERENCES.join(', ')}`,
+          hint: 'e.g. { fromMachine: zone }; values are read from the machine, never computed',
+        });
+        return undefined;
+      }
+      return { fromMachine: name as MachineReferenceName };
+    },
+    json: () => ({ anyOf: [literal.json(), reference] }),
+  };
+}
+
+/**
+ * The literal a resolved field holds. Configurations are resolved before a renderer sees them, so
+ * a reference here means a caller skipped resolution.
+ */
+export function literalOf(value: MachineString, field: string): string {
+  if (typeof value === 'string') return value;
+  throw new Error(`${field} still reads { fromMachine: ${value.fromMachine} }: resolve machine values before rendering`);
+}

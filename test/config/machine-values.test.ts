@@ -1,0 +1,142 @@
+// Values from the machine: examples/fleet-<cloud>.yaml resolved against emulated metadata
+// services (helpers/fleet-metadata.ts cites each cloud's documented paths), hostile and missing
+// values refused with the field and the source named, and the other sources (--set, a facts
+// file's values, bare-metal facts).
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createHost } from '../../src/host/index.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { resolveMachineValues } from '../../src/config/machine-source.ts';
+import type { InstanceValues } from '../../src/config/instance-values.ts';
+import { ConfigError } from '../../src/errors.ts';
+import { renderKubeadm, type RenderInput } from '../../src/kubeadm/render.ts';
+import { imdsHandler, startHttp, type Cloud, type ImdsBehaviour, type RunningServer } from './helpers/servers.ts';
+import { AWS_METADATA, azureMetadata, FLEET_EXPECTED, FLEET_MACHINES, GCE_METADATA } from './helpers/fleet-metadata.ts';
+import { scratchDir } from '../support/tmp.ts';
+
+const REPO = join(import.meta.dirname, '..', '..');
+const servers: RunningServer[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+async function emulator(cloud: Cloud, behaviour: ImdsBehaviour): Promise<string> {
+  const server = await startHttp(imdsHandler(cloud, behaviour));
+  servers.push(server);
+  return server.url;
+}
+
+async function resolveExample(cloud: Cloud, endpoint: string | undefined, given: InstanceValues = {}, otherMachine = false, root = scratchDir()) {
+  const host = createHost({ root, env: endpoint ? { MACHINEADM_IMDS_ENDPOINT: endpoint } : {} });
+  const { config } = await loadConfig(host, [join(REPO, 'examples', `fleet-${cloud}.yaml`)], { cwd: REPO });
+  return resolveMachineValues(host, config, { given, otherMachine });
+}
+
+async function problemOf(promise: Promise<unknown>): Promise<ConfigError> {
+  const error = await promise.then(() => undefined, (e: unknown) => e);
+  expect(error).toBeInstanceOf(ConfigError);
+  return error as ConfigError;
+}
+
+describe('examples/fleet-<cloud>.yaml on a machine of that cloud', () => {
+  it.each(['aws', 'azure', 'gce'] as const)('%s: node name, provider ID and topology labels come from the metadata service, each with its source', async (cloud) => {
+    const { config, resolved } = await resolveExample(cloud, await emulator(cloud, FLEET_MACHINES[cloud]));
+    expect(Object.fromEntries(resolved.map((r) => [r.field, [r.value, r.source]]))).toEqual(FLEET_EXPECTED[cloud]);
+    const node = config.spec.kubernetes!.node!;
+    expect(node.name).toBe(FLEET_EXPECTED[cloud]['spec.kubernetes.node.name']![0]);
+    expect(node.labels!['node.kubernetes.io/pool']).toBe('workers');
+    // The provider ID reaches the kubelet: a joining node's own kubelet patch, or a flag for kubeadm before 1.25.
+    const input: RenderInput = { kubernetes: config.spec.kubernetes!, os: 'linux', api: 'v1beta4', cgroupDriver: 'systemd', secrets: { token: 't', caCertHashes: ['h'] } };
+    expect(renderKubeadm(input).patches[0]!.content).toContain(`providerID: ${node.providerID}\n`);
+    expect(renderKubeadm({ ...input, api: 'v1beta3', kubeletPatches: false }).config).toContain(`provider-id: ${node.providerID}\n`);
+  });
+
+  it('an Azure uniform scale set instance gets the scale-set provider ID, with its index from the instance name', async () => {
+    const metadata = azureMetadata({ name: 'workers_12', vmScaleSetName: 'workers', osProfile: { computerName: 'workers00000c' } });
+    const { resolved } = await resolveExample('azure', await emulator('azure', { metadata }));
+    expect(resolved.find((r) => r.field === 'spec.kubernetes.node.providerID')?.value).toBe(
+      'azure:///subscriptions/8d10da13-8125-4ba9-a717-bf7490507b3d/resourceGroups/fleet-rg/providers/Microsoft.Compute/virtualMachineScaleSets/workers/virtualMachines/12',
+    );
+  });
+
+  it('an Azure VM outside an availability zone is labelled with its fault domain, as the Azure cloud controller manager does', async () => {
+    const { resolved } = await resolveExample('azure', await emulator('azure', { metadata: azureMetadata({ zone: '', platformFaultDomain: '1' }) }));
+    expect(resolved.find((r) => r.field.includes('topology.kubernetes.io/zone'))).toMatchObject({ value: '1', source: 'Azure IMDS compute.platformFaultDomain' });
+  });
+});
+
+describe('hostile or missing metadata is refused before anything runs, naming the field and the source', () => {
+  const hostile: Array<[string, Cloud, ImdsBehaviour, string, RegExp]> = [
+    ['a hostname that is a flag', 'aws', { metadata: { ...AWS_METADATA, 'local-hostname': '--kubeconfig=/tmp/x' } }, 'spec.kubernetes.node.name', /localHostname from AWS IMDS meta-data\/local-hostname "--kubeconfig=\/tmp\/x" starts with "-"/],
+    ['an upper-case hostname', 'azure', { metadata: azureMetadata({ osProfile: { computerName: 'POOL-VM-7' } }) }, 'spec.kubernetes.node.name', /localHostname from Azure IMDS compute.osProfile.computerName "POOL-VM-7" is not lower case/],
+    ['a 300-character hostname', 'aws', { metadata: { ...AWS_METADATA, 'local-hostname': 'a'.repeat(300) } }, 'spec.kubernetes.node.name', /localHostname from AWS IMDS meta-data\/local-hostname "a{77}\.\.\." must be at most 253 characters/],
+    ['a hostname with a line break', 'gce', { metadata: { ...GCE_METADATA, 'instance/name': 'pool-a\nkubelet' } }, 'spec.kubernetes.node.name', /instanceName from GCE metadata instance\/name "pool-a\\nkubelet" is not one word/],
+    ['a zone with a slash (label)', 'aws', { metadata: { ...AWS_METADATA, 'placement/availability-zone': 'us-east-1a/../i-other' } }, 'spec.kubernetes.node.labels["topology.kubernetes.io/zone"]', /zone from AWS IMDS meta-data\/placement\/availability-zone "us-east-1a\/..\/i-other" must be letters, digits/],
+    ['a zone with a slash (provider ID)', 'aws', { metadata: { ...AWS_METADATA, 'placement/availability-zone': 'us-east-1a/../i-other' } }, 'spec.kubernetes.node.providerID', /zone from AWS IMDS meta-data\/placement\/availability-zone "us-east-1a\/..\/i-other" cannot be part of a provider ID/],
+    ['a resource group with a slash', 'azure', { metadata: azureMetadata({ resourceGroupName: 'rg/../other' }) }, 'spec.kubernetes.node.providerID', /azure.resourceGroupName from Azure IMDS compute.resourceGroupName "rg\/..\/other" cannot be part of a provider ID/],
+    ['a region that is missing (404)', 'aws', { metadata: Object.fromEntries(Object.entries(AWS_METADATA).filter(([k]) => k !== 'placement/region')) }, 'spec.kubernetes.node.labels["topology.kubernetes.io/region"]', /\{ fromMachine: region \}: this machine gave no region/],
+    ['a project id that is missing', 'gce', { metadata: Object.fromEntries(Object.entries(GCE_METADATA).filter(([k]) => k !== 'project/project-id')) }, 'spec.kubernetes.node.providerID', /auto: needs gce.project, which gce did not give/],
+  ];
+  it.each(hostile)('%s (%s)', async (_, cloud, behaviour, field, message) => {
+    const error = await problemOf(resolveExample(cloud, await emulator(cloud, behaviour)));
+    const issue = error.issues.find((i) => i.path === field);
+    expect(issue, error.message).toBeDefined();
+    expect(issue!.message).toMatch(message);
+  });
+});
+
+describe('a metadata service that refuses to answer', () => {
+  it('is a configuration error naming the values it should have given, not a crash', async () => {
+    const refusing = await startHttp((_, res) => res.writeHead(403).end('forbidden'));
+    servers.push(refusing);
+    const error = await problemOf(resolveExample('aws', refusing.url, { cloud: { value: 'aws', source: '--set' } }));
+    expect(error.issues).toEqual([expect.objectContaining({ path: 'spec.kubernetes.node', message: expect.stringMatching(/^cannot read localHostname, providerID, zone, region, instanceType from the machine: aws instance metadata: .*403/) })]);
+  });
+});
+
+describe('values given instead of read', () => {
+  it('--set values win over the metadata service, and their source says so', async () => {
+    const { resolved } = await resolveExample('aws', await emulator('aws', FLEET_MACHINES.aws), { localHostname: { value: 'worker-7', source: '--set' } });
+    expect(resolved.find((r) => r.field === 'spec.kubernetes.node.name')).toMatchObject({ value: 'worker-7', source: '--set' });
+  });
+
+  it('a drop-in that sets a field literally replaces its reference (later sources win)', async () => {
+    const dropIn = join(scratchDir(), '50-node.yaml');
+    writeFileSync(dropIn, 'apiVersion: machineadm.cluster.x-k8s.io/v1alpha1\nkind: MachineConfig\nspec:\n  kubernetes:\n    node:\n      name: worker-7\n');
+    const host = createHost({ root: scratchDir(), env: { MACHINEADM_IMDS_ENDPOINT: await emulator('aws', FLEET_MACHINES.aws) } });
+    const { config } = await loadConfig(host, [join(REPO, 'examples', 'fleet-aws.yaml'), dropIn], { cwd: REPO });
+    const { config: resolved, resolved: values } = await resolveMachineValues(host, config, { given: {}, otherMachine: false });
+    expect(resolved.spec.kubernetes!.node!.name).toBe('worker-7');
+    expect(values.map((v) => v.field)).not.toContain('spec.kubernetes.node.name');
+  });
+
+  it('a facts file plans for another machine from its own values only, without asking any metadata service', async () => {
+    const machine = { cloud: 'gce', instanceName: 'other-vm', zone: 'europe-west1-b', region: 'europe-west1', instanceType: 'n2-standard-2', providerID: 'gce://p/europe-west1-b/other-vm' };
+    const given = Object.fromEntries(Object.entries(machine).map(([k, v]) => [k, { value: v, source: '--facts other.json machine' }]));
+    const { resolved } = await resolveExample('gce', 'http://127.0.0.1:9', given, true);
+    expect(resolved.map((r) => r.value)).toEqual(['other-vm', 'gce://p/europe-west1-b/other-vm', 'europe-west1-b', 'europe-west1', 'n2-standard-2']);
+  });
+
+  it('a facts file that lacks a value names it and says where to add it', async () => {
+    const error = await problemOf(resolveExample('aws', 'http://127.0.0.1:9', {}, true));
+    expect(error.issues.find((i) => i.path === 'spec.kubernetes.node.name')?.hint).toBe('add "localHostname" to the "machine" map of the --facts file, or give --set localHostname=VALUE');
+  });
+
+  it('on bare metal (no metadata service) the hostname and the DMI product UUID are the machine values', async () => {
+    const root = scratchDir();
+    mkdirSync(join(root, 'sys/class/dmi/id'), { recursive: true });
+    writeFileSync(join(root, 'sys/class/dmi/id/product_uuid'), '4c4c4544-0035-4b10-8052-b4c04f4e4d32\n');
+    // A server that is no metadata service refuses every protocol: detection ends at once.
+    const nothing = await startHttp((_, res) => res.writeHead(404).end());
+    servers.push(nothing);
+    const host = createHost({ root, env: { MACHINEADM_IMDS_ENDPOINT: nothing.url } });
+    const config = { apiVersion: 'v', kind: 'MachineConfig', spec: { kubernetes: { role: 'worker', bootstrap: 'join', node: { name: { fromMachine: 'localHostname' }, labels: { 'example.com/uuid': { fromMachine: 'instanceId' } } } } } } as never;
+    const facts = await host.facts();
+    const { resolved } = await resolveMachineValues(host, config, { given: {}, otherMachine: false });
+    expect(resolved.map((r) => [r.value, r.source])).toEqual([
+      [facts.hostname, "the machine's hostname"],
+      ['4c4c4544-0035-4b10-8052-b4c04f4e4d32', '/sys/class/dmi/id/product_uuid'],
+    ]);
+  });
+});
