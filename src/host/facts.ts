@@ -4,6 +4,7 @@ import * as os from 'node:os';
 import { readFile } from 'node:fs/promises';
 import type { ProcessRunner } from './exec.ts';
 import type { RootedFileSystem } from './fs.ts';
+import { bootIdOf, type WindowsHost } from './windows/index.ts';
 
 export type OperatingSystem = 'linux' | 'windows';
 
@@ -18,7 +19,11 @@ export interface Facts {
   kernelRelease?: string;
   /** Windows build number, e.g. "20348" for Windows Server 2022. */
   windowsBuild?: string;
-  /** Linux: /proc/sys/kernel/random/boot_id; tells a reboot apart from a rerun. */
+  /**
+   * Tells a reboot apart from a rerun. Linux: /proc/sys/kernel/random/boot_id. Windows: the
+   * BootId registry value and LastBootUpTime together ("<BootId>@<time>"), so either changing
+   * means a reboot.
+   */
   bootId?: string;
   /** "1.6.20" when containerd is installed. */
   containerdVersion?: string;
@@ -37,7 +42,7 @@ export function parseKubeadmVersion(output: string): string | undefined {
   return match ? `v${match[1]}` : undefined;
 }
 
-export async function detectFacts(fs: RootedFileSystem, proc: ProcessRunner): Promise<Facts> {
+export async function detectFacts(fs: RootedFileSystem, proc: ProcessRunner, windows?: WindowsHost): Promise<Facts> {
   const platform: OperatingSystem = process.platform === 'win32' ? 'windows' : 'linux';
   const facts: Facts = {
     os: platform,
@@ -49,6 +54,11 @@ export async function detectFacts(fs: RootedFileSystem, proc: ProcessRunner): Pr
   };
   if (platform === 'windows') {
     facts.windowsBuild = os.release().split('.')[2];
+    const boot = await windows?.bootIdentity().catch(() => undefined);
+    if (boot) {
+      facts.bootId = bootIdOf(boot);
+      if (boot.build) facts.windowsBuild = boot.build;
+    }
   } else {
     // The boot id is the running kernel's, also when working under a scratch root.
     facts.bootId = (await readFile('/proc/sys/kernel/random/boot_id', 'utf8').catch(() => undefined))?.trim();

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { RootedFileSystem } from './fs.ts';
 import { ProcessRunner } from './exec.ts';
 import { detectFacts, type Facts } from './facts.ts';
+import { powershellWindowsHost, type WindowsHost } from './windows/index.ts';
 
 export interface Host {
   /** The machine being prepared: every path is under --root. */
@@ -21,6 +22,8 @@ export interface Host {
   /** Waits; rejects with the interruption's reason when the run is interrupted. */
   sleep(ms: number): Promise<void>;
   facts(): Promise<Facts>;
+  /** Windows itself (features, services, firewall, ACLs, resume task): present only on Windows. */
+  readonly windows?: WindowsHost;
 }
 
 export interface HostOptions {
@@ -33,6 +36,8 @@ export interface HostOptions {
   stateDir?: string;
   /** Interrupts the run (see Host.signal). */
   signal?: AbortSignal;
+  /** The Windows seam to use instead of powershell.exe (a simulated machine in tests). */
+  windows?: WindowsHost;
 }
 
 function interruptibleSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
@@ -61,6 +66,7 @@ export function createHost(options: HostOptions = {}): Host {
   const fs = new RootedFileSystem(root, { backupDir: join(stateDir, 'backup') });
   const proc = new ProcessRunner(env, options.signal);
   let facts: Promise<Facts> | undefined = options.facts ? Promise.resolve(options.facts) : undefined;
+  const windows = options.windows ?? (process.platform === 'win32' ? powershellWindowsHost(proc) : undefined);
   return {
     fs,
     // No backups: a file the operator names (fetch -o) is theirs to keep or replace.
@@ -71,10 +77,12 @@ export function createHost(options: HostOptions = {}): Host {
     ...(options.signal ? { signal: options.signal } : {}),
     now: () => new Date(),
     sleep: (ms) => interruptibleSleep(ms, options.signal),
-    facts: () => (facts ??= detectFacts(fs, proc)),
+    facts: () => (facts ??= detectFacts(fs, proc, windows)),
+    ...(windows ? { windows } : {}),
   };
 }
 
 export type { Facts, OperatingSystem } from './facts.ts';
+export type { WindowsHost } from './windows/index.ts';
 export { RootedFileSystem, type WriteOptions, type FileInfo, type FileSystemOptions, type PendingFile } from './fs.ts';
 export { ProcessRunner, type RunOptions, type RunResult, tail } from './exec.ts';
