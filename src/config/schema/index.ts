@@ -34,6 +34,7 @@ export type FileSpec = NonNullable<MachineConfigSpec['files']>[number];
 export type ContainerdSpec = NonNullable<MachineConfigSpec['containerd']>;
 export type KubernetesSpec = NonNullable<MachineConfigSpec['kubernetes']>;
 export type WindowsSpec = NonNullable<MachineConfigSpec['windows']>;
+export type HostAgentSpec = NonNullable<WindowsSpec['hostAgents']>[number];
 export type ReportSpec = MachineConfigSpec['report'];
 export type SecuritySpec = MachineConfigSpec['security'];
 
