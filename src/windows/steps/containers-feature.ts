@@ -20,6 +20,8 @@ export const containersFeatureStep: Step = {
   },
   async check(ctx) {
     const build = describeBuild(ctx.facts.windowsBuild);
+    const unsupported = unsupportedBuild(ctx.facts.windowsBuild, ctx.config.spec.windows?.supportedBuilds);
+    if (unsupported) return { done: false, changes: [{ action: 'refuse', target: 'spec.windows.supportedBuilds', detail: unsupported }] };
     const windows = seamOf(ctx);
     const state = windows ? await windows.feature(CONTAINERS_FEATURE) : 'available';
     if (state === 'installed') return { done: true, changes: [] };
@@ -35,6 +37,7 @@ export const containersFeatureStep: Step = {
   async apply(ctx, check) {
     const windows = requireSeam(ctx);
     const record = { windowsBuild: ctx.facts.windowsBuild, windowsRelease: windowsRelease(ctx.facts.windowsBuild) };
+    if (check.changes[0]?.target === 'spec.windows.supportedBuilds') await this.preflight!(ctx);
     if (check.changes[0]?.action === 'refuse') {
       throw new ConfigError([{ path: 'spec.windows', message: `Windows ${describeBuild(ctx.facts.windowsBuild)} does not offer the ${CONTAINERS_FEATURE} feature`, hint: 'use Windows Server 2019 or later, or Windows 10/11 Pro or Enterprise' }]);
     }
