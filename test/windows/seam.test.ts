@@ -1,7 +1,7 @@
 // The PowerShell side of the Windows seam that runs here: the command line powershell.exe gets,
 // CLIXML errors turned into text, Windows command-line quoting, and what each seam call sends.
 import { describe, expect, it } from 'vitest';
-import { createWindowsHost, decodeClixml, powershellArgv, windowsCommandLine, windowsScripts, type WindowsScript } from '../../src/host/windows/index.ts';
+import { bootIdOf, createWindowsHost, decodeClixml, powershellArgv, windowsCommandLine, windowsScripts, type WindowsScript } from '../../src/host/windows/index.ts';
 import { powershellRunner } from '../../src/host/windows/powershell.ts';
 import type { ProcessRunner } from '../../src/host/index.ts';
 
@@ -77,5 +77,16 @@ describe('the seam', () => {
     const { host, sent } = recording();
     await host.restart('step "prepare/windows/feature"\nneeds it');
     expect(sent[0]!.values.Comment).toBe('machineadm: step  prepare/windows/feature needs it');
+  });
+});
+
+describe('the boot identity', () => {
+  it.each([
+    [{ bootId: '7', lastBootUpTime: '2026-11-30T00:00:00.000Z', build: '20348' }, { bootId: '8', lastBootUpTime: '2026-11-30T00:00:00.000Z', build: '20348' }],
+    [{ bootId: '7', lastBootUpTime: '2026-11-30T00:00:00.000Z', build: '20348' }, { bootId: '7', lastBootUpTime: '2026-11-30T00:05:00.000Z', build: '20348' }],
+    [{ lastBootUpTime: '2026-11-30T00:00:00.000Z', build: '20348' }, { lastBootUpTime: '2026-11-30T00:05:00.000Z', build: '20348' }],
+  ])('changes when either BootId or LastBootUpTime changes (%j -> %j)', (before, after) => {
+    expect(bootIdOf(before)).not.toBe(bootIdOf(after));
+    expect(bootIdOf(before)).toBe(bootIdOf({ ...before }));
   });
 });
