@@ -23,7 +23,7 @@ function parse(scripts: readonly WindowsScript[]): Parsed[string][] {
     writeFileSync(file, s.text);
     return file;
   });
-  const out = execFileSync(process.execPath, ['--liftoff-only', join(ROOT, 'test/windows/parse-powershell-leaves.mjs'), ...files], { encoding: 'utf8', cwd: ROOT, maxBuffer: 256 * 1024 * 1024 });
+  const out = execFileSync(process.execPath, ['--liftoff-only', join(ROOT, 'test/loaders/parse-powershell.mjs'), '--leaves', ...files], { encoding: 'utf8', cwd: ROOT, maxBuffer: 256 * 1024 * 1024 });
   const parsed = JSON.parse(out) as Parsed;
   return files.map((f) => parsed[f]!);
 }
