@@ -2,21 +2,25 @@
 // the Windows build checked against spec.windows.supportedBuilds before anything changes.
 // Server: Install-WindowsFeature; client SKUs: Enable-WindowsOptionalFeature (the seam picks).
 // When Windows says a restart is needed, the step asks the runner for one (exit 4, resume after).
-import type { Step } from '../../phases/step.ts';
+import type { Step, StepContext } from '../../phases/step.ts';
 import { ConfigError } from '../../errors.ts';
 import { CONTAINERS_FEATURE } from '../paths.ts';
 import { describeBuild, unsupportedBuild, windowsRelease } from '../build.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
+
+function checkBuild(ctx: StepContext): void {
+  const problem = unsupportedBuild(ctx.facts.windowsBuild, ctx.config.spec.windows?.supportedBuilds);
+  if (problem) {
+    throw new ConfigError([{ path: 'spec.windows.supportedBuilds', message: problem, hint: 'run this configuration on a supported build, or add builds whose images this node can run (from 20348 a host runs images from 20348 up to its own build; below it only its own)' }]);
+  }
+}
 
 export const containersFeatureStep: Step = {
   id: 'windows/containers-feature',
   summary: 'install the Windows Containers feature (restart when Windows asks for one)',
   platforms: ['windows'],
   async preflight(ctx) {
-    const problem = unsupportedBuild(ctx.facts.windowsBuild, ctx.config.spec.windows?.supportedBuilds);
-    if (problem) {
-      throw new ConfigError([{ path: 'spec.windows.supportedBuilds', message: problem, hint: 'run this configuration on a supported build, or add builds whose images this node can run (from 20348 a host runs images from 20348 up to its own build; below it only its own)' }]);
-    }
+    checkBuild(ctx);
   },
   async check(ctx) {
     const build = describeBuild(ctx.facts.windowsBuild);
@@ -37,7 +41,7 @@ export const containersFeatureStep: Step = {
   async apply(ctx, check) {
     const windows = requireSeam(ctx);
     const record = { windowsBuild: ctx.facts.windowsBuild, windowsRelease: windowsRelease(ctx.facts.windowsBuild) };
-    if (check.changes[0]?.target === 'spec.windows.supportedBuilds') await this.preflight!(ctx);
+    checkBuild(ctx);
     if (check.changes[0]?.action === 'refuse') {
       throw new ConfigError([{ path: 'spec.windows', message: `Windows ${describeBuild(ctx.facts.windowsBuild)} does not offer the ${CONTAINERS_FEATURE} feature`, hint: 'use Windows Server 2019 or later, or Windows 10/11 Pro or Enterprise' }]);
     }
