@@ -22,7 +22,7 @@ export interface Host {
   /** Waits; rejects with the interruption's reason when the run is interrupted. */
   sleep(ms: number): Promise<void>;
   facts(): Promise<Facts>;
-  /** Windows itself (features, services, firewall, ACLs, resume task): present only on Windows. */
+  /** Windows itself (features, services, firewall, ACLs, resume task): present only on Windows with --root at the live root. */
   readonly windows?: WindowsHost;
 }
 
@@ -66,7 +66,8 @@ export function createHost(options: HostOptions = {}): Host {
   const fs = new RootedFileSystem(root, { backupDir: join(stateDir, 'backup') });
   const proc = new ProcessRunner(env, options.signal);
   let facts: Promise<Facts> | undefined = options.facts ? Promise.resolve(options.facts) : undefined;
-  const windows = options.windows ?? (process.platform === 'win32' ? powershellWindowsHost(proc) : undefined);
+  // Windows actions change the live machine: none under a scratch --root (the steps say they skip).
+  const windows = options.windows ?? (process.platform === 'win32' && fs.isLiveRoot ? powershellWindowsHost(proc) : undefined);
   return {
     fs,
     // No backups: a file the operator names (fetch -o) is theirs to keep or replace.

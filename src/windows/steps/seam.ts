@@ -18,5 +18,5 @@ export function requireSeam(ctx: StepContext): WindowsHost {
 
 /** A real run on a machine without the seam skips the step (plans show it). */
 export function noSeamSkip(ctx: StepContext): string | undefined {
-  return ctx.host.windows || ctx.options.dryRun ? undefined : 'no Windows seam on this machine: Windows steps run only on Windows';
+  return ctx.host.windows || ctx.options.dryRun ? undefined : 'Windows actions change the live Windows machine: not run here (another operating system, or --root other than the live root)';
 }
