@@ -1,7 +1,7 @@
 // config.toml for containerd's CRI: version 2 (containerd 1.x) or version 3 (2.x). Pure.
 import type { ContainerdSpec } from '../config/schema/index.ts';
-import { CERTS_DIR } from './paths.ts';
-import { kernelBefore411, type ContainerdTarget } from './target.ts';
+import { containerdPaths } from './paths.ts';
+import { cniBinDirs, kernelBefore411, type ContainerdTarget } from './target.ts';
 import { ExtraConfigError, mergeExtraConfig, parseExtraConfig, wrongVersionSections } from './extra.ts';
 import { extraConfigTypeProblems } from './extra-types.ts';
 import { V2_CRI, V3_IMAGES, V3_RUNTIME } from './keys.ts';
@@ -20,10 +20,47 @@ function runtimes(spec: ContainerdSpec | undefined): TomlTable {
   };
 }
 
+/** containerd's Windows named pipe, the CRI endpoint kubelet and kubeadm use (npipe:////./pipe/containerd-containerd). */
+export const WINDOWS_PIPE = '\\\\.\\pipe\\containerd-containerd';
+/** The CNI directories every Windows network plugin's installer uses (sig-windows-tools rewrites containerd's defaults to these). */
+export const WINDOWS_CNI_BIN = 'C:\\opt\\cni\\bin';
+export const WINDOWS_CNI_CONF = 'C:\\etc\\cni\\net.d';
+
+// Process-isolated Windows containers through the runhcs shim, as containerd's Windows defaults;
+// Kubernetes does not support Hyper-V isolation.
+function windowsRuntimes(): TomlTable {
+  return {
+    default_runtime_name: 'runhcs-wcow-process',
+    runtimes: { 'runhcs-wcow-process': { runtime_type: 'io.containerd.runhcs.v1', container_annotations: ['io.microsoft.container.*'] } },
+  };
+}
+
+function windowsConfig(spec: ContainerdSpec | undefined, target: ContainerdTarget): TomlTable {
+  const registry = { config_path: containerdPaths('windows').certsDir };
+  const cni: TomlTable = { ...(cniBinDirs(target.containerdVersion) ? { bin_dirs: [WINDOWS_CNI_BIN] } : { bin_dir: WINDOWS_CNI_BIN }), conf_dir: WINDOWS_CNI_CONF };
+  const grpc = { address: WINDOWS_PIPE };
+  if (target.configVersion === 2) {
+    return {
+      version: 2,
+      grpc,
+      plugins: { [V2_CRI]: { ...(spec?.sandboxImage ? { sandbox_image: spec.sandboxImage } : {}), containerd: windowsRuntimes(), cni, registry } },
+    };
+  }
+  return {
+    version: 3,
+    grpc,
+    plugins: {
+      [V3_IMAGES]: { ...(spec?.sandboxImage ? { pinned_images: { sandbox: spec.sandboxImage } } : {}), registry },
+      [V3_RUNTIME]: { containerd: windowsRuntimes(), cni },
+    },
+  };
+}
+
 /** What machineadm itself sets, before extraConfig. */
 export function generatedConfig(spec: ContainerdSpec | undefined, target: ContainerdTarget): TomlTable {
+  if (target.os === 'windows') return windowsConfig(spec, target);
   // config_path only; never `mirrors` next to it (that makes the CRI plugin fail to load).
-  const registry = { config_path: CERTS_DIR };
+  const registry = { config_path: containerdPaths('linux').certsDir };
   if (target.configVersion === 2) {
     return {
       version: 2,

@@ -5,7 +5,7 @@ import { chooseTarget, type ContainerdTarget, type TargetFacts } from './target.
 import { renderContainerdConfig } from './config.ts';
 import { renderHostsToml } from './hosts.ts';
 import { proxyHasCredentials, renderProxyDropIn } from './proxy.ts';
-import { CA_BUNDLE, CONTAINERD_CONFIG, PROXY_DROPIN, hostsTomlPath } from './paths.ts';
+import { PROXY_DROPIN, containerdPaths } from './paths.ts';
 
 export interface RenderedFile {
   path: string;
@@ -31,22 +31,24 @@ export function renderCaBundle(certificates: readonly string[]): string {
 
 export function renderContainerdFiles(spec: ContainerdSpec | undefined, facts: TargetFacts): ContainerdFiles {
   const target = chooseTarget(facts, spec);
+  const paths = containerdPaths(target.os ?? 'linux');
   const out: ContainerdFiles = {
     target,
-    config: { path: CONTAINERD_CONFIG, content: renderContainerdConfig(spec, target), mode: 0o644, field: 'spec.containerd' },
+    config: { path: paths.config, content: renderContainerdConfig(spec, target), mode: 0o644, field: 'spec.containerd' },
     hosts: [],
   };
   const cas = spec?.caCertificates ?? [];
-  const bundle = cas.length ? CA_BUNDLE : undefined;
-  if (bundle) out.caBundle = { path: CA_BUNDLE, content: renderCaBundle(cas), mode: 0o644, field: 'spec.containerd.caCertificates' };
+  const bundle = cas.length ? paths.caBundle : undefined;
+  if (bundle) out.caBundle = { path: paths.caBundle, content: renderCaBundle(cas), mode: 0o644, field: 'spec.containerd.caCertificates' };
   const registries = { ...(spec?.registries ?? {}) };
   // With extra CAs, _default carries them to every registry that has no directory of its own.
   const names = Object.keys(registries).sort();
   if (bundle && !names.includes('_default')) names.push('_default');
   for (const name of names) {
-    out.hosts.push({ path: hostsTomlPath(name), content: renderHostsToml(name, registries[name], bundle), mode: 0o644, field: `spec.containerd.registries[${JSON.stringify(name)}]` });
+    out.hosts.push({ path: paths.hostsToml(name), content: renderHostsToml(name, registries[name], bundle), mode: 0o644, field: `spec.containerd.registries[${JSON.stringify(name)}]` });
   }
-  const proxy = renderProxyDropIn(spec?.proxy);
+  // A systemd drop-in has no meaning on Windows; the Windows steps refuse spec.containerd.proxy.
+  const proxy = target.os === 'windows' ? undefined : renderProxyDropIn(spec?.proxy);
   if (proxy) {
     // Credentials in a proxy URL make the drop-in a secret.
     const secret = proxyHasCredentials(spec?.proxy);

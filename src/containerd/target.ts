@@ -16,11 +16,14 @@ export interface ContainerdTarget {
   source: 'installed' | 'configured' | 'default';
   /** uname -r of the machine, when known (old kernels need unprivileged ports/ICMP off on 2.x). */
   kernelRelease?: string;
+  /** Windows: runhcs runtime, named pipe, Windows CNI paths. Linux when absent. */
+  os?: 'linux' | 'windows';
 }
 
 export interface TargetFacts {
   containerdVersion?: string;
   kernelRelease?: string;
+  os?: 'linux' | 'windows';
 }
 
 function major(version: string): number {
@@ -34,7 +37,8 @@ export function chooseTarget(facts: TargetFacts, spec: Pick<ContainerdSpec, 'ver
       ? [spec.version, 'configured' as const]
       : [DEFAULT_CONTAINERD_VERSION, 'default' as const];
   const configVersion = major(containerdVersion) >= 2 ? 3 : 2;
-  return { containerdVersion, configVersion, source, ...(facts.kernelRelease ? { kernelRelease: facts.kernelRelease } : {}) };
+  const windows = facts.os === 'windows';
+  return { containerdVersion, configVersion, source, ...(facts.kernelRelease && !windows ? { kernelRelease: facts.kernelRelease } : {}), ...(windows ? { os: 'windows' as const } : {}) };
 }
 
 /** One line for the plan: "config version 2 for containerd 1.6.20 (installed)". */
@@ -49,4 +53,10 @@ export function kernelBefore411(release: string | undefined): boolean {
   if (!m) return false;
   const [maj, min] = [Number(m[1]), Number(m[2])];
   return maj < 4 || (maj === 4 && min < 11);
+}
+
+/** True from containerd 2.1, which reads the CNI binary directories as the list bin_dirs. */
+export function cniBinDirs(version: string): boolean {
+  const m = /^v?(\d+)\.(\d+)/.exec(version);
+  return m !== null && (Number(m[1]) > 2 || (Number(m[1]) === 2 && Number(m[2]) >= 1));
 }

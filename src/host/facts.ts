@@ -4,6 +4,7 @@ import * as os from 'node:os';
 import { readFile } from 'node:fs/promises';
 import type { ProcessRunner } from './exec.ts';
 import type { RootedFileSystem } from './fs.ts';
+import { bootIdOf, type WindowsHost } from './windows/index.ts';
 
 export type OperatingSystem = 'linux' | 'windows';
 
@@ -18,7 +19,11 @@ export interface Facts {
   kernelRelease?: string;
   /** Windows build number, e.g. "20348" for Windows Server 2022. */
   windowsBuild?: string;
-  /** Linux: /proc/sys/kernel/random/boot_id; tells a reboot apart from a rerun. */
+  /**
+   * Tells a reboot apart from a rerun. Linux: /proc/sys/kernel/random/boot_id. Windows: the
+   * BootId registry value and LastBootUpTime together ("<BootId>@<time>"), so either changing
+   * means a reboot.
+   */
   bootId?: string;
   /** "1.6.20" when containerd is installed. */
   containerdVersion?: string;
@@ -39,7 +44,7 @@ export function parseKubeadmVersion(output: string): string | undefined {
 
 const BOOT_ID = '/proc/sys/kernel/random/boot_id';
 
-export async function detectFacts(fs: RootedFileSystem, proc: ProcessRunner): Promise<Facts> {
+export async function detectFacts(fs: RootedFileSystem, proc: ProcessRunner, windows?: WindowsHost): Promise<Facts> {
   const platform: OperatingSystem = process.platform === 'win32' ? 'windows' : 'linux';
   const facts: Facts = {
     os: platform,
@@ -51,6 +56,11 @@ export async function detectFacts(fs: RootedFileSystem, proc: ProcessRunner): Pr
   };
   if (platform === 'windows') {
     facts.windowsBuild = os.release().split('.')[2];
+    const boot = await windows?.bootIdentity().catch(() => undefined);
+    if (boot) {
+      facts.bootId = bootIdOf(boot);
+      if (boot.build) facts.windowsBuild = boot.build;
+    }
   } else {
     // The running kernel's boot id; under a scratch root, the root's own proc/sys/kernel/random/boot_id
     // when it has one (an image being built, or a test, says so when "the machine" rebooted).

@@ -6,6 +6,7 @@ import { ProcessRunner } from './exec.ts';
 import { detectFacts, type Facts } from './facts.ts';
 import { systemdRestart, systemdResume, type ResumeRegistration } from './resume.ts';
 import { NotAvailableError } from '../errors.ts';
+import { powershellWindowsHost, windowsRestart, windowsResume, type WindowsHost } from './windows/index.ts';
 
 export interface Host {
   /** The machine being prepared: every path is under --root. */
@@ -27,6 +28,8 @@ export interface Host {
   readonly resume: ResumeRegistration;
   /** Restarts the machine (never called under a scratch --root). */
   restart(reason: string): Promise<void>;
+  /** Windows itself (features, services, firewall, ACLs, resume task): present only on Windows with --root at the live root. */
+  readonly windows?: WindowsHost;
 }
 
 export interface HostOptions {
@@ -39,6 +42,8 @@ export interface HostOptions {
   stateDir?: string;
   /** Interrupts the run (see Host.signal). */
   signal?: AbortSignal;
+  /** The Windows seam to use instead of powershell.exe (a simulated machine in tests). */
+  windows?: WindowsHost;
 }
 
 function interruptibleSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
@@ -67,6 +72,8 @@ export function createHost(options: HostOptions = {}): Host {
   const fs = new RootedFileSystem(root, { backupDir: join(stateDir, 'backup') });
   const proc = new ProcessRunner(env, options.signal);
   let facts: Promise<Facts> | undefined = options.facts ? Promise.resolve(options.facts) : undefined;
+  // Windows actions change the live machine: none under a scratch --root (the steps say they skip).
+  const windows = options.windows ?? (process.platform === 'win32' && fs.isLiveRoot ? powershellWindowsHost(proc) : undefined);
   return {
     fs,
     // No backups: a file the operator names (fetch -o) is theirs to keep or replace.
@@ -77,19 +84,26 @@ export function createHost(options: HostOptions = {}): Host {
     ...(options.signal ? { signal: options.signal } : {}),
     now: () => new Date(),
     sleep: (ms) => interruptibleSleep(ms, options.signal),
-    facts: () => (facts ??= detectFacts(fs, proc)),
-    ...(fs.platform === 'windows' ? windowsResumeNotAvailable() : { resume: systemdResume(fs), restart: systemdRestart(proc) }),
+    facts: () => (facts ??= detectFacts(fs, proc, windows)),
+    ...(windows ? { windows } : {}),
+    ...(fs.platform === 'windows'
+      ? windows
+        ? { resume: windowsResume(windows), restart: windowsRestart(windows) }
+        : windowsResumeNotAvailable()
+      : { resume: systemdResume(fs), restart: systemdRestart(proc) }),
   };
 }
 
+// Under a scratch --root there is no Windows to register a task with or to restart.
 function windowsResumeNotAvailable(): Pick<Host, 'resume' | 'restart'> {
   const no = async (): Promise<never> => {
-    throw new NotAvailableError('reboot and resume on Windows is not in this build', { hint: 'restart the machine yourself and run the same command again' });
+    throw new NotAvailableError('reboot and resume on Windows needs the live machine, not a scratch --root', { hint: 'restart the machine yourself and run the same command again' });
   };
   return { resume: { register: no, remove: async () => undefined, registered: async () => undefined }, restart: no };
 }
 
 export type { Facts, OperatingSystem } from './facts.ts';
+export type { WindowsHost } from './windows/index.ts';
 export { RootedFileSystem, type WriteOptions, type FileInfo, type FileSystemOptions, type PendingFile } from './fs.ts';
 export { ProcessRunner, type RunOptions, type RunResult, tail } from './exec.ts';
 export type { ResumeRegistration } from './resume.ts';

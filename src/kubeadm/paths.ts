@@ -9,6 +9,12 @@ export interface KubeadmPaths {
   kubeletConf: string;
   manifestsDir: string;
   criSocket: string;
+  /**
+   * Windows: directories created with an ACL for SYSTEM and Administrators only before anything
+   * is written (the run directory for the rendered configuration, and where kubeadm writes the
+   * kubelet's credentials, which then inherit it). Linux uses mode 0700 on the run directory.
+   */
+  privateDirs: string[];
 }
 
 export function kubeadmPaths(os: OperatingSystem): KubeadmPaths {
@@ -21,6 +27,7 @@ export function kubeadmPaths(os: OperatingSystem): KubeadmPaths {
       kubeletConf: 'C:\\etc\\kubernetes\\kubelet.conf',
       manifestsDir: 'C:\\etc\\kubernetes\\manifests',
       criSocket: 'npipe:////./pipe/containerd-containerd',
+      privateDirs: [runDir, 'C:\\etc\\kubernetes', 'C:\\var\\lib\\kubelet\\pki'],
     };
   }
   return {
@@ -30,5 +37,6 @@ export function kubeadmPaths(os: OperatingSystem): KubeadmPaths {
     kubeletConf: '/etc/kubernetes/kubelet.conf',
     manifestsDir: '/etc/kubernetes/manifests',
     criSocket: 'unix:///var/run/containerd/containerd.sock',
+    privateDirs: [],
   };
 }

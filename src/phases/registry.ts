@@ -15,10 +15,16 @@ import { domainJoinStep } from '../domain/steps/join.ts';
 import { kubeadmInitStep, kubeadmJoinStep } from '../kubeadm/steps/bootstrap.ts';
 import { staticPodsStep } from '../kubeadm/steps/static-pods.ts';
 import { sentinelStep } from '../report/sentinel.ts';
+import { containersFeatureStep } from '../windows/steps/containers-feature.ts';
+import { windowsContainerdConfigStep } from '../windows/steps/containerd-config.ts';
+import { windowsContainerdServiceStep } from '../windows/steps/containerd-service.ts';
+import { hostAgentsStep } from '../windows/steps/host-agents.ts';
+import { kubeletFlagsStep, kubeletServiceStep } from '../windows/steps/kubelet-service.ts';
+import { kubeletFirewallStep } from '../windows/steps/firewall.ts';
 
 export const preparePhase: Phase = {
   name: 'prepare',
-  summary: 'kernel modules, sysctls, files, containerd',
+  summary: 'kernel modules, sysctls, files, containerd; on Windows the Containers feature and services',
   // Live changes come before the files that persist them: a module or value the kernel refuses
   // stops the run before anything is written for the next boot.
   steps: [
@@ -31,6 +37,14 @@ export const preparePhase: Phase = {
     containerdRegistriesStep,
     containerdProxyStep,
     containerdRestartStep,
+    // Windows: the feature first (it may need a restart before containerd can run), then
+    // containerd, the host agents, the kubelet that depends on both, and its firewall rule.
+    containersFeatureStep,
+    windowsContainerdConfigStep,
+    windowsContainerdServiceStep,
+    hostAgentsStep,
+    kubeletServiceStep,
+    kubeletFirewallStep,
     // Last: what prepare wrote is in place for the next boot, and nothing has joined yet.
     rebootIfRequiredStep,
   ],
@@ -40,7 +54,7 @@ export const provisionPhase: Phase = {
   name: 'provision',
   summary: 'domain join (Linux), kubeadm init or join',
   // The join comes first: the kubelet's identity and gMSA depend on the membership.
-  steps: [domainJoinStep, kubeadmInitStep, kubeadmJoinStep, staticPodsStep],
+  steps: [domainJoinStep, kubeadmInitStep, kubeadmJoinStep, kubeletFlagsStep, staticPodsStep],
 };
 
 export const reportPhase: Phase = {

@@ -2,6 +2,7 @@
 // certificate and key) and bearer tokens are read and checked here, so a missing or broken one is
 // a configuration error (exit 2) instead of a run that cannot report. Also the machine identity
 // events carry, and the secrets of the configuration that must never be printed or sent.
+import { windowsRelease } from '../windows/build.ts';
 import type { Facts, Host } from '../host/index.ts';
 import type { TlsMaterial } from '../host/http-post.ts';
 import { displayUrl } from '../host/http.ts';
@@ -124,5 +125,7 @@ export async function machineIdentity(config: MachineConfig, facts: Facts, host:
     machineadmVersion: buildInfo.version,
     os: facts.os,
     arch: facts.arch,
+    ...(facts.os === 'windows' && facts.windowsBuild ? { windowsBuild: facts.windowsBuild } : {}),
+    ...(facts.os === 'windows' && windowsRelease(facts.windowsBuild) ? { windowsRelease: windowsRelease(facts.windowsBuild)! } : {}),
   };
 }

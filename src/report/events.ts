@@ -75,6 +75,9 @@ export interface MachineIdentity {
   machineadmVersion: string;
   os?: string;
   arch?: string;
+  /** Windows: the build number (20348) and the release it is (ltsc2022). */
+  windowsBuild?: string;
+  windowsRelease?: string;
 }
 
 /** Events stay under this size in JSON (the CloudEvent envelope adds well under 4 KiB, for 64 KiB in all). */

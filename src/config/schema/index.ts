@@ -37,6 +37,7 @@ export type ContainerdSpec = NonNullable<MachineConfigSpec['containerd']>;
 export type KubernetesSpec = NonNullable<MachineConfigSpec['kubernetes']>;
 export type DomainJoinSpec = NonNullable<MachineConfigSpec['domainJoin']>;
 export type WindowsSpec = NonNullable<MachineConfigSpec['windows']>;
+export type HostAgentSpec = NonNullable<WindowsSpec['hostAgents']>[number];
 export type ReportSpec = MachineConfigSpec['report'];
 export type SecuritySpec = MachineConfigSpec['security'];
 

@@ -1,4 +1,67 @@
-// spec.windows: Windows-only preparation. The domain join is spec.domainJoin, for both systems.
-import { object } from './dsl.ts';
+// spec.windows: Windows-only preparation (builds, binaries, host agents). The domain join is
+// spec.domainJoin, for both systems.
+import { array, boolean, integer, object, optional, string, withDefault } from './dsl.ts';
 
-export const windowsSection = object({});
+// A drive-letter path without "..", and without the characters Windows refuses in file names.
+export function windowsPath(description: string) {
+  return string({
+    minLength: 1,
+    description,
+    check: (p) =>
+      !/^[A-Za-z]:\\/.test(p)
+        ? `"${p}" is not an absolute Windows path|give the full path with its drive letter, e.g. C:\\k\\kubelet.exe`
+        : p.split(/[\\/]/).includes('..')
+          ? `"${p}" contains ".."|write the path without ".." segments`
+          : /[<>"|?*\0]/.test(p.slice(2))
+            ? `"${p}" contains a character Windows does not allow in a path (< > " | ? *)|remove it`
+            : undefined,
+  });
+}
+
+const serviceName = string({ pattern: /^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/, patternHint: 'letters, digits, ".", "_" and "-" (up to 80), e.g. csiproxy' });
+
+export const hostAgent = object(
+  {
+    name: serviceName,
+    displayName: optional(string({ minLength: 1, description: 'shown in the Services console; default the name' })),
+    source: object({
+      url: string({ pattern: /^https?:\/\//, patternHint: 'an http:// or https:// URL' }),
+      sha256: optional(string({ pattern: /^[a-f0-9]{64}$/, patternHint: '64 lowercase hex digits (sha256sum or Get-FileHash prints them)' })),
+      signature: optional(
+        object({
+          publicKey: string({ minLength: 1, description: 'minisign public key (base64 key line) the binary is signed with' }),
+          url: optional(string({ pattern: /^https?:\/\//, patternHint: 'an http:// or https:// URL', description: 'default: the binary URL with .minisig appended' })),
+        }),
+      ),
+    }, {
+      check: (s, report) => {
+        if (s.sha256 === undefined && s.signature === undefined) report([], 'give sha256, signature, or both', 'machineadm runs nothing it has not verified');
+      },
+    }),
+    installPath: windowsPath('where the binary is installed, e.g. C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe'),
+    args: withDefault(array(string()), []),
+    kubeletDependsOn: withDefault(boolean({ description: 'the kubelet service depends on this one (starts after it)' }), false),
+  },
+);
+
+export const windowsSection = object({
+  supportedBuilds: optional(
+    array(integer({ min: 14393, description: 'a Windows build number, e.g. 17763 (ltsc2019), 20348 (ltsc2022), 26100 (ltsc2025)' }), { minItems: 1, unique: true }),
+  ),
+  kubeletPath: withDefault(windowsPath('the kubelet binary'), 'C:\\k\\kubelet.exe'),
+  containerdPath: withDefault(windowsPath('the containerd binary'), 'C:\\Program Files\\containerd\\containerd.exe'),
+  hostAgents: optional(
+    array(hostAgent, {}),
+  ),
+}, {
+  check: (w, report) => {
+    const seen = new Map<string, number>();
+    w.hostAgents?.forEach((a, i) => {
+      const key = a.name.toLowerCase();
+      if (['containerd', 'kubelet'].includes(key)) report(['hostAgents', i, 'name'], `"${a.name}" is the name of a service machineadm registers itself`, 'choose another name');
+      const first = seen.get(key);
+      if (first !== undefined) report(['hostAgents', i, 'name'], `the same service name as hostAgents[${first}]`, 'service names are not case-sensitive on Windows: give each agent its own');
+      else seen.set(key, i);
+    });
+  },
+});

@@ -122,6 +122,7 @@ function hintFor(failure: KubeadmFailure, timedOut: boolean): string {
 
 function planChanges(ctx: StepContext, command: Command, k: KubernetesSpec, paths: KubeadmPaths, choice: ApiChoice, rendered: RenderedKubeadm, leftovers: boolean): Change[] {
   const changes: Change[] = [
+    ...paths.privateDirs.map((dir) => ({ action: 'create', target: dir, detail: 'directory with an ACL for SYSTEM and Administrators only (protected), before any secret is written' })),
     { action: 'write', target: paths.configFile(command), detail: `${rendered.apiVersion} for ${choice.basedOn}; mode 0600, removed after kubeadm ran`, diff: rendered.config },
     ...rendered.patches.map((p) => ({ action: 'write', target: joinPath(ctx.facts.os, rendered.patchesDir, p.name), detail: 'kubelet settings for this node (kubeadm patch)', diff: p.content })),
   ];
@@ -198,6 +199,12 @@ export function kubeadmStep(command: Command): Step {
         if (result.exitCode !== 0) ctx.log(`kubeadm reset -f did not succeed (exit code ${result.exitCode})`, 'warning');
       };
 
+      if (paths.privateDirs.length > 0) {
+        const windows = ctx.host.windows;
+        if (!windows) throw new StepDetailsError('the private directories for kubeadm cannot be created: no Windows seam on this machine', {}, { hint: 'run machineadm on the Windows machine itself' });
+        // Locked before the first secret byte: what kubeadm and machineadm write in them inherits it.
+        for (const dir of paths.privateDirs) await windows.createPrivateDirectory(dir);
+      }
       await fs.mkdirp(paths.runDir, 0o700);
       try {
         await fs.writeFile(configFile, rendered.config, { mode: 0o600, backup: false });

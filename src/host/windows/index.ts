@@ -1,0 +1,225 @@
+// The typed Windows seam: everything machineadm asks of Windows itself (features, services,
+// firewall rules, ACLs, boot identity, the resume task, restart). Implemented once, with the
+// PowerShell templates in scripts.ts; steps see only this interface, so tests put a simulated
+// machine behind it (test/windows/simulated-windows.ts).
+import { UsageError } from '../../errors.ts';
+import type { ProcessRunner } from '../exec.ts';
+import { powershellRunner, type ScriptRunner } from './powershell.ts';
+import { windowsCommandLine } from './quote.ts';
+import { windowsScripts } from './scripts.ts';
+
+export type FeatureState = 'installed' | 'pending' | 'available' | 'absent';
+
+export interface ServiceSpec {
+  name: string;
+  displayName: string;
+  /** The argument vector the service runs: the executable first. */
+  argv: readonly string[];
+  dependsOn: readonly string[];
+}
+
+export interface ServiceState {
+  name: string;
+  /** The command line as the Service Control Manager holds it (Win32_Service.PathName). */
+  commandLine: string;
+  /** Auto, Manual, Disabled (Win32_Service.StartMode). */
+  startMode: string;
+  /** Running, Stopped, ... (Win32_Service.State). */
+  state: string;
+  dependsOn: string[];
+}
+
+export interface FirewallRule {
+  name: string;
+  displayName: string;
+  protocol: 'TCP' | 'UDP';
+  localPort: number;
+}
+
+export interface FirewallRuleState {
+  name: string;
+  enabled: string;
+  direction: string;
+  action: string;
+  protocol: string;
+  localPort: string;
+}
+
+export interface AclState {
+  /** Inheritance off (the DACL is protected). */
+  protected: boolean;
+  entries: { sid: string; rights: string; type: string; inherited: boolean }[];
+}
+
+export interface BootIdentity {
+  /** HKLM\...\PrefetchParameters BootId, when present. */
+  bootId?: string;
+  /** Win32_OperatingSystem.LastBootUpTime, ISO 8601 UTC. */
+  lastBootUpTime: string;
+  /** Win32_OperatingSystem.BuildNumber. */
+  build: string;
+}
+
+export interface ComputerSystem {
+  partOfDomain: boolean;
+  domain: string;
+  name: string;
+}
+
+export interface WindowsHost {
+  feature(name: string): Promise<FeatureState>;
+  /** Installs a feature without restarting; says whether Windows needs a restart to finish. */
+  installFeature(name: string): Promise<{ restartNeeded: boolean }>;
+  service(name: string): Promise<ServiceState | undefined>;
+  /** Registers an automatic service that restarts on failure; does not start it. */
+  createService(spec: ServiceSpec): Promise<void>;
+  /** Sets an existing service's command line, dependencies, automatic start and restart on failure. */
+  configureService(spec: Omit<ServiceSpec, 'displayName'>): Promise<void>;
+  startService(name: string): Promise<void>;
+  stopService(name: string): Promise<void>;
+  restartService(name: string): Promise<void>;
+  /** `containerd.exe --register-service --config ... --log-file ...` (creates service "containerd", not started). */
+  registerContainerdService(r: { executable: string; config: string; logFile: string }): Promise<void>;
+  firewallRule(name: string): Promise<FirewallRuleState | undefined>;
+  /** Adds an inbound allow rule under this name, replacing one of the same name. */
+  addFirewallRule(rule: FirewallRule): Promise<void>;
+  /** Creates the directory (if missing) with a protected ACL for SYSTEM and Administrators only, inherited by what is created in it. */
+  createPrivateDirectory(path: string): Promise<void>;
+  acl(path: string): Promise<AclState | undefined>;
+  computerSystem(): Promise<ComputerSystem>;
+  bootIdentity(): Promise<BootIdentity>;
+  /** The startup task (as SYSTEM) that runs this argument vector at the next boot. */
+  registerResume(argv: readonly string[]): Promise<void>;
+  removeResume(): Promise<void>;
+  resumeRegistered(): Promise<readonly string[] | undefined>;
+  restart(reason: string): Promise<void>;
+}
+
+/** The resume task: \machineadm\resume. */
+export const RESUME_TASK = { taskName: 'resume', taskPath: '\\machineadm\\' } as const;
+
+// Service and rule names are looked up exactly, but Windows reserves characters in them, and a
+// name machineadm cannot read back would make every run create another.
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/;
+
+function checkName(what: string, name: string): string {
+  if (!NAME.test(name)) throw new UsageError(`${what} name "${name}" is not letters, digits, ".", "_" and "-" (up to 80)`, { hint: `choose a plain ${what} name` });
+  return name;
+}
+
+function asObject<T>(value: unknown): T | undefined {
+  return value === null || value === undefined ? undefined : (value as T);
+}
+
+export function createWindowsHost(run: ScriptRunner): WindowsHost {
+  return {
+    async feature(name) {
+      return ((await run(windowsScripts.featureQuery(name))) as { state: FeatureState }).state;
+    },
+    async installFeature(name) {
+      const result = (await run(windowsScripts.featureInstall(name))) as { restartNeeded: boolean };
+      return { restartNeeded: result.restartNeeded === true };
+    },
+    async service(name) {
+      const s = asObject<ServiceState>(await run(windowsScripts.serviceQuery(checkName('service', name))));
+      // ConvertTo-Json writes a one-element array as the element itself.
+      return s ? { ...s, dependsOn: [s.dependsOn ?? []].flat() } : undefined;
+    },
+    async createService(spec) {
+      await run(windowsScripts.serviceCreate({ name: checkName('service', spec.name), displayName: spec.displayName, commandLine: windowsCommandLine(spec.argv), dependsOn: spec.dependsOn.map((d) => checkName('service', d)) }));
+    },
+    async configureService(spec) {
+      await run(windowsScripts.serviceConfigure({ name: checkName('service', spec.name), commandLine: windowsCommandLine(spec.argv), dependsOn: spec.dependsOn.map((d) => checkName('service', d)) }));
+    },
+    async startService(name) {
+      await run(windowsScripts.serviceStart(checkName('service', name)));
+    },
+    async stopService(name) {
+      await run(windowsScripts.serviceStop(checkName('service', name)));
+    },
+    async restartService(name) {
+      await run(windowsScripts.serviceRestart(checkName('service', name)));
+    },
+    async registerContainerdService(r) {
+      await run(windowsScripts.containerdRegister(r));
+    },
+    async firewallRule(name) {
+      return asObject<FirewallRuleState>(await run(windowsScripts.firewallQuery(checkName('firewall rule', name))));
+    },
+    async addFirewallRule(rule) {
+      await run(windowsScripts.firewallAdd({ ...rule, name: checkName('firewall rule', rule.name) }));
+    },
+    async createPrivateDirectory(path) {
+      await run(windowsScripts.privateDirectory(path));
+    },
+    async acl(path) {
+      const a = asObject<AclState>(await run(windowsScripts.aclQuery(path)));
+      return a ? { ...a, entries: [a.entries ?? []].flat() } : undefined;
+    },
+    async computerSystem() {
+      return (await run(windowsScripts.computerSystem())) as ComputerSystem;
+    },
+    async bootIdentity() {
+      const b = (await run(windowsScripts.bootIdentity())) as { bootId: string | null; lastBootUpTime: string; build: string };
+      return { ...(b.bootId ? { bootId: b.bootId } : {}), lastBootUpTime: b.lastBootUpTime, build: b.build };
+    },
+    async registerResume(argv) {
+      const [execute, ...rest] = argv;
+      if (execute === undefined) throw new UsageError('the resume command is empty');
+      await run(windowsScripts.resumeRegister({ ...RESUME_TASK, execute, argument: windowsCommandLine(rest), description: JSON.stringify(argv) }));
+    },
+    async removeResume() {
+      await run(windowsScripts.resumeRemove(RESUME_TASK));
+    },
+    async resumeRegistered() {
+      const task = asObject<{ description: string }>(await run(windowsScripts.resumeQuery(RESUME_TASK)));
+      if (!task) return undefined;
+      try {
+        const argv = JSON.parse(task.description) as unknown;
+        if (Array.isArray(argv) && argv.every((a) => typeof a === 'string')) return argv as string[];
+      } catch {
+        // A task of that name that machineadm did not write: reported as registered, with no command.
+      }
+      return [];
+    },
+    async restart(reason) {
+      // shutdown.exe /c takes at most 512 characters; Windows PowerShell 5.1 passes a native
+      // argument's inner double quotes unescaped, so they are left out.
+      await run(windowsScripts.restart(`machineadm: ${reason}`.replace(/["\r\n]+/g, ' ').slice(0, 500)));
+    },
+  };
+}
+
+/** The Windows seam on this machine, through powershell.exe. */
+export function powershellWindowsHost(proc: ProcessRunner): WindowsHost {
+  return createWindowsHost(powershellRunner(proc));
+}
+
+/** The lead's ResumeRegistration (src/host/resume.ts), on Windows: the startup task. */
+export interface WindowsResumeRegistration {
+  register(argv: readonly string[]): Promise<void>;
+  remove(): Promise<void>;
+  registered(): Promise<readonly string[] | undefined>;
+}
+
+export function windowsResume(windows: WindowsHost): WindowsResumeRegistration {
+  return {
+    register: (argv) => windows.registerResume(argv),
+    remove: () => windows.removeResume(),
+    registered: () => windows.resumeRegistered(),
+  };
+}
+
+export function windowsRestart(windows: WindowsHost): (reason: string) => Promise<void> {
+  return (reason) => windows.restart(reason);
+}
+
+/** One value that changes at every boot: BootId and LastBootUpTime together (either changing means a reboot). */
+export function bootIdOf(identity: BootIdentity): string {
+  return `${identity.bootId ?? '-'}@${identity.lastBootUpTime}`;
+}
+
+export type { ScriptRunner } from './powershell.ts';
+export { windowsScripts, type WindowsScript } from './scripts.ts';
+export { psLiteral, windowsCommandLine } from './quote.ts';
+export { decodeClixml, powershellArgv, encodeCommand } from './powershell.ts';

@@ -1,0 +1,270 @@
+// The PowerShell machineadm runs on Windows, one constant template per action. User values are
+// never spliced into a template: each script starts with assignments of verbatim literals
+// ($Name = '...', see quote.ts) and the constant body reads only those variables. Every script
+// prints one line of JSON (ConvertTo-Json -Compress) for the caller to read, and fails with a
+// terminating error ($ErrorActionPreference = 'Stop'), which powershell.exe turns into exit code 1.
+// No action takes a secret: one that needs one must read it from standard input ($input), since
+// script block logging (event 4104) records the script text.
+// The documentation each body follows is named above it (the sources table is in docs/contract.md).
+import { psValue, type PsValue } from './quote.ts';
+
+export interface WindowsScript {
+  /** The action, e.g. "feature.install"; also the golden file's name. */
+  readonly action: string;
+  readonly text: string;
+  /** The user values the script carries, by variable name (tests check where they land). */
+  readonly values: Readonly<Record<string, PsValue>>;
+}
+
+const PRELUDE = String.raw`$ErrorActionPreference = 'Stop'
+$ProgressPreference = 'SilentlyContinue'`;
+
+function compose(action: string, body: string, values: Record<string, PsValue> = {}): WindowsScript {
+  const assignments = Object.entries(values).map(([name, value]) => `$${name} = ${psValue(value)}`);
+  return { action, text: [`# machineadm ${action}`, PRELUDE, ...assignments, body.trim(), ''].join('\n'), values };
+}
+
+// Server: ServerManager's Get-WindowsFeature (.Installed, .InstallState). Client SKUs have no
+// ServerManager, so DISM's Get-WindowsOptionalFeature (.State); Microsoft's own containerd
+// installer picks the client path when Get-WindowsFeature is missing.
+// [Get-WindowsFeature, Get-WindowsOptionalFeature; microsoft/Windows-Containers install-containerd-runtime.ps1]
+const FEATURE_QUERY = String.raw`
+if (Get-Command -Name Get-WindowsFeature -ErrorAction SilentlyContinue) {
+  $feature = Get-WindowsFeature -Name $Name
+  if ($null -eq $feature) { $state = 'absent' }
+  elseif ($feature.Installed) { $state = 'installed' }
+  elseif ([string]$feature.InstallState -eq 'InstallPending') { $state = 'pending' }
+  else { $state = 'available' }
+} else {
+  $feature = Get-WindowsOptionalFeature -Online -FeatureName $Name
+  if ($null -eq $feature) { $state = 'absent' }
+  elseif ([string]$feature.State -eq 'Enabled') { $state = 'installed' }
+  elseif ([string]$feature.State -eq 'EnablePending') { $state = 'pending' }
+  else { $state = 'available' }
+}
+[pscustomobject]@{ state = $state } | ConvertTo-Json -Compress
+`;
+
+// Install-WindowsFeature without -Restart (machineadm restarts through its own resume); its result
+// has Success and RestartNeeded ('Yes', 'No', 'Maybe'). Enable-WindowsOptionalFeature -All enables
+// parent features, -NoRestart suppresses the reboot; its ImageObject has a boolean RestartNeeded.
+// [Install-WindowsFeature.md; Enable-WindowsOptionalFeature.md]
+const FEATURE_INSTALL = String.raw`
+if (Get-Command -Name Install-WindowsFeature -ErrorAction SilentlyContinue) {
+  $result = Install-WindowsFeature -Name $Name
+  if (-not $result.Success) { throw ('Install-WindowsFeature did not succeed: exit code ' + [string]$result.ExitCode) }
+  $restart = [string]$result.RestartNeeded -eq 'Yes'
+} else {
+  $result = Enable-WindowsOptionalFeature -Online -FeatureName $Name -All -NoRestart
+  $restart = [bool]$result.RestartNeeded
+}
+[pscustomobject]@{ restartNeeded = $restart } | ConvertTo-Json -Compress
+`;
+
+// Win32_Service has the command line (PathName) and start mode; Get-Service the dependencies.
+// Filtering with -eq rather than -Name keeps wildcard characters in a name literal.
+// [Win32_Service class; Get-Service.md]
+const SERVICE_QUERY = String.raw`
+$service = Get-CimInstance -ClassName Win32_Service | Where-Object { $_.Name -eq $Name }
+if ($null -eq $service) {
+  'null'
+} else {
+  $depends = @(Get-Service | Where-Object { $_.Name -eq $Name } | ForEach-Object { $_.ServicesDependedOn } | ForEach-Object { $_.Name })
+  [pscustomobject]@{ name = $service.Name; commandLine = $service.PathName; startMode = $service.StartMode; state = $service.State; dependsOn = $depends } | ConvertTo-Json -Compress
+}
+`;
+
+// New-Service binds the command line as one parameter (no native-argument quoting). Recovery:
+// sc.exe failure restarts after 10 s three times, counter reset after a day; failureflag 1 also
+// counts an exit with an error code as a failure. sc.exe, never sc (an alias of Set-Content).
+// [New-Service.md; sc-create.md, sc failure / failureflag; SERVICE_FAILURE_ACTIONS]
+const RECOVERY = String.raw`
+& sc.exe failure $Name reset= 86400 actions= restart/10000/restart/10000/restart/10000 | Out-Null
+if ($LASTEXITCODE -ne 0) { throw ('sc.exe failure exited with code ' + $LASTEXITCODE) }
+& sc.exe failureflag $Name 1 | Out-Null
+if ($LASTEXITCODE -ne 0) { throw ('sc.exe failureflag exited with code ' + $LASTEXITCODE) }
+`;
+
+const SERVICE_CREATE = String.raw`
+if ($DependsOn.Count -gt 0) {
+  New-Service -Name $Name -DisplayName $DisplayName -BinaryPathName $CommandLine -StartupType Automatic -DependsOn $DependsOn | Out-Null
+} else {
+  New-Service -Name $Name -DisplayName $DisplayName -BinaryPathName $CommandLine -StartupType Automatic | Out-Null
+}
+${RECOVERY.trim()}
+'{}'
+`;
+
+// Win32_Service.Change sets the command line, start mode and dependencies in one call (Set-Service
+// in Windows PowerShell 5.1 cannot set either of the first two); ReturnValue 0 is success.
+// [Change method of the Win32_Service class]
+const SERVICE_CONFIGURE = String.raw`
+$service = Get-CimInstance -ClassName Win32_Service | Where-Object { $_.Name -eq $Name }
+if ($null -eq $service) { throw ('no service named ' + $Name) }
+$change = Invoke-CimMethod -InputObject $service -MethodName Change -Arguments @{ PathName = $CommandLine; StartMode = 'Automatic'; ServiceDependencies = [string[]]$DependsOn }
+if ($change.ReturnValue -ne 0) { throw ('Win32_Service.Change returned ' + [string]$change.ReturnValue) }
+${RECOVERY.trim()}
+'{}'
+`;
+
+// [Start-Service.md, Stop-Service.md, Restart-Service.md; ServiceController.WaitForStatus]
+const SERVICE_START = String.raw`
+$service = Get-Service | Where-Object { $_.Name -eq $Name }
+if ($null -eq $service) { throw ('no service named ' + $Name) }
+if ($service.Status -ne 'Running') { $service | Start-Service }
+$service.WaitForStatus('Running', [TimeSpan]::FromSeconds(60))
+'{}'
+`;
+
+const SERVICE_STOP = String.raw`
+$service = Get-Service | Where-Object { $_.Name -eq $Name }
+if ($null -ne $service -and $service.Status -ne 'Stopped') {
+  $service | Stop-Service -Force
+  $service.WaitForStatus('Stopped', [TimeSpan]::FromSeconds(60))
+}
+'{}'
+`;
+
+const SERVICE_RESTART = String.raw`
+$service = Get-Service | Where-Object { $_.Name -eq $Name }
+if ($null -eq $service) { throw ('no service named ' + $Name) }
+$service | Restart-Service -Force
+$service.WaitForStatus('Running', [TimeSpan]::FromSeconds(60))
+'{}'
+`;
+
+// containerd.exe --register-service creates service "containerd" (Automatic, restart 15 s twice)
+// with the other flags baked in after --run-service; it neither starts the service nor keeps
+// output without --log-file, and fails when the service exists.
+// [containerd cmd/containerd/command/service_windows.go]
+const CONTAINERD_REGISTER = String.raw`
+& $Executable --register-service --config $Config --log-file $LogFile | Out-Null
+if ($LASTEXITCODE -ne 0) { throw ('containerd --register-service exited with code ' + $LASTEXITCODE) }
+'{}'
+`;
+
+// Looked up by -Name: DisplayName is localized and a rule made without -Name gets a random one.
+// [New-NetFirewallRule.md, Get-NetFirewallRule.md, Get-NetFirewallPortFilter.md]
+const FIREWALL_QUERY = String.raw`
+$rule = Get-NetFirewallRule -Name $Name -ErrorAction SilentlyContinue
+if ($null -eq $rule) {
+  'null'
+} else {
+  $ports = $rule | Get-NetFirewallPortFilter
+  [pscustomobject]@{ name = $rule.Name; enabled = [string]$rule.Enabled; direction = [string]$rule.Direction; action = [string]$rule.Action; protocol = [string]$ports.Protocol; localPort = [string]$ports.LocalPort } | ConvertTo-Json -Compress
+}
+`;
+
+const FIREWALL_ADD = String.raw`
+if (Get-NetFirewallRule -Name $Name -ErrorAction SilentlyContinue) { Remove-NetFirewallRule -Name $Name }
+New-NetFirewallRule -Name $Name -DisplayName $DisplayName -Enabled True -Direction Inbound -Protocol $Protocol -Action Allow -LocalPort $LocalPort | Out-Null
+'{}'
+`;
+
+// A protected DACL (inheritance off, inherited entries dropped) granting FullControl to
+// LocalSystem (S-1-5-18) and BUILTIN\Administrators (S-1-5-32-544) only, inherited by everything
+// created inside; owner Administrators. Set on the empty directory before any file is written.
+// [DirectorySecurity, ObjectSecurity.SetAccessRuleProtection, Set-Acl.md; well-known SIDs]
+const PRIVATE_DIRECTORY = String.raw`
+[System.IO.Directory]::CreateDirectory($Path) | Out-Null
+$acl = New-Object System.Security.AccessControl.DirectorySecurity
+$acl.SetAccessRuleProtection($true, $false)
+foreach ($sid in @('S-1-5-18', 'S-1-5-32-544')) {
+  $identity = New-Object System.Security.Principal.SecurityIdentifier($sid)
+  $rule = New-Object System.Security.AccessControl.FileSystemAccessRule($identity, 'FullControl', 'ContainerInherit, ObjectInherit', 'None', 'Allow')
+  $acl.AddAccessRule($rule)
+}
+$acl.SetOwner((New-Object System.Security.Principal.SecurityIdentifier('S-1-5-32-544')))
+Set-Acl -LiteralPath $Path -AclObject $acl
+'{}'
+`;
+
+const ACL_QUERY = String.raw`
+if (-not (Test-Path -LiteralPath $Path)) {
+  'null'
+} else {
+  $acl = Get-Acl -LiteralPath $Path
+  $entries = @($acl.Access | ForEach-Object {
+    [pscustomobject]@{ sid = $_.IdentityReference.Translate([System.Security.Principal.SecurityIdentifier]).Value; rights = [string]$_.FileSystemRights; type = [string]$_.AccessControlType; inherited = $_.IsInherited }
+  })
+  [pscustomobject]@{ protected = $acl.AreAccessRulesProtected; entries = $entries } | ConvertTo-Json -Compress -Depth 4
+}
+`;
+
+// [Win32_ComputerSystem class: PartOfDomain, Domain, Name]
+const COMPUTER_SYSTEM = String.raw`
+$system = Get-CimInstance -ClassName Win32_ComputerSystem
+[pscustomobject]@{ partOfDomain = [bool]$system.PartOfDomain; domain = [string]$system.Domain; name = [string]$system.Name } | ConvertTo-Json -Compress
+`;
+
+// LastBootUpTime is documented (Win32_OperatingSystem); BootId (a per-boot counter in the
+// registry) is not, so both are read and either one changing means the machine restarted.
+// [Win32_OperatingSystem class; PrefetchParameters\BootId: no Microsoft documentation]
+const BOOT_IDENTITY = String.raw`
+$os = Get-CimInstance -ClassName Win32_OperatingSystem
+$prefetch = Get-ItemProperty -LiteralPath 'HKLM:\SYSTEM\CurrentControlSet\Control\Session Manager\Memory Management\PrefetchParameters' -Name BootId -ErrorAction SilentlyContinue
+$bootId = $null
+if ($null -ne $prefetch) { $bootId = [string]$prefetch.BootId }
+[pscustomobject]@{ bootId = $bootId; lastBootUpTime = $os.LastBootUpTime.ToUniversalTime().ToString('o'); build = [string]$os.BuildNumber } | ConvertTo-Json -Compress
+`;
+
+// A task at startup running as SYSTEM (ServiceAccount, Highest); no one needs to log on. The
+// command's argument vector is kept as JSON in the description, so it is read back exactly.
+// [Register-ScheduledTask.md, New-ScheduledTaskPrincipal.md, New-ScheduledTaskSettingsSet.md,
+// New-ScheduledTaskTrigger.md, New-ScheduledTaskAction.md]
+const RESUME_REGISTER = String.raw`
+$action = New-ScheduledTaskAction -Execute $Execute -Argument $Argument
+$trigger = New-ScheduledTaskTrigger -AtStartup
+$principal = New-ScheduledTaskPrincipal -UserId 'NT AUTHORITY\SYSTEM' -LogonType ServiceAccount -RunLevel Highest
+$settings = New-ScheduledTaskSettingsSet -ExecutionTimeLimit ([TimeSpan]::FromHours(4)) -MultipleInstances IgnoreNew -AllowStartIfOnBatteries -DontStopIfGoingOnBatteries
+Register-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath -Description $Description -Action $action -Trigger $trigger -Principal $principal -Settings $settings -Force | Out-Null
+'{}'
+`;
+
+const RESUME_QUERY = String.raw`
+$task = Get-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath -ErrorAction SilentlyContinue
+if ($null -eq $task) { 'null' } else { [pscustomobject]@{ description = [string]$task.Description } | ConvertTo-Json -Compress }
+`;
+
+// Microsoft's pattern: look the task up first, then Unregister-ScheduledTask -Confirm:$false.
+const RESUME_REMOVE = String.raw`
+if (Get-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath -ErrorAction SilentlyContinue) {
+  Unregister-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath -Confirm:$false
+}
+'{}'
+`;
+
+// shutdown.exe /r with a planned reason code (p:4:1, application maintenance) and a comment,
+// after 5 s so machineadm can finish writing its state. [shutdown.md]
+const RESTART = String.raw`
+& shutdown.exe /r /t 5 /d p:4:1 /c $Comment | Out-Null
+if ($LASTEXITCODE -ne 0) { throw ('shutdown.exe exited with code ' + $LASTEXITCODE) }
+'{}'
+`;
+
+export const windowsScripts = {
+  featureQuery: (name: string) => compose('feature.query', FEATURE_QUERY, { Name: name }),
+  featureInstall: (name: string) => compose('feature.install', FEATURE_INSTALL, { Name: name }),
+  serviceQuery: (name: string) => compose('service.query', SERVICE_QUERY, { Name: name }),
+  serviceCreate: (s: { name: string; displayName: string; commandLine: string; dependsOn: readonly string[] }) =>
+    compose('service.create', SERVICE_CREATE, { Name: s.name, DisplayName: s.displayName, CommandLine: s.commandLine, DependsOn: s.dependsOn }),
+  serviceConfigure: (s: { name: string; commandLine: string; dependsOn: readonly string[] }) =>
+    compose('service.configure', SERVICE_CONFIGURE, { Name: s.name, CommandLine: s.commandLine, DependsOn: s.dependsOn }),
+  serviceStart: (name: string) => compose('service.start', SERVICE_START, { Name: name }),
+  serviceStop: (name: string) => compose('service.stop', SERVICE_STOP, { Name: name }),
+  serviceRestart: (name: string) => compose('service.restart', SERVICE_RESTART, { Name: name }),
+  containerdRegister: (r: { executable: string; config: string; logFile: string }) =>
+    compose('containerd.register', CONTAINERD_REGISTER, { Executable: r.executable, Config: r.config, LogFile: r.logFile }),
+  firewallQuery: (name: string) => compose('firewall.query', FIREWALL_QUERY, { Name: name }),
+  firewallAdd: (r: { name: string; displayName: string; protocol: string; localPort: number }) =>
+    compose('firewall.add', FIREWALL_ADD, { Name: r.name, DisplayName: r.displayName, Protocol: r.protocol, LocalPort: r.localPort }),
+  privateDirectory: (path: string) => compose('acl.private-directory', PRIVATE_DIRECTORY, { Path: path }),
+  aclQuery: (path: string) => compose('acl.query', ACL_QUERY, { Path: path }),
+  computerSystem: () => compose('computer-system', COMPUTER_SYSTEM),
+  bootIdentity: () => compose('boot-identity', BOOT_IDENTITY),
+  resumeRegister: (t: { taskName: string; taskPath: string; execute: string; argument: string; description: string }) =>
+    compose('resume.register', RESUME_REGISTER, { TaskName: t.taskName, TaskPath: t.taskPath, Execute: t.execute, Argument: t.argument, Description: t.description }),
+  resumeQuery: (t: { taskName: string; taskPath: string }) => compose('resume.query', RESUME_QUERY, { TaskName: t.taskName, TaskPath: t.taskPath }),
+  resumeRemove: (t: { taskName: string; taskPath: string }) => compose('resume.remove', RESUME_REMOVE, { TaskName: t.taskName, TaskPath: t.taskPath }),
+  restart: (comment: string) => compose('restart', RESTART, { Comment: comment }),
+} as const;

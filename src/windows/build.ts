@@ -1,0 +1,38 @@
+// Windows builds by number, and whether a node's build is one the configuration supports.
+// Container images carry a Windows build: below 20348 a host runs only images of its own build;
+// from 20348 a host runs images from 20348 up to its own build (hcsshim CheckHostAndContainerCompat,
+// containerd's platform matcher). spec.windows.supportedBuilds lists the builds of the images
+// the cluster runs, so a host is supported when it can run at least one of them.
+const RELEASES: Record<string, string> = {
+  '14393': 'ltsc2016',
+  '17763': 'ltsc2019',
+  '20348': 'ltsc2022',
+  '25398': '23H2',
+  '26100': 'ltsc2025',
+};
+
+/** The release name of a build (ltsc2022 for 20348), or undefined. */
+export function windowsRelease(build: string | undefined): string | undefined {
+  return build === undefined ? undefined : RELEASES[build];
+}
+
+export function describeBuild(build: string | undefined): string {
+  if (build === undefined) return 'build unknown';
+  const release = windowsRelease(build);
+  return release ? `build ${build} (${release})` : `build ${build}`;
+}
+
+/** True when a host of this build runs images of `imageBuild`. */
+export function hostRunsImage(hostBuild: number, imageBuild: number): boolean {
+  if (hostBuild < 20348) return hostBuild === imageBuild;
+  return imageBuild >= 20348 && imageBuild <= hostBuild;
+}
+
+/** Undefined when supported; else why not. */
+export function unsupportedBuild(build: string | undefined, supported: readonly number[] | undefined): string | undefined {
+  if (supported === undefined) return undefined;
+  const list = supported.map((b) => describeBuild(String(b))).join(', ');
+  if (build === undefined || !/^\d+$/.test(build)) return `the Windows build of this machine is unknown, and spec.windows.supportedBuilds lists ${list}`;
+  if (supported.some((image) => hostRunsImage(Number(build), image))) return undefined;
+  return `this machine is Windows ${describeBuild(build)}, which cannot run container images of ${list} (spec.windows.supportedBuilds)`;
+}

@@ -1,0 +1,25 @@
+// Where machineadm puts and finds things on a Windows node (machine paths).
+import type { MachineConfig } from '../config/schema/index.ts';
+
+export const DEFAULT_KUBELET_PATH = 'C:\\k\\kubelet.exe';
+export const DEFAULT_CONTAINERD_PATH = 'C:\\Program Files\\containerd\\containerd.exe';
+/** containerd.exe --register-service discards the service's output unless it is given a log file. */
+export const CONTAINERD_LOG = 'C:\\ProgramData\\containerd\\containerd.log';
+/** What kubeadm writes for the kubelet: KUBELET_KUBEADM_ARGS="..." (drive-less /var/lib/kubelet on the system drive). */
+export const KUBEADM_FLAGS_ENV = 'C:\\var\\lib\\kubelet\\kubeadm-flags.env';
+export const KUBELET_CONFIG = 'C:\\var\\lib\\kubelet\\config.yaml';
+export const KUBELET_CERT_DIR = 'C:\\var\\lib\\kubelet\\pki';
+export const KUBELET_KUBECONFIG = 'C:\\etc\\kubernetes\\kubelet.conf';
+export const BOOTSTRAP_KUBECONFIG = 'C:\\etc\\kubernetes\\bootstrap-kubelet.conf';
+export const KUBELET_PORT = 10250;
+/** Looked up by this name on every run (display names are localized; unnamed rules get random names). */
+export const KUBELET_FIREWALL_RULE = 'machineadm-kubelet';
+export const CONTAINERS_FEATURE = 'Containers';
+
+export function kubeletPath(config: MachineConfig): string {
+  return config.spec.windows?.kubeletPath ?? DEFAULT_KUBELET_PATH;
+}
+
+export function containerdPath(config: MachineConfig): string {
+  return config.spec.windows?.containerdPath ?? DEFAULT_CONTAINERD_PATH;
+}

@@ -1,0 +1,68 @@
+// prepare/windows/containerd-service: containerd registered as a Windows service and running.
+// `containerd.exe --register-service` creates it (with --config and --log-file baked in: without
+// a log file its output is discarded) but does not start it; machineadm starts it, and restarts
+// it when the configuration step wrote config.toml since containerd last started for it.
+import type { Change, Step, StepContext } from '../../phases/step.ts';
+import { MachineadmError, ExitCode } from '../../errors.ts';
+import { containerdPaths } from '../../containerd/paths.ts';
+import { CONTAINERD_LOG, containerdPath } from '../paths.ts';
+import { windowsContainerdConfigStep } from './containerd-config.ts';
+import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
+
+const SERVICE = 'containerd';
+
+function pendingWrite(ctx: StepContext): string | undefined {
+  const written = ctx.recordOf(windowsContainerdConfigStep.id)?.data?.writtenInRun;
+  if (typeof written !== 'string') return undefined;
+  return ctx.previous?.data?.seen === written ? undefined : written;
+}
+
+async function plan(ctx: StepContext): Promise<Change[]> {
+  const exe = containerdPath(ctx.config);
+  const service = await seamOf(ctx)?.service(SERVICE);
+  const config = containerdPaths('windows').config;
+  if (!service) {
+    return [
+      { action: 'register', target: `service ${SERVICE}`, detail: `${exe} --register-service --config "${config}" --log-file ${CONTAINERD_LOG}` },
+      { action: 'start', target: `service ${SERVICE}` },
+    ];
+  }
+  if (pendingWrite(ctx) !== undefined && service.state === 'Running') return [{ action: 'restart', target: `service ${SERVICE}`, detail: `to load what ${windowsContainerdConfigStep.id} wrote` }];
+  if (service.state !== 'Running') return [{ action: 'start', target: `service ${SERVICE}`, detail: `it is ${service.state}` }];
+  return [];
+}
+
+export const windowsContainerdServiceStep: Step = {
+  id: 'windows/containerd-service',
+  summary: 'register containerd as a Windows service and start it',
+  platforms: ['windows'],
+  applies: (config) => config.spec.containerd !== undefined,
+  async check(ctx) {
+    const changes = await plan(ctx);
+    const skip = noSeamSkip(ctx);
+    return { done: changes.length === 0, changes, ...(skip && changes.length ? { skipReason: skip } : {}) };
+  },
+  async apply(ctx) {
+    const windows = requireSeam(ctx);
+    const exe = containerdPath(ctx.config);
+    const seen = ctx.recordOf(windowsContainerdConfigStep.id)?.data?.writtenInRun;
+    let service = await windows.service(SERVICE);
+    if (!service) {
+      if (!(await ctx.host.fs.exists(exe))) {
+        throw new MachineadmError(`containerd is not installed: ${exe} does not exist`, ExitCode.stepFailed, { hint: 'install containerd (its bin\\ folder from the containerd-<version>-windows-amd64.tar.gz release) there, or set spec.windows.containerdPath' });
+      }
+      await windows.registerContainerdService({ executable: exe, config: containerdPaths('windows').config, logFile: CONTAINERD_LOG });
+      ctx.log(`registered service ${SERVICE}`);
+      service = await windows.service(SERVICE);
+    } else if (pendingWrite(ctx) !== undefined && service.state === 'Running') {
+      await windows.restartService(SERVICE);
+      ctx.log(`restarted service ${SERVICE}`);
+      return { record: { seen } };
+    }
+    if (service?.state !== 'Running') {
+      await windows.startService(SERVICE);
+      ctx.log(`started service ${SERVICE}`);
+    }
+    return { record: { seen } };
+  },
+};

@@ -1,0 +1,53 @@
+// prepare/windows/containers-feature: the Containers feature, installed only when missing, and
+// the Windows build checked against spec.windows.supportedBuilds before anything changes.
+// Server: Install-WindowsFeature; client SKUs: Enable-WindowsOptionalFeature (the seam picks).
+// When Windows says a restart is needed, the step asks the runner for one (exit 4, resume after).
+import type { Step, StepContext } from '../../phases/step.ts';
+import { ConfigError } from '../../errors.ts';
+import { CONTAINERS_FEATURE } from '../paths.ts';
+import { describeBuild, unsupportedBuild, windowsRelease } from '../build.ts';
+import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
+
+function checkBuild(ctx: StepContext): void {
+  const problem = unsupportedBuild(ctx.facts.windowsBuild, ctx.config.spec.windows?.supportedBuilds);
+  if (problem) {
+    throw new ConfigError([{ path: 'spec.windows.supportedBuilds', message: problem, hint: 'run this configuration on a supported build, or add builds whose images this node can run (from 20348 a host runs images from 20348 up to its own build; below it only its own)' }]);
+  }
+}
+
+export const containersFeatureStep: Step = {
+  id: 'windows/containers-feature',
+  summary: 'install the Windows Containers feature (restart when Windows asks for one)',
+  platforms: ['windows'],
+  async preflight(ctx) {
+    checkBuild(ctx);
+  },
+  async check(ctx) {
+    const build = describeBuild(ctx.facts.windowsBuild);
+    const unsupported = unsupportedBuild(ctx.facts.windowsBuild, ctx.config.spec.windows?.supportedBuilds);
+    if (unsupported) return { done: false, changes: [{ action: 'refuse', target: 'spec.windows.supportedBuilds', detail: unsupported }] };
+    const windows = seamOf(ctx);
+    const state = windows ? await windows.feature(CONTAINERS_FEATURE) : 'available';
+    if (state === 'installed') return { done: true, changes: [] };
+    if (state === 'absent') {
+      return { done: false, changes: [{ action: 'refuse', target: `feature ${CONTAINERS_FEATURE}`, detail: `Windows ${build} does not offer it` }] };
+    }
+    const change = state === 'pending'
+      ? { action: 'restart', target: `feature ${CONTAINERS_FEATURE}`, detail: `installed, waiting for a restart (Windows ${build})` }
+      : { action: 'install', target: `feature ${CONTAINERS_FEATURE}`, detail: `Windows ${build}; a restart follows when Windows asks for one` };
+    const skip = noSeamSkip(ctx);
+    return { done: false, changes: [change], ...(skip ? { skipReason: skip } : {}) };
+  },
+  async apply(ctx, check) {
+    const windows = requireSeam(ctx);
+    const record = { windowsBuild: ctx.facts.windowsBuild, windowsRelease: windowsRelease(ctx.facts.windowsBuild) };
+    checkBuild(ctx);
+    if (check.changes[0]?.action === 'refuse') {
+      throw new ConfigError([{ path: 'spec.windows', message: `Windows ${describeBuild(ctx.facts.windowsBuild)} does not offer the ${CONTAINERS_FEATURE} feature`, hint: 'use Windows Server 2019 or later, or Windows 10/11 Pro or Enterprise' }]);
+    }
+    if (check.changes[0]?.action === 'restart') return { rebootRequired: `the ${CONTAINERS_FEATURE} feature is installed and needs a restart`, record };
+    const { restartNeeded } = await windows.installFeature(CONTAINERS_FEATURE);
+    ctx.log(`installed the ${CONTAINERS_FEATURE} feature${restartNeeded ? '; Windows needs a restart' : ''}`);
+    return restartNeeded ? { rebootRequired: `Windows needs a restart to finish installing the ${CONTAINERS_FEATURE} feature`, record } : { record };
+  },
+};

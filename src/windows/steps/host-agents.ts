@@ -1,0 +1,116 @@
+// prepare/windows/host-agents: host-side agents (csi-proxy and the like: Windows containers cannot
+// be privileged, so storage and network plugins talk to proxies running on the host). Each one is
+// downloaded and verified (sha256 and/or minisign signature, through the verified download),
+// installed at its path, registered as an automatic service that restarts on failure, and
+// started, before the kubelet service. A binary that changed is verified first, then the service
+// is stopped, the binary replaced and the service started again.
+import { createHash } from 'node:crypto';
+import type { Change, Step, StepContext } from '../../phases/step.ts';
+import type { HostAgentSpec } from '../../config/schema/index.ts';
+import { windowsCommandLine } from '../../host/windows/index.ts';
+import { errorForField } from '../../linux/managed-file.ts';
+import { fetchVerifiedPending } from '../../verify/fetch.ts';
+import { displayUrl } from '../../redaction.ts';
+import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
+
+interface AgentPlan {
+  index: number;
+  agent: HostAgentSpec;
+  download: boolean;
+  service: 'create' | 'configure' | 'start' | 'restart' | undefined;
+  changes: Change[];
+}
+
+function agentsOf(ctx: StepContext): HostAgentSpec[] {
+  return ctx.config.spec.windows?.hostAgents ?? [];
+}
+
+export function agentArgv(agent: HostAgentSpec): string[] {
+  return [agent.installPath, ...agent.args];
+}
+
+async function installedSha(ctx: StepContext, path: string): Promise<string | undefined> {
+  if (ctx.host.fs.platform !== 'windows') return undefined;
+  const bytes = await ctx.host.fs.readFile(path);
+  return bytes ? createHash('sha256').update(bytes).digest('hex') : undefined;
+}
+
+/** The binary is the one asked for: its sha256, or (signature only) the one verified from this URL before. */
+function binaryCurrent(ctx: StepContext, agent: HostAgentSpec, sha: string | undefined): boolean {
+  if (sha === undefined) return false;
+  if (agent.source.sha256 !== undefined) return sha === agent.source.sha256;
+  const earlier = (ctx.previous?.data?.installed as Record<string, { url?: string; sha256?: string }> | undefined)?.[agent.name];
+  return earlier?.url === agent.source.url && earlier.sha256 === sha;
+}
+
+async function planAgent(ctx: StepContext, agent: HostAgentSpec, index: number): Promise<AgentPlan> {
+  const sha = await installedSha(ctx, agent.installPath);
+  const download = !binaryCurrent(ctx, agent, sha);
+  const service = await seamOf(ctx)?.service(agent.name);
+  const commandLine = windowsCommandLine(agentArgv(agent));
+  const check = [agent.source.sha256 ? `sha256 ${agent.source.sha256.slice(0, 12)}...` : '', agent.source.signature ? 'minisign signature' : ''].filter(Boolean).join(' and ');
+  const changes: Change[] = [];
+  if (download) changes.push({ action: sha === undefined ? 'download' : 'replace', target: agent.installPath, detail: `from ${displayUrl(agent.source.url)}, checked by ${check}` });
+  let action: AgentPlan['service'];
+  if (!service) action = 'create';
+  else if (service.commandLine !== commandLine || service.startMode !== 'Auto') action = 'configure';
+  else if (download && service.state === 'Running') action = 'restart';
+  else if (service.state !== 'Running') action = 'start';
+  if (action === 'create' || action === 'configure') changes.push({ action: action === 'create' ? 'register' : 'configure', target: `service ${agent.name}`, detail: `${commandLine}; automatic, restarts on failure` });
+  if (action) changes.push({ action: action === 'restart' ? 'restart' : 'start', target: `service ${agent.name}` });
+  return { index, agent, download, service: action, changes };
+}
+
+export const hostAgentsStep: Step = {
+  id: 'windows/host-agents',
+  summary: 'download, verify, register and start the host agents (spec.windows.hostAgents) as services',
+  platforms: ['windows'],
+  applies: (config) => (config.spec.windows?.hostAgents?.length ?? 0) > 0,
+  async check(ctx) {
+    const plans = await Promise.all(agentsOf(ctx).map((a, i) => planAgent(ctx, a, i)));
+    const changes = plans.flatMap((p) => p.changes);
+    const network = plans.filter((p) => p.download).map((p) => `download ${displayUrl(p.agent.source.url)} for spec.windows.hostAgents[${p.index}]`);
+    const skip = noSeamSkip(ctx);
+    return { done: changes.length === 0, changes, ...(network.length ? { network } : {}), ...(skip && changes.length ? { skipReason: skip } : {}) };
+  },
+  async apply(ctx) {
+    const windows = requireSeam(ctx);
+    const installed: Record<string, { url: string; sha256: string }> = { ...((ctx.previous?.data?.installed as Record<string, { url: string; sha256: string }>) ?? {}) };
+    for (const [index, agent] of agentsOf(ctx).entries()) {
+      const plan = await planAgent(ctx, agent, index);
+      const field = `spec.windows.hostAgents[${index}]`;
+      if (plan.download) {
+        const signature = agent.source.signature;
+        let pending;
+        try {
+          ({ pending } = await fetchVerifiedPending(ctx.host, {
+            urls: [agent.source.url],
+            destination: agent.installPath,
+            ...(agent.source.sha256 ? { sha256: agent.source.sha256 } : {}),
+            ...(signature ? { signature: { publicKey: signature.publicKey, ...(signature.url ? { url: signature.url } : {}) } } : {}),
+          }));
+        } catch (error) {
+          throw errorForField(`${field}.source`, error);
+        }
+        // Verified before the running agent is stopped: a bad download leaves it running as it was.
+        try {
+          if ((await windows.service(agent.name))?.state === 'Running') await windows.stopService(agent.name);
+          await pending.commit();
+        } catch (error) {
+          await pending.abort();
+          throw errorForField(`${field}.installPath`, error);
+        }
+        installed[agent.name] = { url: agent.source.url, sha256: (await installedSha(ctx, agent.installPath)) ?? '' };
+        ctx.log(`installed ${agent.installPath} from ${displayUrl(agent.source.url)}`);
+      }
+      const spec = { name: agent.name, displayName: agent.displayName ?? agent.name, argv: agentArgv(agent), dependsOn: [] };
+      if (plan.service === 'create') await windows.createService(spec);
+      if (plan.service === 'configure') await windows.configureService(spec);
+      // Stopped above when its binary was replaced; a configured one restarts for its new command line.
+      if (plan.service === 'configure' && (await windows.service(agent.name))?.state === 'Running') await windows.restartService(agent.name);
+      else if ((await windows.service(agent.name))?.state !== 'Running') await windows.startService(agent.name);
+      if (plan.service) ctx.log(`service ${agent.name}: ${plan.service === 'create' ? 'registered and started' : plan.service === 'configure' ? 'reconfigured and restarted' : 'started'}`);
+    }
+    return { record: { installed } };
+  },
+};

@@ -1,0 +1,15 @@
+# machineadm acl.private-directory
+$ErrorActionPreference = 'Stop'
+$ProgressPreference = 'SilentlyContinue'
+$Path = 'C:\Program Files\containerd\containerd.exe'
+[System.IO.Directory]::CreateDirectory($Path) | Out-Null
+$acl = New-Object System.Security.AccessControl.DirectorySecurity
+$acl.SetAccessRuleProtection($true, $false)
+foreach ($sid in @('S-1-5-18', 'S-1-5-32-544')) {
+  $identity = New-Object System.Security.Principal.SecurityIdentifier($sid)
+  $rule = New-Object System.Security.AccessControl.FileSystemAccessRule($identity, 'FullControl', 'ContainerInherit, ObjectInherit', 'None', 'Allow')
+  $acl.AddAccessRule($rule)
+}
+$acl.SetOwner((New-Object System.Security.Principal.SecurityIdentifier('S-1-5-32-544')))
+Set-Acl -LiteralPath $Path -AclObject $acl
+'{}'

@@ -1,0 +1,13 @@
+# machineadm acl.query
+$ErrorActionPreference = 'Stop'
+$ProgressPreference = 'SilentlyContinue'
+$Path = 'C:\Program Files\containerd\containerd.exe'
+if (-not (Test-Path -LiteralPath $Path)) {
+  'null'
+} else {
+  $acl = Get-Acl -LiteralPath $Path
+  $entries = @($acl.Access | ForEach-Object {
+    [pscustomobject]@{ sid = $_.IdentityReference.Translate([System.Security.Principal.SecurityIdentifier]).Value; rights = [string]$_.FileSystemRights; type = [string]$_.AccessControlType; inherited = $_.IsInherited }
+  })
+  [pscustomobject]@{ protected = $acl.AreAccessRulesProtected; entries = $entries } | ConvertTo-Json -Compress -Depth 4
+}

@@ -1,0 +1,69 @@
+// The Windows recipes in docs/recipes/windows/: the answer file parsed by a real XML parser
+// (Python's expat, the interpreter cloud-init brings) and each command line checked against the
+// parameters the loader declares. With -File the command line is split by Windows, not parsed as
+// PowerShell; the loader itself is parsed by the grammar in test/loaders/powershell-loader.test.ts.
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { missingRequirement } from '../support/environment.ts';
+import { scratchDir } from '../support/tmp.ts';
+
+const REPO = resolve(import.meta.dirname, '../..');
+const WINDOWS = join(REPO, 'docs/recipes/windows');
+const LOADER = readFileSync(join(REPO, 'docs/loaders/machineadm-loader.ps1'), 'utf8');
+const PYTHON = '/usr/bin/python3';
+const skip = missingRequirement({ commands: [PYTHON] });
+const dir = scratchDir('machineadm-win-recipes-');
+
+// Prints the text of every CommandLine element, one JSON string per line; fails on malformed XML.
+const COMMAND_LINES = `import json, sys, xml.etree.ElementTree as E
+ns = {'u': 'urn:schemas-microsoft-com:unattend'}
+for c in E.parse(sys.argv[1]).getroot().iterfind('.//u:FirstLogonCommands/u:SynchronousCommand/u:CommandLine', ns):
+    print(json.dumps(c.text))`;
+
+function commandLines(file: string) {
+  return spawnSync(PYTHON, ['-c', COMMAND_LINES, file], { encoding: 'utf8' });
+}
+
+/** A Windows command line split as CommandLineToArgvW does for these (quotes group, no escapes used). */
+function split(line: string): string[] {
+  return [...line.matchAll(/"([^"]*)"|(\S+)/g)].map((m) => m[1] ?? m[2]!);
+}
+
+function checkLoaderCall(line: string, loaderPath: string) {
+  const argv = split(line);
+  expect(argv.slice(0, 7)).toEqual(['powershell.exe', '-NoProfile', '-NonInteractive', '-ExecutionPolicy', 'Bypass', '-File', loaderPath]);
+  const declared = new Set([...LOADER.matchAll(/^\s*\[(?:string|int)\] \$(\w+)/gm)].map((m) => m[1]));
+  const given: Record<string, string> = {};
+  for (let i = 7; i < argv.length && !argv[i]!.startsWith('>'); i += 2) given[argv[i]!.replace(/^-/, '')] = argv[i + 1]!;
+  for (const name of Object.keys(given)) expect(declared, `-${name} is not a parameter of the loader`).toContain(name);
+  expect(given.BaseUrl).toMatch(/^https:\/\//);
+  expect(given.Sha256).toMatch(/^[0-9a-f]{64}$/);
+  expect(given.Arguments).toBe('init -c C:\\ProgramData\\machineadm\\config.yaml');
+}
+
+describe.skipIf(skip)('the Windows recipes', () => {
+  it('unattend.xml is well-formed XML with one FirstLogonCommands entry that runs the loader with init, and a broken copy is refused', () => {
+    const parsed = commandLines(join(WINDOWS, 'unattend.xml'));
+    expect(parsed.stderr).toBe('');
+    const lines = parsed.stdout.trim().split('\n').map((l) => JSON.parse(l) as string);
+    expect(lines).toHaveLength(1);
+    checkLoaderCall(lines[0]!, 'C:\\machineadm\\machineadm-loader.ps1');
+    const broken = join(dir, 'broken.xml');
+    writeFileSync(broken, readFileSync(join(WINDOWS, 'unattend.xml'), 'utf8').replace('</FirstLogonCommands>', ''));
+    expect(commandLines(broken).status).not.toBe(0);
+  });
+
+  it('SetupComplete.cmd runs the loader with init, logs its output and exit code, and has CRLF line ends', () => {
+    const text = readFileSync(join(WINDOWS, 'SetupComplete.cmd'), 'utf8');
+    expect(text.split('\r\n').at(-1)).toBe('');
+    expect(text.replace(/\r\n/g, '')).not.toContain('\n');
+    const lines = text.split('\r\n').filter((l) => l && !/^(@echo off|rem )/.test(l));
+    expect(lines).toHaveLength(3);
+    checkLoaderCall(lines[0]!, '%WINDIR%\\Setup\\Scripts\\machineadm-loader.ps1');
+    expect(lines[0]).toMatch(/ >> "%WINDIR%\\Setup\\Scripts\\machineadm\.log" 2>&1$/);
+    expect(lines[1]).toContain('%ERRORLEVEL%');
+    expect(lines[2]).toBe('exit /b 0');
+  });
+});

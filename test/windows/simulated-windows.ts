@@ -1,0 +1,223 @@
+// A simulated Windows machine behind the WindowsHost seam: features, services, firewall rules,
+// scheduled tasks, ACLs, boot identity and restarts, with state. Its behaviour follows Microsoft's
+// documentation of the cmdlets and APIs the real seam calls (docs/contract.md lists them):
+// - Install-WindowsFeature (ServerManager): a feature that needs a restart reports
+//   RestartNeeded = Yes and is "InstallPending" until the machine restarts; installing an installed
+//   feature changes nothing (ExitCode NoChangeNeeded). Containers needs a restart.
+// - New-Service / CreateService: fails when the service exists; creates it stopped. containerd's
+//   --register-service (containerd service_windows.go) likewise: creates "containerd" stopped,
+//   Automatic, fails when it exists.
+// - Start-Service / StartService: the SCM starts the services a service depends on first, and
+//   fails (ERROR_SERVICE_DEPENDENCY_DELETED) when one of them does not exist.
+// - Win32_Service.Change: replaces the command line, start mode and dependencies.
+// - New-NetFirewallRule -Name: rules are looked up by Name; Remove-NetFirewallRule removes one.
+// - Register-ScheduledTask -Force replaces a task of the same path and name; Unregister removes it.
+// - Set-Acl with a protected DirectorySecurity: the directory's DACL is exactly the rules given,
+//   inherited by what is created in it.
+// - A restart: LastBootUpTime and BootId change, pending features finish installing, Automatic
+//   services start (dependencies first), scheduled tasks stay registered.
+import { join } from 'node:path';
+import { RootedFileSystem } from '../../src/host/index.ts';
+import type { AclState, BootIdentity, ComputerSystem, FeatureState, FirewallRule, FirewallRuleState, ServiceSpec, ServiceState, WindowsHost } from '../../src/host/windows/index.ts';
+import { bootIdOf, windowsCommandLine } from '../../src/host/windows/index.ts';
+
+export interface SimulatedService extends ServiceState {
+  displayName: string;
+  restartOnFailure: boolean;
+}
+
+export const PRIVATE_ACL: AclState = {
+  protected: true,
+  entries: [
+    { sid: 'S-1-5-18', rights: 'FullControl', type: 'Allow', inherited: false },
+    { sid: 'S-1-5-32-544', rights: 'FullControl', type: 'Allow', inherited: false },
+  ],
+};
+
+export class SimulatedWindows implements WindowsHost {
+  features = new Map<string, FeatureState>([['Containers', 'available']]);
+  services = new Map<string, SimulatedService>();
+  firewall = new Map<string, FirewallRuleState>();
+  tasks = new Map<string, readonly string[]>();
+  acls = new Map<string, AclState>();
+  restarts: string[] = [];
+  /** Every call, in order ("installFeature Containers"). */
+  calls: string[] = [];
+  private boots = 1;
+  /** Set by restart(); the machine is "down" until reboot() is called. */
+  restartRequested = false;
+  computer: ComputerSystem = { partOfDomain: false, domain: 'WORKGROUP', name: 'WIN-NODE1' };
+
+  readonly build: string;
+
+  constructor(build = '20348') {
+    this.build = build;
+  }
+
+  private key(name: string): string {
+    return name.toLowerCase();
+  }
+
+  async feature(name: string): Promise<FeatureState> {
+    return this.features.get(name) ?? 'absent';
+  }
+
+  async installFeature(name: string): Promise<{ restartNeeded: boolean }> {
+    this.calls.push(`installFeature ${name}`);
+    const state = this.features.get(name);
+    if (state === undefined) throw new Error(`Install-WindowsFeature : ArgumentNotValid: the feature name ${name} is unknown`);
+    if (state === 'installed') return { restartNeeded: false };
+    this.features.set(name, 'pending');
+    return { restartNeeded: true };
+  }
+
+  async service(name: string): Promise<ServiceState | undefined> {
+    const s = this.services.get(this.key(name));
+    return s ? { name: s.name, commandLine: s.commandLine, startMode: s.startMode, state: s.state, dependsOn: [...s.dependsOn] } : undefined;
+  }
+
+  async createService(spec: ServiceSpec): Promise<void> {
+    this.calls.push(`createService ${spec.name}`);
+    if (this.services.has(this.key(spec.name))) throw new Error(`New-Service : Service '${spec.name}' cannot be created because a service with this name already exists`);
+    this.services.set(this.key(spec.name), { name: spec.name, displayName: spec.displayName, commandLine: windowsCommandLine(spec.argv), startMode: 'Auto', state: 'Stopped', dependsOn: [...spec.dependsOn], restartOnFailure: true });
+  }
+
+  async configureService(spec: Omit<ServiceSpec, 'displayName'>): Promise<void> {
+    this.calls.push(`configureService ${spec.name}`);
+    const s = this.services.get(this.key(spec.name));
+    if (!s) throw new Error(`no service named ${spec.name}`);
+    Object.assign(s, { commandLine: windowsCommandLine(spec.argv), dependsOn: [...spec.dependsOn], startMode: 'Auto', restartOnFailure: true });
+  }
+
+  async startService(name: string): Promise<void> {
+    this.calls.push(`startService ${name}`);
+    this.start(name, []);
+  }
+
+  private start(name: string, chain: string[]): void {
+    const s = this.services.get(this.key(name));
+    if (!s) throw new Error(`Start-Service : Cannot find any service with service name '${name}'${chain.length ? ` (a dependency of ${chain.at(-1)})` : ''}`);
+    for (const dep of s.dependsOn) this.start(dep, [...chain, name]);
+    s.state = 'Running';
+  }
+
+  async stopService(name: string): Promise<void> {
+    this.calls.push(`stopService ${name}`);
+    const s = this.services.get(this.key(name));
+    if (s) s.state = 'Stopped';
+  }
+
+  async restartService(name: string): Promise<void> {
+    this.calls.push(`restartService ${name}`);
+    this.start(name, []);
+  }
+
+  async registerContainerdService(r: { executable: string; config: string; logFile: string }): Promise<void> {
+    this.calls.push('registerContainerdService');
+    if (this.services.has('containerd')) throw new Error('containerd --register-service: The specified service already exists.');
+    this.services.set('containerd', {
+      name: 'containerd',
+      displayName: 'Containerd',
+      commandLine: `${windowsCommandLine([r.executable, '--config', r.config, '--log-file', r.logFile])} --run-service`,
+      startMode: 'Auto',
+      state: 'Stopped',
+      dependsOn: [],
+      restartOnFailure: true,
+    });
+  }
+
+  async firewallRule(name: string): Promise<FirewallRuleState | undefined> {
+    return this.firewall.get(name);
+  }
+
+  async addFirewallRule(rule: FirewallRule): Promise<void> {
+    this.calls.push(`addFirewallRule ${rule.name}`);
+    this.firewall.set(rule.name, { name: rule.name, enabled: 'True', direction: 'Inbound', action: 'Allow', protocol: rule.protocol, localPort: String(rule.localPort) });
+  }
+
+  async createPrivateDirectory(path: string): Promise<void> {
+    this.calls.push(`createPrivateDirectory ${path}`);
+    this.acls.set(path.toLowerCase(), PRIVATE_ACL);
+  }
+
+  async acl(path: string): Promise<AclState | undefined> {
+    return this.acls.get(path.toLowerCase());
+  }
+
+  /** The protected ACL a path has or inherits from the nearest directory that has one set. */
+  effectiveAcl(path: string): AclState | undefined {
+    let p = path.toLowerCase();
+    while (p.includes('\\')) {
+      const acl = this.acls.get(p);
+      if (acl) return acl;
+      p = p.slice(0, p.lastIndexOf('\\'));
+    }
+    return undefined;
+  }
+
+  async computerSystem(): Promise<ComputerSystem> {
+    return this.computer;
+  }
+
+  async bootIdentity(): Promise<BootIdentity> {
+    return { bootId: String(this.boots), lastBootUpTime: new Date(Date.UTC(2026, 10, 30, 0, this.boots)).toISOString(), build: this.build };
+  }
+
+  async registerResume(argv: readonly string[]): Promise<void> {
+    this.calls.push('registerResume');
+    this.tasks.set('\\machineadm\\resume', [...argv]);
+  }
+
+  async removeResume(): Promise<void> {
+    this.calls.push('removeResume');
+    this.tasks.delete('\\machineadm\\resume');
+  }
+
+  async resumeRegistered(): Promise<readonly string[] | undefined> {
+    return this.tasks.get('\\machineadm\\resume');
+  }
+
+  async restart(reason: string): Promise<void> {
+    this.calls.push('restart');
+    this.restarts.push(reason);
+    this.restartRequested = true;
+  }
+
+  /** The machine comes back up: pending features finish, automatic services start, the boot identity changes. */
+  reboot(): void {
+    this.boots++;
+    this.restartRequested = false;
+    for (const [name, state] of this.features) if (state === 'pending') this.features.set(name, 'installed');
+    for (const s of this.services.values()) s.state = 'Stopped';
+    for (const s of this.services.values()) if (s.startMode === 'Auto') this.start(s.name, []);
+  }
+
+  async bootId(): Promise<string> {
+    return bootIdOf(await this.bootIdentity());
+  }
+}
+
+/**
+ * The Windows machine's files for the steps: a real RootedFileSystem under a scratch directory
+ * that takes Windows paths (C:\a\b is <root>/C/a/b) and says it is a Windows one.
+ * `onWrite` sees every file as it is written (to check the ACL it lands under).
+ */
+export function windowsFiles(root: string, onWrite?: (path: string) => void): RootedFileSystem {
+  const real = new RootedFileSystem(root);
+  const map = (p: unknown): unknown => (typeof p === 'string' && /^[A-Za-z]:\\/.test(p) ? `/${p[0]!.toUpperCase()}/${p.slice(3).replace(/\\/g, '/')}` : p);
+  return new Proxy(real, {
+    get(target, prop, receiver) {
+      if (prop === 'platform') return 'windows';
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      return (first: unknown, ...rest: unknown[]) => {
+        if ((prop === 'writeFile' || prop === 'openWrite') && typeof first === 'string') onWrite?.(first);
+        return (value as (...a: unknown[]) => unknown).call(target, map(first), ...rest);
+      };
+    },
+  });
+}
+
+export function realPath(root: string, windowsPath: string): string {
+  return join(root, windowsPath[0]!.toUpperCase(), windowsPath.slice(3).replace(/\\/g, '/'));
+}
