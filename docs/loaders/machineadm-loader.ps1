@@ -7,7 +7,8 @@
   cluster), checks its SHA-256 against the value pinned in the answer file BEFORE anything runs,
   installs it, then runs it with the arguments given. The hash comes with the answer file, never
   from the place the binary is downloaded from. Windows has no minisign, so the loader pins the
-  hash; once installed, machineadm can check its own minisign signature (verify --self).
+  hash; it installs the published .minisig next to the binary, so that the installed machineadm can
+  check its own minisign signature (verify --self, security.requireSignedBinary).
 
   Exit codes: those of machineadm once it runs; before that 1 download failed, 2 bad settings,
   3 the SHA-256 did not match (nothing was installed or run).
@@ -73,9 +74,21 @@ try {
   }
   [Console]::Error.WriteLine("machineadm-loader: verified SHA-256 $actual")
 
+  # The signature the release publishes beside the binary: machineadm checks it itself. A mirror
+  # without it still installs, and says that verify --self and requireSignedBinary cannot work.
+  $signature = "$download.minisig"
+  try {
+    Invoke-WebRequest -Uri "$url.minisig" -OutFile $signature -UseBasicParsing
+  } catch {
+    $signature = $null
+    [Console]::Error.WriteLine("machineadm-loader: warning: no signature at ${url}.minisig ($($_.Exception.Message)): machineadm verify --self and security.requireSignedBinary will refuse this installation")
+  }
+
   $dir = Split-Path -Parent $Destination
   if (-not (Test-Path -LiteralPath $dir)) { New-Item -ItemType Directory -Path $dir -Force | Out-Null }
   Move-Item -LiteralPath $download -Destination $Destination -Force
+  if ($signature) { Move-Item -LiteralPath $signature -Destination "$Destination.minisig" -Force }
+  elseif (Test-Path -LiteralPath "$Destination.minisig") { Remove-Item -LiteralPath "$Destination.minisig" -Force }
 } finally {
   Remove-Item -LiteralPath $work -Recurse -Force -ErrorAction SilentlyContinue
 }

@@ -41,7 +41,7 @@ export interface RunRequest {
    * reboots one run may ask for, and whether machineadm restarts the machine itself (--no-reboot:
    * the caller does). Without it a reboot-required step only ends the run with exit 4.
    */
-  resume?: { argv: readonly string[]; maxReboots: number; reboot: boolean; unavailable?: string };
+  resume?: { argv: readonly string[]; maxReboots: number; reboot: boolean; unavailable?: string; byCloudbaseInit?: boolean };
   /** Configuration fields that took their value from the machine (recorded in the report). */
   machineValues?: MachineIdentity['machineValues'];
 }
@@ -54,6 +54,9 @@ export interface RunReport {
   /** The error that ended the run, secrets scrubbed, for the caller to show. */
   error?: { message: string; hint?: string };
 }
+
+/** cloudbase-init reboots the machine and runs the plugin's script again when it exits with this. */
+export const CLOUDBASE_INIT_REBOOT_AND_RERUN = 1003;
 
 /** After an interruption, how long delivery may go on before the rest stays in the spool. */
 const INTERRUPTED_DELIVERY_MS = 2_000;
@@ -137,7 +140,9 @@ export async function executeRun(request: RunRequest): Promise<RunReport> {
     await request.stateFs.remove(RESUMED_RESULT);
   }
   const error = outcome.error ? { message: secrets.scrub(outcome.error.message), ...(outcome.error.hint ? { hint: secrets.scrub(outcome.error.hint) } : {}) } : undefined;
-  return { exitCode: outcome.error ? outcome.error.exitCode : ExitCode.ok, outcome, reported, ...(error ? { error } : {}) };
+  // cloudbase-init's own code for "reboot, then run this script again".
+  const exitCode = outcome.error instanceof RebootRequiredError && request.resume?.byCloudbaseInit ? CLOUDBASE_INIT_REBOOT_AND_RERUN : outcome.error ? outcome.error.exitCode : ExitCode.ok;
+  return { exitCode, outcome, reported, ...(error ? { error } : {}) };
 }
 
 /** The report of a run that stopped for a reboot, as it was then (in the state dir: /run is cleared at boot). */
@@ -167,6 +172,10 @@ async function rebootForResume(request: RunRequest, input: RunnerInput, reboot: 
   // -o json prints events only; the notes below are for people.
   const write = request.console.mode === 'json' ? () => undefined : request.console.write;
   if (!request.resume) return;
+  if (request.resume.byCloudbaseInit) {
+    write(`not restarting (--cloudbase-init): exit ${CLOUDBASE_INIT_REBOOT_AND_RERUN} asks cloudbase-init to restart the machine and run this again\n`);
+    return;
+  }
   if (!request.resume.reboot) {
     write(`not restarting (--no-reboot): restart the machine to go on; ${request.resume.argv.join(' ')} runs at the next boot\n`);
     return;

@@ -25,7 +25,14 @@ export interface RunnerInput {
    * How a run that stops for a reboot resumes: the command registered to run at the next boot, and
    * how many reboots one run may ask for (the loop guard). Without it nothing is registered.
    */
-  resume?: { argv: readonly string[]; maxReboots: number; /** Why this run cannot be resumed, if so. */ unavailable?: string };
+  resume?: {
+    argv: readonly string[];
+    maxReboots: number;
+    /** Why this run cannot be resumed, if so. */
+    unavailable?: string;
+    /** cloudbase-init reboots and runs the same command again itself: nothing is registered. */
+    byCloudbaseInit?: boolean;
+  };
 }
 
 export const DEFAULT_MAX_REBOOTS = 3;
@@ -350,10 +357,10 @@ async function runStep(s: SelectedStep, input: RunnerInput, state: MachineState,
       const reboot = new RebootRequiredError(s.fullId, applied.rebootRequired);
       state.pendingReboot = { stepId: s.fullId, at: input.host.now().toISOString(), reason: applied.rebootRequired, runId: events.runId, reboots, ...(input.facts.bootId ? { bootId: input.facts.bootId } : {}) };
       // Registered before the run reports, so a registration that fails is this step's failure.
-      if (input.resume?.unavailable) {
+      if (input.resume?.unavailable && !input.resume.byCloudbaseInit) {
         throw new UsageError(`needs a reboot (${applied.rebootRequired}), but ${input.resume.unavailable}`, { hint: 'restart the machine, then run machineadm again with the configuration in a file (-c FILE)' });
       }
-      if (input.resume) await input.host.resume.register(input.resume.argv);
+      if (input.resume && !input.resume.byCloudbaseInit) await input.host.resume.register(input.resume.argv);
       const outcome = await finish('warning', { message: reboot.message, changes: check.changes }, applied.record);
       return { outcome, stop: reboot };
     }

@@ -51,4 +51,17 @@ describe('the PowerShell loader', () => {
     expect(baseUrlCheck).toBeLessThan(download);
     expect(shaCheck).toBeLessThan(download);
   });
+
+  it('installs the published .minisig next to the binary, so that verify --self works on what it installed', () => {
+    const fetchSignature = text.indexOf('Invoke-WebRequest -Uri "$url.minisig"');
+    const install = text.indexOf('Move-Item -LiteralPath $download -Destination $Destination');
+    const installSignature = text.indexOf('Move-Item -LiteralPath $signature -Destination "$Destination.minisig"');
+    const run = text.indexOf('& $Destination @argv');
+    expect(fetchSignature).toBeGreaterThan(text.indexOf('Stop-Loader 3'));
+    expect(install).toBeGreaterThan(fetchSignature);
+    expect(installSignature).toBeGreaterThan(install);
+    expect(run).toBeGreaterThan(installSignature);
+    // An older signature must not stay beside a binary it does not sign.
+    expect(text).toContain('Remove-Item -LiteralPath "$Destination.minisig"');
+  });
 });

@@ -2,12 +2,13 @@
 // (Python's expat, the interpreter cloud-init brings) and each command line checked against the
 // parameters the loader declares. With -File the command line is split by Windows, not parsed as
 // PowerShell; the loader itself is parsed by the grammar in test/loaders/powershell-loader.test.ts.
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { missingRequirement } from '../support/environment.ts';
 import { scratchDir } from '../support/tmp.ts';
+import { CLOUDBASE_INIT_REBOOT_AND_RERUN } from '../../src/phases/run.ts';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const WINDOWS = join(REPO, 'docs/recipes/windows');
@@ -65,5 +66,24 @@ describe.skipIf(skip)('the Windows recipes', () => {
     expect(lines[0]).toMatch(/ >> "%WINDIR%\\Setup\\Scripts\\machineadm\.log" 2>&1$/);
     expect(lines[1]).toContain('%ERRORLEVEL%');
     expect(lines[2]).toBe('exit /b 0');
+  });
+
+  it('cloudbase-init-user-data.ps1 is a #ps1_sysnative script that parses, writes a valid MachineConfig and hands machineadm\'s exit code (1003 for a restart) to cloudbase-init', () => {
+    const file = join(WINDOWS, 'cloudbase-init-user-data.ps1');
+    const text = readFileSync(file, 'utf8');
+    expect(text.split('\n')[0]).toBe('#ps1_sysnative');
+    const parsed = JSON.parse(execFileSync(process.execPath, ['--liftoff-only', join(REPO, 'test/loaders/parse-powershell.mjs'), file], { encoding: 'utf8', cwd: REPO })) as Record<string, { problems: string[] }>;
+    expect(Object.values(parsed)[0]!.problems).toEqual([]);
+    const lines = text.split('\n').filter((l) => l && !l.startsWith('#'));
+    expect(lines.at(-2)).toBe("& (Join-Path $env:ProgramFiles 'machineadm\\machineadm.exe') init -c $config --cloudbase-init");
+    expect(lines.at(-1)).toBe('exit $LASTEXITCODE');
+    const yaml = /@'\n([\s\S]*?)\n'@/.exec(text)![1]!;
+    const config = join(dir, 'cloudbase-init.yaml');
+    writeFileSync(config, yaml);
+    const validated = spawnSync(process.execPath, [join(REPO, 'bin/machineadm.js'), 'config', 'validate', '-c', config], { encoding: 'utf8', cwd: REPO });
+    expect(validated.status, validated.stderr).toBe(0);
+    // The code machineadm ends with for cloudbase-init, as the contract gives it.
+    expect(readFileSync(join(REPO, 'docs/contract.md'), 'utf8')).toContain('`--cloudbase-init`');
+    expect(CLOUDBASE_INIT_REBOOT_AND_RERUN).toBe(1003);
   });
 });

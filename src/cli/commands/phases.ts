@@ -27,6 +27,7 @@ export interface PhaseOptions extends CommonOptions {
   os?: 'linux' | 'windows';
   /** --no-reboot sets it false. */
   reboot?: boolean;
+  cloudbaseInit?: boolean;
   maxReboots?: number;
   set: string[];
 }
@@ -141,8 +142,16 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
     }
     const mode = options.output === 'json' ? 'json' : io.interactive ? 'tty' : 'text';
     const spinner = mode === 'tty' ? await spinnerFactory() : undefined;
+    // Exit codes above 255 exist on Windows only, and cloudbase-init is a Windows agent.
+    if (options.cloudbaseInit && host.fs.platform !== 'windows') throw new UsageError('--cloudbase-init is for Windows machines, where cloudbase-init runs', { hint: 'on Linux, --no-reboot leaves the restart to the caller' });
     const argv = resumeCommand(command, options, io);
-    const resume = { argv: argv ?? [], maxReboots: options.maxReboots ?? DEFAULT_MAX_REBOOTS, reboot: options.reboot !== false, ...(argv ? {} : { unavailable: 'the configuration came from standard input, which the resume after the reboot cannot read again' }) };
+    const resume = {
+      argv: argv ?? [],
+      maxReboots: options.maxReboots ?? DEFAULT_MAX_REBOOTS,
+      reboot: options.reboot !== false,
+      ...(options.cloudbaseInit ? { byCloudbaseInit: true } : {}),
+      ...(argv ? {} : { unavailable: 'the configuration came from standard input, which the resume after the reboot cannot read again' }),
+    };
     const report = await executeRun({ ...request, resume, console: { mode, write: io.stdout, ...(spinner ? { spinner } : {}) } });
     // The summary is output; the error that ended the run goes where every error goes, for scripts that read stderr.
     if (report.error) io.stderr(`error: ${report.error.message}\n${report.error.hint ? `hint: ${report.error.hint}\n` : ''}`);
@@ -189,6 +198,7 @@ export function registerPhaseCommands(program: Command, io: Io, setExit: (code: 
       command
         .option('--dry-run', 'print the plan instead of changing anything (same as plan)', false)
         .option('--no-reboot', 'when a step needs a reboot, register the resume and exit 4 without restarting (the caller restarts)')
+        .option('--cloudbase-init', 'run as a cloudbase-init script: when a step needs a reboot, exit 1003 so that cloudbase-init restarts and runs it again (no resume is registered)')
         .option('--max-reboots <n>', 'stop with a failure when one run asks for more reboots than this', parseCount, DEFAULT_MAX_REBOOTS);
     }
     command.addHelpText('after', `\nExample:\n  $ ${EXAMPLES[name]}\n`);
