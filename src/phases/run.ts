@@ -180,7 +180,7 @@ async function rebootForResume(request: RunRequest, input: RunnerInput, reboot: 
     write(`not restarting (--no-reboot): restart the machine to go on; ${request.resume.argv.join(' ')} runs at the next boot\n`);
     return;
   }
-  if (!request.host.fs.isLiveRoot) {
+  if (!input.facts.liveRoot) {
     write(`not restarting: ${request.host.fs.root} is a scratch root; the resume is registered under it\n`);
     return;
   }

@@ -16,6 +16,8 @@ import { EventBus, type MachineEvent } from '../../src/report/events.ts';
 import { SecretScrubber } from '../../src/config/secrets.ts';
 import { exitCodeOf, RebootRequiredError } from '../../src/errors.ts';
 import { configFrom } from '../report/harness.ts';
+import { executeRun } from '../../src/phases/run.ts';
+import { windowsRestart, windowsResume } from '../../src/host/windows/index.ts';
 import { scratchDir } from '../support/tmp.ts';
 import { realPath, SimulatedWindows, windowsFiles, PRIVATE_ACL } from './simulated-windows.ts';
 
@@ -92,7 +94,43 @@ async function run(m: ReturnType<typeof machine>, config = workerConfig()) {
   return { outcome, finished, calls: m.sim.calls.slice(before), input };
 }
 
+/** The whole run as machineadm runs it (the run module): resume task, restart, one report. */
+async function runWhole(m: ReturnType<typeof machine>) {
+  const facts: Facts = { os: 'windows', arch: 'x64', hostname: 'WIN-NODE1', privileged: true, liveRoot: true, windowsBuild: '20348', bootId: await m.sim.bootId() };
+  const host: Host = { ...createHost({ root: m.root, facts, env: {}, windows: m.sim }), fs: m.fs, proc: m.proc, resume: windowsResume(m.sim), restart: windowsRestart(m.sim) };
+  const argv = ['C:\\Program Files\\machineadm\\machineadm.exe', 'init', '-c', 'C:\\ProgramData\\machineadm\\config.yaml'];
+  return executeRun({
+    command: 'init',
+    config: workerConfig(),
+    host,
+    stateFs: m.stateFs,
+    selection: {},
+    force: false,
+    console: { mode: 'text', write: () => undefined },
+    resume: { argv, maxReboots: 3, reboot: true },
+  });
+}
+
 describe('a Windows worker on the simulated machine', () => {
+  it('is one run across the restart: the resume task runs it on, one report with one run id, and the task is gone at the end', async () => {
+    const m = machine();
+    const first = await runWhole(m);
+    expect(first.exitCode).toBe(4);
+    expect(m.sim.restartRequested).toBe(true);
+    expect(m.sim.tasks.get('\\machineadm\\resume')).toEqual(['C:\\Program Files\\machineadm\\machineadm.exe', 'init', '-c', 'C:\\ProgramData\\machineadm\\config.yaml']);
+    m.sim.reboot();
+    const second = await runWhole(m);
+    expect(second.exitCode).toBe(0);
+    expect(second.outcome.runId).toBe(first.outcome.runId);
+    expect(m.sim.tasks.size).toBe(0);
+    const report = JSON.parse(readFileSync(join(m.stateFs.root, 'result.json'), 'utf8'));
+    expect(report).toMatchObject({ runId: first.outcome.runId, state: 'finished', result: 'success', exitCode: 0, resumedAt: [expect.any(String)] });
+    const steps = report.phases.flatMap((p: { steps: { id: string; result: string }[] }) => p.steps.map((s) => `${s.id}=${s.result}`));
+    expect(steps).toContain('prepare/windows/containers-feature=warning');
+    expect(steps).toContain('provision/kubeadm/join=success');
+    expect(existsSync(realPath(m.root, 'C:\\run\\cluster-api\\bootstrap-success.complete'))).toBe(true);
+  });
+
   it('installs the feature, stops for the restart, then prepares, joins and reports; a second run changes nothing', async () => {
     const m = machine();
     const first = await run(m);
