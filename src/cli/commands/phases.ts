@@ -14,10 +14,10 @@ import { requireSignedSelf } from './trust.ts';
 export type PhaseCommand = 'init' | 'prepare' | 'provision' | 'report' | 'plan';
 
 export interface PhaseOptions extends CommonOptions {
-  only: string[];
-  skip: string[];
+  only?: string[];
+  skip?: string[];
   dryRun?: boolean;
-  force: boolean;
+  force?: boolean;
   facts?: string;
   os?: 'linux' | 'windows';
 }
@@ -51,8 +51,8 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
   const interrupts = planning ? undefined : io.watchInterrupts?.();
   try {
     const hostOptions = (offline: boolean) => hostFrom({ ...options, offline }, io, givenFacts, interrupts?.signal);
-    let host = hostOptions(options.offline);
-    const { config, instanceId } = await loadConfig(host, options.config, { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
+    let host = hostOptions(options.offline ?? false);
+    const { config, instanceId } = await loadConfig(host, options.config ?? [], { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
     if (config.spec.security.offline && !options.offline) host = hostOptions(true);
     if (config.spec.security.requireSignedBinary && !planning) {
       // Before anything changes: a binary that is not the signed release must not touch the machine.
@@ -63,9 +63,9 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
       config,
       host,
       stateFs: stateFsFrom(options, io, host),
-      selection: { only: options.only, skip: options.skip },
-      force: options.force,
-      sources: options.config,
+      selection: { only: options.only ?? [], skip: options.skip ?? [] },
+      force: options.force ?? false,
+      sources: options.config ?? [],
       ...(instanceId ? { instanceId } : {}),
     } as const;
     if (planning) {
@@ -102,17 +102,14 @@ const SUMMARIES: Record<PhaseCommand, string> = {
 
 export function registerPhaseCommands(program: Command, io: Io, setExit: (code: number) => void): void {
   for (const name of ['init', 'prepare', 'provision', 'report', 'plan'] as const) {
-    const command = addCommonOptions(program.command(name).description(SUMMARIES[name]))
-      .option('--only <ids>', 'run only these steps (comma-separated slash ids; a parent selects its children)', parseIds, [])
-      .option('--skip <ids>', 'leave out these steps (beats --only)', parseIds, [])
-      .option('--force', 'redo steps that their own records say are done (e.g. a join)', false);
-    if (name === 'plan') {
-      command
-        .option('--facts <file>', 'plan for the machine these facts (JSON) describe instead of this one')
-        .addOption(new Option('--os <os>', 'plan for this operating system').choices(['linux', 'windows']));
-    } else {
-      command.option('--dry-run', 'print the plan instead of changing anything (same as plan)', false);
-    }
+    const command = addCommonOptions(program.command(name).description(SUMMARIES[name]), io)
+      .option('--only <ids>', 'run only these steps (comma-separated slash ids; a parent selects its children)', parseIds)
+      .option('--skip <ids>', 'leave out these steps (beats --only)', parseIds)
+      .option('--force', 'redo steps that their own records say are done (e.g. a join)');
+    if (name !== 'plan') command.option('--dry-run', 'print the plan instead of changing anything (same as plan)');
+    command
+      .option('--facts <file>', `plan for the machine these facts (JSON) describe instead of this one${name === 'plan' ? '' : ' (with --dry-run)'}`)
+      .addOption(new Option('--os <os>', `plan for this operating system${name === 'plan' ? '' : ' (with --dry-run)'}`).choices(['linux', 'windows']));
     command.addHelpText('after', `\nExample:\n  $ ${EXAMPLES[name]}\n`);
     command.action(async (options: PhaseOptions) => setExit(await runPhaseCommand(name, options, io)));
   }
