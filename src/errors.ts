@@ -66,7 +66,8 @@ export class ConfigError extends MachineadmError {
 
 export function formatIssue(issue: ConfigIssue): string {
   const where = [issue.source, issue.line, issue.column].filter((x) => x !== undefined).join(':');
-  const hint = issue.hint ? ` (${issue.hint})` : '';
+  // The same "hint:" line as every other error, indented under its problem.
+  const hint = issue.hint ? `\n    hint: ${issue.hint}` : '';
   return `  ${where ? where + ': ' : ''}${issue.path ? issue.path + ': ' : ''}${issue.message}${hint}`;
 }
 

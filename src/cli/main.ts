@@ -48,6 +48,11 @@ Exit codes: 0 ok, 1 a step failed, 2 bad usage or configuration, 3 verification 
 export async function main(args: readonly string[], io: Io): Promise<number> {
   let exitCode: number = ExitCode.ok;
   const program = buildProgram(io, (code) => (exitCode = code));
+  if (args.length === 0) {
+    // No command is a usage error: say what there is to run.
+    io.stderr(program.helpInformation());
+    return ExitCode.usage;
+  }
   try {
     await program.parseAsync([...args], { from: 'user' });
     return exitCode;
