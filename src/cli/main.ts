@@ -1,7 +1,7 @@
 // The command-line program: builds the commander tree, runs it, and turns errors into messages
 // and exit codes. The only place that decides what the user sees of an error.
 import { Command, CommanderError } from 'commander';
-import { ConfigError, ExitCode, MachineadmError, formatIssue } from '../errors.ts';
+import { ConfigError, ExitCode, MachineadmError } from '../errors.ts';
 import type { Io } from './io.ts';
 import { registerPhaseCommands } from './commands/phases.ts';
 import { registerConfigCommands } from './commands/config.ts';
@@ -69,7 +69,7 @@ export function reportError(error: unknown, io: Io): number {
     return ExitCode.usage;
   }
   if (error instanceof ConfigError) {
-    io.stderr(`error: invalid configuration (${error.issues.length} problem${error.issues.length === 1 ? '' : 's'}):\n${error.issues.map(formatIssue).join('\n')}\n`);
+    io.stderr(`error: ${ConfigError.summarize(error.issues)}\n`);
     return error.exitCode;
   }
   if (error instanceof MachineadmError && error.exitCode === ExitCode.ok) {

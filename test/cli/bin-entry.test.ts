@@ -18,7 +18,7 @@ const runners: [string, string, string[]][] = [
 ];
 
 function run(node: string, flags: string[], args: string[]) {
-  const env = { ...process.env, PATH: '/usr/bin:/bin' };
+  const env: NodeJS.ProcessEnv = { ...process.env, PATH: '/usr/bin:/bin' };
   delete env.NODE_OPTIONS;
   return spawnSync(node, [...flags, 'bin/machineadm.js', ...args], { cwd: REPO, encoding: 'utf8', env, timeout: 60_000 });
 }
