@@ -175,7 +175,7 @@ interface FetchOptions {
   signature?: string;
   publicKey?: string;
   publicKeyFile?: string;
-  mirror: string[];
+  mirror?: string[];
   requirePrehashed?: boolean;
   signify?: boolean;
   caFile?: string;
@@ -234,7 +234,7 @@ export async function runFetch(url: string, options: FetchOptions, io: Io): Prom
   const bar = io.interactive ? progressBar(io) : undefined;
   try {
     const result = await fetchVerified(host, {
-      urls: [url, ...options.mirror],
+      urls: [url, ...(options.mirror ?? [])],
       destination,
       fileSystem: host.local,
       ...(options.sha256 ? { sha256: options.sha256 } : {}),
@@ -304,7 +304,7 @@ export function registerTrustCommands(program: Command, io: Io, setExit: (code: 
     .option('-x, --signature <url>', 'signature URL (default: URL.minisig, when a public key is given)')
     .option('-P, --public-key <base64>', 'public key (the base64 key line)')
     .option('-p, --public-key-file <file>', 'public key file')
-    .option('--mirror <url>', 'another URL with the same file, tried in order after URL; repeatable', collect, [])
+    .option('--mirror <url>', 'another URL with the same file, tried in order after URL; repeatable', collect)
     .option('--require-prehashed', 'refuse legacy (not prehashed) signatures')
     .option('--signify', "also accept signify's signatures (no trusted comment)")
     .option('--ca-file <file>', 'extra CA certificates (PEM) to trust for https')
