@@ -48,7 +48,7 @@ export function formatEventLine(event: MachineEvent): string | undefined {
     case 'step.output':
       return `${t} ${event.step ?? ''} | ${event.message ?? ''}`;
     case 'run.finished':
-      return `${t} machineadm ${event.command ?? ''} ${event.result} ${formatDuration(event.durationMs ?? 0)}`;
+      return `${t} machineadm ${event.command ?? ''} ${event.result === 'skipped' ? 'done: nothing to do' : event.result} ${formatDuration(event.durationMs ?? 0)}`;
     default:
       return undefined;
   }
@@ -149,7 +149,8 @@ export function deliveryLines(delivery: DeliveryReport): string[] {
 export function renderResultSummary(doc: RunResultDocument, notes: { resultFile?: string; problems?: string[] } = {}): string {
   const steps = doc.phases.flatMap((p) => p.steps);
   const by = (r: Result) => steps.filter((s) => s.result === r).length;
-  const verdict = doc.exitCode === 4 ? 'reboot required' : (doc.result ?? 'unfinished');
+  // A run whose every step was skipped did not fail to run: it found nothing to do.
+  const verdict = doc.exitCode === 4 ? 'reboot required' : doc.result === 'skipped' ? 'nothing to do' : (doc.result ?? 'unfinished');
   const lines = [
     `machineadm ${doc.command}: ${verdict} in ${formatDuration(doc.durationMs ?? 0)} ` +
       `(${steps.length} steps: ${by('success')} changed, ${by('skipped')} skipped, ${by('warning')} warnings, ${by('failure')} failed)`,
