@@ -5,7 +5,6 @@
 import type { RootedFileSystem } from '../host/index.ts';
 import type { ChangeInfo, ErrorInfo, MachineEvent, MachineIdentity, Result } from './events.ts';
 import type { DeliveryReport } from './delivery.ts';
-import { appendHistory, HISTORY_FILE } from './history.ts';
 
 export const RUN_DIR = '/run/machineadm';
 /** Only root may look inside: kubeadm's configuration (with the join token) is kept there while it runs. */
@@ -188,7 +187,6 @@ export class OutcomeFiles {
     if (doc.state === 'finished') {
       await this.write(RESULT_FILE, this.fs);
       await this.write(RESULT_COPY, this.stateFs);
-      await appendHistory(this.stateFs, doc).catch((error: unknown) => this.problems.push(`${this.stateFs.root}${HISTORY_FILE}: ${(error as Error).message}`));
     }
     return doc;
   }
