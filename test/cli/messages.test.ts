@@ -3,7 +3,7 @@
 // changes under a skipped step as if they would happen, a server error is not an invalid
 // configuration, and a usage mistake is not "a bug in machineadm".
 import { createHash } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTestCa, startHttps, type RunningServer, type TestCa } from '../config/helpers/servers.ts';
@@ -210,8 +210,31 @@ describe.skipIf(skipTls)('a configuration server that answers with an error', ()
   it('is reported as a source that could not be read, not as invalid configuration (exit 2)', async () => {
     const run = await runCli(['config', 'validate', '-c', `${server.url}/node.yaml#ca=${ca.caFile}`]);
     expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(/^error: could not read the configuration \(1 problem\):\n  https:\/\/127\.0\.0\.1:\d+\/node\.yaml: .*the server answered 501\n/);
+    expect(run.stderr).toMatch(/^error: could not read the configuration \(1 problem\):\n  https:\/\/127\.0\.0\.1:\d+\/node\.yaml: .*the server answered 501\n    hint: the server does not serve this request: check that the URL names a file the server hands out\n$/);
     expect(run.stderr).not.toContain('invalid configuration');
+  });
+
+  it.each([
+    ['without spec.files[].source.caFile, refuses it and names the field that fixes it', false],
+    ['with spec.files[].source.caFile, trusts the CA for that download', true],
+  ])('a file downloaded from a server whose CA the machine does not know: %s', async (_name, withCa) => {
+    const root = fresh();
+    mkdirSync(join(root, 'etc/pki'), { recursive: true });
+    writeFileSync(join(root, 'etc/pki/site-ca.pem'), ca.caPem);
+    const sha = createHash('sha256').update(payload).digest('hex');
+    const path = join(dir, `files-${n++}.yaml`);
+    writeFileSync(path, `${HEADER}spec:\n  files:\n    - path: /opt/payload.txt\n      source: { url: "${server.url}/file", sha256: ${sha}${withCa ? ', caFile: /etc/pki/site-ca.pem' : ''} }\n`);
+    const run = await runCli(['prepare', '-c', path, '--root', root, '--only', 'prepare/files']);
+    if (withCa) {
+      expect(run.code, run.stderr).toBe(0);
+      expect(readFileSync(join(root, 'opt/payload.txt'))).toEqual(payload);
+    } else {
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain('TLS error: ');
+      expect(run.stderr).not.toContain('--use-system-ca');
+      expect(run.stderr).toContain("hint: the server's certificate is not trusted: give the CA that signed it (machineadm fetch --ca-file PEM; in the configuration spec.files[].source.caFile)");
+      expect(existsSync(join(root, 'opt/payload.txt'))).toBe(false);
+    }
   });
 
   it('fetch still takes -o for the destination, with a deprecation warning', async () => {
