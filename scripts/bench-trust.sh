@@ -87,5 +87,5 @@ for _ in $(seq 50); do [ -s "$work/port" ] && break; sleep 0.1; done
 url="http://127.0.0.1:$(cat "$work/port")/big"
 measure "curl -o" curl -fsS -o "$work/curl.out" "$url"
 rm -f "$work/curl.out"
-measure "machineadm fetch --sha256" "${machineadm[@]}" fetch "$url" -o "$work/fetched" --sha256 "$sha"
+measure "machineadm fetch --sha256" "${machineadm[@]}" fetch "$url" -d "$work/fetched" --sha256 "$sha"
 cmp -s "$work/fetched" "$work/srv/big" || { echo "bench-trust: fetched file differs" >&2; exit 1; }

@@ -49,6 +49,8 @@ export interface ConfigIssue {
   path: string;
   message: string;
   hint?: string;
+  /** The source could not be read (network, HTTP status, permissions): not a fault of its content. */
+  unreadable?: true;
 }
 
 /** Invalid configuration: carries every issue found, not only the first (exit 2). */
@@ -60,13 +62,16 @@ export class ConfigError extends MachineadmError {
   }
   static summarize(issues: ConfigIssue[]): string {
     const n = issues.length;
-    return `invalid configuration (${n} problem${n === 1 ? '' : 's'}):\n` + issues.map(formatIssue).join('\n');
+    // A server error or an unreadable file says nothing about the configuration itself.
+    const what = issues.every((i) => i.unreadable) ? 'could not read the configuration' : 'invalid configuration';
+    return `${what} (${n} problem${n === 1 ? '' : 's'}):\n` + issues.map(formatIssue).join('\n');
   }
 }
 
 export function formatIssue(issue: ConfigIssue): string {
   const where = [issue.source, issue.line, issue.column].filter((x) => x !== undefined).join(':');
-  const hint = issue.hint ? ` (${issue.hint})` : '';
+  // The same "hint:" line as every other error, indented under its problem.
+  const hint = issue.hint ? `\n    hint: ${issue.hint}` : '';
   return `  ${where ? where + ': ' : ''}${issue.path ? issue.path + ': ' : ''}${issue.message}${hint}`;
 }
 

@@ -1,7 +1,7 @@
 // The command-line program: builds the commander tree, runs it, and turns errors into messages
 // and exit codes. The only place that decides what the user sees of an error.
 import { Command, CommanderError } from 'commander';
-import { ConfigError, ExitCode, MachineadmError, formatIssue } from '../errors.ts';
+import { ConfigError, ExitCode, MachineadmError } from '../errors.ts';
 import type { Io } from './io.ts';
 import { registerPhaseCommands } from './commands/phases.ts';
 import { registerConfigCommands } from './commands/config.ts';
@@ -48,6 +48,11 @@ Exit codes: 0 ok, 1 a step failed, 2 bad usage or configuration, 3 verification 
 export async function main(args: readonly string[], io: Io): Promise<number> {
   let exitCode: number = ExitCode.ok;
   const program = buildProgram(io, (code) => (exitCode = code));
+  if (args.length === 0) {
+    // No command is a usage error: say what there is to run.
+    io.stderr(program.helpInformation());
+    return ExitCode.usage;
+  }
   try {
     await program.parseAsync([...args], { from: 'user' });
     return exitCode;
@@ -64,7 +69,7 @@ export function reportError(error: unknown, io: Io): number {
     return ExitCode.usage;
   }
   if (error instanceof ConfigError) {
-    io.stderr(`error: invalid configuration (${error.issues.length} problem${error.issues.length === 1 ? '' : 's'}):\n${error.issues.map(formatIssue).join('\n')}\n`);
+    io.stderr(`error: ${ConfigError.summarize(error.issues)}\n`);
     return error.exitCode;
   }
   if (error instanceof MachineadmError && error.exitCode === ExitCode.ok) {

@@ -6,9 +6,10 @@ import { UsageError } from '../errors.ts';
 import type { Io } from './io.ts';
 
 export interface CommonOptions {
-  config: string[];
+  /** Absent when no -c was given (the default sources apply). */
+  config?: string[];
   root: string;
-  offline: boolean;
+  offline?: boolean;
   output: 'text' | 'json';
   stateDir?: string;
 }
@@ -17,18 +18,47 @@ function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
 
-export function addCommonOptions(command: Command): Command {
+// Each command takes only the options it uses (an option that is accepted and ignored misleads).
+// No default is shown for -c, --offline and the lists: "(default: [])" and "(default: false)" say nothing.
+export function addConfigOptions(command: Command): Command {
+  return command.option('-c, --config <source>', 'configuration source: a file, a directory, - (stdin), https://, imds://user-data; repeatable, merged in order', collect);
+}
+
+/** --root; a root that is a file is a usage error, found before the command starts. */
+export function addRootOption(command: Command, io: Io): Command {
   return command
-    .option('-c, --config <source>', 'configuration source: a file, a directory, - (stdin), https://, imds://user-data; repeatable, merged in order', collect, [])
     .option('--root <dir>', 'work on the machine under this directory instead of / (a scratch root changes nothing live)', '/')
-    .option('--offline', 'never use the network; anything that would fails at once', false)
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
-    .option('--state-dir <dir>', 'where machineadm keeps its state (default: /var/lib/machineadm under --root)');
+    .hook('preAction', async (_command, action) => {
+      const given = (action.opts() as { root?: string }).root;
+      if (given === undefined) return;
+      const info = await new RootedFileSystem('/').stat(resolve(io.cwd, given)).catch(() => undefined);
+      if (info && info.kind !== 'directory' && info.kind !== 'symlink') {
+        throw new UsageError(`--root ${given}: is a ${info.kind === 'file' ? 'regular file' : 'special file'}, not a directory`, {
+          hint: 'give the directory the machine is under: / for this machine, or a scratch directory',
+        });
+      }
+    });
+}
+
+export function addOfflineOption(command: Command, what = 'never use the network; anything that would fails at once'): Command {
+  return command.option('--offline', what);
+}
+
+export function addOutputOption(command: Command): Command {
+  return command.addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'));
+}
+
+export function addStateDirOption(command: Command): Command {
+  return command.option('--state-dir <dir>', 'where machineadm keeps its state (default: /var/lib/machineadm under --root)');
+}
+
+export function addCommonOptions(command: Command, io: Io): Command {
+  return addStateDirOption(addOutputOption(addOfflineOption(addRootOption(addConfigOptions(command), io))));
 }
 
 export function hostFrom(options: CommonOptions, io: Io, facts?: Facts, signal?: AbortSignal): Host {
   const stateDir = options.stateDir ? { stateDir: resolve(io.cwd, options.stateDir) } : {};
-  return createHost({ root: resolve(io.cwd, options.root), offline: options.offline, env: io.env, ...stateDir, ...(facts ? { facts } : {}), ...(signal ? { signal } : {}) });
+  return createHost({ root: resolve(io.cwd, options.root), offline: options.offline ?? false, env: io.env, ...stateDir, ...(facts ? { facts } : {}), ...(signal ? { signal } : {}) });
 }
 
 export function stateFsFrom(options: CommonOptions, io: Io, host: Host): RootedFileSystem {

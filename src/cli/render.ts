@@ -11,11 +11,16 @@ export function renderPlan(plan: Plan): string {
     lines.push('', `${phase.name}: ${phase.summary}`);
     if (phase.steps.length === 0) lines.push('  (no steps)');
     for (const step of phase.steps) {
-      const status = step.status === 'change' ? 'will change' : step.status.replace(/-/g, ' ');
-      lines.push(`  ${MARK[step.status]} ${step.id}: ${step.summary} [${status}${step.reason ? `: ${step.reason}` : ''}]`);
+      // A step may say itself that the configuration does not ask for it (its reason says so).
+      const notApplicable = step.status === 'skipped' && step.reason?.startsWith('not applicable:');
+      const status = step.status === 'change' ? 'will change' : notApplicable ? '' : step.status.replace(/-/g, ' ');
+      const reason = [status, step.reason].filter(Boolean).join(': ');
+      lines.push(`  ${notApplicable ? ' ' : MARK[step.status]} ${step.id}: ${step.summary} [${reason}]`);
+      // A skipped step changes nothing in this run; what it lists is what it would do where it runs.
+      const indent = step.status === 'skipped' && step.changes.length ? (lines.push('      not done in this run; where it runs, it would:'), '  ') : '';
       for (const change of step.changes) {
-        lines.push(`      ${change.action} ${change.target}${change.detail ? ` (${change.detail})` : ''}`);
-        if (change.diff) lines.push(...change.diff.replace(/\n$/, '').split('\n').map((l) => `        ${l}`));
+        lines.push(`      ${indent}${change.action} ${change.target}${change.detail ? ` (${change.detail})` : ''}`);
+        if (change.diff) lines.push(...change.diff.replace(/\n$/, '').split('\n').map((l) => `        ${indent}${l}`));
       }
     }
   }

@@ -376,12 +376,13 @@ function sourceIssues(error: unknown, source: string): ConfigIssue[] {
   if (error instanceof MimeError) return [{ source, ...(error.line ? { line: error.line } : {}), path: '', message: `MIME user data: ${error.message}`, ...(error.hint ? { hint: error.hint } : {}) }];
   if (error instanceof HttpError || error instanceof MachineadmError || error instanceof SourceError || error instanceof ImdsError) {
     const hint = (error as { hint?: string }).hint;
-    return [{ source, path: '', message: error.message, ...(hint ? { hint } : {}) }];
+    const unreadable = error instanceof HttpError || error instanceof ImdsError ? { unreadable: true as const } : {};
+    return [{ source, path: '', message: error.message, ...(hint ? { hint } : {}), ...unreadable }];
   }
   const code = (error as NodeJS.ErrnoException).code;
-  if (code === 'EACCES' || code === 'EPERM') return [{ source, path: '', message: 'permission denied', hint: 'run machineadm as a user that may read it' }];
+  if (code === 'EACCES' || code === 'EPERM') return [{ source, path: '', message: 'permission denied', hint: 'run machineadm as a user that may read it', unreadable: true }];
   if (code === 'EISDIR') return [{ source, path: '', message: 'is a directory' }];
-  return [{ source, path: '', message: `cannot be read: ${(error as Error).message}` }];
+  return [{ source, path: '', message: `cannot be read: ${(error as Error).message}`, unreadable: true }];
 }
 
 /** The MachineConfig documents a source holds (none for user data that does not opt in). */

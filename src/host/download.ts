@@ -73,7 +73,7 @@ class Broken extends Error {
 
 function failureHint(certificate: boolean): string {
   return certificate
-    ? "the server's certificate is not trusted by this machine: add its CA (NODE_EXTRA_CA_CERTS) or use a mirror with a trusted certificate"
+    ? "the server's certificate is not trusted: give the CA that signed it (machineadm fetch --ca-file PEM; in the configuration spec.files[].source.caFile), or use a mirror with a trusted certificate"
     : 'check the URLs and the network, or list a mirror that has the file';
 }
 
@@ -97,6 +97,12 @@ function assertOnline(host: Host, urls: readonly string[]): void {
   }
 }
 
+// Node's own advice ("try running Node.js with --use-system-ca") is for people who start node;
+// the hint gives machineadm's remedy instead.
+function withoutNodeAdvice(message: string): string {
+  return message.replace(/;\s*if the root CA is installed locally, try running Node\.js with --use-system-ca/i, '');
+}
+
 // Decided by the error code only: a connection dropped during the handshake ("...before secure TLS
 // connection was established", ECONNRESET) is a network failure worth retrying, not a certificate
 // problem, even though its message names TLS.
@@ -105,7 +111,7 @@ function describeNetworkError(error: unknown): { message: string; retry: boolean
   const code = e?.code ?? '';
   const certificate = /CERT|UNABLE_TO_|SELF_SIGNED|INVALID_CA|INVALID_PURPOSE|PATH_LENGTH|HOSTNAME_MISMATCH/.test(code);
   if (certificate || /^(ERR_SSL_|ERR_TLS_|EPROTO$)/.test(code)) {
-    return { message: `TLS error: ${e.message}${code ? ` (${code})` : ''}`, retry: false, certificate };
+    return { message: `TLS error: ${withoutNodeAdvice(e.message)}${code ? ` (${code})` : ''}`, retry: false, certificate };
   }
   const retry = code !== 'ENOTFOUND';
   return { message: `${e?.message ?? String(error)}${code && !(e?.message ?? '').includes(code) ? ` (${code})` : ''}`, retry, certificate };

@@ -248,7 +248,15 @@ async function attemptOnce(request: HttpRequest, shown: string, attempt: number)
   stream.destroy();
   const retryable = isRetryableStatus(status);
   const error = new HttpError(`${shown}: the server answered ${status}${attempt > 1 ? ` (after ${attempt} attempts)` : ''}`, { url: request.url, reason: 'status', status, attempts: attempt }, {
-    hint: status === 401 || status === 403 ? 'check the access rights of the URL' : status === 404 ? 'check the URL' : 'retry later, or check the server',
+    hint:
+      status === 401 || status === 403
+        ? 'check the access rights of the URL'
+        : status === 404
+          ? 'check the URL'
+          : retryable
+            ? 'retry later, or check the server'
+            : // 501, 505 and the like: the same request gets the same answer, so waiting does not help.
+              'the server does not serve this request: check that the URL names a file the server hands out',
   });
   return new Attempt(error, retryable, retryable ? parseRetryAfter(headers['retry-after'], new Date()) : undefined);
 }

@@ -40,7 +40,7 @@ export function formatEventLine(event: MachineEvent): string | undefined {
     case 'phase.started':
       return `${t} ${event.phase} started: ${event.summary ?? ''}`;
     case 'phase.finished':
-      return `${t} ${event.phase} ${event.result} ${formatDuration(event.durationMs ?? 0)}`;
+      return `${t} ${event.phase} ${phaseVerdict(event)} ${formatDuration(event.durationMs ?? 0)}`;
     case 'step.finished':
       return `${t} ${event.step} ${event.result} ${formatDuration(event.durationMs ?? 0)}${stepNote(event)}`;
     case 'log':
@@ -48,10 +48,17 @@ export function formatEventLine(event: MachineEvent): string | undefined {
     case 'step.output':
       return `${t} ${event.step ?? ''} | ${event.message ?? ''}`;
     case 'run.finished':
-      return `${t} machineadm ${event.command ?? ''} ${event.result} ${formatDuration(event.durationMs ?? 0)}`;
+      return `${t} machineadm ${event.command ?? ''} ${event.result === 'skipped' ? 'done: nothing to do' : event.result} ${formatDuration(event.durationMs ?? 0)}`;
     default:
       return undefined;
   }
+}
+
+// A phase is "skipped" when none of its steps changed anything; saying so would read as if it had
+// not run (the report phase then has still written its result file, at the end of the run).
+function phaseVerdict(event: MachineEvent): string {
+  if (event.result !== 'skipped') return event.result ?? '';
+  return event.phase === 'report' ? 'done: no step changed anything (the result file is written at the end of the run)' : 'done: no step changed anything';
 }
 
 function stepNote(event: MachineEvent): string {
@@ -142,7 +149,8 @@ export function deliveryLines(delivery: DeliveryReport): string[] {
 export function renderResultSummary(doc: RunResultDocument, notes: { resultFile?: string; problems?: string[] } = {}): string {
   const steps = doc.phases.flatMap((p) => p.steps);
   const by = (r: Result) => steps.filter((s) => s.result === r).length;
-  const verdict = doc.exitCode === 4 ? 'reboot required' : (doc.result ?? 'unfinished');
+  // A run whose every step was skipped did not fail to run: it found nothing to do.
+  const verdict = doc.exitCode === 4 ? 'reboot required' : doc.result === 'skipped' ? 'nothing to do' : (doc.result ?? 'unfinished');
   const lines = [
     `machineadm ${doc.command}: ${verdict} in ${formatDuration(doc.durationMs ?? 0)} ` +
       `(${steps.length} steps: ${by('success')} changed, ${by('skipped')} skipped, ${by('warning')} warnings, ${by('failure')} failed)`,
@@ -153,7 +161,9 @@ export function renderResultSummary(doc: RunResultDocument, notes: { resultFile?
     if (step.error?.details) lines.push(...detailLines(step.error.details));
   }
   if (doc.error && !doc.error.stepId && doc.failedSteps.length === 0) lines.push(`  error: ${doc.error.message}`);
-  if (doc.failedSteps.length) lines.push(`  look at: ${notes.resultFile ?? '/run/machineadm/result.json'} (or "machineadm status -o json") for every step's result and error`);
+  const resultFile = notes.resultFile ?? '/run/machineadm/result.json';
+  if (doc.failedSteps.length) lines.push(`  look at: ${resultFile} (or "machineadm status -o json") for every step's result and error`);
+  else if (!notes.problems?.some((p) => p.startsWith(`${resultFile}:`))) lines.push(`  result: ${resultFile} ("machineadm status" shows this and earlier runs)`);
   if (doc.delivery) lines.push(...deliveryLines(doc.delivery).map((l) => `  ${l}`));
   for (const p of notes.problems ?? []) lines.push(`  could not write ${p}`);
   return lines.join('\n') + '\n';

@@ -1,12 +1,13 @@
 // One run's reporting, as the CLI sets it up: the sinks in the order that makes them safe (the
 // spool first, so an event is on disk before anything shows it; then the result files), and the
-// end of the run (wait for delivery at most the deadline, write result.json).
+// end of the run (wait for delivery at most the deadline, write result.json and the run history).
 import type { Host, RootedFileSystem } from '../host/index.ts';
 import { createHttpPoster, type HttpPoster } from '../host/http-post.ts';
 import type { EventBus } from './events.ts';
 import type { ResolvedEndpoint } from './endpoints.ts';
 import { EventReporter, type DeliveryReport } from './delivery.ts';
 import { OutcomeFiles, type RunResultDocument } from './outcome.ts';
+import { appendHistory, HISTORY_FILE } from './history.ts';
 
 export interface ReportingOptions {
   bus: EventBus;
@@ -59,7 +60,12 @@ export async function openReporting(options: ReportingOptions): Promise<Reportin
       for (const d of detach) d();
       const delivery = reporter ? await reporter.finish(finishOptions.deadlineMs) : undefined;
       const document = await files.finish(delivery);
-      return { document, delivery, problems: [...files.problems, ...(delivery?.spoolErrors ?? [])] };
+      // The run history for `status`: kept like the result files, never stopping the run.
+      const historyProblems: string[] = [];
+      if (document?.state === 'finished') {
+        await appendHistory(options.stateFs, document).catch((error: unknown) => historyProblems.push(`${options.stateFs.root}${HISTORY_FILE}: ${(error as Error).message}`));
+      }
+      return { document, delivery, problems: [...files.problems, ...historyProblems, ...(delivery?.spoolErrors ?? [])] };
     },
   };
 }

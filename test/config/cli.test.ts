@@ -117,7 +117,7 @@ describe('machineadm config validate', () => {
     expect(run.stderr).toContain('invalid configuration (3 problems)');
     expect(run.stderr).toContain(`${file}:5:5: spec.sysctls["net/ipv4/ip_forward"]:`);
     expect(run.stderr).toContain(`${file}:10:13: spec.containerd.registries["docker.io"].mirrors[0].url:`);
-    expect(run.stderr).toContain(`${file}:11:3: spec.kernelModuls: unknown field (did you mean "kernelModules"?)`);
+    expect(run.stderr).toContain(`${file}:11:3: spec.kernelModuls: unknown field\n    hint: did you mean "kernelModules"?`);
     expect(run.stderr).not.toMatch(/at .*\.ts:\d+/);
   });
 

@@ -29,7 +29,7 @@ describe('bad spec.containerd input', () => {
     [
       'extraConfig giving sandbox_image an integer without sandboxImage (containerd 1.6 refuses the file: "Can\'t convert 5(int64) to string")',
       { extraConfig: '[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = 5\n' },
-      'spec.containerd.extraConfig: TOML line 2: plugins."io.containerd.grpc.v1.cri".sandbox_image is the integer 5; containerd reads a string there (config version 2, containerd 1.x) (put the value in quotes',
+      'spec.containerd.extraConfig: TOML line 2: plugins."io.containerd.grpc.v1.cri".sandbox_image is the integer 5; containerd reads a string there (config version 2, containerd 1.x)\n    hint: put the value in quotes',
     ],
     [
       'extraConfig giving a float key an integer (containerd refuses "Can\'t convert 1(int64) to float64")',
@@ -57,11 +57,11 @@ describe('bad spec.containerd input', () => {
       { extraConfig: '[plugins."io.containerd.grpc.v1.cri".registry.configs."registry.example".tls]\n  ca_file = "/etc/ca.pem"\n' },
       'spec.containerd.extraConfig: TOML line 1: sets plugins."io.containerd.grpc.v1.cri".registry.configs."registry.example".tls: "configs.<host>.tls" together with config_path',
     ],
-    ['a mirror URL that is not http(s)', { registries: { 'docker.io': { mirrors: [{ url: 'ftp://mirror.example' }] } } }, 'spec.containerd.registries["docker.io"].mirrors[0].url: "ftp://mirror.example" is not valid (only http:// and https:// URLs are supported'],
+    ['a mirror URL that is not http(s)', { registries: { 'docker.io': { mirrors: [{ url: 'ftp://mirror.example' }] } } }, 'spec.containerd.registries["docker.io"].mirrors[0].url: "ftp://mirror.example" is not valid\n    hint: only http:// and https:// URLs are supported'],
     ['a relative CA file', { registries: { 'docker.io': { mirrors: [{ url: 'https://m.example', caFile: 'ca.pem' }] } } }, 'spec.containerd.registries["docker.io"].mirrors[0].caFile: "ca.pem" is not an absolute path'],
     ['the same mirror listed twice', { registries: { 'docker.io': { mirrors: [{ url: 'https://m.example/' }, { url: 'https://m.example', skipVerify: true }] } } }, 'spec.containerd.registries["docker.io"].mirrors[1].url: the same mirror as mirrors[0]'],
     ['a registry name that is not a host', { registries: { 'docker.io/library': {} } }, 'spec.containerd.registries["docker.io/library"]'],
-    ['a registry name that climbs out of certs.d', { registries: { '..': { skipVerify: true } } }, 'spec.containerd.registries[".."]: ".." is not valid (a registry host'],
+    ['a registry name that climbs out of certs.d', { registries: { '..': { skipVerify: true } } }, 'spec.containerd.registries[".."]: ".." is not valid\n    hint: a registry host'],
     [
       'a CA certificate that does not parse (containerd would then fail every pull)',
       { caCertificates: ['-----BEGIN CERTIFICATE-----\nMIIBozCCAUmgAwIBAgIUPrsvHGVicAu92m5tQXWaxJDUnuAw\n-----END CERTIFICATE-----\n'] },

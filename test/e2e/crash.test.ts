@@ -59,7 +59,7 @@ const env = { ...process.env, NODE_OPTIONS: '', PATH: TEST_PATH, KUBEADM_STANDIN
 /** Files written by kubeadm (the stand-in) rather than machineadm: not machineadm's to keep whole. */
 const KUBEADM_OWNED = /^(etc\/kubernetes|var\/lib\/kubelet|var\/lib\/kubeadm-standin)\//;
 /** Records that differ from run to run by design (times, run ids, delivery counts). */
-const RECORDS = /^(run\/machineadm\/(status|result)\.json|var\/lib\/machineadm\/(state|result)\.json)$/;
+const RECORDS = /^(run\/machineadm\/(status|result)\.json|var\/lib\/machineadm\/(state|result|history)\.json)$/;
 const SPOOL = /^var\/lib\/machineadm\/spool\//;
 
 function tree(root: string): Map<string, string> {

@@ -36,7 +36,7 @@ function scratch(endpoint: Record<string, unknown>, files: Record<string, string
 
 describe('a bad report configuration', () => {
   it.each<[string, Record<string, unknown>, Record<string, string | null>, RegExp]>([
-    ['an ftp:// endpoint', { url: 'ftp://collector.example/events' }, {}, /spec\.report\.endpoints\[0\]\.url: the scheme "ftp" is not supported \(use an http:\/\/ or https:\/\/ URL\)/],
+    ['an ftp:// endpoint', { url: 'ftp://collector.example/events' }, {}, /spec\.report\.endpoints\[0\]\.url: the scheme "ftp" is not supported\n    hint: use an http:\/\/ or https:\/\/ URL/],
     ['an endpoint that is not a URL', { url: 'collector events' }, {}, /spec\.report\.endpoints\[0\]\.url: "collector events" is not a URL/],
     ['credentials in the URL', { url: 'https://user:pw@collector.example/' }, {}, /holds a user name or password/],
     ['a CA file that does not exist', { url: 'https://c.example/', caFile: '/etc/machineadm/ca.pem' }, {}, /spec\.report\.endpoints\[0\]\.caFile: \/etc\/machineadm\/ca\.pem does not exist/],

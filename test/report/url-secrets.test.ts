@@ -144,8 +144,8 @@ describe('secrets in URLs and secret fields', () => {
     await run(0, 'config', 'view', ...common, '-o', 'text');
     await run(0, 'config', 'view', ...common, '-o', 'json');
     await run(2, 'config', 'validate', '-c', invalid);
-    await run(0, 'fetch', fetchUrl, '-o', join(root, 'opt/fetched.bin'), '--sha256', PAYLOAD_SHA);
-    await run(3, 'fetch', fetchUrl, '-o', join(root, 'opt/refused.bin'), '--sha256', WRONG_SHA);
+    await run(0, 'fetch', fetchUrl, '-d', join(root, 'opt/fetched.bin'), '--sha256', PAYLOAD_SHA);
+    await run(3, 'fetch', fetchUrl, '-d', join(root, 'opt/refused.bin'), '--sha256', WRONG_SHA);
 
     for (const [name, result, expected] of runs) expect({ name, code: result.code, stderr: result.stderr }).toEqual({ name, code: expected, stderr: expect.any(String) });
     const shown = runs.flatMap(([name, r]) => [

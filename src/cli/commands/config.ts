@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { dump } from 'js-yaml';
 import type { Io } from '../io.ts';
-import { addCommonOptions, hostFrom, type CommonOptions } from '../options.ts';
+import { addConfigOptions, addOfflineOption, addOutputOption, addRootOption, hostFrom, type CommonOptions } from '../options.ts';
 import { loadConfig, NoMachineConfigError, type LoadOptions } from '../../config/load.ts';
 import { machineConfigJsonSchema } from '../../config/schema/index.ts';
 import { redactConfig } from '../../config/redact.ts';
@@ -11,6 +11,11 @@ import { ConfigError, ExitCode } from '../../errors.ts';
 function loadOptions(io: Io): LoadOptions {
   return { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd };
 }
+
+// Reading the configuration needs its sources, the root (default sources and machine files live
+// under it) and --offline (network sources are refused); no state, so no --state-dir.
+const configOptions = (command: Command, io: Io): Command =>
+  addOutputOption(addOfflineOption(addRootOption(addConfigOptions(command), io), 'refuse configuration sources that need the network'));
 
 export function registerConfigCommands(program: Command, io: Io, setExit: (code: number) => void): void {
   const config = program.command('config').description('validate, view or describe the configuration');
@@ -23,11 +28,11 @@ export function registerConfigCommands(program: Command, io: Io, setExit: (code:
       '\nSources, merge rules and the error format: docs/contract.md, section 3.\n',
   );
 
-  addCommonOptions(config.command('validate').description('check the configuration and list every problem (exit 2 when invalid)'))
+  configOptions(config.command('validate').description('check the configuration and list every problem (exit 2 when invalid)'), io)
     .addHelpText('after', '\nExample:\n  $ machineadm config validate -c node.yaml -o json\n')
     .action(async (options: CommonOptions) => {
       try {
-        const { sources } = await loadConfig(hostFrom(options, io), options.config, loadOptions(io));
+        const { sources } = await loadConfig(hostFrom(options, io), options.config ?? [], loadOptions(io));
         io.stdout(options.output === 'json' ? JSON.stringify({ valid: true, sources, issues: [] }, null, 2) + '\n' : `configuration is valid (${sources.join(', ')})\n`);
         setExit(ExitCode.ok);
       } catch (error) {
@@ -42,12 +47,12 @@ export function registerConfigCommands(program: Command, io: Io, setExit: (code:
       }
     });
 
-  addCommonOptions(config.command('view').description('print the effective (merged) configuration, secrets redacted'))
+  configOptions(config.command('view').description('print the effective (merged) configuration, secrets redacted'), io)
     .addHelpText('after', '\nExample:\n  $ machineadm config view -c https://config.example/node.yaml#sha256=<hex> -c ./override.yaml\n')
     .action(async (options: CommonOptions) => {
       let loaded;
       try {
-        ({ config: loaded } = await loadConfig(hostFrom(options, io), options.config, loadOptions(io)));
+        ({ config: loaded } = await loadConfig(hostFrom(options, io), options.config ?? [], loadOptions(io)));
       } catch (error) {
         if (!(error instanceof NoMachineConfigError)) throw error;
         io.stderr(`${error.message}\n`);

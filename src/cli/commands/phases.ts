@@ -19,10 +19,10 @@ import type { InstanceValues } from '../../config/instance-values.ts';
 export type PhaseCommand = 'init' | 'prepare' | 'provision' | 'report' | 'plan';
 
 export interface PhaseOptions extends CommonOptions {
-  only: string[];
-  skip: string[];
+  only?: string[];
+  skip?: string[];
   dryRun?: boolean;
-  force: boolean;
+  force?: boolean;
   facts?: string;
   os?: 'linux' | 'windows';
   /** --no-reboot sets it false. */
@@ -38,18 +38,19 @@ export interface PhaseOptions extends CommonOptions {
  * goes on from where the run stopped; it does not redo what is done).
  */
 function resumeCommand(command: string, options: PhaseOptions, io: Io): readonly string[] | undefined {
-  if (options.config.includes('-')) return undefined;
+  const sources = options.config ?? [];
+  if (sources.includes('-')) return undefined;
   const local = (source: string) => (/^[a-z][a-z0-9+.-]*:\/\//i.test(source) ? source : resolve(io.cwd, source));
   return [
     ...(io.self ?? ['machineadm']),
     command,
-    ...options.config.flatMap((c) => ['-c', local(c)]),
+    ...sources.flatMap((c) => ['-c', local(c)]),
     '--root', resolve(io.cwd, options.root),
     ...(options.stateDir ? ['--state-dir', resolve(io.cwd, options.stateDir)] : []),
     ...(options.offline ? ['--offline'] : []),
     ...(options.output === 'json' ? ['-o', 'json'] : []),
-    ...(options.only.length ? ['--only', options.only.join(',')] : []),
-    ...(options.skip.length ? ['--skip', options.skip.join(',')] : []),
+    ...(options.only?.length ? ['--only', options.only.join(',')] : []),
+    ...(options.skip?.length ? ['--skip', options.skip.join(',')] : []),
     ...(options.set ?? []).flatMap((value) => ['--set', value]),
     ...(options.reboot === false ? ['--no-reboot'] : []),
     '--max-reboots', String(options.maxReboots ?? DEFAULT_MAX_REBOOTS),
@@ -105,7 +106,7 @@ function renderMachineValues(values: ResolvedMachineValue[]): string {
 
 export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptions, io: Io): Promise<number> {
   const { facts: givenFacts, machine: givenMachine } = await factsFrom(options, io);
-  const setValues = givenMachineValues(options.set.map((s) => [s.slice(0, s.indexOf('=')), s.slice(s.indexOf('=') + 1)]), '--set');
+  const setValues = givenMachineValues((options.set ?? []).map((s) => [s.slice(0, s.indexOf('=')), s.slice(s.indexOf('=') + 1)]), '--set');
   const planning = command === 'plan' || options.dryRun === true;
   if (givenFacts && !planning) {
     throw new UsageError('--facts and --os only go with plan or --dry-run', { hint: 'facts describe another machine; nothing can be applied to it from here' });
@@ -114,8 +115,8 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
   const interrupts = planning ? undefined : io.watchInterrupts?.();
   try {
     const hostOptions = (offline: boolean) => hostFrom({ ...options, offline }, io, givenFacts, interrupts?.signal);
-    let host = hostOptions(options.offline);
-    const loaded = await loadConfig(host, options.config, { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
+    let host = hostOptions(options.offline ?? false);
+    const loaded = await loadConfig(host, options.config ?? [], { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
     const { instanceId } = loaded;
     // Before anything changes: a value the machine lacks or gives unfit for its field ends the run here (exit 2).
     const { config, resolved } = await resolveMachineValues(host, loaded.config, { given: { ...givenMachine, ...setValues }, otherMachine: givenFacts !== undefined });
@@ -129,9 +130,9 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
       config,
       host,
       stateFs: stateFsFrom(options, io, host),
-      selection: { only: options.only, skip: options.skip },
-      force: options.force,
-      sources: options.config,
+      selection: { only: options.only ?? [], skip: options.skip ?? [] },
+      force: options.force ?? false,
+      sources: options.config ?? [],
       ...(instanceId ? { instanceId } : {}),
       ...(resolved.length > 0 ? { machineValues: resolved } : {}),
     } as const;
@@ -185,22 +186,21 @@ function parseCount(value: string): number {
 
 export function registerPhaseCommands(program: Command, io: Io, setExit: (code: number) => void): void {
   for (const name of ['init', 'prepare', 'provision', 'report', 'plan'] as const) {
-    const command = addCommonOptions(program.command(name).description(SUMMARIES[name]))
-      .option('--only <ids>', 'run only these steps (comma-separated slash ids; a parent selects its children)', parseIds, [])
-      .option('--skip <ids>', 'leave out these steps (beats --only)', parseIds, [])
-      .option('--force', 'redo steps that their own records say are done (e.g. a join)', false)
-      .option('--set <name=value>', `a machine value instead of reading it (${GIVEN_VALUE_NAMES.join(', ')}); repeatable`, parseSet, []);
-    if (name === 'plan') {
+    const command = addCommonOptions(program.command(name).description(SUMMARIES[name]), io)
+      .option('--only <ids>', 'run only these steps (comma-separated slash ids; a parent selects its children)', parseIds)
+      .option('--skip <ids>', 'leave out these steps (beats --only)', parseIds)
+      .option('--force', 'redo steps that their own records say are done (e.g. a join)')
+      .option('--set <name=value>', `a machine value instead of reading it (${GIVEN_VALUE_NAMES.join(', ')}); repeatable`, parseSet);
+    if (name !== 'plan') {
       command
-        .option('--facts <file>', 'plan for the machine these facts (JSON) describe instead of this one')
-        .addOption(new Option('--os <os>', 'plan for this operating system').choices(['linux', 'windows']));
-    } else {
-      command
-        .option('--dry-run', 'print the plan instead of changing anything (same as plan)', false)
+        .option('--dry-run', 'print the plan instead of changing anything (same as plan)')
         .option('--no-reboot', 'when a step needs a reboot, register the resume and exit 4 without restarting (the caller restarts)')
         .option('--cloudbase-init', 'run as a cloudbase-init script: when a step needs a reboot, exit 1003 so that cloudbase-init restarts and runs it again (no resume is registered)')
         .option('--max-reboots <n>', 'stop with a failure when one run asks for more reboots than this', parseCount, DEFAULT_MAX_REBOOTS);
     }
+    command
+      .option('--facts <file>', `plan for the machine these facts (JSON) describe instead of this one${name === 'plan' ? '' : ' (with --dry-run)'}`)
+      .addOption(new Option('--os <os>', `plan for this operating system${name === 'plan' ? '' : ' (with --dry-run)'}`).choices(['linux', 'windows']));
     command.addHelpText('after', `\nExample:\n  $ ${EXAMPLES[name]}\n`);
     command.action(async (options: PhaseOptions) => setExit(await runPhaseCommand(name, options, io)));
   }

@@ -1,35 +1,73 @@
-// status: what ran on this machine, from the state file, the last run's result.json and the spool.
+// status: what ran on this machine, from the state file, the kept run history, the last run's
+// result.json and the spool.
 import type { Command } from 'commander';
 import type { Io } from '../io.ts';
-import { addCommonOptions, hostFrom, stateFsFrom, type CommonOptions } from '../options.ts';
+import { addOutputOption, addRootOption, addStateDirOption, hostFrom, stateFsFrom, type CommonOptions } from '../options.ts';
 import { StateStore } from '../../phases/state.ts';
 import { ExitCode } from '../../errors.ts';
 import { readLastResult } from '../../report/outcome.ts';
 import { spoolContents } from '../../report/spool.ts';
+import { HISTORY_LIMIT, isMeaningful, readHistory, type RunHistoryEntry } from '../../report/history.ts';
+
+interface StatusOptions extends CommonOptions {
+  all?: boolean;
+}
+
+function runLine(run: RunHistoryEntry): string {
+  const changed = run.changed.length ? `, ${run.changed.length} step${run.changed.length === 1 ? '' : 's'} changed something` : run.result === 'skipped' ? '' : ', nothing changed';
+  // A run whose every step was skipped had nothing to do: it did not fail to run.
+  const verdict = run.result === 'skipped' ? 'had nothing to do' : run.result;
+  return `${run.command} ${verdict}, exit code ${run.exitCode ?? '-'}${changed} (started ${run.startedAt}, run ${run.runId})`;
+}
+
+function runLines(run: RunHistoryEntry): string[] {
+  const lines: string[] = [];
+  for (const c of run.changed) lines.push(`  changed ${c.step}: ${c.changes.map((x) => `${x.action} ${x.target}`).join(', ')}`);
+  for (const id of run.failedSteps) lines.push(`  failed ${id}`);
+  if (run.error && run.failedSteps.length === 0) lines.push(`  error: ${run.error.message}`);
+  if (run.warnings) lines.push(`  ${run.warnings} warning${run.warnings === 1 ? '' : 's'}`);
+  return lines;
+}
+
+/** Text status: the last run, then the latest run that did something (or every kept run with --all). */
+export function renderHistory(history: readonly RunHistoryEntry[], all: boolean): string[] {
+  if (history.length === 0) return [];
+  const latest = history.at(-1)!;
+  if (all) return [`runs kept (oldest first; at most ${HISTORY_LIMIT}):`, ...history.flatMap((r) => [`- ${runLine(r)}`, ...runLines(r)])];
+  const lines = [`last run: ${runLine(latest)}`, ...runLines(latest)];
+  const meaningful = history.findLast(isMeaningful);
+  if (meaningful && meaningful !== latest) lines.push(`last run that did something: ${runLine(meaningful)}`, ...runLines(meaningful));
+  if (history.length > 1) lines.push(`${history.length} runs kept ("machineadm status --all" lists them)`);
+  return lines;
+}
 
 export function registerStatusCommand(program: Command, io: Io, setExit: (code: number) => void): void {
-  addCommonOptions(program.command('status').description('show what machineadm did on this machine'))
-    .addHelpText('after', '\nExample:\n  $ machineadm status -o json\n')
-    .action(async (options: CommonOptions) => {
+  const command = program.command('status').description('show what machineadm did on this machine: the last runs, what each changed, its result and exit code');
+  addStateDirOption(addOutputOption(addRootOption(command, io)))
+    .option('--all', 'list every kept run, not only the last one and the last one that did something')
+    .addHelpText('after', '\nExample:\n  $ machineadm status --all\n  $ machineadm status -o json\n')
+    .action(async (options: StatusOptions) => {
       const host = hostFrom(options, io);
       const stateFs = stateFsFrom(options, io, host);
       const store = new StateStore(stateFs);
       const state = await store.load();
+      const history = await readHistory(stateFs);
       const lastResult = await readLastResult(host.fs, stateFs);
       const spool = (await spoolContents(stateFs)).filter((s) => s.events > 0);
       const resume = await host.resume.registered().catch(() => undefined);
       if (options.output === 'json') {
-        io.stdout(JSON.stringify({ stateDir: store.directory, ...state, lastResult: lastResult ?? null, spool, resume: resume ?? null }, null, 2) + '\n');
+        io.stdout(JSON.stringify({ stateDir: store.directory, ...state, history, lastResult: lastResult ?? null, spool, resume: resume ?? null }, null, 2) + '\n');
       } else {
+        const lines = [`state: ${store.directory}`];
         const last = state.runs.at(-1);
-        const lines = [`state: ${store.directory}`, last ? `last run: ${last.command} ${last.result ?? 'unfinished'} (started ${last.startedAt}, run ${last.runId})` : 'machineadm has not run on this machine'];
+        if (history.length) lines.push(...renderHistory(history, options.all ?? false));
+        // A run that never reached its end (killed) is in the state file only.
+        else if (last) lines.push(`last run: ${last.command} ${last.result ?? 'unfinished'} (started ${last.startedAt}, run ${last.runId})`);
+        else lines.push('machineadm has not run on this machine');
+        if (last && history.length && last.runId !== history.at(-1)!.runId) lines.push(`a later run did not finish: ${last.command} ${last.result ?? 'unfinished'} (started ${last.startedAt}, run ${last.runId})`);
         if (state.pendingReboot) lines.push(`waiting for a reboot requested by ${state.pendingReboot.stepId}: ${state.pendingReboot.reason}`);
         if (resume) lines.push(`pending resume: the next boot runs ${resume.join(' ')}`);
-        for (const [id, record] of Object.entries(state.steps)) lines.push(`  ${id}: ${record.result} at ${record.at}`);
-        if (lastResult) {
-          lines.push(`last result: ${lastResult.command} ${lastResult.state === 'finished' ? (lastResult.result ?? '') : 'unfinished'} (run ${lastResult.runId}, exit code ${lastResult.exitCode ?? '-'})`);
-          for (const id of lastResult.failedSteps ?? []) lines.push(`  failed: ${id}`);
-        }
+        if (lastResult && lastResult.state !== 'finished') lines.push(`unfinished result: ${lastResult.command} (run ${lastResult.runId})`);
         for (const s of spool) lines.push(`spool: ${s.events} event${s.events === 1 ? '' : 's'} waiting in spool/${s.key} ("machineadm report" sends them)`);
         io.stdout(lines.join('\n') + '\n');
       }

@@ -1,7 +1,7 @@
 // verify, keygen, sign, fetch: minisign-compatible signatures and verified downloads.
 import { basename, resolve } from 'node:path';
 import { isSea } from 'node:sea';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import type { Io } from '../io.ts';
 import { createHost, type Host } from '../../host/index.ts';
 import { ExitCode, UsageError, VerificationError } from '../../errors.ts';
@@ -168,12 +168,14 @@ export async function runSign(file: string, options: SignOptions, io: Io): Promi
 }
 
 interface FetchOptions {
-  output: string;
+  destination?: string;
+  /** The old spelling of --destination: -o is the output format in every other command. */
+  output?: string;
   sha256?: string;
   signature?: string;
   publicKey?: string;
   publicKeyFile?: string;
-  mirror: string[];
+  mirror?: string[];
   requirePrehashed?: boolean;
   signify?: boolean;
   caFile?: string;
@@ -210,13 +212,19 @@ function progressBar(io: Io): { update: (received: number, total: number | undef
 
 export async function runFetch(url: string, options: FetchOptions, io: Io): Promise<number> {
   const host = localHost(io, options.offline ?? false);
+  if (options.output !== undefined) {
+    if (options.destination !== undefined) throw new UsageError('give the destination once, with --destination (-o is its old spelling)');
+    io.stderr('warning: fetch -o/--output is deprecated (-o is the output format in every other command); use -d/--destination\n');
+  }
+  const target = options.destination ?? options.output;
+  if (target === undefined) throw new UsageError('fetch needs the destination: -d, --destination <path>', { hint: 'e.g. machineadm fetch URL -d /usr/local/bin/kubelet --sha256 HEX' });
   if (!options.sha256 && !options.publicKey && !options.publicKeyFile) {
     throw new UsageError('give --sha256 HEX or a public key (-P/-p) to check the download with', { hint: 'machineadm never puts an unchecked download in place' });
   }
   if (options.signature && !options.publicKey && !options.publicKeyFile) throw new UsageError('-x SIG_URL needs the public key to check it with (-P or -p)');
   let publicKey: string | undefined;
   if (options.publicKey || options.publicKeyFile) publicKey = formatPublicKeyLine(await publicKeyFrom(host, io, options));
-  const destination = resolve(io.cwd, options.output);
+  const destination = resolve(io.cwd, target);
   const ca = options.caFile ? (await readLocal(host, resolve(io.cwd, options.caFile), 'CA file')).toString('utf8') : undefined;
   let mode: number | undefined;
   if (options.mode !== undefined) {
@@ -226,7 +234,7 @@ export async function runFetch(url: string, options: FetchOptions, io: Io): Prom
   const bar = io.interactive ? progressBar(io) : undefined;
   try {
     const result = await fetchVerified(host, {
-      urls: [url, ...options.mirror],
+      urls: [url, ...(options.mirror ?? [])],
       destination,
       fileSystem: host.local,
       ...(options.sha256 ? { sha256: options.sha256 } : {}),
@@ -290,12 +298,13 @@ export function registerTrustCommands(program: Command, io: Io, setExit: (code: 
     .command('fetch')
     .description('download a file, verify it, and only then put it in place')
     .argument('<url>')
-    .requiredOption('-o, --output <path>', 'where to put the file')
+    .option('-d, --destination <path>', 'where to put the file')
+    .addOption(new Option('-o, --output <path>', 'deprecated spelling of --destination').hideHelp())
     .option('--sha256 <hex>', 'expected SHA-256')
     .option('-x, --signature <url>', 'signature URL (default: URL.minisig, when a public key is given)')
     .option('-P, --public-key <base64>', 'public key (the base64 key line)')
     .option('-p, --public-key-file <file>', 'public key file')
-    .option('--mirror <url>', 'another URL with the same file, tried in order after URL; repeatable', collect, [])
+    .option('--mirror <url>', 'another URL with the same file, tried in order after URL; repeatable', collect)
     .option('--require-prehashed', 'refuse legacy (not prehashed) signatures')
     .option('--signify', "also accept signify's signatures (no trusted comment)")
     .option('--ca-file <file>', 'extra CA certificates (PEM) to trust for https')
@@ -303,7 +312,7 @@ export function registerTrustCommands(program: Command, io: Io, setExit: (code: 
     .option('--offline', 'never use the network (fails at once)')
     .addHelpText(
       'after',
-      '\nExit codes: 0 fetched and verified, 1 download failed, 2 bad usage, 3 verification failed (nothing is written at -o).\n\nExample:\n  $ machineadm fetch https://mirror.example/kubelet -o /usr/local/bin/kubelet --sha256 <hex> --mode 0755\n  $ machineadm fetch https://bucket.example/machineadm -o ./machineadm -P RWQ... --mirror https://mirror.internal/machineadm\n',
+      '\nExit codes: 0 fetched and verified, 1 download failed, 2 bad usage, 3 verification failed (nothing is written at the destination).\n\nExample:\n  $ machineadm fetch https://mirror.example/kubelet -d /usr/local/bin/kubelet --sha256 <hex> --mode 0755\n  $ machineadm fetch https://bucket.example/machineadm -d ./machineadm -P RWQ... --mirror https://mirror.internal/machineadm\n',
     )
     .action(async (url: string, options: FetchOptions) => setExit(await runFetch(url, options, io)));
 }

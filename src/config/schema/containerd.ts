@@ -39,13 +39,27 @@ export function certificateProblem(pem: string): string | undefined {
   return undefined;
 }
 
-export const registryMirror = object({
-  url: httpUrl,
-  capabilities: optional(array(enumOf(['pull', 'resolve', 'push'] as const), { unique: true, minItems: 1 })),
-  caFile: optional(machinePath('path of a PEM CA bundle on the machine for this mirror')),
-  skipVerify: optional(boolean({ description: 'disable TLS verification for this mirror (only when explicitly asked)' })),
-  overridePath: optional(boolean()),
-});
+export const registryMirror = object(
+  {
+    url: httpUrl,
+    capabilities: optional(array(enumOf(['pull', 'resolve', 'push'] as const), { unique: true, minItems: 1 })),
+    caFile: optional(machinePath('path of a PEM CA bundle on the machine for this mirror')),
+    skipVerify: optional(boolean({ description: 'disable TLS verification for this mirror (only when explicitly asked)' })),
+    overridePath: optional(boolean({ description: "the URL's path is the registry API root (it then ends in its /v2 part); for mirrors that serve the API under a prefix" })),
+  },
+  {
+    // With override_path containerd appends "<repo>/manifests/<tag>" to the URL as it is: without
+    // the API root it asks for /<repo>/manifests/<tag>, gets 404 and falls back to upstream, which
+    // an air-gapped node cannot reach and a connected one reaches silently, bypassing the mirror.
+    check: (mirror, report) => {
+      if (!mirror.overridePath || !URL.canParse(mirror.url)) return;
+      const segments = new URL(mirror.url).pathname.split('/');
+      if (!segments.includes('v2')) {
+        report('url', 'overridePath: true needs the registry API root in the URL, including its /v2 part (containerd would request <url>/<repository>/manifests/<tag>, get 404 and fall back to upstream)', `e.g. ${mirror.url.replace(/\/+$/, '')}/v2, or leave overridePath out for a mirror that serves /v2/ at its root`);
+      }
+    },
+  },
+);
 
 export const containerdSection = object({
   version: optional(string({ pattern: /^\d+\.\d+(\.\d+)?$/, patternHint: 'a version such as 1.7 or 2.1.0', description: 'containerd version to render for, when containerd is not installed yet' })),

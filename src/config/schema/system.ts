@@ -34,6 +34,7 @@ export const fileSpec = object(
       object({
         url: string({ pattern: /^https?:\/\//, patternHint: 'an http:// or https:// URL' }),
         sha256: string({ pattern: /^[a-f0-9]{64}$/, patternHint: '64 lowercase hex digits (sha256sum prints them)' }),
+        caFile: optional(string({ minLength: 1, description: 'path of a PEM CA bundle on the machine, trusted for this download in addition to the system CAs', check: filePathProblem })),
       }),
     ),
     mode: withDefault(fileMode, '0644'),

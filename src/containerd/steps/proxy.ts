@@ -11,6 +11,10 @@ async function leftover(ctx: StepContext): Promise<boolean> {
   return ((await ctx.host.fs.readText(PROXY_DROPIN)) ?? '').startsWith(WRITTEN_BY_MACHINEADM);
 }
 
+// Without a proxy in the configuration there is nothing to do: the step is not applicable, which
+// must not read as "already done".
+const NOT_ASKED = 'not applicable: spec.containerd.proxy is not set';
+
 export const containerdProxyStep: Step = {
   id: 'containerd/proxy',
   summary: `write the proxy settings for containerd (${PROXY_DROPIN})`,
@@ -19,7 +23,7 @@ export const containerdProxyStep: Step = {
   async check(ctx) {
     const { proxy } = renderFor(ctx);
     if (!proxy) {
-      return (await leftover(ctx)) ? { done: false, changes: [{ action: 'delete', target: PROXY_DROPIN, detail: 'spec.containerd.proxy is no longer set' }] } : { done: true, changes: [] };
+      return (await leftover(ctx)) ? { done: false, changes: [{ action: 'delete', target: PROXY_DROPIN, detail: 'spec.containerd.proxy is no longer set' }] } : { done: true, changes: [], skipReason: NOT_ASKED };
     }
     const state = await inspectFile(ctx.host.fs, desiredFile(proxy), ctx.facts.privileged);
     return { done: !state.change, changes: state.change ? [state.change] : [] };

@@ -90,8 +90,11 @@ async function downloadAll(ctx: StepContext, files: readonly SourceFile[]): Prom
   try {
     for (const file of files) {
       current = file;
+      const ca = file.spec.source.caFile ? await ctx.host.fs.readText(file.spec.source.caFile) : undefined;
+      if (file.spec.source.caFile && ca === undefined) throw new ConfigError([{ path: `spec.files[${file.index}].source.caFile`, message: `${file.spec.source.caFile} does not exist on the machine`, hint: 'put the CA bundle there before the run, or fix the path' }]);
       const { pending: one } = await fetchVerifiedPending(ctx.host, {
         urls: [file.spec.source.url],
+        ...(ca ? { ca } : {}),
         destination: file.spec.path,
         sha256: file.spec.source.sha256,
         mode: file.mode,
