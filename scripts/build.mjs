@@ -209,7 +209,25 @@ async function extractEntry(tarball, entryName) {
 
 // --- bundle and blob --------------------------------------------------------------------------
 
-async function bundle(workDir, identity) {
+/**
+ * commander requires node:child_process when it loads, for executable subcommands, which
+ * machineadm has none of; that require alone loads net, dgram and every stream module at each start.
+ * Its only use, spawn, loads the real module on first call.
+ */
+export const lazyCommanderChildProcess = {
+  name: 'lazy-commander-child-process',
+  setup(build) {
+    build.onResolve({ filter: /^(node:)?child_process$/ }, (args) =>
+      /[\\/]node_modules[\\/]commander[\\/]/.test(args.importer) ? { path: 'commander-child-process', namespace: 'lazy-builtin' } : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, () => ({
+      contents: "module.exports = { spawn: (...args) => require('node:child_process').spawn(...args) };",
+      loader: 'js',
+    }));
+  },
+};
+
+export async function bundle(workDir, identity) {
   const esbuild = await import('esbuild');
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
   const result = await esbuild.build({
@@ -226,6 +244,7 @@ async function bundle(workDir, identity) {
     charset: 'utf8',
     logLevel: 'silent',
     define: { __MACHINEADM_BUILD__: JSON.stringify(identity) },
+    plugins: [lazyCommanderChildProcess],
   });
   const problems = [...result.errors, ...result.warnings].map((m) => `${m.location ? `${m.location.file}:${m.location.line}: ` : ''}${m.text}`);
   if (problems.length) throw new BuildError(`esbuild reported problems (the bundle must be clean):\n  ${problems.join('\n  ')}`);

@@ -1,9 +1,7 @@
-// The options every command shares, and turning them into a Host, facts and an event bus.
-import { resolve } from 'node:path';
+// The options every command shares. Registering them loads nothing of the host: commands load
+// ./host-options.ts when they run.
 import { Option, type Command } from 'commander';
-import { createHost, RootedFileSystem, STATE_DIR, type Facts, type Host } from '../host/index.ts';
 import { UsageError } from '../errors.ts';
-import type { Io } from './io.ts';
 
 export interface CommonOptions {
   config: string[];
@@ -24,16 +22,6 @@ export function addCommonOptions(command: Command): Command {
     .option('--offline', 'never use the network; anything that would fails at once', false)
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
     .option('--state-dir <dir>', 'where machineadm keeps its state (default: /var/lib/machineadm under --root)');
-}
-
-export function hostFrom(options: CommonOptions, io: Io, facts?: Facts, signal?: AbortSignal): Host {
-  const stateDir = options.stateDir ? { stateDir: resolve(io.cwd, options.stateDir) } : {};
-  return createHost({ root: resolve(io.cwd, options.root), offline: options.offline, env: io.env, ...stateDir, ...(facts ? { facts } : {}), ...(signal ? { signal } : {}) });
-}
-
-export function stateFsFrom(options: CommonOptions, io: Io, host: Host): RootedFileSystem {
-  const dir = options.stateDir ? resolve(io.cwd, options.stateDir) : host.fs.mapPath(STATE_DIR);
-  return new RootedFileSystem(dir);
 }
 
 export function parseIds(value: string, previous: string[] = []): string[] {

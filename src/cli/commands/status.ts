@@ -1,16 +1,18 @@
 // status: what ran on this machine, from the state file, the last run's result.json and the spool.
 import type { Command } from 'commander';
 import type { Io } from '../io.ts';
-import { addCommonOptions, hostFrom, stateFsFrom, type CommonOptions } from '../options.ts';
-import { StateStore } from '../../phases/state.ts';
+import { addCommonOptions, type CommonOptions } from '../options.ts';
 import { ExitCode } from '../../errors.ts';
-import { readLastResult } from '../../report/outcome.ts';
-import { spoolContents } from '../../report/spool.ts';
+
+// Loaded when status runs, not at every start of machineadm.
+const implementation = () =>
+  Promise.all([import('../host-options.ts'), import('../../phases/state.ts'), import('../../report/outcome.ts'), import('../../report/spool.ts')]);
 
 export function registerStatusCommand(program: Command, io: Io, setExit: (code: number) => void): void {
   addCommonOptions(program.command('status').description('show what machineadm did on this machine'))
     .addHelpText('after', '\nExample:\n  $ machineadm status -o json\n')
     .action(async (options: CommonOptions) => {
+      const [{ hostFrom, stateFsFrom }, { StateStore }, { readLastResult }, { spoolContents }] = await implementation();
       const host = hostFrom(options, io);
       const stateFs = stateFsFrom(options, io, host);
       const store = new StateStore(stateFs);
