@@ -8,8 +8,7 @@ import { buildInfo } from '../../version.ts';
 import { formatPublicKey, formatSecretKey, formatSignature, keyIdHex, parsePublicKey, parseSecretKey, parseSignature, formatPublicKeyLine, type PublicKey } from '../../verify/minisign.ts';
 import { defaultTrustedComment, generateKeyPair, signStream, verifyStream, type VerifiedSignature } from '../../verify/signature.ts';
 import { verifySelf, type SelfVerifyResult } from '../../verify/self.ts';
-import { fetchVerified } from '../../verify/fetch.ts';
-import { displayUrl } from '../../host/http.ts';
+import { displayUrl } from '../../redaction.ts';
 
 function localHost(io: Io, offline = false): Host {
   return createHost({ env: io.env, offline });
@@ -93,14 +92,9 @@ export async function runVerify(file: string | undefined, options: VerifyOptions
   const sigData = await host.local.readFile(sigPath);
   if (sigData === undefined) throw new VerificationError(`no signature file ${sigPath}`, { hint: 'give its path with -x' });
   const signature = parseSignature(sigData, sigPath);
-  const stream = await host.local.openRead(path);
-  try {
-    const result = await verifyStream(stream, signature, publicKey, { fileName: path, requirePrehashed: options.requirePrehashed ?? false, signify: options.signify ?? false });
-    if (!options.quiet) io.stdout(describeVerified(path, result));
-    return ExitCode.ok;
-  } finally {
-    stream.destroy();
-  }
+  const result = await verifyStream(host.local.readBlocks(path), signature, publicKey, { fileName: path, requirePrehashed: options.requirePrehashed ?? false, signify: options.signify ?? false });
+  if (!options.quiet) io.stdout(describeVerified(path, result));
+  return ExitCode.ok;
 }
 
 export interface KeygenOptions {
@@ -145,17 +139,11 @@ export async function runSign(file: string, options: SignOptions, io: Io): Promi
   const password = options.passwordFile ? (await readLocal(host, resolve(io.cwd, options.passwordFile), 'password file')).toString('utf8').replace(/\r?\n$/, '') : undefined;
   const secret = parseSecretKey(keyData, keyPath, password);
   if ((await host.local.stat(path))?.kind !== 'file') throw new UsageError(`${path}: no such file`);
-  const stream = await host.local.openRead(path);
-  let signature;
-  try {
-    signature = await signStream(stream, secret, {
-      trustedComment: options.trustedComment ?? defaultTrustedComment(basename(path), host.now(), options.legacy),
-      ...(options.untrustedComment ? { untrustedComment: options.untrustedComment } : {}),
-      legacy: options.legacy ?? false,
-    });
-  } finally {
-    stream.destroy();
-  }
+  const signature = await signStream(host.local.readBlocks(path), secret, {
+    trustedComment: options.trustedComment ?? defaultTrustedComment(basename(path), host.now(), options.legacy),
+    ...(options.untrustedComment ? { untrustedComment: options.untrustedComment } : {}),
+    legacy: options.legacy ?? false,
+  });
   const sigPath = options.signature ? resolve(io.cwd, options.signature) : `${path}.minisig`;
   await host.local.writeFile(sigPath, formatSignature(signature), { mode: 0o644, backup: false });
   io.stdout(`signed ${path} with key ${keyIdHex(secret.keyId)}: ${sigPath}\n`);
@@ -220,6 +208,8 @@ export async function runFetch(url: string, options: FetchOptions, io: Io): Prom
   }
   const bar = io.interactive ? progressBar(io) : undefined;
   try {
+    // HTTP (got, tls) is loaded only by the command that downloads.
+    const { fetchVerified } = await import('../../verify/fetch.ts');
     const result = await fetchVerified(host, {
       urls: [url, ...options.mirror],
       destination,
