@@ -69,6 +69,9 @@ export class FileSystemError extends MachineadmError {
 /** 1 MiB: large enough that per-read costs vanish next to hashing, small enough to stay in cache. */
 export const READ_BLOCK_SIZE = 1024 * 1024;
 
+/** How much a file being written may buffer before its writer waits. */
+export const WRITE_BUFFER_SIZE = 1024 * 1024;
+
 export class RootedFileSystem {
   readonly root: string;
   readonly platform: 'linux' | 'windows';
@@ -254,7 +257,9 @@ export class RootedFileSystem {
     const temp = this.path.join(dir, temporaryName(this.path.basename(real)));
     const mode = options.mode ?? (existing ? existing.mode & 0o7777 : 0o644);
     // Created with the final mode so a secret is never readable by others, even for a moment.
-    const stream = createWriteStream(temp, { flags: 'wx', mode });
+    // A buffer of a few network chunks: a writer waits for the disk only when it falls behind, not
+    // after every chunk (at the default 64 KiB, as large as one socket read, every write waited).
+    const stream = createWriteStream(temp, { flags: 'wx', mode, highWaterMark: WRITE_BUFFER_SIZE });
     await new Promise<void>((resolve, reject) => {
       stream.once('open', () => resolve());
       stream.once('error', reject);
