@@ -1,7 +1,7 @@
 // Startup cost: the packaged program loads a command's implementation, and the heavy Node builtins
 // it needs, only when that command runs. Checked on the bundle the executable embeds.
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error the build script is plain JavaScript (it runs before anything is installed)
@@ -39,5 +39,16 @@ describe('what starting machineadm loads', () => {
   it('a command that needs them still gets them when it runs (plan spawns tools, reads files, hashes)', () => {
     const loaded = loadedBy(['plan', '-c', 'examples/linux-worker.yaml', '--root', scratchDir()]);
     expect(loaded).toEqual(expect.arrayContaining(['child_process', 'crypto']));
+  });
+});
+
+describe('what starting machineadm compiles', () => {
+  it('is the entry piece only: the implementation of each command waits in a string until the command runs', () => {
+    const text = readFileSync(join(dir, 'machineadm.cjs'), 'utf8');
+    // The lazy pieces are the entries of one object, a line each: "./<piece>.js": "<source>".
+    const lazy = text.split('\n').filter((line) => /^ {2}"\.\/[\w-]+\.js": "/.test(line));
+    const lazyBytes = lazy.reduce((sum, line) => sum + line.length + 1, 0);
+    expect(lazy.some((line) => line.includes('runPhaseCommand'))).toBe(true);
+    expect(text.length - lazyBytes).toBeLessThan(text.length / 5);
   });
 });
