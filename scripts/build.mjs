@@ -209,23 +209,84 @@ async function extractEntry(tarball, entryName) {
 
 // --- bundle and blob --------------------------------------------------------------------------
 
-async function bundle(workDir, identity) {
+/**
+ * commander requires node:child_process when it loads, for executable subcommands, which
+ * machineadm has none of; that require alone loads net, dgram and every stream module at each start.
+ * Its only use, spawn, loads the real module on first call.
+ */
+export const lazyCommanderChildProcess = {
+  name: 'lazy-commander-child-process',
+  setup(build) {
+    build.onResolve({ filter: /^(node:)?child_process$/ }, (args) =>
+      /[\\/]node_modules[\\/]commander[\\/]/.test(args.importer) ? { path: 'commander-child-process', namespace: 'lazy-builtin' } : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, () => ({
+      contents: "module.exports = { spawn: (...args) => require('node:child_process').spawn(...args) };",
+      loader: 'js',
+    }));
+  },
+};
+
+/**
+ * One CommonJS script from esbuild's pieces, as a SEA main script must be (Node 24). The entry
+ * piece is code; every other piece is a string, compiled when first required: V8 only scans a
+ * string, where it must parse code, and compiling the whole program took most of a start.
+ */
+async function joinPieces(esbuild, outputFiles, outdir) {
+  const pieces = [];
+  for (const file of [...outputFiles].sort((a, b) => a.path.localeCompare(b.path))) {
+    const id = `./${relative(outdir, file.path).split('\\').join('/')}`;
+    // dynamic-import off: import() of a piece becomes a require() of it, inside a promise.
+    const out = await esbuild.transform(file.text, { format: 'cjs', loader: 'js', platform: 'node', target: 'node24', supported: { 'dynamic-import': false }, logLevel: 'silent' });
+    if (out.warnings.length) throw new BuildError(`converting ${id} to CommonJS: ${out.warnings.map((w) => w.text).join('; ')}`);
+    pieces.push({ id, code: out.code });
+  }
+  const entry = pieces.find((p) => p.id === './bin.js');
+  if (!entry) throw new BuildError('esbuild made no bin.js piece');
+  const lazy = pieces.filter((p) => p !== entry).map((p) => `  ${JSON.stringify(p.id)}: ${JSON.stringify(p.code)},`);
+  return `"use strict";
+const machineadmPieces = {
+${lazy.join('\n')}
+};
+const machineadmLoaded = new Map();
+function machineadmRequire(id) {
+  const source = machineadmPieces[id];
+  if (source === undefined) return require(id);
+  let loaded = machineadmLoaded.get(id);
+  if (loaded) return loaded.exports;
+  loaded = { exports: {} };
+  machineadmLoaded.set(id, loaded);
+  const compiled = require("node:vm").compileFunction(source, ["exports", "require", "module"], { filename: "machineadm/" + id.slice(2) });
+  compiled.call(loaded.exports, loaded.exports, machineadmRequire, loaded);
+  return loaded.exports;
+}
+(function (require, module, exports) {
+${entry.code}
+})(machineadmRequire, { exports: {} }, {});
+`;
+}
+
+export async function bundle(workDir, identity) {
   const esbuild = await import('esbuild');
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+  // Split at the dynamic imports: what every start needs (commander, the options of each command)
+  // is one piece, each command's implementation others, compiled only when the command runs.
   const result = await esbuild.build({
     absWorkingDir: ROOT,
     entryPoints: ['src/cli/bin.ts'],
     bundle: true,
+    splitting: true,
     platform: 'node',
-    // A SEA main script is CommonJS in Node 24 (no ESM entry, no top-level await).
-    format: 'cjs',
+    format: 'esm',
     target: 'node24',
+    outdir: join(workDir, 'pieces'),
     write: false,
     metafile: true,
     legalComments: 'none',
     charset: 'utf8',
     logLevel: 'silent',
     define: { __MACHINEADM_BUILD__: JSON.stringify(identity) },
+    plugins: [lazyCommanderChildProcess],
   });
   const problems = [...result.errors, ...result.warnings].map((m) => `${m.location ? `${m.location.file}:${m.location.line}: ` : ''}${m.text}`);
   if (problems.length) throw new BuildError(`esbuild reported problems (the bundle must be clean):\n  ${problems.join('\n  ')}`);
@@ -233,7 +294,7 @@ async function bundle(workDir, identity) {
   const devOnly = Object.keys(pkg.devDependencies ?? {});
   const leaked = Object.keys(result.metafile.inputs).filter((input) => devOnly.some((d) => input.includes(`node_modules/${d}/`)));
   if (leaked.length) throw new BuildError(`the bundle pulls in development-only packages: ${leaked.slice(0, 5).join(', ')}`);
-  const code = result.outputFiles[0].contents;
+  const code = Buffer.from(await joinPieces(esbuild, result.outputFiles, join(workDir, 'pieces')), 'utf8');
   // Inside the executable there is no directory of files next to the code: nothing may look for
   // files relative to the script (comments are stripped first, they do not count).
   const bare = (await esbuild.transform(code, { minifyWhitespace: true, legalComments: 'none', loader: 'js' })).code;

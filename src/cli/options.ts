@@ -1,7 +1,7 @@
-// The options every command shares, and turning them into a Host, facts and an event bus.
+// The options every command shares. Registering them loads nothing of the host: commands load
+// ./host-options.ts when they run.
 import { resolve } from 'node:path';
 import { Option, type Command } from 'commander';
-import { createHost, RootedFileSystem, STATE_DIR, type Facts, type Host } from '../host/index.ts';
 import { UsageError } from '../errors.ts';
 import type { Io } from './io.ts';
 
@@ -31,6 +31,8 @@ export function addRootOption(command: Command, io: Io): Command {
     .hook('preAction', async (_command, action) => {
       const given = (action.opts() as { root?: string }).root;
       if (given === undefined) return;
+      // Loaded here, not at start: the host layer is only needed once a command runs.
+      const { RootedFileSystem } = await import('../host/fs.ts');
       const info = await new RootedFileSystem('/').stat(resolve(io.cwd, given)).catch(() => undefined);
       if (info && info.kind !== 'directory' && info.kind !== 'symlink') {
         throw new UsageError(`--root ${given}: is a ${info.kind === 'file' ? 'regular file' : 'special file'}, not a directory`, {
@@ -54,16 +56,6 @@ export function addStateDirOption(command: Command): Command {
 
 export function addCommonOptions(command: Command, io: Io): Command {
   return addStateDirOption(addOutputOption(addOfflineOption(addRootOption(addConfigOptions(command), io))));
-}
-
-export function hostFrom(options: CommonOptions, io: Io, facts?: Facts, signal?: AbortSignal): Host {
-  const stateDir = options.stateDir ? { stateDir: resolve(io.cwd, options.stateDir) } : {};
-  return createHost({ root: resolve(io.cwd, options.root), offline: options.offline ?? false, env: io.env, ...stateDir, ...(facts ? { facts } : {}), ...(signal ? { signal } : {}) });
-}
-
-export function stateFsFrom(options: CommonOptions, io: Io, host: Host): RootedFileSystem {
-  const dir = options.stateDir ? resolve(io.cwd, options.stateDir) : host.fs.mapPath(STATE_DIR);
-  return new RootedFileSystem(dir);
 }
 
 export function parseIds(value: string, previous: string[] = []): string[] {

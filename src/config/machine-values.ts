@@ -5,12 +5,12 @@
 import { ConfigError, type ConfigIssue } from '../errors.ts';
 import type { MachineConfig } from './schema/index.ts';
 import { dns1123SubdomainProblem, labelValueProblem, providerIdProblem } from './schema/kubernetes.ts';
-import { isMachineReference, MACHINE_REFERENCES, type MachineString } from './schema/machine.ts';
+import { isMachineReference, type MachineString } from './schema/machine.ts';
 import type { InstanceValues } from './instance-values.ts';
 import { composeProviderId } from './provider-id.ts';
 
 /** Names a value may be given under (--set NAME=VALUE, a facts file's "machine" map). */
-export const GIVEN_VALUE_NAMES = [...MACHINE_REFERENCES, 'providerID'] as const;
+export { GIVEN_VALUE_NAMES } from './machine-names.ts';
 
 /** One field that took its value from the machine, as plan and the report show it. */
 export interface ResolvedMachineValue {

@@ -9,6 +9,7 @@ import { MachineadmError, ExitCode, UsageError } from '../errors.ts';
 import type { Host } from './index.ts';
 import { displayUrl, isRetryableStatus, tlsOptions } from './http.ts';
 import type { PendingFile, RootedFileSystem, WriteOptions } from './fs.ts';
+import { receivedBytesCollector } from './socket-memory.ts';
 
 /** A download failed on every URL it was offered (exit 1). Nothing was written at the destination. */
 export class DownloadError extends MachineadmError {
@@ -280,8 +281,10 @@ async function transfer(url: URL, copy: Copy, options: DownloadOptions): Promise
   }
   options.onProgress?.(copy.received, expectedEnd);
   const stream = copy.pending.stream;
+  const received = receivedBytesCollector();
   try {
     for await (const chunk of body) {
+      received(chunk.length);
       copy.hash.update(chunk);
       copy.observer?.update(chunk);
       copy.received += chunk.length;

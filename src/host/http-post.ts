@@ -145,7 +145,12 @@ export function createHttpPoster(options: PosterOptions = {}): HttpPoster {
           last = { ok: false, reason: describeFailure(error), retryable: true, attempts: attempt + 1 };
         }
         if (attempt + 1 >= maxAttempts) break;
-        const delay = waitMs ?? Math.floor(random() * Math.min(backoff.capMs, backoff.baseMs * 2 ** attempt));
+        // After Retry-After, a random extra of up to half of it (1 s at least, the cap at most): a
+        // fleet told "in 5 s" together would otherwise come back together, to another 429.
+        const delay =
+          waitMs !== undefined
+            ? waitMs + Math.floor(random() * Math.min(backoff.capMs, Math.max(1_000, waitMs / 2)))
+            : Math.floor(random() * Math.min(backoff.capMs, backoff.baseMs * 2 ** attempt));
         if (now() + delay >= request.deadline) {
           return { ...last, reason: `${last.reason}; the next attempt would pass the deadline` };
         }

@@ -6,7 +6,7 @@ import { EventBus, worstResult, type ErrorInfo, type Result } from '../report/ev
 import { ConfigError, ExitCode, InterruptedError, MachineadmError, RebootRequiredError, StepError, UsageError, exitCodeOf, type ConfigIssue, type InterruptSignal } from '../errors.ts';
 import type { Change, CheckResult, Phase, PhaseName, RunSoFar, Step, StepContext } from './step.ts';
 import { selectSteps, type Selection, type SelectedStep } from './select.ts';
-import { rebootedSince, type MachineState, type StateStore, type StepRecord } from './state.ts';
+import { DEFAULT_MAX_REBOOTS, rebootedSince, type MachineState, type StateStore, type StepRecord } from './state.ts';
 import { resolveSecret, type SecretScrubber } from '../config/secrets.ts';
 
 export interface RunnerInput {
@@ -35,7 +35,7 @@ export interface RunnerInput {
   };
 }
 
-export const DEFAULT_MAX_REBOOTS = 3;
+export { DEFAULT_MAX_REBOOTS } from './state.ts';
 
 export type PlannedStatus = 'change' | 'up-to-date' | 'skipped' | 'not-selected' | 'not-applicable';
 

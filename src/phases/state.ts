@@ -23,6 +23,9 @@ export interface RunRecord {
   result?: Result | 'reboot-required' | 'interrupted';
 }
 
+/** How many reboots one run may ask for unless --max-reboots says otherwise (the loop guard). */
+export const DEFAULT_MAX_REBOOTS = 3;
+
 /** A step asked for a reboot: the run resumes after it, as the same run. */
 export interface PendingReboot {
   stepId: string;

@@ -49,12 +49,6 @@ export async function verifySelf(host: Host, request: SelfVerifyRequest, cannotV
     });
   }
   const signature = parseSignature(sigData, signaturePath);
-  const stream = await host.local.openRead(request.executable);
-  let verified: VerifiedSignature;
-  try {
-    verified = await verifyStream(stream, signature, publicKey, { fileName: request.executable, requirePrehashed: request.requirePrehashed ?? false });
-  } finally {
-    stream.destroy();
-  }
+  const verified = await verifyStream(host.local.readBlocks(request.executable), signature, publicKey, { fileName: request.executable, requirePrehashed: request.requirePrehashed ?? false });
   return { ...verified, executable: request.executable, signaturePath, keySource: request.publicKey ? 'given' : 'built-in' };
 }

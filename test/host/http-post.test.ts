@@ -54,6 +54,21 @@ describe('posting to a collector over HTTP', () => {
     expect(arrivals[1]! - arrivals[0]!).toBeGreaterThanOrEqual(950);
   });
 
+  it.each<[string, string, number, number]>([
+    ['the least random draw waits exactly Retry-After', '4', 0, 4_000],
+    ['the greatest waits half of it more', '4', 0.999, 5_998],
+    ['a short Retry-After is spread over a second at least', '0', 0.5, 500],
+  ])('spreads retries after Retry-After so a fleet does not come back at once: %s', async (_name, retryAfter, draw, expected) => {
+    collector.requests.length = 0;
+    collector.script = [{ kind: 'status', status: 429, retryAfter }, { kind: 'ok' }];
+    const waits: number[] = [];
+    const poster = createHttpPoster({ random: () => draw, sleep: async (ms) => void waits.push(ms) });
+    const outcome = await poster.post(request(collector.url, { deadline: Date.now() + 20_000, backoff: { baseMs: 200, capMs: 10_000 } }));
+    poster.close();
+    expect(outcome).toMatchObject({ ok: true, attempts: 2 });
+    expect(waits).toEqual([expected]);
+  });
+
   it('gives up at once when Retry-After is past the deadline', async () => {
     collector.requests.length = 0;
     collector.script = [{ kind: 'status', status: 429, retryAfter: '30' }];

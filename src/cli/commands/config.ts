@@ -1,11 +1,8 @@
-// config validate | view | schema
+// config validate | view | schema. The loader, the schema and YAML are loaded when a command runs.
 import type { Command } from 'commander';
-import { dump } from 'js-yaml';
 import type { Io } from '../io.ts';
-import { addConfigOptions, addOfflineOption, addOutputOption, addRootOption, hostFrom, type CommonOptions } from '../options.ts';
-import { loadConfig, NoMachineConfigError, type LoadOptions } from '../../config/load.ts';
-import { machineConfigJsonSchema } from '../../config/schema/index.ts';
-import { redactConfig } from '../../config/redact.ts';
+import { addConfigOptions, addOfflineOption, addOutputOption, addRootOption, type CommonOptions } from '../options.ts';
+import type { LoadOptions } from '../../config/load.ts';
 import { ConfigError, ExitCode } from '../../errors.ts';
 
 function loadOptions(io: Io): LoadOptions {
@@ -31,6 +28,7 @@ export function registerConfigCommands(program: Command, io: Io, setExit: (code:
   configOptions(config.command('validate').description('check the configuration and list every problem (exit 2 when invalid)'), io)
     .addHelpText('after', '\nExample:\n  $ machineadm config validate -c node.yaml -o json\n')
     .action(async (options: CommonOptions) => {
+      const [{ loadConfig, NoMachineConfigError }, { hostFrom }] = await Promise.all([import('../../config/load.ts'), import('../host-options.ts')]);
       try {
         const { sources } = await loadConfig(hostFrom(options, io), options.config ?? [], loadOptions(io));
         io.stdout(options.output === 'json' ? JSON.stringify({ valid: true, sources, issues: [] }, null, 2) + '\n' : `configuration is valid (${sources.join(', ')})\n`);
@@ -50,6 +48,12 @@ export function registerConfigCommands(program: Command, io: Io, setExit: (code:
   configOptions(config.command('view').description('print the effective (merged) configuration, secrets redacted'), io)
     .addHelpText('after', '\nExample:\n  $ machineadm config view -c https://config.example/node.yaml#sha256=<hex> -c ./override.yaml\n')
     .action(async (options: CommonOptions) => {
+      const [{ loadConfig, NoMachineConfigError }, { hostFrom }, { redactConfig }, { dump }] = await Promise.all([
+        import('../../config/load.ts'),
+        import('../host-options.ts'),
+        import('../../config/redact.ts'),
+        import('js-yaml'),
+      ]);
       let loaded;
       try {
         ({ config: loaded } = await loadConfig(hostFrom(options, io), options.config ?? [], loadOptions(io)));
@@ -68,7 +72,8 @@ export function registerConfigCommands(program: Command, io: Io, setExit: (code:
     .command('schema')
     .description('print the JSON Schema of MachineConfig')
     .addHelpText('after', '\nExample:\n  $ machineadm config schema > machineconfig.schema.json\n')
-    .action(() => {
+    .action(async () => {
+      const { machineConfigJsonSchema } = await import('../../config/schema/index.ts');
       io.stdout(JSON.stringify(machineConfigJsonSchema(), null, 2) + '\n');
       setExit(ExitCode.ok);
     });

@@ -1,20 +1,12 @@
-// init, prepare, provision, report and plan: the phases through the runner.
+// init, prepare, provision, report and plan: the phases through the runner. Only their options
+// live here; the runner and every step are loaded when one of them runs (./phase-run.ts).
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import type { Io } from '../io.ts';
-import { addCommonOptions, hostFrom, parseIds, stateFsFrom, type CommonOptions } from '../options.ts';
-import { loadConfig } from '../../config/load.ts';
-import { executeRun, planRun } from '../../phases/run.ts';
-import { DEFAULT_MAX_REBOOTS } from '../../phases/runner.ts';
-import { resolve } from 'node:path';
-import { renderPlan } from '../render.ts';
-import type { Facts } from '../../host/index.ts';
-import { UsageError, ExitCode } from '../../errors.ts';
-import { spinnerFactory } from '../spinner.ts';
-import { requireSignedSelf } from './trust.ts';
-import { resolveMachineValues } from '../../config/machine-source.ts';
-import { GIVEN_VALUE_NAMES, type ResolvedMachineValue } from '../../config/machine-values.ts';
-import type { InstanceValues } from '../../config/instance-values.ts';
+import { addCommonOptions, parseIds, type CommonOptions } from '../options.ts';
+import { UsageError } from '../../errors.ts';
+import { DEFAULT_MAX_REBOOTS } from '../../phases/state.ts';
+import { GIVEN_VALUE_NAMES } from '../../config/machine-names.ts';
 
 export type PhaseCommand = 'init' | 'prepare' | 'provision' | 'report' | 'plan';
 
@@ -32,134 +24,9 @@ export interface PhaseOptions extends CommonOptions {
   set: string[];
 }
 
-/**
- * The command the next boot runs to resume this one: the same command and options, with paths
- * made absolute (the resume does not start in this directory) and without --force (the resume
- * goes on from where the run stopped; it does not redo what is done).
- */
-function resumeCommand(command: string, options: PhaseOptions, io: Io): readonly string[] | undefined {
-  const sources = options.config ?? [];
-  if (sources.includes('-')) return undefined;
-  const local = (source: string) => (/^[a-z][a-z0-9+.-]*:\/\//i.test(source) ? source : resolve(io.cwd, source));
-  return [
-    ...(io.self ?? ['machineadm']),
-    command,
-    ...sources.flatMap((c) => ['-c', local(c)]),
-    '--root', resolve(io.cwd, options.root),
-    ...(options.stateDir ? ['--state-dir', resolve(io.cwd, options.stateDir)] : []),
-    ...(options.offline ? ['--offline'] : []),
-    ...(options.output === 'json' ? ['-o', 'json'] : []),
-    ...(options.only?.length ? ['--only', options.only.join(',')] : []),
-    ...(options.skip?.length ? ['--skip', options.skip.join(',')] : []),
-    ...(options.set ?? []).flatMap((value) => ['--set', value]),
-    ...(options.reboot === false ? ['--no-reboot'] : []),
-    '--max-reboots', String(options.maxReboots ?? DEFAULT_MAX_REBOOTS),
-  ];
-}
-
-interface GivenFacts {
-  facts: Facts | undefined;
-  /** The facts file's "machine" map: the other machine's values for { fromMachine: ... }. */
-  machine: InstanceValues;
-}
-
-function givenMachineValues(entries: Array<[string, unknown]>, source: string): InstanceValues {
-  const out: InstanceValues = {};
-  for (const [name, value] of entries) {
-    if (!(GIVEN_VALUE_NAMES as readonly string[]).includes(name)) throw new UsageError(`${source}: "${name}" is not a machine value`, { hint: `one of ${GIVEN_VALUE_NAMES.join(', ')}` });
-    if (typeof value !== 'string') throw new UsageError(`${source}: "${name}" must be a string`);
-    out[name] = { value, source };
-  }
-  return out;
-}
-
 function parseSet(value: string, previous: string[] = []): string[] {
   if (!/^[A-Za-z]+=/.test(value)) throw new UsageError(`--set ${value}: expected NAME=VALUE`, { hint: `NAME is one of ${GIVEN_VALUE_NAMES.join(', ')}` });
   return [...previous, value];
-}
-
-async function factsFrom(options: PhaseOptions, io: Io): Promise<GivenFacts> {
-  if (!options.facts && !options.os) return { facts: undefined, machine: {} };
-  const host = hostFrom(options, io);
-  let given: Partial<Facts> & { machine?: unknown } = {};
-  if (options.facts) {
-    const text = await host.local.readText(new URL(options.facts, `file://${io.cwd}/`).pathname);
-    if (text === undefined) throw new UsageError(`--facts ${options.facts}: no such file`);
-    try {
-      given = JSON.parse(text) as Partial<Facts>;
-    } catch {
-      throw new UsageError(`--facts ${options.facts}: not valid JSON`, { hint: 'write the facts as printed by "machineadm plan -o json" (its "facts" field)' });
-    }
-  }
-  const detected = options.os === undefined || options.os === (process.platform === 'win32' ? 'windows' : 'linux') ? await host.facts() : undefined;
-  const os = options.os ?? given.os ?? detected?.os ?? 'linux';
-  const base: Facts = detected ?? { os, arch: 'x64', hostname: 'unknown', privileged: true, liveRoot: true };
-  const { machine, ...facts } = given;
-  if (machine !== undefined && (typeof machine !== 'object' || machine === null || Array.isArray(machine))) throw new UsageError(`--facts ${options.facts}: "machine" must be a map of names to values`);
-  return { facts: { ...base, ...facts, os }, machine: givenMachineValues(Object.entries(machine ?? {}), `--facts ${options.facts} machine`) };
-}
-
-function renderMachineValues(values: ResolvedMachineValue[]): string {
-  if (values.length === 0) return '';
-  return 'values from the machine:\n' + values.map((v) => `  ${v.field} = ${v.value}\n      ${v.reference} from ${v.source}\n`).join('') + '\n';
-}
-
-export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptions, io: Io): Promise<number> {
-  const { facts: givenFacts, machine: givenMachine } = await factsFrom(options, io);
-  const setValues = givenMachineValues((options.set ?? []).map((s) => [s.slice(0, s.indexOf('=')), s.slice(s.indexOf('=') + 1)]), '--set');
-  const planning = command === 'plan' || options.dryRun === true;
-  if (givenFacts && !planning) {
-    throw new UsageError('--facts and --os only go with plan or --dry-run', { hint: 'facts describe another machine; nothing can be applied to it from here' });
-  }
-  // Signals are watched from before anything can change until the run has reported.
-  const interrupts = planning ? undefined : io.watchInterrupts?.();
-  try {
-    const hostOptions = (offline: boolean) => hostFrom({ ...options, offline }, io, givenFacts, interrupts?.signal);
-    let host = hostOptions(options.offline ?? false);
-    const loaded = await loadConfig(host, options.config ?? [], { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
-    const { instanceId } = loaded;
-    // Before anything changes: a value the machine lacks or gives unfit for its field ends the run here (exit 2).
-    const { config, resolved } = await resolveMachineValues(host, loaded.config, { given: { ...givenMachine, ...setValues }, otherMachine: givenFacts !== undefined });
-    if (config.spec.security.offline && !options.offline) host = hostOptions(true);
-    if (config.spec.security.requireSignedBinary && !planning) {
-      // Before anything changes: a binary that is not the signed release must not touch the machine.
-      await requireSignedSelf(host, config.spec.security.releasePublicKey);
-    }
-    const request = {
-      command: command === 'plan' ? 'init' : command,
-      config,
-      host,
-      stateFs: stateFsFrom(options, io, host),
-      selection: { only: options.only ?? [], skip: options.skip ?? [] },
-      force: options.force ?? false,
-      sources: options.config ?? [],
-      ...(instanceId ? { instanceId } : {}),
-      ...(resolved.length > 0 ? { machineValues: resolved } : {}),
-    } as const;
-    if (planning) {
-      const plan = await planRun(request);
-      io.stdout(options.output === 'json' ? JSON.stringify({ ...plan, machineValues: resolved }, null, 2) + '\n' : renderMachineValues(resolved) + renderPlan(plan));
-      return ExitCode.ok;
-    }
-    const mode = options.output === 'json' ? 'json' : io.interactive ? 'tty' : 'text';
-    const spinner = mode === 'tty' ? await spinnerFactory() : undefined;
-    // Exit codes above 255 exist on Windows only, and cloudbase-init is a Windows agent.
-    if (options.cloudbaseInit && host.fs.platform !== 'windows') throw new UsageError('--cloudbase-init is for Windows machines, where cloudbase-init runs', { hint: 'on Linux, --no-reboot leaves the restart to the caller' });
-    const argv = resumeCommand(command, options, io);
-    const resume = {
-      argv: argv ?? [],
-      maxReboots: options.maxReboots ?? DEFAULT_MAX_REBOOTS,
-      reboot: options.reboot !== false,
-      ...(options.cloudbaseInit ? { byCloudbaseInit: true } : {}),
-      ...(argv ? {} : { unavailable: 'the configuration came from standard input, which the resume after the reboot cannot read again' }),
-    };
-    const report = await executeRun({ ...request, resume, console: { mode, write: io.stdout, ...(spinner ? { spinner } : {}) } });
-    // The summary is output; the error that ended the run goes where every error goes, for scripts that read stderr.
-    if (report.error) io.stderr(`error: ${report.error.message}\n${report.error.hint ? `hint: ${report.error.hint}\n` : ''}`);
-    return report.exitCode;
-  } finally {
-    interrupts?.dispose();
-  }
 }
 
 const EXAMPLES: Record<PhaseCommand, string> = {
@@ -202,7 +69,7 @@ export function registerPhaseCommands(program: Command, io: Io, setExit: (code: 
       .option('--facts <file>', `plan for the machine these facts (JSON) describe instead of this one${name === 'plan' ? '' : ' (with --dry-run)'}`)
       .addOption(new Option('--os <os>', `plan for this operating system${name === 'plan' ? '' : ' (with --dry-run)'}`).choices(['linux', 'windows']));
     command.addHelpText('after', `\nExample:\n  $ ${EXAMPLES[name]}\n`);
-    command.action(async (options: PhaseOptions) => setExit(await runPhaseCommand(name, options, io)));
+    command.action(async (options: PhaseOptions) => setExit(await (await import('./phase-run.ts')).runPhaseCommand(name, options, io)));
   }
 }
 

@@ -2,12 +2,13 @@
 // result.json and the spool.
 import type { Command } from 'commander';
 import type { Io } from '../io.ts';
-import { addOutputOption, addRootOption, addStateDirOption, hostFrom, stateFsFrom, type CommonOptions } from '../options.ts';
-import { StateStore } from '../../phases/state.ts';
+import { addOutputOption, addRootOption, addStateDirOption, type CommonOptions } from '../options.ts';
 import { ExitCode } from '../../errors.ts';
-import { readLastResult } from '../../report/outcome.ts';
-import { spoolContents } from '../../report/spool.ts';
-import { HISTORY_LIMIT, isMeaningful, readHistory, type RunHistoryEntry } from '../../report/history.ts';
+import { HISTORY_LIMIT, isMeaningful, type RunHistoryEntry } from '../../report/history.ts';
+
+// Loaded when status runs, not at every start of machineadm.
+const implementation = () =>
+  Promise.all([import('../host-options.ts'), import('../../phases/state.ts'), import('../../report/outcome.ts'), import('../../report/spool.ts'), import('../../report/history.ts')]);
 
 interface StatusOptions extends CommonOptions {
   all?: boolean;
@@ -47,6 +48,7 @@ export function registerStatusCommand(program: Command, io: Io, setExit: (code: 
     .option('--all', 'list every kept run, not only the last one and the last one that did something')
     .addHelpText('after', '\nExample:\n  $ machineadm status --all\n  $ machineadm status -o json\n')
     .action(async (options: StatusOptions) => {
+      const [{ hostFrom, stateFsFrom }, { StateStore }, { readLastResult }, { spoolContents }, { readHistory }] = await implementation();
       const host = hostFrom(options, io);
       const stateFs = stateFsFrom(options, io, host);
       const store = new StateStore(stateFs);

@@ -4,7 +4,8 @@
 // with the machine's value before anything runs.
 import { isPlainObject, type FieldPath, type ParseContext, type Schema } from './dsl.ts';
 
-export const MACHINE_REFERENCES = ['instanceId', 'instanceName', 'localHostname', 'privateIP', 'zone', 'region', 'instanceType', 'cloud'] as const;
+import { MACHINE_REFERENCES } from '../machine-names.ts';
+export { MACHINE_REFERENCES };
 export type MachineReferenceName = (typeof MACHINE_REFERENCES)[number];
 
 export interface MachineReference {

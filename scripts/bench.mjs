@@ -1,0 +1,249 @@
+#!/usr/bin/env node
+// Measures the packaged binary against the tools it replaces, side by side in one run, and prints
+// one table: each figure with its baseline (medians of repeated runs), the ratio, the goal and
+// ok/SHORT. Not a test: the numbers depend on the machine and on what else runs on it (the load
+// is printed with the table).
+//
+//   node scripts/bench.mjs [--quick] [--binary dist/machineadm-linux-x64]
+//
+// Needs: the binary (npm run build -- --targets linux-x64), minisign, curl, openssl and GNU time
+// (/usr/bin/time, for peak RSS). --quick: fewer repeats, smaller files and fleet.
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { loadavg, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const binaryArg = args.indexOf('--binary');
+const BINARY = resolve(binaryArg >= 0 ? args[binaryArg + 1] : join(ROOT, 'dist', 'machineadm-linux-x64'));
+const NODE = join(ROOT, 'node_modules', 'node', 'bin', 'node');
+const TIME = '/usr/bin/time';
+
+function fail(message) {
+  process.stderr.write(`bench: ${message}\n`);
+  process.exit(2);
+}
+
+for (const [what, path] of [['the packaged binary (npm run build -- --targets linux-x64)', BINARY], ['the embedded Node (npm ci)', NODE], ['GNU time (apt-get install time)', TIME]]) {
+  if (!existsSync(path)) fail(`${path} is missing: ${what}`);
+}
+
+/** Runs a command; resolves with wall milliseconds, peak RSS in MiB (GNU time) and the exit code. */
+function run(argv, { env, cwd } = {}) {
+  const rssFile = join(work, `rss-${Math.random().toString(36).slice(2)}`);
+  return new Promise((resolvePromise, reject) => {
+    const started = process.hrtime.bigint();
+    const child = spawn(TIME, ['-f', '%M', '-o', rssFile, ...argv], { stdio: ['ignore', 'ignore', 'pipe'], env: env ?? { PATH: process.env.PATH }, cwd: cwd ?? ROOT });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      const rss = Number(readFileSync(rssFile, 'utf8').trim().split('\n').pop()) / 1024;
+      rmSync(rssFile, { force: true });
+      resolvePromise({ ms, rss, code, stderr });
+    });
+  });
+}
+
+const median = (values) => {
+  const s = [...values].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+/** Alternates the two commands `repeats` times (so load changes hit both alike); medians. */
+async function sideBySide(ours, baseline, repeats, { before } = {}) {
+  const a = [];
+  const b = [];
+  for (let i = 0; i < repeats; i++) {
+    for (const [argv, into] of [[ours, a], [baseline, b]]) {
+      await before?.();
+      const r = await run(argv);
+      if (r.code !== 0) fail(`${argv.join(' ')} exited with ${r.code}: ${r.stderr.trim().slice(-400)}`);
+      into.push(r);
+    }
+  }
+  return { ours: { ms: median(a.map((r) => r.ms)), rss: Math.max(...a.map((r) => r.rss)) }, baseline: { ms: median(b.map((r) => r.ms)), rss: Math.max(...b.map((r) => r.rss)) } };
+}
+
+const rows = [];
+function row(figure, ours, baseline, goal, extra = {}) {
+  const ratio = ours / baseline;
+  const checks = [ratio <= goal, ...(extra.rssGoal !== undefined ? [extra.rss <= extra.rssGoal] : []), ...(extra.ok ?? [])];
+  rows.push({
+    figure,
+    ours: extra.format ? extra.format(ours) : `${ours.toFixed(0)} ms`,
+    baseline: extra.format ? extra.format(baseline) : `${baseline.toFixed(0)} ms`,
+    ratio: `${ratio.toFixed(2)}x`,
+    goal: `<= ${goal}x${extra.rssGoal !== undefined ? `, RSS <= ${extra.rssGoal} MiB` : ''}${extra.goalNote ?? ''}`,
+    note: extra.note ?? (extra.rss !== undefined ? `RSS ${extra.rss.toFixed(0)} vs ${extra.baselineRss.toFixed(0)} MiB` : ''),
+    ok: checks.every(Boolean) ? 'ok' : 'SHORT',
+  });
+  process.stderr.write(`bench: ${figure}: ${rows.at(-1).ours} vs ${rows.at(-1).baseline} (${rows.at(-1).ratio}) ${rows.at(-1).note} ${rows.at(-1).ok}\n`);
+}
+
+const work = mkdtempSync(join(tmpdir(), 'machineadm-bench-'));
+const repeats = quick ? 5 : 21;
+const loadBefore = loadavg();
+
+// --- startup --------------------------------------------------------------------------------
+async function startup() {
+  const bare = [NODE, '-e', '0'];
+  const worker = join(ROOT, 'examples', 'linux-worker.yaml');
+  for (const [figure, argv, goal] of [
+    ['version vs node -e 0', [BINARY, 'version'], 1.2],
+    ['--help vs node -e 0', [BINARY, '--help'], 1.2],
+    ['plan -c examples/linux-worker.yaml vs node -e 0', [BINARY, 'plan', '-c', worker], 2],
+    ['config validate -c examples/linux-worker.yaml vs node -e 0', [BINARY, 'config', 'validate', '-c', worker], 1.5],
+  ]) {
+    const r = await sideBySide(argv, bare, repeats);
+    row(figure, r.ours.ms, r.baseline.ms, goal);
+  }
+}
+
+// --- verify ---------------------------------------------------------------------------------
+function writeRandomFile(path, bytes) {
+  const fd = openSync(path, 'w');
+  const block = randomBytes(1 << 20);
+  for (let left = bytes; left > 0; left -= block.length) writeSync(fd, block, 0, Math.min(block.length, left));
+  closeSync(fd);
+}
+
+async function verify() {
+  const key = join(work, 'bench.key');
+  const pub = join(work, 'bench.pub');
+  const keygen = await run(['minisign', '-G', '-W', '-s', key, '-p', pub]);
+  if (keygen.code !== 0) fail(`minisign -G failed: ${keygen.stderr}`);
+  for (const [label, bytes, goal, times] of [
+    ['100 MB', 100e6, 1.3, quick ? 3 : 11],
+    ['1 GB', 1e9, 1.05, quick ? 1 : 5],
+  ]) {
+    const file = join(work, `verify-${bytes}`);
+    writeRandomFile(file, bytes);
+    const sign = await run(['minisign', '-S', '-s', key, '-m', file]);
+    if (sign.code !== 0) fail(`minisign -S failed: ${sign.stderr}`);
+    // Both read from the page cache: one untimed read first.
+    await run(['minisign', '-Vm', file, '-p', pub]);
+    const r = await sideBySide([BINARY, 'verify', file, '-p', pub, '-q'], ['minisign', '-Vqm', file, '-p', pub], times);
+    row(`verify ${label} vs minisign -V`, r.ours.ms, r.baseline.ms, goal, { rss: r.ours.rss, baselineRss: r.baseline.rss, rssGoal: 80 });
+    rmSync(file, { force: true });
+    rmSync(`${file}.minisig`, { force: true });
+  }
+}
+
+// --- fetch ----------------------------------------------------------------------------------
+function listen(server) {
+  return new Promise((ok) => server.listen(0, '127.0.0.1', () => ok(server.address().port)));
+}
+
+async function fetchFigure() {
+  const bytes = quick ? 256 * 1048576 : 1024 * 1048576;
+  const file = join(work, 'served');
+  writeRandomFile(file, bytes);
+  const sha = createHash('sha256').update(readFileSync(file)).digest('hex');
+  // A separate process serves the file, so the bench's own event loop does not pace it.
+  const serverScript = join(work, 'serve.mjs');
+  writeFileSync(
+    serverScript,
+    `import { createServer } from 'node:http'; import { createReadStream, statSync } from 'node:fs';
+const size = statSync(process.argv[2]).size;
+const s = createServer((req, res) => { res.writeHead(200, { 'content-length': size }); createReadStream(process.argv[2], { highWaterMark: 1 << 20 }).pipe(res); });
+s.listen(0, '127.0.0.1', () => process.stdout.write(String(s.address().port) + '\\n'));\n`,
+  );
+  const server = spawn(NODE, [serverScript, file], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const port = await new Promise((ok) => server.stdout.once('data', (d) => ok(Number(String(d).trim()))));
+    const url = `http://127.0.0.1:${port}/file`;
+    const out = join(work, 'fetched');
+    const curlOut = join(work, 'curled');
+    const r = await sideBySide(
+      [BINARY, 'fetch', url, '-o', out, '--sha256', sha],
+      ['sh', '-c', 'curl -sSf -o "$1" "$2" && openssl dgst -sha256 "$1" >/dev/null && sync "$1"', 'sh', curlOut, url],
+      quick ? 1 : 5,
+      { before: () => (rmSync(out, { force: true }), rmSync(curlOut, { force: true })) },
+    );
+    row(`fetch ${bytes / 1048576} MiB from 127.0.0.1 vs curl + openssl dgst -sha256 + sync`, r.ours.ms, r.baseline.ms, 1.0, { rss: r.ours.rss, baselineRss: r.baseline.rss, rssGoal: 100 });
+    rmSync(out, { force: true });
+    rmSync(curlOut, { force: true });
+  } finally {
+    server.kill();
+    rmSync(file, { force: true });
+  }
+}
+
+// --- a fleet reporting at once ------------------------------------------------------------------
+async function fleet() {
+  const runs = quick ? 50 : 200;
+  const closedMs = 10_000;
+  let opensAt = 0;
+  let requests = 0;
+  const delivered = new Map();
+  const collector = createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      requests++;
+      const left = opensAt - Date.now();
+      if (left > 0) {
+        res.writeHead(429, { 'retry-after': String(Math.min(5, Math.ceil(left / 1000))) }).end();
+        return;
+      }
+      try {
+        const event = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        delivered.set(event.id, (delivered.get(event.id) ?? 0) + 1);
+      } catch {
+        // Not counted: not a CloudEvent.
+      }
+      res.writeHead(202).end();
+    });
+  });
+  const port = await listen(collector);
+  const config = join(work, 'fleet.json');
+  writeFileSync(config, JSON.stringify({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { report: { endpoints: [{ url: `http://127.0.0.1:${port}/events` }] } } }));
+  const all = async (offline) => {
+    const roots = Array.from({ length: runs }, (_, i) => join(work, `fleet-${offline ? 'offline' : 'online'}-${i}`));
+    const started = Date.now();
+    opensAt = started + closedMs;
+    const results = await Promise.all(roots.map((root) => run([BINARY, 'report', '-c', config, '--root', root, ...(offline ? ['--offline'] : [])])));
+    const failed = results.filter((r) => r.code !== 0);
+    if (failed.length) fail(`${failed.length} report runs failed: ${failed[0].stderr.trim().slice(-300)}`);
+    for (const root of roots) rmSync(root, { recursive: true, force: true });
+    return Date.now() - started;
+  };
+  const offlineMs = await all(true);
+  requests = 0;
+  delivered.clear();
+  const onlineMs = await all(false);
+  collector.close();
+  const events = delivered.size;
+  const duplicates = [...delivered.values()].filter((n) => n > 1).length;
+  const perEvent = requests / Math.max(1, events);
+  row(`${runs} concurrent report runs, collector answers 429 + Retry-After for 10 s, vs the same with --offline`, onlineMs, offlineMs, 1.2, {
+    format: (ms) => `${(ms / 1000).toFixed(1)} s`,
+    note: `${events} events (${(events / runs).toFixed(1)} a run), ${duplicates} twice, ${perEvent.toFixed(2)} requests an event`,
+    goalNote: ', requests/event <= 1.5, each once',
+    ok: [perEvent <= 1.5, duplicates === 0, events > 0],
+  });
+}
+
+try {
+  await startup();
+  await verify();
+  await fetchFigure();
+  await fleet();
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
+
+const loadAfter = loadavg();
+const header = ['figure', 'machineadm', 'baseline', 'ratio', 'goal', 'ok', 'note'];
+const table = [header, header.map(() => '---'), ...rows.map((r) => [r.figure, r.ours, r.baseline, r.ratio, r.goal, r.ok, r.note])];
+process.stdout.write(table.map((cells) => `| ${cells.join(' | ')} |`).join('\n') + '\n');
+process.stdout.write(
+  `\n${quick ? 'quick run, ' : ''}medians of ${repeats} alternating runs (startup); load average ${loadBefore.map((l) => l.toFixed(2)).join(' ')} before, ${loadAfter.map((l) => l.toFixed(2)).join(' ')} after; ${BINARY}\n`,
+);

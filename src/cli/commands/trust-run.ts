@@ -1,0 +1,243 @@
+// verify, keygen, sign, fetch: what they do, loaded only when one of them runs.
+import { basename, resolve } from 'node:path';
+import { isSea } from 'node:sea';
+import type { Io } from '../io.ts';
+import { createHost, type Host } from '../../host/index.ts';
+import { ExitCode, UsageError, VerificationError } from '../../errors.ts';
+import { buildInfo } from '../../version.ts';
+import { formatPublicKey, formatSecretKey, formatSignature, keyIdHex, parsePublicKey, parseSecretKey, parseSignature, formatPublicKeyLine, type PublicKey } from '../../verify/minisign.ts';
+import { defaultTrustedComment, generateKeyPair, signStream, verifyStream, type VerifiedSignature } from '../../verify/signature.ts';
+import { verifySelf, type SelfVerifyResult } from '../../verify/self.ts';
+import { displayUrl } from '../../redaction.ts';
+
+function localHost(io: Io, offline = false): Host {
+  return createHost({ env: io.env, offline });
+}
+
+async function readLocal(host: Host, path: string, what: string): Promise<Buffer> {
+  const data = await host.local.readFile(path);
+  if (data === undefined) throw new UsageError(`${what} ${path}: no such file`);
+  return data;
+}
+
+function describeVerified(what: string, v: VerifiedSignature): string {
+  const kind = v.algorithm === 'prehashed' ? 'prehashed' : v.trustedComment === undefined ? 'legacy, signify format' : 'legacy';
+  return (
+    `verified ${what}: signed by key ${v.keyId} (${kind})\n` +
+    (v.trustedComment === undefined ? 'trusted comment: (none: signify signatures have no trusted comment)\n' : `trusted comment: ${v.trustedComment}\n`)
+  );
+}
+
+/** The running executable, and whether it is the packaged binary (not Node running the sources). */
+export function selfExecutable(): { executable: string; packaged: boolean } {
+  return { executable: process.execPath, packaged: isSea() };
+}
+
+/**
+ * security.requireSignedBinary: init verifies this executable before changing anything. Running
+ * from source cannot be verified, which counts as a failed verification here (exit 3).
+ */
+export async function requireSignedSelf(host: Host, publicKey: string | undefined): Promise<SelfVerifyResult> {
+  const self = selfExecutable();
+  return verifySelf(
+    host,
+    { ...self, ...(publicKey ? { publicKey } : {}) },
+    (message, hint) => new VerificationError(`security.requireSignedBinary is true, but ${message}`, { hint }),
+  );
+}
+
+export interface VerifyOptions {
+  self?: boolean;
+  signature?: string;
+  publicKeyFile?: string;
+  publicKey?: string;
+  requirePrehashed?: boolean;
+  signify?: boolean;
+  quiet?: boolean;
+}
+
+async function publicKeyFrom(host: Host, io: Io, options: { publicKey?: string; publicKeyFile?: string }): Promise<PublicKey> {
+  if (options.publicKey && options.publicKeyFile) throw new UsageError('give the public key either with -P or with -p, not both');
+  if (options.publicKey) return parsePublicKey(options.publicKey, 'given with -P');
+  if (options.publicKeyFile) {
+    const path = resolve(io.cwd, options.publicKeyFile);
+    return parsePublicKey(await readLocal(host, path, 'public key file'), path);
+  }
+  if (buildInfo.releasePublicKey) return parsePublicKey(buildInfo.releasePublicKey, 'built into this binary');
+  throw new UsageError('no public key: give one with -P <base64 key line> or -p <public key file>', {
+    hint: 'e.g. machineadm verify FILE -p machineadm.pub',
+  });
+}
+
+export async function runVerify(file: string | undefined, options: VerifyOptions, io: Io): Promise<number> {
+  const host = localHost(io);
+  if (options.self) {
+    if (file) throw new UsageError('--self verifies this executable; do not also name a file');
+    if (options.publicKeyFile) throw new UsageError('--self takes the key with -P (or uses the built-in release key), not -p');
+    const self = selfExecutable();
+    const result = await verifySelf(host, {
+      ...self,
+      ...(options.signature ? { signaturePath: resolve(io.cwd, options.signature) } : {}),
+      ...(options.publicKey ? { publicKey: options.publicKey } : {}),
+      requirePrehashed: options.requirePrehashed ?? false,
+    });
+    if (!options.quiet) io.stdout(describeVerified(`${result.executable} (this executable, ${result.keySource === 'built-in' ? 'built-in release key' : 'key given with -P'})`, result));
+    return ExitCode.ok;
+  }
+  if (!file) throw new UsageError('name the file to verify, or use --self', { hint: 'machineadm verify FILE -p machineadm.pub' });
+  const path = resolve(io.cwd, file);
+  if ((await host.local.stat(path))?.kind !== 'file') throw new UsageError(`${path}: no such file`);
+  const publicKey = await publicKeyFrom(host, io, options);
+  const sigPath = options.signature ? resolve(io.cwd, options.signature) : `${path}.minisig`;
+  const sigData = await host.local.readFile(sigPath);
+  if (sigData === undefined) throw new VerificationError(`no signature file ${sigPath}`, { hint: 'give its path with -x' });
+  const signature = parseSignature(sigData, sigPath);
+  const result = await verifyStream(host.local.readBlocks(path), signature, publicKey, { fileName: path, requirePrehashed: options.requirePrehashed ?? false, signify: options.signify ?? false });
+  if (!options.quiet) io.stdout(describeVerified(path, result));
+  return ExitCode.ok;
+}
+
+export interface KeygenOptions {
+  publicKeyFile: string;
+  secretKeyFile: string;
+  force?: boolean;
+}
+
+export async function runKeygen(options: KeygenOptions, io: Io): Promise<number> {
+  const host = localHost(io);
+  const pubPath = resolve(io.cwd, options.publicKeyFile);
+  const keyPath = resolve(io.cwd, options.secretKeyFile);
+  if (!options.force) {
+    for (const p of [keyPath, pubPath]) {
+      if (await host.local.exists(p)) throw new UsageError(`${p} already exists; not overwriting a key`, { hint: 'choose other paths, or add --force' });
+    }
+  }
+  const pair = generateKeyPair();
+  await host.local.writeFile(keyPath, formatSecretKey(pair.secretKey), { mode: 0o600, backup: false });
+  await host.local.writeFile(pubPath, formatPublicKey(pair.publicKey), { mode: 0o644, backup: false });
+  io.stdout(
+    `key ${keyIdHex(pair.publicKey.keyId)}: secret key ${keyPath} (unencrypted, mode 0600: keep it secret), public key ${pubPath}\n` +
+      `verify with: machineadm verify FILE -P ${formatPublicKeyLine(pair.publicKey)}\n`,
+  );
+  return ExitCode.ok;
+}
+
+export interface SignOptions {
+  secretKeyFile: string;
+  trustedComment?: string;
+  untrustedComment?: string;
+  signature?: string;
+  legacy?: boolean;
+  passwordFile?: string;
+}
+
+export async function runSign(file: string, options: SignOptions, io: Io): Promise<number> {
+  const host = localHost(io);
+  const path = resolve(io.cwd, file);
+  const keyPath = resolve(io.cwd, options.secretKeyFile);
+  const keyData = await readLocal(host, keyPath, 'secret key file');
+  const password = options.passwordFile ? (await readLocal(host, resolve(io.cwd, options.passwordFile), 'password file')).toString('utf8').replace(/\r?\n$/, '') : undefined;
+  const secret = parseSecretKey(keyData, keyPath, password);
+  if ((await host.local.stat(path))?.kind !== 'file') throw new UsageError(`${path}: no such file`);
+  const signature = await signStream(host.local.readBlocks(path), secret, {
+    trustedComment: options.trustedComment ?? defaultTrustedComment(basename(path), host.now(), options.legacy),
+    ...(options.untrustedComment ? { untrustedComment: options.untrustedComment } : {}),
+    legacy: options.legacy ?? false,
+  });
+  const sigPath = options.signature ? resolve(io.cwd, options.signature) : `${path}.minisig`;
+  await host.local.writeFile(sigPath, formatSignature(signature), { mode: 0o644, backup: false });
+  io.stdout(`signed ${path} with key ${keyIdHex(secret.keyId)}: ${sigPath}\n`);
+  return ExitCode.ok;
+}
+
+export interface FetchOptions {
+  destination?: string;
+  /** The old spelling of --destination: -o is the output format in every other command. */
+  output?: string;
+  sha256?: string;
+  signature?: string;
+  publicKey?: string;
+  publicKeyFile?: string;
+  mirror?: string[];
+  requirePrehashed?: boolean;
+  signify?: boolean;
+  caFile?: string;
+  offline?: boolean;
+  mode?: string;
+}
+
+function progressBar(io: Io): { update: (received: number, total: number | undefined) => void; done: () => void } {
+  let last = 0;
+  let shown = false;
+  const mib = (n: number): string => (n / 1024 / 1024).toFixed(1);
+  const draw = (received: number, total: number | undefined): void => {
+    shown = true;
+    if (total && total > 0) {
+      const width = 30;
+      const filled = Math.min(width, Math.floor((received / total) * width));
+      io.stderr(`\r[${'#'.repeat(filled)}${' '.repeat(width - filled)}] ${String(Math.floor((received / total) * 100)).padStart(3)}% ${mib(received)}/${mib(total)} MiB`);
+    } else {
+      io.stderr(`\r${mib(received)} MiB`);
+    }
+  };
+  return {
+    update: (received, total) => {
+      const now = Date.now();
+      if (now - last < 100 && received !== total) return;
+      last = now;
+      draw(received, total);
+    },
+    done: () => {
+      if (shown) io.stderr('\n');
+    },
+  };
+}
+
+export async function runFetch(url: string, options: FetchOptions, io: Io): Promise<number> {
+  const host = localHost(io, options.offline ?? false);
+  if (options.output !== undefined) {
+    if (options.destination !== undefined) throw new UsageError('give the destination once, with --destination (-o is its old spelling)');
+    io.stderr('warning: fetch -o/--output is deprecated (-o is the output format in every other command); use -d/--destination\n');
+  }
+  const target = options.destination ?? options.output;
+  if (target === undefined) throw new UsageError('fetch needs the destination: -d, --destination <path>', { hint: 'e.g. machineadm fetch URL -d /usr/local/bin/kubelet --sha256 HEX' });
+  if (!options.sha256 && !options.publicKey && !options.publicKeyFile) {
+    throw new UsageError('give --sha256 HEX or a public key (-P/-p) to check the download with', { hint: 'machineadm never puts an unchecked download in place' });
+  }
+  if (options.signature && !options.publicKey && !options.publicKeyFile) throw new UsageError('-x SIG_URL needs the public key to check it with (-P or -p)');
+  let publicKey: string | undefined;
+  if (options.publicKey || options.publicKeyFile) publicKey = formatPublicKeyLine(await publicKeyFrom(host, io, options));
+  const destination = resolve(io.cwd, target);
+  const ca = options.caFile ? (await readLocal(host, resolve(io.cwd, options.caFile), 'CA file')).toString('utf8') : undefined;
+  let mode: number | undefined;
+  if (options.mode !== undefined) {
+    if (!/^0?[0-7]{3,4}$/.test(options.mode)) throw new UsageError(`--mode ${options.mode}: give an octal mode such as 0755`);
+    mode = parseInt(options.mode, 8);
+  }
+  const bar = io.interactive ? progressBar(io) : undefined;
+  try {
+    // HTTP (got, tls) is loaded only by the command that downloads.
+    const { fetchVerified } = await import('../../verify/fetch.ts');
+    const result = await fetchVerified(host, {
+      urls: [url, ...(options.mirror ?? [])],
+      destination,
+      fileSystem: host.local,
+      ...(options.sha256 ? { sha256: options.sha256 } : {}),
+      ...(publicKey
+        ? { signature: { publicKey, ...(options.signature ? { url: options.signature } : {}), requirePrehashed: options.requirePrehashed ?? false, signify: options.signify ?? false } }
+        : {}),
+      ...(mode !== undefined ? { mode } : {}),
+      ...(bar ? { onProgress: bar.update } : {}),
+      ...(ca ? { ca } : {}),
+    });
+    bar?.done();
+    io.stdout(
+      `fetched ${displayUrl(result.url)} -> ${destination} (${result.bytes} bytes, sha256 ${result.sha256})\n` +
+        (result.signature ? describeVerified(destination, result.signature) : ''),
+    );
+    return ExitCode.ok;
+  } catch (error) {
+    bar?.done();
+    throw error;
+  }
+}

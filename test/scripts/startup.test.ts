@@ -1,0 +1,54 @@
+// Startup cost: the packaged program loads a command's implementation, and the heavy Node builtins
+// it needs, only when that command runs. Checked on the bundle the executable embeds.
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+// @ts-expect-error the build script is plain JavaScript (it runs before anything is installed)
+import { bundle } from '../../scripts/build.mjs';
+import { scratchDir } from '../support/tmp.ts';
+
+const HEAVY = ['child_process', 'net', 'tls', 'http', 'https', 'zlib', 'crypto', 'dgram'];
+
+let dir = '';
+beforeAll(async () => {
+  dir = scratchDir();
+  await bundle(dir, { version: '0.0.0-test', commit: 'test' });
+  // Lists the public builtins the program loaded, as it exits.
+  writeFileSync(join(dir, 'loaded.cjs'), "process.on('exit', () => require('fs').writeFileSync(process.env.LOADED_OUT, process.moduleLoadList.filter((m) => m.startsWith('NativeModule ') && !m.includes('internal/')).map((m) => m.slice(13)).join('\\n')));\n");
+}, 120_000);
+
+function loadedBy(args: string[]): string[] {
+  const out = join(dir, `loaded-${args.join('-').replace(/\W+/g, '_')}.txt`);
+  execFileSync(process.execPath, ['-r', join(dir, 'loaded.cjs'), join(dir, 'machineadm.cjs'), ...args], { env: { PATH: process.env.PATH ?? '', LOADED_OUT: out }, cwd: process.cwd(), stdio: 'ignore' });
+  return execFileSync('cat', [out], { encoding: 'utf8' }).split('\n');
+}
+
+describe('what starting machineadm loads', () => {
+  it.each([
+    ['version', ['version']],
+    ['--help', ['--help']],
+    ['the help of a command', ['fetch', '--help']],
+    ['the help of config validate', ['config', 'validate', '--help']],
+  ])('%s loads none of the network, process, compression or crypto builtins', (_name, args) => {
+    const loaded = loadedBy(args);
+    expect(loaded).toContain('fs');
+    expect(loaded.filter((m) => HEAVY.includes(m))).toEqual([]);
+  });
+
+  it('a command that needs them still gets them when it runs (plan spawns tools, reads files, hashes)', () => {
+    const loaded = loadedBy(['plan', '-c', 'examples/linux-worker.yaml', '--root', scratchDir()]);
+    expect(loaded).toEqual(expect.arrayContaining(['child_process', 'crypto']));
+  });
+});
+
+describe('what starting machineadm compiles', () => {
+  it('is the entry piece only: the implementation of each command waits in a string until the command runs', () => {
+    const text = readFileSync(join(dir, 'machineadm.cjs'), 'utf8');
+    // The lazy pieces are the entries of one object, a line each: "./<piece>.js": "<source>".
+    const lazy = text.split('\n').filter((line) => /^ {2}"\.\/[\w-]+\.js": "/.test(line));
+    const lazyBytes = lazy.reduce((sum, line) => sum + line.length + 1, 0);
+    expect(lazy.some((line) => line.includes('runPhaseCommand'))).toBe(true);
+    expect(text.length - lazyBytes).toBeLessThan(text.length / 5);
+  });
+});
