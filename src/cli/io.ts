@@ -1,5 +1,4 @@
 // What a command may use of the process it runs in. main() gets the real one; tests pass their own.
-import { isSea } from 'node:sea';
 import { InterruptedError, type InterruptSignal } from '../errors.ts';
 
 /** Signals asking machineadm to stop, while a run that must end cleanly goes on. */
@@ -76,7 +75,8 @@ function watchProcessInterrupts(stderr: (text: string) => void): Interrupts {
   return { signal: controller.signal, dispose };
 }
 
-export function processIo(): Io {
+/** The real process; `self` is the command line that starts this machineadm again (see Io.self). */
+export function processIo(self?: readonly string[]): Io {
   const stderr = bestEffort(process.stderr);
   return {
     stdout: bestEffort(process.stdout),
@@ -101,7 +101,6 @@ export function processIo(): Io {
     // ora loops forever on a terminal that reports 0 columns.
     interactive: Boolean(process.stderr.isTTY && process.stderr.columns),
     watchInterrupts: () => watchProcessInterrupts(stderr),
-    // The single executable is itself; from a checkout it is Node with its flags and the script.
-    self: isSea() ? [process.execPath] : [process.execPath, ...process.execArgv, process.argv[1] ?? 'bin/machineadm.js'],
+    ...(self ? { self } : {}),
   };
 }
