@@ -280,9 +280,10 @@ try {
   Add-Computer @join
   [pscustomobject]@{ joined = $true } | ConvertTo-Json -Compress
 } catch {
-  $message = [string]$_.Exception.Message
+  $failure = $_
+  $message = [string]$failure.Exception.Message
   $code = $null
-  for ($e = $_.Exception; $null -ne $e -and $null -eq $code; $e = $e.InnerException) {
+  for ($e = $failure.Exception; $null -ne $e -and $null -eq $code; $e = $e.InnerException) {
     if ($e -is [System.ComponentModel.Win32Exception]) { $code = $e.NativeErrorCode }
   }
   foreach ($known in @(${JOIN_ERROR_CODES.join(', ')})) {
@@ -290,17 +291,21 @@ try {
     $text = (New-Object System.ComponentModel.Win32Exception($known)).Message
     if ($message.Contains($text)) { $code = $known }
   }
-  [pscustomobject]@{ joined = $false; errorId = [string]$_.FullyQualifiedErrorId; code = $code; message = $message } | ConvertTo-Json -Compress
+  [pscustomobject]@{ joined = $false; errorId = [string]$failure.FullyQualifiedErrorId; code = $code; message = $message } | ConvertTo-Json -Compress
 }
 `;
 
 // djoin /requestODJ queues the join of the running OS (/localos) for its next boot from a blob
 // made by djoin /provision; /windowspath is %SystemRoot%. Its exit code is a Win32 code (0 is
-// success); its output goes back for the report.
-// [djoin (Windows commands, Offline Domain Join step-by-step guide)]
+// success); its output goes back for the report. Windows PowerShell 5.1 turns a native command's
+// redirected stderr lines into error records, which 'Stop' would make terminating: the exit code
+// decides instead.
+// [djoin (Windows commands, Offline Domain Join step-by-step guide); about_Redirection.md]
 const DOMAIN_JOIN_OFFLINE = String.raw`
-$output = & djoin.exe /requestODJ /loadfile $BlobPath /windowspath $env:SystemRoot /localos 2>&1 | Out-String
+$ErrorActionPreference = 'Continue'
+$output = & djoin.exe /requestODJ /loadfile $BlobPath /windowspath $env:SystemRoot /localos 2>&1 | ForEach-Object { [string]$_ } | Out-String
 $code = $LASTEXITCODE
+$ErrorActionPreference = 'Stop'
 [pscustomobject]@{ joined = ($code -eq 0); code = $code; message = [string]$output } | ConvertTo-Json -Compress
 `;
 
