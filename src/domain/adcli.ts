@@ -50,6 +50,11 @@ export function classifyJoinFailure(output: string, dj: DomainJoinSpec, username
   return describeJoinFailure(kind, dj, username, { tool: 'adcli', otherHint: 'read the output tail; adcli --verbose names the operation that failed' });
 }
 
+/** Where the computer account goes, for plans on both systems: the OU and the computer name. */
+export function joinPlacement(dj: DomainJoinSpec): string {
+  return [`OU ${dj.organizationalUnit ?? "(the domain's Computers container)"}`, ...(dj.computerName !== undefined ? [`computer name ${dj.computerName}`] : [])].join(', ');
+}
+
 /** The operator's message for a kind of join failure, the same on both systems. */
 export function describeJoinFailure(kind: JoinFailureKind, dj: DomainJoinSpec, username: string | undefined, how: { tool: string; otherHint: string }): JoinFailure {
   const realm = realmOf(dj.domain);

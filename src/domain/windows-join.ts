@@ -11,7 +11,8 @@ import { displayUrl } from '../host/http.ts';
 import { ConfigError, NotAvailableError, StepDetailsError } from '../errors.ts';
 import { fetchVerified } from '../verify/fetch.ts';
 import { noSeamSkip, requireSeam, seamOf } from '../windows/steps/seam.ts';
-import { describeJoinFailure, type JoinFailure, type JoinFailureKind } from './adcli.ts';
+import { readJoinPassword } from './password.ts';
+import { describeJoinFailure, joinPlacement, type JoinFailure, type JoinFailureKind } from './adcli.ts';
 
 const FIELD = 'spec.domainJoin';
 const BLOB_FIELD = `${FIELD}.windows.offlineBlob`;
@@ -76,13 +77,12 @@ function mismatch(system: ComputerSystem, dj: DomainJoinSpec): string | undefine
 const LEAVE_FIRST = 'machineadm does not move a machine between domains or rename a member: leave the domain first (Remove-Computer, then restart), or correct spec.domainJoin';
 
 function changes(dj: DomainJoinSpec): Change[] {
-  const where = [`OU ${dj.organizationalUnit ?? "(the domain's Computers container)"}`, ...(dj.computerName !== undefined ? [`computer name ${dj.computerName}`] : [])].join(', ');
   const blob = dj.windows?.offlineBlob;
   const how = blob !== undefined
     ? `djoin /requestODJ /localos with the offline blob ${blob.file ?? `${displayUrl(blob.url!)} (sha256 ${blob.sha256})`}; the computer account, name and OU are the blob's`
     : `Add-Computer as ${dj.credentials?.username ?? '(no credentials)'}${dj.domainController !== undefined ? ` through ${dj.domainController}` : ''}, password on standard input`;
   return [
-    { action: 'join', target: dj.domain, detail: blob !== undefined ? how : `${where}; ${how}` },
+    { action: 'join', target: dj.domain, detail: blob !== undefined ? how : `${joinPlacement(dj)}; ${how}` },
     { action: 'restart', target: 'the machine', detail: 'the join takes effect at the next boot; machineadm resumes after it' },
   ];
 }
@@ -102,13 +102,7 @@ export async function windowsPreflight(ctx: StepContext, dj: DomainJoinSpec): Pr
   if (dj.domainController !== undefined && /^[0-9.]+$|:/.test(dj.domainController)) {
     throw new ConfigError([{ path: `${FIELD}.domainController`, message: `${dj.domainController} is an address; Add-Computer needs the domain controller's DNS name`, hint: 'give its FQDN, e.g. dc1.corp.example' }]);
   }
-  await readWindowsPassword(ctx, dj);
-}
-
-async function readWindowsPassword(ctx: StepContext, dj: DomainJoinSpec): Promise<string> {
-  const password = await ctx.secret(dj.credentials!.password, `${FIELD}.credentials.password`);
-  if (password.includes('\0')) throw new ConfigError([{ path: `${FIELD}.credentials.password`, message: 'the value read holds a NUL character', hint: 'check the file or variable it comes from' }]);
-  return password;
+  await readJoinPassword(ctx, dj.credentials!);
 }
 
 export async function windowsCheck(ctx: StepContext, dj: DomainJoinSpec): Promise<CheckResult> {
@@ -149,7 +143,7 @@ export async function windowsApply(ctx: StepContext, dj: DomainJoinSpec): Promis
   if (method === 'djoin') {
     outcome = await joinOffline(ctx, windows, dj);
   } else {
-    password = await readWindowsPassword(ctx, dj);
+    password = await readJoinPassword(ctx, dj.credentials!);
     outcome = await windows.joinDomain({
       domain: dj.domain,
       user: dj.credentials!.username,

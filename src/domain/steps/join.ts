@@ -6,23 +6,19 @@ import type { Step, StepContext, CheckResult, Change, ApplyResult } from '../../
 import type { DomainJoinSpec, MachineConfig } from '../../config/schema/index.ts';
 import { CommandError, ConfigError, NotAvailableError, StepDetailsError } from '../../errors.ts';
 import { tail } from '../../host/index.ts';
-import { adcliJoinArgv, adcliTestjoinArgv, classifyJoinFailure, realmOf } from '../adcli.ts';
+import { adcliJoinArgv, adcliTestjoinArgv, classifyJoinFailure, joinPlacement, realmOf } from '../adcli.ts';
 import { keytabPrincipals, machineAccount } from '../keytab.ts';
 import { KRB5_CONF, renderKrb5Conf } from '../krb5-conf.ts';
+import { readJoinPassword } from '../password.ts';
 import { DOWNLOADED_BLOB, windowsApply, windowsCheck, windowsPreflight } from '../windows-join.ts';
 
 const FIELD = 'spec.domainJoin';
-const PASSWORD_FIELD = `${FIELD}.credentials.password`;
 export const OUTPUT_TAIL_LINES = 30;
 const JOIN_TIMEOUT_MS = 5 * 60_000;
 const TESTJOIN_TIMEOUT_MS = 60_000;
 
 function domainJoinOf(config: MachineConfig): DomainJoinSpec {
   return config.spec.domainJoin!;
-}
-
-function where(dj: DomainJoinSpec): string {
-  return [`OU ${dj.organizationalUnit ?? "(the domain's Computers container)"}`, ...(dj.computerName !== undefined ? [`computer name ${dj.computerName}`] : [])].join(', ');
 }
 
 /** Why this build cannot run the Linux join on this machine, if it cannot. */
@@ -40,9 +36,7 @@ async function readPassword(ctx: StepContext, dj: DomainJoinSpec): Promise<strin
   if (dj.credentials === undefined) {
     throw new ConfigError([{ path: `${FIELD}.credentials`, message: 'is required to join a Linux machine', hint: 'windows.offlineBlob joins Windows machines only; give an account allowed to join computers to the OU' }]);
   }
-  const password = await ctx.secret(dj.credentials.password, PASSWORD_FIELD);
-  if (password.includes('\0')) throw new ConfigError([{ path: PASSWORD_FIELD, message: 'the value read holds a NUL character', hint: 'check the file or variable it comes from' }]);
-  return password;
+  return readJoinPassword(ctx, dj.credentials);
 }
 
 /** The machine account the keytab holds; undefined when there is no keytab or no such entry. */
@@ -69,7 +63,7 @@ const LEAVE_FIRST = 'machineadm does not move a machine between domains or accou
 
 function linuxChanges(dj: DomainJoinSpec, krb5Exists: boolean): Change[] {
   const changes: Change[] = [
-    { action: 'join', target: dj.domain, detail: `${where(dj)}; adcli as ${dj.credentials?.username ?? '(no credentials)'}, password on standard input` },
+    { action: 'join', target: dj.domain, detail: `${joinPlacement(dj)}; adcli as ${dj.credentials?.username ?? '(no credentials)'}, password on standard input` },
     { action: 'write', target: dj.linux.keytab, detail: 'the machine account keytab (adcli), mode 0600' },
   ];
   if (!krb5Exists) changes.push({ action: 'create', target: KRB5_CONF, detail: `default realm ${realmOf(dj.domain)} (only because none exists)` });
