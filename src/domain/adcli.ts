@@ -28,7 +28,7 @@ export function adcliTestjoinArgv(dj: DomainJoinSpec): [string, ...string[]] {
   return ['adcli', 'testjoin', '--domain', dj.domain, ...(dj.domainController !== undefined ? ['--domain-controller', dj.domainController] : []), '--host-keytab', dj.linux.keytab];
 }
 
-export type JoinFailureKind = 'credentials' | 'unreachable' | 'account-exists' | 'clock-skew' | 'other';
+export type JoinFailureKind = 'credentials' | 'unreachable' | 'account-exists' | 'not-permitted' | 'clock-skew' | 'other';
 
 export interface JoinFailure {
   kind: JoinFailureKind;
@@ -47,10 +47,21 @@ const PATTERNS: readonly [JoinFailureKind, RegExp][] = [
 
 export function classifyJoinFailure(output: string, dj: DomainJoinSpec, username: string): JoinFailure {
   const kind = PATTERNS.find(([, pattern]) => pattern.test(output))?.[0] ?? 'other';
+  return describeJoinFailure(kind, dj, username, { tool: 'adcli', otherHint: 'read the output tail; adcli --verbose names the operation that failed' });
+}
+
+/** Where the computer account goes, for plans on both systems: the OU and the computer name. */
+export function joinPlacement(dj: DomainJoinSpec): string {
+  return [`OU ${dj.organizationalUnit ?? "(the domain's Computers container)"}`, ...(dj.computerName !== undefined ? [`computer name ${dj.computerName}`] : [])].join(', ');
+}
+
+/** The operator's message for a kind of join failure, the same on both systems. */
+export function describeJoinFailure(kind: JoinFailureKind, dj: DomainJoinSpec, username: string | undefined, how: { tool: string; otherHint: string }): JoinFailure {
   const realm = realmOf(dj.domain);
+  const user = username ?? 'the account that pre-staged the computer';
   switch (kind) {
     case 'credentials':
-      return { kind, message: `the domain rejected the credentials of ${username}@${realm}`, hint: 'check spec.domainJoin.credentials: the user name, and the password file or variable (a wrong, expired or locked password)' };
+      return { kind, message: `the domain rejected the credentials of ${user}@${realm}`, hint: 'check spec.domainJoin.credentials: the user name, and the password file or variable (a wrong, expired or locked password)' };
     case 'unreachable':
       return {
         kind,
@@ -62,12 +73,18 @@ export function classifyJoinFailure(output: string, dj: DomainJoinSpec, username
     case 'account-exists':
       return {
         kind,
-        message: `the computer account${dj.computerName !== undefined ? ` ${dj.computerName}` : ''} exists in ${dj.domain} and may not be reused by ${username}`,
+        message: `the computer account${dj.computerName !== undefined ? ` ${dj.computerName}` : ''} exists in ${dj.domain} and may not be reused by ${user}`,
         hint: 'ask the directory administrators to delete the stale account or to let this user reset it (and, with organizationalUnit, to move it there), or set spec.domainJoin.computerName',
+      };
+    case 'not-permitted':
+      return {
+        kind,
+        message: `${user} may not create a computer account in ${dj.organizationalUnit ?? dj.domain} (access denied, or the user's quota of computer accounts is used up)`,
+        hint: 'ask the directory administrators to delegate "create computer objects" on the OU to this account, or to pre-stage the computer account',
       };
     case 'clock-skew':
       return { kind, message: `this machine's clock differs from the domain controller's by more than Kerberos allows (5 minutes)`, hint: 'synchronise the clock (NTP, e.g. with the domain controllers) before the provision phase' };
     default:
-      return { kind, message: `adcli could not join ${dj.domain}`, hint: 'read the output tail; adcli --verbose names the operation that failed' };
+      return { kind, message: `${how.tool} could not join ${dj.domain}`, hint: how.otherHint };
   }
 }

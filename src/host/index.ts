@@ -103,7 +103,7 @@ function windowsResumeNotAvailable(): Pick<Host, 'resume' | 'restart'> {
 }
 
 export type { Facts, OperatingSystem } from './facts.ts';
-export type { WindowsHost } from './windows/index.ts';
+export type { WindowsHost, ComputerSystem, DomainJoinOutcome } from './windows/index.ts';
 export { RootedFileSystem, type WriteOptions, type FileInfo, type FileSystemOptions, type PendingFile } from './fs.ts';
 export { ProcessRunner, type RunOptions, type RunResult, tail } from './exec.ts';
 export type { ResumeRegistration } from './resume.ts';

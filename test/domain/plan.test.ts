@@ -1,5 +1,5 @@
 // A configuration with spec.domainJoin is never silently ignored: plan shows the join (domain, OU,
-// never the password) on both systems, and a Windows run is refused before anything changes.
+// never the password) on both systems, and what a Windows run cannot use is refused before anything changes.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -13,7 +13,7 @@ import { EventBus } from '../../src/report/events.ts';
 import { SecretScrubber } from '../../src/config/secrets.ts';
 import { parseWith } from '../../src/config/schema/dsl.ts';
 import { machineConfigSchema, type MachineConfig } from '../../src/config/schema/index.ts';
-import { ExitCode, NotAvailableError, StepError } from '../../src/errors.ts';
+import { ConfigError, ExitCode, NotAvailableError, StepError } from '../../src/errors.ts';
 
 const dir = scratchDir('machineadm-domain-plan-');
 const PASSWORD = 'Plan-S3cret-never-shown';
@@ -36,7 +36,7 @@ describe('plan with spec.domainJoin', () => {
   it.each([
     ['Linux, password from a file', ['--root', dir], { valueFrom: { file: passwordFile } }, /adcli as joiner/],
     ['Linux, password written in the configuration', ['--root', dir], PASSWORD, /adcli as joiner/],
-    ['Windows (--os windows), password from a file', ['--os', 'windows'], { valueFrom: { file: passwordFile } }, /Add-Computer as joiner; not available in this build: a run stops with exit 2/],
+    ['Windows (--os windows), password from a file', ['--os', 'windows'], { valueFrom: { file: passwordFile } }, /Add-Computer as joiner, password on standard input/],
   ])('on %s shows the join first in provision, with domain and OU, and never the password', async (_name, flags, password, how) => {
     for (const format of ['text', 'json']) {
       const out = await runCli(['plan', '-c', configFile(password), ...flags, '-o', format]);
@@ -55,25 +55,26 @@ describe('plan with spec.domainJoin', () => {
 });
 
 describe('a Windows run with spec.domainJoin', () => {
-  it('is refused before any step changes anything, with exit 2 and what to do', async () => {
+  function input(domainJoin: Record<string, unknown>): RunnerInput {
     const facts: Facts = { os: 'windows', arch: 'x64', hostname: 'win-1', privileged: true, liveRoot: true };
-    const config = parseWith(machineConfigSchema, BODY).value as MachineConfig;
-    const input: RunnerInput = {
-      command: 'provision',
-      phases: [provisionPhase],
-      selection: {},
-      config,
-      facts,
-      host: createHost({ root: dir, facts }),
-      events: new EventBus(),
-      state: new StateStore(new RootedFileSystem(join(dir, 'state'))),
-      secrets: new SecretScrubber(),
-    };
-    const error = await preflightRun(input).then(() => undefined, (e: unknown) => e);
-    expect(error).toBeInstanceOf(StepError);
-    expect((error as StepError).cause).toBeInstanceOf(NotAvailableError);
-    expect((error as StepError).exitCode).toBe(ExitCode.usage);
-    expect((error as StepError).message).toMatch(/^step provision\/domain\/join failed: spec\.domainJoin: joining a Windows machine to a domain is not available in this build/);
-    expect((error as StepError).hint).toMatch(/unattend\.xml or djoin/);
+    const config = parseWith(machineConfigSchema, { ...BODY, spec: { domainJoin: { ...BODY.spec.domainJoin, ...domainJoin } } }).value as MachineConfig;
+    return { command: 'provision', phases: [provisionPhase], selection: {}, config, facts, host: createHost({ facts }), events: new EventBus(), state: new StateStore(new RootedFileSystem(join(dir, 'state'))), secrets: new SecretScrubber() };
+  }
+
+  it('reads the password before any step changes anything', async () => {
+    await expect(preflightRun(input({}))).resolves.toBeUndefined();
+    const missing = input({ credentials: { username: 'joiner', password: { valueFrom: { file: join(dir, 'absent') } } } });
+    await expect(preflightRun(missing)).rejects.toMatchObject({ exitCode: ExitCode.usage, message: expect.stringMatching(/spec\.domainJoin\.credentials\.password/) });
+  });
+
+  it.each([
+    ['dnsServers', { dnsServers: ['10.0.0.2'] }, NotAvailableError, /spec\.domainJoin\.dnsServers: not available in this build/],
+    ['a domain controller given by address', { domainController: '10.0.0.2' }, ConfigError, /Add-Computer needs the domain controller's DNS name/],
+  ])('refuses %s before any step changes anything, with exit 2', async (_name, extra, type, message) => {
+    const error = (await preflightRun(input(extra)).then(() => undefined, (e: unknown) => e)) as StepError | ConfigError;
+    // A configuration error is reported as it is; other refusals name the step.
+    expect(error instanceof StepError ? error.cause : error).toBeInstanceOf(type);
+    expect(error.exitCode).toBe(ExitCode.usage);
+    expect(error.message).toMatch(message);
   });
 });

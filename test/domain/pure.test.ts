@@ -1,9 +1,12 @@
-// The pure parts of the domain join: keytab principals, adcli's command lines and its failures.
+// The pure parts of the domain join: keytab principals, adcli's command lines and its failures,
+// and the Win32 codes of the Windows join.
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { keytabPrincipals, machineAccount } from '../../src/domain/keytab.ts';
-import { adcliJoinArgv, classifyJoinFailure } from '../../src/domain/adcli.ts';
+import { adcliJoinArgv, classifyJoinFailure, describeJoinFailure } from '../../src/domain/adcli.ts';
+import { classifyWindowsJoinFailure } from '../../src/domain/windows-join.ts';
+import { JOIN_ERROR_CODES } from '../../src/host/windows/scripts.ts';
 import { renderKrb5Conf } from '../../src/domain/krb5-conf.ts';
 import type { DomainJoinSpec } from '../../src/config/schema/index.ts';
 
@@ -63,5 +66,36 @@ describe('renderKrb5Conf', () => {
     const withDc = renderKrb5Conf({ ...DJ, domainController: 'dc1.corp.test' });
     expect(withDc).toContain('dns_lookup_kdc = false');
     expect(withDc).toContain('CORP.TEST = {\n        kdc = dc1.corp.test\n        admin_server = dc1.corp.test\n    }');
+  });
+});
+
+describe('classifyWindowsJoinFailure', () => {
+  const WIN: DomainJoinSpec = { ...DJ, domain: 'corp.example', computerName: 'NODE-07', domainController: 'dc1.corp.example' };
+
+  it.each([
+    [1326, 'credentials', 'the domain rejected the credentials of joiner@CORP.EXAMPLE'],
+    [1909, 'credentials', 'the domain rejected the credentials of joiner@CORP.EXAMPLE'],
+    [1355, 'unreachable', 'no domain controller of corp.example could be reached at dc1.corp.example'],
+    [2453, 'unreachable', 'no domain controller of corp.example could be reached at dc1.corp.example'],
+    [2224, 'account-exists', 'the computer account NODE-07 exists in corp.example and may not be reused by joiner'],
+    [2732, 'account-exists', 'the computer account NODE-07 exists in corp.example and may not be reused by joiner'],
+    [8557, 'not-permitted', 'joiner may not create a computer account in corp.example (access denied, or the user\'s quota of computer accounts is used up)'],
+    [1398, 'clock-skew', "this machine's clock differs from the domain controller's by more than Kerberos allows (5 minutes)"],
+    [2691, 'other', 'Add-Computer could not join corp.example'],
+  ])('names Win32 code %i as %s, with the message Linux gives', (code, kind, message) => {
+    const failure = classifyWindowsJoinFailure({ joined: false, code }, WIN, 'Add-Computer');
+    expect(failure).toMatchObject({ kind, message });
+    if (kind !== 'other' && kind !== 'not-permitted') expect(failure.message).toBe(describeJoinFailure(failure.kind, WIN, 'joiner', { tool: 'adcli', otherHint: '' }).message);
+  });
+
+  it('looks for every code it names in the message of a failed Add-Computer', () => {
+    const named = [5, 53, 86, 1311, 1326, 1327, 1330, 1331, 1355, 1398, 1722, 1909, 2224, 2453, 2732, 8557];
+    expect(named.filter((code) => !(JOIN_ERROR_CODES as readonly number[]).includes(code))).toEqual([]);
+    expect(named.filter((code) => classifyWindowsJoinFailure({ joined: false, code }, WIN, 'Add-Computer').kind === 'other')).toEqual([]);
+  });
+
+  it('says what the offline join could not do without naming a user', () => {
+    const failure = classifyWindowsJoinFailure({ joined: false, code: 2, message: 'The system cannot find the file specified.' }, { ...WIN, credentials: undefined }, 'djoin');
+    expect(failure).toMatchObject({ kind: 'other', message: 'djoin could not join corp.example' });
   });
 });

@@ -29,7 +29,8 @@ function parse(scripts: readonly WindowsScript[]): Parsed[string][] {
 }
 
 /** Every action with ordinary values (the golden files). */
-function typical(v: { name: string; path: string; text: string }): WindowsScript[] {
+/** `join` gives the domain join realistic values of its own (the golden files). */
+function typical(v: { name: string; path: string; text: string; join?: { domain: string; user: string; ou: string; computer: string; server: string; blob: string } }): WindowsScript[] {
   return [
     windowsScripts.featureQuery('Containers'),
     windowsScripts.featureInstall('Containers'),
@@ -50,10 +51,14 @@ function typical(v: { name: string; path: string; text: string }): WindowsScript
     windowsScripts.resumeQuery({ taskName: v.name, taskPath: '\\machineadm\\' }),
     windowsScripts.resumeRemove({ taskName: v.name, taskPath: '\\machineadm\\' }),
     windowsScripts.restart(v.text),
+    windowsScripts.domainJoin({ domain: v.join?.domain ?? v.text, user: v.join?.user ?? v.text, ouPath: v.join?.ou ?? v.text, newName: v.join?.computer ?? v.name, server: v.join?.server ?? v.name }),
+    windowsScripts.domainJoinOffline(v.join?.blob ?? v.path),
   ];
 }
 
-const ordinary = typical({ name: 'kubelet', path: 'C:\\Program Files\\containerd\\containerd.exe', text: 'machineadm: kubelet' });
+const ordinary = typical({ name: 'kubelet', path: 'C:\\Program Files\\containerd\\containerd.exe', text: 'machineadm: kubelet',
+  join: { domain: 'corp.example', user: 'CORP\\k8s-joiner', ou: 'OU=Nodes,DC=corp,DC=example', computer: 'NODE-01', server: 'dc1.corp.example', blob: 'C:\\machineadm\\odj.txt' },
+});
 
 // Each carries a marker, so its pieces can be found wherever the parser put them.
 const HOSTILE = [

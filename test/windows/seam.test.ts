@@ -80,6 +80,47 @@ describe('the seam', () => {
   });
 });
 
+describe('the domain join through the seam', () => {
+  // Quote characters, a dollar, a backtick, non-ASCII: all of it must reach Add-Computer unchanged.
+  const PASSWORD = 'p4ss’word $(x) `n ü';
+
+  function powershell(stdout: string) {
+    const calls: { argv: string[]; input?: string | Uint8Array }[] = [];
+    const proc = { run: async (argv: string[], options: { input?: string | Uint8Array }) => (calls.push({ argv, ...(options.input !== undefined ? { input: options.input } : {}) }), { argv, exitCode: 0, stdout, stderr: '', durationMs: 1 }) } as unknown as ProcessRunner;
+    return { host: createWindowsHost(powershellRunner(proc)), calls };
+  }
+
+  it('sends the password on standard input only (hex of its UTF-8 bytes): never in the script text or the command line', async () => {
+    const { host, calls } = powershell('{"joined":true}\r\n');
+    const outcome = await host.joinDomain({ domain: 'corp.example', user: 'CORP\\joiner', organizationalUnit: 'OU=Nodes,DC=corp,DC=example', newName: 'NODE-01', server: 'dc1.corp.example' }, PASSWORD);
+    expect(outcome).toEqual({ joined: true });
+    const [call] = calls;
+    const script = Buffer.from(call!.argv.at(-1)!, 'base64').toString('utf16le');
+    expect(script).toContain('Add-Computer @join');
+    const hex = Buffer.from(PASSWORD, 'utf8').toString('hex');
+    for (const form of [PASSWORD, hex, Buffer.from(PASSWORD, 'utf16le').toString('base64'), Buffer.from(PASSWORD).toString('base64')]) {
+      expect(script).not.toContain(form);
+      expect(call!.argv.join(' ')).not.toContain(form);
+    }
+    expect(call!.input).toBe(`${hex}\n`);
+    // What the script does with it: hex to UTF-8 bytes to characters.
+    expect(Buffer.from(String(call!.input).trim(), 'hex').toString('utf8')).toBe(PASSWORD);
+  });
+
+  it('runs djoin with the blob path as a literal and gives back its code and output', async () => {
+    const { host, calls } = powershell('{"joined":false,"code":2,"message":"The system cannot find the file specified.\\r\\n"}');
+    expect(await host.joinDomainOffline('C:\\machineadm\\odj.txt')).toEqual({ joined: false, code: 2, message: 'The system cannot find the file specified.\r\n' });
+    expect(calls[0]!.input).toBeUndefined();
+    expect(Buffer.from(calls[0]!.argv.at(-1)!, 'base64').toString('utf16le')).toContain("$BlobPath = 'C:\\machineadm\\odj.txt'");
+  });
+
+  it('refuses a password with a NUL character before any PowerShell runs', async () => {
+    const { host, calls } = powershell('{}');
+    await expect(host.joinDomain({ domain: 'corp.example', user: 'u' }, 'a\0b')).rejects.toThrow(/NUL/);
+    expect(calls).toEqual([]);
+  });
+});
+
 describe('the boot identity', () => {
   it.each([
     [{ bootId: '7', lastBootUpTime: '2026-11-30T00:00:00.000Z', build: '20348' }, { bootId: '8', lastBootUpTime: '2026-11-30T00:00:00.000Z', build: '20348' }],

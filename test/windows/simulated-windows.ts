@@ -15,10 +15,20 @@
 // - Set-Acl with a protected DirectorySecurity: the directory's DACL is exactly the rules given,
 //   inherited by what is created in it.
 // - A restart: LastBootUpTime and BootId change, pending features finish installing, Automatic
-//   services start (dependencies first), scheduled tasks stay registered.
+//   services start (dependencies first), scheduled tasks stay registered, a pending domain join
+//   takes effect (Win32_ComputerSystem then says PartOfDomain, the domain and the new name).
+// - Add-Computer (Windows PowerShell 5.1, Computer.cs; JoinDomainOrWorkgroup return codes): a
+//   machine already in the target domain fails with AddComputerToSameDomain; an unknown or
+//   unreachable domain is 1355, a wrong user or password 1326, an existing computer account
+//   created by another user (not a Domain Admin) 2732 (KB5020276); success needs a restart.
+//   Failures carry the FailToJoinDomainFromWorkgroup error id. Whether PartOfDomain changes before
+//   the restart is not documented; here it changes at the restart.
+// - djoin /requestODJ /localos: queues the join the blob describes for the next boot; a missing
+//   blob file fails with 2 (ERROR_FILE_NOT_FOUND). Blobs here are JSON { domain, machine } (real
+//   ones are opaque base64 made by djoin /provision).
 import { join } from 'node:path';
 import { RootedFileSystem } from '../../src/host/index.ts';
-import type { AclState, BootIdentity, ComputerSystem, FeatureState, FirewallRule, FirewallRuleState, ServiceSpec, ServiceState, WindowsHost } from '../../src/host/windows/index.ts';
+import type { AclState, BootIdentity, ComputerSystem, DomainJoinOutcome, OnlineDomainJoin, FeatureState, FirewallRule, FirewallRuleState, ServiceSpec, ServiceState, WindowsHost } from '../../src/host/windows/index.ts';
 import { bootIdOf, windowsCommandLine } from '../../src/host/windows/index.ts';
 
 export interface SimulatedService extends ServiceState {
@@ -47,6 +57,14 @@ export class SimulatedWindows implements WindowsHost {
   /** Set by restart(); the machine is "down" until reboot() is called. */
   restartRequested = false;
   computer: ComputerSystem = { partOfDomain: false, domain: 'WORKGROUP', name: 'WIN-NODE1' };
+  /** The Active Directory domain this machine can reach. */
+  directory = { domain: 'corp.example', users: new Map([['k8s-joiner', 'S3cret pass’word']]), accounts: new Map<string, string>() };
+  /** A join done and waiting for the restart. */
+  pendingJoin: { domain: string; name: string } | undefined;
+  /** Reads a machine file (the djoin blob); set by the test. */
+  readFile: (path: string) => string | undefined = () => undefined;
+  /** The passwords joinDomain was given (the test checks where they went). */
+  passwords: string[] = [];
 
   readonly build: string;
 
@@ -159,6 +177,32 @@ export class SimulatedWindows implements WindowsHost {
     return this.computer;
   }
 
+  async joinDomain(join: OnlineDomainJoin, password: string): Promise<DomainJoinOutcome> {
+    this.calls.push(`joinDomain ${join.domain}${join.organizationalUnit ? ` ${join.organizationalUnit}` : ''}${join.newName ? ` as ${join.newName}` : ''}`);
+    this.passwords.push(password);
+    const fail = (code: number, text: string): DomainJoinOutcome => ({ joined: false, code, errorId: 'FailToJoinDomainFromWorkgroup,Microsoft.PowerShell.Commands.AddComputerCommand', message: `Computer '${this.computer.name}' failed to join domain '${join.domain}' from its current workgroup 'WORKGROUP' with following error message: ${text}` });
+    if (this.computer.partOfDomain && this.computer.domain.toLowerCase() === join.domain.toLowerCase()) {
+      return { joined: false, errorId: 'AddComputerToSameDomain,Microsoft.PowerShell.Commands.AddComputerCommand', message: `Cannot add computer '${this.computer.name}' to domain '${join.domain}' because it is already in that domain.` };
+    }
+    if (join.domain.toLowerCase() !== this.directory.domain) return fail(1355, 'The specified domain either does not exist or could not be contacted.');
+    if (this.directory.users.get(join.user) !== password) return fail(1326, 'The user name or password is incorrect.');
+    const name = join.newName ?? this.computer.name;
+    const owner = this.directory.accounts.get(name.toUpperCase());
+    if (owner !== undefined && owner !== join.user) return fail(2732, 'An account with the same name exists in Active Directory. Re-using the account was blocked by security policy.');
+    this.directory.accounts.set(name.toUpperCase(), join.user);
+    this.pendingJoin = { domain: join.domain, name };
+    return { joined: true };
+  }
+
+  async joinDomainOffline(blobPath: string): Promise<DomainJoinOutcome> {
+    this.calls.push(`joinDomainOffline ${blobPath}`);
+    const text = this.readFile(blobPath);
+    if (text === undefined) return { joined: false, code: 2, message: `Failed to read the provisioning data from ${blobPath}.\r\nThe system cannot find the file specified.\r\n` };
+    const blob = JSON.parse(text) as { domain: string; machine: string };
+    this.pendingJoin = { domain: blob.domain, name: blob.machine };
+    return { joined: true, code: 0, message: 'Loading provisioning data from the following file: [' + blobPath + '].\r\nThe provisioning request completed successfully.\r\nA reboot is required for changes to be applied.\r\nThe operation completed successfully.\r\n' };
+  }
+
   async bootIdentity(): Promise<BootIdentity> {
     return { bootId: String(this.boots), lastBootUpTime: new Date(Date.UTC(2026, 10, 30, 0, this.boots)).toISOString(), build: this.build };
   }
@@ -188,6 +232,8 @@ export class SimulatedWindows implements WindowsHost {
     this.boots++;
     this.restartRequested = false;
     for (const [name, state] of this.features) if (state === 'pending') this.features.set(name, 'installed');
+    if (this.pendingJoin) this.computer = { partOfDomain: true, domain: this.pendingJoin.domain, name: this.pendingJoin.name };
+    this.pendingJoin = undefined;
     for (const s of this.services.values()) s.state = 'Stopped';
     for (const s of this.services.values()) if (s.startMode === 'Auto') this.start(s.name, []);
   }

@@ -4,8 +4,10 @@
 // does to a Windows machine (writes kubeadm-flags.env and kubelet.conf, starts the kubelet service).
 import { createHash } from 'node:crypto';
 import http from 'node:http';
+import https from 'node:https';
+import tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHost, RootedFileSystem, type Facts, type Host, type ProcessRunner } from '../../src/host/index.ts';
@@ -15,16 +17,23 @@ import { StateStore } from '../../src/phases/state.ts';
 import { EventBus, type MachineEvent } from '../../src/report/events.ts';
 import { SecretScrubber } from '../../src/config/secrets.ts';
 import { exitCodeOf, RebootRequiredError } from '../../src/errors.ts';
-import { configFrom } from '../report/harness.ts';
 import { executeRun } from '../../src/phases/run.ts';
 import { windowsRestart, windowsResume } from '../../src/host/windows/index.ts';
+import { configFrom } from '../report/harness.ts';
+import { makePki } from '../report/certs.ts';
 import { scratchDir } from '../support/tmp.ts';
 import { realPath, SimulatedWindows, windowsFiles, PRIVATE_ACL } from './simulated-windows.ts';
 
 const AGENT = Buffer.from('MZ csi-proxy stand-in\n');
 const AGENT_SHA = createHash('sha256').update(AGENT).digest('hex');
+// A djoin blob as the simulated machine reads it (a real one is base64 from djoin /provision).
+const BLOB = JSON.stringify({ domain: 'corp.example', machine: 'NODE-09' });
+const BLOB_SHA = createHash('sha256').update(BLOB).digest('hex');
 let server: http.Server;
 let base = '';
+// The djoin blob holds the computer account's secret, so it is fetched over https only.
+let blobServer: https.Server;
+let blobBase = '';
 
 beforeAll(async () => {
   server = http.createServer((req, res) => {
@@ -34,8 +43,17 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const pki = makePki(scratchDir('machineadm-windows-pki-'));
+  // This machine trusts the test CA, as a node trusts its organisation's CA.
+  tls.setDefaultCACertificates([...tls.getCACertificates('default'), pki.ca]);
+  blobServer = https.createServer({ cert: pki.serverCert, key: pki.serverKey }, (req, res) => (req.url === '/odj.txt' ? res.end(BLOB) : res.writeHead(404).end()));
+  await new Promise<void>((resolve) => blobServer.listen(0, '127.0.0.1', resolve));
+  blobBase = `https://127.0.0.1:${(blobServer.address() as AddressInfo).port}`;
 });
-afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+afterAll(async () => {
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await new Promise<void>((resolve) => blobServer.close(() => resolve()));
+});
 
 function workerConfig(agentPath = '/csi-proxy.exe') {
   return configFrom({
@@ -270,5 +288,138 @@ describe('a Windows worker on the simulated machine', () => {
     expect(feature.changes[0]!.detail).toContain('build 20348 (ltsc2022)');
     const join = plan.phases[1]!.steps.find((s) => s.id === 'provision/kubeadm/join')!;
     expect(join.changes.find((c) => c.target.endsWith('kubeletconfiguration+merge.yaml'))!.diff).toContain('memory: 2Gi');
+  });
+});
+
+describe('a Windows worker that joins the Active Directory domain', () => {
+  const PASSWORD = 'S3cret pass’word';
+  const RESUME = ['C:\\Program Files\\machineadm\\machineadm.exe', 'init', '-c', 'C:\\machineadm\\config.yaml'];
+
+  function joinConfig(domainJoin: Record<string, unknown> = {}) {
+    const config = workerConfig();
+    const dj = { domain: 'corp.example', organizationalUnit: 'OU=Nodes,DC=corp,DC=example', computerName: 'NODE-07', credentials: { username: 'k8s-joiner', password: PASSWORD }, ...domainJoin };
+    return configFrom({ ...config.spec, domainJoin: dj });
+  }
+
+  function joinMachine() {
+    const m = machine();
+    // The feature is there: the only restart this run asks for is the join's.
+    m.sim.features.set('Containers', 'installed');
+    m.sim.readFile = (path) => {
+      try {
+        return readFileSync(realPath(m.root, path), 'utf8');
+      } catch {
+        return undefined;
+      }
+    };
+    return m;
+  }
+
+  /** One machineadm process, as the CLI (or the resume task after the restart) starts it. */
+  async function execute(m: ReturnType<typeof machine>, config: ReturnType<typeof joinConfig>) {
+    const facts: Facts = { os: 'windows', arch: 'x64', hostname: m.sim.computer.name, privileged: true, liveRoot: true, windowsBuild: '20348', bootId: await m.sim.bootId() };
+    // The live machine: machineadm restarts it itself (the files stay under the scratch root).
+    const fs = new Proxy(m.fs, { get: (target, prop, receiver) => (prop === 'isLiveRoot' ? true : Reflect.get(target, prop, receiver)) });
+    const host: Host = { ...createHost({ root: m.root, facts, env: {}, windows: m.sim }), fs, proc: m.proc, resume: windowsResume(m.sim), restart: windowsRestart(m.sim) };
+    let console = '';
+    const before = m.sim.calls.length;
+    const report = await executeRun({ command: 'init', config, host, stateFs: m.stateFs, selection: {}, force: false, console: { mode: 'json', write: (t) => (console += t) }, resume: { argv: RESUME, maxReboots: 3, reboot: true } });
+    return { ...report, console, calls: m.sim.calls.slice(before) };
+  }
+
+  function everything(m: ReturnType<typeof machine>): string {
+    return readdirSync(m.root, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => readFileSync(join(e.parentPath, e.name), 'utf8')).join('\n');
+  }
+
+  it('joins, restarts and resumes as the same run, then joins the cluster; one report; a second run changes nothing; the password is nowhere', async () => {
+    const m = joinMachine();
+    const config = joinConfig();
+    const first = await execute(m, config);
+    expect(first.exitCode).toBe(4);
+    expect(first.calls.filter((c) => /join|Resume|restart/i.test(c))).toEqual(['joinDomain corp.example OU=Nodes,DC=corp,DC=example as NODE-07', 'registerResume', 'restart']);
+    expect(m.sim.passwords).toEqual([PASSWORD]);
+    expect(m.sim.tasks.get('\\machineadm\\resume')).toEqual(RESUME);
+    expect(m.sim.computer.partOfDomain).toBe(false);
+    expect(m.joinConfigs).toEqual([]);
+
+    m.sim.reboot();
+    expect(m.sim.computer).toEqual({ partOfDomain: true, domain: 'corp.example', name: 'NODE-07' });
+    const second = await execute(m, config);
+    expect(second.exitCode, second.error?.message).toBe(0);
+    expect(second.calls).not.toContain(expect.stringMatching(/^joinDomain/));
+    expect(m.joinConfigs).toHaveLength(1);
+    expect(m.sim.tasks.size).toBe(0);
+    const doc = second.reported.document!;
+    expect(doc.runId).toBe(first.reported.document!.runId);
+    expect(doc.resumedAt).toHaveLength(1);
+    expect(doc.result).toBe('success');
+    const steps = doc.phases.flatMap((p) => p.steps.map((s) => `${s.id}=${s.result}`));
+    expect(steps.filter((s) => /domain|kubeadm/.test(s))).toEqual(['provision/domain/join=warning', 'provision/domain/join=skipped', 'provision/kubeadm/join=success']);
+    const state = JSON.parse(readFileSync(join(m.root, 'state', 'state.json'), 'utf8')) as { steps: Record<string, { data?: unknown }> };
+    expect(state.steps['provision/domain/join']!.data).toEqual({ domain: 'corp.example', method: 'Add-Computer', computerName: 'NODE-07', organizationalUnit: 'OU=Nodes,DC=corp,DC=example' });
+
+    const third = await execute(m, config);
+    expect(third.exitCode).toBe(0);
+    expect(third.calls).toEqual([]);
+    expect(m.sim.directory.accounts.size).toBe(1);
+    expect(everything(m) + first.console + second.console + third.console).not.toContain(PASSWORD);
+  });
+
+  it.each([
+    ['a wrong password', { credentials: { username: 'k8s-joiner', password: 'wrong' } }, 'credentials', /the domain rejected the credentials of k8s-joiner@CORP\.EXAMPLE \(Add-Computer, code 1326\)/],
+    ['an unknown domain', { domain: 'other.example' }, 'unreachable', /no domain controller of other\.example could be reached \(Add-Computer, code 1355\)/],
+    ['a computer account another user created', {}, 'account-exists', /the computer account NODE-07 exists in corp\.example and may not be reused by k8s-joiner \(Add-Computer, code 2732\)/],
+  ])('fails with exit 1 and a clear message for %s, and changes nothing', async (_name, domainJoin, failure, message) => {
+    const m = joinMachine();
+    m.sim.directory.accounts.set('NODE-07', 'someone-else');
+    const run = await execute(m, joinConfig(domainJoin));
+    expect(run.exitCode).toBe(1);
+    expect(run.error!.message).toMatch(message);
+    const failed = run.reported.document!.phases.flatMap((p) => p.steps).find((s) => s.id === 'provision/domain/join')!;
+    expect(failed.error).toMatchObject({ details: { failure, tool: 'Add-Computer', outputTail: expect.stringContaining('failed to join domain') } });
+    expect(m.sim.computer.partOfDomain).toBe(false);
+    expect(m.sim.pendingJoin).toBeUndefined();
+    expect(m.sim.restarts).toEqual([]);
+    expect(m.joinConfigs).toEqual([]);
+  });
+
+  it('refuses to move a member of another domain, without calling Add-Computer', async () => {
+    const m = joinMachine();
+    m.sim.computer = { partOfDomain: true, domain: 'legacy.example', name: 'WIN-NODE1' };
+    const run = await execute(m, joinConfig());
+    expect(run.exitCode).toBe(1);
+    expect(run.error!.message).toMatch(/this machine is a member of legacy\.example \(Win32_ComputerSystem\), not of corp\.example/);
+    expect(run.calls.filter((c) => c.startsWith('join'))).toEqual([]);
+    expect(m.sim.computer.domain).toBe('legacy.example');
+  });
+
+  it.each([
+    ['a local file', (m: ReturnType<typeof machine>) => {
+      mkdirSync(dirname(realPath(m.root, 'C:\\machineadm\\odj.txt')), { recursive: true });
+      writeFileSync(realPath(m.root, 'C:\\machineadm\\odj.txt'), BLOB);
+      return { file: 'C:\\machineadm\\odj.txt' };
+    }, 'joinDomainOffline C:\\machineadm\\odj.txt'],
+    ['a verified download', () => ({ url: `${blobBase}/odj.txt`, sha256: BLOB_SHA }), 'joinDomainOffline C:\\ProgramData\\machineadm\\run\\domain-join.odj'],
+  ])('joins offline with a djoin blob from %s, restarts, and goes on', async (_name, blob, call) => {
+    const m = joinMachine();
+    const config = joinConfig({ credentials: undefined, computerName: undefined, windows: { offlineBlob: blob(m) } });
+    const first = await execute(m, config);
+    expect(first.exitCode).toBe(4);
+    expect(first.calls.filter((c) => /join|restart/i.test(c))).toEqual([call, 'restart']);
+    // A downloaded blob holds the account's secret: gone once djoin has read it.
+    expect(existsSync(realPath(m.root, 'C:\\ProgramData\\machineadm\\run\\domain-join.odj'))).toBe(false);
+    m.sim.reboot();
+    expect(m.sim.computer).toEqual({ partOfDomain: true, domain: 'corp.example', name: 'NODE-09' });
+    const second = await execute(m, config);
+    expect(second.exitCode, second.error?.message).toBe(0);
+    expect(m.joinConfigs).toHaveLength(1);
+  });
+
+  it('refuses a downloaded blob whose sha256 differs (exit 3) before djoin runs', async () => {
+    const m = joinMachine();
+    const run = await execute(m, joinConfig({ credentials: undefined, windows: { offlineBlob: { url: `${blobBase}/odj.txt`, sha256: '0'.repeat(64) } } }));
+    expect(run.exitCode).toBe(3);
+    expect(run.calls.filter((c) => c.startsWith('join'))).toEqual([]);
+    expect(existsSync(realPath(m.root, 'C:\\ProgramData\\machineadm\\run\\domain-join.odj'))).toBe(false);
   });
 });

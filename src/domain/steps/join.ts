@@ -1,17 +1,18 @@
 // The domain/join step, first of the provision phase (the kubelet's identity and gMSA depend on
 // the membership). Linux joins with adcli: the password on standard input only, the keytab 0600 at
-// spec.domainJoin.linux.keytab, a minimal /etc/krb5.conf only where none exists. A Windows run is
-// refused until the Windows seam joins; plan shows the step on both systems.
+// spec.domainJoin.linux.keytab, a minimal /etc/krb5.conf only where none exists. Windows joins
+// through the Windows seam (../windows-join.ts) and asks for a reboot; plan shows the step on both.
 import type { Step, StepContext, CheckResult, Change, ApplyResult } from '../../phases/step.ts';
 import type { DomainJoinSpec, MachineConfig } from '../../config/schema/index.ts';
 import { CommandError, ConfigError, NotAvailableError, StepDetailsError } from '../../errors.ts';
 import { tail } from '../../host/index.ts';
-import { adcliJoinArgv, adcliTestjoinArgv, classifyJoinFailure, realmOf } from '../adcli.ts';
+import { adcliJoinArgv, adcliTestjoinArgv, classifyJoinFailure, joinPlacement, realmOf } from '../adcli.ts';
 import { keytabPrincipals, machineAccount } from '../keytab.ts';
 import { KRB5_CONF, renderKrb5Conf } from '../krb5-conf.ts';
+import { readJoinPassword } from '../password.ts';
+import { DOWNLOADED_BLOB, windowsApply, windowsCheck, windowsPreflight } from '../windows-join.ts';
 
 const FIELD = 'spec.domainJoin';
-const PASSWORD_FIELD = `${FIELD}.credentials.password`;
 export const OUTPUT_TAIL_LINES = 30;
 const JOIN_TIMEOUT_MS = 5 * 60_000;
 const TESTJOIN_TIMEOUT_MS = 60_000;
@@ -20,17 +21,8 @@ function domainJoinOf(config: MachineConfig): DomainJoinSpec {
   return config.spec.domainJoin!;
 }
 
-function where(dj: DomainJoinSpec): string {
-  return [`OU ${dj.organizationalUnit ?? "(the domain's Computers container)"}`, ...(dj.computerName !== undefined ? [`computer name ${dj.computerName}`] : [])].join(', ');
-}
-
-/** Why this build cannot run the join on this machine, if it cannot. */
-function notAvailable(ctx: StepContext, dj: DomainJoinSpec): NotAvailableError | undefined {
-  if (ctx.facts.os === 'windows') {
-    return new NotAvailableError(`${FIELD}: joining a Windows machine to a domain is not available in this build of machineadm`, {
-      hint: 'join the machine before machineadm runs (unattend.xml or djoin) and leave spec.domainJoin out; plan shows what the step will do',
-    });
-  }
+/** Why this build cannot run the Linux join on this machine, if it cannot. */
+function notAvailable(dj: DomainJoinSpec): NotAvailableError | undefined {
   if (dj.linux.tool === 'realm') {
     return new NotAvailableError(`${FIELD}.linux.tool: realm is not available in this build of machineadm`, { hint: 'use tool: adcli (the default)' });
   }
@@ -44,9 +36,7 @@ async function readPassword(ctx: StepContext, dj: DomainJoinSpec): Promise<strin
   if (dj.credentials === undefined) {
     throw new ConfigError([{ path: `${FIELD}.credentials`, message: 'is required to join a Linux machine', hint: 'windows.offlineBlob joins Windows machines only; give an account allowed to join computers to the OU' }]);
   }
-  const password = await ctx.secret(dj.credentials.password, PASSWORD_FIELD);
-  if (password.includes('\0')) throw new ConfigError([{ path: PASSWORD_FIELD, message: 'the value read holds a NUL character', hint: 'check the file or variable it comes from' }]);
-  return password;
+  return readJoinPassword(ctx, dj.credentials);
 }
 
 /** The machine account the keytab holds; undefined when there is no keytab or no such entry. */
@@ -71,16 +61,9 @@ function mismatch(dj: DomainJoinSpec, account: { computerName: string; realm: st
 
 const LEAVE_FIRST = 'machineadm does not move a machine between domains or accounts: leave the domain first (adcli delete-computer, then remove the keytab), or correct spec.domainJoin';
 
-function windowsChanges(dj: DomainJoinSpec): Change[] {
-  const how = dj.windows?.offlineBlob !== undefined
-    ? `djoin /requestODJ with the offline blob from ${dj.windows.offlineBlob.file ?? dj.windows.offlineBlob.url}`
-    : `Add-Computer as ${dj.credentials?.username ?? '(no credentials)'}`;
-  return [{ action: 'join', target: dj.domain, detail: `${where(dj)}; ${how}; not available in this build: a run stops with exit 2 before changing anything` }];
-}
-
 function linuxChanges(dj: DomainJoinSpec, krb5Exists: boolean): Change[] {
   const changes: Change[] = [
-    { action: 'join', target: dj.domain, detail: `${where(dj)}; adcli as ${dj.credentials?.username ?? '(no credentials)'}, password on standard input` },
+    { action: 'join', target: dj.domain, detail: `${joinPlacement(dj)}; adcli as ${dj.credentials?.username ?? '(no credentials)'}, password on standard input` },
     { action: 'write', target: dj.linux.keytab, detail: 'the machine account keytab (adcli), mode 0600' },
   ];
   if (!krb5Exists) changes.push({ action: 'create', target: KRB5_CONF, detail: `default realm ${realmOf(dj.domain)} (only because none exists)` });
@@ -96,17 +79,21 @@ export const domainJoinStep: Step = {
   summary: 'join the Active Directory domain',
   applies: (config) => config.spec.domainJoin !== undefined,
 
-  // A Windows run, a password file that is missing or empty: found before anything changes.
+  // A downloaded offline blob holds the computer account's secret.
+  leftovers: (facts) => (facts.os === 'windows' ? [DOWNLOADED_BLOB] : []),
+
+  // A password file that is missing or empty, a field this build cannot use: found before anything changes.
   async preflight(ctx) {
     const dj = domainJoinOf(ctx.config);
-    const refused = notAvailable(ctx, dj);
+    if (ctx.facts.os === 'windows') return windowsPreflight(ctx, dj);
+    const refused = notAvailable(dj);
     if (refused) throw refused;
     await readPassword(ctx, dj);
   },
 
   async check(ctx): Promise<CheckResult> {
     const dj = domainJoinOf(ctx.config);
-    if (ctx.facts.os === 'windows') return { done: false, changes: windowsChanges(dj) };
+    if (ctx.facts.os === 'windows') return windowsCheck(ctx, dj);
     // A plan for another machine (--os, --facts) cannot look at its files.
     if (ctx.host.fs.platform !== ctx.facts.os) return { done: false, changes: linuxChanges(dj, false) };
     const account = await currentAccount(ctx, dj.linux.keytab);
@@ -127,7 +114,8 @@ export const domainJoinStep: Step = {
 
   async apply(ctx): Promise<ApplyResult> {
     const dj = domainJoinOf(ctx.config);
-    const refused = notAvailable(ctx, dj);
+    if (ctx.facts.os === 'windows') return windowsApply(ctx, dj);
+    const refused = notAvailable(dj);
     if (refused) throw refused;
     const { fs, proc } = ctx.host;
     const before = await currentAccount(ctx, dj.linux.keytab);

@@ -66,6 +66,26 @@ export interface ComputerSystem {
   name: string;
 }
 
+/** What a join action reports: joined (a restart finishes it), or the Win32 code and text of why not. */
+export interface DomainJoinOutcome {
+  joined: boolean;
+  /** The Win32 code (NetJoinDomain, djoin's exit code), when one is known. */
+  code?: number;
+  /** Add-Computer's error id, e.g. FailToJoinDomainFromWorkgroup,Microsoft.PowerShell.Commands.AddComputerCommand. */
+  errorId?: string;
+  /** The error text or djoin's output. */
+  message?: string;
+}
+
+export interface OnlineDomainJoin {
+  domain: string;
+  user: string;
+  organizationalUnit?: string;
+  newName?: string;
+  /** A domain controller's FQDN (Add-Computer -Server). */
+  server?: string;
+}
+
 export interface WindowsHost {
   feature(name: string): Promise<FeatureState>;
   /** Installs a feature without restarting; says whether Windows needs a restart to finish. */
@@ -87,6 +107,10 @@ export interface WindowsHost {
   createPrivateDirectory(path: string): Promise<void>;
   acl(path: string): Promise<AclState | undefined>;
   computerSystem(): Promise<ComputerSystem>;
+  /** Add-Computer with a credential built from `password`, which reaches PowerShell on standard input only. */
+  joinDomain(join: OnlineDomainJoin, password: string): Promise<DomainJoinOutcome>;
+  /** djoin /requestODJ /loadfile <blob> /windowspath %SystemRoot% /localos: the join happens at the next boot. */
+  joinDomainOffline(blobPath: string): Promise<DomainJoinOutcome>;
   bootIdentity(): Promise<BootIdentity>;
   /** The startup task (as SYSTEM) that runs this argument vector at the next boot. */
   registerResume(argv: readonly string[]): Promise<void>;
@@ -109,6 +133,16 @@ function checkName(what: string, name: string): string {
 
 function asObject<T>(value: unknown): T | undefined {
   return value === null || value === undefined ? undefined : (value as T);
+}
+
+function joinOutcome(value: unknown): DomainJoinOutcome {
+  const o = (value ?? {}) as { joined?: unknown; code?: unknown; errorId?: unknown; message?: unknown };
+  return {
+    joined: o.joined === true,
+    ...(typeof o.code === 'number' ? { code: o.code } : {}),
+    ...(typeof o.errorId === 'string' && o.errorId !== '' ? { errorId: o.errorId } : {}),
+    ...(typeof o.message === 'string' && o.message !== '' ? { message: o.message } : {}),
+  };
 }
 
 export function createWindowsHost(run: ScriptRunner): WindowsHost {
@@ -158,6 +192,14 @@ export function createWindowsHost(run: ScriptRunner): WindowsHost {
     },
     async computerSystem() {
       return (await run(windowsScripts.computerSystem())) as ComputerSystem;
+    },
+    async joinDomain(join, password) {
+      if (password.includes('\0')) throw new UsageError('the domain password holds a NUL character', { hint: 'check the file or variable it comes from' });
+      const script = windowsScripts.domainJoin({ domain: join.domain, user: join.user, ouPath: join.organizationalUnit ?? '', newName: join.newName ?? '', server: join.server ?? '' });
+      return joinOutcome(await run(script, { input: `${Buffer.from(password, 'utf8').toString('hex')}\n` }));
+    },
+    async joinDomainOffline(blobPath) {
+      return joinOutcome(await run(windowsScripts.domainJoinOffline(blobPath)));
     },
     async bootIdentity() {
       const b = (await run(windowsScripts.bootIdentity())) as { bootId: string | null; lastBootUpTime: string; build: string };

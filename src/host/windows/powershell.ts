@@ -42,12 +42,13 @@ export function decodeClixml(stderr: string): string {
   return [before, text].filter(Boolean).join('\n');
 }
 
-export type ScriptRunner = (script: WindowsScript) => Promise<unknown>;
+/** `input` is the script's standard input, read with $input (the one way a secret reaches a script). */
+export type ScriptRunner = (script: WindowsScript, options?: { input?: string }) => Promise<unknown>;
 
 /** Runs scripts through powershell.exe and returns the parsed JSON line each one prints. */
 export function powershellRunner(proc: ProcessRunner): ScriptRunner {
-  return async (script) => {
-    const result = await proc.run(powershellArgv(script), { timeoutMs: TIMEOUT_MS, allowFailure: true });
+  return async (script, options = {}) => {
+    const result = await proc.run(powershellArgv(script), { timeoutMs: TIMEOUT_MS, allowFailure: true, ...(options.input !== undefined ? { input: options.input } : {}) });
     if (result.exitCode !== 0) {
       const message = decodeClixml(result.stderr) || result.stdout.trim() || `exit code ${result.exitCode}`;
       throw new CommandError(`Windows action ${script.action} failed: ${message}`, { argv: [POWERSHELL, '-EncodedCommand', `<${script.action}>`], exitCode: result.exitCode, stderrTail: message });

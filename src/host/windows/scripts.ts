@@ -3,8 +3,9 @@
 // ($Name = '...', see quote.ts) and the constant body reads only those variables. Every script
 // prints one line of JSON (ConvertTo-Json -Compress) for the caller to read, and fails with a
 // terminating error ($ErrorActionPreference = 'Stop'), which powershell.exe turns into exit code 1.
-// No action takes a secret: one that needs one must read it from standard input ($input), since
-// script block logging (event 4104) records the script text.
+// Only domain.join takes a secret, and it reads it from standard input ($input): script block
+// logging (event 4104) records the script text, and module logging (4103) records the values
+// bound to cmdlet parameters.
 // The documentation each body follows is named above it (the sources table is in docs/contract.md).
 import { psValue, type PsValue } from './quote.ts';
 
@@ -242,6 +243,72 @@ if ($LASTEXITCODE -ne 0) { throw ('shutdown.exe exited with code ' + $LASTEXITCO
 '{}'
 `;
 
+// Win32 codes the join actions name (NetJoinDomain / JoinDomainOrWorkgroup and the logon errors
+// they pass on); src/domain/windows-join.ts says what each means to the operator.
+export const JOIN_ERROR_CODES = [5, 53, 86, 1311, 1326, 1327, 1330, 1331, 1355, 1398, 1722, 1909, 2224, 2453, 2691, 2732, 8557] as const;
+
+// Add-Computer exists only in Windows PowerShell 5.1. Its join failures are non-terminating, so
+// -ErrorAction Stop; without -Restart (machineadm restarts through its resume). The password
+// arrives on standard input as the hex of its UTF-8 bytes (console input is decoded with a code
+// page, so only ASCII travels safely) and goes into a SecureString character by character: it is
+// never in the script text, never a cmdlet parameter value (-Credential binds the PSCredential
+// object, which module logging writes as its type name), and no base64 or Marshal call (words
+// PowerShell logs as suspicious) is needed. The error record wraps an InvalidOperationException
+// whose message ends with the Win32 text of the return code, in the machine's language; the code
+// is found by comparing that message with the text Windows has for each code it may be.
+// [Add-Computer.md (5.1); about_PowerShell_exe.md ($input with -EncodedCommand); about_Logging.md;
+// PowerShell Computer.cs (FailToJoinDomainFromWorkgroup, AddComputerToSameDomain);
+// JoinDomainOrWorkgroup method of Win32_ComputerSystem (return codes)]
+const DOMAIN_JOIN = String.raw`
+$hex = [string]((@($input) -join '').Trim())
+if ($hex.Length -eq 0 -or $hex.Length % 2 -ne 0) { throw 'domain.join: no password on standard input' }
+$bytes = New-Object byte[] ($hex.Length / 2)
+for ($i = 0; $i -lt $bytes.Length; $i++) { $bytes[$i] = [Convert]::ToByte($hex.Substring(2 * $i, 2), 16) }
+$chars = [System.Text.Encoding]::UTF8.GetChars($bytes)
+$secure = New-Object System.Security.SecureString
+foreach ($c in $chars) { $secure.AppendChar($c) }
+$secure.MakeReadOnly()
+[Array]::Clear($bytes, 0, $bytes.Length)
+[Array]::Clear($chars, 0, $chars.Length)
+$hex = $null
+$credential = New-Object System.Management.Automation.PSCredential($User, $secure)
+$join = @{ DomainName = $Domain; Credential = $credential; Force = $true; ErrorAction = 'Stop'; WarningAction = 'SilentlyContinue' }
+if ($OUPath -ne '') { $join.OUPath = $OUPath }
+if ($NewName -ne '') { $join.NewName = $NewName }
+if ($Server -ne '') { $join.Server = $Server }
+try {
+  Add-Computer @join
+  [pscustomobject]@{ joined = $true } | ConvertTo-Json -Compress
+} catch {
+  $failure = $_
+  $message = [string]$failure.Exception.Message
+  $code = $null
+  for ($e = $failure.Exception; $null -ne $e -and $null -eq $code; $e = $e.InnerException) {
+    if ($e -is [System.ComponentModel.Win32Exception]) { $code = $e.NativeErrorCode }
+  }
+  foreach ($known in @(${JOIN_ERROR_CODES.join(', ')})) {
+    if ($null -ne $code) { break }
+    $text = (New-Object System.ComponentModel.Win32Exception($known)).Message
+    if ($message.Contains($text)) { $code = $known }
+  }
+  [pscustomobject]@{ joined = $false; errorId = [string]$failure.FullyQualifiedErrorId; code = $code; message = $message } | ConvertTo-Json -Compress
+}
+`;
+
+// djoin /requestODJ queues the join of the running OS (/localos) for its next boot from a blob
+// made by djoin /provision; /windowspath is %SystemRoot%. Its exit code is a Win32 code (0 is
+// success); its output goes back for the report. Windows PowerShell 5.1 turns a native command's
+// redirected stderr lines into error records, which 'Stop' would make terminating: the exit code
+// decides instead.
+// [djoin (Windows commands, Offline Domain Join step-by-step guide); about_Redirection.md]
+const DOMAIN_JOIN_OFFLINE = String.raw`
+$ErrorActionPreference = 'Continue'
+$output = & djoin.exe /requestODJ /loadfile $BlobPath /windowspath $env:SystemRoot /localos 2>&1 | ForEach-Object { [string]$_ } | Out-String
+$code = $LASTEXITCODE
+$ErrorActionPreference = 'Stop'
+[pscustomobject]@{ joined = ($code -eq 0); code = $code; message = [string]$output } | ConvertTo-Json -Compress
+`;
+
 export const windowsScripts = {
   featureQuery: (name: string) => compose('feature.query', FEATURE_QUERY, { Name: name }),
   featureInstall: (name: string) => compose('feature.install', FEATURE_INSTALL, { Name: name }),
@@ -267,4 +334,7 @@ export const windowsScripts = {
   resumeQuery: (t: { taskName: string; taskPath: string }) => compose('resume.query', RESUME_QUERY, { TaskName: t.taskName, TaskPath: t.taskPath }),
   resumeRemove: (t: { taskName: string; taskPath: string }) => compose('resume.remove', RESUME_REMOVE, { TaskName: t.taskName, TaskPath: t.taskPath }),
   restart: (comment: string) => compose('restart', RESTART, { Comment: comment }),
+  domainJoin: (j: { domain: string; user: string; ouPath: string; newName: string; server: string }) =>
+    compose('domain.join', DOMAIN_JOIN, { Domain: j.domain, User: j.user, OUPath: j.ouPath, NewName: j.newName, Server: j.server }),
+  domainJoinOffline: (blobPath: string) => compose('domain.join-offline', DOMAIN_JOIN_OFFLINE, { BlobPath: blobPath }),
 } as const;
