@@ -8,23 +8,16 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { dump } from 'js-yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { builtBinary } from '../support/binary.ts';
+import { describe, expect, it } from 'vitest';
+import { binaryAndCollector, standinEnv } from '../support/machine-run.ts';
 import { scratchDir } from '../support/tmp.ts';
-import { startCollector, type Collector } from '../report/collector.ts';
-import { REPO, TEST_PATH } from '../kubeadm/standin.ts';
+import { REPO } from '../kubeadm/standin.ts';
 
 const KILLS = Number(process.env.MACHINEADM_CRASH_KILLS ?? 200);
 const BUDGET_MS = 300_000;
 const TOKEN = 'q1w2e3.r4t5y6u7i8o9p0a1';
 
-let binary = '';
-let collector: Collector;
-beforeAll(async () => {
-  binary = await builtBinary();
-  collector = await startCollector();
-});
-afterAll(async () => collector?.close());
+const machineRun = binaryAndCollector();
 
 /** A machine with the token in a file, as an operator would provide it. */
 function machine(dir: string, collectorUrl: string): { root: string; config: string } {
@@ -54,7 +47,7 @@ function machine(dir: string, collectorUrl: string): { root: string; config: str
   return { root, config };
 }
 
-const env = { ...process.env, NODE_OPTIONS: '', PATH: TEST_PATH, KUBEADM_STANDIN_VERSION: 'v1.31.2', MACHINEADM_KUBEADM_ROOTFS: '1' };
+const env = standinEnv();
 
 /** Files written by kubeadm (the stand-in) rather than machineadm: not machineadm's to keep whole. */
 const KUBEADM_OWNED = /^(etc\/kubernetes|var\/lib\/kubelet|var\/lib\/kubeadm-standin)\//;
@@ -94,9 +87,9 @@ async function quiet(root: string): Promise<void> {
   throw new Error(`processes for ${root} did not end`);
 }
 
-/** Runs machineadm to its end without blocking this process, where the collector answers. */
+/** Runs machineadm to its end without blocking this process, where the machineRun.collector answers. */
 function runToEnd(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const child = spawn(binary, args, { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(machineRun.binary, args, { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -121,7 +114,7 @@ function printedIds(stdout: string): string[] {
 
 describe('crash consistency of init', () => {
   it(`converges to a clean run's machine after ${KILLS} SIGKILLs at random moments`, async () => {
-    const clean = machine(scratchDir('machineadm-crash-clean-'), collector.url);
+    const clean = machine(scratchDir('machineadm-crash-clean-'), machineRun.collector.url);
     const began = Date.now();
     const reference = await runToEnd(['init', '-c', clean.config, '--root', clean.root]);
     const fullRunMs = Date.now() - began;
@@ -129,7 +122,7 @@ describe('crash consistency of init', () => {
     if (process.env.MACHINEADM_CRASH_DEBUG) console.log(reference.stdout);
     const expected = tree(clean.root);
 
-    const crashed = machine(scratchDir('machineadm-crash-'), collector.url);
+    const crashed = machine(scratchDir('machineadm-crash-'), machineRun.collector.url);
     const initial = tree(crashed.root);
     const printed: string[] = [];
     let kills = 0;
@@ -141,7 +134,7 @@ describe('crash consistency of init', () => {
     let window = fullRunMs;
     while (kills < KILLS && Date.now() - started < BUDGET_MS) {
       runs += 1;
-      const child = spawn(binary, ['init', '-c', crashed.config, '--root', crashed.root, '-o', 'json'], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'ignore'] });
+      const child = spawn(machineRun.binary, ['init', '-c', crashed.config, '--root', crashed.root, '-o', 'json'], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'ignore'] });
       let stdout = '';
       child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
       const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('close', (_code, signal) => resolve(signal)));
@@ -178,7 +171,7 @@ describe('crash consistency of init', () => {
 
     const end = tree(crashed.root);
     const names = (m: Map<string, string>) => [...m.keys()].filter((p) => !SPOOL.test(p)).sort();
-    const held = new Set(collector.ackedIds());
+    const held = new Set(machineRun.collector.ackedIds());
     const lost = printed.filter((id) => !held.has(id));
     const tokenHits = [...end].filter(([path, content]) => path !== 'etc/machineadm/token' && !KUBEADM_OWNED.test(path) && content.includes(TOKEN)).map(([p]) => p);
     console.log(

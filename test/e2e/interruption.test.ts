@@ -5,22 +5,15 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { builtBinary } from '../support/binary.ts';
+import { describe, expect, it } from 'vitest';
+import { binaryAndCollector, processRuns, standinEnv } from '../support/machine-run.ts';
 import { scratchDir } from '../support/tmp.ts';
-import { startCollector, type Collector } from '../report/collector.ts';
-import { REPO, TEST_PATH } from '../kubeadm/standin.ts';
+import { REPO } from '../kubeadm/standin.ts';
 
 const TOKEN = 'q1w2e3.r4t5y6u7i8o9p0a1';
 const HASH = 'sha256:' + 'ab'.repeat(32);
 
-let binary = '';
-let collector: Collector;
-beforeAll(async () => {
-  binary = await builtBinary();
-  collector = await startCollector();
-});
-afterAll(async () => collector?.close());
+const machineRun = binaryAndCollector();
 
 interface Machine {
   dir: string;
@@ -41,15 +34,7 @@ function machine(spec: Record<string, unknown>): Machine {
 const worker = { controlPlaneEndpoint: '10.0.0.10:6443', token: TOKEN, caCertHashes: [HASH], retries: 0, backoffSeconds: 0 };
 
 function env(m: Machine, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return { ...process.env, NODE_OPTIONS: '', PATH: TEST_PATH, KUBEADM_STANDIN_VERSION: 'v1.31.2', KUBEADM_STANDIN_PIDS: m.pids, MACHINEADM_KUBEADM_ROOTFS: '1', ...extra };
-}
-
-function running(pid: number): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
-  } catch {
-    return false;
-  }
+  return standinEnv({ KUBEADM_STANDIN_PIDS: m.pids, ...extra });
 }
 
 function files(dir: string): string[] {
@@ -58,20 +43,25 @@ function files(dir: string): string[] {
 
 const json = (path: string) => JSON.parse(readFileSync(path, 'utf8'));
 
+/** Waits until the stand-in and the child that holds its pipes both run: kubeadm is mid-join. */
+async function kubeadmHanging(m: Machine): Promise<void> {
+  for (let i = 0; i < 300 && (!existsSync(m.pids) || readFileSync(m.pids, 'utf8').trim().split('\n').length < 2); i++) await new Promise((r) => setTimeout(r, 50));
+}
+
 describe('an interrupted init', () => {
   it.each([
     ['SIGTERM', 143],
     ['SIGINT', 130],
     ['SIGHUP', 129],
   ] as const)('stops kubeadm join and its children on %s, removes the join config, records the run as interrupted and exits %i', async (signal, code) => {
-    const m = machine({ files: [{ path: '/etc/example.conf', content: 'x\n' }], kubernetes: worker, report: { deadlineSeconds: 5, endpoints: [{ url: collector.url }] } });
-    const child = spawn(binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m, { KUBEADM_STANDIN_HANG_PHASE: 'kubelet-start' }), stdio: ['ignore', 'pipe', 'pipe'] });
+    const m = machine({ files: [{ path: '/etc/example.conf', content: 'x\n' }], kubernetes: worker, report: { deadlineSeconds: 5, endpoints: [{ url: machineRun.collector.url }] } });
+    const child = spawn(machineRun.binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m, { KUBEADM_STANDIN_HANG_PHASE: 'kubelet-start' }), stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr.on('data', (c: Buffer) => (output += c.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (status) => resolve(status)));
     // Both the stand-in and the child that holds its pipes are up: kubeadm is mid-join.
-    for (let i = 0; i < 300 && (!existsSync(m.pids) || readFileSync(m.pids, 'utf8').trim().split('\n').length < 2); i++) await new Promise((r) => setTimeout(r, 50));
+    await kubeadmHanging(m);
     const pids = readFileSync(m.pids, 'utf8').trim().split('\n').map(Number);
     expect(pids).toHaveLength(2);
     expect(existsSync(join(m.root, 'run/machineadm/kubeadm-join.yaml'))).toBe(true);
@@ -84,7 +74,7 @@ describe('an interrupted init', () => {
     // TERM reaches the stand-in at once; nothing needs the 5 s KILL grace.
     expect(tookMs).toBeLessThan(5_000);
     await new Promise((r) => setTimeout(r, 100));
-    expect(pids.filter(running)).toEqual([]);
+    expect(pids.filter(processRuns)).toEqual([]);
     expect(output).toContain(`${signal} received`);
     expect(output).not.toContain(TOKEN);
     // Nothing that holds the token outlives the run.
@@ -98,12 +88,12 @@ describe('an interrupted init', () => {
     expect(state.steps['provision/kubeadm/join']).toBeUndefined();
     expect(existsSync(join(m.root, 'run/cluster-api/bootstrap-success.complete'))).toBe(false);
     // The run's last event reached the collector (or waits in the spool).
-    const finished = collector.requests.flatMap((r) => r.events).filter((e) => e.type === 'io.machineadm.run.finished' && (e.data as { error?: { stepId?: string } })?.error?.stepId === 'provision/kubeadm/join');
+    const finished = machineRun.collector.requests.flatMap((r) => r.events).filter((e) => e.type === 'io.machineadm.run.finished' && (e.data as { error?: { stepId?: string } })?.error?.stepId === 'provision/kubeadm/join');
     const spooled = files(join(m.root, 'var/lib/machineadm/spool')).filter((f) => f.endsWith('.json'));
     expect(finished.length + spooled.length).toBeGreaterThan(0);
 
     // The rerun converges: the join completes and nothing of the interrupted one is in the way.
-    const rerun = spawnSync(binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
+    const rerun = spawnSync(machineRun.binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
     expect(rerun.status, rerun.stdout + rerun.stderr).toBe(0);
     expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(true);
   });
@@ -111,17 +101,17 @@ describe('an interrupted init', () => {
 
 describe('a second signal', () => {
   it('ends machineadm at once while the interrupted run still waits for its events to be delivered', async () => {
-    const m = machine({ kubernetes: worker, report: { deadlineSeconds: 30, endpoints: [{ url: collector.url }] } });
-    collector.mode = { kind: 'hang' };
+    const m = machine({ kubernetes: worker, report: { deadlineSeconds: 30, endpoints: [{ url: machineRun.collector.url }] } });
+    machineRun.collector.mode = { kind: 'hang' };
     try {
-      const child = spawn(binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m, { KUBEADM_STANDIN_HANG_PHASE: 'kubelet-start' }), stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(machineRun.binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m, { KUBEADM_STANDIN_HANG_PHASE: 'kubelet-start' }), stdio: ['ignore', 'pipe', 'pipe'] });
       let output = '';
       child.stdout.on('data', (c: Buffer) => (output += c.toString()));
       child.stderr.on('data', (c: Buffer) => (output += c.toString()));
       const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-      for (let i = 0; i < 300 && (!existsSync(m.pids) || readFileSync(m.pids, 'utf8').trim().split('\n').length < 2); i++) await new Promise((r) => setTimeout(r, 50));
+      await kubeadmHanging(m);
       child.kill('SIGTERM');
-      // The first signal is being handled: kubeadm stopped, events waiting for the hung collector.
+      // The first signal is being handled: kubeadm stopped, events waiting for the hung machineRun.collector.
       for (let i = 0; i < 100 && !existsSync(join(m.root, 'var/lib/machineadm/state.json')); i++) await new Promise((r) => setTimeout(r, 20));
       await new Promise((r) => setTimeout(r, 300));
       const second = Date.now();
@@ -131,7 +121,7 @@ describe('a second signal', () => {
       expect(Date.now() - second).toBeLessThan(1_000);
       expect(output).toContain('SIGTERM again: exiting at once');
     } finally {
-      collector.mode = { kind: 'ok' };
+      machineRun.collector.mode = { kind: 'ok' };
     }
   });
 });
@@ -140,7 +130,7 @@ describe('a kubeadm that never finishes', () => {
   it('is stopped with its children at timeoutSeconds, and the run ends then, not when the pipes close', async () => {
     const m = machine({ kubernetes: { ...worker, timeoutSeconds: 30 } });
     const started = Date.now();
-    const run = spawnSync(binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m, { KUBEADM_STANDIN_HANG_PHASE: 'kubelet-start' }), encoding: 'utf8', timeout: 90_000 });
+    const run = spawnSync(machineRun.binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m, { KUBEADM_STANDIN_HANG_PHASE: 'kubelet-start' }), encoding: 'utf8', timeout: 90_000 });
     const tookS = (Date.now() - started) / 1000;
     expect(run.status, run.stdout + run.stderr).toBe(1);
     expect(run.stdout).toContain('kubeadm join failed in phase kubelet-start (timed out after 30s)');
@@ -148,7 +138,7 @@ describe('a kubeadm that never finishes', () => {
     expect(tookS).toBeGreaterThanOrEqual(30);
     expect(tookS).toBeLessThan(38);
     const pids = readFileSync(m.pids, 'utf8').trim().split('\n').map(Number);
-    expect(pids.filter(running)).toEqual([]);
+    expect(pids.filter(processRuns)).toEqual([]);
     expect(existsSync(join(m.root, 'run/machineadm/kubeadm-join.yaml'))).toBe(false);
   }, 90_000);
 });
@@ -156,14 +146,14 @@ describe('a kubeadm that never finishes', () => {
 describe('a rerun after an interrupted join', () => {
   it('resets the node the interrupted join left half-done and joins, without --force', async () => {
     const m = machine({ kubernetes: { ...worker, role: 'control-plane', certificateKey: 'cd'.repeat(32) } });
-    const child = spawn(binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m, { KUBEADM_STANDIN_HANG_PHASE: 'control-plane-join/mark-control-plane' }), stdio: 'ignore' });
+    const child = spawn(machineRun.binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m, { KUBEADM_STANDIN_HANG_PHASE: 'control-plane-join/mark-control-plane' }), stdio: 'ignore' });
     const exited = new Promise<number | null>((resolve) => child.on('exit', (status) => resolve(status)));
-    for (let i = 0; i < 300 && (!existsSync(m.pids) || readFileSync(m.pids, 'utf8').trim().split('\n').length < 2); i++) await new Promise((r) => setTimeout(r, 50));
+    await kubeadmHanging(m);
     // kubeadm got as far as the kubelet's credentials before the signal.
     expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(true);
     child.kill('SIGTERM');
     expect(await exited).toBe(143);
-    const rerun = spawnSync(binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
+    const rerun = spawnSync(machineRun.binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
     expect(rerun.status, rerun.stdout + rerun.stderr).toBe(0);
     expect(rerun.stdout).toContain('an earlier run stopped during this step: resetting the node first');
     expect(json(join(m.root, 'var/lib/machineadm/state.json')).started).toBeUndefined();
@@ -173,7 +163,7 @@ describe('a rerun after an interrupted join', () => {
 describe('a run whose stdout is closed', () => {
   it('goes on, finishes and records its true result when the reader goes away (| head -1)', () => {
     const root = scratchDir();
-    const run = spawnSync('bash', ['-c', `"$1" init -c examples/quickstart.yaml --root "$2" | head -1; exit \${PIPESTATUS[0]}`, 'bash', binary, root], { cwd: REPO, env: { ...process.env, NODE_OPTIONS: '' }, encoding: 'utf8', timeout: 60_000 });
+    const run = spawnSync('bash', ['-c', `"$1" init -c examples/quickstart.yaml --root "$2" | head -1; exit \${PIPESTATUS[0]}`, 'bash', machineRun.binary, root], { cwd: REPO, env: { ...process.env, NODE_OPTIONS: '' }, encoding: 'utf8', timeout: 60_000 });
     expect(run.status, run.stderr).toBe(0);
     expect(run.stdout.trim().split('\n')).toHaveLength(1);
     expect(run.stderr).not.toMatch(/EPIPE|\n\s+at /);
@@ -192,7 +182,7 @@ describe('--offline', () => {
         { path: '/opt/tool', source: { url: 'https://downloads.example/tool?X-Amz-Signature=abc123secret', sha256: 'ab'.repeat(32) } },
       ],
     });
-    const run = spawnSync(binary, ['init', '--offline', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
+    const run = spawnSync(machineRun.binary, ['init', '--offline', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
     expect(run.status).toBe(2);
     expect(run.stderr).toContain('--offline: this run would use the network, so nothing was changed');
     expect(run.stderr).toContain('prepare/files: download https://downloads.example/tool');
@@ -202,7 +192,7 @@ describe('--offline', () => {
 
   it('runs kubeadm join, which reaches only the cluster\'s own control plane, as the contract says', () => {
     const m = machine({ kubernetes: worker, report: { clusterAPISentinel: true } });
-    const run = spawnSync(binary, ['init', '--offline', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
+    const run = spawnSync(machineRun.binary, ['init', '--offline', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
     expect(run.status, run.stdout + run.stderr).toBe(0);
     expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(true);
     expect(existsSync(join(m.root, 'run/cluster-api/bootstrap-success.complete'))).toBe(true);
@@ -215,7 +205,7 @@ describe('secrets read through valueFrom', () => {
     mkdirSync(join(m.root, 'etc/machineadm'), { recursive: true });
     writeFileSync(join(m.root, 'etc/machineadm/token'), 'NOT-A-TOKEN\n');
     const before = files(m.root);
-    const run = spawnSync(binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
+    const run = spawnSync(machineRun.binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
     expect(run.status).toBe(2);
     expect(run.stderr).toContain('spec.kubernetes.token: the value read is not a bootstrap token');
     expect(run.stderr).not.toContain('NOT-A-TOKEN');
@@ -226,7 +216,7 @@ describe('secrets read through valueFrom', () => {
 describe('a kubeadm that exits 0 without writing kubelet.conf', () => {
   it('fails the join (exit 1) and the Cluster API sentinel is not written', () => {
     const m = machine({ kubernetes: worker, report: { clusterAPISentinel: true } });
-    const run = spawnSync(binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m, { KUBEADM_STANDIN_NO_KUBELET_CONF: '1' }), encoding: 'utf8', timeout: 60_000 });
+    const run = spawnSync(machineRun.binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m, { KUBEADM_STANDIN_NO_KUBELET_CONF: '1' }), encoding: 'utf8', timeout: 60_000 });
     expect(run.status, run.stdout + run.stderr).toBe(1);
     expect(run.stdout).toContain('kubeadm join exited 0 but did not write /etc/kubernetes/kubelet.conf: the node did not join');
     expect(existsSync(join(m.root, 'run/cluster-api/bootstrap-success.complete'))).toBe(false);
@@ -239,7 +229,7 @@ describe('leftovers of a killed run', () => {
     mkdirSync(join(m.root, 'run/machineadm/kubeadm-patches'), { recursive: true });
     writeFileSync(join(m.root, 'run/machineadm/kubeadm-join.yaml'), `token: ${TOKEN}\n`, { mode: 0o600 });
     writeFileSync(join(m.root, 'run/machineadm/kubeadm-patches/kubeletconfiguration+strategic.yaml'), 'x: 1\n');
-    const run = spawnSync(binary, ['prepare', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
+    const run = spawnSync(machineRun.binary, ['prepare', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
     expect(run.status, run.stderr).toBe(0);
     expect(existsSync(join(m.root, 'run/machineadm/kubeadm-join.yaml'))).toBe(false);
     expect(existsSync(join(m.root, 'run/machineadm/kubeadm-patches'))).toBe(false);

@@ -6,25 +6,18 @@ import { spawn } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { builtBinary } from '../support/binary.ts';
+import { describe, expect, it } from 'vitest';
+import { binaryAndCollector, standinEnv } from '../support/machine-run.ts';
 import { scratchDir } from '../support/tmp.ts';
-import { startCollector, type Collector } from '../report/collector.ts';
-import { REPO, TEST_PATH } from '../kubeadm/standin.ts';
+import { REPO } from '../kubeadm/standin.ts';
 
 const TOKEN = 'q1w2e3.r4t5y6u7i8o9p0a1';
 const UNIT = 'etc/systemd/system/machineadm-resume.service';
 const LINK = 'etc/systemd/system/multi-user.target.wants/machineadm-resume.service';
 
-let binary = '';
-let collector: Collector;
-beforeAll(async () => {
-  binary = await builtBinary();
-  collector = await startCollector();
-});
-afterAll(async () => collector?.close());
+const machineRun = binaryAndCollector();
 
-const env = { ...process.env, NODE_OPTIONS: '', PATH: TEST_PATH, KUBEADM_STANDIN_VERSION: 'v1.31.2', MACHINEADM_KUBEADM_ROOTFS: '1' };
+const env = standinEnv();
 
 function run(argv: readonly string[]): Promise<{ status: number | null; out: string }> {
   const child = spawn(argv[0]!, argv.slice(1), { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -52,7 +45,7 @@ function machine(): { root: string; config: string } {
         rebootWhenRequired: true,
         files: [{ path: '/etc/machineadm/motd', content: 'x\n' }],
         kubernetes: { controlPlaneEndpoint: '10.0.0.10:6443', token: TOKEN, caCertHashes: ['sha256:' + 'ab'.repeat(32)], retries: 0, backoffSeconds: 0 },
-        report: { clusterAPISentinel: true, deadlineSeconds: 5, endpoints: [{ url: collector.url }] },
+        report: { clusterAPISentinel: true, deadlineSeconds: 5, endpoints: [{ url: machineRun.collector.url }] },
       },
     }),
   );
@@ -77,7 +70,7 @@ const json = (path: string) => JSON.parse(readFileSync(path, 'utf8'));
 describe('reboot and resume on Linux', () => {
   it('stops with exit 4, registers the resume unit, and the unit resumes the same run after the reboot', async () => {
     const m = machine();
-    const first = await run([binary, 'init', '-c', m.config, '--root', m.root]);
+    const first = await run([machineRun.binary, 'init', '-c', m.config, '--root', m.root]);
     expect(first.status, first.out).toBe(4);
     expect(first.out).toContain('/run/reboot-required says a reboot is pending (for linux-image-6.1.0-99-amd64)');
     expect(first.out).toContain(`not restarting: ${m.root} is a scratch root`);
@@ -85,15 +78,15 @@ describe('reboot and resume on Linux', () => {
     expect(lstatSync(join(m.root, LINK)).isSymbolicLink()).toBe(true);
     expect(readFileSync(join(m.root, UNIT), 'utf8')).toMatch(/After=network-online\.target[\s\S]*Type=oneshot/);
     const argv = execStart(m.root);
-    expect(argv).toEqual([binary, 'init', '-c', m.config, '--root', m.root, '--max-reboots', '3']);
+    expect(argv).toEqual([machineRun.binary, 'init', '-c', m.config, '--root', m.root, '--max-reboots', '3']);
     const firstHalf = json(join(m.root, 'var/lib/machineadm/result.json'));
     expect(firstHalf).toMatchObject({ exitCode: 4, state: 'finished' });
 
     // Before the reboot, a rerun changes nothing and still says reboot.
-    const early = await run([binary, 'init', '-c', m.config, '--root', m.root]);
+    const early = await run([machineRun.binary, 'init', '-c', m.config, '--root', m.root]);
     expect(early.status, early.out).toBe(4);
     expect(early.out).toContain('the machine has not rebooted yet');
-    const status = await run([binary, 'status', '--root', m.root]);
+    const status = await run([machineRun.binary, 'status', '--root', m.root]);
     expect(status.out).toContain(`pending resume: the next boot runs ${argv.join(' ')}`);
 
     reboot(m.root, 'second-boot');
@@ -112,7 +105,7 @@ describe('reboot and resume on Linux', () => {
     expect(whole.resumedAt).toHaveLength(1);
     expect(whole.phases.map((p: { name: string }) => p.name)).toEqual(['prepare', 'prepare', 'provision', 'report']);
     expect(whole.phases[0].steps.find((s: { id: string }) => s.id === 'prepare/reboot-if-required')).toMatchObject({ result: 'warning' });
-    const events = collector.requests.flatMap((r) => r.events).filter((e) => String(e.id).startsWith(`${firstHalf.runId}.`));
+    const events = machineRun.collector.requests.flatMap((r) => r.events).filter((e) => String(e.id).startsWith(`${firstHalf.runId}.`));
     const seqOf = (id: unknown) => Number(String(id).slice(String(id).lastIndexOf('.') + 1));
     // No two events share an id (a resent one is the same event), and the resumed part numbers on.
     const byId = new Map<string, string>();
@@ -127,14 +120,14 @@ describe('reboot and resume on Linux', () => {
     expect(events.filter((e) => e.type === 'io.machineadm.run.finished').map((e) => (e.data as { result: string }).result).sort()).toEqual(['success', 'warning']);
 
     // And the machine is converged: a second run changes nothing.
-    const again = await run([binary, 'init', '-c', m.config, '--root', m.root]);
+    const again = await run([machineRun.binary, 'init', '-c', m.config, '--root', m.root]);
     expect(again.status, again.out).toBe(0);
     expect(again.out).toMatch(/0 changed/);
   });
 
   it('stops with a failure when the run keeps asking for reboots past --max-reboots, and removes the unit', async () => {
     const m = machine();
-    const first = await run([binary, 'init', '-c', m.config, '--root', m.root, '--max-reboots', '1']);
+    const first = await run([machineRun.binary, 'init', '-c', m.config, '--root', m.root, '--max-reboots', '1']);
     expect(first.status, first.out).toBe(4);
     // The package still wants a reboot after it: the marker comes back.
     reboot(m.root, 'second-boot');

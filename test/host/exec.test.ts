@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { ProcessRunner } from '../../src/host/exec.ts';
 import { CommandError } from '../../src/errors.ts';
 import { scratchDir } from '../support/tmp.ts';
+import { processRuns } from '../support/machine-run.ts';
 
 const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
 
@@ -80,15 +81,6 @@ describe('ProcessRunner.run', () => {
   });
 });
 
-/** True while a process with this pid runs (a zombie waiting for its reaper has ended). */
-function alive(pid: number): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
 // A command whose child outlives it would keep the pipes open: the grandchild writes its pid to a
 // file so the test can check that it was stopped too.
 function treeScript(dir: string, leader: 'exits' | 'waits' | 'ignores TERM'): [string, ...string[]] {
@@ -120,7 +112,7 @@ describe('ProcessRunner stops whole process trees', () => {
     expect(elapsed).toBeLessThan(4_000);
     const grandchild = Number(readFileSync(join(dir, 'grandchild.pid'), 'utf8'));
     await new Promise((r) => setTimeout(r, 100));
-    expect(alive(grandchild)).toBe(false);
+    expect(processRuns(grandchild)).toBe(false);
   });
 
   it('stops a running command tree when the run is interrupted, and starts no new command after it', async () => {
@@ -135,7 +127,7 @@ describe('ProcessRunner stops whole process trees', () => {
     expect(error.message).toContain('interrupted (SIGTERM)');
     const grandchild = Number(readFileSync(join(dir, 'grandchild.pid'), 'utf8'));
     await new Promise((r) => setTimeout(r, 100));
-    expect(alive(grandchild)).toBe(false);
+    expect(processRuns(grandchild)).toBe(false);
     const next = (await runner.run(['true']).catch((e: unknown) => e)) as CommandError;
     expect(next.interrupted).toBe(true);
     expect(next.message).toBe('true not started: machineadm was interrupted (SIGTERM)');
