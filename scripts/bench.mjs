@@ -4,13 +4,13 @@
 // ok/SHORT. Not a test: the numbers depend on the machine and on what else runs on it (the load
 // is printed with the table).
 //
-//   node scripts/bench.mjs [--quick] [--binary dist/machineadm-linux-x64]
+//   node scripts/bench.mjs [--quick] [--only startup,verify,fetch,init,fleet] [--binary dist/machineadm-linux-x64]
 //
 // Needs: the binary (npm run build -- --targets linux-x64), minisign, curl, openssl and GNU time
-// (/usr/bin/time, for peak RSS). --quick: fewer repeats, smaller files and fleet.
+// (/usr/bin/time, for peak RSS), strace (fsyncs of init). --quick: fewer repeats, smaller files and fleet.
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -20,6 +20,8 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const binaryArg = args.indexOf('--binary');
+const onlyArg = args.indexOf('--only');
+const only = onlyArg >= 0 ? new Set(args[onlyArg + 1].split(',')) : undefined;
 const BINARY = resolve(binaryArg >= 0 ? args[binaryArg + 1] : join(ROOT, 'dist', 'machineadm-linux-x64'));
 const NODE = join(ROOT, 'node_modules', 'node', 'bin', 'node');
 const TIME = '/usr/bin/time';
@@ -29,7 +31,7 @@ function fail(message) {
   process.exit(2);
 }
 
-for (const [what, path] of [['the packaged binary (npm run build -- --targets linux-x64)', BINARY], ['the embedded Node (npm ci)', NODE], ['GNU time (apt-get install time)', TIME]]) {
+for (const [what, path] of [['the packaged binary (npm run build -- --targets linux-x64)', BINARY], ['the embedded Node (npm ci)', NODE], ['GNU time (apt-get install time)', TIME], ['strace (apt-get install strace)', '/usr/bin/strace']]) {
   if (!existsSync(path)) fail(`${path} is missing: ${what}`);
 }
 
@@ -176,6 +178,30 @@ s.listen(0, '127.0.0.1', () => process.stdout.write(String(s.address().port) + '
   }
 }
 
+// --- init's own cost -------------------------------------------------------------------------------
+async function initFigure() {
+  const quickstart = join(ROOT, 'examples', 'quickstart.yaml');
+  const scratch = join(work, 'init-root');
+  const fresh = () => rmSync(scratch, { recursive: true, force: true });
+  const r = await sideBySide([BINARY, 'init', '-c', quickstart, '--root', scratch], [BINARY, 'version'], repeats, { before: fresh });
+  // One more run under strace: the fsyncs of a first init, against the files it leaves.
+  fresh();
+  const counts = join(work, 'strace-init');
+  const traced = await run(['strace', '-f', '-c', '-e', 'trace=fsync,fdatasync', '-o', counts, BINARY, 'init', '-c', quickstart, '--root', scratch]);
+  if (traced.code !== 0) fail(`init under strace exited with ${traced.code}: ${traced.stderr.trim().slice(-400)}`);
+  const fsyncs = readFileSync(counts, 'utf8')
+    .split('\n')
+    .filter((line) => /\b(fsync|fdatasync)$/.test(line.trim()))
+    .reduce((sum, line) => sum + Number(line.trim().split(/\s+/)[3]), 0);
+  const files = readdirSync(scratch, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).length;
+  fresh();
+  row('init -c examples/quickstart.yaml --root (first run) vs version', r.ours.ms, r.baseline.ms, 2, {
+    note: `${fsyncs} fsyncs for ${files} files written`,
+    goalNote: ', fsyncs <= files + 3',
+    ok: [fsyncs <= files + 3],
+  });
+}
+
 // --- a fleet reporting at once ------------------------------------------------------------------
 async function fleet() {
   const runs = quick ? 50 : 200;
@@ -232,10 +258,9 @@ async function fleet() {
 }
 
 try {
-  await startup();
-  await verify();
-  await fetchFigure();
-  await fleet();
+  for (const [name, figure] of [['startup', startup], ['verify', verify], ['fetch', fetchFigure], ['init', initFigure], ['fleet', fleet]]) {
+    if (!only || only.has(name)) await figure();
+  }
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

@@ -32,6 +32,11 @@ export interface WriteOptions {
   owner?: string;
   /** Keep the replaced file once under the backup directory (default true; no-op without one). */
   backup?: boolean;
+  /**
+   * fsync the file and its directory (default true). False only for files that a crash or a boot
+   * may lose anyway (those under /run, a tmpfs): still atomic, no disk flush.
+   */
+  durable?: boolean;
 }
 
 export interface FileSystemOptions {
@@ -280,6 +285,7 @@ export class RootedFileSystem {
     });
     const owner = options.owner === undefined ? undefined : await this.resolveOwner(options.owner);
     const backup = (options.backup ?? true) ? this.backupPath(machinePath) : undefined;
+    const durable = options.durable ?? true;
     let sealed = false;
     let done = false;
     const seal = async (): Promise<void> => {
@@ -289,7 +295,7 @@ export class RootedFileSystem {
       if (!stream.closed) await once(stream, 'close');
       const handle = await fsp.open(temp, 'r+');
       try {
-        await handle.sync();
+        if (durable) await handle.sync();
         await handle.chmod(mode);
         if (owner && isRootUser()) await handle.chown(owner.uid, owner.gid);
       } finally {
@@ -305,7 +311,7 @@ export class RootedFileSystem {
         await seal();
         await fsp.rename(temp, real);
         done = true;
-        await syncDirectory(dir);
+        if (durable) await syncDirectory(dir);
       },
       abort: async () => {
         if (done) return;

@@ -6,7 +6,7 @@ import { EventBus, worstResult, type ErrorInfo, type Result } from '../report/ev
 import { ConfigError, ExitCode, InterruptedError, MachineadmError, RebootRequiredError, StepError, UsageError, exitCodeOf, type ConfigIssue, type InterruptSignal } from '../errors.ts';
 import type { Change, CheckResult, Phase, PhaseName, RunSoFar, Step, StepContext } from './step.ts';
 import { selectSteps, type Selection, type SelectedStep } from './select.ts';
-import { DEFAULT_MAX_REBOOTS, rebootedSince, type MachineState, type StateStore, type StepRecord } from './state.ts';
+import { DEFAULT_MAX_REBOOTS, StateWriter, rebootedSince, type MachineState, type StateStore, type StepRecord } from './state.ts';
 import { resolveSecret, type SecretScrubber } from '../config/secrets.ts';
 
 export interface RunnerInput {
@@ -236,6 +236,7 @@ function errorInfo(error: unknown): ErrorInfo {
 export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   const selected = selectSteps(input.phases, input.selection);
   const state = await input.state.load();
+  const writer = new StateWriter(input.state, state);
   const { events } = input;
   const started = input.host.now();
   const runRecord = { runId: events.runId, command: input.command, startedAt: started.toISOString() };
@@ -251,10 +252,12 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
     } else {
       if (pending.runId === events.runId) rebootsSoFar = pending.reboots ?? 1;
       delete state.pendingReboot;
+      // Once resumed, the same boot must not find the reboot pending again after a crash.
+      writer.mark();
     }
   }
   state.runs.push(runRecord);
-  await input.state.save(state);
+  await writer.flush();
 
   for (const phase of input.phases) {
     if (outcome.error instanceof RebootRequiredError || outcome.error instanceof InterruptedError) break;
@@ -271,7 +274,7 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
         outcome.error = interrupted;
         break;
       }
-      const stepOutcome = await runStep(s, input, state, outcome, rebootsSoFar);
+      const stepOutcome = await runStep(s, input, writer, outcome, rebootsSoFar);
       phaseOutcome.steps.push(stepOutcome.outcome);
       if (stepOutcome.stop) {
         // The first error decides the exit code; a failing report step does not hide it.
@@ -292,7 +295,7 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   outcome.result = outcome.error && !(outcome.error instanceof RebootRequiredError) ? 'failure' : worstResult(outcome.phases.map((p) => p.result));
   const recorded = outcome.error instanceof RebootRequiredError ? 'reboot-required' : outcome.error instanceof InterruptedError ? 'interrupted' : outcome.result;
   Object.assign(runRecord, { finishedAt: outcome.finishedAt, result: recorded });
-  await input.state.save(state);
+  await writer.now();
   events.emit({
     type: 'run.finished',
     command: input.command,
@@ -303,12 +306,15 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   return outcome;
 }
 
-async function runStep(s: SelectedStep, input: RunnerInput, state: MachineState, run: RunOutcome, rebootsSoFar: number): Promise<{ outcome: StepOutcome; stop?: MachineadmError }> {
+async function runStep(s: SelectedStep, input: RunnerInput, writer: StateWriter, run: RunOutcome, rebootsSoFar: number): Promise<{ outcome: StepOutcome; stop?: MachineadmError }> {
   const { events } = input;
+  const state = writer.state;
   const ctx = contextFor(input, state, s.fullId, false, { failed: run.error !== undefined, phases: run.phases });
   const begin = Date.now();
   events.emit({ type: 'step.started', phase: s.phase.name, step: s.fullId, summary: s.step.summary });
-  const finish = async (result: Result, extra: Partial<StepOutcome>, data?: Record<string, unknown>): Promise<StepOutcome> => {
+  // `lasting`: the record cannot be rebuilt by checking the machine again (what an apply found or
+  // did, which later steps read; a reboot asked for), so it is written before the run goes on.
+  const finish = async (result: Result, extra: Partial<StepOutcome>, data?: Record<string, unknown>, lasting = false): Promise<StepOutcome> => {
     const durationMs = Date.now() - begin;
     const outcome: StepOutcome = { id: s.fullId, summary: s.step.summary, result, durationMs, changes: [], ...extra };
     // Ended in this run, unless interrupted: a later run redoes the interrupted step's half-done work.
@@ -320,9 +326,10 @@ async function runStep(s: SelectedStep, input: RunnerInput, state: MachineState,
       const merged = data ?? previousData;
       if (merged) record.data = merged;
       state.steps[s.fullId] = record;
-      await input.state.save(state);
+      if (lasting || ended) await writer.now();
+      else writer.mark();
     } else if (ended) {
-      await input.state.save(state);
+      await writer.now();
     }
     events.emit({
       type: 'step.finished',
@@ -343,7 +350,7 @@ async function runStep(s: SelectedStep, input: RunnerInput, state: MachineState,
     if (check.done) return { outcome: await finish('skipped', { message: 'already done', upToDate: true }) };
     if (s.step.recordsStart) {
       state.started = { stepId: s.fullId, runId: events.runId, at: input.host.now().toISOString() };
-      await input.state.save(state);
+      await writer.now();
     }
     const applied = (await s.step.apply(ctx, check)) ?? {};
     if (applied.rebootRequired) {
@@ -361,11 +368,11 @@ async function runStep(s: SelectedStep, input: RunnerInput, state: MachineState,
         throw new UsageError(`needs a reboot (${applied.rebootRequired}), but ${input.resume.unavailable}`, { hint: 'restart the machine, then run machineadm again with the configuration in a file (-c FILE)' });
       }
       if (input.resume && !input.resume.byCloudbaseInit) await input.host.resume.register(input.resume.argv);
-      const outcome = await finish('warning', { message: reboot.message, changes: check.changes }, applied.record);
+      const outcome = await finish('warning', { message: reboot.message, changes: check.changes }, applied.record, true);
       return { outcome, stop: reboot };
     }
     const result: Result = applied.warning ? 'warning' : 'success';
-    return { outcome: await finish(result, { changes: check.changes, ...(applied.warning ? { message: applied.warning } : {}) }, applied.record) };
+    return { outcome: await finish(result, { changes: check.changes, ...(applied.warning ? { message: applied.warning } : {}) }, applied.record, applied.record !== undefined) };
   } catch (cause) {
     // A step that failed because the run was interrupted (its command stopped, its wait cut
     // short) is recorded as interrupted, not as a failure of its own.

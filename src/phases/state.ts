@@ -1,5 +1,6 @@
 // The state file: which steps completed in which run, and a pending reboot. Written atomically
-// after every step so a crash or reboot resumes where the run stopped.
+// when it changes in a way a later run relies on (see StateWriter), so a crash or reboot resumes
+// where the run stopped.
 import type { RootedFileSystem } from '../host/index.ts';
 import type { Result } from '../report/events.ts';
 import { MachineadmError, ExitCode } from '../errors.ts';
@@ -93,5 +94,36 @@ export class StateStore {
   async save(state: MachineState): Promise<void> {
     const trimmed = { ...state, runs: state.runs.slice(-MAX_RUNS) };
     await this.fs.writeFile(STATE_FILE, JSON.stringify(trimmed, null, 2) + '\n', { mode: 0o600, backup: false });
+  }
+}
+
+/**
+ * When the runner writes the state file. Each write is two fsyncs (the file and its directory), so
+ * records that a later run can rebuild by checking the machine again (a step found already done)
+ * are only marked and go out with the next write; a record that cannot be rebuilt (a change made,
+ * which later steps read, a step that began, a failure, a reboot asked for) is written at once.
+ */
+export class StateWriter {
+  private dirty = false;
+  private readonly store: StateStore;
+  readonly state: MachineState;
+  constructor(store: StateStore, state: MachineState) {
+    this.store = store;
+    this.state = state;
+  }
+
+  /** A change a later run can do without: written with the next one. */
+  mark(): void {
+    this.dirty = true;
+  }
+
+  /** A change that must be on disk before the run goes on. */
+  async now(): Promise<void> {
+    await this.store.save(this.state);
+    this.dirty = false;
+  }
+
+  async flush(): Promise<void> {
+    if (this.dirty) await this.now();
   }
 }

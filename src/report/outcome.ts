@@ -211,7 +211,8 @@ export class OutcomeFiles {
         await fs.setAttributes(RUN_DIR, { mode: RUN_DIR_MODE });
         this.runDirReady = true;
       }
-      await fs.writeFile(path, JSON.stringify(doc, null, 2) + '\n', { mode: 0o600, backup: false });
+      // /run is cleared at boot: its files need no flush to disk, only the copy in the state dir does.
+      await fs.writeFile(path, JSON.stringify(doc, null, 2) + '\n', { mode: 0o600, backup: false, durable: !(fs === this.fs && path.startsWith(RUN_DIR + '/')) });
     } catch (error) {
       const message = `${fs.root === '/' ? '' : fs.root}${path}: ${(error as Error).message}`;
       if (!this.problems.includes(message)) this.problems.push(message);

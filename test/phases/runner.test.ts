@@ -208,6 +208,25 @@ describe('runPhases', () => {
     expect(readdirSync(env.stateDir)).toEqual(['state.json']);
   });
 
+  it.each<[string, () => Phase[], number]>([
+    ['every step was already done (their records can be rebuilt by checking again)', () => phases([fake('a', [], { done: true }), fake('b', [], { done: true })], [fake('join', [], { done: true })]), 1],
+    ['two steps applied changes they recorded and three were already done', () => phases([fake('a', []), fake('b', [], { done: true }), fake('c', [])], [fake('join', [], { done: true })], [fake('result', [], { done: true })]), 3],
+    ['a step failed after one was already done', () => phases([fake('a', [], { done: true }), fake('b', [], { applyThrows: new Error('boom') })]), 1],
+  ])('writes the state file only when it changes in a way a later run relies on: %s', async (_name, list, writes) => {
+    const env = setup(list());
+    let saves = 0;
+    const save = env.input.state.save.bind(env.input.state);
+    env.input.state.save = async (state) => {
+      saves++;
+      await save(state);
+    };
+    await runPhases(env.input);
+    expect(saves).toBe(writes);
+    // The records that wait for a later write still reach the disk by the end of the run.
+    expect(Object.keys(env.readState().steps).length).toBeGreaterThan(0);
+    expect(env.readState().runs.at(-1)).toMatchObject({ runId: env.input.events.runId, finishedAt: expect.any(String) });
+  });
+
   it('keeps what a step recorded earlier when a later run skips it', async () => {
     const env = setup(phases([fake('a', [])]));
     await runPhases(env.input);
