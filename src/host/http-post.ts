@@ -22,7 +22,12 @@ export interface PostRequest {
   tls?: TlsMaterial;
   /** Absolute time (ms since the epoch) after which nothing more is tried, however it is going. */
   deadline: number;
-  /** One attempt may take this long (connect, send, answer). Default 10 s. */
+  /**
+   * Connecting may take this long. Default 10 s. Once connected, the answer is awaited until the
+   * deadline: an attempt cut off after the collector took the event, then retried, delivers it
+   * twice, and on a loaded machine a starved process finds its timer due before the answer that
+   * already arrived.
+   */
   attemptTimeoutMs?: number;
   /** Attempts in total, the first included. Default 5. */
   maxAttempts?: number;
@@ -103,15 +108,15 @@ export function createHttpPoster(options: PosterOptions = {}): HttpPoster {
       for (let attempt = 0; attempt < maxAttempts; attempt++) {
         const remaining = request.deadline - now();
         if (remaining <= 0 || request.signal?.aborted) break;
-        const timeout = Math.min(request.attemptTimeoutMs ?? 10_000, remaining);
+        const connect = Math.min(request.attemptTimeoutMs ?? 10_000, remaining);
         let waitMs: number | undefined;
         try {
           const got = await loadGot();
           const response = await got.post(request.url, {
             body: typeof request.body === 'string' ? request.body : Buffer.from(request.body),
             headers: request.headers,
-            // One timer over the whole attempt: a collector that never answers costs at most this.
-            timeout: { request: timeout },
+            // A collector that cannot be reached costs at most `connect`; one that never answers, the deadline.
+            timeout: { lookup: connect, connect, secureConnect: connect, request: remaining },
             retry: { limit: 0 },
             followRedirect: false,
             throwHttpErrors: false,

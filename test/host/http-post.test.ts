@@ -97,6 +97,17 @@ describe('posting to a collector over HTTP', () => {
     expect(took).toBeGreaterThanOrEqual(550);
   });
 
+  it('waits past the connect timeout for the answer of a collector that took the event, instead of sending it twice', async () => {
+    collector.requests.length = 0;
+    collector.script = [{ kind: 'slow', delayMs: 1_200 }];
+    collector.mode = { kind: 'ok' };
+    const poster = createHttpPoster();
+    const outcome = await poster.post(request(collector.url, { deadline: Date.now() + 5_000, attemptTimeoutMs: 400, maxAttempts: 3 }));
+    poster.close();
+    expect(outcome).toMatchObject({ ok: true, attempts: 1 });
+    expect(collector.requests).toHaveLength(1);
+  });
+
   it('stops at once when its signal is aborted', async () => {
     collector.mode = { kind: 'hang' };
     const poster = createHttpPoster();
