@@ -74,6 +74,12 @@ describe.skipIf(skip)('the cloud-init part handler for machineadm', () => {
     expect(JSON.parse(r.stdout)).toMatchObject({ kind: 'MachineConfig', metadata: { name: 'worker' }, spec: { kubernetes: { role: 'worker', token: '<redacted>' } } });
   });
 
+  it('is the way in for this type: machineadm reading the user data itself refuses the part (exit 2) rather than skip it', () => {
+    const r = machineadm('config', 'view', '-c', join(RECIPES, 'user-data.mime'));
+    expect(r.stderr).toContain('(part 4): has Content-Type text/x-machineadm-config, which machineadm does not read');
+    expect(r.status).toBe(2);
+  });
+
   it('is needed: without it cloud-init warns that it has no handler for the MachineConfig part', () => {
     const m = machine();
     const file = makeMime('no-handler.mime', [['machineconfig.yaml', machineConfig, 'x-machineadm-config']]);
