@@ -2,44 +2,25 @@
 // 22.4's schema and user-data parser, make-mime, Ignition's validator) and with machineadm itself, so
 // a recipe someone copies is one both sides accept. Each tool is also shown a broken copy, so a
 // validator that accepts anything would fail here.
-import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { load } from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import { missingRequirement } from '../support/environment.ts';
 import { scratchDir } from '../support/tmp.ts';
+import { RECIPES, cloudInitParts as readParts, machineadm, run, writeScratch } from './readers.ts';
 
-const REPO = resolve(import.meta.dirname, '../..');
-const RECIPES = join(REPO, 'docs/recipes');
-const NODE = process.execPath;
-const MACHINECONFIG_TYPE = 'application/machineadm.cluster.x-k8s.io';
-// cloud-init's own interpreter: a python3 earlier on PATH (pyenv, venv) does not have its modules.
-const CLOUD_INIT_PYTHON = '/usr/bin/python3';
+const MACHINECONFIG_TYPE = 'text/x-machineadm-config';
 
 const skip = missingRequirement({ commands: ['cloud-init', 'ignition-validate', 'sh'] });
 const dir = scratchDir('machineadm-recipes-');
 
-interface Run {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(command: string, args: string[]): Run {
-  const r = spawnSync(command, args, { cwd: REPO, encoding: 'utf8', env: { ...process.env, PATH: `${dirname(NODE)}:${process.env.PATH ?? ''}` } });
-  if (r.error) throw r.error;
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
-
-function machineadm(...args: string[]): Run {
-  return run(NODE, ['bin/machineadm.js', ...args]);
-}
-
 function scratchFile(name: string, content: string | Buffer): string {
-  const path = join(dir, name);
-  writeFileSync(path, content);
-  return path;
+  return writeScratch(dir, name, content);
+}
+
+function cloudInitParts(file: string) {
+  return readParts(file, join(dir, 'cloud'));
 }
 
 /** The one MachineConfig every recipe carries, parsed. */
@@ -49,31 +30,6 @@ const machineConfig = load(machineConfigSource.toString('utf8'));
 interface CloudConfig {
   write_files: { path: string; permissions: string; owner?: string; content: string }[];
   runcmd: unknown[];
-}
-
-interface MimePart {
-  type: string;
-  filename: string | null;
-  body: string;
-}
-
-// Reads user data the way cloud-init does at boot (its UserDataProcessor, with includes and
-// nesting resolved) and lists the leaf parts it would hand to its handlers.
-const READ_USER_DATA = `
-import base64, json, sys
-from cloudinit import helpers
-from cloudinit.user_data import UserDataProcessor
-paths = helpers.Paths({"cloud_dir": sys.argv[2]})
-message = UserDataProcessor(paths).process(open(sys.argv[1], "rb").read())
-parts = [{"type": p.get_content_type(), "filename": p.get_filename(),
-          "body": base64.b64encode(p.get_payload(decode=True)).decode()}
-         for p in message.walk() if not p.is_multipart()]
-print(json.dumps(parts))
-`;
-
-function cloudInitParts(file: string): MimePart[] {
-  const out = execFileSync(CLOUD_INIT_PYTHON, ['-c', READ_USER_DATA, file, join(dir, 'cloud')], { encoding: 'utf8' });
-  return (JSON.parse(out) as MimePart[]).map((p) => ({ ...p, body: Buffer.from(p.body, 'base64').toString('utf8') }));
 }
 
 interface Ignition {
@@ -133,45 +89,32 @@ describe.skipIf(skip)('docs/recipes/cloud-config.yaml', () => {
 describe.skipIf(skip)('docs/recipes/user-data.mime', () => {
   const file = join(RECIPES, 'user-data.mime');
 
-  it('holds three parts for cloud-init: cloud-config, a shell script and the MachineConfig', () => {
+  it('holds four parts for cloud-init, each keeping its type: cloud-config, a shell script, the part handler and the MachineConfig', () => {
     const parts = cloudInitParts(file);
     expect(parts.map((p) => [p.type, p.filename])).toEqual([
       ['text/cloud-config', 'cloud-config.yaml'],
       ['text/x-shellscript', 'prepare.sh'],
-      // make-mime writes text/application/machineadm.cluster.x-k8s.io, which cloud-init's parser
-      // reads as plain text it has no handler for; machineadm reads it as its own (contract 3.3).
-      ['text/plain', 'machineconfig.yaml'],
+      ['text/part-handler', 'machineadm-part-handler.py'],
+      [MACHINECONFIG_TYPE, 'machineconfig.yaml'],
     ]);
-    expect(readFileSync(file, 'utf8')).toContain(`Content-Type: text/${MACHINECONFIG_TYPE};`);
     expect(parts[0]!.body).toBe(readFileSync(join(RECIPES, 'user-data/cloud-config.yaml'), 'utf8'));
     expect(parts[1]!.body).toBe(readFileSync(join(RECIPES, 'user-data/prepare.sh'), 'utf8'));
-    expect(parts[2]!.body).toBe(machineConfigSource.toString('utf8'));
+    expect(parts[2]!.body).toBe(readFileSync(join(RECIPES, 'user-data/machineadm-part-handler.py'), 'utf8'));
+    expect(parts[3]!.body).toBe(machineConfigSource.toString('utf8'));
   });
 
-  it('has a cloud-config part that passes cloud-init schema and runs machineadm on the stored user data', () => {
+  it('has a cloud-config part that passes cloud-init schema and runs a plain machineadm init (the part handler wrote config.d)', () => {
     const part = cloudInitParts(file)[0]!;
     const r = run('cloud-init', ['schema', '--config-file', scratchFile('mime-cloud-config.yaml', part.body)]);
     expect(r.stdout).toContain('Valid cloud-config');
     expect(r.status).toBe(0);
-    expect((load(part.body) as CloudConfig).runcmd).toEqual([['/usr/local/bin/machineadm', 'init', '-c', '/var/lib/cloud/instance/user-data.txt']]);
+    expect((load(part.body) as CloudConfig).runcmd).toEqual([['/usr/local/bin/machineadm', 'init']]);
   });
 
   it('has a shell script part that sh parses', () => {
     const part = cloudInitParts(file)[1]!;
     expect(part.body.startsWith('#!/bin/sh\n')).toBe(true);
     expect(run('sh', ['-n', scratchFile('prepare.sh', part.body)]).status).toBe(0);
-  });
-
-  it('gives machineadm its part: config view prints the MachineConfig settings', () => {
-    const r = machineadm('config', 'view', '-o', 'json', '-c', file);
-    expect(r.stderr).toBe('');
-    expect(r.status).toBe(0);
-    const view = JSON.parse(r.stdout) as { spec: { kubernetes: Record<string, unknown>; containerd: unknown; sysctls: unknown } };
-    const spec = (machineConfig as { spec: { kubernetes: Record<string, unknown>; containerd: unknown; sysctls: unknown } }).spec;
-    expect(view.spec.kubernetes).toMatchObject({ role: 'worker', bootstrap: 'join', controlPlaneEndpoint: spec.kubernetes.controlPlaneEndpoint, token: '<redacted>' });
-    expect(view.spec.containerd).toEqual(spec.containerd);
-    expect(view.spec.sysctls).toEqual(spec.sysctls);
-    expect(r.stdout).not.toContain(String(spec.kubernetes.token));
   });
 
   it('is what make-user-data.sh makes from the parts with make-mime (boundaries differ, parts do not)', () => {

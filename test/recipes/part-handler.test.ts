@@ -1,0 +1,151 @@
+// machineadm's cloud-init part handler (docs/recipes/user-data/machineadm-part-handler.py) run by
+// the real cloud-init 22.4: its init stage consumes the recipe's multipart user data, the handler
+// claims the MachineConfig part, cloud-init logs no warning, and the file lands in a scratch
+// root's /etc/machineadm/config.d/, where a plain `machineadm init` reads it.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { missingRequirement } from '../support/environment.ts';
+import { scratchDir } from '../support/tmp.ts';
+import { RECIPES, cloudInitParts, consumeUserData, machineadm, run, warnings, writeScratch } from './readers.ts';
+
+const skip = missingRequirement({ commands: ['cloud-init'] });
+const dir = scratchDir('machineadm-part-handler-');
+const PARTS = join(RECIPES, 'user-data');
+const machineConfig = readFileSync(join(PARTS, 'machineconfig.yaml'), 'utf8');
+const handler = readFileSync(join(PARTS, 'machineadm-part-handler.py'), 'utf8');
+let serial = 0;
+
+/** A fresh scratch machine: cloud-init's state directory and the root machineadm works on. */
+function machine(): { cloud: string; root: string } {
+  serial += 1;
+  return { cloud: join(dir, `cloud-${serial}`), root: join(dir, `root-${serial}`) };
+}
+
+/** Every file under a directory, relative to it. */
+function filesUnder(root: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string, prefix: string): void => {
+    let entries: string[];
+    try {
+      entries = readdirSync(d);
+    } catch {
+      return;
+    }
+    for (const e of entries.sort()) {
+      const p = join(d, e);
+      if (statSync(p).isDirectory()) walk(p, `${prefix}${e}/`);
+      else out.push(`${prefix}${e}`);
+    }
+  };
+  walk(root, '');
+  return out;
+}
+
+/** Multipart user data made by make-mime from (file name, content, make-mime type) triples. */
+function makeMime(name: string, parts: [string, string, string][]): string {
+  const partDir = join(dir, `${name}.parts`);
+  run('mkdir', ['-p', partDir]);
+  for (const [file, content] of parts) writeScratch(partDir, file, content);
+  const args = ['devel', 'make-mime', '--force', ...parts.flatMap(([file, , type]) => ['-a', `${join(partDir, file)}:${type}`])];
+  const r = run('cloud-init', args);
+  expect(r.status).toBe(0);
+  return writeScratch(dir, name, r.stdout);
+}
+
+describe.skipIf(skip)('the cloud-init part handler for machineadm', () => {
+  it('lets cloud-init consume docs/recipes/user-data.mime with no warning and puts the MachineConfig in config.d, root only', () => {
+    const m = machine();
+    const log = consumeUserData(join(RECIPES, 'user-data.mime'), m.cloud, m.root);
+    expect(warnings(log)).toEqual([]);
+    expect(log.map((r) => r.message)).toContain(`machineadm part machineconfig.yaml written to ${m.root}/etc/machineadm/config.d/user-data-01.yaml`);
+    expect(filesUnder(m.root)).toEqual(['etc/machineadm/config.d/user-data-01.yaml']);
+    const file = join(m.root, 'etc/machineadm/config.d/user-data-01.yaml');
+    expect(readFileSync(file, 'utf8')).toBe(machineConfig);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+  });
+
+  it('leaves a file that machineadm finds with no -c (config view under the same root)', () => {
+    const m = machine();
+    consumeUserData(join(RECIPES, 'user-data.mime'), m.cloud, m.root);
+    const r = machineadm('config', 'view', '--root', m.root, '-o', 'json');
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ kind: 'MachineConfig', metadata: { name: 'worker' }, spec: { kubernetes: { role: 'worker', token: '<redacted>' } } });
+  });
+
+  it('is the way in for this type: machineadm reading the user data itself refuses the part (exit 2) rather than skip it', () => {
+    const r = machineadm('config', 'view', '-c', join(RECIPES, 'user-data.mime'));
+    expect(r.stderr).toContain('(part 4): has Content-Type text/x-machineadm-config, which machineadm does not read');
+    expect(r.status).toBe(2);
+  });
+
+  it('is needed: without it cloud-init warns that it has no handler for the MachineConfig part', () => {
+    const m = machine();
+    const file = makeMime('no-handler.mime', [['machineconfig.yaml', machineConfig, 'x-machineadm-config']]);
+    expect(warnings(consumeUserData(file, m.cloud, m.root))).toEqual([expect.stringContaining('Unhandled unknown content-type (text/x-machineadm-config)')]);
+    expect(filesUnder(m.root)).toEqual([]);
+  });
+
+  it('claims a type cloud-init keeps, unlike make-mime\'s form of application/machineadm.cluster.x-k8s.io, which reaches it as text/plain', () => {
+    const file = makeMime('old-type.mime', [
+      ['old.yaml', machineConfig, 'application/machineadm.cluster.x-k8s.io'],
+      ['new.yaml', machineConfig, 'x-machineadm-config'],
+    ]);
+    expect(readFileSync(file, 'utf8')).toContain('Content-Type: text/application/machineadm.cluster.x-k8s.io;');
+    expect(cloudInitParts(file, join(dir, 'cloud-types')).map((p) => p.type)).toEqual(['text/plain', 'text/x-machineadm-config']);
+  });
+
+  // Python's email parser ends a part's headers at the first line that is not header-shaped: a
+  // MachineConfig whose first line is `apiVersion: ...` is read as more headers, and the body
+  // is empty; one that starts with a comment keeps its body.
+  const withoutComments = machineConfig.split('\n').filter((l) => !l.startsWith('#')).join('\n');
+  it.each([
+    ['starts with apiVersion (header-shaped)', 'warns and writes nothing', withoutComments],
+    ['starts with a comment', 'writes it whole', machineConfig],
+  ])('with no blank line after the headers of a machineadm part that %s, it %s', (_, outcome, body) => {
+    const m = machine();
+    const crammed = [
+      'Content-Type: multipart/mixed; boundary="BOUNDARY"',
+      'MIME-Version: 1.0',
+      '',
+      '--BOUNDARY',
+      'Content-Type: text/part-handler',
+      '',
+      handler,
+      '--BOUNDARY',
+      'Content-Type: text/x-machineadm-config',
+      ...body.split('\n'),
+      '--BOUNDARY--',
+      '',
+    ].join('\n');
+    const log = consumeUserData(writeScratch(dir, `crammed-${m.root.slice(-2)}.mime`, crammed), m.cloud, m.root);
+    if (outcome === 'warns and writes nothing') {
+      expect(warnings(log)).toEqual([expect.stringMatching(/^machineadm part part-\d+ has an empty body: put a blank line between its headers and the MachineConfig/)]);
+      expect(filesUnder(m.root)).toEqual([]);
+    } else {
+      expect(warnings(log)).toEqual([]);
+      expect(readFileSync(join(m.root, 'etc/machineadm/config.d/user-data-01.yaml'), 'utf8')).toBe(body);
+    }
+  });
+
+  it('writes one file per part in order, and drops files of parts the user data no longer carries', () => {
+    const m = machine();
+    const second = machineConfig.replace('name: worker', 'name: worker-extra');
+    const two = makeMime('two.mime', [
+      ['handler.py', handler, 'part-handler'],
+      ['a.yaml', machineConfig, 'x-machineadm-config'],
+      ['b.yaml', second, 'x-machineadm-config'],
+    ]);
+    expect(warnings(consumeUserData(two, m.cloud, m.root))).toEqual([]);
+    expect(filesUnder(m.root)).toEqual(['etc/machineadm/config.d/user-data-01.yaml', 'etc/machineadm/config.d/user-data-02.yaml']);
+    expect(readFileSync(join(m.root, 'etc/machineadm/config.d/user-data-02.yaml'), 'utf8')).toBe(second);
+
+    const one = makeMime('one.mime', [
+      ['handler.py', handler, 'part-handler'],
+      ['a.yaml', machineConfig, 'x-machineadm-config'],
+    ]);
+    expect(warnings(consumeUserData(one, join(dir, 'cloud-again'), m.root))).toEqual([]);
+    expect(filesUnder(m.root)).toEqual(['etc/machineadm/config.d/user-data-01.yaml']);
+  });
+});
