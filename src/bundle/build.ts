@@ -8,14 +8,21 @@ import { dump } from 'js-yaml';
 import type { Host } from '../host/index.ts';
 import { UsageError } from '../errors.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
-import { fetchVerified } from '../verify/fetch.ts';
+import { fetchVerified, SIGNATURE_MAX_BYTES } from '../verify/fetch.ts';
+import { downloadSmall } from '../host/download.ts';
 
 export interface BundleRequest {
   config: MachineConfig;
   /** The bundle directory, a path on this machine (host.local); it must be new or empty. */
   destination: string;
+  /** machineadm's own binaries, each checked against its .minisig with this public key (base64 key line). */
+  binaries?: { baseUrl: string; platforms: readonly Platform[]; publicKey: string };
   onFile?: (file: BundledFile) => void;
 }
+
+/** The release file name of machineadm for each platform, as scripts/build.mjs names them. */
+export const RELEASE_FILES = { 'linux-x64': 'machineadm-linux-x64', 'linux-arm64': 'machineadm-linux-arm64', 'windows-x64': 'machineadm-windows-x64.exe' } as const;
+export type Platform = keyof typeof RELEASE_FILES;
 
 export interface BundledFile {
   /** Path inside the bundle, with forward slashes. */
@@ -88,6 +95,7 @@ export async function buildBundle(host: Host, request: BundleRequest): Promise<B
       request.onFile?.(bundled);
       file.source = { url: path, sha256: file.source.sha256 };
     }
+    if (request.binaries) files.push(...(await bundleBinaries(host, dir, request.binaries, request.onFile)));
     const text = `# Written by machineadm bundle: sources are paths relative to this file.\n${dump(config, { lineWidth: -1, noRefs: true })}`;
     // The configuration can carry secrets (a token given inline): owner only.
     await host.local.writeFile(join(dir, BUNDLE_CONFIG), text, { mode: 0o600, backup: false });
@@ -96,8 +104,34 @@ export async function buildBundle(host: Host, request: BundleRequest): Promise<B
     await host.local.writeFile(join(dir, MANIFEST), sums.map((s) => `${s.sha256}  ${s.path}\n`).join(''), { mode: 0o644, backup: false });
     return { config: join(dir, BUNDLE_CONFIG), files, manifest: join(dir, MANIFEST) };
   } catch (error) {
-    if (info) for (const name of [MANIFEST, BUNDLE_CONFIG, 'files']) await host.local.remove(join(dir, name));
+    if (info) for (const name of [MANIFEST, BUNDLE_CONFIG, 'files', 'bin']) await host.local.remove(join(dir, name));
     else await host.local.remove(dir);
     throw error;
   }
+}
+
+// Each binary with its signature: the .minisig is fetched once, and the binary is checked against
+// exactly the bytes kept beside it, so `machineadm verify` on the target sees what was checked here.
+async function bundleBinaries(host: Host, dir: string, binaries: NonNullable<BundleRequest['binaries']>, onFile: BundleRequest['onFile']): Promise<BundledFile[]> {
+  const out: BundledFile[] = [];
+  for (const platform of binaries.platforms) {
+    const name = RELEASE_FILES[platform];
+    const url = `${binaries.baseUrl.replace(/\/+$/, '')}/${name}`;
+    const signature = await downloadSmall(host, [`${url}.minisig`], { maxBytes: SIGNATURE_MAX_BYTES });
+    const result = await fetchVerified(host, {
+      urls: [url],
+      destination: join(dir, `bin/${name}`),
+      fileSystem: host.local,
+      mode: 0o755,
+      signature: { publicKey: binaries.publicKey, fetched: signature },
+    });
+    await host.local.writeFile(join(dir, `bin/${name}.minisig`), signature.data, { mode: 0o644, backup: false });
+    const bundled = [
+      { path: `bin/${name}`, sha256: result.sha256, bytes: result.bytes, from: url },
+      { path: `bin/${name}.minisig`, sha256: createHash('sha256').update(signature.data).digest('hex'), bytes: signature.data.length, from: signature.url },
+    ];
+    for (const b of bundled) onFile?.(b);
+    out.push(...bundled);
+  }
+  return out;
 }

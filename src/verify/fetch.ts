@@ -17,7 +17,7 @@ export interface FetchRequest {
    * A minisign signature, checked with this public key (base64 key line). Without `url` (or
    * `urls`), the signature is looked for at `<url>.minisig` next to each URL in order.
    */
-  signature?: { url?: string; urls?: string[]; publicKey: string; requirePrehashed?: boolean; signify?: boolean };
+  signature?: { url?: string; urls?: string[]; publicKey: string; requirePrehashed?: boolean; signify?: boolean; fetched?: { data: Buffer; url: string } };
   mode?: number;
   owner?: string;
   /** Where `destination` is: host.fs (the default) or host.local for the operator's own paths. */
@@ -36,7 +36,7 @@ export interface FetchResult {
   signature?: VerifiedSignature;
 }
 
-const SIGNATURE_MAX_BYTES = 64 * 1024;
+export const SIGNATURE_MAX_BYTES = 64 * 1024;
 
 export function normalizeSha256(value: string): string {
   const hex = value.trim().replace(/^sha256:/i, '').toLowerCase();
@@ -49,7 +49,8 @@ export function normalizeSha256(value: string): string {
 async function fetchSignature(host: Host, request: FetchRequest, publicKey: PublicKey): Promise<{ signature: Signature; url: string }> {
   const given = request.signature!;
   const urls = given.urls ?? (given.url ? [given.url] : request.urls.map((u) => `${u}.minisig`));
-  const { data, url } = await downloadSmall(host, urls, { maxBytes: SIGNATURE_MAX_BYTES, ...(request.ca ? { ca: request.ca } : {}) });
+  // Already fetched by a caller that keeps it (a bundle): the bytes checked are the bytes kept.
+  const { data, url } = given.fetched ?? (await downloadSmall(host, urls, { maxBytes: SIGNATURE_MAX_BYTES, ...(request.ca ? { ca: request.ca } : {}) }));
   const signature = parseSignature(data, url);
   checkSignatureFits(signature, publicKey, { requirePrehashed: given.requirePrehashed ?? false, signify: given.signify ?? false });
   return { signature, url };

@@ -15,6 +15,8 @@ const sha256 = (data: Buffer | string): string => createHash('sha256').update(da
 
 // Served files: a binary blob and a text file, each named in spec.files by its URL and sha256.
 const SERVED: Record<string, Buffer> = { '/kubelet': randomBytes(3 * 1024 * 1024 + 17), '/motd.txt': Buffer.from('from the bundle\n') };
+// A stand-in release (signed below with a key made for the test), and one whose bytes changed after signing.
+const RELEASE = randomBytes(200_000);
 
 function config(base: string): string {
   return `apiVersion: machineadm.cluster.x-k8s.io/v1alpha1
@@ -121,5 +123,51 @@ describe('machineadm bundle, then init --offline without a network', () => {
     expect(result.code, result.stderr).toBe(3);
     expect(result.stderr).toMatch(/spec\.files\[1\]\.source.*SHA-256/);
     expect(tree(root).filter((p) => !p.startsWith('var/lib/machineadm') && !p.startsWith('run/'))).toEqual([]);
+  });
+});
+
+describe('machineadm bundle --binaries-url', () => {
+  let binary: string;
+  let server: Server;
+  let base: string;
+  const work = scratchDir('machineadm-bundle-bin-');
+
+  beforeAll(async () => {
+    binary = await builtBinary();
+    writeFileSync(join(work, 'machineadm-linux-x64'), RELEASE);
+    for (const args of [['keygen', '-p', 'test.pub', '-s', 'test.key'], ['sign', 'machineadm-linux-x64', '-s', 'test.key']]) {
+      const made = await run(binary, args, work);
+      expect(made.code, made.stderr).toBe(0);
+    }
+    const signature = readFileSync(join(work, 'machineadm-linux-x64.minisig'));
+    const files: Record<string, Buffer> = {
+      '/good/machineadm-linux-x64': RELEASE,
+      '/good/machineadm-linux-x64.minisig': signature,
+      '/changed/machineadm-linux-x64': Buffer.concat([RELEASE, Buffer.from('x')]),
+      '/changed/machineadm-linux-x64.minisig': signature,
+    };
+    server = createServer((req, res) => {
+      const body = files[req.url ?? ''];
+      res.writeHead(body ? 200 : 404, { 'content-length': body?.length ?? 0 }).end(body);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    writeFileSync(join(work, 'node.yaml'), config('https://unused.example').replace(/ {4}- path: \/usr[\s\S]*?(?= {4}- path: \/etc\/machineadm\/inline)/, ''));
+  }, 600_000);
+  afterAll(() => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())));
+
+  it('keeps each binary with the signature it was checked against, in the manifest', async () => {
+    const result = await run(binary, ['bundle', '-c', 'node.yaml', '-d', 'out', '--binaries-url', `${base}/good`, '--platform', 'linux-x64', '-p', 'test.pub'], work);
+    expect(result.code, result.stderr).toBe(0);
+    expect(readFileSync(join(work, 'out', 'bin', 'machineadm-linux-x64')).equals(RELEASE)).toBe(true);
+    expect(readFileSync(join(work, 'out', 'SHA256SUMS'), 'utf8')).toContain(`${sha256(RELEASE)}  bin/machineadm-linux-x64\n`);
+    const verified = await run(binary, ['verify', 'out/bin/machineadm-linux-x64', '-p', 'test.pub'], work);
+    expect(verified.code, verified.stderr).toBe(0);
+  });
+
+  it('fails with exit 3 and leaves no bundle when a binary does not match its signature', async () => {
+    const result = await run(binary, ['bundle', '-c', 'node.yaml', '-d', 'refused', '--binaries-url', `${base}/changed`, '--platform', 'linux-x64', '-p', 'test.pub'], work);
+    expect(result.code, result.stderr).toBe(3);
+    expect(existsSync(join(work, 'refused'))).toBe(false);
   });
 });
