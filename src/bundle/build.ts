@@ -62,6 +62,12 @@ function join(dir: string, relative: string): string {
   return `${dir.replace(/[\\/]+$/, '')}/${relative}`;
 }
 
+async function caBundle(host: Host, path: string, index: number): Promise<string> {
+  const text = await host.local.readText(path);
+  if (text === undefined) throw new UsageError(`spec.files[${index}].source.caFile: ${path} does not exist on this machine`, { hint: 'bundle where the CA file is, or copy it here first' });
+  return text;
+}
+
 /** Builds the bundle; on any failure the directory is left as it was found (new or empty). */
 export async function buildBundle(host: Host, request: BundleRequest): Promise<BundleResult> {
   const refused = unbundled(request.config);
@@ -88,7 +94,7 @@ export async function buildBundle(host: Host, request: BundleRequest): Promise<B
         fileSystem: host.local,
         sha256: file.source.sha256,
         mode: 0o644,
-        ...(file.source.caFile ? { ca: (await host.fs.readText(file.source.caFile)) ?? '' } : {}),
+        ...(file.source.caFile ? { ca: await caBundle(host, file.source.caFile, index) } : {}),
       });
       const bundled = { path, sha256: result.sha256, bytes: result.bytes, from: file.source.url };
       files.push(bundled);
