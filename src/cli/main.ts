@@ -8,6 +8,7 @@ import { registerConfigCommands } from './commands/config.ts';
 import { registerStatusCommand } from './commands/status.ts';
 import { registerVersionCommand } from './commands/version.ts';
 import { registerTrustCommands } from './commands/trust.ts';
+import { registerBundleCommand } from './commands/bundle.ts';
 import { buildInfo } from '../version.ts';
 
 export function buildProgram(io: Io, setExit: (code: number) => void): Command {
@@ -34,6 +35,7 @@ Exit codes: 0 ok, 1 a step failed, 2 bad usage or configuration, 3 verification 
   registerPhaseCommands(program, io, setExit);
   registerConfigCommands(program, io, setExit);
   registerTrustCommands(program, io, setExit);
+  registerBundleCommand(program, io, setExit);
   registerStatusCommand(program, io, setExit);
   registerVersionCommand(program, io, setExit);
   const withHint = (command: Command, path: string): void => {

@@ -3,7 +3,8 @@
 // own (so a problem is reported with its source, line and column), merge in order, then validate
 // the merged whole. Every problem is collected and reported at once.
 import { createHash } from 'node:crypto';
-import { resolve as resolvePath } from 'node:path';
+import { dirname, join as joinPath, resolve as resolvePath } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { FileInfo, Host, RootedFileSystem } from '../host/index.ts';
 import { HttpError, displayUrl, formatBytes, httpRequest, type HttpTimeouts, type RetryPolicy } from '../host/http.ts';
 import { ConfigError, ExitCode, MachineadmError, type ConfigIssue } from '../errors.ts';
@@ -68,6 +69,8 @@ interface RawSource {
   /** Instance metadata: a document that is not a MachineConfig is not an error there. */
   userData: boolean;
   instanceId?: string;
+  /** The real directory of a file source: relative file sources in it are resolved against it. */
+  directory?: string;
 }
 
 const SCHEMES = ['file://', 'https://', 'imds://'];
@@ -187,6 +190,7 @@ export async function loadConfig(host: Host, sources: readonly string[], options
         userData.sources.push(raw.name);
         userData.optedIn ||= found.documents.length > 0;
       }
+      for (const doc of found.documents) issues.push(...resolveRelativeSources(doc, raw.directory));
       documents.push(...found.documents);
     } catch (error) {
       issues.push(...sourceIssues(error, raw.name));
@@ -302,7 +306,7 @@ async function readPath(fs: RootedFileSystem, spec: Extract<SourceSpec, { kind: 
   // stat does not follow links: a config.d that is a link to a directory is read as that directory.
   if (bytes === 'directory') return readDirectory(fs, spec, maxBytes);
   checkPin(bytes, spec.sha256);
-  return [{ name: spec.name, bytes, userData: false }];
+  return [{ name: spec.name, bytes, userData: false, directory: joinPath(fs.root, dirname(spec.path)) }];
 }
 
 async function readDirectory(fs: RootedFileSystem, spec: Extract<SourceSpec, { kind: 'path' }>, maxBytes: number): Promise<RawSource[]> {
@@ -318,7 +322,7 @@ async function readDirectory(fs: RootedFileSystem, spec: Extract<SourceSpec, { k
     try {
       const bytes = await readLimited(fs, child, childInfo, maxBytes);
       // A link to a subdirectory is left out like a subdirectory.
-      if (bytes !== 'directory') out.push({ name: child, bytes, userData: false });
+      if (bytes !== 'directory') out.push({ name: child, bytes, userData: false, directory: joinPath(fs.root, dirname(child)) });
     } catch (error) {
       // The problem is the entry's, so the message names the entry rather than the directory.
       throw new ConfigError(sourceIssues(error, child));
@@ -383,6 +387,29 @@ function sourceIssues(error: unknown, source: string): ConfigIssue[] {
   if (code === 'EACCES' || code === 'EPERM') return [{ source, path: '', message: 'permission denied', hint: 'run machineadm as a user that may read it', unreadable: true }];
   if (code === 'EISDIR') return [{ source, path: '', message: 'is a directory' }];
   return [{ source, path: '', message: `cannot be read: ${(error as Error).message}`, unreadable: true }];
+}
+
+const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
+
+/**
+ * spec.files[].source.url given as a relative path names a file beside the configuration file (an
+ * air-gapped bundle, copied anywhere): it becomes the file: URL of that file here, before anything
+ * else reads it. A source that is not a file (stdin, https, user data) has nothing to be relative to.
+ */
+function resolveRelativeSources(doc: ParsedDocument, directory: string | undefined): ConfigIssue[] {
+  const spec = isPlainObject(doc.value) ? doc.value.spec : undefined;
+  const files = isPlainObject(spec) && Array.isArray(spec.files) ? spec.files : [];
+  const issues: ConfigIssue[] = [];
+  files.forEach((file, index) => {
+    const source = isPlainObject(file) ? file.source : undefined;
+    if (!isPlainObject(source) || typeof source.url !== 'string' || source.url === '' || SCHEME.test(source.url) || /^[\\/]/.test(source.url)) return;
+    if (directory === undefined) {
+      issues.push({ source: doc.source, path: `spec.files[${index}].source.url`, message: `"${source.url}" is a relative path, and ${doc.source} is not a file it could be relative to`, hint: 'give a file:///absolute/path or an https:// URL, or put the configuration in a file beside it' });
+      return;
+    }
+    source.url = pathToFileURL(resolvePath(directory, source.url)).href;
+  });
+  return issues;
 }
 
 /** The MachineConfig documents a source holds (none for user data that does not opt in). */

@@ -146,7 +146,7 @@ export async function executeRun(request: RunRequest): Promise<RunReport> {
 }
 
 /** The report of a run that stopped for a reboot, as it was then (in the state dir: /run is cleared at boot). */
-const RESUMED_RESULT = '/resume-result.json';
+export const RESUMED_RESULT = '/resume-result.json';
 
 async function previousResult(stateFs: RootedFileSystem, runId: string): Promise<RunResultDocument | undefined> {
   const text = await stateFs.readText(RESUMED_RESULT).catch(() => undefined);

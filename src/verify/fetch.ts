@@ -1,7 +1,7 @@
 // Verified downloads: stream to a temporary file while hashing, check, and only then rename into
 // place. Used by `machineadm fetch`, files[].source and anything else that downloads.
 import type { Host, PendingFile, RootedFileSystem } from '../host/index.ts';
-import { download, DownloadError, downloadSmall, type ByteObserver } from '../host/download.ts';
+import { copyLocal, download, DownloadError, downloadSmall, type ByteObserver } from '../host/download.ts';
 import { displayUrl } from '../host/http.ts';
 import { MachineadmError, UsageError, VerificationError } from '../errors.ts';
 import { parsePublicKey, parseSignature, type PublicKey, type Signature } from './minisign.ts';
@@ -17,7 +17,7 @@ export interface FetchRequest {
    * A minisign signature, checked with this public key (base64 key line). Without `url` (or
    * `urls`), the signature is looked for at `<url>.minisig` next to each URL in order.
    */
-  signature?: { url?: string; urls?: string[]; publicKey: string; requirePrehashed?: boolean; signify?: boolean };
+  signature?: { url?: string; urls?: string[]; publicKey: string; requirePrehashed?: boolean; signify?: boolean; fetched?: { data: Buffer; url: string } };
   mode?: number;
   owner?: string;
   /** Where `destination` is: host.fs (the default) or host.local for the operator's own paths. */
@@ -36,7 +36,7 @@ export interface FetchResult {
   signature?: VerifiedSignature;
 }
 
-const SIGNATURE_MAX_BYTES = 64 * 1024;
+export const SIGNATURE_MAX_BYTES = 64 * 1024;
 
 export function normalizeSha256(value: string): string {
   const hex = value.trim().replace(/^sha256:/i, '').toLowerCase();
@@ -49,7 +49,8 @@ export function normalizeSha256(value: string): string {
 async function fetchSignature(host: Host, request: FetchRequest, publicKey: PublicKey): Promise<{ signature: Signature; url: string }> {
   const given = request.signature!;
   const urls = given.urls ?? (given.url ? [given.url] : request.urls.map((u) => `${u}.minisig`));
-  const { data, url } = await downloadSmall(host, urls, { maxBytes: SIGNATURE_MAX_BYTES, ...(request.ca ? { ca: request.ca } : {}) });
+  // Already fetched by a caller that keeps it (a bundle): the bytes checked are the bytes kept.
+  const { data, url } = given.fetched ?? (await downloadSmall(host, urls, { maxBytes: SIGNATURE_MAX_BYTES, ...(request.ca ? { ca: request.ca } : {}) }));
   const signature = parseSignature(data, url);
   checkSignatureFits(signature, publicKey, { requirePrehashed: given.requirePrehashed ?? false, signify: given.signify ?? false });
   return { signature, url };
@@ -91,17 +92,19 @@ export async function fetchVerifiedPending(host: Host, request: FetchRequest): P
   }
   const expectedSha = request.sha256 === undefined ? undefined : normalizeSha256(request.sha256);
   const publicKey = request.signature ? parsePublicKey(request.signature.publicKey, 'given for the signature') : undefined;
+  // A file: source (an air-gapped bundle) is checked the same way; only where the bytes come from differs.
+  const local = request.urls.length === 1 && request.urls[0]!.startsWith('file:');
+  if (local && request.signature) throw new UsageError(`${request.urls[0]}: a local file is checked by its sha256, not a signature`, { hint: 'give the sha256' });
   // The signature is small and fetched first: a wrong key id fails before a large download.
   const signed = publicKey ? await fetchSignature(host, request, publicKey) : undefined;
-  const result = await download(host, {
-    urls: request.urls,
+  const copy = {
     fs: request.fileSystem ?? host.fs,
     destination: request.destination,
     write: { ...(request.mode !== undefined ? { mode: request.mode } : {}), ...(request.owner !== undefined ? { owner: request.owner } : {}) },
     ...(signed ? { observe: (): ByteObserver => new MessageDigester(signed.signature.algorithm) } : {}),
     ...(request.onProgress ? { onProgress: request.onProgress } : {}),
-    ...(request.ca ? { ca: request.ca } : {}),
-  });
+  };
+  const result = local ? await copyLocal(host, { ...copy, url: request.urls[0]! }) : await download(host, { ...copy, urls: request.urls, ...(request.ca ? { ca: request.ca } : {}) });
   try {
     if (expectedSha !== undefined && result.sha256 !== expectedSha) {
       throw new VerificationError(`${displayUrl(result.url)}: SHA-256 is ${result.sha256}, expected ${expectedSha}`, {

@@ -10,7 +10,7 @@ import { missingRequirement } from '../support/environment.ts';
 
 const QUICKSTART = fileURLToPath(new URL('../../examples/quickstart.yaml', import.meta.url));
 
-const COMMANDS = ['init', 'prepare', 'provision', 'report', 'plan', 'config', 'verify', 'keygen', 'sign', 'fetch', 'status', 'version'];
+const COMMANDS = ['init', 'prepare', 'provision', 'report', 'plan', 'config', 'verify', 'keygen', 'sign', 'fetch', 'bundle', 'status', 'version'];
 
 describe('the packaged linux-x64 binary', () => {
   let binary: string;

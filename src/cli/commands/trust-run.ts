@@ -56,7 +56,7 @@ export interface VerifyOptions {
   quiet?: boolean;
 }
 
-async function publicKeyFrom(host: Host, io: Io, options: { publicKey?: string; publicKeyFile?: string }): Promise<PublicKey> {
+export async function publicKeyFrom(host: Host, io: Io, options: { publicKey?: string; publicKeyFile?: string }): Promise<PublicKey> {
   if (options.publicKey && options.publicKeyFile) throw new UsageError('give the public key either with -P or with -p, not both');
   if (options.publicKey) return parsePublicKey(options.publicKey, 'given with -P');
   if (options.publicKeyFile) {

@@ -1,6 +1,7 @@
 // prepare/files: the files listed in spec.files, from inline content or a verified download.
 // Every target is checked (paths, links planted at the target, decoding) before the first write.
 import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import type { Change, Step, StepContext } from '../../phases/step.ts';
 import type { FileSpec } from '../../config/schema/index.ts';
 import { ConfigError, MachineadmError, ExitCode, VerificationError, type ConfigIssue } from '../../errors.ts';
@@ -76,6 +77,28 @@ async function inspectSource(ctx: StepContext, file: SourceFile): Promise<Change
   }
 }
 
+// A file: source (resolved from a relative one when the configuration was loaded) is copied from
+// this machine and checked like a download, with no network.
+function isLocal(file: SourceFile): boolean {
+  return file.spec.source.url.startsWith('file:');
+}
+
+// A bundle's file that does not match its sha256 (changed, or cut short by a copy) fails the run in
+// preflight, before any step has written anything; the copy in apply checks it again.
+async function checkLocalSource(ctx: StepContext, file: SourceFile): Promise<void> {
+  const path = fileURLToPath(file.spec.source.url);
+  const info = await ctx.host.local.stat(path);
+  if (!info || info.kind === 'directory') {
+    throw new ConfigError([{ path: `spec.files[${file.index}].source.url`, message: `${path} ${info ? 'is a directory' : 'does not exist'}`, hint: 'copy the whole bundle directory, or fix the source path' }]);
+  }
+  const hash = createHash('sha256');
+  for await (const block of ctx.host.local.readBlocks(path)) hash.update(block);
+  const sha = hash.digest('hex');
+  if (sha !== file.spec.source.sha256) {
+    throw new VerificationError(`${path}: SHA-256 is ${sha}, expected ${file.spec.source.sha256}`, { hint: 'the file is not the one the configuration names: copy it again from the bundle, or rebuild the bundle' });
+  }
+}
+
 // The field a failed download is about: a checksum that does not match names the checksum.
 function sourceField(file: SourceFile, error: unknown): string {
   return `spec.files[${file.index}].source${error instanceof VerificationError ? '.sha256' : ''}`;
@@ -137,6 +160,13 @@ export const filesStep: Step = {
         throw errorForField(target.field, error);
       }
     }
+    for (const file of sources.filter(isLocal)) {
+      try {
+        await checkLocalSource(ctx, file);
+      } catch (error) {
+        throw errorForField(sourceField(file, error), error);
+      }
+    }
   },
   async check(ctx) {
     const { inline, sources } = split(ctx);
@@ -149,7 +179,7 @@ export const filesStep: Step = {
     for (const s of sources) {
       const change = await inspectSource(ctx, s);
       if (change) changes.push(change);
-      if (change?.action === 'download') network.push(`download ${displayUrl(s.spec.source.url)} for spec.files[${s.index}]`);
+      if (change?.action === 'download' && !isLocal(s)) network.push(`download ${displayUrl(s.spec.source.url)} for spec.files[${s.index}]`);
     }
     return { done: changes.length === 0, changes, ...(network.length ? { network } : {}) };
   },
@@ -162,8 +192,9 @@ export const filesStep: Step = {
       if (change) pendingSources.push({ file: s, change });
     }
     for (const f of inline) await inspectFile(ctx.host.fs, f, ctx.facts.privileged);
-    if (pendingSources.some((p) => p.change.action === 'download') && ctx.host.offline) {
-      const first = pendingSources.find((p) => p.change.action === 'download')!;
+    const needNetwork = pendingSources.filter((p) => p.change.action === 'download' && !isLocal(p.file));
+    if (needNetwork.length && ctx.host.offline) {
+      const first = needNetwork[0]!;
       throw new MachineadmError(`spec.files[${first.file.index}].source: ${displayUrl(first.file.spec.source.url)} cannot be downloaded with --offline`, ExitCode.usage, {
         hint: 'put the file in place beforehand (its sha256 is checked), or run without --offline',
       });

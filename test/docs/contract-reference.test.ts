@@ -1,0 +1,90 @@
+// docs/contract.md must say what the code does: its command reference (section 1) is the CLI's own
+// help, its exit codes (section 2) are src/errors.ts's ExitCode, and its files (section 5) are the
+// paths the code writes. UPDATE_GOLDEN=1 rewrites the command reference; a reviewer reads the diff.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { BEGIN, END, commandPaths, exitCodes, renderCommandReference } from '../support/contract-reference.ts';
+import { CA_BUNDLE, CERTS_DIR, CONTAINERD_CONFIG, PROXY_DROPIN } from '../../src/containerd/paths.ts';
+import { DEFAULT_SOURCES } from '../../src/config/load.ts';
+import { HISTORY_FILE } from '../../src/report/history.ts';
+import { RESULT_COPY, RESULT_FILE, RUN_DIR, STATUS_FILE } from '../../src/report/outcome.ts';
+import { SENTINEL_LINUX } from '../../src/report/sentinel.ts';
+import { SPOOL_DIR } from '../../src/report/spool.ts';
+import { STATE_FILE } from '../../src/phases/state.ts';
+import { SYSCTL_FILE } from '../../src/linux/sysctl.ts';
+import { MODULES_FILE } from '../../src/linux/modules.ts';
+import { STATE_DIR } from '../../src/host/index.ts';
+import { RESUMED_RESULT } from '../../src/phases/run.ts';
+import { RESUME_UNIT } from '../../src/host/resume.ts';
+
+const CONTRACT = join(import.meta.dirname, '..', '..', 'docs', 'contract.md');
+
+function section(text: string, heading: RegExp): string {
+  const start = text.search(heading);
+  if (start < 0) throw new Error(`docs/contract.md has no heading ${heading}`);
+  const rest = text.slice(start + 1);
+  const next = rest.search(/^## /m);
+  return next < 0 ? rest : rest.slice(0, next);
+}
+
+describe('the command reference in docs/contract.md', () => {
+  it('is what the command line prints for --help, command by command', async () => {
+    const text = readFileSync(CONTRACT, 'utf8');
+    const generated = await renderCommandReference();
+    const begin = text.indexOf(BEGIN);
+    const end = text.indexOf(END);
+    if (process.env.UPDATE_GOLDEN === '1' && begin >= 0 && end > begin) {
+      writeFileSync(CONTRACT, text.slice(0, begin) + generated + text.slice(end + END.length));
+      return;
+    }
+    expect(begin, 'docs/contract.md section 1 lacks the generated command reference markers').toBeGreaterThan(-1);
+    expect(section(text, /^## 1\. /m), 'the generated command reference belongs in section 1').toContain(BEGIN);
+    expect(text.slice(begin, end + END.length), 'docs/contract.md section 1 is out of date: run UPDATE_GOLDEN=1 npx vitest run test/docs/contract-reference.test.ts and commit it').toBe(generated);
+  });
+
+  it.each(commandPaths().map((path) => [path.join(' ')]))('names machineadm %s in its summary', (path) => {
+    const summary = section(readFileSync(CONTRACT, 'utf8'), /^## 1\. /m).split(BEGIN)[0]!;
+    expect(summary).toMatch(new RegExp(`machineadm (\\S+ )*${path.split(' ').at(-1)}\\b`));
+  });
+});
+
+describe('the exit codes in docs/contract.md', () => {
+  it('are exactly the ones in src/errors.ts', () => {
+    const table = section(readFileSync(CONTRACT, 'utf8'), /^## 2\. /m);
+    const documented = [...table.matchAll(/^\| ([\d, ]+) \|/gm)].flatMap((m) => m[1]!.split(',').map((n) => Number(n.trim())));
+    expect(documented.sort((a, b) => a - b)).toEqual(exitCodes());
+  });
+});
+
+describe('the files in docs/contract.md section 5', () => {
+  const written = [
+    ...DEFAULT_SOURCES.map((p) => p.replace(/\/$/, '')),
+    STATE_DIR + STATE_FILE,
+    STATE_DIR + HISTORY_FILE,
+    STATE_DIR + SPOOL_DIR,
+    STATE_DIR + RESUMED_RESULT,
+    STATE_DIR + RESULT_COPY,
+    RUN_DIR,
+    STATUS_FILE,
+    RESULT_FILE,
+    SENTINEL_LINUX,
+    RESUME_UNIT,
+    MODULES_FILE,
+    SYSCTL_FILE,
+    CONTAINERD_CONFIG,
+    CERTS_DIR,
+    CA_BUNDLE,
+    PROXY_DROPIN,
+  ];
+  const files = section(readFileSync(CONTRACT, 'utf8'), /^## 5\. /m);
+  const listed = [...files.matchAll(/^\| `(\/[^`]+)`/gm)].map((m) => m[1]!);
+
+  it.each(written.map((p) => [p]))('list %s, a path the code writes or reads', (path) => {
+    expect(files).toContain(`\`${path}`);
+  });
+
+  it.each(listed.map((p) => [p]))('list %s only because the code has it', (path) => {
+    expect(written.some((p) => path === p || path.startsWith(`${p}/`))).toBe(true);
+  });
+});
