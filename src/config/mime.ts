@@ -56,7 +56,7 @@ export function gunzipLimited(bytes: Uint8Array, maxBytes: number): Buffer {
 
 /**
  * User data that is base64 text as a whole (a tool encoded it once more than the metadata service
- * expected, as EC2 launch templates often get): its decoded bytes; undefined for anything else.
+ * needed; nodeadm decodes such user data too): its decoded bytes; undefined for anything else.
  */
 export function unwrapBase64(bytes: Uint8Array): Buffer | undefined {
   const compact = Buffer.from(bytes).toString('latin1').replace(/\s+/g, '');
