@@ -12,7 +12,7 @@ import { formatPath, isPlainObject, parseWith, type SchemaIssue } from './schema
 import { API_GROUP, SUPPORTED_API_VERSIONS, machineConfigSchema, type MachineConfig } from './schema/index.ts';
 import { mergeConfigs } from './merge.ts';
 import { DocumentError, decodeUtf8, parseDocument, type ParsedDocument } from './document.ts';
-import { MACHINECONFIG_CONTENT_TYPE, MimeError, gunzipLimited, isGzip, isMultipart, machineConfigPart, splitMultipart } from './mime.ts';
+import { MACHINECONFIG_CONTENT_TYPE, MimeError, gunzipLimited, isGzip, isMultipart, machineConfigPart, splitMultipart, unwrapBase64 } from './mime.ts';
 import { ImdsError, detectCloud, readInstanceMetadata, type Cloud } from './imds.ts';
 import { secretLiterals } from './redact.ts';
 import { REDACTED } from './secrets.ts';
@@ -417,6 +417,8 @@ function extractDocuments(raw: RawSource, maxBytes: number): { documents: Parsed
   let bytes = raw.bytes;
   // cloud-init accepts gzip-compressed user data; so does machineadm, from any source.
   if (isGzip(bytes)) bytes = gunzipLimited(bytes, maxBytes);
+  const unwrapped = raw.userData ? unwrapBase64(bytes) : undefined;
+  if (unwrapped) bytes = isGzip(unwrapped) ? gunzipLimited(unwrapped, maxBytes) : unwrapped;
   if (isMultipart(bytes)) {
     const all = splitMultipart(bytes, maxBytes);
     const out: ParsedDocument[] = [];

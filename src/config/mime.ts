@@ -54,22 +54,42 @@ export function gunzipLimited(bytes: Uint8Array, maxBytes: number): Buffer {
   }
 }
 
+/**
+ * User data that is base64 text as a whole (a tool encoded it once more than the metadata service
+ * needed; nodeadm decodes such user data too): its decoded bytes; undefined for anything else.
+ */
+export function unwrapBase64(bytes: Uint8Array): Buffer | undefined {
+  const compact = Buffer.from(bytes).toString('latin1').replace(/\s+/g, '');
+  if (compact.length < 8 || compact.length % 4 !== 0 || !/^[A-Za-z0-9+/]+={0,2}$/.test(compact)) return undefined;
+  return Buffer.from(compact, 'base64');
+}
+
 interface Header {
   name: string;
   value: string;
 }
 
-// Only these count as part headers, so a part whose blank line is missing does not lose its first
-// YAML line ("apiVersion: ...") to the headers.
-const HEADER_LINE = /^(content-[a-z-]+|mime-version|merge-type|launch-index|x-[a-z0-9-]+)[ \t]*:(.*)$/i;
+/** One line of the document: its text without the line break, and where it sits in the bytes. */
+interface Line {
+  text: string;
+  start: number;
+  /** Offset of the line break that ends it (the document's length for a last line without one). */
+  end: number;
+}
 
-function readHeaders(lines: string[], start: number): { headers: Header[]; next: number } {
+// Any RFC 5322 field name (printable ASCII but the colon) makes a header line, in any order
+// (Subject:, Number-Attachments:, ...). A part whose blank line is missing starts its YAML right
+// after the headers, so a MachineConfig's own top-level keys end the headers instead.
+const HEADER_LINE = /^([!-9;-~]+)[ \t]*:(.*)$/;
+const MACHINECONFIG_KEYS = new Set(['apiversion', 'kind', 'metadata', 'spec']);
+
+function readHeaders(lines: Line[], start: number, to = lines.length): { headers: Header[]; next: number } {
   const headers: Header[] = [];
   let i = start;
-  while (i < lines.length) {
-    const line = lines[i]!;
+  while (i < to) {
+    const line = lines[i]!.text;
     const match = HEADER_LINE.exec(line);
-    if (match) {
+    if (match && !MACHINECONFIG_KEYS.has(match[1]!.toLowerCase())) {
       headers.push({ name: match[1]!.toLowerCase(), value: match[2]!.trim() });
       i++;
     } else if (/^[ \t]+\S/.test(line) && headers.length > 0) {
@@ -78,7 +98,7 @@ function readHeaders(lines: string[], start: number): { headers: Header[]; next:
     } else break;
   }
   // The blank line that should end the headers; tolerated when missing.
-  if (i < lines.length && lines[i] === '') i++;
+  if (i < to && lines[i]!.text === '') i++;
   return { headers, next: i };
 }
 
@@ -97,27 +117,45 @@ function parameter(value: string | undefined, name: string): string | undefined 
   return m ? (m[2] ?? m[1]) : undefined;
 }
 
+// latin1 keeps one character per byte, so offsets into the text are offsets into the bytes.
+function splitLines(text: string): Line[] {
+  const lines: Line[] = [];
+  let start = 0;
+  while (start <= text.length) {
+    const lf = text.indexOf('\n', start);
+    const stop = lf === -1 ? text.length : lf;
+    const end = stop > start && text[stop - 1] === '\r' ? stop - 1 : stop;
+    lines.push({ text: text.slice(start, end), start, end });
+    if (lf === -1) break;
+    start = lf + 1;
+  }
+  return lines;
+}
+
 /** True when the bytes are a MIME document whose top-level type is multipart/*. */
 export function isMultipart(bytes: Uint8Array): boolean {
   const head = Buffer.from(bytes.subarray(0, 8192)).toString('latin1');
-  const lines = head.split(/\r?\n/);
-  const { headers } = readHeaders(lines, 0);
+  const { headers } = readHeaders(splitLines(head), 0);
   return mediaType(header(headers, 'content-type')).startsWith('multipart/') && headers.length > 0;
 }
 
 /** Every leaf part, nested multiparts flattened, with transfer encodings and gzip undone. */
 export function splitMultipart(bytes: Uint8Array, maxBytes: number): MimePart[] {
-  // latin1 keeps one character per byte, so part bodies come back byte for byte.
   const text = Buffer.from(bytes).toString('latin1');
-  const lines = text.split('\n').map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l));
   const parts: MimePart[] = [];
-  collect(lines, 0, lines.length, parts, maxBytes, 0);
+  const lines = splitLines(text);
+  collect({ text, lines }, 0, lines.length, parts, maxBytes, 0);
   return parts;
 }
 
-function collect(lines: string[], from: number, to: number, out: MimePart[], maxBytes: number, depth: number): void {
+interface Document {
+  text: string;
+  lines: Line[];
+}
+
+function collect(doc: Document, from: number, to: number, out: MimePart[], maxBytes: number, depth: number): void {
   if (depth > 5) throw new MimeError('multipart nested more than 5 levels deep', from + 1, 'put all parts in one multipart/mixed document, as cloud-init make-mime writes it');
-  const { headers, next } = readHeaders(lines, from);
+  const { headers, next } = readHeaders(doc.lines, from, to);
   const type = header(headers, 'content-type');
   const boundary = parameter(type, 'boundary');
   if (!boundary) throw new MimeError('multipart user data without a boundary parameter', from + 1, 'write Content-Type: multipart/mixed; boundary="..."');
@@ -125,7 +163,7 @@ function collect(lines: string[], from: number, to: number, out: MimePart[], max
   const starts: number[] = [];
   let end = to;
   for (let i = next; i < to; i++) {
-    const line = lines[i]!.trimEnd();
+    const line = doc.lines[i]!.text.trimEnd();
     if (line === `${delimiter}--`) {
       end = i;
       break;
@@ -136,42 +174,59 @@ function collect(lines: string[], from: number, to: number, out: MimePart[], max
   for (let k = 0; k < starts.length; k++) {
     const partFrom = starts[k]! + 1;
     const partTo = k + 1 < starts.length ? starts[k + 1]! : end;
-    leaf(lines, partFrom, partTo, out, maxBytes, depth);
+    leaf(doc, partFrom, partTo, out, maxBytes, depth);
   }
 }
 
-function leaf(lines: string[], from: number, to: number, out: MimePart[], maxBytes: number, depth: number): void {
-  const { headers, next } = readHeaders(lines, from);
+function leaf(doc: Document, from: number, to: number, out: MimePart[], maxBytes: number, depth: number): void {
+  const { headers, next } = readHeaders(doc.lines, from, to);
   const contentType = mediaType(header(headers, 'content-type'));
   if (contentType.startsWith('multipart/')) {
-    collect(lines, from, to, out, maxBytes, depth + 1);
+    collect(doc, from, to, out, maxBytes, depth + 1);
     return;
   }
-  let bodyLines = lines.slice(next, to);
-  // The line break before the next delimiter belongs to the delimiter.
-  while (bodyLines.length > 0 && bodyLines[bodyLines.length - 1] === '') bodyLines = bodyLines.slice(0, -1);
-  const raw = Buffer.from(bodyLines.join('\n') + (bodyLines.length ? '\n' : ''), 'latin1');
+  const index = out.length + 1;
+  // The body is the bytes as sent: a gzip part without a transfer encoding holds CR and LF bytes
+  // that are content. Only the line break before the next delimiter belongs to the delimiter.
+  const bodyStart = next < doc.lines.length ? doc.lines[next]!.start : doc.text.length;
+  const bodyEnd = to < doc.lines.length ? Math.max(bodyStart, doc.lines[to - 1]!.end) : doc.text.length;
+  const raw = Buffer.from(doc.text.slice(bodyStart, Math.max(bodyStart, bodyEnd)), 'latin1');
   const encoding = (header(headers, 'content-transfer-encoding') ?? '7bit').toLowerCase();
   let body: Buffer;
   let firstLine: number | undefined = next + 1;
   if (encoding === 'base64') {
     const compact = raw.toString('latin1').replace(/\s+/g, '');
-    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact)) throw new MimeError(`part ${out.length + 1} says base64 but holds other characters`, next + 1, 'encode the part with base64, or drop its Content-Transfer-Encoding header');
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact)) throw new MimeError(`part ${index} says base64 but holds other characters`, next + 1, 'encode the part with base64, or drop its Content-Transfer-Encoding header');
     body = Buffer.from(compact, 'base64');
     firstLine = undefined;
   } else if (encoding === 'quoted-printable') {
-    // Every line break in quoted-printable text is content except the last: it belongs to the delimiter.
-    body = decodeQuotedPrintable(bodyLines.join('\n'));
+    body = decodeQuotedPrintable(raw.toString('latin1'));
     firstLine = undefined;
+  } else if (encoding === '7bit' || encoding === '8bit' || encoding === 'binary') {
+    // Compressed bytes stay exactly as sent; text is read line by line (CRLF or LF, one final line
+    // break, blank lines before the delimiter dropped), as YAML and scripts expect it.
+    body = isGzip(raw) ? raw : textBody(doc.lines, next, to);
   } else {
-    body = raw;
+    throw new MimeError(`part ${index} (${contentType}) has Content-Transfer-Encoding ${encoding}, which machineadm cannot decode`, from + 1, 'send the part as base64, quoted-printable, or as it is (7bit, 8bit, binary)');
   }
   const encodingHeader = (header(headers, 'content-encoding') ?? '').toLowerCase();
   if (isGzip(body) || encodingHeader === 'gzip') {
-    body = gunzipLimited(body, maxBytes);
+    try {
+      body = gunzipLimited(body, maxBytes);
+    } catch (error) {
+      if (error instanceof MimeError) throw new MimeError(`part ${index} (${contentType}): ${error.message}`, from + 1, error.hint);
+      throw error;
+    }
     firstLine = undefined;
   }
-  out.push({ index: out.length + 1, contentType, body, ...(firstLine !== undefined ? { firstLine } : {}) });
+  out.push({ index, contentType, body, ...(firstLine !== undefined ? { firstLine } : {}) });
+}
+
+function textBody(lines: Line[], from: number, to: number): Buffer {
+  let last = to;
+  while (last > from && lines[last - 1]!.text === '') last--;
+  const text = lines.slice(from, last).map((l) => `${l.text}\n`).join('');
+  return Buffer.from(text, 'latin1');
 }
 
 function decodeQuotedPrintable(text: string): Buffer {

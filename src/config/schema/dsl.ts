@@ -98,6 +98,11 @@ export interface StringOptions extends Common {
   format?: string;
   /** Extra rule: returns a message (optionally "message|hint") when the value is wrong. */
   check?: (value: string) => string | undefined;
+  /**
+   * What of `check` a JSON Schema pattern can carry, for editors: it must accept every value
+   * `check` accepts (test/config/schema-agreement.test.ts holds it to that).
+   */
+  jsonPattern?: RegExp;
 }
 
 export function string(options: StringOptions = {}): Schema<string> {
@@ -114,7 +119,8 @@ export function string(options: StringOptions = {}): Schema<string> {
 
 function stringJson(options: StringOptions): JsonSchema {
   const out: JsonSchema = { type: 'string' };
-  if (options.pattern) out.pattern = options.pattern.source;
+  const pattern = options.pattern ?? options.jsonPattern;
+  if (pattern) out.pattern = pattern.source;
   if (options.minLength !== undefined) out.minLength = options.minLength;
   if (options.maxLength !== undefined) out.maxLength = options.maxLength;
   if (options.format) out.format = options.format;
@@ -253,13 +259,27 @@ export function object<S extends Shape>(shape: S, options: ObjectOptions<S> = {}
       const required: string[] = [];
       for (const [key, field] of Object.entries(shape)) {
         const json = field.json();
-        properties[key] = field.presence === 'defaulted' ? { ...json, default: field.defaultValue } : json;
+        const described = field.presence === 'defaulted' ? { ...json, default: field.defaultValue } : json;
+        // An explicit null removes what an earlier source set (merge.ts): a drop-in may say it.
+        properties[key] = field.presence === 'required' ? described : nullable(described);
         if (field.presence === 'required') required.push(key);
       }
       return { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false };
     },
     options,
   );
+}
+
+/** The JSON Schema that also admits null, kept flat where it can be (editors show flat types best). */
+function nullable(schema: JsonSchema): JsonSchema {
+  const nul = { type: 'null' };
+  if (Array.isArray(schema.oneOf)) return { ...schema, oneOf: [...(schema.oneOf as JsonSchema[]), nul] };
+  if (Array.isArray(schema.anyOf)) return { ...schema, anyOf: [...(schema.anyOf as JsonSchema[]), nul] };
+  const type = schema.type;
+  if (typeof type === 'string' || Array.isArray(type)) {
+    return { ...schema, type: [type, 'null'].flat(), ...(Array.isArray(schema.enum) ? { enum: [...(schema.enum as unknown[]), null] } : {}) };
+  }
+  return { anyOf: [schema, nul] };
 }
 
 /**
@@ -300,7 +320,7 @@ export function record<T>(
       }
       return ctx.issues.length === before ? out : undefined;
     },
-    () => ({ type: 'object', additionalProperties: value.json(), ...(options.key?.pattern ? { propertyNames: { pattern: options.key.pattern.source } } : {}) }),
+    () => ({ type: 'object', additionalProperties: nullable(value.json()), ...(options.key?.pattern ? { propertyNames: { pattern: options.key.pattern.source } } : {}) }),
     options,
   );
 }

@@ -109,6 +109,12 @@ export function endpointProblem(value: string): string | undefined {
   return undefined;
 }
 
+// The shapes endpointProblem and cidrProblem accept, for the JSON Schema (the CLI checks more:
+// port range, address families, subnet sizes).
+const ENDPOINT_SHAPE = /^(\[[^\]]+\]|[^:[\]]+):\d{1,5}$/;
+const CIDR_SHAPE = String.raw`\s*[0-9A-Fa-f:.]+(?:%[^/,]*)?\/\d+\s*`;
+const CIDRS_SHAPE = new RegExp(`^${CIDR_SHAPE}(?:,${CIDR_SHAPE})?$`);
+
 /** The size rule kubeadm's networking validation applies to one CIDR of the subnet. */
 type SubnetSizeRule = (part: string, family: 4 | 6, prefix: number) => string | undefined;
 
@@ -242,12 +248,12 @@ export const kubernetesSection = object(
     role: withDefault(enumOf(['worker', 'control-plane'] as const), 'worker'),
     bootstrap: withDefault(enumOf(['join', 'init'] as const, { description: 'init only for the first control-plane machine' }), 'join'),
     version: optional(string({ pattern: /^v?\d+\.\d+(\.\d+)?$/, patternHint: 'a Kubernetes version such as v1.31.2' })),
-    controlPlaneEndpoint: optional(string({ minLength: 1, check: endpointProblem, description: 'host:port of the API server (load balancer)' })),
+    controlPlaneEndpoint: optional(string({ minLength: 1, check: endpointProblem, jsonPattern: ENDPOINT_SHAPE, description: 'host:port of the API server (load balancer)' })),
     token: optional(tokenSecret),
     caCertHashes: optional(array(caHashSecret, { minItems: 1 })),
     certificateKey: optional(certificateKeySecret),
-    podSubnet: optional(string({ check: (v) => cidrProblem(v, podSubnetSize) })),
-    serviceSubnet: optional(string({ check: (v) => cidrProblem(v, serviceSubnetSize) })),
+    podSubnet: optional(string({ check: (v) => cidrProblem(v, podSubnetSize), jsonPattern: CIDRS_SHAPE })),
+    serviceSubnet: optional(string({ check: (v) => cidrProblem(v, serviceSubnetSize), jsonPattern: CIDRS_SHAPE })),
     certSANs: optional(array(string({ minLength: 1, check: sanProblem }))),
     apiServerExtraArgs: optional(record(scalarString(), { key: flagName })),
     node: optional(

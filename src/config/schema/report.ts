@@ -11,6 +11,10 @@ const absolutePath = (what: string) =>
     patternHint: `the absolute path of ${what}, e.g. /etc/machineadm/collector-ca.pem`,
   });
 
+// endpointUrlProblem's scheme rule as a pattern (the URL parser skips leading controls and spaces,
+// and schemes are case-insensitive).
+const HTTP_SCHEME = /^[\u0000-\u0020]*[Hh][Tt][Tt][Pp][Ss]?:/;
+
 function endpointUrlProblem(value: string): string | undefined {
   let url: URL;
   try {
@@ -30,7 +34,7 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 export const reportEndpoint = object(
   {
-    url: string({ minLength: 1, check: endpointUrlProblem, description: 'where CloudEvents are POSTed (http:// or https://)' }),
+    url: string({ minLength: 1, check: endpointUrlProblem, jsonPattern: HTTP_SCHEME, description: 'where CloudEvents are POSTed (http:// or https://)' }),
     bearerToken: optional(secret({ description: 'sent as "Authorization: Bearer <token>"' })),
     caFile: optional(absolutePath('a PEM CA bundle that signs the collector certificate (replaces the system CAs for this endpoint)')),
     clientCertFile: optional(absolutePath('a PEM client certificate for mutual TLS')),

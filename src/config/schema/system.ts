@@ -23,11 +23,15 @@ export const sysctlValue = scalarString({
   check: (v) => (/[\r\n\0]/.test(v) ? 'a sysctl value must be one line|remove the line break' : v.trim() === '' ? 'must not be empty' : undefined),
 });
 
+// filePathProblem as a pattern: absolute, no NUL, no ".." segment (split at "/" or "\\"), no "."
+// segment, not ending in "/".
+const FILE_PATH = /^(?![\s\S]*(?:^|[\\/])\.\.(?:[\\/]|$))(?![\s\S]*(?:^|\/)\.(?:\/|$))\/[^\u0000]*[^\u0000/]$/;
+
 export const fileMode = string({ pattern: /^0?[0-7]{3,4}$/, patternHint: 'an octal mode in quotes, e.g. "0644"' });
 
 export const fileSpec = object(
   {
-    path: string({ minLength: 1, description: 'absolute path of the file on the machine', check: filePathProblem }),
+    path: string({ minLength: 1, description: 'absolute path of the file on the machine', check: filePathProblem, jsonPattern: FILE_PATH }),
     content: optional(string({ description: 'the content, encoded as "encoding" says' })),
     encoding: withDefault(enumOf(['plain', 'base64', 'gzip+base64'] as const), 'plain'),
     source: optional(
