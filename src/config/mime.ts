@@ -1,5 +1,6 @@
 // MIME multipart user data (as cloud-init writes and reads it): machineadm takes the parts whose
-// content type is application/machineadm.cluster.x-k8s.io and leaves the rest (shell scripts,
+// content type is application/machineadm.cluster.x-k8s.io (or text/x-machineadm-config, the form
+// cloud-init keeps) and leaves the rest (shell scripts,
 // cloud-config) to other tools. Real user data is often sloppy, so this reader tolerates CRLF or
 // LF line ends, a missing blank line after a part's headers, and a missing final boundary.
 // Pure: no I/O (zlib is computation only).
@@ -9,10 +10,15 @@ export const MACHINECONFIG_CONTENT_TYPE = 'application/machineadm.cluster.x-k8s.
 // cloud-init's own `devel make-mime` writes every part as text/<given type>, so user data built
 // with it carries text/application/machineadm.cluster.x-k8s.io: taken as the same thing.
 const MAKE_MIME_CONTENT_TYPE = `text/${MACHINECONFIG_CONTENT_TYPE}`;
+/**
+ * The type cloud-init keeps intact and machineadm's cloud-init part handler claims
+ * (`make-mime -a FILE:x-machineadm-config`): the same user data works with and without cloud-init.
+ */
+export const CLOUD_INIT_CONTENT_TYPE = 'text/x-machineadm-config';
 
 /** Whether a part is machineadm's: yes, no, or "meant to be, but mistyped" (an error, not a silent skip). */
 export function machineConfigPart(contentType: string): 'yes' | 'no' | 'mistyped' {
-  if (contentType === MACHINECONFIG_CONTENT_TYPE || contentType === MAKE_MIME_CONTENT_TYPE) return 'yes';
+  if (contentType === MACHINECONFIG_CONTENT_TYPE || contentType === MAKE_MIME_CONTENT_TYPE || contentType === CLOUD_INIT_CONTENT_TYPE) return 'yes';
   return contentType.includes('machineadm') ? 'mistyped' : 'no';
 }
 

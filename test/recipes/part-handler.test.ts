@@ -74,10 +74,11 @@ describe.skipIf(skip)('the cloud-init part handler for machineadm', () => {
     expect(JSON.parse(r.stdout)).toMatchObject({ kind: 'MachineConfig', metadata: { name: 'worker' }, spec: { kubernetes: { role: 'worker', token: '<redacted>' } } });
   });
 
-  it('is the way in for this type: machineadm reading the user data itself refuses the part (exit 2) rather than skip it', () => {
-    const r = machineadm('config', 'view', '-c', join(RECIPES, 'user-data.mime'));
-    expect(r.stderr).toContain('(part 4): has Content-Type text/x-machineadm-config, which machineadm does not read');
-    expect(r.status).toBe(2);
+  it('reads the same user data when machineadm takes it itself (-c user-data), as it does through the handler', () => {
+    const r = machineadm('config', 'view', '-c', join(RECIPES, 'user-data.mime'), '-o', 'json');
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ kind: 'MachineConfig', metadata: { name: 'worker' }, spec: { kubernetes: { role: 'worker', token: '<redacted>' } } });
   });
 
   it('is needed: without it cloud-init warns that it has no handler for the MachineConfig part', () => {
