@@ -29,6 +29,8 @@ export interface LoadedConfig {
   sources: string[];
   /** The instance id, when an imds:// source was read (the metadata service names the machine). */
   instanceId?: string;
+  /** What was read, but may not be what was meant (for the run's report). */
+  warnings?: string[];
 }
 
 export interface LoadOptions {
@@ -172,6 +174,7 @@ export async function loadConfig(host: Host, sources: readonly string[], options
   // problem of every source, and of the merged whole, is reported at once.
   const unreadable: string[] = [];
   const raws: RawSource[] = [];
+  const warnings: string[] = [];
   for (const spec of specs) {
     try {
       raws.push(...(await readSource(host, spec, options, maxBytes)));
@@ -191,6 +194,7 @@ export async function loadConfig(host: Host, sources: readonly string[], options
         userData.optedIn ||= found.documents.length > 0;
       }
       for (const doc of found.documents) issues.push(...resolveRelativeSources(doc, raw.directory));
+      warnings.push(...(found.warnings ?? []));
       documents.push(...found.documents);
     } catch (error) {
       issues.push(...sourceIssues(error, raw.name));
@@ -238,7 +242,7 @@ export async function loadConfig(host: Host, sources: readonly string[], options
   }
   if (issues.length || !config) throw new ConfigError(scrub(inSourceOrder(issues, documents), documents));
   const instanceId = raws.find((r) => r.instanceId)?.instanceId;
-  return { config, sources: documents.map((d) => d.source), ...(instanceId ? { instanceId } : {}) };
+  return { config, sources: documents.map((d) => d.source), ...(instanceId ? { instanceId } : {}), ...(warnings.length ? { warnings } : {}) };
 }
 
 /** Issues grouped by source in the order the sources were given, each source's in file order. */
@@ -413,7 +417,7 @@ function resolveRelativeSources(doc: ParsedDocument, directory: string | undefin
 }
 
 /** The MachineConfig documents a source holds (none for user data that does not opt in). */
-function extractDocuments(raw: RawSource, maxBytes: number): { documents: ParsedDocument[]; userData: boolean } {
+function extractDocuments(raw: RawSource, maxBytes: number): { documents: ParsedDocument[]; userData: boolean; warnings?: string[] } {
   let bytes = raw.bytes;
   // cloud-init accepts gzip-compressed user data; so does machineadm, from any source.
   if (isGzip(bytes)) bytes = gunzipLimited(bytes, maxBytes);
@@ -440,7 +444,10 @@ function extractDocuments(raw: RawSource, maxBytes: number): { documents: Parsed
       }
     }
     if (issues.length) throw new ConfigError(issues);
-    return { documents: out, userData: true };
+    const warnings = all
+      .filter((p) => machineConfigPart(p.contentType) === 'yes' && p.readOtherwiseByCloudInit)
+      .map((p) => `${raw.name} (part ${p.index}): no blank line after the part's headers; machineadm read the MachineConfig, but cloud-init reads its first line as a header and the part as empty (put a blank line after the headers)`);
+    return { documents: out, userData: true, ...(warnings.length ? { warnings } : {}) };
   }
   if (raw.userData) {
     // Whole (non-multipart) user data: a MachineConfig is taken whole; a shell script or a

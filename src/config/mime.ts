@@ -29,6 +29,11 @@ export interface MimePart {
   body: Buffer;
   /** Line of the whole document where the body starts, when the body is the document's own text. */
   firstLine?: number;
+  /**
+   * No blank line ended the headers and the body starts with a line shaped like a header
+   * (`apiVersion: ...`): cloud-init's parser reads that line as a header and the body as empty.
+   */
+  readOtherwiseByCloudInit?: boolean;
 }
 
 export class MimeError extends Error {
@@ -89,7 +94,7 @@ interface Line {
 const HEADER_LINE = /^([!-9;-~]+)[ \t]*:(.*)$/;
 const MACHINECONFIG_KEYS = new Set(['apiversion', 'kind', 'metadata', 'spec']);
 
-function readHeaders(lines: Line[], start: number, to = lines.length): { headers: Header[]; next: number } {
+function readHeaders(lines: Line[], start: number, to = lines.length): { headers: Header[]; next: number; blankLine: boolean } {
   const headers: Header[] = [];
   let i = start;
   while (i < to) {
@@ -104,8 +109,9 @@ function readHeaders(lines: Line[], start: number, to = lines.length): { headers
     } else break;
   }
   // The blank line that should end the headers; tolerated when missing.
-  if (i < to && lines[i]!.text === '') i++;
-  return { headers, next: i };
+  const blankLine = i < to && lines[i]!.text === '';
+  if (blankLine) i++;
+  return { headers, next: i, blankLine };
 }
 
 function header(headers: Header[], name: string): string | undefined {
@@ -185,7 +191,8 @@ function collect(doc: Document, from: number, to: number, out: MimePart[], maxBy
 }
 
 function leaf(doc: Document, from: number, to: number, out: MimePart[], maxBytes: number, depth: number): void {
-  const { headers, next } = readHeaders(doc.lines, from, to);
+  const { headers, next, blankLine } = readHeaders(doc.lines, from, to);
+  const otherwise = !blankLine && headers.length > 0 && next < to && HEADER_LINE.test(doc.lines[next]!.text);
   const contentType = mediaType(header(headers, 'content-type'));
   if (contentType.startsWith('multipart/')) {
     collect(doc, from, to, out, maxBytes, depth + 1);
@@ -225,7 +232,7 @@ function leaf(doc: Document, from: number, to: number, out: MimePart[], maxBytes
     }
     firstLine = undefined;
   }
-  out.push({ index, contentType, body, ...(firstLine !== undefined ? { firstLine } : {}) });
+  out.push({ index, contentType, body, ...(firstLine !== undefined ? { firstLine } : {}), ...(otherwise ? { readOtherwiseByCloudInit: true } : {}) });
 }
 
 function textBody(lines: Line[], from: number, to: number): Buffer {

@@ -36,6 +36,8 @@ export interface RunRequest {
   sources?: readonly string[];
   /** The instance id the metadata service gave, when machineadm read instance metadata. */
   instanceId?: string;
+  /** Warnings about the configuration as read (user data cloud-init reads differently): in the report. */
+  notes?: readonly string[];
   /**
    * Reboot and resume: the command line the next boot runs to resume (absolute paths), how many
    * reboots one run may ask for, and whether machineadm restarts the machine itself (--no-reboot:
@@ -86,6 +88,7 @@ async function runnerInput(request: Omit<RunRequest, 'console'>): Promise<{ inpu
     force: request.force,
     secrets,
     ...(request.resume ? { resume: request.resume } : {}),
+    ...(request.notes ? { notes: request.notes } : {}),
   };
   return { input, secrets, resumes: resumes !== undefined };
 }

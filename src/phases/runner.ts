@@ -33,6 +33,8 @@ export interface RunnerInput {
     /** cloudbase-init reboots and runs the same command again itself: nothing is registered. */
     byCloudbaseInit?: boolean;
   };
+  /** Warnings about the input, logged at the start of the run so the report carries them. */
+  notes?: readonly string[];
 }
 
 export { DEFAULT_MAX_REBOOTS } from './state.ts';
@@ -242,6 +244,7 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   const runRecord = { runId: events.runId, command: input.command, startedAt: started.toISOString() };
   const outcome: RunOutcome = { runId: events.runId, command: input.command, result: 'success', startedAt: runRecord.startedAt, finishedAt: '', durationMs: 0, phases: [] };
   events.emit({ type: 'run.started', command: input.command });
+  for (const note of input.notes ?? []) events.emit({ type: 'log', level: 'warning', message: note });
 
   // Reboots this run asked for before (it resumes as the same run): the loop guard counts them.
   let rebootsSoFar = 0;

@@ -120,7 +120,14 @@ describe.skipIf(skip)('the cloud-init part handler for machineadm', () => {
       '--BOUNDARY--',
       '',
     ].join('\n');
-    const log = consumeUserData(writeScratch(dir, `crammed-${m.root.slice(-2)}.mime`, crammed), m.cloud, m.root);
+    const file = writeScratch(dir, `crammed-${m.root.slice(-2)}.mime`, crammed);
+    const log = consumeUserData(file, m.cloud, m.root);
+    // machineadm reading the same user data itself takes the MachineConfig either way, and its
+    // report says where cloud-init would have read nothing.
+    const own = machineadm('prepare', '-c', file, '--root', join(m.root, '..', `own-${m.root.slice(-2)}`), '-o', 'json');
+    expect(own.status, own.stderr).toBe(0);
+    const noted = own.stdout.split('\n').filter((l) => l.includes('"level":"warning"') && l.includes('cloud-init reads its first line as a header'));
+    expect(noted).toHaveLength(outcome === 'warns and writes nothing' ? 1 : 0);
     if (outcome === 'warns and writes nothing') {
       expect(warnings(log)).toEqual([expect.stringMatching(/^machineadm part part-\d+ has an empty body: put a blank line between its headers and the MachineConfig/)]);
       expect(filesUnder(m.root)).toEqual([]);

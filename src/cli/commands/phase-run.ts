@@ -113,6 +113,7 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
       force: options.force ?? false,
       sources: options.config ?? [],
       ...(instanceId ? { instanceId } : {}),
+      ...(loaded.warnings ? { notes: loaded.warnings } : {}),
       ...(resolved.length > 0 ? { machineValues: resolved } : {}),
     } as const;
     if (planning) {
