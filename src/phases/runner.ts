@@ -350,7 +350,7 @@ async function runStep(s: SelectedStep, input: RunnerInput, writer: StateWriter,
   try {
     const check = await s.step.check(ctx);
     if (check.skipReason) return { outcome: await finish('skipped', { message: check.skipReason, changes: check.changes }) };
-    if (check.done) return { outcome: await finish('skipped', { message: 'already done', upToDate: true }) };
+    if (check.done) return { outcome: await finish('skipped', { message: 'already done', upToDate: true }, check.record) };
     if (s.step.recordsStart) {
       state.started = { stepId: s.fullId, runId: events.runId, at: input.host.now().toISOString() };
       await writer.now();

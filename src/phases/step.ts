@@ -29,6 +29,12 @@ export interface CheckResult {
    * spec.files[0]"). Under --offline a run with any of these is refused before anything changes.
    */
   network?: string[];
+  /**
+   * What the step records when it finds the machine already matching, as apply() would have: a
+   * run killed after apply() changed the machine and before the state was written leaves no
+   * record, and the next run finds the step done.
+   */
+  record?: Record<string, unknown>;
 }
 
 export interface ApplyResult {

@@ -57,7 +57,7 @@ export const sentinelStep: Step = {
     // A plan for another operating system cannot look at this machine's files.
     if (ctx.host.fs.platform !== ctx.facts.os) return { done: false, changes: [change] };
     const current = await ctx.host.fs.readText(path);
-    return { done: current === SENTINEL_CONTENT, changes: current === SENTINEL_CONTENT ? [] : [change] };
+    return { done: current === SENTINEL_CONTENT, changes: current === SENTINEL_CONTENT ? [] : [change], record: { path } };
   },
   async apply(ctx) {
     const path = sentinelPath(ctx.facts.os);

@@ -3,7 +3,7 @@
 // run here, so the live machine is a scratch directory treated as the live root, and systemctl is
 // a recording stand-in.
 import { describe, expect, it } from 'vitest';
-import { chmodSync, mkdirSync, mkdtempSync, statSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { scratchDir } from '../support/tmp.ts';
 import { LiveLikeFileSystem } from '../support/live-like-fs.ts';
@@ -42,15 +42,15 @@ function machine(withSystemd: boolean) {
   const facts: Facts = { os: 'linux', arch: 'x64', hostname: 'node-1', privileged: true, liveRoot: true, containerdVersion: '1.7.24' };
   const host = { fs, local: fs, proc, env: {}, offline: false, now: () => new Date(), sleep: async () => {}, facts: async () => facts, resume: systemdResume(fs), restart: async () => { throw new Error('a test never restarts the machine'); } } satisfies Host;
   const state = new StateStore(new RootedFileSystem(join(dir, 'state')));
-  const run = async (containerd: Record<string, unknown>) => {
+  const run = async (containerd: Record<string, unknown>, only = ['prepare/containerd']) => {
     const { value: config, issues } = parseWith(machineConfigSchema, { apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { containerd } });
     if (!config) throw new Error(JSON.stringify(issues));
     proc.calls.length = 0;
-    const outcome = await runPhases({ command: 'prepare', phases: [preparePhase], selection: { only: ['prepare/containerd'], skip: [] }, config, facts, host, events: new EventBus(), state, secrets: new SecretScrubber() });
+    const outcome = await runPhases({ command: 'prepare', phases: [preparePhase], selection: { only, skip: [] }, config, facts, host, events: new EventBus(), state, secrets: new SecretScrubber() });
     const restart = outcome.phases[0]!.steps.find((s) => s.id === 'prepare/containerd/restart')!;
     return { calls: [...proc.calls], restart };
   };
-  return { run, proc, root };
+  return { run, proc, root, stateFile: join(dir, 'state', 'state.json') };
 }
 
 const base = { sandboxImage: 'registry.k8s.io/pause:3.10', proxy: { httpsProxy: 'http://proxy.example:3128' } };
@@ -69,6 +69,18 @@ describe('prepare/containerd/restart', () => {
     // Only config.toml changed: no daemon-reload.
     const third = await run({ ...base, sandboxImage: 'registry.k8s.io/pause:3.10.1' });
     expect(third.calls).toEqual(['systemctl restart containerd', 'systemctl is-active containerd']);
+  });
+
+  it('restarts after a run that was killed between writing config.toml and recording it', async () => {
+    const { run, stateFile } = machine(true);
+    await run(base);
+    const before = readFileSync(stateFile);
+    // The killed run: config.toml has its new content, the state is the one from before.
+    await run({ ...base, sandboxImage: 'registry.k8s.io/pause:3.10.1' }, ['prepare/containerd/config']);
+    writeFileSync(stateFile, before);
+    const next = await run({ ...base, sandboxImage: 'registry.k8s.io/pause:3.10.1' });
+    expect(next.calls).toEqual(['systemctl restart containerd', 'systemctl is-active containerd']);
+    expect(next.restart.result).toBe('success');
   });
 
   it('does not restart for hosts.toml changes (containerd reads them on every pull)', async () => {

@@ -235,6 +235,14 @@ describe('runPhases', () => {
     expect(env.readState().steps['prepare/a']).toMatchObject({ result: 'skipped', data: { appliedBy: 'a' } });
   });
 
+  it('records what a done check says when the run that applied the step was killed before recording it', async () => {
+    const env = setup(phases([fake('a', [], { done: true })]));
+    const step = env.input.phases[0]!.steps[0]!;
+    const found: Step = { ...step, check: async (ctx) => ({ ...(await step.check(ctx)), record: { foundBy: 'check' } }) };
+    await runPhases({ ...env.input, phases: phases([found]) });
+    expect(env.readState().steps['prepare/a']).toMatchObject({ result: 'skipped', data: { foundBy: 'check' } });
+  });
+
   it('stops with exit code 4 when a step needs a reboot, and resumes only after the machine rebooted', async () => {
     const journal: Journal = [];
     let rebooted = false;

@@ -1,9 +1,9 @@
 // prepare/containerd/config: /etc/containerd/config.toml, in the format of the containerd version
-// found (or configured). Records when it wrote the file, so the restart step knows to restart.
+// found (or configured). prepare/containerd/restart restarts containerd when the file's content changed.
 import type { Step } from '../../phases/step.ts';
 import { describeTarget } from '../target.ts';
 import { inspectFile, writeFiles } from '../../linux/managed-file.ts';
-import { desiredFile, renderFor, writtenInRun } from './render.ts';
+import { desiredFile, renderFor } from './render.ts';
 
 export const containerdConfigStep: Step = {
   id: 'containerd/config',
@@ -13,14 +13,15 @@ export const containerdConfigStep: Step = {
   async check(ctx) {
     const files = renderFor(ctx);
     const state = await inspectFile(ctx.host.fs, desiredFile(files.config), ctx.facts.privileged);
-    if (!state.change) return { done: true, changes: [] };
+    const record = { configVersion: files.target.configVersion, containerdVersion: files.target.containerdVersion };
+    if (!state.change) return { done: true, changes: [], record };
     const target = describeTarget(files.target);
     return { done: false, changes: [{ ...state.change, detail: `${target}; ${state.change.detail ?? ''}` }] };
   },
   async apply(ctx) {
     const files = renderFor(ctx);
-    const states = await writeFiles(ctx.host.fs, [desiredFile(files.config)], ctx.facts.privileged);
+    await writeFiles(ctx.host.fs, [desiredFile(files.config)], ctx.facts.privileged);
     ctx.log(`wrote ${files.config.path}: ${describeTarget(files.target)}`);
-    return { record: { writtenInRun: writtenInRun(ctx, states), configVersion: files.target.configVersion, containerdVersion: files.target.containerdVersion } };
+    return { record: { configVersion: files.target.configVersion, containerdVersion: files.target.containerdVersion } };
   },
 };

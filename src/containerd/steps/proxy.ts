@@ -3,7 +3,7 @@
 import type { Step, StepContext } from '../../phases/step.ts';
 import { inspectFile, writeFiles } from '../../linux/managed-file.ts';
 import { PROXY_DROPIN } from '../paths.ts';
-import { desiredFile, renderFor, writtenInRun, WRITTEN_BY_MACHINEADM } from './render.ts';
+import { desiredFile, renderFor, WRITTEN_BY_MACHINEADM } from './render.ts';
 
 async function leftover(ctx: StepContext): Promise<boolean> {
   const info = await ctx.host.fs.stat(PROXY_DROPIN);
@@ -30,8 +30,7 @@ export const containerdProxyStep: Step = {
   },
   async apply(ctx) {
     const { proxy } = renderFor(ctx);
-    if (proxy) return { record: { writtenInRun: writtenInRun(ctx, await writeFiles(ctx.host.fs, [desiredFile(proxy)], ctx.facts.privileged)) } };
-    await ctx.host.fs.remove(PROXY_DROPIN);
-    return { record: { writtenInRun: ctx.run.runId } };
+    if (proxy) await writeFiles(ctx.host.fs, [desiredFile(proxy)], ctx.facts.privileged);
+    else await ctx.host.fs.remove(PROXY_DROPIN);
   },
 };

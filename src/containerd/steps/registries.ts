@@ -38,7 +38,7 @@ export const containerdRegistriesStep: Step = {
     const states = await inspectFiles(ctx.host.fs, wanted, ctx.facts.privileged);
     const changes: Change[] = states.flatMap((s) => (s.change ? [s.change] : []));
     for (const path of await stale(ctx, wanted)) changes.push({ action: 'delete', target: path, detail: 'written by machineadm for a registry no longer configured' });
-    return { done: changes.length === 0, changes };
+    return { done: changes.length === 0, changes, record: { paths: wanted.map((f) => f.path) } };
   },
   async apply(ctx) {
     const wanted = desired(ctx);

@@ -4,7 +4,7 @@ import type { StepContext } from '../../phases/step.ts';
 import { ConfigError } from '../../errors.ts';
 import { ExtraConfigError } from '../extra.ts';
 import { renderContainerdFiles, type ContainerdFiles, type RenderedFile } from '../files.ts';
-import type { DesiredFile, FileState } from '../../linux/managed-file.ts';
+import type { DesiredFile } from '../../linux/managed-file.ts';
 
 export function renderFor(ctx: StepContext): ContainerdFiles {
   try {
@@ -26,13 +26,3 @@ export function desiredFile(file: RenderedFile): DesiredFile {
 /** Marks files machineadm wrote, so only those are ever removed again. */
 export const WRITTEN_BY_MACHINEADM = '# Written by machineadm';
 
-/**
- * The run that last changed what containerd reads (prepare/containerd/restart restarts for it): this
- * one when the content was rewritten; a mode or owner fix alone keeps the earlier run, since
- * containerd reads the same thing and a restart would only disturb it.
- */
-export function writtenInRun(ctx: StepContext, states: readonly FileState[]): string | undefined {
-  if (states.some((s) => s.change && !s.attributesOnly)) return ctx.run.runId;
-  const earlier = ctx.previous?.data?.writtenInRun;
-  return typeof earlier === 'string' ? earlier : undefined;
-}

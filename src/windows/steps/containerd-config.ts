@@ -44,16 +44,13 @@ export const windowsContainerdConfigStep: Step = {
       detail: i === 0 && f === files[0] ? `${target}${ctx.config.spec.containerd?.cgroupDriver ? `; ${IGNORED_ON_WINDOWS}` : ''}` : f.field,
       ...(f.sensitive ? {} : { diff: f.content }),
     }));
-    return { done: changes.length === 0, changes };
+    return { done: changes.length === 0, changes, record: { paths: files.map((f) => f.path) } };
   },
   async apply(ctx) {
     const { files } = wanted(ctx);
     const changed = await differing(ctx, files);
     for (const file of changed) await ctx.host.fs.writeFile(file.path, file.content);
     if (ctx.config.spec.containerd?.cgroupDriver) ctx.log(IGNORED_ON_WINDOWS);
-    // The run that last changed what containerd reads: the service step restarts containerd for it.
-    const earlier = ctx.previous?.data?.writtenInRun;
-    const written = changed.length > 0 ? ctx.run.runId : typeof earlier === 'string' ? earlier : undefined;
-    return { record: { writtenInRun: written, paths: files.map((f) => f.path) } };
+    return { record: { paths: files.map((f) => f.path) } };
   },
 };

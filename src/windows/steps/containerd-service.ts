@@ -1,20 +1,21 @@
 // prepare/windows/containerd-service: containerd registered as a Windows service and running.
 // `containerd.exe --register-service` creates it (with --config and --log-file baked in: without
 // a log file its output is discarded) but does not start it; machineadm starts it, and restarts
-// it when the configuration step wrote config.toml since containerd last started for it.
+// it when config.toml's content changed since containerd last started for it (see loaded.ts).
 import type { Change, Step, StepContext } from '../../phases/step.ts';
 import { MachineadmError, ExitCode } from '../../errors.ts';
 import { containerdPaths } from '../../containerd/paths.ts';
 import { CONTAINERD_LOG, containerdPath } from '../paths.ts';
 import { windowsContainerdConfigStep } from './containerd-config.ts';
+import { changedSince, digestsOf, type Digests } from '../../containerd/loaded.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
 
 const SERVICE = 'containerd';
 
-function pendingWrite(ctx: StepContext): string | undefined {
-  const written = ctx.recordOf(windowsContainerdConfigStep.id)?.data?.writtenInRun;
-  if (typeof written !== 'string') return undefined;
-  return ctx.previous?.data?.seen === written ? undefined : written;
+/** config.toml's digest now, and whether containerd has not been started for it yet. */
+async function loaded(ctx: StepContext): Promise<{ seen: Digests; changed: boolean }> {
+  const seen = await digestsOf(ctx.host.fs, [containerdPaths('windows').config]);
+  return { seen, changed: changedSince(ctx.previous?.data?.seen, seen).length > 0 };
 }
 
 async function plan(ctx: StepContext): Promise<Change[]> {
@@ -27,7 +28,7 @@ async function plan(ctx: StepContext): Promise<Change[]> {
       { action: 'start', target: `service ${SERVICE}` },
     ];
   }
-  if (pendingWrite(ctx) !== undefined && service.state === 'Running') return [{ action: 'restart', target: `service ${SERVICE}`, detail: `to load what ${windowsContainerdConfigStep.id} wrote` }];
+  if ((await loaded(ctx)).changed && service.state === 'Running') return [{ action: 'restart', target: `service ${SERVICE}`, detail: `to load what ${windowsContainerdConfigStep.id} wrote` }];
   if (service.state !== 'Running') return [{ action: 'start', target: `service ${SERVICE}`, detail: `it is ${service.state}` }];
   return [];
 }
@@ -45,7 +46,7 @@ export const windowsContainerdServiceStep: Step = {
   async apply(ctx) {
     const windows = requireSeam(ctx);
     const exe = containerdPath(ctx.config);
-    const seen = ctx.recordOf(windowsContainerdConfigStep.id)?.data?.writtenInRun;
+    const { seen, changed } = await loaded(ctx);
     let service = await windows.service(SERVICE);
     if (!service) {
       if (!(await ctx.host.fs.exists(exe))) {
@@ -54,7 +55,7 @@ export const windowsContainerdServiceStep: Step = {
       await windows.registerContainerdService({ executable: exe, config: containerdPaths('windows').config, logFile: CONTAINERD_LOG });
       ctx.log(`registered service ${SERVICE}`);
       service = await windows.service(SERVICE);
-    } else if (pendingWrite(ctx) !== undefined && service.state === 'Running') {
+    } else if (changed && service.state === 'Running') {
       await windows.restartService(SERVICE);
       ctx.log(`restarted service ${SERVICE}`);
       return { record: { seen } };
