@@ -6,7 +6,6 @@ import type { Change, Step, StepContext } from '../../phases/step.ts';
 import { MachineadmError, ExitCode } from '../../errors.ts';
 import { containerdPaths } from '../../containerd/paths.ts';
 import { CONTAINERD_LOG, containerdPath } from '../paths.ts';
-import { windowsContainerdConfigStep } from './containerd-config.ts';
 import { changedSince, digestsOf, type Digests } from '../../containerd/loaded.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
 
@@ -28,7 +27,7 @@ async function plan(ctx: StepContext): Promise<Change[]> {
       { action: 'start', target: `service ${SERVICE}` },
     ];
   }
-  if ((await loaded(ctx)).changed && service.state === 'Running') return [{ action: 'restart', target: `service ${SERVICE}`, detail: `to load what ${windowsContainerdConfigStep.id} wrote` }];
+  if ((await loaded(ctx)).changed && service.state === 'Running') return [{ action: 'restart', target: `service ${SERVICE}`, detail: `to load ${config}, changed since it last started` }];
   if (service.state !== 'Running') return [{ action: 'start', target: `service ${SERVICE}`, detail: `it is ${service.state}` }];
   return [];
 }
