@@ -203,6 +203,24 @@ describe('a Windows worker on the simulated machine', () => {
     ]);
   });
 
+  it('restarts containerd when config.toml changed, also after a run killed before it recorded the write, and not again after', async () => {
+    const m = machine();
+    await run(m);
+    m.sim.reboot();
+    await run(m);
+    const changed = workerConfig();
+    changed.spec.containerd!.sandboxImage = 'registry.k8s.io/pause:3.10.1';
+    // The killed run: config.toml has its new content, the state is the one from before.
+    const stateFile = join(m.stateFs.root, 'state.json');
+    const before = readFileSync(stateFile);
+    const { fs } = m;
+    await fs.writeFile('C:\\Program Files\\containerd\\config.toml', ((await fs.readText('C:\\Program Files\\containerd\\config.toml')) ?? '').replace('pause:3.10"', 'pause:3.10.1"'));
+    writeFileSync(stateFile, before);
+    const next = await run(m, changed);
+    expect(next.calls).toEqual(['restartService containerd']);
+    expect((await run(m, changed)).calls).toEqual([]);
+  });
+
   it('writes the kubeadm configuration and patches only into directories already locked to SYSTEM and Administrators', async () => {
     const m = machine();
     await run(m);
