@@ -11,6 +11,7 @@ import { ConfigError, ExitCode, MachineadmError, type ConfigIssue } from '../err
 import { formatPath, isPlainObject, parseWith, type SchemaIssue } from './schema/dsl.ts';
 import { API_GROUP, SUPPORTED_API_VERSIONS, machineConfigSchema, type MachineConfig } from './schema/index.ts';
 import { mergeConfigs } from './merge.ts';
+import { isRelativeSource } from './schema/source.ts';
 import { DocumentError, decodeUtf8, parseDocument, type ParsedDocument } from './document.ts';
 import { MACHINECONFIG_CONTENT_TYPE, MimeError, gunzipLimited, isGzip, isMultipart, machineConfigPart, splitMultipart, unwrapBase64 } from './mime.ts';
 import { ImdsError, detectCloud, readInstanceMetadata, type Cloud } from './imds.ts';
@@ -393,26 +394,37 @@ function sourceIssues(error: unknown, source: string): ConfigIssue[] {
   return [{ source, path: '', message: `cannot be read: ${(error as Error).message}`, unreadable: true }];
 }
 
-const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
+/** The objects whose `url` may name a file beside the configuration, with their field paths. */
+function sourcesOf(spec: unknown): [string, Record<string, unknown>][] {
+  if (!isPlainObject(spec)) return [];
+  const out: [string, Record<string, unknown>][] = [];
+  const list = (value: unknown, field: string) => {
+    if (Array.isArray(value)) value.forEach((item, i) => isPlainObject(item) && isPlainObject(item.source) && out.push([`${field}[${i}].source`, item.source]));
+  };
+  list(spec.files, 'spec.files');
+  list(isPlainObject(spec.windows) ? spec.windows.hostAgents : undefined, 'spec.windows.hostAgents');
+  const dj = spec.domainJoin;
+  const blob = isPlainObject(dj) && isPlainObject(dj.windows) ? dj.windows.offlineBlob : undefined;
+  if (isPlainObject(blob)) out.push(['spec.domainJoin.windows.offlineBlob', blob]);
+  return out;
+}
 
 /**
- * spec.files[].source.url given as a relative path names a file beside the configuration file (an
- * air-gapped bundle, copied anywhere): it becomes the file: URL of that file here, before anything
- * else reads it. A source that is not a file (stdin, https, user data) has nothing to be relative to.
+ * A source url given as a relative path (spec.files, the Windows host agents, the djoin blob)
+ * names a file beside the configuration file (an air-gapped bundle, copied anywhere): it becomes
+ * the file: URL of that file here, before anything else reads it. A source that is not a file
+ * (stdin, https, user data) has nothing to be relative to.
  */
 function resolveRelativeSources(doc: ParsedDocument, directory: string | undefined): ConfigIssue[] {
-  const spec = isPlainObject(doc.value) ? doc.value.spec : undefined;
-  const files = isPlainObject(spec) && Array.isArray(spec.files) ? spec.files : [];
   const issues: ConfigIssue[] = [];
-  files.forEach((file, index) => {
-    const source = isPlainObject(file) ? file.source : undefined;
-    if (!isPlainObject(source) || typeof source.url !== 'string' || source.url === '' || SCHEME.test(source.url) || /^[\\/]/.test(source.url)) return;
+  for (const [field, source] of sourcesOf(isPlainObject(doc.value) ? doc.value.spec : undefined)) {
+    if (typeof source.url !== 'string' || !isRelativeSource(source.url)) continue;
     if (directory === undefined) {
-      issues.push({ source: doc.source, path: `spec.files[${index}].source.url`, message: `"${source.url}" is a relative path, and ${doc.source} is not a file it could be relative to`, hint: 'give a file:///absolute/path or an https:// URL, or put the configuration in a file beside it' });
-      return;
+      issues.push({ source: doc.source, path: `${field}.url`, message: `"${source.url}" is a relative path, and ${doc.source} is not a file it could be relative to`, hint: 'give a file:///absolute/path or an https:// URL, or put the configuration in a file beside it' });
+      continue;
     }
     source.url = pathToFileURL(resolvePath(directory, source.url)).href;
-  });
+  }
   return issues;
 }
 
