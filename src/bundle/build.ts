@@ -1,15 +1,16 @@
 // Air-gapped bundles: everything a configuration fetches over the network, downloaded and verified
 // once on a connected machine, put in one directory with a manifest of sha256 sums and a
 // configuration whose sources are paths relative to it. Copied anywhere (a USB stick, a share),
-// `machineadm init --offline -c DIR/config.yaml` needs nothing else. May import config/, verify/
-// and host/ (through the Host only).
+// `machineadm init --offline -c DIR/config.yaml` needs nothing else. May import config/, verify/,
+// host/ (through the Host only) and linux/managed-file's errorForField.
 import { createHash } from 'node:crypto';
 import { dump } from 'js-yaml';
 import type { Host } from '../host/index.ts';
 import { UsageError } from '../errors.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
-import { fetchVerified, SIGNATURE_MAX_BYTES } from '../verify/fetch.ts';
+import { fetchVerified, SIGNATURE_MAX_BYTES, type FetchRequest } from '../verify/fetch.ts';
 import { downloadSmall } from '../host/download.ts';
+import { errorForField } from '../linux/managed-file.ts';
 
 export interface BundleRequest {
   config: MachineConfig;
@@ -42,21 +43,50 @@ export interface BundleResult {
 export const MANIFEST = 'SHA256SUMS';
 export const BUNDLE_CONFIG = 'config.yaml';
 
-// What a bundle cannot carry yet: the Windows steps read these only from the network or a machine
-// path, so a configuration pointing into the bundle would not work there. Refused rather than
-// leaving a machine that still needs the network.
-function unbundled(config: MachineConfig): string[] {
-  const fields: string[] = [];
-  config.spec.windows?.hostAgents?.forEach((_, i) => fields.push(`spec.windows.hostAgents[${i}].source`));
-  if (config.spec.domainJoin?.windows?.offlineBlob?.url !== undefined) fields.push('spec.domainJoin.windows.offlineBlob.url');
-  return fields;
+// A name that says what the file is and cannot collide: its folder, the entry's index, then the
+// target's file name.
+function bundleName(folder: string, index: number, target: string): string {
+  const base = target.split(/[\\/]/).pop() || 'file';
+  return `${folder}/${index}-${base.replace(/[^A-Za-z0-9._-]/g, '_')}`;
 }
 
-// A name that says what the file is and cannot collide: the entry's index, then the target's file name.
-function bundleName(index: number, target: string): string {
-  const base = target.split(/[\\/]/).pop() || 'file';
-  return `files/${index}-${base.replace(/[^A-Za-z0-9._-]/g, '_')}`;
+/** One file a configuration fetches, and how the written configuration points at its copy. */
+interface BundleSource {
+  /** The source's path in the configuration, named when it fails. */
+  field: string;
+  /** Path inside the bundle. */
+  path: string;
+  url: string;
+  check: Pick<FetchRequest, 'sha256' | 'signature' | 'ca'>;
+  mode: number;
+  /** The configuration's source now names the bundled copy, checked on the target by its sha256. */
+  point: (path: string, sha256: string) => void;
 }
+
+// Every source in the configuration: spec.files, the Windows host agents (a signature is checked
+// here; the target checks the copy by the sha256 found), and the djoin blob (a secret: 0600).
+async function sourcesOf(host: Host, config: MachineConfig): Promise<BundleSource[]> {
+  const out: BundleSource[] = [];
+  for (const [index, file] of (config.spec.files ?? []).entries()) {
+    const source = file.source;
+    if (!source) continue;
+    const ca = source.caFile ? await caBundle(host, source.caFile, index) : undefined;
+    out.push({ field: `spec.files[${index}].source`, path: bundleName('files', index, file.path), url: source.url, check: { sha256: source.sha256, ...(ca ? { ca } : {}) }, mode: 0o644, point: (path) => (file.source = { url: path, sha256: source.sha256 }) });
+  }
+  for (const [index, agent] of (config.spec.windows?.hostAgents ?? []).entries()) {
+    const { url, sha256, signature } = agent.source;
+    const check = { ...(sha256 ? { sha256 } : {}), ...(signature ? { signature: { publicKey: signature.publicKey, ...(signature.url ? { url: signature.url } : {}) } } : {}) };
+    out.push({ field: `spec.windows.hostAgents[${index}].source`, path: bundleName('agents', index, agent.installPath), url, check, mode: 0o644, point: (path, found) => (agent.source = { url: path, sha256: found }) });
+  }
+  const blob = config.spec.domainJoin?.windows?.offlineBlob;
+  if (blob?.url !== undefined) {
+    out.push({ field: 'spec.domainJoin.windows.offlineBlob', path: 'domain-join/offline-blob.odj', url: blob.url, check: { sha256: blob.sha256! }, mode: 0o600, point: (path) => (blob.url = path) });
+  }
+  return out;
+}
+
+// What a bundle writes at its top level: removed again when building it fails.
+const BUNDLE_ENTRIES = [MANIFEST, BUNDLE_CONFIG, 'files', 'agents', 'domain-join', 'bin'];
 
 function join(dir: string, relative: string): string {
   return `${dir.replace(/[\\/]+$/, '')}/${relative}`;
@@ -70,12 +100,6 @@ async function caBundle(host: Host, path: string, index: number): Promise<string
 
 /** Builds the bundle; on any failure the directory is left as it was found (new or empty). */
 export async function buildBundle(host: Host, request: BundleRequest): Promise<BundleResult> {
-  const refused = unbundled(request.config);
-  if (refused.length) {
-    throw new UsageError(`cannot bundle ${refused.join(', ')}: the Windows steps read these only from the network`, {
-      hint: 'bundle the Linux configuration, and give Windows host agents and the djoin blob from a machine path',
-    });
-  }
   const dir = request.destination;
   const info = await host.local.stat(dir);
   if (info && (info.kind !== 'directory' || (await host.local.list(dir)).length > 0)) {
@@ -85,21 +109,14 @@ export async function buildBundle(host: Host, request: BundleRequest): Promise<B
   const config = structuredClone(request.config);
   const files: BundledFile[] = [];
   try {
-    for (const [index, file] of (config.spec.files ?? []).entries()) {
-      if (!file.source) continue;
-      const path = bundleName(index, file.path);
-      const result = await fetchVerified(host, {
-        urls: [file.source.url],
-        destination: join(dir, path),
-        fileSystem: host.local,
-        sha256: file.source.sha256,
-        mode: 0o644,
-        ...(file.source.caFile ? { ca: await caBundle(host, file.source.caFile, index) } : {}),
+    for (const source of await sourcesOf(host, config)) {
+      const result = await fetchVerified(host, { urls: [source.url], destination: join(dir, source.path), fileSystem: host.local, mode: source.mode, ...source.check }).catch((error: unknown) => {
+        throw errorForField(source.field, error);
       });
-      const bundled = { path, sha256: result.sha256, bytes: result.bytes, from: file.source.url };
+      const bundled = { path: source.path, sha256: result.sha256, bytes: result.bytes, from: source.url };
       files.push(bundled);
       request.onFile?.(bundled);
-      file.source = { url: path, sha256: file.source.sha256 };
+      source.point(source.path, result.sha256);
     }
     if (request.binaries) files.push(...(await bundleBinaries(host, dir, request.binaries, request.onFile)));
     const text = `# Written by machineadm bundle: sources are paths relative to this file.\n${dump(config, { lineWidth: -1, noRefs: true })}`;
@@ -110,7 +127,7 @@ export async function buildBundle(host: Host, request: BundleRequest): Promise<B
     await host.local.writeFile(join(dir, MANIFEST), sums.map((s) => `${s.sha256}  ${s.path}\n`).join(''), { mode: 0o644, backup: false });
     return { config: join(dir, BUNDLE_CONFIG), files, manifest: join(dir, MANIFEST) };
   } catch (error) {
-    if (info) for (const name of [MANIFEST, BUNDLE_CONFIG, 'files', 'bin']) await host.local.remove(join(dir, name));
+    if (info) for (const name of BUNDLE_ENTRIES) await host.local.remove(join(dir, name));
     else await host.local.remove(dir);
     throw error;
   }

@@ -11,8 +11,9 @@ import { ConfigError, ExitCode, MachineadmError, type ConfigIssue } from '../err
 import { formatPath, isPlainObject, parseWith, type SchemaIssue } from './schema/dsl.ts';
 import { API_GROUP, SUPPORTED_API_VERSIONS, machineConfigSchema, type MachineConfig } from './schema/index.ts';
 import { mergeConfigs } from './merge.ts';
+import { isRelativeSource } from './schema/source.ts';
 import { DocumentError, decodeUtf8, parseDocument, type ParsedDocument } from './document.ts';
-import { MACHINECONFIG_CONTENT_TYPE, MimeError, gunzipLimited, isGzip, isMultipart, machineConfigPart, splitMultipart, unwrapBase64 } from './mime.ts';
+import { MACHINECONFIG_CONTENT_TYPE, MimeError, gunzipLimited, isGzip, isMultipart, machineConfigPart, singlePart, splitMultipart, unwrapBase64, type MimePart } from './mime.ts';
 import { ImdsError, detectCloud, readInstanceMetadata, type Cloud } from './imds.ts';
 import { secretLiterals } from './redact.ts';
 import { REDACTED } from './secrets.ts';
@@ -393,27 +394,65 @@ function sourceIssues(error: unknown, source: string): ConfigIssue[] {
   return [{ source, path: '', message: `cannot be read: ${(error as Error).message}`, unreadable: true }];
 }
 
-const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
+/** The objects whose `url` may name a file beside the configuration, with their field paths. */
+function sourcesOf(spec: unknown): [string, Record<string, unknown>][] {
+  if (!isPlainObject(spec)) return [];
+  const out: [string, Record<string, unknown>][] = [];
+  const list = (value: unknown, field: string) => {
+    if (Array.isArray(value)) value.forEach((item, i) => isPlainObject(item) && isPlainObject(item.source) && out.push([`${field}[${i}].source`, item.source]));
+  };
+  list(spec.files, 'spec.files');
+  list(isPlainObject(spec.windows) ? spec.windows.hostAgents : undefined, 'spec.windows.hostAgents');
+  const dj = spec.domainJoin;
+  const blob = isPlainObject(dj) && isPlainObject(dj.windows) ? dj.windows.offlineBlob : undefined;
+  if (isPlainObject(blob)) out.push(['spec.domainJoin.windows.offlineBlob', blob]);
+  return out;
+}
 
 /**
- * spec.files[].source.url given as a relative path names a file beside the configuration file (an
- * air-gapped bundle, copied anywhere): it becomes the file: URL of that file here, before anything
- * else reads it. A source that is not a file (stdin, https, user data) has nothing to be relative to.
+ * A source url given as a relative path (spec.files, the Windows host agents, the djoin blob)
+ * names a file beside the configuration file (an air-gapped bundle, copied anywhere): it becomes
+ * the file: URL of that file here, before anything else reads it. A source that is not a file
+ * (stdin, https, user data) has nothing to be relative to.
  */
 function resolveRelativeSources(doc: ParsedDocument, directory: string | undefined): ConfigIssue[] {
-  const spec = isPlainObject(doc.value) ? doc.value.spec : undefined;
-  const files = isPlainObject(spec) && Array.isArray(spec.files) ? spec.files : [];
   const issues: ConfigIssue[] = [];
-  files.forEach((file, index) => {
-    const source = isPlainObject(file) ? file.source : undefined;
-    if (!isPlainObject(source) || typeof source.url !== 'string' || source.url === '' || SCHEME.test(source.url) || /^[\\/]/.test(source.url)) return;
+  for (const [field, source] of sourcesOf(isPlainObject(doc.value) ? doc.value.spec : undefined)) {
+    if (typeof source.url !== 'string' || !isRelativeSource(source.url)) continue;
     if (directory === undefined) {
-      issues.push({ source: doc.source, path: `spec.files[${index}].source.url`, message: `"${source.url}" is a relative path, and ${doc.source} is not a file it could be relative to`, hint: 'give a file:///absolute/path or an https:// URL, or put the configuration in a file beside it' });
-      return;
+      issues.push({ source: doc.source, path: `${field}.url`, message: `"${source.url}" is a relative path, and ${doc.source} is not a file it could be relative to`, hint: 'give a file:///absolute/path or an https:// URL, or put the configuration in a file beside it' });
+      continue;
     }
     source.url = pathToFileURL(resolvePath(directory, source.url)).href;
-  });
+  }
   return issues;
+}
+
+/** The MachineConfig documents among MIME parts: machineadm's parts parsed, a mistyped one refused. */
+function documentsOfParts(raw: RawSource, all: MimePart[]): { documents: ParsedDocument[]; userData: boolean; warnings?: string[] } {
+  const out: ParsedDocument[] = [];
+  const issues: ConfigIssue[] = [];
+  // A part that plainly means to be machineadm's but has another type would otherwise leave the
+  // machine silently unconfigured ("nothing to do").
+  for (const part of all.filter((p) => machineConfigPart(p.contentType) === 'mistyped')) {
+    issues.push({ source: `${raw.name} (part ${part.index})`, path: '', message: `has Content-Type ${part.contentType}, which machineadm does not read`, hint: `use Content-Type: ${MACHINECONFIG_CONTENT_TYPE}` });
+  }
+  for (const part of all.filter((p) => machineConfigPart(p.contentType) === 'yes')) {
+    const name = `${raw.name} (part ${part.index})`;
+    try {
+      const lineOffset = (part.firstLine ?? 1) - 1;
+      const doc = parseDocument(stripBom(decodeUtf8(part.body, name, lineOffset)), name, lineOffset);
+      if (!doc) throw new DocumentError([{ source: name, path: '', message: `the ${MACHINECONFIG_CONTENT_TYPE} part is empty`, hint: 'put the MachineConfig in the part, or remove the part' }]);
+      out.push(doc);
+    } catch (error) {
+      issues.push(...sourceIssues(error, name));
+    }
+  }
+  if (issues.length) throw new ConfigError(issues);
+  const warnings = all
+    .filter((p) => machineConfigPart(p.contentType) === 'yes' && p.readOtherwiseByCloudInit)
+    .map((p) => `${raw.name} (part ${p.index}): no blank line after the part's headers; machineadm read the MachineConfig, but cloud-init reads its first line as a header and the part as empty (put a blank line after the headers)`);
+  return { documents: out, userData: true, ...(warnings.length ? { warnings } : {}) };
 }
 
 /** The MachineConfig documents a source holds (none for user data that does not opt in). */
@@ -423,31 +462,15 @@ function extractDocuments(raw: RawSource, maxBytes: number): { documents: Parsed
   if (isGzip(bytes)) bytes = gunzipLimited(bytes, maxBytes);
   const unwrapped = raw.userData ? unwrapBase64(bytes) : undefined;
   if (unwrapped) bytes = isGzip(unwrapped) ? gunzipLimited(unwrapped, maxBytes) : unwrapped;
-  if (isMultipart(bytes)) {
-    const all = splitMultipart(bytes, maxBytes);
-    const out: ParsedDocument[] = [];
-    const issues: ConfigIssue[] = [];
-    // A part that plainly means to be machineadm's but has another type would otherwise leave the
-    // machine silently unconfigured ("nothing to do").
-    for (const part of all.filter((p) => machineConfigPart(p.contentType) === 'mistyped')) {
-      issues.push({ source: `${raw.name} (part ${part.index})`, path: '', message: `has Content-Type ${part.contentType}, which machineadm does not read`, hint: `use Content-Type: ${MACHINECONFIG_CONTENT_TYPE}` });
-    }
-    for (const part of all.filter((p) => machineConfigPart(p.contentType) === 'yes')) {
-      const name = `${raw.name} (part ${part.index})`;
-      try {
-        const lineOffset = (part.firstLine ?? 1) - 1;
-        const doc = parseDocument(stripBom(decodeUtf8(part.body, name, lineOffset)), name, lineOffset);
-        if (!doc) throw new DocumentError([{ source: name, path: '', message: `the ${MACHINECONFIG_CONTENT_TYPE} part is empty`, hint: 'put the MachineConfig in the part, or remove the part' }]);
-        out.push(doc);
-      } catch (error) {
-        issues.push(...sourceIssues(error, name));
-      }
-    }
-    if (issues.length) throw new ConfigError(issues);
-    const warnings = all
-      .filter((p) => machineConfigPart(p.contentType) === 'yes' && p.readOtherwiseByCloudInit)
-      .map((p) => `${raw.name} (part ${p.index}): no blank line after the part's headers; machineadm read the MachineConfig, but cloud-init reads its first line as a header and the part as empty (put a blank line after the headers)`);
-    return { documents: out, userData: true, ...(warnings.length ? { warnings } : {}) };
+  if (isMultipart(bytes)) return documentsOfParts(raw, splitMultipart(bytes, maxBytes));
+  // One part with no multipart around it (headers, a blank line, the body): read as that part, as
+  // cloud-init reads it, never as YAML with the headers in it.
+  const single = singlePart(bytes, maxBytes);
+  if (single) {
+    const found = documentsOfParts(raw, [single]);
+    if (single.mimeForCloudInit || machineConfigPart(single.contentType) !== 'yes') return found;
+    const warning = `${raw.name}: one MIME part without a MIME-Version header; machineadm read the MachineConfig, but cloud-init reads such user data as plain text and does not hand it to machineadm's part handler (put MIME-Version: 1.0 before Content-Type)`;
+    return { ...found, warnings: [...(found.warnings ?? []), warning] };
   }
   if (raw.userData) {
     // Whole (non-multipart) user data: a MachineConfig is taken whole; a shell script or a

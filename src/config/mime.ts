@@ -151,6 +151,30 @@ export function isMultipart(bytes: Uint8Array): boolean {
   return mediaType(header(headers, 'content-type')).startsWith('multipart/') && headers.length > 0;
 }
 
+/**
+ * User data that is one MIME part with no multipart around it (headers naming a Content-Type, a
+ * blank line, the body), as cloud-init reads such a message: the part, with its transfer encoding
+ * and gzip undone; undefined when the bytes do not start with such headers.
+ */
+export function singlePart(bytes: Uint8Array, maxBytes: number): SinglePart | undefined {
+  // Only the head decides (a configuration starts with apiVersion, kind or a comment).
+  const { headers } = readHeaders(splitLines(Buffer.from(bytes.subarray(0, 8192)).toString('latin1')), 0);
+  const type = header(headers, 'content-type');
+  if (type === undefined || mediaType(type).startsWith('multipart/')) return undefined;
+  const text = Buffer.from(bytes).toString('latin1');
+  const lines = splitLines(text);
+  const out: MimePart[] = [];
+  leaf({ text, lines }, 0, lines.length, out, maxBytes, 0);
+  // cloud-init 22.4 (user_data.convert_string) parses user data as MIME only when "MIME-Version:"
+  // is in its first 4096 bytes; otherwise the headers are text and no part handler sees the part.
+  return { ...out[0]!, mimeForCloudInit: /mime-version:/i.test(text.slice(0, 4096)) };
+}
+
+export interface SinglePart extends MimePart {
+  /** cloud-init reads the bytes as a MIME message too (they carry MIME-Version). */
+  mimeForCloudInit: boolean;
+}
+
 /** Every leaf part, nested multiparts flattened, with transfer encodings and gzip undone. */
 export function splitMultipart(bytes: Uint8Array, maxBytes: number): MimePart[] {
   const text = Buffer.from(bytes).toString('latin1');

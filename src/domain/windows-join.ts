@@ -1,8 +1,9 @@
 // The domain join on Windows, through the Windows seam: online with Add-Computer (the password on
 // PowerShell's standard input), or offline with djoin /requestODJ and a blob from a pre-staged
-// computer account (a local file, or downloaded and checked against its sha256). Both finish at
-// the next boot, so a join asks the runner for a reboot; membership is read from
-// Win32_ComputerSystem (PartOfDomain, Domain, Name) and never changed once it names a domain.
+// computer account (a machine path, or a url downloaded or copied from a bundle and checked
+// against its sha256). Both finish at the next boot, so a join asks the runner for a reboot;
+// membership is read from Win32_ComputerSystem (PartOfDomain, Domain, Name) and never changed
+// once it names a domain.
 import type { Change, CheckResult, ApplyResult, StepContext } from '../phases/step.ts';
 import type { DomainJoinSpec } from '../config/schema/index.ts';
 import type { ComputerSystem, DomainJoinOutcome, WindowsHost } from '../host/index.ts';
@@ -10,6 +11,8 @@ import { tail } from '../host/index.ts';
 import { displayUrl } from '../host/http.ts';
 import { ConfigError, NotAvailableError, StepDetailsError } from '../errors.ts';
 import { fetchVerified } from '../verify/fetch.ts';
+import { isLocalSource } from '../config/schema/source.ts';
+import { checkLocalSource } from '../bundle/local-source.ts';
 import { noSeamSkip, requireSeam, seamOf } from '../windows/steps/seam.ts';
 import { readJoinPassword } from './password.ts';
 import { describeJoinFailure, joinPlacement, type JoinFailure, type JoinFailureKind } from './adcli.ts';
@@ -97,6 +100,9 @@ export async function windowsPreflight(ctx: StepContext, dj: DomainJoinSpec): Pr
     if (seamOf(ctx) && !(await ctx.host.fs.exists(blob.file))) throw new ConfigError([{ path: `${BLOB_FIELD}.file`, message: `${blob.file} does not exist`, hint: 'copy the blob djoin /provision wrote to this path first, or give url and sha256' }]);
     return;
   }
+  // A blob from a bundle that is not the one the configuration names fails the run (exit 3) here,
+  // before anything changes.
+  if (blob?.url !== undefined && isLocalSource(blob.url)) await checkLocalSource(ctx.host, { url: blob.url, sha256: blob.sha256! }, BLOB_FIELD);
   if (blob !== undefined) return;
   // Add-Computer -Server takes a domain controller's FQDN since the August 2024 hardening.
   if (dj.domainController !== undefined && /^[0-9.]+$|:/.test(dj.domainController)) {
@@ -108,7 +114,7 @@ export async function windowsPreflight(ctx: StepContext, dj: DomainJoinSpec): Pr
 export async function windowsCheck(ctx: StepContext, dj: DomainJoinSpec): Promise<CheckResult> {
   const windows = seamOf(ctx);
   const blob = dj.windows?.offlineBlob;
-  const network = blob?.url !== undefined ? { network: [`download ${displayUrl(blob.url)} for ${BLOB_FIELD}`] } : {};
+  const network = blob?.url !== undefined && !isLocalSource(blob.url) ? { network: [`download ${displayUrl(blob.url)} for ${BLOB_FIELD}`] } : {};
   if (windows) {
     const system = await windows.computerSystem();
     const wrong = mismatch(system, dj);

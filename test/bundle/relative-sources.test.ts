@@ -42,23 +42,47 @@ describe('a relative spec.files[].source.url', () => {
   });
 });
 
-describe('buildBundle refuses', () => {
-  const windows = `  windows:\n    hostAgents: [ { name: csi-proxy, source: { url: "https://x.example/csi-proxy.exe", sha256: ${SHA} }, installPath: 'C:\\\\k\\\\csi-proxy.exe' } ]\n`;
+describe('a relative source url of a Windows host agent or djoin blob', () => {
+  const windows = (agentSource: string, blob: string) =>
+    `apiVersion: machineadm.cluster.x-k8s.io/v1alpha1\nkind: MachineConfig\nspec:\n  windows:\n    hostAgents: [ { name: csi-proxy, source: ${agentSource}, installPath: 'C:\\\\k\\\\csi-proxy.exe' } ]\n  domainJoin:\n    domain: corp.example\n    windows: { offlineBlob: ${blob} }\n`;
+
+  it('names the files beside the configuration file', async () => {
+    const dir = scratchDir();
+    writeFileSync(join(dir, 'config.yaml'), windows(`{ url: agents/0-csi-proxy.exe, sha256: ${SHA} }`, `{ url: domain-join/offline-blob.odj, sha256: ${SHA} }`));
+    const { config } = await loadConfig(createHost({ root: scratchDir() }), [join(dir, 'config.yaml')]);
+    expect(config.spec.windows?.hostAgents?.[0]?.source.url).toBe(pathToFileURL(join(dir, 'agents/0-csi-proxy.exe')).href);
+    expect(config.spec.domainJoin?.windows?.offlineBlob?.url).toBe(pathToFileURL(join(dir, 'domain-join/offline-blob.odj')).href);
+  });
+
   it.each([
-    ['a directory that is not empty', document('https://x.example/a'), true, /is not empty/],
-    ['Windows host agents, which it cannot carry yet', document('https://x.example/a', windows), false, /spec\.windows\.hostAgents\[0\]\.source/],
-  ])('%s, before downloading anything', async (_, text, nonEmpty, message) => {
+    ['a local agent checked only by a signature', `{ url: agents/a.exe, signature: { publicKey: RWQ } }`, `{ url: https://x.example/odj, sha256: ${SHA} }`, ['spec.windows.hostAgents[0].source.sha256']],
+    ['a local agent with a signature too', `{ url: file:///b/a.exe, sha256: ${SHA}, signature: { publicKey: RWQ } }`, `{ url: https://x.example/odj, sha256: ${SHA} }`, ['spec.windows.hostAgents[0].source.signature']],
+    ['a blob downloaded over plain http', `{ url: https://x.example/a.exe, sha256: ${SHA} }`, `{ url: http://x.example/odj, sha256: ${SHA} }`, ['spec.domainJoin.windows.offlineBlob.url']],
+    ['a local blob without its sha256', `{ url: https://x.example/a.exe, sha256: ${SHA} }`, '{ url: domain-join/offline-blob.odj }', ['spec.domainJoin.windows.offlineBlob.sha256']],
+  ])('refuses %s', async (_name, agent, blob, paths) => {
+    const dir = scratchDir();
+    writeFileSync(join(dir, 'config.yaml'), windows(agent, blob));
+    const error = await loadConfig(createHost({ root: scratchDir() }), [join(dir, 'config.yaml')]).catch((e: unknown) => e);
+    expect((error as ConfigError).issues?.map((i) => i.path)).toEqual(expect.arrayContaining(paths));
+  });
+
+  it('is a configuration error from standard input', async () => {
+    const error = await loadConfig(createHost({ root: scratchDir() }), ['-'], { readStdin: async () => Buffer.from(windows(`{ url: agents/a.exe, sha256: ${SHA} }`, `{ url: odj.txt, sha256: ${SHA} }`)) }).catch((e: unknown) => e);
+    expect((error as ConfigError).issues.map((i) => i.path)).toEqual(['spec.windows.hostAgents[0].source.url', 'spec.domainJoin.windows.offlineBlob.url']);
+  });
+});
+
+describe('buildBundle refuses', () => {
+  it('a directory that is not empty, before downloading anything', async () => {
     const dir = join(scratchDir(), 'out');
     const host = createHost({ root: scratchDir() });
-    if (nonEmpty) {
-      mkdirSync(dir);
-      writeFileSync(join(dir, 'left-over'), 'x');
-    }
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'left-over'), 'x');
     const source = join(scratchDir(), 'node.yaml');
-    writeFileSync(source, text);
+    writeFileSync(source, document('https://x.example/a'));
     const { config } = await loadConfig(host, [source]);
     const error = await buildBundle(host, { config, destination: dir }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UsageError);
-    expect((error as Error).message).toMatch(message);
+    expect((error as Error).message).toMatch(/is not empty/);
   });
 });

@@ -16,6 +16,7 @@ import { scratchDir } from '../support/tmp.ts';
 
 const schema = JSON.parse(readFileSync('docs/schema/machineconfig-v1alpha1.json', 'utf8'));
 const validate = new Ajv2020({ strict: false, allErrors: true }).compile(schema);
+const validateDropIn = new Ajv2020({ strict: false, allErrors: true }).compile(JSON.parse(readFileSync('docs/schema/machineconfig-dropin-v1alpha1.json', 'utf8')));
 const dir = scratchDir();
 let n = 0;
 
@@ -113,5 +114,49 @@ describe('the published JSON Schema and the CLI', () => {
   it('never refuses in the schema a control plane endpoint the CLI accepts', () => {
     const endpoint = fc.array(fc.constantFrom('a', '1', '.', ':', '[', ']', 'f', '-', '6443'), { maxLength: 8 }).map((c) => c.join(''));
     fc.assert(fc.property(endpoint, (e) => endpointProblem(e) !== undefined || endpointPattern.test(e)), { numRuns: 2000, seed: 7 });
+  });
+});
+
+describe('the published drop-in schema and the CLI', () => {
+  // A base that joins a domain, so a drop-in can change one field of spec.domainJoin.
+  const base = structuredClone(worker) as { spec: Record<string, unknown> };
+  base.spec.domainJoin = { domain: 'corp.example', credentials: { username: 'k8s-joiner', password: 'S3cret' } };
+
+  it.each(shipped)('accepts %s, as a whole configuration is a drop-in too', (_name, document) => {
+    expect(validateDropIn(document), JSON.stringify(validateDropIn.errors)).toBe(true);
+  });
+
+  it.each([
+    ['no spec at all', {}],
+    ['the OU only, without the domain', { spec: { domainJoin: { organizationalUnit: 'OU=Nodes,DC=corp,DC=example' } } }],
+    ['another join account, without its password', { spec: { domainJoin: { credentials: { username: 'other-joiner' } } } }],
+  ])('accepts a drop-in with %s, which the CLI accepts merged over a base, while the full schema refuses it alone', async (_name, dropIn) => {
+    const document = { ...HEAD, ...dropIn };
+    expect(await cliAccepts(base, document)).toBe(true);
+    expect(validateDropIn(document), JSON.stringify(validateDropIn.errors)).toBe(true);
+    // The full schema stays strict: a whole configuration needs its required fields.
+    expect(schemaAccepts(document)).toBe(false);
+  });
+
+  it.each([
+    ['a misspelled field', { spec: { kubernetes: { node: { lables: { a: 'b' } } } } }],
+    ['a list where a sysctl value goes', { spec: { sysctls: { 'net.ipv4.ip_forward': ['1'] } } }],
+    ['a report endpoint with an ftp:// URL', { spec: { report: { endpoints: [{ url: 'ftp://collector.example/events' }] } } }],
+    ['a relative files[].path', { spec: { files: [{ path: 'etc/example.conf', content: 'x' }] } }],
+    ['a control plane endpoint without a port', { spec: { kubernetes: { controlPlaneEndpoint: '10.0.0.10' } } }],
+    ['an empty list of DNS servers', { spec: { domainJoin: { dnsServers: [] } } }],
+    ['a machine reference without its name', { spec: { kubernetes: { node: { name: {} } } } }],
+  ])('refuses, as the CLI does, a drop-in with %s', async (_name, dropIn) => {
+    const document = { ...HEAD, ...dropIn };
+    expect(await cliAccepts(base, document)).toBe(false);
+    expect(validateDropIn(document)).toBe(false);
+  });
+
+  it.each([
+    ['no apiVersion', { kind: 'MachineConfig', spec: {} }],
+    ['another kind', { apiVersion: HEAD.apiVersion, kind: 'NodeConfig' }],
+  ])('refuses, as the CLI does, a drop-in with %s', async (_name, document) => {
+    expect(await cliAccepts(base, document)).toBe(false);
+    expect(validateDropIn(document)).toBe(false);
   });
 });

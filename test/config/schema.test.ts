@@ -5,22 +5,26 @@ import { main } from '../../src/cli/main.ts';
 import { machineConfigJsonSchema } from '../../src/config/schema/index.ts';
 
 const COMMITTED = 'docs/schema/machineconfig-v1alpha1.json';
+const COMMITTED_DROP_IN = 'docs/schema/machineconfig-dropin-v1alpha1.json';
 
-async function printedSchema(): Promise<string> {
+async function printedSchema(...flags: string[]): Promise<string> {
   let out = '';
-  const code = await main(['config', 'schema'], { stdout: (t) => void (out += t), stderr: () => {}, readStdin: async () => Buffer.alloc(0), env: {}, cwd: process.cwd(), interactive: false });
+  const code = await main(['config', 'schema', ...flags], { stdout: (t) => void (out += t), stderr: () => {}, readStdin: async () => Buffer.alloc(0), env: {}, cwd: process.cwd(), interactive: false });
   expect(code).toBe(0);
   return out;
 }
 
 describe('the published JSON Schema', () => {
-  it('is what `machineadm config schema` prints, byte for byte', async () => {
-    const printed = await printedSchema();
+  it.each([
+    [COMMITTED, []],
+    [COMMITTED_DROP_IN, ['--drop-in']],
+  ])('%s is what `machineadm config schema %s` prints, byte for byte', async (committed, flags) => {
+    const printed = await printedSchema(...flags);
     if (process.env.UPDATE_GOLDEN === '1') {
       mkdirSync('docs/schema', { recursive: true });
-      writeFileSync(COMMITTED, printed);
+      writeFileSync(committed, printed);
     }
-    expect(printed, `${COMMITTED} is out of date: run UPDATE_GOLDEN=1 npx vitest run test/config/schema.test.ts and commit it`).toBe(readFileSync(COMMITTED, 'utf8'));
+    expect(printed, `${committed} is out of date: run UPDATE_GOLDEN=1 npx vitest run test/config/schema.test.ts and commit it`).toBe(readFileSync(committed, 'utf8'));
   });
 
   it('describes every section, marks secrets and forbids unknown fields', () => {

@@ -171,3 +171,81 @@ describe('machineadm bundle --binaries-url', () => {
     expect(existsSync(join(work, 'refused'))).toBe(false);
   });
 });
+
+describe('machineadm bundle of a Windows configuration', () => {
+  let binary: string;
+  let server: Server;
+  let base: string;
+  const work = scratchDir('machineadm-bundle-windows-');
+  const AGENT = randomBytes(50_000);
+  const SIGNED = randomBytes(40_000);
+
+  function windowsConfig(agentPath: string): string {
+    return `apiVersion: machineadm.cluster.x-k8s.io/v1alpha1
+kind: MachineConfig
+spec:
+  windows:
+    hostAgents:
+      - name: csiproxy
+        source: { url: ${base}${agentPath}, sha256: ${sha256(AGENT)} }
+        installPath: 'C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe'
+      - name: nodeagent
+        source: { url: ${base}/node-agent.exe, signature: { publicKey: ${readFileSync(join(work, 'test.pub'), 'utf8').trim().split('\n').pop()} } }
+        installPath: 'C:\\k\\node-agent.exe'
+  kubernetes:
+    role: worker
+    bootstrap: join
+    controlPlaneEndpoint: 10.0.0.10:6443
+    token: abcdef.0123456789abcdef
+    caCertHashes:
+      - sha256:0f0e0d0c0b0a09080706050403020100f0e0d0c0b0a09080706050403020100f
+`;
+  }
+
+  beforeAll(async () => {
+    binary = await builtBinary();
+    writeFileSync(join(work, 'node-agent.exe'), SIGNED);
+    for (const args of [['keygen', '-p', 'test.pub', '-s', 'test.key'], ['sign', 'node-agent.exe', '-s', 'test.key']]) {
+      const made = await run(binary, args, work);
+      expect(made.code, made.stderr).toBe(0);
+    }
+    const files: Record<string, Buffer> = {
+      '/csi-proxy.exe': AGENT,
+      '/changed.exe': Buffer.concat([AGENT, Buffer.from('x')]),
+      '/node-agent.exe': SIGNED,
+      '/node-agent.exe.minisig': readFileSync(join(work, 'node-agent.exe.minisig')),
+    };
+    server = createServer((req, res) => {
+      const body = files[req.url ?? ''];
+      res.writeHead(body ? 200 : 404, { 'content-length': body?.length ?? 0 }).end(body);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }, 600_000);
+  afterAll(() => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())));
+
+  it('carries the host agents, the one checked by its signature named by the sha256 it was checked at', async () => {
+    writeFileSync(join(work, 'windows.yaml'), windowsConfig('/csi-proxy.exe'));
+    const result = await run(binary, ['bundle', '-c', 'windows.yaml', '-d', 'out'], work);
+    expect(result.code, result.stderr).toBe(0);
+    expect(readFileSync(join(work, 'out', 'agents', '0-csi-proxy.exe')).equals(AGENT)).toBe(true);
+    expect(readFileSync(join(work, 'out', 'agents', '1-node-agent.exe')).equals(SIGNED)).toBe(true);
+    const written = readFileSync(join(work, 'out', 'config.yaml'), 'utf8');
+    expect(written).not.toMatch(/127\.0\.0\.1|publicKey/);
+    expect(written).toContain(`url: agents/1-node-agent.exe\n          sha256: ${sha256(SIGNED)}`);
+    const sums = spawnSync('sha256sum', ['-c', 'SHA256SUMS'], { cwd: join(work, 'out'), encoding: 'utf8' });
+    expect(sums.status, sums.stdout + sums.stderr).toBe(0);
+    // The bundle's configuration is a valid configuration where it is copied to.
+    cpSync(join(work, 'out'), join(work, 'copied'), { recursive: true });
+    const valid = await run(binary, ['config', 'validate', '-c', join(work, 'copied', 'config.yaml')], work);
+    expect(valid.code, valid.stderr).toBe(0);
+  });
+
+  it('fails with exit 3, naming the host agent, and leaves no bundle when a download does not match its sha256', async () => {
+    writeFileSync(join(work, 'changed.yaml'), windowsConfig('/changed.exe'));
+    const result = await run(binary, ['bundle', '-c', 'changed.yaml', '-d', 'refused'], work);
+    expect(result.code, result.stderr).toBe(3);
+    expect(result.stderr).toMatch(/spec\.windows\.hostAgents\[0\]\.source: .*SHA-256/);
+    expect(existsSync(join(work, 'refused'))).toBe(false);
+  });
+});

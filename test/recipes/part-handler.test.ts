@@ -97,6 +97,23 @@ describe.skipIf(skip)('the cloud-init part handler for machineadm', () => {
     expect(cloudInitParts(file, join(dir, 'cloud-types')).map((p) => p.type)).toEqual(['text/plain', 'text/x-machineadm-config']);
   });
 
+  // One part with no multipart around it: cloud-init reads it as that part only when MIME-Version
+  // is among its first 4096 bytes; machineadm reads the part either way, and warns without it.
+  it.each([
+    ['with MIME-Version', 'MIME-Version: 1.0\nContent-Type: text/x-machineadm-config\n\n', 'text/x-machineadm-config', false],
+    // cloud-init's type for user data it did not parse as MIME: no handler claims it (a warning).
+    ['without MIME-Version', 'Content-Type: text/x-machineadm-config\n\n', 'text/x-not-multipart', true],
+  ])('reads a single machineadm part %s as cloud-init does, and says where cloud-init reads it otherwise', (name, headers, type, warned) => {
+    const file = writeScratch(dir, `single-${name.replace(/\W+/g, '-')}.txt`, headers + machineConfig);
+    const parts = cloudInitParts(file, join(dir, `cloud-single-${name.length}`));
+    expect(parts.map((p) => p.type)).toEqual([type]);
+    expect(parts[0]!.body).toBe(warned ? headers + machineConfig : machineConfig);
+    const own = machineadm('prepare', '-c', file, '--root', join(dir, `own-single-${name.length}`), '-o', 'json');
+    expect(own.status, own.stderr).toBe(0);
+    const noted = own.stdout.split('\n').filter((l) => l.includes('"level":"warning"') && l.includes('one MIME part without a MIME-Version header'));
+    expect(noted).toHaveLength(warned ? 1 : 0);
+  });
+
   // Python's email parser ends a part's headers at the first line that is not header-shaped: a
   // MachineConfig whose first line is `apiVersion: ...` is read as more headers, and the body
   // is empty; one that starts with a comment keeps its body.

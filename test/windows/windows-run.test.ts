@@ -7,7 +7,7 @@ import http from 'node:http';
 import https from 'node:https';
 import tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHost, RootedFileSystem, type Facts, type Host, type ProcessRunner } from '../../src/host/index.ts';
@@ -22,6 +22,10 @@ import { windowsRestart, windowsResume } from '../../src/host/windows/index.ts';
 import { configFrom } from '../report/harness.ts';
 import { makePki } from '../report/certs.ts';
 import { scratchDir } from '../support/tmp.ts';
+import { buildBundle } from '../../src/bundle/build.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { formatPublicKeyLine, formatSignature } from '../../src/verify/minisign.ts';
+import { generateKeyPair, signStream } from '../../src/verify/signature.ts';
 import { realPath, SimulatedWindows, windowsFiles, PRIVATE_ACL } from './simulated-windows.ts';
 
 const AGENT = Buffer.from('MZ csi-proxy stand-in\n');
@@ -29,15 +33,24 @@ const AGENT_SHA = createHash('sha256').update(AGENT).digest('hex');
 // A djoin blob as the simulated machine reads it (a real one is base64 from djoin /provision).
 const BLOB = JSON.stringify({ domain: 'corp.example', machine: 'NODE-09' });
 const BLOB_SHA = createHash('sha256').update(BLOB).digest('hex');
+// A second agent checked only by its minisign signature, as a vendor publishes it.
+const SIGNED_AGENT = Buffer.from('MZ node-agent stand-in\n');
+const KEYS = generateKeyPair();
 let server: http.Server;
 let base = '';
+/** Every path either server was asked for. */
+const requests: string[] = [];
 // The djoin blob holds the computer account's secret, so it is fetched over https only.
 let blobServer: https.Server;
 let blobBase = '';
 
 beforeAll(async () => {
+  const signature = formatSignature(await signStream([SIGNED_AGENT], KEYS.secretKey, { trustedComment: 'node-agent.exe' }));
   server = http.createServer((req, res) => {
+    requests.push(req.url ?? '');
     if (req.url === '/csi-proxy.exe') res.end(AGENT);
+    else if (req.url === '/node-agent.exe') res.end(SIGNED_AGENT);
+    else if (req.url === '/node-agent.exe.minisig') res.end(signature);
     else if (req.url === '/tampered.exe') res.end(Buffer.from('MZ something else\n'));
     else res.writeHead(404).end();
   });
@@ -46,7 +59,11 @@ beforeAll(async () => {
   const pki = makePki(scratchDir('machineadm-windows-pki-'));
   // This machine trusts the test CA, as a node trusts its organisation's CA.
   tls.setDefaultCACertificates([...tls.getCACertificates('default'), pki.ca]);
-  blobServer = https.createServer({ cert: pki.serverCert, key: pki.serverKey }, (req, res) => (req.url === '/odj.txt' ? res.end(BLOB) : res.writeHead(404).end()));
+  blobServer = https.createServer({ cert: pki.serverCert, key: pki.serverKey }, (req, res) => {
+    requests.push(req.url ?? '');
+    if (req.url === '/odj.txt') res.end(BLOB);
+    else res.writeHead(404).end();
+  });
   await new Promise<void>((resolve) => blobServer.listen(0, '127.0.0.1', resolve));
   blobBase = `https://127.0.0.1:${(blobServer.address() as AddressInfo).port}`;
 });
@@ -334,11 +351,11 @@ describe('a Windows worker that joins the Active Directory domain', () => {
   }
 
   /** One machineadm process, as the CLI (or the resume task after the restart) starts it. */
-  async function execute(m: ReturnType<typeof machine>, config: ReturnType<typeof joinConfig>) {
+  async function execute(m: ReturnType<typeof machine>, config: ReturnType<typeof joinConfig>, offline = false) {
     const facts: Facts = { os: 'windows', arch: 'x64', hostname: m.sim.computer.name, privileged: true, liveRoot: true, windowsBuild: '20348', bootId: await m.sim.bootId() };
     // The live machine: machineadm restarts it itself (the files stay under the scratch root).
     const fs = new Proxy(m.fs, { get: (target, prop, receiver) => (prop === 'isLiveRoot' ? true : Reflect.get(target, prop, receiver)) });
-    const host: Host = { ...createHost({ root: m.root, facts, env: {}, windows: m.sim }), fs, proc: m.proc, resume: windowsResume(m.sim), restart: windowsRestart(m.sim) };
+    const host: Host = { ...createHost({ root: m.root, facts, env: {}, windows: m.sim, offline }), fs, proc: m.proc, resume: windowsResume(m.sim), restart: windowsRestart(m.sim) };
     let console = '';
     const before = m.sim.calls.length;
     const report = await executeRun({ command: 'init', config, host, stateFs: m.stateFs, selection: {}, force: false, console: { mode: 'json', write: (t) => (console += t) }, resume: { argv: RESUME, maxReboots: 3, reboot: true } });
@@ -439,5 +456,73 @@ describe('a Windows worker that joins the Active Directory domain', () => {
     expect(run.exitCode).toBe(3);
     expect(run.calls.filter((c) => c.startsWith('join'))).toEqual([]);
     expect(existsSync(realPath(m.root, 'C:\\ProgramData\\machineadm\\run\\domain-join.odj'))).toBe(false);
+  });
+
+  describe('from an air-gapped bundle', () => {
+    /** Host agents (one by sha256, one by signature only) and the djoin blob, bundled from the servers. */
+    async function bundled(): Promise<string> {
+      const config = joinConfig({ credentials: undefined, computerName: undefined, windows: { offlineBlob: { url: `${blobBase}/odj.txt`, sha256: BLOB_SHA } } });
+      config.spec.windows!.hostAgents!.push({ name: 'nodeagent', source: { url: `${base}/node-agent.exe`, signature: { publicKey: formatPublicKeyLine(KEYS.publicKey) } }, installPath: 'C:\\k\\node-agent.exe', args: [], kubeletDependsOn: false });
+      const dir = join(scratchDir('machineadm-windows-bundle-'), 'bundle');
+      await buildBundle(createHost({ root: scratchDir() }), { config, destination: dir });
+      // Copied elsewhere, as to a USB stick: its configuration names its files relative to itself.
+      const copy = join(scratchDir('machineadm-windows-usb-'), 'node-bundle');
+      cpSync(dir, copy, { recursive: true });
+      return copy;
+    }
+
+    async function loaded(dir: string) {
+      return (await loadConfig(createHost({ root: scratchDir() }), [join(dir, 'config.yaml')])).config;
+    }
+
+    it('carries the host agents and the blob: an --offline run installs and joins from it, with no request to any server', async () => {
+      const dir = await bundled();
+      const written = readFileSync(join(dir, 'config.yaml'), 'utf8');
+      expect(written).not.toMatch(/127\.0\.0\.1|file:|publicKey/);
+      expect(written).toContain('url: agents/0-csi-proxy.exe');
+      expect(written).toContain('url: agents/1-node-agent.exe');
+      expect(written).toContain('url: domain-join/offline-blob.odj');
+      // The blob holds the computer account's secret.
+      expect(statSync(join(dir, 'domain-join/offline-blob.odj')).mode & 0o777).toBe(0o600);
+      expect(readFileSync(join(dir, 'SHA256SUMS'), 'utf8')).toContain(`${createHash('sha256').update(SIGNED_AGENT).digest('hex')}  agents/1-node-agent.exe`);
+
+      const m = joinMachine();
+      const config = await loaded(dir);
+      const before = requests.length;
+      const first = await execute(m, config, true);
+      expect(first.exitCode, first.error?.message).toBe(4);
+      expect(first.calls.filter((c) => /Service (csiproxy|nodeagent)|join/.test(c))).toEqual([
+        'createService csiproxy',
+        'startService csiproxy',
+        'createService nodeagent',
+        'startService nodeagent',
+        'joinDomainOffline C:\\ProgramData\\machineadm\\run\\domain-join.odj',
+      ]);
+      expect(readFileSync(realPath(m.root, 'C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe'))).toEqual(AGENT);
+      expect(readFileSync(realPath(m.root, 'C:\\k\\node-agent.exe'))).toEqual(SIGNED_AGENT);
+      expect(existsSync(realPath(m.root, 'C:\\ProgramData\\machineadm\\run\\domain-join.odj'))).toBe(false);
+      m.sim.reboot();
+      expect(m.sim.computer).toEqual({ partOfDomain: true, domain: 'corp.example', name: 'NODE-09' });
+      const second = await execute(m, config, true);
+      expect(second.exitCode, second.error?.message).toBe(0);
+      expect(m.joinConfigs).toHaveLength(1);
+      expect(requests.length).toBe(before);
+    });
+
+    it.each([
+      ['a host agent', 'agents/1-node-agent.exe', /spec\.windows\.hostAgents\[1\]\.source\.sha256: .*SHA-256 is/],
+      ['the djoin blob', 'domain-join/offline-blob.odj', /spec\.domainJoin\.windows\.offlineBlob\.sha256: .*SHA-256 is/],
+    ])('fails with exit 3 before anything changes when %s in the bundle was tampered with', async (_name, file, message) => {
+      const dir = await bundled();
+      writeFileSync(join(dir, file), 'changed on the way\n');
+      const m = joinMachine();
+      // Found in the run's preflight, which the command line reports with the error's exit code.
+      const error = await execute(m, await loaded(dir), true).then(() => undefined, (e: unknown) => e as Error);
+      expect(exitCodeOf(error)).toBe(3);
+      expect(error!.message).toMatch(message);
+      expect(m.sim.calls).toEqual([]);
+      expect(existsSync(realPath(m.root, 'C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe'))).toBe(false);
+      expect(existsSync(realPath(m.root, 'C:\\Program Files\\containerd\\config.toml'))).toBe(false);
+    });
   });
 });

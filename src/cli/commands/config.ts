@@ -71,10 +71,11 @@ export function registerConfigCommands(program: Command, io: Io, setExit: (code:
   config
     .command('schema')
     .description('print the JSON Schema of MachineConfig')
-    .addHelpText('after', '\nExample:\n  $ machineadm config schema > machineconfig.schema.json\n')
-    .action(async () => {
-      const { machineConfigJsonSchema } = await import('../../config/schema/index.ts');
-      io.stdout(JSON.stringify(machineConfigJsonSchema(), null, 2) + '\n');
+    .option('--drop-in', 'the schema of one source merged with others (a config.d drop-in): no field is required but apiVersion and kind')
+    .addHelpText('after', '\nExample:\n  $ machineadm config schema > machineconfig.schema.json\n  $ machineadm config schema --drop-in > machineconfig-dropin.schema.json\n')
+    .action(async (options: { dropIn?: boolean }) => {
+      const { machineConfigJsonSchema, machineConfigDropInJsonSchema } = await import('../../config/schema/index.ts');
+      io.stdout(JSON.stringify(options.dropIn ? machineConfigDropInJsonSchema() : machineConfigJsonSchema(), null, 2) + '\n');
       setExit(ExitCode.ok);
     });
 }

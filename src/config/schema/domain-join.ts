@@ -2,6 +2,7 @@
 // directory itself (accounts, OUs, DNS records) is prepared by its administrators; machineadm only
 // joins this machine to it.
 import { array, enumOf, object, optional, secret, string, withDefault } from './dsl.ts';
+import { sourceUrl } from './source.ts';
 
 // A DNS domain name: labels of letters, digits and "-", at least two of them.
 const DOMAIN_NAME = /^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
@@ -16,7 +17,7 @@ const absolutePath = (example: string) =>
 const offlineBlob = object(
   {
     file: optional(absolutePath('C:\\machineadm\\odj.txt')),
-    url: optional(string({ pattern: /^https:\/\//, patternHint: 'an https:// URL', description: 'where the djoin blob is downloaded from' })),
+    url: optional(sourceUrl({ description: 'where the djoin blob comes from', httpsOnly: true })),
     sha256: optional(string({ pattern: /^[a-f0-9]{64}$/, patternHint: '64 lowercase hex digits (sha256sum prints them)' })),
   },
   {

@@ -23,6 +23,12 @@ export interface ParseContext {
 
 export type JsonSchema = Record<string, unknown>;
 
+/**
+ * Which JSON Schema: `full` describes a whole configuration; `drop-in` one source of a merged one,
+ * checked as the CLI checks a source before merging (ParseContext.partial): no field required.
+ */
+export type JsonMode = 'full' | 'drop-in';
+
 type Presence = 'required' | 'optional' | 'defaulted';
 
 export interface Schema<T, P extends Presence = 'required'> {
@@ -32,7 +38,7 @@ export interface Schema<T, P extends Presence = 'required'> {
   /** Marks values never to be printed (see redact()). */
   readonly secret?: boolean;
   parse(value: unknown, path: FieldPath, ctx: ParseContext): T | undefined;
-  json(): JsonSchema;
+  json(mode?: JsonMode): JsonSchema;
 }
 
 export type Infer<S> = S extends Schema<infer T, Presence> ? T : never;
@@ -73,7 +79,7 @@ interface Common {
 
 function base<T>(
   parse: (value: unknown, path: FieldPath, ctx: ParseContext) => T | undefined,
-  json: () => JsonSchema,
+  json: (mode: JsonMode) => JsonSchema,
   common: Common & { secret?: boolean } = {},
 ): Schema<T> {
   return {
@@ -81,7 +87,7 @@ function base<T>(
     description: common.description,
     secret: common.secret,
     parse,
-    json: () => withDescription(json(), common.description),
+    json: (mode = 'full') => withDescription(json(mode), common.description),
   };
 }
 
@@ -214,7 +220,7 @@ export function array<T>(item: Schema<T, Presence>, options: Common & { minItems
       }
       return ctx.issues.length === before ? (out as T[]) : undefined;
     },
-    () => ({ type: 'array', items: item.json(), ...(options.minItems !== undefined ? { minItems: options.minItems } : {}), ...(options.maxItems !== undefined ? { maxItems: options.maxItems } : {}), ...(options.unique ? { uniqueItems: true } : {}) }),
+    (mode) => ({ type: 'array', items: item.json(mode), ...(options.minItems !== undefined ? { minItems: options.minItems } : {}), ...(options.maxItems !== undefined ? { maxItems: options.maxItems } : {}), ...(options.unique ? { uniqueItems: true } : {}) }),
     options,
   );
 }
@@ -254,15 +260,17 @@ export function object<S extends Shape>(shape: S, options: ObjectOptions<S> = {}
       if (options.check && !ctx.partial) runCheck(options.check, out as ObjectOf<S>, failed, path, ctx);
       return ctx.issues.length === before ? (out as ObjectOf<S>) : undefined;
     },
-    () => {
+    (mode) => {
       const properties: Record<string, JsonSchema> = {};
       const required: string[] = [];
       for (const [key, field] of Object.entries(shape)) {
-        const json = field.json();
+        const json = field.json(mode);
         const described = field.presence === 'defaulted' ? { ...json, default: field.defaultValue } : json;
-        // An explicit null removes what an earlier source set (merge.ts): a drop-in may say it.
-        properties[key] = field.presence === 'required' ? described : nullable(described);
-        if (field.presence === 'required') required.push(key);
+        // An explicit null removes what an earlier source set (merge.ts): a drop-in may say it. A
+        // drop-in requires nothing: another source may give the field (checked once merged).
+        const needed = field.presence === 'required' && mode === 'full';
+        properties[key] = needed ? described : nullable(described);
+        if (needed) required.push(key);
       }
       return { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false };
     },
@@ -320,7 +328,7 @@ export function record<T>(
       }
       return ctx.issues.length === before ? out : undefined;
     },
-    () => ({ type: 'object', additionalProperties: nullable(value.json()), ...(options.key?.pattern ? { propertyNames: { pattern: options.key.pattern.source } } : {}) }),
+    (mode) => ({ type: 'object', additionalProperties: nullable(value.json(mode)), ...(options.key?.pattern ? { propertyNames: { pattern: options.key.pattern.source } } : {}) }),
     options,
   );
 }
@@ -339,7 +347,7 @@ export function withDefault<T>(schema: Schema<T, Presence>, defaultValue: T): Sc
 export function either<A, B>(a: Schema<A, Presence>, b: Schema<B, Presence>, options: Common & { pick: (value: unknown) => 'a' | 'b' }): Schema<A | B> {
   return base(
     (value, path, ctx) => (options.pick(value) === 'a' ? a.parse(value, path, ctx) : b.parse(value, path, ctx)),
-    () => ({ oneOf: [a.json(), b.json()] }),
+    (mode) => ({ oneOf: [a.json(mode), b.json(mode)] }),
     options,
   );
 }
@@ -377,7 +385,7 @@ export function secret(options: Common & Omit<StringOptions, 'format'> = {}): Sc
       for (const found of inner.issues) ctx.issues.push({ ...found, message: clean(found.message), ...(found.hint !== undefined ? { hint: clean(found.hint) } : {}) });
       return parsed as SecretSource | undefined;
     },
-    json: () => ({ ...schema.json(), 'x-secret': true }),
+    json: (mode) => ({ ...schema.json(mode), 'x-secret': true }),
   };
 }
 

@@ -46,6 +46,26 @@ export function machineConfigJsonSchema(): Record<string, unknown> {
     $schema: 'https://json-schema.org/draft/2020-12/schema',
     $id: `https://${API_GROUP}/schemas/machineconfig-v1alpha1.json`,
     title: 'MachineConfig',
-    ...machineConfigSchema.json(),
+    ...machineConfigSchema.json('full'),
+  };
+}
+
+/**
+ * The schema of one source merged with others (a config.d drop-in, a user data part over an
+ * image's defaults), as the CLI checks each source before merging: shapes, types and values, no
+ * required field (checked on the merged configuration), except apiVersion and kind, which every
+ * source names.
+ */
+export function machineConfigDropInJsonSchema(): Record<string, unknown> {
+  const full = machineConfigSchema.json('full') as { properties: Record<string, unknown> };
+  const dropIn = machineConfigSchema.json('drop-in') as { properties: Record<string, unknown> };
+  return {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    $id: `https://${API_GROUP}/schemas/machineconfig-dropin-v1alpha1.json`,
+    title: 'MachineConfig drop-in',
+    description: 'one source of a merged MachineConfig (e.g. /etc/machineadm/config.d/*.yaml): any field may be left out or null; required fields are checked on the merged configuration',
+    ...dropIn,
+    properties: { ...dropIn.properties, apiVersion: full.properties.apiVersion, kind: full.properties.kind },
+    required: ['apiVersion', 'kind'],
   };
 }

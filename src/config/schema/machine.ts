@@ -43,7 +43,8 @@ export function machineString(literal: Schema<string>): Schema<MachineString> {
       }
       return { fromMachine: name as MachineReferenceName };
     },
-    json: () => ({ anyOf: [literal.json(), reference] }),
+    // The reference is checked whole in every source (a drop-in too): it keeps its required key.
+    json: (mode) => ({ anyOf: [literal.json(mode), reference] }),
   };
 }
 

@@ -2,6 +2,7 @@
 import { array, boolean, enumOf, object, optional, record, scalarString, string, withDefault, type StringOptions } from './dsl.ts';
 import { decodeContent, filePathProblem } from '../../linux/file-content.ts';
 import { sysctlKeyProblem } from '../../linux/sysctl.ts';
+import { sourceUrl } from './source.ts';
 
 export const kernelModuleName = string({
   pattern: /^[A-Za-z0-9_-]+$/,
@@ -36,12 +37,7 @@ export const fileSpec = object(
     encoding: withDefault(enumOf(['plain', 'base64', 'gzip+base64'] as const), 'plain'),
     source: optional(
       object({
-        url: string({
-          // A relative path is a file beside the configuration (an air-gapped bundle), resolved when the configuration is loaded.
-          pattern: /^(https?:\/\/|file:\/\/\/|(?![A-Za-z][A-Za-z0-9+.-]*:|[\\/])\S)/,
-          patternHint: 'an http:// or https:// URL, a file:/// URL, or a path relative to the configuration file',
-          description: 'where the file comes from: http(s):// is downloaded; file:/// and a path relative to the configuration file that names it are copied from this machine (no network, also with --offline)',
-        }),
+        url: sourceUrl({ description: 'where the file comes from' }),
         sha256: string({ pattern: /^[a-f0-9]{64}$/, patternHint: '64 lowercase hex digits (sha256sum prints them)' }),
         caFile: optional(string({ minLength: 1, description: 'path of a PEM CA bundle on the machine, trusted for this download in addition to the system CAs', check: filePathProblem })),
       }),

@@ -1,6 +1,7 @@
 // spec.windows: Windows-only preparation (builds, binaries, host agents). The domain join is
 // spec.domainJoin, for both systems.
 import { array, boolean, integer, object, optional, string, withDefault } from './dsl.ts';
+import { isLocalSource, sourceUrl } from './source.ts';
 
 // A drive-letter path without "..", and without the characters Windows refuses in file names.
 export function windowsPath(description: string) {
@@ -25,7 +26,7 @@ export const hostAgent = object(
     name: serviceName,
     displayName: optional(string({ minLength: 1, description: 'shown in the Services console; default the name' })),
     source: object({
-      url: string({ pattern: /^https?:\/\//, patternHint: 'an http:// or https:// URL' }),
+      url: sourceUrl({ description: 'where the agent\'s binary comes from' }),
       sha256: optional(string({ pattern: /^[a-f0-9]{64}$/, patternHint: '64 lowercase hex digits (sha256sum or Get-FileHash prints them)' })),
       signature: optional(
         object({
@@ -36,6 +37,10 @@ export const hostAgent = object(
     }, {
       check: (s, report) => {
         if (s.sha256 === undefined && s.signature === undefined) report([], 'give sha256, signature, or both', 'machineadm runs nothing it has not verified');
+        // A signature is checked against a download; a copy from this machine (a bundle, whose
+        // builder checked the signature) against its sha256.
+        else if (s.url !== undefined && isLocalSource(s.url) && s.sha256 === undefined) report('sha256', 'is required for a file on this machine', 'a local file is checked by its sha256 (machineadm bundle writes it)');
+        else if (s.url !== undefined && isLocalSource(s.url) && s.signature !== undefined) report('signature', 'applies only to a download', 'leave it out: a local file is checked by its sha256');
       },
     }),
     installPath: windowsPath('where the binary is installed, e.g. C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe'),

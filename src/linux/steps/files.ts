@@ -1,13 +1,14 @@
 // prepare/files: the files listed in spec.files, from inline content or a verified download.
 // Every target is checked (paths, links planted at the target, decoding) before the first write.
 import { createHash } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import type { Change, Step, StepContext } from '../../phases/step.ts';
 import type { FileSpec } from '../../config/schema/index.ts';
 import { ConfigError, MachineadmError, ExitCode, VerificationError, type ConfigIssue } from '../../errors.ts';
 import { fetchVerifiedPending } from '../../verify/fetch.ts';
 import type { PendingFile } from '../../host/index.ts';
 import { displayUrl } from '../../redaction.ts';
+import { isLocalSource } from '../../config/schema/source.ts';
+import { checkLocalSource } from '../../bundle/local-source.ts';
 import { decodeContent } from '../file-content.ts';
 import { errorForField, formatMode, inspectFile, inspectTarget, writeFiles, type DesiredFile } from '../managed-file.ts';
 
@@ -80,23 +81,7 @@ async function inspectSource(ctx: StepContext, file: SourceFile): Promise<Change
 // A file: source (resolved from a relative one when the configuration was loaded) is copied from
 // this machine and checked like a download, with no network.
 function isLocal(file: SourceFile): boolean {
-  return file.spec.source.url.startsWith('file:');
-}
-
-// A bundle's file that does not match its sha256 (changed, or cut short by a copy) fails the run in
-// preflight, before any step has written anything; the copy in apply checks it again.
-async function checkLocalSource(ctx: StepContext, file: SourceFile): Promise<void> {
-  const path = fileURLToPath(file.spec.source.url);
-  const info = await ctx.host.local.stat(path);
-  if (!info || info.kind === 'directory') {
-    throw new ConfigError([{ path: `spec.files[${file.index}].source.url`, message: `${path} ${info ? 'is a directory' : 'does not exist'}`, hint: 'copy the whole bundle directory, or fix the source path' }]);
-  }
-  const hash = createHash('sha256');
-  for await (const block of ctx.host.local.readBlocks(path)) hash.update(block);
-  const sha = hash.digest('hex');
-  if (sha !== file.spec.source.sha256) {
-    throw new VerificationError(`${path}: SHA-256 is ${sha}, expected ${file.spec.source.sha256}`, { hint: 'the file is not the one the configuration names: copy it again from the bundle, or rebuild the bundle' });
-  }
+  return isLocalSource(file.spec.source.url);
 }
 
 // The field a failed download is about: a checksum that does not match names the checksum.
@@ -160,13 +145,7 @@ export const filesStep: Step = {
         throw errorForField(target.field, error);
       }
     }
-    for (const file of sources.filter(isLocal)) {
-      try {
-        await checkLocalSource(ctx, file);
-      } catch (error) {
-        throw errorForField(sourceField(file, error), error);
-      }
-    }
+    for (const file of sources.filter(isLocal)) await checkLocalSource(ctx.host, file.spec.source, `spec.files[${file.index}].source`);
   },
   async check(ctx) {
     const { inline, sources } = split(ctx);

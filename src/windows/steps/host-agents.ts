@@ -1,6 +1,7 @@
 // prepare/windows/host-agents: host-side agents (csi-proxy and the like: Windows containers cannot
 // be privileged, so storage and network plugins talk to proxies running on the host). Each one is
-// downloaded and verified (sha256 and/or minisign signature, through the verified download),
+// downloaded and verified (sha256 and/or minisign signature, through the verified download), or
+// copied from this machine (a bundle) and checked against its sha256,
 // installed at its path, registered as an automatic service that restarts on failure, and
 // started, before the kubelet service. A binary that changed is verified first, then the service
 // is stopped, the binary replaced and the service started again.
@@ -11,6 +12,8 @@ import { windowsCommandLine } from '../../host/windows/index.ts';
 import { errorForField } from '../../linux/managed-file.ts';
 import { fetchVerifiedPending } from '../../verify/fetch.ts';
 import { displayUrl } from '../../redaction.ts';
+import { isLocalSource } from '../../config/schema/source.ts';
+import { checkLocalSource } from '../../bundle/local-source.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
 
 interface AgentPlan {
@@ -66,10 +69,20 @@ export const hostAgentsStep: Step = {
   summary: 'download, verify, register and start the host agents (spec.windows.hostAgents) as services',
   platforms: ['windows'],
   applies: (config) => (config.spec.windows?.hostAgents?.length ?? 0) > 0,
+  // A bundled binary that is not the one the configuration names fails the run (exit 3) before
+  // anything changes, as spec.files does.
+  async preflight(ctx) {
+    for (const [index, agent] of agentsOf(ctx).entries()) {
+      const { url, sha256 } = agent.source;
+      if (!isLocalSource(url) || sha256 === undefined) continue;
+      await checkLocalSource(ctx.host, { url, sha256 }, `spec.windows.hostAgents[${index}].source`);
+    }
+  },
   async check(ctx) {
     const plans = await Promise.all(agentsOf(ctx).map((a, i) => planAgent(ctx, a, i)));
     const changes = plans.flatMap((p) => p.changes);
-    const network = plans.filter((p) => p.download).map((p) => `download ${displayUrl(p.agent.source.url)} for spec.windows.hostAgents[${p.index}]`);
+    // A binary from a bundle is copied from this machine: no network, also with --offline.
+    const network = plans.filter((p) => p.download && !isLocalSource(p.agent.source.url)).map((p) => `download ${displayUrl(p.agent.source.url)} for spec.windows.hostAgents[${p.index}]`);
     const skip = noSeamSkip(ctx);
     return { done: changes.length === 0, changes, ...(network.length ? { network } : {}), ...(skip && changes.length ? { skipReason: skip } : {}) };
   },

@@ -1,0 +1,33 @@
+// Where a file machineadm installs comes from: downloaded (an http(s):// URL) or copied from this
+// machine (a file:/// URL, or a path relative to the configuration file, as `machineadm bundle`
+// writes it). One definition for spec.files, the Windows host agents and the djoin blob.
+import { string } from './dsl.ts';
+
+const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
+
+/** A source the run copies from this machine (no network, also with --offline). */
+export function isLocalSource(url: string): boolean {
+  return url.startsWith('file:') || isRelativeSource(url);
+}
+
+/** A path relative to the configuration file, resolved when the configuration is loaded. */
+export function isRelativeSource(url: string): boolean {
+  return url !== '' && !SCHEME.test(url) && !/^[\\/]/.test(url);
+}
+
+// A relative path: no scheme (a drive letter reads as one) and no leading slash or backslash.
+const ANY = /^(https?:\/\/|file:\/\/\/|(?![A-Za-z][A-Za-z0-9+.-]*:|[\\/])\S)/;
+const HTTPS_ONLY = /^(https:\/\/|file:\/\/\/|(?![A-Za-z][A-Za-z0-9+.-]*:|[\\/])\S)/;
+
+/**
+ * The url field of a source. `httpsOnly` for a file that holds a secret (the djoin blob): a
+ * download is over https only, while a local copy is always allowed.
+ */
+export function sourceUrl(options: { description: string; httpsOnly?: boolean }) {
+  const network = options.httpsOnly ? 'https://' : 'http(s)://';
+  return string({
+    pattern: options.httpsOnly ? HTTPS_ONLY : ANY,
+    patternHint: `an ${options.httpsOnly ? 'https://' : 'http:// or https://'} URL, a file:/// URL, or a path relative to the configuration file`,
+    description: `${options.description}: ${network} is downloaded; file:/// and a path relative to the configuration file that names it are copied from this machine (no network, also with --offline)`,
+  });
+}
