@@ -13,7 +13,7 @@ import { API_GROUP, SUPPORTED_API_VERSIONS, machineConfigSchema, type MachineCon
 import { mergeConfigs } from './merge.ts';
 import { isRelativeSource } from './schema/source.ts';
 import { DocumentError, decodeUtf8, parseDocument, type ParsedDocument } from './document.ts';
-import { MACHINECONFIG_CONTENT_TYPE, MimeError, gunzipLimited, isGzip, isMultipart, machineConfigPart, singlePart, splitMultipart, unwrapBase64, type MimePart } from './mime.ts';
+import { MACHINECONFIG_CONTENT_TYPE, MimeError, gunzipLimited, isGzip, isMultipart, machineConfigPart, mimeForCloudInit, singlePart, splitMultipart, unwrapBase64, type MimePart } from './mime.ts';
 import { ImdsError, detectCloud, readInstanceMetadata, type Cloud } from './imds.ts';
 import { secretLiterals } from './redact.ts';
 import { REDACTED } from './secrets.ts';
@@ -462,13 +462,18 @@ function extractDocuments(raw: RawSource, maxBytes: number): { documents: Parsed
   if (isGzip(bytes)) bytes = gunzipLimited(bytes, maxBytes);
   const unwrapped = raw.userData ? unwrapBase64(bytes) : undefined;
   if (unwrapped) bytes = isGzip(unwrapped) ? gunzipLimited(unwrapped, maxBytes) : unwrapped;
-  if (isMultipart(bytes)) return documentsOfParts(raw, splitMultipart(bytes, maxBytes));
+  if (isMultipart(bytes)) {
+    const found = documentsOfParts(raw, splitMultipart(bytes, maxBytes));
+    if (found.documents.length === 0 || mimeForCloudInit(bytes)) return found;
+    const warning = `${raw.name}: multipart user data without a MIME-Version header; machineadm read the MachineConfig, but cloud-init reads such user data as plain text and does not hand its parts to machineadm's part handler (put MIME-Version: 1.0 among the top headers)`;
+    return { ...found, warnings: [...(found.warnings ?? []), warning] };
+  }
   // One part with no multipart around it (headers, a blank line, the body): read as that part, as
   // cloud-init reads it, never as YAML with the headers in it.
   const single = singlePart(bytes, maxBytes);
   if (single) {
     const found = documentsOfParts(raw, [single]);
-    if (single.mimeForCloudInit || machineConfigPart(single.contentType) !== 'yes') return found;
+    if (mimeForCloudInit(bytes) || machineConfigPart(single.contentType) !== 'yes') return found;
     const warning = `${raw.name}: one MIME part without a MIME-Version header; machineadm read the MachineConfig, but cloud-init reads such user data as plain text and does not hand it to machineadm's part handler (put MIME-Version: 1.0 before Content-Type)`;
     return { ...found, warnings: [...(found.warnings ?? []), warning] };
   }

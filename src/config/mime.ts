@@ -156,7 +156,7 @@ export function isMultipart(bytes: Uint8Array): boolean {
  * blank line, the body), as cloud-init reads such a message: the part, with its transfer encoding
  * and gzip undone; undefined when the bytes do not start with such headers.
  */
-export function singlePart(bytes: Uint8Array, maxBytes: number): SinglePart | undefined {
+export function singlePart(bytes: Uint8Array, maxBytes: number): MimePart | undefined {
   // Only the head decides (a configuration starts with apiVersion, kind or a comment).
   const { headers } = readHeaders(splitLines(Buffer.from(bytes.subarray(0, 8192)).toString('latin1')), 0);
   const type = header(headers, 'content-type');
@@ -165,14 +165,16 @@ export function singlePart(bytes: Uint8Array, maxBytes: number): SinglePart | un
   const lines = splitLines(text);
   const out: MimePart[] = [];
   leaf({ text, lines }, 0, lines.length, out, maxBytes, 0);
-  // cloud-init 22.4 (user_data.convert_string) parses user data as MIME only when "MIME-Version:"
-  // is in its first 4096 bytes; otherwise the headers are text and no part handler sees the part.
-  return { ...out[0]!, mimeForCloudInit: /mime-version:/i.test(text.slice(0, 4096)) };
+  return out[0];
 }
 
-export interface SinglePart extends MimePart {
-  /** cloud-init reads the bytes as a MIME message too (they carry MIME-Version). */
-  mimeForCloudInit: boolean;
+/**
+ * Whether cloud-init reads these bytes as a MIME message too: cloud-init 22.4
+ * (user_data.convert_string) does only when "MIME-Version:" is in the first 4096 bytes; otherwise
+ * the headers are text and no part handler sees the parts.
+ */
+export function mimeForCloudInit(bytes: Uint8Array): boolean {
+  return /mime-version:/i.test(Buffer.from(bytes.subarray(0, 4096)).toString('latin1'));
 }
 
 /** Every leaf part, nested multiparts flattened, with transfer encodings and gzip undone. */

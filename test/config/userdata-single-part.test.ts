@@ -57,6 +57,15 @@ describe('user data that is one MIME part without a multipart wrapper', () => {
     expect(loaded.warnings).toEqual([expect.stringMatching(/one MIME part without a MIME-Version header; .*put MIME-Version: 1\.0 before Content-Type/)]);
   });
 
+  it.each([
+    ['with', 'MIME-Version: 1.0\n', undefined],
+    ['without', '', [expect.stringMatching(/multipart user data without a MIME-Version header; .*put MIME-Version: 1\.0 among the top headers/)]],
+  ])('reads multipart user data %s MIME-Version, warning only without it', async (_name, version, warnings) => {
+    const loaded = await load(bytes(version, 'Content-Type: multipart/mixed; boundary="B"\n\n--B\nContent-Type: text/x-machineadm-config\n\n', YAML, '--B--\n'));
+    expect(loaded.config.spec.kernelModules).toEqual(['overlay']);
+    expect(loaded.warnings).toEqual(warnings);
+  });
+
   it('leaves a single part of another type (a shell script) to its owner, even when it mentions a MachineConfig', async () => {
     const script = bytes('MIME-Version: 1.0\nContent-Type: text/x-shellscript\n\n#!/bin/sh\ncat > /etc/machineadm/config.yaml <<EOF\n', YAML, 'EOF\n');
     expect(await load(script).catch((e: unknown) => e)).toBeInstanceOf(NoMachineConfigError);

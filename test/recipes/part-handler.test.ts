@@ -114,6 +114,21 @@ describe.skipIf(skip)('the cloud-init part handler for machineadm', () => {
     expect(noted).toHaveLength(warned ? 1 : 0);
   });
 
+  // Multipart user data too: without MIME-Version among its first 4096 bytes cloud-init reads it
+  // as text and no part handler sees machineadm's part; machineadm reads it and warns.
+  it.each([
+    ['with MIME-Version', ['MIME-Version: 1.0', 'Content-Type: multipart/mixed; boundary="B"'], ['text/x-machineadm-config'], false],
+    ['without MIME-Version', ['Content-Type: multipart/mixed; boundary="B"'], ['text/x-not-multipart'], true],
+  ])('reads multipart user data %s as cloud-init does, and says where cloud-init reads it otherwise', (name, top, types, warned) => {
+    const text = [...top, '', '--B', 'Content-Type: text/x-machineadm-config', '', machineConfig, '--B--', ''].join('\n');
+    const file = writeScratch(dir, `multi-${name.replace(/\W+/g, '-')}.mime`, text);
+    expect(cloudInitParts(file, join(dir, `cloud-multi-${name.length}`)).map((p) => p.type)).toEqual(types);
+    const own = machineadm('prepare', '-c', file, '--root', join(dir, `own-multi-${name.length}`), '-o', 'json');
+    expect(own.status, own.stderr).toBe(0);
+    const noted = own.stdout.split('\n').filter((l) => l.includes('"level":"warning"') && l.includes('multipart user data without a MIME-Version header'));
+    expect(noted).toHaveLength(warned ? 1 : 0);
+  });
+
   // Python's email parser ends a part's headers at the first line that is not header-shaped: a
   // MachineConfig whose first line is `apiVersion: ...` is read as more headers, and the body
   // is empty; one that starts with a comment keeps its body.
