@@ -113,7 +113,8 @@ async function send(got: Got, request: PostRequest, how: { agent: { http: HttpAg
   return new Promise((resolve, reject) => {
     let response: IncomingMessage | undefined;
     stream.once('response', (r: IncomingMessage) => (response = r));
-    stream.once('error', reject);
+    // on, not once: a second error (after the first ended the attempt) must not be left unheard.
+    stream.on('error', reject);
     stream.once('end', () => (response ? resolve({ statusCode: response.statusCode ?? 0, headers: response.headers }) : reject(new Error('the connection ended without an answer'))));
     stream.resume();
     stream.end(body);
