@@ -35,20 +35,20 @@ for (const [what, path] of [['the packaged binary (npm run build -- --targets li
   if (!existsSync(path)) fail(`${path} is missing: ${what}`);
 }
 
-/** Runs a command; resolves with wall milliseconds, peak RSS in MiB (GNU time) and the exit code. */
+/** Runs a command; resolves with wall milliseconds, CPU seconds (user + system), peak RSS in MiB (GNU time) and the exit code. */
 function run(argv, { env, cwd } = {}) {
   const rssFile = join(work, `rss-${Math.random().toString(36).slice(2)}`);
   return new Promise((resolvePromise, reject) => {
     const started = process.hrtime.bigint();
-    const child = spawn(TIME, ['-f', '%M', '-o', rssFile, ...argv], { stdio: ['ignore', 'ignore', 'pipe'], env: env ?? { PATH: process.env.PATH }, cwd: cwd ?? ROOT });
+    const child = spawn(TIME, ['-f', '%U %S %M', '-o', rssFile, ...argv], { stdio: ['ignore', 'ignore', 'pipe'], env: env ?? { PATH: process.env.PATH }, cwd: cwd ?? ROOT });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     child.on('error', reject);
     child.on('close', (code) => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      const rss = Number(readFileSync(rssFile, 'utf8').trim().split('\n').pop()) / 1024;
+      const [user, system, kib] = readFileSync(rssFile, 'utf8').trim().split('\n').pop().split(' ').map(Number);
       rmSync(rssFile, { force: true });
-      resolvePromise({ ms, rss, code, stderr });
+      resolvePromise({ ms, cpu: user + system, rss: kib / 1024, code, stderr });
     });
   });
 }
@@ -58,19 +58,25 @@ const median = (values) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
-/** Alternates the two commands `repeats` times (so load changes hit both alike); medians. */
-async function sideBySide(ours, baseline, repeats, { before } = {}) {
+/**
+ * Alternates the two commands `repeats` times (so load changes hit both alike); medians. `also`, a
+ * third command run in the same rounds, gives a reference taken in the same moment (the binary's
+ * own start, to tell a command's work from its start).
+ */
+async function sideBySide(ours, baseline, repeats, { before, also } = {}) {
   const a = [];
   const b = [];
+  const c = [];
   for (let i = 0; i < repeats; i++) {
-    for (const [argv, into] of [[ours, a], [baseline, b]]) {
+    for (const [argv, into] of [[ours, a], [baseline, b], ...(also ? [[also, c]] : [])]) {
       await before?.();
       const r = await run(argv);
       if (r.code !== 0) fail(`${argv.join(' ')} exited with ${r.code}: ${r.stderr.trim().slice(-400)}`);
       into.push(r);
     }
   }
-  return { ours: { ms: median(a.map((r) => r.ms)), rss: Math.max(...a.map((r) => r.rss)) }, baseline: { ms: median(b.map((r) => r.ms)), rss: Math.max(...b.map((r) => r.rss)) } };
+  const summary = (runs) => ({ ms: median(runs.map((r) => r.ms)), cpu: median(runs.map((r) => r.cpu)), rss: Math.max(...runs.map((r) => r.rss)) });
+  return { ours: summary(a), baseline: summary(b), ...(also ? { also: summary(c) } : {}) };
 }
 
 const rows = [];
@@ -83,7 +89,8 @@ function row(figure, ours, baseline, goal, extra = {}) {
     baseline: extra.format ? extra.format(baseline) : `${baseline.toFixed(0)} ms`,
     ratio: `${ratio.toFixed(2)}x`,
     goal: `<= ${goal}x${extra.rssGoal !== undefined ? `, RSS <= ${extra.rssGoal} MiB` : ''}${extra.goalNote ?? ''}`,
-    note: extra.note ?? (extra.rss !== undefined ? `RSS ${extra.rss.toFixed(0)} vs ${extra.baselineRss.toFixed(0)} MiB` : ''),
+    // CPU time beside the wall time: on a shared machine it moves much less with the load.
+    note: extra.note ?? [extra.rss !== undefined ? `RSS ${extra.rss.toFixed(0)} vs ${extra.baselineRss.toFixed(0)} MiB` : '', extra.cpu !== undefined ? `CPU ${extra.cpu.toFixed(2)} vs ${extra.baselineCpu.toFixed(2)} s` : '', extra.after ?? ''].filter(Boolean).join(', '),
     ok: checks.every(Boolean) ? 'ok' : 'SHORT',
   });
   process.stderr.write(`bench: ${figure}: ${rows.at(-1).ours} vs ${rows.at(-1).baseline} (${rows.at(-1).ratio}) ${rows.at(-1).note} ${rows.at(-1).ok}\n`);
@@ -131,8 +138,15 @@ async function verify() {
     if (sign.code !== 0) fail(`minisign -S failed: ${sign.stderr}`);
     // Both read from the page cache: one untimed read first.
     await run(['minisign', '-Vm', file, '-p', pub]);
-    const r = await sideBySide([BINARY, 'verify', file, '-p', pub, '-q'], ['minisign', '-Vqm', file, '-p', pub], times);
-    row(`verify ${label} vs minisign -V`, r.ours.ms, r.baseline.ms, goal, { rss: r.ours.rss, baselineRss: r.baseline.rss, rssGoal: 80 });
+    const r = await sideBySide([BINARY, 'verify', file, '-p', pub, '-q'], ['minisign', '-Vqm', file, '-p', pub], times, { also: [BINARY, 'version'] });
+    row(`verify ${label} vs minisign -V`, r.ours.ms, r.baseline.ms, goal, {
+      rss: r.ours.rss,
+      baselineRss: r.baseline.rss,
+      rssGoal: 80,
+      cpu: r.ours.cpu,
+      baselineCpu: r.baseline.cpu,
+      after: `${(r.ours.ms - r.also.ms).toFixed(0)} ms after the start (version: ${r.also.ms.toFixed(0)} ms)`,
+    });
     rmSync(file, { force: true });
     rmSync(`${file}.minisig`, { force: true });
   }
@@ -164,12 +178,12 @@ s.listen(0, '127.0.0.1', () => process.stdout.write(String(s.address().port) + '
     const out = join(work, 'fetched');
     const curlOut = join(work, 'curled');
     const r = await sideBySide(
-      [BINARY, 'fetch', url, '-o', out, '--sha256', sha],
+      [BINARY, 'fetch', url, '-d', out, '--sha256', sha],
       ['sh', '-c', 'curl -sSf -o "$1" "$2" && openssl dgst -sha256 "$1" >/dev/null && sync "$1"', 'sh', curlOut, url],
-      quick ? 1 : 5,
+      quick ? 3 : 5,
       { before: () => (rmSync(out, { force: true }), rmSync(curlOut, { force: true })) },
     );
-    row(`fetch ${bytes / 1048576} MiB from 127.0.0.1 vs curl + openssl dgst -sha256 + sync`, r.ours.ms, r.baseline.ms, 1.0, { rss: r.ours.rss, baselineRss: r.baseline.rss, rssGoal: 100 });
+    row(`fetch ${bytes / 1048576} MiB from 127.0.0.1 vs curl + openssl dgst -sha256 + sync`, r.ours.ms, r.baseline.ms, 1.0, { rss: r.ours.rss, baselineRss: r.baseline.rss, rssGoal: 100, cpu: r.ours.cpu, baselineCpu: r.baseline.cpu });
     rmSync(out, { force: true });
     rmSync(curlOut, { force: true });
   } finally {

@@ -74,6 +74,12 @@ export class FileSystemError extends MachineadmError {
 /** 1 MiB: large enough that per-read costs vanish next to hashing, small enough to stay in cache. */
 export const READ_BLOCK_SIZE = 1024 * 1024;
 
+/**
+ * Blocks read ahead of the one being hashed. Several reads in flight keep the hash fed when the
+ * reading threads wait for a CPU (a loaded machine): with one read ahead, 1 GB took ~1.2x as long.
+ */
+export const READ_AHEAD_BLOCKS = 8;
+
 /** How much a file being written may buffer before its writer waits. */
 export const WRITE_BUFFER_SIZE = 1024 * 1024;
 
@@ -216,28 +222,50 @@ export class RootedFileSystem {
   }
 
   /**
-   * The file's bytes in blocks, for hashing at disk speed: two buffers allocated once, the next
-   * block read (off the main thread) while the caller hashes the current one. A yielded block is
-   * overwritten after the caller asks for the one after it: consume it (hash, copy) before then.
+   * The file's bytes in blocks, for hashing at disk speed: up to `depth` buffers allocated once,
+   * the blocks ahead read (off the main thread, several at once) while the caller hashes the
+   * current one. A yielded block is overwritten after the caller asks for the one after it:
+   * consume it (hash, copy) before then.
    */
-  async *readBlocks(machinePath: string, blockSize = READ_BLOCK_SIZE): AsyncGenerator<Uint8Array, void, undefined> {
+  async *readBlocks(machinePath: string, blockSize = READ_BLOCK_SIZE, depth = READ_AHEAD_BLOCKS): AsyncGenerator<Uint8Array, void, undefined> {
     const handle = await fsp.open(await this.resolve(machinePath), 'r');
-    const buffers = [Buffer.allocUnsafeSlow(blockSize), Buffer.allocUnsafeSlow(blockSize)] as const;
-    let which = 0;
-    let next: Promise<{ bytesRead: number }> | undefined = handle.read(buffers[0], 0, blockSize, null);
+    const ahead: { read: Promise<number>; buffer: Buffer<ArrayBuffer>; offset: number }[] = [];
     try {
+      const info = await handle.stat();
+      // Reads at explicit offsets can run ahead; a pipe or device has no offsets and is read in turn.
+      const positional = info.isFile();
+      const count = positional ? Math.max(1, Math.min(depth, Math.ceil(info.size / blockSize) + 1)) : 1;
+      const free = Array.from({ length: count }, () => Buffer.allocUnsafeSlow(blockSize));
+      let offset = 0;
+      const readAhead = (): void => {
+        for (let buffer = free.pop(); buffer !== undefined; buffer = free.pop()) {
+          const read = handle.read(buffer, 0, blockSize, positional ? offset : null).then((r) => r.bytesRead);
+          // Awaited in turn below; until then a failure must not count as unhandled.
+          read.catch(() => undefined);
+          ahead.push({ read, buffer, offset });
+          offset += blockSize;
+        }
+      };
+      readAhead();
       for (;;) {
-        const { bytesRead } = await next;
-        next = undefined;
+        const block = ahead.shift()!;
+        const bytesRead = await block.read;
         if (bytesRead === 0) return;
-        const block = buffers[which]!;
-        which ^= 1;
-        next = handle.read(buffers[which]!, 0, blockSize, null);
-        yield block.subarray(0, bytesRead);
+        yield block.buffer.subarray(0, bytesRead);
+        free.push(block.buffer);
+        if (bytesRead < blockSize && positional) {
+          // A short read is the end of the file as it was then: reads issued beyond it may have
+          // seen bytes appended since, with a gap before them. Drop them and go on from here.
+          const dropped = ahead.splice(0);
+          await Promise.allSettled(dropped.map((d) => d.read));
+          free.push(...dropped.map((d) => d.buffer));
+          offset = block.offset + bytesRead;
+        }
+        readAhead();
       }
     } finally {
-      // A consumer that stops early (a failed check) leaves one read running: let it end first.
-      await next?.catch(() => undefined);
+      // A consumer that stops early (a failed check) leaves reads running: let them end first.
+      await Promise.allSettled(ahead.map((a) => a.read));
       await handle.close();
     }
   }
@@ -409,6 +437,11 @@ export class RootedFileSystem {
     }
     return undefined;
   }
+}
+
+/** The operator's own paths (-c files, keys, fetch destinations): the real root, nothing backed up. */
+export function operatorFileSystem(): RootedFileSystem {
+  return new RootedFileSystem(process.platform === 'win32' ? 'C:\\' : '/');
 }
 
 function isRootUser(): boolean {

@@ -1,7 +1,7 @@
 // The only layer that touches the machine: files under the --root prefix, processes, HTTP, clock,
 // platform facts. Other folders get a Host and never import node:fs, node:child_process, execa or got.
 import { join } from 'node:path';
-import { RootedFileSystem } from './fs.ts';
+import { operatorFileSystem, RootedFileSystem } from './fs.ts';
 import { ProcessRunner } from './exec.ts';
 import { detectFacts, type Facts } from './facts.ts';
 import { systemdRestart, systemdResume, type ResumeRegistration } from './resume.ts';
@@ -76,8 +76,8 @@ export function createHost(options: HostOptions = {}): Host {
   const windows = options.windows ?? (process.platform === 'win32' && fs.isLiveRoot ? powershellWindowsHost(proc) : undefined);
   return {
     fs,
-    // No backups: a file the operator names (fetch -o) is theirs to keep or replace.
-    local: new RootedFileSystem(process.platform === 'win32' ? 'C:\\' : '/'),
+    // No backups: a file the operator names (fetch -d) is theirs to keep or replace.
+    local: operatorFileSystem(),
     proc,
     env,
     offline: options.offline ?? false,

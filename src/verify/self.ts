@@ -29,7 +29,7 @@ export interface SelfVerifyResult extends VerifiedSignature {
  * key): a usage error for "verify --self" (exit 2: give -P), a failed verification where a signed
  * binary is required.
  */
-export async function verifySelf(host: Host, request: SelfVerifyRequest, cannotVerify: (message: string, hint: string) => Error = (m, hint) => new UsageError(m, { hint })): Promise<SelfVerifyResult> {
+export async function verifySelf(host: Pick<Host, 'local'>, request: SelfVerifyRequest, cannotVerify: (message: string, hint: string) => Error = (m, hint) => new UsageError(m, { hint })): Promise<SelfVerifyResult> {
   if (!request.packaged) {
     throw cannotVerify(
       `self-verification needs the packaged machineadm binary; this is machineadm running from source under ${request.executable}`,

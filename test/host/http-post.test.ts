@@ -1,3 +1,6 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpPoster, type PostRequest } from '../../src/host/http-post.ts';
 import { startCollector, type Collector, type CollectorMode } from '../report/collector.ts';
@@ -143,6 +146,26 @@ describe('posting to a collector over HTTP', () => {
     expect(got?.headers.authorization).toBe('Bearer abc');
     expect(got?.headers['x-cluster']).toBe('c1');
     expect(got?.body.toString()).toBe('{"a":1}');
+  });
+
+  // Each of a fleet's report runs posts; got given a `body` checks it against the global FormData,
+  // whose first use loads Node's whole fetch implementation (undici, ~20-35 ms of CPU). A fresh
+  // process, with a watch on that global, shows whether a post touches it.
+  it('posts without touching the global FormData (which loads Node\'s fetch implementation)', async () => {
+    const script = `
+      const lazy = Object.getOwnPropertyDescriptor(globalThis, 'FormData');
+      let touched = false;
+      Object.defineProperty(globalThis, 'FormData', { configurable: true, get() { touched = true; return lazy.get.call(globalThis); } });
+      const { createHttpPoster } = await import(${JSON.stringify(fileURLToPath(new URL('../../src/host/http-post.ts', import.meta.url)))});
+      const poster = createHttpPoster();
+      const outcome = await poster.post({ url: process.argv[1], body: '{"a":1}', headers: { 'content-type': 'application/json' }, deadline: Date.now() + 10000 });
+      poster.close();
+      process.stdout.write(JSON.stringify({ ok: outcome.ok, touched }));
+    `;
+    // Not spawnSync: the collector answers from this process.
+    const run = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script, collector.url], { encoding: 'utf8', cwd: fileURLToPath(new URL('../..', import.meta.url)) });
+    expect(run.stderr).toBe('');
+    expect(JSON.parse(run.stdout)).toEqual({ ok: true, touched: false });
   });
 
   it('waits a random time below the exponential bound between attempts (full jitter)', async () => {

@@ -18,7 +18,7 @@ import { TEMP_MARK, type PendingFile } from '../../src/host/fs.ts';
 import { download } from '../../src/host/download.ts';
 import { fetchVerified } from '../../src/verify/fetch.ts';
 import { formatPublicKeyLine, formatSignature } from '../../src/verify/minisign.ts';
-import { generateKeyPair, signStream } from '../../src/verify/signature.ts';
+import { generateKeyPair, signStream } from '../../src/verify/sign.ts';
 
 const dir = scratchDir('machineadm-fetch-');
 const content = randomBytes(2 * 1024 * 1024 + 123);

@@ -5,7 +5,8 @@ import fc from 'fast-check';
 import nacl from 'tweetnacl';
 import { describe, expect, it } from 'vitest';
 import { formatPublicKey, formatPublicKeyLine, formatSecretKey, formatSignature, oneLine, parsePublicKey, parseSecretKey, parseSignature, type SecretKey } from '../../src/verify/minisign.ts';
-import { signStream, verifyStream } from '../../src/verify/signature.ts';
+import { signStream } from '../../src/verify/sign.ts';
+import { verifyStream } from '../../src/verify/signature.ts';
 import { MachineadmError, VerificationError } from '../../src/errors.ts';
 import { holds, thrownBy } from '../support/property.ts';
 

@@ -142,6 +142,21 @@ describe.skipIf(skip)('minisign and signify interoperability', () => {
     expect(run.stdout).toBe('');
   });
 
+  // S + L signs the same point (L is the group order): minisign (libsodium) refuses such a
+  // scalar, so machineadm must too, or one signature file could be altered and still pass.
+  it('refuses a trusted comment signature whose scalar S was replaced by S + L, as minisign does', async () => {
+    const L = 2n ** 252n + 27742317777372353535851937790883648493n;
+    const [untrusted, line, comment, global] = lines();
+    const bytes = Buffer.from(global!, 'base64');
+    const s = BigInt(`0x${Buffer.from(bytes.subarray(32, 64)).reverse().toString('hex')}`) + L;
+    Buffer.from(s.toString(16).padStart(64, '0'), 'hex').reverse().copy(bytes, 32);
+    writeFileSync(join(dir, 'malleated.minisig'), [untrusted, line, comment, bytes.toString('base64'), ''].join('\n'), 'latin1');
+    expect(minisign('-V', '-p', 'mini.pub', '-m', 'artifact', '-x', 'malleated.minisig').status).toBe(1);
+    const run = await cli('verify', 'artifact', '-x', 'malleated.minisig', '-p', 'mini.pub');
+    expect(run.code).toBe(3);
+    expect(run.stderr).toMatch(/trusted comment .* was changed/);
+  });
+
   it('accepts CRLF line ends, as minisign itself does', async () => {
     writeFileSync(join(dir, 'crlf.minisig'), good().replace(/\n/g, '\r\n'), 'latin1');
     expect(minisign('-V', '-p', 'mini.pub', '-m', 'artifact', '-x', 'crlf.minisig').status).toBe(0);

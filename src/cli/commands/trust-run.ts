@@ -2,19 +2,27 @@
 import { basename, resolve } from 'node:path';
 import { isSea } from 'node:sea';
 import type { Io } from '../io.ts';
-import { createHost, type Host } from '../../host/index.ts';
+import type { Host } from '../../host/index.ts';
+import { operatorFileSystem } from '../../host/fs.ts';
 import { ExitCode, UsageError, VerificationError } from '../../errors.ts';
 import { buildInfo } from '../../version.ts';
 import { formatPublicKey, formatSecretKey, formatSignature, keyIdHex, parsePublicKey, parseSecretKey, parseSignature, formatPublicKeyLine, type PublicKey } from '../../verify/minisign.ts';
-import { defaultTrustedComment, generateKeyPair, signStream, verifyStream, type VerifiedSignature } from '../../verify/signature.ts';
+import { verifyStream, type VerifiedSignature } from '../../verify/signature.ts';
 import { verifySelf, type SelfVerifyResult } from '../../verify/self.ts';
 import { displayUrl } from '../../redaction.ts';
 
-function localHost(io: Io, offline = false): Host {
+// The whole host (processes, facts, the clock) is loaded only by the commands that need more than files.
+async function localHost(io: Io, offline = false): Promise<Host> {
+  const { createHost } = await import('../../host/index.ts');
   return createHost({ env: io.env, offline });
 }
 
-async function readLocal(host: Host, path: string, what: string): Promise<Buffer> {
+/** What verify needs of a host: the operator's files. Verifying loads nothing else. */
+function operatorFiles(): Pick<Host, 'local'> {
+  return { local: operatorFileSystem() };
+}
+
+async function readLocal(host: Pick<Host, 'local'>, path: string, what: string): Promise<Buffer> {
   const data = await host.local.readFile(path);
   if (data === undefined) throw new UsageError(`${what} ${path}: no such file`);
   return data;
@@ -56,7 +64,7 @@ export interface VerifyOptions {
   quiet?: boolean;
 }
 
-export async function publicKeyFrom(host: Host, io: Io, options: { publicKey?: string; publicKeyFile?: string }): Promise<PublicKey> {
+export async function publicKeyFrom(host: Pick<Host, 'local'>, io: Io, options: { publicKey?: string; publicKeyFile?: string }): Promise<PublicKey> {
   if (options.publicKey && options.publicKeyFile) throw new UsageError('give the public key either with -P or with -p, not both');
   if (options.publicKey) return parsePublicKey(options.publicKey, 'given with -P');
   if (options.publicKeyFile) {
@@ -70,7 +78,7 @@ export async function publicKeyFrom(host: Host, io: Io, options: { publicKey?: s
 }
 
 export async function runVerify(file: string | undefined, options: VerifyOptions, io: Io): Promise<number> {
-  const host = localHost(io);
+  const host = operatorFiles();
   if (options.self) {
     if (file) throw new UsageError('--self verifies this executable; do not also name a file');
     if (options.publicKeyFile) throw new UsageError('--self takes the key with -P (or uses the built-in release key), not -p');
@@ -104,7 +112,8 @@ export interface KeygenOptions {
 }
 
 export async function runKeygen(options: KeygenOptions, io: Io): Promise<number> {
-  const host = localHost(io);
+  const host = await localHost(io);
+  const { generateKeyPair } = await import('../../verify/sign.ts');
   const pubPath = resolve(io.cwd, options.publicKeyFile);
   const keyPath = resolve(io.cwd, options.secretKeyFile);
   if (!options.force) {
@@ -132,7 +141,8 @@ export interface SignOptions {
 }
 
 export async function runSign(file: string, options: SignOptions, io: Io): Promise<number> {
-  const host = localHost(io);
+  const host = await localHost(io);
+  const { defaultTrustedComment, signStream } = await import('../../verify/sign.ts');
   const path = resolve(io.cwd, file);
   const keyPath = resolve(io.cwd, options.secretKeyFile);
   const keyData = await readLocal(host, keyPath, 'secret key file');
@@ -194,7 +204,7 @@ function progressBar(io: Io): { update: (received: number, total: number | undef
 }
 
 export async function runFetch(url: string, options: FetchOptions, io: Io): Promise<number> {
-  const host = localHost(io, options.offline ?? false);
+  const host = await localHost(io, options.offline ?? false);
   if (options.output !== undefined) {
     if (options.destination !== undefined) throw new UsageError('give the destination once, with --destination (-o is its old spelling)');
     io.stderr('warning: fetch -o/--output is deprecated (-o is the output format in every other command); use -d/--destination\n');
