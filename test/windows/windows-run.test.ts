@@ -25,7 +25,7 @@ import { scratchDir } from '../support/tmp.ts';
 import { buildBundle } from '../../src/bundle/build.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { formatPublicKeyLine, formatSignature } from '../../src/verify/minisign.ts';
-import { generateKeyPair, signStream } from '../../src/verify/signature.ts';
+import { generateKeyPair, signStream } from '../../src/verify/sign.ts';
 import { realPath, SimulatedWindows, windowsFiles, PRIVATE_ACL } from './simulated-windows.ts';
 
 const AGENT = Buffer.from('MZ csi-proxy stand-in\n');
