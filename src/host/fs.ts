@@ -133,9 +133,13 @@ export class RootedFileSystem {
     return p.join(this.root, withoutDrive);
   }
 
+  /** The root's real path, once it exists: every path a run touches is checked against it. */
+  private rootReal: string | undefined;
+
   private async assertInsideRoot(real: string, machinePath: string): Promise<void> {
     if (this.isLiveRoot) return;
-    const rootReal = await fsp.realpath(this.root).catch(() => this.root);
+    this.rootReal ??= await fsp.realpath(this.root).catch(() => undefined);
+    const rootReal = this.rootReal ?? this.root;
     // The deepest ancestor that exists decides where the rest of the path lands.
     let probe = real;
     // Ancestors above the root (which may not exist yet) are the operator's choice, not checked.
