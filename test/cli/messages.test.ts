@@ -51,7 +51,7 @@ describe('plan', () => {
     const plan = await runCli(['plan', '-c', QUICKSTART, '--root', fresh()]);
     expect(plan.code, plan.stderr).toBe(0);
     expect(plan.stdout).toMatch(
-      /  - prepare\/containerd\/restart: restart containerd when its configuration changed \[skipped: live change skipped under --root [^\]]+\]\n      not done in this run; where it runs, it would:\n        restart containerd \(to load what containerd\/config wrote\)\n/,
+      /  - prepare\/containerd\/restart: restart containerd when its configuration changed \[skipped: live change skipped under --root [^\]]+\]\n      not done in this run; where it runs, it would:\n        restart containerd \(to load \/etc\/containerd\/config.toml\)\n/,
     );
     expect(plan.stdout).toContain('    prepare/containerd/proxy: write the proxy settings for containerd (/etc/systemd/system/containerd.service.d/machineadm-proxy.conf) [not applicable: spec.containerd.proxy is not set]\n');
   });
