@@ -210,8 +210,11 @@ export class OutcomeFiles {
     });
   }
 
-  /** Writes the final files (with the delivery report when there is one) and returns the document. */
-  async finish(delivery?: DeliveryReport): Promise<RunResultDocument | undefined> {
+  /**
+   * Writes the final files (with the delivery report when there is one) and returns the document;
+   * `alongside` writes more from the finished document at the same time (the run history).
+   */
+  async finish(delivery?: DeliveryReport, alongside?: (doc: RunResultDocument) => Promise<void>): Promise<RunResultDocument | undefined> {
     clearTimeout(this.delayed);
     this.delayed = undefined;
     await this.writing;
@@ -219,7 +222,8 @@ export class OutcomeFiles {
     if (!doc) return undefined;
     if (delivery) doc.delivery = delivery;
     if (delivery || this.shown !== this.folded) await this.write(STATUS_FILE, this.fs);
-    if (doc.state === 'finished') await Promise.all([this.write(RESULT_FILE, this.fs), this.write(RESULT_COPY, this.stateFs)]);
+    // Together: their fsyncs share the file system's journal commits.
+    if (doc.state === 'finished') await Promise.all([this.write(RESULT_FILE, this.fs), this.write(RESULT_COPY, this.stateFs), alongside?.(doc)]);
     return doc;
   }
 
