@@ -350,9 +350,10 @@ export class RootedFileSystem {
     this.pendingDirectories.clear();
     // Concurrent fsyncs share the file system's journal commits: a few cost about what one does.
     // A directory removed since (a registry no longer configured) has nothing left to flush.
-    await Promise.all(dirs.map((dir) => syncDirectory(dir).catch((e: NodeJS.ErrnoException) => {
+    const gone = (e: NodeJS.ErrnoException): void => {
       if (e.code !== 'ENOENT') throw e;
-    })));
+    };
+    await Promise.all(dirs.map((dir) => syncDirectory(dir).catch(gone)));
   }
 
   /**
