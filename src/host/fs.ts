@@ -1,5 +1,6 @@
 // File system access, always under the --root prefix. Every write is atomic (temporary file in the
-// same directory, fsync, rename, fsync of the directory) and a file that machineadm replaces is
+// same directory, fsync, rename, fsync of the directory: at once, or for many writes together, see
+// deferDirectorySyncs) and a file that machineadm replaces is
 // kept once under the backup directory (the state directory's backup/), at its machine path: never
 // beside the file, where the kubelet, systemd and sysctl would read it as one more live file.
 import { closeSync, constants, createReadStream, createWriteStream, fsyncSync, mkdirSync, openSync, realpathSync, renameSync, rmSync, writeSync, type ReadStream, type WriteStream } from 'node:fs';
@@ -33,8 +34,9 @@ export interface WriteOptions {
   /** Keep the replaced file once under the backup directory (default true; no-op without one). */
   backup?: boolean;
   /**
-   * fsync the file and its directory (default true). False only for files that a crash or a boot
-   * may lose anyway (those under /run, a tmpfs): still atomic, no disk flush.
+   * fsync the file and its directory (default true; the directory's fsync may be deferred, see
+   * deferDirectorySyncs). False only for files that a crash or a boot may lose anyway (those under
+   * /run, a tmpfs): still atomic, no disk flush.
    */
   durable?: boolean;
 }
@@ -88,6 +90,8 @@ export class RootedFileSystem {
   readonly platform: 'linux' | 'windows';
   readonly backupDir: string | undefined;
   private readonly path: typeof nodePath.posix;
+  /** Directories renamed into by durable writes whose fsync waits for syncDirectories(); undefined: none waits. */
+  private pendingDirectories: Set<string> | undefined;
 
   constructor(root: string, options: FileSystemOptions = {}) {
     this.platform = options.platform ?? (process.platform === 'win32' ? 'windows' : 'linux');
@@ -135,9 +139,13 @@ export class RootedFileSystem {
     return p.join(this.root, withoutDrive);
   }
 
+  /** The root's real path, once it exists: every path a run touches is checked against it. */
+  private rootReal: string | undefined;
+
   private async assertInsideRoot(real: string, machinePath: string): Promise<void> {
     if (this.isLiveRoot) return;
-    const rootReal = await fsp.realpath(this.root).catch(() => this.root);
+    this.rootReal ??= await fsp.realpath(this.root).catch(() => undefined);
+    const rootReal = this.rootReal ?? this.root;
     // The deepest ancestor that exists decides where the rest of the path lands.
     let probe = real;
     // Ancestors above the root (which may not exist yet) are the operator's choice, not checked.
@@ -339,7 +347,9 @@ export class RootedFileSystem {
         await seal();
         await fsp.rename(temp, real);
         done = true;
-        if (durable) await syncDirectory(dir);
+        if (!durable) return;
+        if (this.pendingDirectories) this.pendingDirectories.add(dir);
+        else await syncDirectory(dir);
       },
       abort: async () => {
         if (done) return;
@@ -348,6 +358,30 @@ export class RootedFileSystem {
         if (madeFrom !== undefined) await removeEmptyFolders(dir, madeFrom, this.root, this.path);
       },
     };
+  }
+
+  /**
+   * From now on a durable write returns once its file's bytes are on disk and renamed into place,
+   * and leaves the fsync of its directory (which makes the rename itself survive a power cut) to
+   * syncDirectories(): a run that writes many files flushes each directory once, at the moments
+   * its records say so, instead of once per file. Until then a power cut may undo a rename (the
+   * old file, or none, is back, whole), never leave a torn file.
+   */
+  deferDirectorySyncs(): void {
+    this.pendingDirectories ??= new Set();
+  }
+
+  /** fsyncs every directory a deferred durable write renamed into since the last call, each once, together. */
+  async syncDirectories(): Promise<void> {
+    if (!this.pendingDirectories?.size) return;
+    const dirs = [...this.pendingDirectories];
+    this.pendingDirectories.clear();
+    // Concurrent fsyncs share the file system's journal commits: a few cost about what one does.
+    // A directory removed since (a registry no longer configured) has nothing left to flush.
+    const gone = (e: NodeJS.ErrnoException): void => {
+      if (e.code !== 'ENOENT') throw e;
+    };
+    await Promise.all(dirs.map((dir) => syncDirectory(dir).catch(gone)));
   }
 
   /**

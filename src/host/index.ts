@@ -36,8 +36,8 @@ export interface HostOptions {
   root?: string;
   offline?: boolean;
   env?: NodeJS.ProcessEnv;
-  /** Facts given instead of detected (plan for another machine). */
-  facts?: Facts;
+  /** Facts given instead of detected (plan for another machine), or detected already (by another Host of the same machine). */
+  facts?: Facts | Promise<Facts>;
   /** machineadm's state directory, a real path (--state-dir); default STATE_DIR under the root. */
   stateDir?: string;
   /** Interrupts the run (see Host.signal). */
@@ -71,7 +71,7 @@ export function createHost(options: HostOptions = {}): Host {
   // Files machineadm replaces are kept under the state directory, at their machine paths.
   const fs = new RootedFileSystem(root, { backupDir: join(stateDir, 'backup') });
   const proc = new ProcessRunner(env, options.signal);
-  let facts: Promise<Facts> | undefined = options.facts ? Promise.resolve(options.facts) : undefined;
+  let facts: Promise<Facts> | undefined = options.facts === undefined ? undefined : Promise.resolve(options.facts);
   // Windows actions change the live machine: none under a scratch --root (the steps say they skip).
   const windows = options.windows ?? (process.platform === 'win32' && fs.isLiveRoot ? powershellWindowsHost(proc) : undefined);
   return {

@@ -109,6 +109,10 @@ export async function executeRun(request: RunRequest): Promise<RunReport> {
   await registerConfigSecrets(config, host, secrets);
   await preflightRun(input);
   await removeLeftovers(host, input.facts, [...ALL_PHASES, ...input.phases]);
+  // The run decides when its writes must be durable (see StateWriter): a directory is fsync'd
+  // once per phase or record, not once per file written into it.
+  host.fs.deferDirectorySyncs();
+  request.stateFs.deferDirectorySyncs();
 
   // The spool listens first: an event is on disk before the console or a file shows it.
   const continues = resumes ? await previousResult(request.stateFs, input.events.runId) : undefined;

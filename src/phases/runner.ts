@@ -238,7 +238,8 @@ function errorInfo(error: unknown): ErrorInfo {
 export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   const selected = selectSteps(input.phases, input.selection);
   const state = await input.state.load();
-  const writer = new StateWriter(input.state, state);
+  // Before each state write, the machine's changes so far are made durable (see StateWriter).
+  const writer = new StateWriter(input.state, state, () => input.host.fs.syncDirectories());
   const { events } = input;
   const started = input.host.now();
   const runRecord = { runId: events.runId, command: input.command, startedAt: started.toISOString() };
@@ -285,6 +286,9 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
         break;
       }
     }
+    // A phase's changes are on disk before the next phase builds on them (provisioning joins a
+    // cluster on the prepared machine; reporting tells the world): one fsync per directory written.
+    await input.host.fs.syncDirectories();
     phaseOutcome.durationMs = Date.now() - phaseStart;
     phaseOutcome.result = worstResult(phaseOutcome.steps.map((s) => s.result));
     events.emit({ type: 'phase.finished', phase: phase.name, result: phaseOutcome.result, durationMs: phaseOutcome.durationMs });
@@ -298,7 +302,7 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   outcome.result = outcome.error && !(outcome.error instanceof RebootRequiredError) ? 'failure' : worstResult(outcome.phases.map((p) => p.result));
   const recorded = outcome.error instanceof RebootRequiredError ? 'reboot-required' : outcome.error instanceof InterruptedError ? 'interrupted' : outcome.result;
   Object.assign(runRecord, { finishedAt: outcome.finishedAt, result: recorded });
-  await writer.now();
+  await writer.finish();
   events.emit({
     type: 'run.finished',
     command: input.command,
@@ -316,7 +320,7 @@ async function runStep(s: SelectedStep, input: RunnerInput, writer: StateWriter,
   const begin = Date.now();
   events.emit({ type: 'step.started', phase: s.phase.name, step: s.fullId, summary: s.step.summary });
   // `lasting`: the record cannot be rebuilt by checking the machine again (what an apply found or
-  // did, which later steps read; a reboot asked for), so it is written before the run goes on.
+  // did, which later runs read; a reboot asked for), so it is written before the run goes on.
   const finish = async (result: Result, extra: Partial<StepOutcome>, data?: Record<string, unknown>, lasting = false): Promise<StepOutcome> => {
     const durationMs = Date.now() - begin;
     const outcome: StepOutcome = { id: s.fullId, summary: s.step.summary, result, durationMs, changes: [], ...extra };
@@ -375,7 +379,8 @@ async function runStep(s: SelectedStep, input: RunnerInput, writer: StateWriter,
       return { outcome, stop: reboot };
     }
     const result: Result = applied.warning ? 'warning' : 'success';
-    return { outcome: await finish(result, { changes: check.changes, ...(applied.warning ? { message: applied.warning } : {}) }, applied.record, applied.record !== undefined) };
+    const lasting = applied.record !== undefined && !s.step.recordCanWait;
+    return { outcome: await finish(result, { changes: check.changes, ...(applied.warning ? { message: applied.warning } : {}) }, applied.record, lasting) };
   } catch (cause) {
     // A step that failed because the run was interrupted (its command stopped, its wait cut
     // short) is recorded as interrupted, not as a failure of its own.

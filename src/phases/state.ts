@@ -91,25 +91,37 @@ export class StateStore {
     return { ...emptyState(), ...parsed };
   }
 
-  async save(state: MachineState): Promise<void> {
+  /**
+   * Writes the state file atomically, on disk before it returns; `settle: false` leaves the fsync
+   * of the state directory to the next one that settles it (see RootedFileSystem.deferDirectorySyncs).
+   */
+  async save(state: MachineState, options: { settle?: boolean } = {}): Promise<void> {
     const trimmed = { ...state, runs: state.runs.slice(-MAX_RUNS) };
     await this.fs.writeFile(STATE_FILE, JSON.stringify(trimmed, null, 2) + '\n', { mode: 0o600, backup: false });
+    if (options.settle ?? true) await this.fs.syncDirectories();
   }
 }
 
 /**
- * When the runner writes the state file. Each write is two fsyncs (the file and its directory), so
- * records that a later run can rebuild by checking the machine again (a step found already done)
- * are only marked and go out with the next write; a record that cannot be rebuilt (a change made,
- * which later steps read, a step that began, a failure, a reboot asked for) is written at once.
+ * When the runner writes the state file. A record that a later run cannot rebuild by checking the
+ * machine again (a step that began, a record a step marks lasting, a failure of a started step, a
+ * reboot asked for) is written at once, and on disk before the run goes on: now(). Everything
+ * else (a step found done, a record the next run rebuilds or does not need) is only marked and
+ * goes out with the next write, at the latest with the run's end record: finish().
+ *
+ * `settle` makes the machine's changes so far durable (the directories written into, fsync'd
+ * once each): called before every state write, so the state file never says more than the disk
+ * holds after a power cut.
  */
 export class StateWriter {
   private dirty = false;
   private readonly store: StateStore;
+  private readonly settle: () => Promise<void>;
   readonly state: MachineState;
-  constructor(store: StateStore, state: MachineState) {
+  constructor(store: StateStore, state: MachineState, settle: () => Promise<void> = async () => undefined) {
     this.store = store;
     this.state = state;
+    this.settle = settle;
   }
 
   /** A change a later run can do without: written with the next one. */
@@ -119,11 +131,24 @@ export class StateWriter {
 
   /** A change that must be on disk before the run goes on. */
   async now(): Promise<void> {
+    await this.settle();
     await this.store.save(this.state);
     this.dirty = false;
   }
 
   async flush(): Promise<void> {
     if (this.dirty) await this.now();
+  }
+
+  /**
+   * The run's end record: its bytes are on disk when this returns, its rename is made durable by
+   * the next write that settles the state directory (or the file system's own commit). A power
+   * cut just after a run may lose the record of its end, never a record the next run needs: those
+   * went out with now().
+   */
+  async finish(): Promise<void> {
+    await this.settle();
+    await this.store.save(this.state, { settle: false });
+    this.dirty = false;
   }
 }

@@ -90,6 +90,12 @@ export interface Step {
   leftovers?(facts: Facts): string[];
   /** The runner records that apply() started, so a later run can tell its own half-done work (see startedBefore). */
   readonly recordsStart?: boolean;
+  /**
+   * apply()'s record may wait for the run's next state write: a run killed before then leaves a
+   * next run that rebuilds it (check() returns it as CheckResult.record when the machine matches)
+   * or never reads it. Without this the record is on disk before the run goes on (two fsyncs).
+   */
+  readonly recordCanWait?: boolean;
   check(ctx: StepContext): Promise<CheckResult>;
   apply(ctx: StepContext, check: CheckResult): Promise<ApplyResult | void>;
 }

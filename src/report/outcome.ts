@@ -157,9 +157,20 @@ export class RunResultBuilder {
   }
 }
 
+/** How long progress other than a run's start, a phase's end or a failure may wait to show in status.json. */
+export const STATUS_DELAY_MS = 250;
+
+/** Events status.json shows at once; the rest within STATUS_DELAY_MS, together. */
+function shownAtOnce(event: MachineEvent): boolean {
+  return event.type === 'run.started' || event.type === 'phase.finished' || event.type === 'run.finished' || (event.type === 'step.finished' && event.result === 'failure');
+}
+
 /**
- * Writes status.json as events arrive (coalesced: at most one write in flight) and result.json
- * at the end. A file that cannot be written never stops the run; the problem is kept for the summary.
+ * Writes status.json as the run goes on and result.json at the end. status.json is rewritten at
+ * once for the run's start, each phase's end and a failure, and otherwise at most STATUS_DELAY_MS
+ * after a step started or ended (coalesced: at most one write in flight), so a quick run writes it
+ * a few times, not per event, and a long step still shows within the delay. A file that cannot be
+ * written never stops the run; the problem is kept for the summary.
  */
 export class OutcomeFiles {
   readonly builder: RunResultBuilder;
@@ -175,27 +186,44 @@ export class OutcomeFiles {
     this.builder = new RunResultBuilder(options.identity, options.continues);
   }
 
+  private delayed: NodeJS.Timeout | undefined;
+  /** Events folded in, and how many of them status.json showed when last written. */
+  private folded = 0;
+  private shown = 0;
+
   readonly listener = (event: MachineEvent): void => {
     if (!this.builder.add(event)) return;
+    this.folded += 1;
+    if (shownAtOnce(event)) this.writeStatus();
+    else this.delayed ??= setTimeout(() => this.writeStatus(), STATUS_DELAY_MS).unref();
+  };
+
+  private writeStatus(): void {
+    clearTimeout(this.delayed);
+    this.delayed = undefined;
     if (this.dirty) return;
     this.dirty = true;
     this.writing = this.writing.then(async () => {
       this.dirty = false;
+      this.shown = this.folded;
       await this.write(STATUS_FILE, this.fs);
     });
-  };
+  }
 
-  /** Writes the final files (with the delivery report when there is one) and returns the document. */
-  async finish(delivery?: DeliveryReport): Promise<RunResultDocument | undefined> {
+  /**
+   * Writes the final files (with the delivery report when there is one) and returns the document;
+   * `alongside` writes more from the finished document at the same time (the run history).
+   */
+  async finish(delivery?: DeliveryReport, alongside?: (doc: RunResultDocument) => Promise<void>): Promise<RunResultDocument | undefined> {
+    clearTimeout(this.delayed);
+    this.delayed = undefined;
     await this.writing;
     const doc = this.builder.document;
     if (!doc) return undefined;
     if (delivery) doc.delivery = delivery;
-    await this.write(STATUS_FILE, this.fs);
-    if (doc.state === 'finished') {
-      await this.write(RESULT_FILE, this.fs);
-      await this.write(RESULT_COPY, this.stateFs);
-    }
+    if (delivery || this.shown !== this.folded) await this.write(STATUS_FILE, this.fs);
+    // Together: their fsyncs share the file system's journal commits.
+    if (doc.state === 'finished') await Promise.all([this.write(RESULT_FILE, this.fs), this.write(RESULT_COPY, this.stateFs), alongside?.(doc)]);
     return doc;
   }
 

@@ -49,6 +49,8 @@ export const sentinelStep: Step = {
   id: 'sentinel',
   summary: 'write the Cluster API bootstrap sentinel on success',
   applies: (config) => config.spec.report.clusterAPISentinel,
+  // check() returns the same record when the sentinel is already there.
+  recordCanWait: true,
   async check(ctx) {
     const path = sentinelPath(ctx.facts.os);
     const change = { action: 'create', target: path, detail: 'only after a successful provisioning' };
@@ -62,7 +64,8 @@ export const sentinelStep: Step = {
   async apply(ctx) {
     const path = sentinelPath(ctx.facts.os);
     await ctx.host.fs.mkdirp(path.slice(0, Math.max(path.lastIndexOf('/'), path.lastIndexOf('\\'))));
-    await ctx.host.fs.writeFile(path, SENTINEL_CONTENT, { mode: 0o644, backup: false });
+    // /run is cleared at boot: the Linux sentinel needs no flush to disk.
+    await ctx.host.fs.writeFile(path, SENTINEL_CONTENT, { mode: 0o644, backup: false, durable: ctx.facts.os === 'windows' });
     return { record: { path } };
   },
 };

@@ -59,12 +59,13 @@ export async function openReporting(options: ReportingOptions): Promise<Reportin
     async finish(finishOptions = {}): Promise<ReportingResult> {
       for (const d of detach) d();
       const delivery = reporter ? await reporter.finish(finishOptions.deadlineMs) : undefined;
-      const document = await files.finish(delivery);
       // The run history for `status`: kept like the result files, never stopping the run.
       const historyProblems: string[] = [];
-      if (document?.state === 'finished') {
-        await appendHistory(options.stateFs, document).catch((error: unknown) => historyProblems.push(`${options.stateFs.root}${HISTORY_FILE}: ${(error as Error).message}`));
-      }
+      const history = (doc: RunResultDocument) =>
+        appendHistory(options.stateFs, doc).catch((error: unknown) => {
+          historyProblems.push(`${options.stateFs.root}${HISTORY_FILE}: ${(error as Error).message}`);
+        });
+      const document = await files.finish(delivery, history);
       return { document, delivery, problems: [...files.problems, ...historyProblems, ...(delivery?.spoolErrors ?? [])] };
     },
   };

@@ -1,7 +1,7 @@
 // Files machineadm wrote for containerd and no longer needs are removed; files it did not write are
 // left alone.
 import { describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { scratchDir } from '../support/tmp.ts';
@@ -34,5 +34,25 @@ describe('prepare/containerd/registries and proxy over several runs', () => {
     expect(existsSync(join(certs, 'ghcr.io'))).toBe(false);
     expect(existsSync(join(certs, 'quay.io/hosts.toml'))).toBe(true);
     expect(existsSync(dropIn)).toBe(false);
+  });
+
+  it('removes a hosts.toml it wrote even when the record of it was lost (a run killed before its state was written)', async () => {
+    const root = join(dir, 'lost-record');
+    const run = (registries: Record<string, unknown>) => {
+      const path = join(dir, 'lost-record.yaml');
+      writeFileSync(path, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { containerd: { registries } } }));
+      return runCli(['prepare', '-c', path, '--root', root, '--only', 'prepare/containerd']);
+    };
+    const mirror = { mirrors: [{ url: 'https://mirror.example' }] };
+    expect((await run({ 'docker.io': mirror, 'ghcr.io': mirror })).code).toBe(0);
+    const certs = join(root, 'etc/containerd/certs.d');
+    mkdirSync(join(certs, 'quay.io'));
+    writeFileSync(join(certs, 'quay.io/hosts.toml'), 'server = "https://quay.io"\n');
+    rmSync(join(root, 'var/lib/machineadm/state.json'));
+
+    expect((await run({ 'docker.io': mirror })).code).toBe(0);
+    expect(existsSync(join(certs, 'ghcr.io'))).toBe(false);
+    expect(existsSync(join(certs, 'docker.io/hosts.toml'))).toBe(true);
+    expect(existsSync(join(certs, 'quay.io/hosts.toml'))).toBe(true);
   });
 });

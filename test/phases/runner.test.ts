@@ -35,6 +35,7 @@ interface FakeStep {
   platforms?: Step['platforms'];
   applies?: boolean;
   onCheck?: (ctx: StepContext) => void;
+  recordCanWait?: boolean;
 }
 
 function fake(id: string, journal: Journal, behaviour: FakeStep = {}): Step {
@@ -43,6 +44,7 @@ function fake(id: string, journal: Journal, behaviour: FakeStep = {}): Step {
     summary: `summary of ${id}`,
     ...(behaviour.platforms ? { platforms: behaviour.platforms } : {}),
     ...(behaviour.applies !== undefined ? { applies: () => behaviour.applies! } : {}),
+    ...(behaviour.recordCanWait ? { recordCanWait: true } : {}),
     async check(ctx): Promise<CheckResult> {
       journal.push(`check ${id}`);
       behaviour.onCheck?.(ctx);
@@ -212,6 +214,7 @@ describe('runPhases', () => {
     ['every step was already done (their records can be rebuilt by checking again)', () => phases([fake('a', [], { done: true }), fake('b', [], { done: true })], [fake('join', [], { done: true })]), 1],
     ['two steps applied changes they recorded and three were already done', () => phases([fake('a', []), fake('b', [], { done: true }), fake('c', [])], [fake('join', [], { done: true })], [fake('result', [], { done: true })]), 3],
     ['a step failed after one was already done', () => phases([fake('a', [], { done: true }), fake('b', [], { applyThrows: new Error('boom') })]), 1],
+    ['two steps applied changes whose records can wait (the next run rebuilds them)', () => phases([fake('a', [], { recordCanWait: true }), fake('b', [], { recordCanWait: true })], [fake('join', [], { done: true })]), 1],
   ])('writes the state file only when it changes in a way a later run relies on: %s', async (_name, list, writes) => {
     const env = setup(list());
     let saves = 0;
@@ -225,6 +228,40 @@ describe('runPhases', () => {
     // The records that wait for a later write still reach the disk by the end of the run.
     expect(Object.keys(env.readState().steps).length).toBeGreaterThan(0);
     expect(env.readState().runs.at(-1)).toMatchObject({ runId: env.input.events.runId, finishedAt: expect.any(String) });
+  });
+
+  it("makes the machine's changes durable before every state write and at the end of every phase", async () => {
+    const journal: Journal = [];
+    const env = setup(phases([fake('a', journal), fake('b', journal, { recordCanWait: true })], [fake('join', journal, { done: true })]));
+    const sync = env.input.host.fs.syncDirectories.bind(env.input.host.fs);
+    env.input.host.fs.syncDirectories = async () => {
+      journal.push('sync');
+      await sync();
+    };
+    const save = env.input.state.save.bind(env.input.state);
+    env.input.state.save = async (state, options) => {
+      journal.push('save');
+      await save(state, options);
+    };
+    await runPhases(env.input);
+    expect(journal).toEqual([
+      'check a',
+      'apply a',
+      // a's record cannot be rebuilt: on disk at once, after what a changed.
+      'sync',
+      'save',
+      'check b',
+      'apply b',
+      // The end of prepare: b's changes are on disk before provisioning; its record waits.
+      'sync',
+      'check join',
+      'sync',
+      'sync',
+      // The run's end record.
+      'sync',
+      'save',
+    ]);
+    expect(env.readState().steps['prepare/b']).toMatchObject({ result: 'success', data: { appliedBy: 'b' } });
   });
 
   it('keeps what a step recorded earlier when a later run skips it', async () => {

@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { StepDetailsError } from '../../src/errors.ts';
-import { RESULT_FILE, RUN_DIR, STATUS_FILE, readLastResult, type RunResultDocument } from '../../src/report/outcome.ts';
+import { RESULT_FILE, RUN_DIR, STATUS_DELAY_MS, STATUS_FILE, readLastResult, type RunResultDocument } from '../../src/report/outcome.ts';
 import { validateJsonSchema } from './json-schema.ts';
 import { configFrom, runWithReporting, step } from './harness.ts';
 import { scratchDir } from '../support/tmp.ts';
@@ -21,9 +21,10 @@ describe('the result files', () => {
         step('first'),
         step('already', { check: async () => ({ done: true, changes: [] }) }),
         step('peek', {
-          // By now status.json shows the run in progress (written between events, not only at the end).
+          // By now status.json shows the run in progress (written between events, not only at the end):
+          // a step that has run for STATUS_DELAY_MS is shown running.
           apply: async () => {
-            await new Promise((r) => setTimeout(r, 50));
+            await new Promise((r) => setTimeout(r, STATUS_DELAY_MS + 100));
             statusSeen = read(root, STATUS_FILE);
             return {};
           },

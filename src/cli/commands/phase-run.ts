@@ -93,8 +93,12 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
   // Signals are watched from before anything can change until the run has reported.
   const interrupts = planning ? undefined : io.watchInterrupts?.();
   try {
-    const hostOptions = (offline: boolean) => hostFrom({ ...options, offline }, io, givenFacts, interrupts?.signal);
-    let host = hostOptions(options.offline ?? false);
+    let host = hostFrom(options, io, givenFacts, interrupts?.signal);
+    // Detected while the configuration loads (containerd --version is a process start): read-only,
+    // and the run needs them whatever the configuration says. Awaited (and failing) where used.
+    const facts = host.facts();
+    facts.catch(() => undefined);
+    const hostOptions = (offline: boolean) => hostFrom({ ...options, offline }, io, facts, interrupts?.signal);
     const loaded = await loadConfig(host, options.config ?? [], { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
     const { instanceId } = loaded;
     // Before anything changes: a value the machine lacks or gives unfit for its field ends the run here (exit 2).

@@ -10,6 +10,8 @@ export const containerdConfigStep: Step = {
   summary: 'write containerd config.toml (CRI: sandbox image, cgroup driver, registry hosts directory)',
   platforms: ['linux'],
   applies: (config) => config.spec.containerd !== undefined,
+  // check() returns the same record when config.toml already matches.
+  recordCanWait: true,
   async check(ctx) {
     const files = renderFor(ctx);
     const state = await inspectFile(ctx.host.fs, desiredFile(files.config), ctx.facts.privileged);

@@ -4,20 +4,25 @@
 import type { Change, Step, StepContext } from '../../phases/step.ts';
 import { inspectFiles, writeFiles, errorForField, type DesiredFile } from '../../linux/managed-file.ts';
 import { desiredFile, renderFor, WRITTEN_BY_MACHINEADM } from './render.ts';
-import { CERTS_DIR } from '../paths.ts';
+import { CA_BUNDLE, CERTS_DIR, hostsTomlPath } from '../paths.ts';
 
 function desired(ctx: StepContext): DesiredFile[] {
   const files = renderFor(ctx);
   return [...(files.caBundle ? [files.caBundle] : []), ...files.hosts].map(desiredFile);
 }
 
-/** Files this step wrote in an earlier run that the configuration no longer asks for. */
+/**
+ * Files this step wrote in an earlier run that the configuration no longer asks for: those its
+ * record names, and every hosts.toml in certs.d and the CA bundle found on the machine (a run
+ * killed before its record reached the state file leaves files the record does not name).
+ */
 async function stale(ctx: StepContext, wanted: readonly DesiredFile[]): Promise<string[]> {
   const previous = ctx.previous?.data?.paths;
-  if (!Array.isArray(previous)) return [];
+  const found = [CA_BUNDLE, ...(await ctx.host.fs.list(CERTS_DIR)).map((registry) => hostsTomlPath(registry))];
+  const candidates = new Set([...(Array.isArray(previous) ? previous : []), ...found]);
   const keep = new Set(wanted.map((f) => f.path));
   const out: string[] = [];
-  for (const path of previous) {
+  for (const path of candidates) {
     if (typeof path !== 'string' || keep.has(path)) continue;
     const info = await ctx.host.fs.stat(path).catch(() => undefined);
     if (info?.kind !== 'file') continue;
@@ -33,6 +38,8 @@ export const containerdRegistriesStep: Step = {
   summary: 'write certs.d/<registry>/hosts.toml (mirrors, CAs, TLS) and the extra CA bundle',
   platforms: ['linux'],
   applies: (config) => config.spec.containerd !== undefined,
+  // Stale files are found on the machine too: a lost record only names fewer of them.
+  recordCanWait: true,
   async check(ctx) {
     const wanted = desired(ctx);
     const states = await inspectFiles(ctx.host.fs, wanted, ctx.facts.privileged);

@@ -207,8 +207,11 @@ export function kubeadmStep(command: Command): Step {
       }
       await fs.mkdirp(paths.runDir, 0o700);
       try {
-        await fs.writeFile(configFile, rendered.config, { mode: 0o600, backup: false });
-        for (const patch of rendered.patches) await fs.writeFile(joinPath(ctx.facts.os, rendered.patchesDir, patch.name), patch.content, { mode: 0o600, backup: false });
+        // Read by kubeadm now and removed after it (a crash leaves them to the next run's cleanup):
+        // nothing to keep across a power cut, so no flush to disk.
+        const transient = { mode: 0o600, backup: false, durable: false } as const;
+        await fs.writeFile(configFile, rendered.config, transient);
+        for (const patch of rendered.patches) await fs.writeFile(joinPath(ctx.facts.os, rendered.patchesDir, patch.name), patch.content, transient);
         if (hadKubeletConf) {
           ctx.log(`${ctx.options.force ? '--force' : 'an earlier run stopped during this step'}: resetting the node first (${paths.kubeletConf} exists)`);
           await reset();

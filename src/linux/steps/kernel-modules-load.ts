@@ -35,6 +35,8 @@ export const kernelModulesLoadStep: Step = {
   summary: 'load the kernel modules that are not in the running kernel',
   platforms: ['linux'],
   applies: (config) => (config.spec.kernelModules?.length ?? 0) > 0,
+  // The record says what apply() did, for people; no run reads it.
+  recordCanWait: true,
   async check(ctx) {
     const skip = liveSkipReason(ctx.host);
     if (skip) return { done: false, skipReason: skip, changes: (ctx.config.spec.kernelModules ?? []).map((m) => ({ action: 'load', target: m, detail: 'modprobe, unless already in the kernel' })) };

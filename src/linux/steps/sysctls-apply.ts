@@ -63,6 +63,8 @@ export const sysctlsApplyStep: Step = {
   summary: 'set the sysctls on the running kernel and read them back',
   platforms: ['linux'],
   applies: (config) => Object.keys(config.spec.sysctls ?? {}).length > 0,
+  // The record says what apply() did, for people; no run reads it.
+  recordCanWait: true,
   async check(ctx) {
     const skip = liveSkipReason(ctx.host);
     if (skip) {

@@ -29,6 +29,8 @@ export const windowsContainerdConfigStep: Step = {
   summary: 'write containerd config.toml and certs.d for Windows (runhcs, named pipe, Windows CNI paths)',
   platforms: ['windows'],
   applies: (config) => config.spec.containerd !== undefined,
+  // check() returns the same record when the files already match.
+  recordCanWait: true,
   async preflight(ctx) {
     const proxy = ctx.config.spec.containerd?.proxy;
     if (proxy && Object.keys(proxy).length > 0) {
