@@ -89,10 +89,6 @@ const log = (message) => {
   if (!quiet) process.stderr.write(`build: ${message}\n`);
 };
 
-function sha256(data) {
-  return createHash('sha256').update(data).digest('hex');
-}
-
 async function sha256File(path) {
   const hash = createHash('sha256');
   await pipeline(createReadStream(path), hash);
@@ -228,42 +224,59 @@ export const lazyCommanderChildProcess = {
 };
 
 /**
- * One CommonJS script from esbuild's pieces, as a SEA main script must be (Node 24). The entry
- * piece is code; every other piece is a string, compiled when first required: V8 only scans a
- * string, where it must parse code, and compiling the whole program took most of a start.
+ * The pieces esbuild made, as one CommonJS main script (a SEA main script must be one, in Node 24)
+ * and the lazy pieces beside it. The main script holds the entry and the pieces it imports
+ * statically (commander, the options of each command), as code. Every other piece (each command's
+ * implementation and what only it uses) stays out of the main script: inside the executable it is
+ * a SEA asset, compiled when first required, so a start neither scans nor parses it.
  */
-async function joinPieces(esbuild, outputFiles, outdir) {
+async function joinPieces(esbuild, result, outdir) {
+  const idOf = (path) => `./${relative(outdir, resolve(ROOT, path)).split('\\').join('/')}`;
+  const outputs = Object.fromEntries(Object.entries(result.metafile.outputs).map(([path, output]) => [idOf(path), output]));
+  const eager = new Set();
+  for (const pending = ['./bin.js']; pending.length; ) {
+    const id = pending.pop();
+    if (eager.has(id)) continue;
+    if (!outputs[id]) throw new BuildError(`esbuild made no ${id} piece`);
+    eager.add(id);
+    for (const imported of outputs[id].imports) if (!imported.external && imported.kind === 'import-statement') pending.push(idOf(imported.path));
+  }
   const pieces = [];
-  for (const file of [...outputFiles].sort((a, b) => a.path.localeCompare(b.path))) {
+  for (const file of [...result.outputFiles].sort((a, b) => a.path.localeCompare(b.path))) {
     const id = `./${relative(outdir, file.path).split('\\').join('/')}`;
     // dynamic-import off: import() of a piece becomes a require() of it, inside a promise.
     const out = await esbuild.transform(file.text, { format: 'cjs', loader: 'js', platform: 'node', target: 'node24', supported: { 'dynamic-import': false }, logLevel: 'silent' });
     if (out.warnings.length) throw new BuildError(`converting ${id} to CommonJS: ${out.warnings.map((w) => w.text).join('; ')}`);
-    pieces.push({ id, code: out.code });
+    pieces.push({ id, code: out.code, eager: eager.has(id) });
   }
-  const entry = pieces.find((p) => p.id === './bin.js');
-  if (!entry) throw new BuildError('esbuild made no bin.js piece');
-  const lazy = pieces.filter((p) => p !== entry).map((p) => `  ${JSON.stringify(p.id)}: ${JSON.stringify(p.code)},`);
-  return `"use strict";
-const machineadmPieces = {
-${lazy.join('\n')}
+  const inMain = pieces.filter((p) => p.eager && p.id !== './bin.js').map((p) => `  ${JSON.stringify(p.id)}: function (exports, require, module) {\n${p.code}},`);
+  const main = `"use strict";
+const machineadmSea = require("node:sea");
+const machineadmInMain = {
+${inMain.join('\n')}
 };
+// Inside the executable a lazy piece is the SEA asset of its name; outside it (the build's own
+// tests run this script with node) it is the file of that name in the pieces folder beside it.
+function machineadmPieceSource(id) {
+  const name = id.slice(2);
+  return machineadmSea.isSea() ? machineadmSea.getAsset(name, "utf8") : require("node:fs").readFileSync(require("node:path").join(module.path, "pieces", name), "utf8");
+}
 const machineadmLoaded = new Map();
 function machineadmRequire(id) {
-  const source = machineadmPieces[id];
-  if (source === undefined) return require(id);
+  if (!id.startsWith("./")) return require(id);
   let loaded = machineadmLoaded.get(id);
   if (loaded) return loaded.exports;
+  const body = machineadmInMain[id] ?? require("node:vm").compileFunction(machineadmPieceSource(id), ["exports", "require", "module"], { filename: "machineadm/" + id.slice(2) });
   loaded = { exports: {} };
   machineadmLoaded.set(id, loaded);
-  const compiled = require("node:vm").compileFunction(source, ["exports", "require", "module"], { filename: "machineadm/" + id.slice(2) });
-  compiled.call(loaded.exports, loaded.exports, machineadmRequire, loaded);
+  body.call(loaded.exports, loaded.exports, machineadmRequire, loaded);
   return loaded.exports;
 }
 (function (require, module, exports) {
-${entry.code}
+${pieces.find((p) => p.id === './bin.js').code}
 })(machineadmRequire, { exports: {} }, {});
 `;
+  return { main, lazy: pieces.filter((p) => !p.eager).map((p) => ({ name: p.id.slice(2), code: p.code })) };
 }
 
 export async function bundle(workDir, identity) {
@@ -294,14 +307,21 @@ export async function bundle(workDir, identity) {
   const devOnly = Object.keys(pkg.devDependencies ?? {});
   const leaked = Object.keys(result.metafile.inputs).filter((input) => devOnly.some((d) => input.includes(`node_modules/${d}/`)));
   if (leaked.length) throw new BuildError(`the bundle pulls in development-only packages: ${leaked.slice(0, 5).join(', ')}`);
-  const code = Buffer.from(await joinPieces(esbuild, result.outputFiles, join(workDir, 'pieces')), 'utf8');
+  const piecesDir = join(workDir, 'pieces');
+  const { main, lazy } = await joinPieces(esbuild, result, piecesDir);
   // Inside the executable there is no directory of files next to the code: nothing may look for
   // files relative to the script (comments are stripped first, they do not count).
-  const bare = (await esbuild.transform(code, { minifyWhitespace: true, legalComments: 'none', loader: 'js' })).code;
-  const locationReads = [...bare.matchAll(/\b(__dirname|__filename)\b/g)].map((m) => bare.slice(Math.max(0, m.index - 60), m.index + 40));
-  if (locationReads.length) throw new BuildError(`the bundle reads files relative to its own location, which do not exist in the executable:\n  ${locationReads.slice(0, 3).join('\n  ')}`);
-  await fsp.writeFile(join(workDir, 'machineadm.cjs'), code);
-  return code;
+  for (const [name, text] of [['the main script', main], ...lazy.map((p) => [p.name, p.code])]) {
+    const bare = (await esbuild.transform(text, { minifyWhitespace: true, legalComments: 'none', loader: 'js' })).code;
+    const locationReads = [...bare.matchAll(/\b(__dirname|__filename)\b/g)].map((m) => bare.slice(Math.max(0, m.index - 60), m.index + 40));
+    if (locationReads.length) throw new BuildError(`the bundle (${name}) reads files relative to its own location, which do not exist in the executable:\n  ${locationReads.slice(0, 3).join('\n  ')}`);
+  }
+  await fsp.writeFile(join(workDir, 'machineadm.cjs'), main);
+  await fsp.mkdir(piecesDir, { recursive: true });
+  for (const piece of lazy) await fsp.writeFile(join(piecesDir, piece.name), piece.code);
+  const hash = createHash('sha256').update(main);
+  for (const piece of lazy) hash.update(`\0${piece.name}\0${piece.code.length}\0`).update(piece.code);
+  return { bytes: Buffer.byteLength(main), lazyBytes: lazy.reduce((sum, p) => sum + Buffer.byteLength(p.code), 0), sha256: hash.digest('hex'), pieces: lazy.map((p) => p.name) };
 }
 
 function pinnedNode() {
@@ -315,11 +335,13 @@ function pinnedNode() {
   throw new BuildError(`the SEA blob must be made by Node ${NODE_VERSION} (the release embedded in the binaries); run npm ci to install it (package "node")`);
 }
 
-async function seaBlob(workDir) {
+async function seaBlob(workDir, pieces) {
   // Neither code cache nor snapshot: both are specific to the platform that makes them, and one
   // blob serves every target. Relative paths only, so the blob does not depend on where it is built.
   const config = {
     main: 'machineadm.cjs',
+    // The lazy pieces, each read (and compiled) only by the command that needs it.
+    assets: Object.fromEntries(pieces.map((name) => [name, `pieces/${name}`])),
     output: 'machineadm.blob',
     disableExperimentalSEAWarning: true,
     useCodeCache: false,
@@ -437,8 +459,8 @@ export async function build(options) {
   const workDir = await fsp.mkdtemp(join(ROOT, '.build', 'work-'));
   try {
     const code = await bundle(workDir, identity);
-    const blob = await seaBlob(workDir);
-    log(`bundle ${(code.length / 1024).toFixed(0)} KiB (sha256 ${sha256(code).slice(0, 16)}), blob ${(blob.length / 1024).toFixed(0)} KiB, commit ${identity.commit}${key ? ', release key built in' : ''}`);
+    const blob = await seaBlob(workDir, code.pieces);
+    log(`bundle ${(code.bytes / 1024).toFixed(0)} KiB + ${code.pieces.length} lazy pieces ${(code.lazyBytes / 1024).toFixed(0)} KiB (sha256 ${code.sha256.slice(0, 16)}), blob ${(blob.length / 1024).toFixed(0)} KiB, commit ${identity.commit}${key ? ', release key built in' : ''}`);
     const outputs = [];
     for (const target of options.targets) {
       const t = Date.now();
@@ -458,7 +480,7 @@ export async function build(options) {
     await fsp.writeFile(join(options.outDir, 'SHA256SUMS.partial'), text);
     await fsp.rename(join(options.outDir, 'SHA256SUMS.partial'), join(options.outDir, 'SHA256SUMS'));
     log(`done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    return Object.assign(outputs, { bundleSha256: sha256(code), identity });
+    return Object.assign(outputs, { bundleSha256: code.sha256, identity });
   } finally {
     await fsp.rm(workDir, { recursive: true, force: true });
   }
