@@ -67,9 +67,9 @@ export async function detectFacts(fs: RootedFileSystem, proc: ProcessRunner, win
     const underRoot = fs.isLiveRoot ? undefined : await fs.readText(BOOT_ID).catch(() => undefined);
     facts.bootId = (underRoot ?? (await readFile(BOOT_ID, 'utf8').catch(() => undefined)))?.trim();
   }
-  const containerd = await versionOf(proc, ['containerd', '--version']);
+  // Both at once: each is a process start, most of it waiting.
+  const [containerd, kubeadm] = await Promise.all([versionOf(proc, ['containerd', '--version']), versionOf(proc, ['kubeadm', 'version', '-o', 'short'])]);
   if (containerd) facts.containerdVersion = parseContainerdVersion(containerd);
-  const kubeadm = await versionOf(proc, ['kubeadm', 'version', '-o', 'short']);
   if (kubeadm) facts.kubeadmVersion = parseKubeadmVersion(kubeadm);
   return facts;
 }

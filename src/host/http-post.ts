@@ -2,8 +2,8 @@
 // jitter, Retry-After honoured on 429/503, never past a hard deadline. TLS trusts a given CA and
 // may present a client certificate (mTLS). Returns how it went; never throws for HTTP or network
 // failures, because the caller decides what an undelivered event means (it stays spooled).
-import { Agent as HttpAgent } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
+import type { Agent as HttpAgent } from 'node:http';
+import type { Agent as HttpsAgent } from 'node:https';
 import type { Got } from 'got';
 import { displayUrl, isRetryableStatus, parseRetryAfter } from './http.ts';
 
@@ -95,11 +95,18 @@ export function createHttpPoster(options: PosterOptions = {}): HttpPoster {
   const random = options.random ?? Math.random;
   const sleep = options.sleep ?? abortableSleep;
   // Kept-alive connections: a backlog of spooled events goes over one connection, not one each.
-  const agent = { http: new HttpAgent({ keepAlive: true, maxSockets: 4 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 4 }) };
+  // Made at the first post, with node:http and node:https: a run that posts nothing (plan, an
+  // offline run) does not load the network stack.
+  let agent: { http: HttpAgent; https: HttpsAgent } | undefined;
+  const agents = () =>
+    (agent ??= {
+      http: new (process.getBuiltinModule('node:http').Agent)({ keepAlive: true, maxSockets: 4 }),
+      https: new (process.getBuiltinModule('node:https').Agent)({ keepAlive: true, maxSockets: 4 }),
+    });
   return {
     close(): void {
-      agent.http.destroy();
-      agent.https.destroy();
+      agent?.http.destroy();
+      agent?.https.destroy();
     },
     async post(request: PostRequest): Promise<PostOutcome> {
       const maxAttempts = request.maxAttempts ?? 5;
@@ -120,7 +127,7 @@ export function createHttpPoster(options: PosterOptions = {}): HttpPoster {
             retry: { limit: 0 },
             followRedirect: false,
             throwHttpErrors: false,
-            agent,
+            agent: agents(),
             ...(request.signal ? { signal: request.signal } : {}),
             https: {
               ...(request.tls?.ca ? { certificateAuthority: request.tls.ca } : {}),

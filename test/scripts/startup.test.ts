@@ -40,6 +40,14 @@ describe('what starting machineadm loads', () => {
     expect(loadedBy(['version'], 'pipe').filter((m) => HEAVY.includes(m))).toEqual([]);
   });
 
+  it.each([
+    ['config validate', ['config', 'validate', '-c', 'examples/linux-worker.yaml']],
+    ['plan', ['plan', '-c', 'examples/linux-worker.yaml', '--root', 'SCRATCH']],
+  ])('%s loads no TLS, HTTP or compression: it connects nowhere and the configuration is not compressed', (_name, args) => {
+    const loaded = loadedBy(args.map((a) => (a === 'SCRATCH' ? scratchDir() : a)));
+    expect(loaded.filter((m) => ['tls', 'http', 'https', 'http2', 'zlib'].includes(m))).toEqual([]);
+  });
+
   it('a command that needs them still gets them when it runs (plan spawns tools, reads files, hashes)', () => {
     const loaded = loadedBy(['plan', '-c', 'examples/linux-worker.yaml', '--root', scratchDir()]);
     expect(loaded).toEqual(expect.arrayContaining(['child_process', 'crypto']));
