@@ -337,7 +337,9 @@ function pinnedNode() {
 
 async function seaBlob(workDir, pieces) {
   // Neither code cache nor snapshot: both are specific to the platform that makes them, and one
-  // blob serves every target. Relative paths only, so the blob does not depend on where it is built.
+  // blob serves every target; nor are they deterministic (two snapshots of the same bundle differ
+  // in most of their 8 MB, and start no faster). Relative paths only, so the blob does not depend
+  // on where it is built.
   const config = {
     main: 'machineadm.cjs',
     // The lazy pieces, each read (and compiled) only by the command that needs it.
