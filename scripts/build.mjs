@@ -255,18 +255,30 @@ const machineadmSea = require("node:sea");
 const machineadmInMain = {
 ${inMain.join('\n')}
 };
-// Inside the executable a lazy piece is the SEA asset of its name; outside it (the build's own
-// tests run this script with node) it is the file of that name in the pieces folder beside it.
-function machineadmPieceSource(id) {
+// Inside the executable a lazy piece is the SEA asset of its name, and V8's code cache for it the
+// asset "<name>.cache"; outside it (the build's own tests run this script with node), the files of
+// those names in the pieces folder beside the script. A cache V8 cannot use (the executable of
+// another platform) is ignored, and the piece is compiled from its source.
+function machineadmCompile(id) {
   const name = id.slice(2);
-  return machineadmSea.isSea() ? machineadmSea.getAsset(name, "utf8") : require("node:fs").readFileSync(require("node:path").join(module.path, "pieces", name), "utf8");
+  let source;
+  let cachedData;
+  if (machineadmSea.isSea()) {
+    source = machineadmSea.getAsset(name, "utf8");
+    cachedData = new Uint8Array(machineadmSea.getRawAsset(name + ".cache"));
+  } else {
+    const file = require("node:path").join(module.path, "pieces", name);
+    source = require("node:fs").readFileSync(file, "utf8");
+    cachedData = require("node:fs").readFileSync(file + ".cache");
+  }
+  return require("node:vm").compileFunction(source, ["exports", "require", "module"], { filename: "machineadm/" + name, cachedData });
 }
 const machineadmLoaded = new Map();
 function machineadmRequire(id) {
   if (!id.startsWith("./")) return require(id);
   let loaded = machineadmLoaded.get(id);
   if (loaded) return loaded.exports;
-  const body = machineadmInMain[id] ?? require("node:vm").compileFunction(machineadmPieceSource(id), ["exports", "require", "module"], { filename: "machineadm/" + id.slice(2) });
+  const body = machineadmInMain[id] ?? machineadmCompile(id);
   loaded = { exports: {} };
   machineadmLoaded.set(id, loaded);
   body.call(loaded.exports, loaded.exports, machineadmRequire, loaded);
@@ -319,9 +331,27 @@ export async function bundle(workDir, identity) {
   await fsp.writeFile(join(workDir, 'machineadm.cjs'), main);
   await fsp.mkdir(piecesDir, { recursive: true });
   for (const piece of lazy) await fsp.writeFile(join(piecesDir, piece.name), piece.code);
+  writeCodeCaches(piecesDir, lazy.map((p) => p.name));
   const hash = createHash('sha256').update(main);
   for (const piece of lazy) hash.update(`\0${piece.name}\0${piece.code.length}\0`).update(piece.code);
   return { bytes: Buffer.byteLength(main), lazyBytes: lazy.reduce((sum, p) => sum + Buffer.byteLength(p.code), 0), sha256: hash.digest('hex'), pieces: lazy.map((p) => p.name) };
+}
+
+/**
+ * V8's code cache of each lazy piece, made by the embedded Node release: a piece then starts from
+ * the bytecode of its top level instead of parsing it (compiling execa's piece alone took ~10 ms of
+ * a plan). Without --random-seed two caches of the same source differ; V8 leaves that flag out of
+ * the flags it checks a cache against, so the executable takes caches made with it.
+ */
+function writeCodeCaches(dir, names) {
+  const script = `const { readFileSync, writeFileSync } = require("node:fs");
+for (const name of process.argv.slice(1)) {
+  const fn = require("node:vm").compileFunction(readFileSync(name, "utf8"), ["exports", "require", "module"], { filename: "machineadm/" + name, produceCachedData: true });
+  if (!fn.cachedDataProduced) throw new Error("V8 made no code cache for " + name);
+  writeFileSync(name + ".cache", fn.cachedData);
+}`;
+  const result = spawnSync(pinnedNode(), ['--random-seed=1', '-e', script, '--', ...names], { cwd: dir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
+  if (result.status !== 0) throw new BuildError(`making the code caches of the pieces failed: ${(result.stderr || result.stdout).trim()}`);
 }
 
 function pinnedNode() {
@@ -342,8 +372,8 @@ async function seaBlob(workDir, pieces) {
   // on where it is built.
   const config = {
     main: 'machineadm.cjs',
-    // The lazy pieces, each read (and compiled) only by the command that needs it.
-    assets: Object.fromEntries(pieces.map((name) => [name, `pieces/${name}`])),
+    // The lazy pieces and their code caches, each read only by the command that needs it.
+    assets: Object.fromEntries(pieces.flatMap((name) => [[name, `pieces/${name}`], [`${name}.cache`, `pieces/${name}.cache`]])),
     output: 'machineadm.blob',
     disableExperimentalSEAWarning: true,
     useCodeCache: false,

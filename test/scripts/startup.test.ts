@@ -18,6 +18,11 @@ beforeAll(async () => {
   writeFileSync(join(dir, 'loaded.cjs'), "process.on('exit', () => require('fs').writeFileSync(process.env.LOADED_OUT, process.moduleLoadList.filter((m) => m.startsWith('NativeModule ') && !m.includes('internal/')).map((m) => m.slice(13)).join('\\n')));\n");
 }, 120_000);
 
+/** The lazy pieces (each has its code cache beside it, "<name>.cache"). */
+function pieceNames(): string[] {
+  return readdirSync(join(dir, 'pieces')).filter((name) => name.endsWith('.js'));
+}
+
 function loadedBy(args: string[], stderr: 'ignore' | 'pipe' = 'ignore'): string[] {
   const out = join(dir, `loaded-${args.join('-').replace(/\W+/g, '_')}-${stderr}.txt`);
   execFileSync(process.execPath, ['-r', join(dir, 'loaded.cjs'), join(dir, 'machineadm.cjs'), ...args], { env: { PATH: process.env.PATH ?? '', LOADED_OUT: out }, cwd: process.cwd(), stdio: ['ignore', 'ignore', stderr] });
@@ -57,11 +62,34 @@ describe('what starting machineadm loads', () => {
 describe('what starting machineadm compiles', () => {
   it('is the entry only: the implementation of each command is a piece of its own, outside the main script, until the command runs', () => {
     const main = readFileSync(join(dir, 'machineadm.cjs'), 'utf8');
-    const pieces = readdirSync(join(dir, 'pieces')).map((name) => readFileSync(join(dir, 'pieces', name), 'utf8'));
+    const pieces = pieceNames().map((name) => readFileSync(join(dir, 'pieces', name), 'utf8'));
     const lazyBytes = pieces.reduce((sum, text) => sum + text.length, 0);
     expect(main).not.toMatch(/function runPhaseCommand\(/);
     expect(pieces.some((text) => /function runPhaseCommand\(/.test(text))).toBe(true);
     // Only what every start runs: commander and the options of each command.
     expect(main.length).toBeLessThan(lazyBytes / 5);
   });
+});
+
+describe('the code caches of the pieces', () => {
+  const NODE = join(process.cwd(), 'node_modules', 'node', 'bin', 'node');
+
+  it('are taken by the embedded Node: no piece is parsed from its source where the cache applies', () => {
+    // What machineadmCompile does, for every piece, in the Node release the executable embeds.
+    const script = `const { readFileSync } = require("node:fs");
+const rejected = process.argv.slice(1).filter((file) => require("node:vm").compileFunction(readFileSync(file, "utf8"), ["exports", "require", "module"], { cachedData: readFileSync(file + ".cache") }).cachedDataRejected !== false);
+process.stdout.write(JSON.stringify(rejected));`;
+    const names = pieceNames();
+    expect(names.length).toBeGreaterThan(10);
+    const rejected = execFileSync(NODE, ['-e', script, '--', ...names.map((n) => join(dir, 'pieces', n))], { encoding: 'utf8' });
+    expect(JSON.parse(rejected)).toEqual([]);
+  });
+
+  it('are the same bytes in two builds of the same sources (the build is reproducible)', async () => {
+    const again = scratchDir();
+    await bundle(again, { version: '0.0.0-test', commit: 'test' });
+    const caches = (d: string) => readdirSync(join(d, 'pieces')).filter((n) => n.endsWith('.cache')).map((n) => [n, readFileSync(join(d, 'pieces', n)).toString('base64')]);
+    expect(caches(again).length).toBe(pieceNames().length);
+    expect(caches(again)).toEqual(caches(dir));
+  }, 120_000);
 });
