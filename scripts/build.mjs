@@ -366,10 +366,11 @@ function pinnedNode() {
 }
 
 async function seaBlob(workDir, pieces) {
-  // Neither code cache nor snapshot: both are specific to the platform that makes them, and one
-  // blob serves every target; nor are they deterministic (two snapshots of the same bundle differ
-  // in most of their 8 MB, and start no faster). Relative paths only, so the blob does not depend
-  // on where it is built.
+  // Neither Node's code cache of the main script nor a snapshot: both are specific to the platform
+  // that makes them and one blob serves every target (the arm64 executable warns "Code cache data
+  // rejected" at each start), and two snapshots of the same bundle differ in most of their 8 MB
+  // (and start no faster). The pieces carry their own caches (writeCodeCaches). Relative paths
+  // only, so the blob does not depend on where it is built.
   const config = {
     main: 'machineadm.cjs',
     // The lazy pieces and their code caches, each read only by the command that needs it.
