@@ -249,46 +249,69 @@ async function joinPieces(esbuild, result, outdir) {
     if (out.warnings.length) throw new BuildError(`converting ${id} to CommonJS: ${out.warnings.map((w) => w.text).join('; ')}`);
     pieces.push({ id, code: out.code, eager: eager.has(id) });
   }
-  const inMain = pieces.filter((p) => p.eager && p.id !== './bin.js').map((p) => `  ${JSON.stringify(p.id)}: function (exports, require, module) {\n${p.code}},`);
-  const main = `"use strict";
+  const eagerPieces = pieces.filter((p) => p.eager).map((p) => `  ${JSON.stringify(p.id)}: function (exports, require, module) {\n${p.code}},`);
+  return {
+    main: mainScript({ produceStartCache: false }),
+    producer: mainScript({ produceStartCache: true }),
+    // A script whose value is the eager pieces, by id; it starts from V8's code cache too.
+    start: `"use strict";\n({\n${eagerPieces.join('\n')}\n})\n`,
+    lazy: pieces.filter((p) => !p.eager).map((p) => ({ name: p.id.slice(2), code: p.code })),
+  };
+}
+
+/** The name of the asset holding every piece a start runs (the entry, commander, the command options). */
+const START_PIECE = 'machineadm-start.js';
+
+/**
+ * The SEA main script: a loader. Inside the executable a piece is the SEA asset of its name, and
+ * V8's code cache for it the asset "<name>.cache"; outside it (the build's own tests run this
+ * script with node), the files of those names in the pieces folder beside the script. A cache V8
+ * cannot use (the executable of another platform) is ignored, and the piece is compiled from its
+ * source. With produceStartCache (at build time only, never shipped), it writes the code cache of
+ * the start piece as it exits, with the functions the run compiled in it.
+ */
+function mainScript({ produceStartCache }) {
+  return `"use strict";
 const machineadmSea = require("node:sea");
-const machineadmInMain = {
-${inMain.join('\n')}
-};
-// Inside the executable a lazy piece is the SEA asset of its name, and V8's code cache for it the
-// asset "<name>.cache"; outside it (the build's own tests run this script with node), the files of
-// those names in the pieces folder beside the script. A cache V8 cannot use (the executable of
-// another platform) is ignored, and the piece is compiled from its source.
-function machineadmCompile(id) {
-  const name = id.slice(2);
-  let source;
-  let cachedData;
-  if (machineadmSea.isSea()) {
-    source = machineadmSea.getAsset(name, "utf8");
-    cachedData = new Uint8Array(machineadmSea.getRawAsset(name + ".cache"));
-  } else {
-    const file = require("node:path").join(module.path, "pieces", name);
-    source = require("node:fs").readFileSync(file, "utf8");
-    cachedData = require("node:fs").readFileSync(file + ".cache");
-  }
+function machineadmAsset(name) {
+  if (machineadmSea.isSea()) return { source: machineadmSea.getAsset(name, "utf8"), cachedData: new Uint8Array(machineadmSea.getRawAsset(name + ".cache")) };
+  const file = require("node:path").join(module.path, "pieces", name);
+  return { source: require("node:fs").readFileSync(file, "utf8"), cachedData: ${produceStartCache ? 'undefined' : 'require("node:fs").readFileSync(file + ".cache")'} };
+}
+function machineadmCompile(name) {
+  const { source, cachedData } = machineadmAsset(name);
   return require("node:vm").compileFunction(source, ["exports", "require", "module"], { filename: "machineadm/" + name, cachedData });
 }
+${produceStartCache ? `// V8 finishes compiling in the background after the run: the cache is written once two taken
+// 100 ms apart are the same bytes, so that two builds write the same.
+function machineadmWriteSettled(script, file, previous, tries) {
+  setTimeout(() => {
+    const data = script.createCachedData();
+    if ((previous && data.equals(previous)) || tries >= 50) require("node:fs").writeFileSync(file, data);
+    else machineadmWriteSettled(script, file, data, tries + 1);
+  }, 100);
+}
+` : ''}const machineadmInStart = (() => {
+  const { source, cachedData } = machineadmAsset(${JSON.stringify(START_PIECE)});
+  const script = new (require("node:vm").Script)(source, { filename: ${JSON.stringify(`machineadm/${START_PIECE}`)}, cachedData });${
+    produceStartCache ? `
+  process.once("beforeExit", () => machineadmWriteSettled(script, require("node:path").join(module.path, "pieces", ${JSON.stringify(`${START_PIECE}.cache`)}), undefined, 0));` : ''
+  }
+  return script.runInThisContext();
+})();
 const machineadmLoaded = new Map();
 function machineadmRequire(id) {
   if (!id.startsWith("./")) return require(id);
   let loaded = machineadmLoaded.get(id);
   if (loaded) return loaded.exports;
-  const body = machineadmInMain[id] ?? machineadmCompile(id);
+  const body = machineadmInStart[id] ?? machineadmCompile(id.slice(2));
   loaded = { exports: {} };
   machineadmLoaded.set(id, loaded);
   body.call(loaded.exports, loaded.exports, machineadmRequire, loaded);
   return loaded.exports;
 }
-(function (require, module, exports) {
-${pieces.find((p) => p.id === './bin.js').code}
-})(machineadmRequire, { exports: {} }, {});
+machineadmRequire("./bin.js");
 `;
-  return { main, lazy: pieces.filter((p) => !p.eager).map((p) => ({ name: p.id.slice(2), code: p.code })) };
 }
 
 export async function bundle(workDir, identity) {
@@ -320,10 +343,10 @@ export async function bundle(workDir, identity) {
   const leaked = Object.keys(result.metafile.inputs).filter((input) => devOnly.some((d) => input.includes(`node_modules/${d}/`)));
   if (leaked.length) throw new BuildError(`the bundle pulls in development-only packages: ${leaked.slice(0, 5).join(', ')}`);
   const piecesDir = join(workDir, 'pieces');
-  const { main, lazy } = await joinPieces(esbuild, result, piecesDir);
+  const { main, producer, start, lazy } = await joinPieces(esbuild, result, piecesDir);
   // Inside the executable there is no directory of files next to the code: nothing may look for
   // files relative to the script (comments are stripped first, they do not count).
-  for (const [name, text] of [['the main script', main], ...lazy.map((p) => [p.name, p.code])]) {
+  for (const [name, text] of [['the main script', main], [START_PIECE, start], ...lazy.map((p) => [p.name, p.code])]) {
     const bare = (await esbuild.transform(text, { minifyWhitespace: true, legalComments: 'none', loader: 'js' })).code;
     const locationReads = [...bare.matchAll(/\b(__dirname|__filename)\b/g)].map((m) => bare.slice(Math.max(0, m.index - 60), m.index + 40));
     if (locationReads.length) throw new BuildError(`the bundle (${name}) reads files relative to its own location, which do not exist in the executable:\n  ${locationReads.slice(0, 3).join('\n  ')}`);
@@ -331,10 +354,12 @@ export async function bundle(workDir, identity) {
   await fsp.writeFile(join(workDir, 'machineadm.cjs'), main);
   await fsp.mkdir(piecesDir, { recursive: true });
   for (const piece of lazy) await fsp.writeFile(join(piecesDir, piece.name), piece.code);
+  await fsp.writeFile(join(piecesDir, START_PIECE), start);
   writeCodeCaches(piecesDir, lazy.map((p) => p.name));
-  const hash = createHash('sha256').update(main);
+  await writeStartCache(workDir, producer);
+  const hash = createHash('sha256').update(main).update(start);
   for (const piece of lazy) hash.update(`\0${piece.name}\0${piece.code.length}\0`).update(piece.code);
-  return { bytes: Buffer.byteLength(main), lazyBytes: lazy.reduce((sum, p) => sum + Buffer.byteLength(p.code), 0), sha256: hash.digest('hex'), pieces: lazy.map((p) => p.name) };
+  return { bytes: Buffer.byteLength(start), lazyBytes: lazy.reduce((sum, p) => sum + Buffer.byteLength(p.code), 0), sha256: hash.digest('hex'), lazy: lazy.length, pieces: [START_PIECE, ...lazy.map((p) => p.name)] };
 }
 
 /**
@@ -352,6 +377,19 @@ for (const name of process.argv.slice(1)) {
 }`;
   const result = spawnSync(pinnedNode(), ['--random-seed=1', '-e', script, '--', ...names], { cwd: dir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
   if (result.status !== 0) throw new BuildError(`making the code caches of the pieces failed: ${(result.stderr || result.stdout).trim()}`);
+}
+
+/**
+ * The code cache of the start piece, made by running "machineadm --help" once with the embedded
+ * Node: it holds the bytecode of every function a start compiles (commander, registering the
+ * commands, printing help), which a cache made by compiling alone leaves to be parsed at each start.
+ */
+async function writeStartCache(workDir, producer) {
+  const script = join(workDir, 'produce-start-cache.cjs');
+  await fsp.writeFile(script, producer);
+  const result = spawnSync(pinnedNode(), ['--random-seed=1', script, '--help'], { cwd: workDir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  await fsp.rm(script, { force: true });
+  if (result.status !== 0 || !existsSync(join(workDir, 'pieces', `${START_PIECE}.cache`))) throw new BuildError(`making the code cache of the start piece failed: ${(result.stderr ?? '').trim()}`);
 }
 
 function pinnedNode() {
@@ -493,7 +531,7 @@ export async function build(options) {
   try {
     const code = await bundle(workDir, identity);
     const blob = await seaBlob(workDir, code.pieces);
-    log(`bundle ${(code.bytes / 1024).toFixed(0)} KiB + ${code.pieces.length} lazy pieces ${(code.lazyBytes / 1024).toFixed(0)} KiB (sha256 ${code.sha256.slice(0, 16)}), blob ${(blob.length / 1024).toFixed(0)} KiB, commit ${identity.commit}${key ? ', release key built in' : ''}`);
+    log(`bundle ${(code.bytes / 1024).toFixed(0)} KiB + ${code.lazy} lazy pieces ${(code.lazyBytes / 1024).toFixed(0)} KiB (sha256 ${code.sha256.slice(0, 16)}), blob ${(blob.length / 1024).toFixed(0)} KiB, commit ${identity.commit}${key ? ', release key built in' : ''}`);
     const outputs = [];
     for (const target of options.targets) {
       const t = Date.now();

@@ -18,7 +18,10 @@ beforeAll(async () => {
   writeFileSync(join(dir, 'loaded.cjs'), "process.on('exit', () => require('fs').writeFileSync(process.env.LOADED_OUT, process.moduleLoadList.filter((m) => m.startsWith('NativeModule ') && !m.includes('internal/')).map((m) => m.slice(13)).join('\\n')));\n");
 }, 120_000);
 
-/** The lazy pieces (each has its code cache beside it, "<name>.cache"). */
+/** What every start runs: the entry, commander and the options of the commands. */
+const START = 'machineadm-start.js';
+
+/** The pieces, the start piece and the lazy ones (each has its code cache beside it, "<name>.cache"). */
 function pieceNames(): string[] {
   return readdirSync(join(dir, 'pieces')).filter((name) => name.endsWith('.js'));
 }
@@ -60,9 +63,9 @@ describe('what starting machineadm loads', () => {
 });
 
 describe('what starting machineadm compiles', () => {
-  it('is the entry only: the implementation of each command is a piece of its own, outside the main script, until the command runs', () => {
-    const main = readFileSync(join(dir, 'machineadm.cjs'), 'utf8');
-    const pieces = pieceNames().map((name) => readFileSync(join(dir, 'pieces', name), 'utf8'));
+  it('is the start piece only: the implementation of each command is a piece of its own until the command runs', () => {
+    const main = readFileSync(join(dir, 'pieces', START), 'utf8');
+    const pieces = pieceNames().filter((name) => name !== START).map((name) => readFileSync(join(dir, 'pieces', name), 'utf8'));
     const lazyBytes = pieces.reduce((sum, text) => sum + text.length, 0);
     expect(main).not.toMatch(/function runPhaseCommand\(/);
     expect(pieces.some((text) => /function runPhaseCommand\(/.test(text))).toBe(true);
@@ -75,14 +78,26 @@ describe('the code caches of the pieces', () => {
   const NODE = join(process.cwd(), 'node_modules', 'node', 'bin', 'node');
 
   it('are taken by the embedded Node: no piece is parsed from its source where the cache applies', () => {
-    // What machineadmCompile does, for every piece, in the Node release the executable embeds.
+    // What the main script does, for every piece, in the Node release the executable embeds: the
+    // start piece is a script, the others are function bodies.
     const script = `const { readFileSync } = require("node:fs");
-const rejected = process.argv.slice(1).filter((file) => require("node:vm").compileFunction(readFileSync(file, "utf8"), ["exports", "require", "module"], { cachedData: readFileSync(file + ".cache") }).cachedDataRejected !== false);
+const vm = require("node:vm");
+const compile = (file) => file.endsWith("/${START}") ? new vm.Script(readFileSync(file, "utf8"), { cachedData: readFileSync(file + ".cache") }) : vm.compileFunction(readFileSync(file, "utf8"), ["exports", "require", "module"], { cachedData: readFileSync(file + ".cache") });
+const rejected = process.argv.slice(1).filter((file) => compile(file).cachedDataRejected !== false);
 process.stdout.write(JSON.stringify(rejected));`;
     const names = pieceNames();
     expect(names.length).toBeGreaterThan(10);
     const rejected = execFileSync(NODE, ['-e', script, '--', ...names.map((n) => join(dir, 'pieces', n))], { encoding: 'utf8' });
     expect(JSON.parse(rejected)).toEqual([]);
+  });
+
+  it('of the start piece holds the functions a start runs (commander, the commands, help), not only its top level', () => {
+    const script = `const vm = require("node:vm");
+const cold = new vm.Script(require("node:fs").readFileSync(process.argv[1], "utf8"), { produceCachedData: true });
+process.stdout.write(String(cold.cachedData.length));`;
+    const coldBytes = Number(execFileSync(NODE, ['-e', script, '--', join(dir, 'pieces', START)], { encoding: 'utf8' }));
+    const warmBytes = readFileSync(join(dir, 'pieces', `${START}.cache`)).length;
+    expect(warmBytes).toBeGreaterThan(coldBytes * 2);
   });
 
   it('are the same bytes in two builds of the same sources (the build is reproducible)', async () => {
