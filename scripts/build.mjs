@@ -251,8 +251,8 @@ async function joinPieces(esbuild, result, outdir) {
   }
   const eagerPieces = pieces.filter((p) => p.eager).map((p) => `  ${JSON.stringify(p.id)}: function (exports, require, module) {\n${p.code}},`);
   return {
-    main: mainScript({ produceStartCache: false }),
-    producer: mainScript({ produceStartCache: true }),
+    main: mainScript({ producing: false }),
+    producer: mainScript({ producing: true }),
     // A script whose value is the eager pieces, by id; it starts from V8's code cache too.
     start: `"use strict";\n({\n${eagerPieces.join('\n')}\n})\n`,
     lazy: pieces.filter((p) => !p.eager).map((p) => ({ name: p.id.slice(2), code: p.code })),
@@ -267,44 +267,31 @@ const START_PIECE = 'machineadm-start.js';
  * V8's code cache for it the asset "<name>.cache"; outside it (the build's own tests run this
  * script with node), the files of those names in the pieces folder beside the script. A cache V8
  * cannot use (the executable of another platform) is ignored, and the piece is compiled from its
- * source. With produceStartCache (at build time only, never shipped), it writes the code cache of
- * the start piece as it exits, with the functions the run compiled in it.
+ * source. `producing` (at build time only, never shipped) makes the loader that runs a command
+ * once and writes the code caches of the pieces it ran, with the functions the run compiled.
  */
-function mainScript({ produceStartCache }) {
+function mainScript({ producing }) {
   return `"use strict";
 const machineadmSea = require("node:sea");
 function machineadmAsset(name) {
   if (machineadmSea.isSea()) return { source: machineadmSea.getAsset(name, "utf8"), cachedData: new Uint8Array(machineadmSea.getRawAsset(name + ".cache")) };
   const file = require("node:path").join(module.path, "pieces", name);
-  return { source: require("node:fs").readFileSync(file, "utf8"), cachedData: ${produceStartCache ? 'undefined' : 'require("node:fs").readFileSync(file + ".cache")'} };
+  return { source: require("node:fs").readFileSync(file, "utf8"), cachedData: ${producing ? 'undefined' : 'require("node:fs").readFileSync(file + ".cache")'} };
 }
-function machineadmCompile(name) {
+${producing ? PRODUCING : ''}// The start piece is a script whose value is the pieces every start runs, by id; any other piece is
+// the body of a function (exports, require, module).
+function machineadmRun(name, body) {
   const { source, cachedData } = machineadmAsset(name);
-  return require("node:vm").compileFunction(source, ["exports", "require", "module"], { filename: "machineadm/" + name, cachedData });
-}
-${produceStartCache ? `// V8 finishes compiling in the background after the run: the cache is written once two taken
-// 100 ms apart are the same bytes, so that two builds write the same.
-function machineadmWriteSettled(script, file, previous, tries) {
-  setTimeout(() => {
-    const data = script.createCachedData();
-    if ((previous && data.equals(previous)) || tries >= 50) require("node:fs").writeFileSync(file, data);
-    else machineadmWriteSettled(script, file, data, tries + 1);
-  }, 100);
-}
-` : ''}const machineadmInStart = (() => {
-  const { source, cachedData } = machineadmAsset(${JSON.stringify(START_PIECE)});
-  const script = new (require("node:vm").Script)(source, { filename: ${JSON.stringify(`machineadm/${START_PIECE}`)}, cachedData });${
-    produceStartCache ? `
-  process.once("beforeExit", () => machineadmWriteSettled(script, require("node:path").join(module.path, "pieces", ${JSON.stringify(`${START_PIECE}.cache`)}), undefined, 0));` : ''
-  }
+  const script = new (require("node:vm").Script)(body ? ${JSON.stringify(PIECE_HEAD)} + source + ${JSON.stringify(PIECE_TAIL)} : source, { filename: "machineadm/" + name, cachedData });${producing ? '\n  machineadmRan.push([name, script]);' : ''}
   return script.runInThisContext();
-})();
+}
+const machineadmInStart = machineadmRun(${JSON.stringify(START_PIECE)}, false);
 const machineadmLoaded = new Map();
 function machineadmRequire(id) {
   if (!id.startsWith("./")) return require(id);
   let loaded = machineadmLoaded.get(id);
   if (loaded) return loaded.exports;
-  const body = machineadmInStart[id] ?? machineadmCompile(id.slice(2));
+  const body = machineadmInStart[id] ?? machineadmRun(id.slice(2), true);
   loaded = { exports: {} };
   machineadmLoaded.set(id, loaded);
   body.call(loaded.exports, loaded.exports, machineadmRequire, loaded);
@@ -313,6 +300,26 @@ function machineadmRequire(id) {
 machineadmRequire("./bin.js");
 `;
 }
+
+const PIECE_HEAD = '(function (exports, require, module) {';
+const PIECE_TAIL = '\n})';
+
+// V8 finishes compiling in the background after the run: the caches are written once two rounds
+// taken 100 ms apart are the same bytes, so that two builds write the same. A piece that has its
+// cache already (from an earlier run) keeps it.
+const PRODUCING = `const machineadmRan = [];
+function machineadmSettle(previous, tries) {
+  setTimeout(() => {
+    const caches = machineadmRan.map(([name, script]) => [name, script.createCachedData()]);
+    if (!(previous && caches.every(([, data], i) => data.equals(previous[i][1]))) && tries < 50) return machineadmSettle(caches, tries + 1);
+    for (const [name, data] of caches) {
+      const file = require("node:path").join(module.path, "pieces", name + ".cache");
+      if (!require("node:fs").existsSync(file)) require("node:fs").writeFileSync(file, data);
+    }
+  }, 100);
+}
+process.once("beforeExit", () => machineadmSettle(undefined, 0));
+`;
 
 export async function bundle(workDir, identity) {
   const esbuild = await import('esbuild');
@@ -355,41 +362,47 @@ export async function bundle(workDir, identity) {
   await fsp.mkdir(piecesDir, { recursive: true });
   for (const piece of lazy) await fsp.writeFile(join(piecesDir, piece.name), piece.code);
   await fsp.writeFile(join(piecesDir, START_PIECE), start);
-  writeCodeCaches(piecesDir, lazy.map((p) => p.name));
-  await writeStartCache(workDir, producer);
+  await writeRunCaches(workDir, producer);
+  writeCodeCaches(piecesDir, lazy.map((p) => p.name).filter((name) => !existsSync(join(piecesDir, `${name}.cache`))));
   const hash = createHash('sha256').update(main).update(start);
   for (const piece of lazy) hash.update(`\0${piece.name}\0${piece.code.length}\0`).update(piece.code);
   return { bytes: Buffer.byteLength(start), lazyBytes: lazy.reduce((sum, p) => sum + Buffer.byteLength(p.code), 0), sha256: hash.digest('hex'), lazy: lazy.length, pieces: [START_PIECE, ...lazy.map((p) => p.name)] };
 }
 
 /**
- * V8's code cache of each lazy piece, made by the embedded Node release: a piece then starts from
- * the bytecode of its top level instead of parsing it (compiling execa's piece alone took ~10 ms of
- * a plan). Without --random-seed two caches of the same source differ; V8 leaves that flag out of
- * the flags it checks a cache against, so the executable takes caches made with it.
+ * V8's code cache of each piece no run compiled (see writeRunCaches), made by the embedded Node
+ * release: the piece then starts from the bytecode of its top level instead of parsing it
+ * (compiling execa's piece alone took ~10 ms of a plan). Without --random-seed two caches of the
+ * same source differ; V8 leaves that flag out of the flags it checks a cache against.
  */
 function writeCodeCaches(dir, names) {
   const script = `const { readFileSync, writeFileSync } = require("node:fs");
 for (const name of process.argv.slice(1)) {
-  const fn = require("node:vm").compileFunction(readFileSync(name, "utf8"), ["exports", "require", "module"], { filename: "machineadm/" + name, produceCachedData: true });
-  if (!fn.cachedDataProduced) throw new Error("V8 made no code cache for " + name);
-  writeFileSync(name + ".cache", fn.cachedData);
+  const source = ${JSON.stringify(PIECE_HEAD)} + readFileSync(name, "utf8") + ${JSON.stringify(PIECE_TAIL)};
+  writeFileSync(name + ".cache", new (require("node:vm").Script)(source, { filename: "machineadm/" + name }).createCachedData());
 }`;
   const result = spawnSync(pinnedNode(), ['--random-seed=1', '-e', script, '--', ...names], { cwd: dir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
   if (result.status !== 0) throw new BuildError(`making the code caches of the pieces failed: ${(result.stderr || result.stdout).trim()}`);
 }
 
 /**
- * The code cache of the start piece, made by running "machineadm --help" once with the embedded
- * Node: it holds the bytecode of every function a start compiles (commander, registering the
- * commands, printing help), which a cache made by compiling alone leaves to be parsed at each start.
+ * The code caches of the pieces that "machineadm --help" and "machineadm config validate" run,
+ * taken after a run of each with the embedded Node: they hold the bytecode of every function the
+ * run compiled (commander, registering the commands, help, reading and checking configuration),
+ * which a cache made by compiling alone leaves to be parsed at each start.
  */
-async function writeStartCache(workDir, producer) {
-  const script = join(workDir, 'produce-start-cache.cjs');
+async function writeRunCaches(workDir, producer) {
+  const script = join(workDir, 'produce-caches.cjs');
   await fsp.writeFile(script, producer);
-  const result = spawnSync(pinnedNode(), ['--random-seed=1', script, '--help'], { cwd: workDir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'ignore', 'pipe'] });
-  await fsp.rm(script, { force: true });
-  if (result.status !== 0 || !existsSync(join(workDir, 'pieces', `${START_PIECE}.cache`))) throw new BuildError(`making the code cache of the start piece failed: ${(result.stderr ?? '').trim()}`);
+  try {
+    for (const args of [['--help'], ['config', 'validate', '-c', join(ROOT, 'examples', 'linux-worker.yaml')]]) {
+      const result = spawnSync(pinnedNode(), ['--random-seed=1', script, ...args], { cwd: workDir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'ignore', 'pipe'] });
+      if (result.status !== 0) throw new BuildError(`making the code caches with machineadm ${args.join(' ')} failed: ${(result.stderr ?? '').trim()}`);
+    }
+  } finally {
+    await fsp.rm(script, { force: true });
+  }
+  if (!existsSync(join(workDir, 'pieces', `${START_PIECE}.cache`))) throw new BuildError('a run of machineadm --help left no code cache of the start piece');
 }
 
 function pinnedNode() {

@@ -82,7 +82,8 @@ describe('the code caches of the pieces', () => {
     // start piece is a script, the others are function bodies.
     const script = `const { readFileSync } = require("node:fs");
 const vm = require("node:vm");
-const compile = (file) => file.endsWith("/${START}") ? new vm.Script(readFileSync(file, "utf8"), { cachedData: readFileSync(file + ".cache") }) : vm.compileFunction(readFileSync(file, "utf8"), ["exports", "require", "module"], { cachedData: readFileSync(file + ".cache") });
+const source = (file) => file.endsWith("/${START}") ? readFileSync(file, "utf8") : "(function (exports, require, module) {" + readFileSync(file, "utf8") + "\\n})";
+const compile = (file) => new vm.Script(source(file), { cachedData: readFileSync(file + ".cache") });
 const rejected = process.argv.slice(1).filter((file) => compile(file).cachedDataRejected !== false);
 process.stdout.write(JSON.stringify(rejected));`;
     const names = pieceNames();
