@@ -89,10 +89,6 @@ const log = (message) => {
   if (!quiet) process.stderr.write(`build: ${message}\n`);
 };
 
-function sha256(data) {
-  return createHash('sha256').update(data).digest('hex');
-}
-
 async function sha256File(path) {
   const hash = createHash('sha256');
   await pipeline(createReadStream(path), hash);
@@ -228,43 +224,102 @@ export const lazyCommanderChildProcess = {
 };
 
 /**
- * One CommonJS script from esbuild's pieces, as a SEA main script must be (Node 24). The entry
- * piece is code; every other piece is a string, compiled when first required: V8 only scans a
- * string, where it must parse code, and compiling the whole program took most of a start.
+ * The pieces esbuild made, as one CommonJS main script (a SEA main script must be one, in Node 24)
+ * and the lazy pieces beside it. The main script holds the entry and the pieces it imports
+ * statically (commander, the options of each command), as code. Every other piece (each command's
+ * implementation and what only it uses) stays out of the main script: inside the executable it is
+ * a SEA asset, compiled when first required, so a start neither scans nor parses it.
  */
-async function joinPieces(esbuild, outputFiles, outdir) {
+async function joinPieces(esbuild, result, outdir) {
+  const idOf = (path) => `./${relative(outdir, resolve(ROOT, path)).split('\\').join('/')}`;
+  const outputs = Object.fromEntries(Object.entries(result.metafile.outputs).map(([path, output]) => [idOf(path), output]));
+  const eager = new Set();
+  for (const pending = ['./bin.js']; pending.length; ) {
+    const id = pending.pop();
+    if (eager.has(id)) continue;
+    if (!outputs[id]) throw new BuildError(`esbuild made no ${id} piece`);
+    eager.add(id);
+    for (const imported of outputs[id].imports) if (!imported.external && imported.kind === 'import-statement') pending.push(idOf(imported.path));
+  }
   const pieces = [];
-  for (const file of [...outputFiles].sort((a, b) => a.path.localeCompare(b.path))) {
+  for (const file of [...result.outputFiles].sort((a, b) => a.path.localeCompare(b.path))) {
     const id = `./${relative(outdir, file.path).split('\\').join('/')}`;
     // dynamic-import off: import() of a piece becomes a require() of it, inside a promise.
     const out = await esbuild.transform(file.text, { format: 'cjs', loader: 'js', platform: 'node', target: 'node24', supported: { 'dynamic-import': false }, logLevel: 'silent' });
     if (out.warnings.length) throw new BuildError(`converting ${id} to CommonJS: ${out.warnings.map((w) => w.text).join('; ')}`);
-    pieces.push({ id, code: out.code });
+    pieces.push({ id, code: out.code, eager: eager.has(id) });
   }
-  const entry = pieces.find((p) => p.id === './bin.js');
-  if (!entry) throw new BuildError('esbuild made no bin.js piece');
-  const lazy = pieces.filter((p) => p !== entry).map((p) => `  ${JSON.stringify(p.id)}: ${JSON.stringify(p.code)},`);
+  const eagerPieces = pieces.filter((p) => p.eager).map((p) => `  ${JSON.stringify(p.id)}: function (exports, require, module) {\n${p.code}},`);
+  return {
+    main: mainScript({ producing: false }),
+    producer: mainScript({ producing: true }),
+    // A script whose value is the eager pieces, by id; it starts from V8's code cache too.
+    start: `"use strict";\n({\n${eagerPieces.join('\n')}\n})\n`,
+    lazy: pieces.filter((p) => !p.eager).map((p) => ({ name: p.id.slice(2), code: p.code })),
+  };
+}
+
+/** The name of the asset holding every piece a start runs (the entry, commander, the command options). */
+const START_PIECE = 'machineadm-start.js';
+
+/**
+ * The SEA main script: a loader. Inside the executable a piece is the SEA asset of its name, and
+ * V8's code cache for it the asset "<name>.cache"; outside it (the build's own tests run this
+ * script with node), the files of those names in the pieces folder beside the script. A cache V8
+ * cannot use (the executable of another platform) is ignored, and the piece is compiled from its
+ * source. `producing` (at build time only, never shipped) makes the loader that runs a command
+ * once and writes the code caches of the pieces it ran, with the functions the run compiled.
+ */
+function mainScript({ producing }) {
   return `"use strict";
-const machineadmPieces = {
-${lazy.join('\n')}
-};
+const machineadmSea = require("node:sea");
+function machineadmAsset(name) {
+  if (machineadmSea.isSea()) return { source: machineadmSea.getAsset(name, "utf8"), cachedData: new Uint8Array(machineadmSea.getRawAsset(name + ".cache")) };
+  const file = require("node:path").join(module.path, "pieces", name);
+  return { source: require("node:fs").readFileSync(file, "utf8"), cachedData: ${producing ? 'undefined' : 'require("node:fs").readFileSync(file + ".cache")'} };
+}
+${producing ? PRODUCING : ''}// The start piece is a script whose value is the pieces every start runs, by id; any other piece is
+// the body of a function (exports, require, module).
+function machineadmRun(name, body) {
+  const { source, cachedData } = machineadmAsset(name);
+  const script = new (require("node:vm").Script)(body ? ${JSON.stringify(PIECE_HEAD)} + source + ${JSON.stringify(PIECE_TAIL)} : source, { filename: "machineadm/" + name, cachedData });${producing ? '\n  machineadmRan.push([name, script]);' : ''}
+  return script.runInThisContext();
+}
+const machineadmInStart = machineadmRun(${JSON.stringify(START_PIECE)}, false);
 const machineadmLoaded = new Map();
 function machineadmRequire(id) {
-  const source = machineadmPieces[id];
-  if (source === undefined) return require(id);
+  if (!id.startsWith("./")) return require(id);
   let loaded = machineadmLoaded.get(id);
   if (loaded) return loaded.exports;
+  const body = machineadmInStart[id] ?? machineadmRun(id.slice(2), true);
   loaded = { exports: {} };
   machineadmLoaded.set(id, loaded);
-  const compiled = require("node:vm").compileFunction(source, ["exports", "require", "module"], { filename: "machineadm/" + id.slice(2) });
-  compiled.call(loaded.exports, loaded.exports, machineadmRequire, loaded);
+  body.call(loaded.exports, loaded.exports, machineadmRequire, loaded);
   return loaded.exports;
 }
-(function (require, module, exports) {
-${entry.code}
-})(machineadmRequire, { exports: {} }, {});
+machineadmRequire("./bin.js");
 `;
 }
+
+const PIECE_HEAD = '(function (exports, require, module) {';
+const PIECE_TAIL = '\n})';
+
+// V8 finishes compiling in the background after the run: the caches are written once two rounds
+// taken 100 ms apart are the same bytes, so that two builds write the same. A piece that has its
+// cache already (from an earlier run) keeps it.
+const PRODUCING = `const machineadmRan = [];
+function machineadmSettle(previous, tries) {
+  setTimeout(() => {
+    const caches = machineadmRan.map(([name, script]) => [name, script.createCachedData()]);
+    if (!(previous && caches.every(([, data], i) => data.equals(previous[i][1]))) && tries < 50) return machineadmSettle(caches, tries + 1);
+    for (const [name, data] of caches) {
+      const file = require("node:path").join(module.path, "pieces", name + ".cache");
+      if (!require("node:fs").existsSync(file)) require("node:fs").writeFileSync(file, data);
+    }
+  }, 100);
+}
+process.once("beforeExit", () => machineadmSettle(undefined, 0));
+`;
 
 export async function bundle(workDir, identity) {
   const esbuild = await import('esbuild');
@@ -294,14 +349,60 @@ export async function bundle(workDir, identity) {
   const devOnly = Object.keys(pkg.devDependencies ?? {});
   const leaked = Object.keys(result.metafile.inputs).filter((input) => devOnly.some((d) => input.includes(`node_modules/${d}/`)));
   if (leaked.length) throw new BuildError(`the bundle pulls in development-only packages: ${leaked.slice(0, 5).join(', ')}`);
-  const code = Buffer.from(await joinPieces(esbuild, result.outputFiles, join(workDir, 'pieces')), 'utf8');
+  const piecesDir = join(workDir, 'pieces');
+  const { main, producer, start, lazy } = await joinPieces(esbuild, result, piecesDir);
   // Inside the executable there is no directory of files next to the code: nothing may look for
   // files relative to the script (comments are stripped first, they do not count).
-  const bare = (await esbuild.transform(code, { minifyWhitespace: true, legalComments: 'none', loader: 'js' })).code;
-  const locationReads = [...bare.matchAll(/\b(__dirname|__filename)\b/g)].map((m) => bare.slice(Math.max(0, m.index - 60), m.index + 40));
-  if (locationReads.length) throw new BuildError(`the bundle reads files relative to its own location, which do not exist in the executable:\n  ${locationReads.slice(0, 3).join('\n  ')}`);
-  await fsp.writeFile(join(workDir, 'machineadm.cjs'), code);
-  return code;
+  for (const [name, text] of [['the main script', main], [START_PIECE, start], ...lazy.map((p) => [p.name, p.code])]) {
+    const bare = (await esbuild.transform(text, { minifyWhitespace: true, legalComments: 'none', loader: 'js' })).code;
+    const locationReads = [...bare.matchAll(/\b(__dirname|__filename)\b/g)].map((m) => bare.slice(Math.max(0, m.index - 60), m.index + 40));
+    if (locationReads.length) throw new BuildError(`the bundle (${name}) reads files relative to its own location, which do not exist in the executable:\n  ${locationReads.slice(0, 3).join('\n  ')}`);
+  }
+  await fsp.writeFile(join(workDir, 'machineadm.cjs'), main);
+  await fsp.mkdir(piecesDir, { recursive: true });
+  for (const piece of lazy) await fsp.writeFile(join(piecesDir, piece.name), piece.code);
+  await fsp.writeFile(join(piecesDir, START_PIECE), start);
+  await writeRunCaches(workDir, producer);
+  writeCodeCaches(piecesDir, lazy.map((p) => p.name).filter((name) => !existsSync(join(piecesDir, `${name}.cache`))));
+  const hash = createHash('sha256').update(main).update(start);
+  for (const piece of lazy) hash.update(`\0${piece.name}\0${piece.code.length}\0`).update(piece.code);
+  return { bytes: Buffer.byteLength(start), lazyBytes: lazy.reduce((sum, p) => sum + Buffer.byteLength(p.code), 0), sha256: hash.digest('hex'), lazy: lazy.length, pieces: [START_PIECE, ...lazy.map((p) => p.name)] };
+}
+
+/**
+ * V8's code cache of each piece no run compiled (see writeRunCaches), made by the embedded Node
+ * release: the piece then starts from the bytecode of its top level instead of parsing it
+ * (compiling execa's piece alone took ~10 ms of a plan). Without --random-seed two caches of the
+ * same source differ; V8 leaves that flag out of the flags it checks a cache against.
+ */
+function writeCodeCaches(dir, names) {
+  const script = `const { readFileSync, writeFileSync } = require("node:fs");
+for (const name of process.argv.slice(1)) {
+  const source = ${JSON.stringify(PIECE_HEAD)} + readFileSync(name, "utf8") + ${JSON.stringify(PIECE_TAIL)};
+  writeFileSync(name + ".cache", new (require("node:vm").Script)(source, { filename: "machineadm/" + name }).createCachedData());
+}`;
+  const result = spawnSync(pinnedNode(), ['--random-seed=1', '-e', script, '--', ...names], { cwd: dir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
+  if (result.status !== 0) throw new BuildError(`making the code caches of the pieces failed: ${(result.stderr || result.stdout).trim()}`);
+}
+
+/**
+ * The code caches of the pieces that "machineadm --help" and "machineadm config validate" run,
+ * taken after a run of each with the embedded Node: they hold the bytecode of every function the
+ * run compiled (commander, registering the commands, help, reading and checking configuration),
+ * which a cache made by compiling alone leaves to be parsed at each start.
+ */
+async function writeRunCaches(workDir, producer) {
+  const script = join(workDir, 'produce-caches.cjs');
+  await fsp.writeFile(script, producer);
+  try {
+    for (const args of [['--help'], ['config', 'validate', '-c', join(ROOT, 'examples', 'linux-worker.yaml')]]) {
+      const result = spawnSync(pinnedNode(), ['--random-seed=1', script, ...args], { cwd: workDir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'ignore', 'pipe'] });
+      if (result.status !== 0) throw new BuildError(`making the code caches with machineadm ${args.join(' ')} failed: ${(result.stderr ?? '').trim()}`);
+    }
+  } finally {
+    await fsp.rm(script, { force: true });
+  }
+  if (!existsSync(join(workDir, 'pieces', `${START_PIECE}.cache`))) throw new BuildError('a run of machineadm --help left no code cache of the start piece');
 }
 
 function pinnedNode() {
@@ -315,11 +416,16 @@ function pinnedNode() {
   throw new BuildError(`the SEA blob must be made by Node ${NODE_VERSION} (the release embedded in the binaries); run npm ci to install it (package "node")`);
 }
 
-async function seaBlob(workDir) {
-  // Neither code cache nor snapshot: both are specific to the platform that makes them, and one
-  // blob serves every target. Relative paths only, so the blob does not depend on where it is built.
+async function seaBlob(workDir, pieces) {
+  // Neither Node's code cache of the main script nor a snapshot: both are specific to the platform
+  // that makes them and one blob serves every target (the arm64 executable warns "Code cache data
+  // rejected" at each start), and two snapshots of the same bundle differ in most of their 8 MB
+  // (and start no faster). The pieces carry their own caches (writeCodeCaches). Relative paths
+  // only, so the blob does not depend on where it is built.
   const config = {
     main: 'machineadm.cjs',
+    // The lazy pieces and their code caches, each read only by the command that needs it.
+    assets: Object.fromEntries(pieces.flatMap((name) => [[name, `pieces/${name}`], [`${name}.cache`, `pieces/${name}.cache`]])),
     output: 'machineadm.blob',
     disableExperimentalSEAWarning: true,
     useCodeCache: false,
@@ -437,8 +543,8 @@ export async function build(options) {
   const workDir = await fsp.mkdtemp(join(ROOT, '.build', 'work-'));
   try {
     const code = await bundle(workDir, identity);
-    const blob = await seaBlob(workDir);
-    log(`bundle ${(code.length / 1024).toFixed(0)} KiB (sha256 ${sha256(code).slice(0, 16)}), blob ${(blob.length / 1024).toFixed(0)} KiB, commit ${identity.commit}${key ? ', release key built in' : ''}`);
+    const blob = await seaBlob(workDir, code.pieces);
+    log(`bundle ${(code.bytes / 1024).toFixed(0)} KiB + ${code.lazy} lazy pieces ${(code.lazyBytes / 1024).toFixed(0)} KiB (sha256 ${code.sha256.slice(0, 16)}), blob ${(blob.length / 1024).toFixed(0)} KiB, commit ${identity.commit}${key ? ', release key built in' : ''}`);
     const outputs = [];
     for (const target of options.targets) {
       const t = Date.now();
@@ -458,7 +564,7 @@ export async function build(options) {
     await fsp.writeFile(join(options.outDir, 'SHA256SUMS.partial'), text);
     await fsp.rename(join(options.outDir, 'SHA256SUMS.partial'), join(options.outDir, 'SHA256SUMS'));
     log(`done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    return Object.assign(outputs, { bundleSha256: sha256(code), identity });
+    return Object.assign(outputs, { bundleSha256: code.sha256, identity });
   } finally {
     await fsp.rm(workDir, { recursive: true, force: true });
   }

@@ -27,18 +27,24 @@ export interface Io {
 /**
  * Console output is best effort: a reader that went away (`| head -1`, a closed terminal) must not
  * end a run that is changing the machine. After the first error the stream is left alone.
+ * The stream is opened at the first write: opening a pipe loads Node's whole network stack, which
+ * a command that writes nothing there (version, to stderr) should not pay for at each start.
  */
-function bestEffort(stream: NodeJS.WriteStream): (text: string) => void {
-  let open = true;
-  stream.on('error', () => {
-    open = false;
-  });
+function bestEffort(open: () => NodeJS.WriteStream): (text: string) => void {
+  let stream: NodeJS.WriteStream | undefined;
+  let usable = true;
   return (text) => {
-    if (!open) return;
+    if (!usable) return;
+    if (!stream) {
+      stream = open();
+      stream.on('error', () => {
+        usable = false;
+      });
+    }
     try {
       stream.write(text);
     } catch {
-      open = false;
+      usable = false;
     }
   };
 }
@@ -77,9 +83,9 @@ function watchProcessInterrupts(stderr: (text: string) => void): Interrupts {
 
 /** The real process; `self` is the command line that starts this machineadm again (see Io.self). */
 export function processIo(self?: readonly string[]): Io {
-  const stderr = bestEffort(process.stderr);
+  const stderr = bestEffort(() => process.stderr);
   return {
-    stdout: bestEffort(process.stdout),
+    stdout: bestEffort(() => process.stdout),
     stderr,
     readStdin: async (maxBytes) => {
       const chunks: Buffer[] = [];
@@ -98,8 +104,11 @@ export function processIo(self?: readonly string[]): Io {
     },
     env: process.env,
     cwd: process.cwd(),
-    // ora loops forever on a terminal that reports 0 columns.
-    interactive: Boolean(process.stderr.isTTY && process.stderr.columns),
+    // ora loops forever on a terminal that reports 0 columns. Asked when a command needs it (see
+    // bestEffort for why stderr is not opened before).
+    get interactive() {
+      return Boolean(process.stderr.isTTY && process.stderr.columns);
+    },
     watchInterrupts: () => watchProcessInterrupts(stderr),
     ...(self ? { self } : {}),
   };

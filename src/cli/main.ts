@@ -3,15 +3,33 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError, ExitCode, MachineadmError } from '../errors.ts';
 import type { Io } from './io.ts';
-import { registerPhaseCommands } from './commands/phases.ts';
+import { PHASE_COMMANDS, registerPhaseCommands } from './commands/phases.ts';
 import { registerConfigCommands } from './commands/config.ts';
 import { registerStatusCommand } from './commands/status.ts';
 import { registerVersionCommand } from './commands/version.ts';
-import { registerTrustCommands } from './commands/trust.ts';
+import { registerTrustCommands, TRUST_COMMANDS } from './commands/trust.ts';
 import { registerBundleCommand } from './commands/bundle.ts';
 import { buildInfo } from '../version.ts';
 
-export function buildProgram(io: Io, setExit: (code: number) => void): Command {
+type Registrar = (program: Command, io: Io, setExit: (code: number) => void) => void;
+
+/** The top-level commands, each with what registers it (one registrar may add several). */
+const COMMANDS: readonly { names: readonly string[]; register: Registrar }[] = [
+  { names: PHASE_COMMANDS, register: registerPhaseCommands },
+  { names: ['config'], register: registerConfigCommands },
+  { names: TRUST_COMMANDS, register: registerTrustCommands },
+  { names: ['bundle'], register: registerBundleCommand },
+  { names: ['status'], register: registerStatusCommand },
+  { names: ['version'], register: registerVersionCommand },
+];
+
+/**
+ * The commander tree. With `command` (the first argument of a run) naming a command, only that
+ * command is registered: building the options of every command is a good part of a start, and a
+ * run of one command shows nothing of the others. Anything else (help, an option, an unknown or
+ * misspelt command, for the suggestion) gets them all.
+ */
+export function buildProgram(io: Io, setExit: (code: number) => void, command?: string): Command {
   const program = new Command('machineadm')
     .description('Turns a freshly booted Linux or Windows machine into a Kubernetes node.')
     .version(buildInfo.version, '-V, --version', 'print the version')
@@ -32,12 +50,8 @@ Exit codes: 0 ok, 1 a step failed, 2 bad usage or configuration, 3 verification 
 4 reboot required (machineadm resumes after it). The contract: docs/contract.md.
 `,
     );
-  registerPhaseCommands(program, io, setExit);
-  registerConfigCommands(program, io, setExit);
-  registerTrustCommands(program, io, setExit);
-  registerBundleCommand(program, io, setExit);
-  registerStatusCommand(program, io, setExit);
-  registerVersionCommand(program, io, setExit);
+  const named = COMMANDS.filter(({ names }) => command !== undefined && names.includes(command));
+  for (const { register } of named.length > 0 ? named : COMMANDS) register(program, io, setExit);
   const withHint = (command: Command, path: string): void => {
     command.showHelpAfterError(`hint: run "machineadm ${path} --help" for its usage`);
     for (const sub of command.commands) withHint(sub, `${path} ${sub.name()}`);
@@ -49,7 +63,7 @@ Exit codes: 0 ok, 1 a step failed, 2 bad usage or configuration, 3 verification 
 /** Runs machineadm with these arguments (without node and script) and returns the exit code. */
 export async function main(args: readonly string[], io: Io): Promise<number> {
   let exitCode: number = ExitCode.ok;
-  const program = buildProgram(io, (code) => (exitCode = code));
+  const program = buildProgram(io, (code) => (exitCode = code), args[0]);
   if (args.length === 0) {
     // No command is a usage error: say what there is to run.
     io.stderr(program.helpInformation());

@@ -4,7 +4,6 @@
 // cloud-config) to other tools. Real user data is often sloppy, so this reader tolerates CRLF or
 // LF line ends, a missing blank line after a part's headers, and a missing final boundary.
 // Pure: no I/O (zlib is computation only).
-import { gunzipSync } from 'node:zlib';
 
 export const MACHINECONFIG_CONTENT_TYPE = 'application/machineadm.cluster.x-k8s.io';
 // cloud-init's own `devel make-mime` writes every part as text/<given type>, so user data built
@@ -55,7 +54,8 @@ export function isGzip(bytes: Uint8Array): boolean {
 /** Decompresses gzip content, refusing to produce more than maxBytes. */
 export function gunzipLimited(bytes: Uint8Array, maxBytes: number): Buffer {
   try {
-    return gunzipSync(bytes, { maxOutputLength: maxBytes });
+    // node:zlib only for compressed user data: loading it is a good part of a start.
+    return process.getBuiltinModule('node:zlib').gunzipSync(bytes, { maxOutputLength: maxBytes });
   } catch (error) {
     const code = (error as { code?: string }).code;
     if (code === 'ERR_BUFFER_TOO_LARGE' || /larger than/.test((error as Error).message)) {

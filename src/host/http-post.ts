@@ -2,8 +2,8 @@
 // jitter, Retry-After honoured on 429/503, never past a hard deadline. TLS trusts a given CA and
 // may present a client certificate (mTLS). Returns how it went; never throws for HTTP or network
 // failures, because the caller decides what an undelivered event means (it stays spooled).
-import { Agent as HttpAgent, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
+import type { Agent as HttpAgent, IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { Agent as HttpsAgent } from 'node:https';
 import type { Got } from 'got';
 import { displayUrl, isRetryableStatus, parseRetryAfter } from './http.ts';
 
@@ -126,11 +126,18 @@ export function createHttpPoster(options: PosterOptions = {}): HttpPoster {
   const random = options.random ?? Math.random;
   const sleep = options.sleep ?? abortableSleep;
   // Kept-alive connections: a backlog of spooled events goes over one connection, not one each.
-  const agent = { http: new HttpAgent({ keepAlive: true, maxSockets: 4 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 4 }) };
+  // Made at the first post, with node:http and node:https: a run that posts nothing (plan, an
+  // offline run) does not load the network stack.
+  let agent: { http: HttpAgent; https: HttpsAgent } | undefined;
+  const agents = () =>
+    (agent ??= {
+      http: new (process.getBuiltinModule('node:http').Agent)({ keepAlive: true, maxSockets: 4 }),
+      https: new (process.getBuiltinModule('node:https').Agent)({ keepAlive: true, maxSockets: 4 }),
+    });
   return {
     close(): void {
-      agent.http.destroy();
-      agent.https.destroy();
+      agent?.http.destroy();
+      agent?.https.destroy();
     },
     async post(request: PostRequest): Promise<PostOutcome> {
       const maxAttempts = request.maxAttempts ?? 5;
@@ -142,7 +149,7 @@ export function createHttpPoster(options: PosterOptions = {}): HttpPoster {
         const connect = Math.min(request.attemptTimeoutMs ?? 10_000, remaining);
         let waitMs: number | undefined;
         try {
-          const response = await send(await loadGot(), request, { agent, connect, remaining });
+          const response = await send(await loadGot(), request, { agent: agents(), connect, remaining });
           const status = response.statusCode;
           if (status >= 200 && status < 300) return { ok: true, status, attempts: attempt + 1 };
           const retryable = isRetryableStatus(status);

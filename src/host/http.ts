@@ -4,7 +4,6 @@
 // and full jitter, a server's Retry-After is honoured, and nothing is sent when --offline.
 // The pieces (tlsOptions, retryDelayMs, parseRetryAfter, isRetryableStatus) are exported for other
 // network users such as report delivery and verified downloads.
-import { rootCertificates } from 'node:tls';
 import type { Headers, Method } from 'got';
 import { MachineadmError, ExitCode, UsageError } from '../errors.ts';
 import { displayUrl } from '../redaction.ts';
@@ -88,6 +87,9 @@ export class HttpError extends MachineadmError {
 export function tlsOptions(ca?: string | Buffer): { rejectUnauthorized: true; certificateAuthority?: Array<string | Buffer> } {
   if (ca === undefined) return { rejectUnauthorized: true };
   // Node replaces its built-in roots when `ca` is given, so keep them alongside the extra CA.
+  // node:tls is loaded here, not with this module: loading it costs more than a whole start of
+  // the commands that read configuration and never connect anywhere.
+  const { rootCertificates } = process.getBuiltinModule('node:tls');
   return { rejectUnauthorized: true, certificateAuthority: [...rootCertificates, ca] };
 }
 

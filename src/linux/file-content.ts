@@ -1,5 +1,4 @@
 // spec.files content: decoding the three encodings. Pure (zlib is computation, not I/O).
-import { gunzipSync } from 'node:zlib';
 
 export type FileEncoding = 'plain' | 'base64' | 'gzip+base64';
 
@@ -12,7 +11,8 @@ export function decodeContent(content: string, encoding: FileEncoding): { bytes:
   const raw = Buffer.from(content.replace(/\s+/g, ''), 'base64');
   if (encoding === 'base64') return { bytes: raw };
   try {
-    return { bytes: gunzipSync(raw) };
+    // node:zlib only for gzip content: configuration is validated at every start of most commands.
+    return { bytes: process.getBuiltinModule('node:zlib').gunzipSync(raw) };
   } catch (error) {
     return { problem: `is base64 but not gzip data (${(error as Error).message})` };
   }

@@ -42,6 +42,32 @@ function commandPaths(command: Command, prefix: string[] = []): string[][] {
 }
 const allPaths = commandPaths(buildProgram(fakeIo(), () => undefined));
 
+describe('a run of one command builds only that command', () => {
+  const everyCommand = buildProgram(fakeIo(), () => undefined).commands.map((c) => c.name());
+
+  it.each(everyCommand)('"%s" alone: its tree, without the others', (name) => {
+    const program = buildProgram(fakeIo(), () => undefined, name);
+    const names = program.commands.map((c) => c.name());
+    expect(names).toContain(name);
+    expect(names.length).toBeLessThan(everyCommand.length);
+    // Same command, same options and subcommands as in the whole program.
+    const full = buildProgram(fakeIo(), () => undefined).commands.find((c) => c.name() === name)!;
+    const alone = program.commands.find((c) => c.name() === name)!;
+    expect(commandPaths(alone)).toEqual(commandPaths(full));
+    expect(alone.options.map((o) => o.flags)).toEqual(full.options.map((o) => o.flags));
+  });
+
+  it.each([['help'], ['--help'], ['-V'], ['verfiy'], [undefined]])('%s builds every command (help lists them, a misspelt one gets a suggestion)', (first) => {
+    expect(buildProgram(fakeIo(), () => undefined, first).commands.map((c) => c.name())).toEqual(everyCommand);
+  });
+
+  it('a misspelt command is still answered with the suggestion', async () => {
+    const { code, stderr } = await run(['verfiy']);
+    expect(code).toBe(2);
+    expect(stderr).toContain('(did you mean verify?)');
+  });
+});
+
 describe('machineadm --help', () => {
   it('lists every command of the architecture', async () => {
     const { code, stdout } = await run(['--help']);

@@ -1,7 +1,7 @@
 // Startup cost: the packaged program loads a command's implementation, and the heavy Node builtins
 // it needs, only when that command runs. Checked on the bundle the executable embeds.
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error the build script is plain JavaScript (it runs before anything is installed)
@@ -18,9 +18,17 @@ beforeAll(async () => {
   writeFileSync(join(dir, 'loaded.cjs'), "process.on('exit', () => require('fs').writeFileSync(process.env.LOADED_OUT, process.moduleLoadList.filter((m) => m.startsWith('NativeModule ') && !m.includes('internal/')).map((m) => m.slice(13)).join('\\n')));\n");
 }, 120_000);
 
-function loadedBy(args: string[]): string[] {
-  const out = join(dir, `loaded-${args.join('-').replace(/\W+/g, '_')}.txt`);
-  execFileSync(process.execPath, ['-r', join(dir, 'loaded.cjs'), join(dir, 'machineadm.cjs'), ...args], { env: { PATH: process.env.PATH ?? '', LOADED_OUT: out }, cwd: process.cwd(), stdio: 'ignore' });
+/** What every start runs: the entry, commander and the options of the commands. */
+const START = 'machineadm-start.js';
+
+/** The pieces, the start piece and the lazy ones (each has its code cache beside it, "<name>.cache"). */
+function pieceNames(): string[] {
+  return readdirSync(join(dir, 'pieces')).filter((name) => name.endsWith('.js'));
+}
+
+function loadedBy(args: string[], stderr: 'ignore' | 'pipe' = 'ignore'): string[] {
+  const out = join(dir, `loaded-${args.join('-').replace(/\W+/g, '_')}-${stderr}.txt`);
+  execFileSync(process.execPath, ['-r', join(dir, 'loaded.cjs'), join(dir, 'machineadm.cjs'), ...args], { env: { PATH: process.env.PATH ?? '', LOADED_OUT: out }, cwd: process.cwd(), stdio: ['ignore', 'ignore', stderr] });
   return execFileSync('cat', [out], { encoding: 'utf8' }).split('\n');
 }
 
@@ -36,6 +44,18 @@ describe('what starting machineadm loads', () => {
     expect(loaded.filter((m) => HEAVY.includes(m))).toEqual([]);
   });
 
+  it('version with its stderr on a pipe (as under cloud-init or a test runner) does not open it: a pipe would load the network stack', () => {
+    expect(loadedBy(['version'], 'pipe').filter((m) => HEAVY.includes(m))).toEqual([]);
+  });
+
+  it.each([
+    ['config validate', ['config', 'validate', '-c', 'examples/linux-worker.yaml']],
+    ['plan', ['plan', '-c', 'examples/linux-worker.yaml', '--root', 'SCRATCH']],
+  ])('%s loads no TLS, HTTP or compression: it connects nowhere and the configuration is not compressed', (_name, args) => {
+    const loaded = loadedBy(args.map((a) => (a === 'SCRATCH' ? scratchDir() : a)));
+    expect(loaded.filter((m) => ['tls', 'http', 'https', 'http2', 'zlib'].includes(m))).toEqual([]);
+  });
+
   it('a command that needs them still gets them when it runs (plan spawns tools, reads files, hashes)', () => {
     const loaded = loadedBy(['plan', '-c', 'examples/linux-worker.yaml', '--root', scratchDir()]);
     expect(loaded).toEqual(expect.arrayContaining(['child_process', 'crypto']));
@@ -43,12 +63,49 @@ describe('what starting machineadm loads', () => {
 });
 
 describe('what starting machineadm compiles', () => {
-  it('is the entry piece only: the implementation of each command waits in a string until the command runs', () => {
-    const text = readFileSync(join(dir, 'machineadm.cjs'), 'utf8');
-    // The lazy pieces are the entries of one object, a line each: "./<piece>.js": "<source>".
-    const lazy = text.split('\n').filter((line) => /^ {2}"\.\/[\w-]+\.js": "/.test(line));
-    const lazyBytes = lazy.reduce((sum, line) => sum + line.length + 1, 0);
-    expect(lazy.some((line) => line.includes('runPhaseCommand'))).toBe(true);
-    expect(text.length - lazyBytes).toBeLessThan(text.length / 5);
+  it('is the start piece only: the implementation of each command is a piece of its own until the command runs', () => {
+    const main = readFileSync(join(dir, 'pieces', START), 'utf8');
+    const pieces = pieceNames().filter((name) => name !== START).map((name) => readFileSync(join(dir, 'pieces', name), 'utf8'));
+    const lazyBytes = pieces.reduce((sum, text) => sum + text.length, 0);
+    expect(main).not.toMatch(/function runPhaseCommand\(/);
+    expect(pieces.some((text) => /function runPhaseCommand\(/.test(text))).toBe(true);
+    // Only what every start runs: commander and the options of each command.
+    expect(main.length).toBeLessThan(lazyBytes / 5);
   });
+});
+
+describe('the code caches of the pieces', () => {
+  const NODE = join(process.cwd(), 'node_modules', 'node', 'bin', 'node');
+
+  it('are taken by the embedded Node: no piece is parsed from its source where the cache applies', () => {
+    // What the main script does, for every piece, in the Node release the executable embeds: the
+    // start piece is a script, the others are function bodies.
+    const script = `const { readFileSync } = require("node:fs");
+const vm = require("node:vm");
+const source = (file) => file.endsWith("/${START}") ? readFileSync(file, "utf8") : "(function (exports, require, module) {" + readFileSync(file, "utf8") + "\\n})";
+const compile = (file) => new vm.Script(source(file), { cachedData: readFileSync(file + ".cache") });
+const rejected = process.argv.slice(1).filter((file) => compile(file).cachedDataRejected !== false);
+process.stdout.write(JSON.stringify(rejected));`;
+    const names = pieceNames();
+    expect(names.length).toBeGreaterThan(10);
+    const rejected = execFileSync(NODE, ['-e', script, '--', ...names.map((n) => join(dir, 'pieces', n))], { encoding: 'utf8' });
+    expect(JSON.parse(rejected)).toEqual([]);
+  });
+
+  it('of the start piece holds the functions a start runs (commander, the commands, help), not only its top level', () => {
+    const script = `const vm = require("node:vm");
+const cold = new vm.Script(require("node:fs").readFileSync(process.argv[1], "utf8"), { produceCachedData: true });
+process.stdout.write(String(cold.cachedData.length));`;
+    const coldBytes = Number(execFileSync(NODE, ['-e', script, '--', join(dir, 'pieces', START)], { encoding: 'utf8' }));
+    const warmBytes = readFileSync(join(dir, 'pieces', `${START}.cache`)).length;
+    expect(warmBytes).toBeGreaterThan(coldBytes * 2);
+  });
+
+  it('are the same bytes in two builds of the same sources (the build is reproducible)', async () => {
+    const again = scratchDir();
+    await bundle(again, { version: '0.0.0-test', commit: 'test' });
+    const caches = (d: string) => readdirSync(join(d, 'pieces')).filter((n) => n.endsWith('.cache')).map((n) => [n, readFileSync(join(d, 'pieces', n)).toString('base64')]);
+    expect(caches(again).length).toBe(pieceNames().length);
+    expect(caches(again)).toEqual(caches(dir));
+  }, 120_000);
 });

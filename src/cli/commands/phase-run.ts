@@ -10,7 +10,6 @@ import { renderPlan } from '../render.ts';
 import type { Facts } from '../../host/index.ts';
 import { UsageError, ExitCode } from '../../errors.ts';
 import { spinnerFactory } from '../spinner.ts';
-import { requireSignedSelf } from './trust-run.ts';
 import { resolveMachineValues } from '../../config/machine-source.ts';
 import { GIVEN_VALUE_NAMES, type ResolvedMachineValue } from '../../config/machine-values.ts';
 import type { InstanceValues } from '../../config/instance-values.ts';
@@ -93,19 +92,21 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
   // Signals are watched from before anything can change until the run has reported.
   const interrupts = planning ? undefined : io.watchInterrupts?.();
   try {
-    let host = hostFrom(options, io, givenFacts, interrupts?.signal);
-    // Detected while the configuration loads (containerd --version is a process start): read-only,
-    // and the run needs them whatever the configuration says. Awaited (and failing) where used.
+    const hostOptions = (offline: boolean, facts = givenFacts) => hostFrom({ ...options, offline }, io, facts, interrupts?.signal);
+    let host = hostOptions(options.offline ?? false);
+    // The machine's facts (probing them runs containerd and kubeadm) are gathered while the
+    // configuration loads: every phase command needs both, and the probes mostly wait.
     const facts = host.facts();
     facts.catch(() => undefined);
-    const hostOptions = (offline: boolean) => hostFrom({ ...options, offline }, io, facts, interrupts?.signal);
     const loaded = await loadConfig(host, options.config ?? [], { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
     const { instanceId } = loaded;
     // Before anything changes: a value the machine lacks or gives unfit for its field ends the run here (exit 2).
     const { config, resolved } = await resolveMachineValues(host, loaded.config, { given: { ...givenMachine, ...setValues }, otherMachine: givenFacts !== undefined });
-    if (config.spec.security.offline && !options.offline) host = hostOptions(true);
+    if (config.spec.security.offline && !options.offline) host = hostOptions(true, await facts);
     if (config.spec.security.requireSignedBinary && !planning) {
       // Before anything changes: a binary that is not the signed release must not touch the machine.
+      // Loaded here: signature checking (tweetnacl, the verifier) is for a run that asks for it.
+      const { requireSignedSelf } = await import('./trust-run.ts');
       await requireSignedSelf(host, config.spec.security.releasePublicKey);
     }
     const request = {

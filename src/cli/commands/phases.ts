@@ -8,7 +8,8 @@ import { UsageError } from '../../errors.ts';
 import { DEFAULT_MAX_REBOOTS } from '../../phases/state.ts';
 import { GIVEN_VALUE_NAMES } from '../../config/machine-names.ts';
 
-export type PhaseCommand = 'init' | 'prepare' | 'provision' | 'report' | 'plan';
+export const PHASE_COMMANDS = ['init', 'prepare', 'provision', 'report', 'plan'] as const;
+export type PhaseCommand = (typeof PHASE_COMMANDS)[number];
 
 export interface PhaseOptions extends CommonOptions {
   only?: string[];
@@ -52,7 +53,7 @@ function parseCount(value: string): number {
 }
 
 export function registerPhaseCommands(program: Command, io: Io, setExit: (code: number) => void): void {
-  for (const name of ['init', 'prepare', 'provision', 'report', 'plan'] as const) {
+  for (const name of PHASE_COMMANDS) {
     const command = addCommonOptions(program.command(name).description(SUMMARIES[name]), io)
       .option('--only <ids>', 'run only these steps (comma-separated slash ids; a parent selects its children)', parseIds)
       .option('--skip <ids>', 'leave out these steps (beats --only)', parseIds)

@@ -10,6 +10,8 @@ function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
 
+export const TRUST_COMMANDS = ['verify', 'keygen', 'sign', 'fetch'] as const;
+
 export function registerTrustCommands(program: Command, io: Io, setExit: (code: number) => void): void {
   program
     .command('verify')

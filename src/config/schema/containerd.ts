@@ -1,5 +1,4 @@
 // spec.containerd: containerd's runtime configuration in machineadm's own terms.
-import { X509Certificate } from 'node:crypto';
 import { array, boolean, enumOf, object, optional, record, string } from './dsl.ts';
 import { extraConfigProblems } from '../../containerd/extra-types.ts';
 
@@ -29,6 +28,8 @@ function machinePath(description?: string) {
 export function certificateProblem(pem: string): string | undefined {
   const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
   if (blocks.length === 0) return 'has no complete PEM certificate (no -----END CERTIFICATE----- line)|paste the whole PEM block, from the BEGIN line to the END line';
+  // node:crypto only when there are certificates to read: loading it is a good part of a start.
+  const { X509Certificate } = process.getBuiltinModule('node:crypto');
   for (const [i, block] of blocks.entries()) {
     try {
       new X509Certificate(block);
