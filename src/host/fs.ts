@@ -6,7 +6,6 @@
 import { closeSync, constants, createReadStream, createWriteStream, fsyncSync, mkdirSync, openSync, realpathSync, renameSync, rmSync, writeSync, type ReadStream, type WriteStream } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as nodePath from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { finished } from 'node:stream/promises';
 import { MachineadmError, ExitCode, UsageError } from '../errors.ts';
@@ -519,9 +518,13 @@ async function removeEmptyFolders(dir: string, top: string, root: string, path: 
   }
 }
 
-/** .<name><TEMP_MARK><writer's pid>-<random>: the pid tells a killed writer's leftover from a live one's. */
+/**
+ * .<name><TEMP_MARK><writer's pid>-<random>: the pid tells a killed writer's leftover from a live
+ * one's. node:crypto is loaded at the first write: commands that only read (config validate) start
+ * without it.
+ */
 function temporaryName(base: string): string {
-  return `.${base}${TEMP_MARK}${process.pid}-${randomBytes(6).toString('hex')}`;
+  return `.${base}${TEMP_MARK}${process.pid}-${process.getBuiltinModule('node:crypto').randomBytes(6).toString('hex')}`;
 }
 
 /** The writer's pid in a temporary name (TEMP_MARK, then the pid). */
