@@ -8,7 +8,7 @@ import type { MachineConfig } from '../config/schema/index.ts';
 import type { Facts } from '../host/index.ts';
 import { kubeadmPaths } from '../kubeadm/paths.ts';
 import { WINDOWS_DEFAULT_TAINT } from '../kubeadm/render.ts';
-import { BOOTSTRAP_KUBECONFIG, KUBELET_CERT_DIR, KUBELET_CONFIG, KUBELET_KUBECONFIG, kubeletPath } from './paths.ts';
+import { BOOTSTRAP_KUBECONFIG, KUBELET_CERT_DIR, KUBELET_CONFIG, KUBELET_KUBECONFIG, KUBELET_LOG, kubeletPath } from './paths.ts';
 
 /**
  * Flags newer kubelets refuse: --pod-infra-container-image was removed in v1.35 (the kubelet then
@@ -47,8 +47,13 @@ function flagName(flag: string): string {
   return flag.split('=')[0]!;
 }
 
-/** The kubelet service's argument vector: the kubelet, machineadm's base flags, then kubeadm's (which win). */
-export function kubeletServiceArgv(config: MachineConfig, facts: Facts, kubeadmFlags: readonly string[]): string[] {
+/**
+ * The kubelet service's argument vector: the kubelet, machineadm's base flags, then kubeadm's
+ * (which win). With `logRunner` (kube-log-runner.exe), the kubelet runs under it, which writes
+ * the kubelet's output to KUBELET_LOG: klog's own --log-file is deprecated, and a service's
+ * standard output goes nowhere.
+ */
+export function kubeletServiceArgv(config: MachineConfig, facts: Facts, kubeadmFlags: readonly string[], logRunner?: string): string[] {
   const base = [
     '--windows-service',
     `--cert-dir=${KUBELET_CERT_DIR}`,
@@ -61,5 +66,6 @@ export function kubeletServiceArgv(config: MachineConfig, facts: Facts, kubeadmF
   ];
   const fromKubeadm = kubeadmFlags.filter((f) => !DROPPED_FLAGS.includes(flagName(f)));
   const overridden = new Set(fromKubeadm.map(flagName));
-  return [kubeletPath(config), ...base.filter((f) => !overridden.has(flagName(f))), ...fromKubeadm];
+  const runner = logRunner ? [logRunner, `-log-file=${KUBELET_LOG}`] : [];
+  return [...runner, kubeletPath(config), ...base.filter((f) => !overridden.has(flagName(f))), ...fromKubeadm];
 }

@@ -11,6 +11,9 @@ export const KUBELET_CONFIG = 'C:\\var\\lib\\kubelet\\config.yaml';
 export const KUBELET_CERT_DIR = 'C:\\var\\lib\\kubelet\\pki';
 export const KUBELET_KUBECONFIG = 'C:\\etc\\kubernetes\\kubelet.conf';
 export const BOOTSTRAP_KUBECONFIG = 'C:\\etc\\kubernetes\\bootstrap-kubelet.conf';
+/** Where kube-log-runner writes the kubelet's output: a service has no console, so without it the output is lost. */
+export const KUBELET_LOG_DIR = 'C:\\var\\log\\kubelet';
+export const KUBELET_LOG = `${KUBELET_LOG_DIR}\\kubelet.log`;
 export const KUBELET_PORT = 10250;
 /** Looked up by this name on every run (display names are localized; unnamed rules get random names). */
 export const KUBELET_FIREWALL_RULE = 'machineadm-kubelet';
@@ -18,6 +21,12 @@ export const CONTAINERS_FEATURE = 'Containers';
 
 export function kubeletPath(config: MachineConfig): string {
   return config.spec.windows?.kubeletPath ?? DEFAULT_KUBELET_PATH;
+}
+
+/** kube-log-runner.exe, looked for beside kubelet.exe, where the Kubernetes node archive puts it. */
+export function kubeLogRunnerPath(config: MachineConfig): string {
+  const kubelet = kubeletPath(config);
+  return `${kubelet.slice(0, kubelet.lastIndexOf('\\') + 1)}kube-log-runner.exe`;
 }
 
 export function containerdPath(config: MachineConfig): string {

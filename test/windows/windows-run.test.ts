@@ -126,7 +126,8 @@ async function run(m: ReturnType<typeof machine>, config = workerConfig()) {
   const before = m.sim.calls.length;
   const outcome = await runPhases(input);
   const finished = events.filter((e) => e.type === 'step.finished').map((e) => `${e.step}=${e.result}`);
-  return { outcome, finished, calls: m.sim.calls.slice(before), input };
+  const warnings = events.flatMap((e) => (e.type === 'log' && e.level === 'warning' ? [`${e.step}: ${e.message}`] : []));
+  return { outcome, finished, warnings, calls: m.sim.calls.slice(before), input };
 }
 
 /** The whole run as machineadm runs it (the run module): resume task, restart, one report. */
@@ -236,6 +237,28 @@ describe('a Windows worker on the simulated machine', () => {
     const next = await run(m, changed);
     expect(next.calls).toEqual(['restartService containerd']);
     expect((await run(m, changed)).calls).toEqual([]);
+  });
+
+  it('runs the kubelet under kube-log-runner when it is beside kubelet.exe, so its output goes to a log file', async () => {
+    const m = machine();
+    writeFileSync(realPath(m.root, 'C:\\k\\kube-log-runner.exe'), 'MZ');
+    await run(m);
+    m.sim.reboot();
+    const second = await run(m);
+    expect(second.outcome.error).toBeUndefined();
+    expect(second.warnings.filter((w) => w.includes('kube-log-runner'))).toEqual([]);
+    expect(m.sim.services.get('kubelet')!.commandLine).toMatch(/^C:\\k\\kube-log-runner\.exe -log-file=C:\\var\\log\\kubelet\\kubelet\.log C:\\k\\kubelet\.exe --windows-service /);
+    expect(existsSync(realPath(m.root, 'C:\\var\\log\\kubelet'))).toBe(true);
+    expect((await run(m)).calls).toEqual([]);
+  });
+
+  it('says the kubelet output is discarded when kube-log-runner is not installed', async () => {
+    const m = machine();
+    await run(m);
+    m.sim.reboot();
+    const second = await run(m);
+    expect(second.warnings).toContainEqual(expect.stringMatching(/^prepare\/windows\/kubelet-service: C:\\k\\kube-log-runner\.exe is not installed: the kubelet's output is discarded/));
+    expect(m.sim.services.get('kubelet')!.commandLine).toMatch(/^C:\\k\\kubelet\.exe /);
   });
 
   it('writes the kubeadm configuration and patches only into directories already locked to SYSTEM and Administrators', async () => {

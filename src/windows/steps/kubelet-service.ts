@@ -7,7 +7,7 @@
 import type { Change, Step, StepContext } from '../../phases/step.ts';
 import { MachineadmError, ExitCode } from '../../errors.ts';
 import { windowsCommandLine } from '../../host/windows/index.ts';
-import { KUBEADM_FLAGS_ENV, kubeletPath } from '../paths.ts';
+import { KUBEADM_FLAGS_ENV, KUBELET_LOG, KUBELET_LOG_DIR, kubeletPath, kubeLogRunnerPath } from '../paths.ts';
 import { expectedKubeadmFlags, kubeletServiceArgv, parseKubeadmFlags } from '../kubelet-flags.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
 
@@ -24,10 +24,17 @@ function dependencies(ctx: StepContext): string[] {
   return ['containerd', ...agents];
 }
 
+/** kube-log-runner.exe when it is installed beside the kubelet (a plan for another machine cannot look). */
+async function logRunner(ctx: StepContext): Promise<string | undefined> {
+  const runner = kubeLogRunnerPath(ctx.config);
+  return ctx.host.fs.platform === 'windows' && (await ctx.host.fs.exists(runner)) ? runner : undefined;
+}
+
 async function desired(ctx: StepContext) {
   const { flags, from } = await kubeadmFlags(ctx);
-  const argv = kubeletServiceArgv(ctx.config, ctx.facts, flags);
-  return { argv, commandLine: windowsCommandLine(argv), dependsOn: dependencies(ctx), from };
+  const runner = await logRunner(ctx);
+  const argv = kubeletServiceArgv(ctx.config, ctx.facts, flags, runner);
+  return { argv, commandLine: windowsCommandLine(argv), dependsOn: dependencies(ctx), from, logged: runner !== undefined };
 }
 
 async function changesFor(ctx: StepContext, restartRunning: boolean): Promise<{ changes: Change[]; action?: 'create' | 'configure'; restart: boolean }> {
@@ -50,6 +57,9 @@ async function applyService(ctx: StepContext, restartRunning: boolean): Promise<
   const plan = await changesFor(ctx, restartRunning);
   if (!plan.action) return;
   const want = await desired(ctx);
+  // kube-log-runner opens its log file but does not make its folder.
+  if (want.logged) await ctx.host.fs.mkdirp(KUBELET_LOG_DIR);
+  else ctx.log(`${kubeLogRunnerPath(ctx.config)} is not installed: the kubelet's output is discarded (a service has no console); put kube-log-runner.exe from the Kubernetes node archive beside kubelet.exe and machineadm runs the kubelet under it, logging to ${KUBELET_LOG}`, 'warning');
   if (plan.action === 'create') {
     if (!(await ctx.host.fs.exists(kubeletPath(ctx.config)))) {
       throw new MachineadmError(`the kubelet is not installed: ${kubeletPath(ctx.config)} does not exist`, ExitCode.stepFailed, { hint: 'put kubelet.exe (and kubeadm.exe) from https://dl.k8s.io/<version>/bin/windows/amd64/ there, or set spec.windows.kubeletPath' });
