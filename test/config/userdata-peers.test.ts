@@ -2,17 +2,12 @@
 // its users' bug reports write it, with machineadm's part in place of nodeadm's NodeConfig: read
 // through the AWS metadata service as a machine reads it at boot.
 import { gzipSync } from 'node:zlib';
-import { afterAll, describe, expect, it } from 'vitest';
-import { createHost } from '../../src/host/index.ts';
-import { loadConfig, NoMachineConfigError, type LoadOptions } from '../../src/config/load.ts';
+import { describe, expect, it } from 'vitest';
+import { NoMachineConfigError } from '../../src/config/load.ts';
 import { MACHINECONFIG_CONTENT_TYPE } from '../../src/config/mime.ts';
 import { ConfigError } from '../../src/errors.ts';
-import { imdsHandler, startHttp, type RunningServer } from './helpers/servers.ts';
-import { scratchDir } from '../support/tmp.ts';
+import { userDataLoader } from './helpers/user-data.ts';
 
-const quick: LoadOptions = {
-  imds: { retry: { attempts: 4, baseDelayMs: 20, maxDelayMs: 100, deadlineMs: 4000 }, timeouts: { connectMs: 500, responseMs: 1000, totalMs: 3000 } },
-};
 const lines = (...l: string[]) => Buffer.from(l.join('\n'));
 const crlf = (b: Buffer) => Buffer.from(b.toString('latin1').replace(/\n/g, '\r\n'), 'latin1');
 const config = (modules: string) => ['---', 'apiVersion: machineadm.cluster.x-k8s.io/v1alpha1', 'kind: MachineConfig', 'spec:', `  kernelModules: [${modules}]`];
@@ -21,16 +16,7 @@ const top = ['MIME-Version: 1.0', 'Content-Type: multipart/mixed; boundary="BOUN
 const oneConfig = lines(...top, '--BOUNDARY', `Content-Type: ${MACHINECONFIG_CONTENT_TYPE}`, '', ...config('overlay'), '', '--BOUNDARY--');
 const rawGzipPart = Buffer.concat([lines(...top, '--BOUNDARY', `Content-Type: ${MACHINECONFIG_CONTENT_TYPE}`, '', ''), gzipped, lines('', '--BOUNDARY--')]);
 
-const servers: RunningServer[] = [];
-afterAll(async () => {
-  for (const s of servers) await s.close();
-});
-
-async function load(userData: Buffer) {
-  const s = await startHttp(imdsHandler('aws', { userData }));
-  servers.push(s);
-  return loadConfig(createHost({ root: scratchDir(), env: { MACHINEADM_IMDS_ENDPOINT: s.url } }), ['imds://aws/user-data'], quick);
-}
+const load = userDataLoader();
 
 describe('user data as the peers write it', () => {
   it.each([

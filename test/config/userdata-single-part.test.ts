@@ -3,29 +3,15 @@
 // that one part; machineadm reads the part's body too, never the headers as YAML. Exact bytes,
 // through the AWS metadata service as a machine reads them at boot.
 import { gzipSync } from 'node:zlib';
-import { afterAll, describe, expect, it } from 'vitest';
-import { createHost } from '../../src/host/index.ts';
-import { loadConfig, NoMachineConfigError, type LoadOptions } from '../../src/config/load.ts';
+import { describe, expect, it } from 'vitest';
+import { NoMachineConfigError } from '../../src/config/load.ts';
 import { ConfigError } from '../../src/errors.ts';
-import { imdsHandler, startHttp, type RunningServer } from './helpers/servers.ts';
-import { scratchDir } from '../support/tmp.ts';
+import { userDataLoader } from './helpers/user-data.ts';
 
-const quick: LoadOptions = {
-  imds: { retry: { attempts: 4, baseDelayMs: 20, maxDelayMs: 100, deadlineMs: 4000 }, timeouts: { connectMs: 500, responseMs: 1000, totalMs: 3000 } },
-};
 const YAML = 'apiVersion: machineadm.cluster.x-k8s.io/v1alpha1\nkind: MachineConfig\nspec:\n  kernelModules: [overlay]\n';
 const bytes = (...parts: (string | Buffer)[]) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'latin1') : p)));
 
-const servers: RunningServer[] = [];
-afterAll(async () => {
-  for (const s of servers) await s.close();
-});
-
-async function load(userData: Buffer) {
-  const s = await startHttp(imdsHandler('aws', { userData }));
-  servers.push(s);
-  return loadConfig(createHost({ root: scratchDir(), env: { MACHINEADM_IMDS_ENDPOINT: s.url } }), ['imds://aws/user-data'], quick);
-}
+const load = userDataLoader();
 
 describe('user data that is one MIME part without a multipart wrapper', () => {
   it.each([
