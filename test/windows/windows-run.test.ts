@@ -239,6 +239,20 @@ describe('a Windows worker on the simulated machine', () => {
     expect((await run(m, changed)).calls).toEqual([]);
   });
 
+  it('restarts a running containerd once when nothing records what it was started for, and not again after', async () => {
+    const m = machine();
+    await run(m);
+    m.sim.reboot();
+    await run(m);
+    // A state without the service step's record (an older machineadm, or a lost state directory).
+    const stateFile = join(m.stateFs.root, 'state.json');
+    const state = JSON.parse(readFileSync(stateFile, 'utf8'));
+    delete state.steps['prepare/windows/containerd-service'];
+    writeFileSync(stateFile, JSON.stringify(state));
+    expect((await run(m)).calls).toEqual(['restartService containerd']);
+    expect((await run(m)).calls).toEqual([]);
+  });
+
   it('runs the kubelet under kube-log-runner when it is beside kubelet.exe, so its output goes to a log file', async () => {
     const m = machine();
     writeFileSync(realPath(m.root, 'C:\\k\\kube-log-runner.exe'), 'MZ');
