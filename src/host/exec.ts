@@ -3,7 +3,7 @@
 // of its own (Linux) so that a timeout or an interruption stops the whole tree it started, and
 // nothing it left behind can keep machineadm waiting on a pipe.
 import * as nodePath from 'node:path';
-import { access, constants } from 'node:fs/promises';
+import { accessSync, constants } from 'node:fs';
 import { CommandError } from '../errors.ts';
 
 export interface RunOptions {
@@ -188,6 +188,8 @@ export class ProcessRunner {
 
   /** The full path of an executable on PATH, or undefined. */
   async which(name: string): Promise<string | undefined> {
+    // A few stat calls, made synchronously: the caller goes on at once (a probe that waited for the
+    // event loop between every PATH entry would start its process only after the work around it).
     const pathVar = this.baseEnv.PATH ?? this.baseEnv.Path ?? '';
     const sep = process.platform === 'win32' ? ';' : ':';
     const exts = process.platform === 'win32' ? ['.exe', '.cmd', ''] : [''];
@@ -195,7 +197,7 @@ export class ProcessRunner {
       for (const ext of exts) {
         const candidate = nodePath.join(dir, name + ext);
         try {
-          await access(candidate, constants.X_OK);
+          accessSync(candidate, constants.X_OK);
           return candidate;
         } catch {
           // not here; try the next directory

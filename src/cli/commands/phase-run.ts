@@ -82,7 +82,8 @@ function renderMachineValues(values: ResolvedMachineValue[]): string {
   return 'values from the machine:\n' + values.map((v) => `  ${v.field} = ${v.value}\n      ${v.reference} from ${v.source}\n`).join('') + '\n';
 }
 
-export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptions, io: Io): Promise<number> {
+/** `detected`: this machine's facts, already being probed (without --facts and --os). */
+export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptions, io: Io, detected?: Promise<Facts>): Promise<number> {
   const { facts: givenFacts, machine: givenMachine } = await factsFrom(options, io);
   const setValues = givenMachineValues((options.set ?? []).map((s) => [s.slice(0, s.indexOf('=')), s.slice(s.indexOf('=') + 1)]), '--set');
   const planning = command === 'plan' || options.dryRun === true;
@@ -92,7 +93,7 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
   // Signals are watched from before anything can change until the run has reported.
   const interrupts = planning ? undefined : io.watchInterrupts?.();
   try {
-    const hostOptions = (offline: boolean, facts = givenFacts) => hostFrom({ ...options, offline }, io, facts, interrupts?.signal);
+    const hostOptions = (offline: boolean, facts = givenFacts ?? detected) => hostFrom({ ...options, offline }, io, facts, interrupts?.signal);
     let host = hostOptions(options.offline ?? false);
     // The machine's facts (probing them runs containerd and kubeadm) are gathered while the
     // configuration loads: every phase command needs both, and the probes mostly wait.

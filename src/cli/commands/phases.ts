@@ -70,7 +70,15 @@ export function registerPhaseCommands(program: Command, io: Io, setExit: (code: 
       .option('--facts <file>', `plan for the machine these facts (JSON) describe instead of this one${name === 'plan' ? '' : ' (with --dry-run)'}`)
       .addOption(new Option('--os <os>', `plan for this operating system${name === 'plan' ? '' : ' (with --dry-run)'}`).choices(['linux', 'windows']));
     command.addHelpText('after', `\nExample:\n  $ ${EXAMPLES[name]}\n`);
-    command.action(async (options: PhaseOptions) => setExit(await (await import('./phase-run.ts')).runPhaseCommand(name, options, io)));
+    command.action(async (options: PhaseOptions) => {
+      // This machine's facts are probed while the runner loads: the probes are processes starting
+      // up (containerd --version), which run on another core. One turn of the event loop lets them
+      // start before the runner's code is compiled. (--facts and --os decide later which facts apply.)
+      const facts = options.facts === undefined && options.os === undefined ? (await import('../host-options.ts')).hostFrom(options, io).facts() : undefined;
+      facts?.catch(() => undefined);
+      if (facts) await new Promise((started) => setImmediate(started));
+      setExit(await (await import('./phase-run.ts')).runPhaseCommand(name, options, io, facts));
+    });
   }
 }
 

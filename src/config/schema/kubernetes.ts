@@ -2,7 +2,7 @@
 // Names, labels and taints are checked the way Kubernetes checks them (apimachinery's
 // validation), so a value the API server or the kubelet would refuse fails here, before anything
 // runs, instead of halfway through a join.
-import { isIP } from 'node:net';
+import { ipFamily } from './ip.ts';
 import { load as loadYaml } from 'js-yaml';
 import {
   array,
@@ -103,7 +103,7 @@ export function endpointProblem(value: string): string | undefined {
   const host = match[1]!.replace(/^\[|\]$/g, '');
   const port = Number(match[2]);
   if (port < 1 || port > 65535) return `port ${port} is outside 1-65535`;
-  if (match[1]!.startsWith('[') ? isIP(host) !== 6 : isIP(host) === 0 && dns1123SubdomainProblem(host.toLowerCase()) !== undefined) {
+  if (match[1]!.startsWith('[') ? ipFamily(host) !== 6 : ipFamily(host) === 0 && dns1123SubdomainProblem(host.toLowerCase()) !== undefined) {
     return `host "${host}" is not an IP address or a DNS name`;
   }
   return undefined;
@@ -124,7 +124,7 @@ function cidrProblem(value: string, sizeRule: SubnetSizeRule): string | undefine
   const families = new Set<number>();
   for (const part of parts) {
     const [ip = '', bits, extra] = part.split('/');
-    const family = isIP(ip);
+    const family = ipFamily(ip);
     const max = family === 4 ? 32 : 128;
     if (family === 0 || extra !== undefined || bits === undefined || !/^\d+$/.test(bits) || Number(bits) > max) return `"${part}" is not a CIDR such as 10.244.0.0/16`;
     const size = sizeRule(part, family as 4 | 6, Number(bits));
@@ -154,7 +154,7 @@ const podSubnetSize: SubnetSizeRule = (part, family, prefix) => {
 };
 
 function sanProblem(value: string): string | undefined {
-  if (isIP(value)) return undefined;
+  if (ipFamily(value)) return undefined;
   const name = value.startsWith('*.') ? value.slice(2) : value;
   return dns1123SubdomainProblem(name.toLowerCase()) ? 'is not an IP address, a DNS name or a wildcard DNS name (*.example.com)' : undefined;
 }
