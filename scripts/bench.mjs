@@ -15,6 +15,7 @@ import { createServer } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writeFloors } from './bench-floors.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -59,25 +60,28 @@ const median = (values) => {
 };
 
 /**
- * Alternates the two commands `repeats` times (so load changes hit both alike); medians. `also`, a
- * third command run in the same rounds, gives a reference taken in the same moment (the binary's
- * own start, to tell a command's work from its start).
+ * Alternates the two commands `repeats` times (so load changes hit both alike); medians. `also`,
+ * more commands by name run in the same rounds, gives references taken in the same moment (the
+ * binary's own start, to tell a command's work from its start; the figure's floor).
  */
-async function sideBySide(ours, baseline, repeats, { before, also } = {}) {
-  const a = [];
-  const b = [];
-  const c = [];
+async function sideBySide(ours, baseline, repeats, { before, also = {} } = {}) {
+  const runs = { ours: [], baseline: [], ...Object.fromEntries(Object.keys(also).map((name) => [name, []])) };
+  const argvs = { ours, baseline, ...also };
   for (let i = 0; i < repeats; i++) {
-    for (const [argv, into] of [[ours, a], [baseline, b], ...(also ? [[also, c]] : [])]) {
+    for (const [name, argv] of Object.entries(argvs)) {
       await before?.();
       const r = await run(argv);
       if (r.code !== 0) fail(`${argv.join(' ')} exited with ${r.code}: ${r.stderr.trim().slice(-400)}`);
-      into.push(r);
+      runs[name].push(r);
     }
   }
-  const summary = (runs) => ({ ms: median(runs.map((r) => r.ms)), cpu: median(runs.map((r) => r.cpu)), rss: Math.max(...runs.map((r) => r.rss)) });
-  return { ours: summary(a), baseline: summary(b), ...(also ? { also: summary(c) } : {}) };
+  const summary = (list) => ({ ms: median(list.map((r) => r.ms)), cpu: median(list.map((r) => r.cpu)), rss: Math.max(...list.map((r) => r.rss)) });
+  const { ours: a, baseline: b, ...more } = runs;
+  return { ours: summary(a), baseline: summary(b), also: Object.fromEntries(Object.entries(more).map(([name, list]) => [name, summary(list)])) };
 }
+
+/** The note of a figure's floor: its ratio to the same baseline, and what the floor program does. */
+const floorNote = (floorMs, baselineMs, what) => `floor ${(floorMs / baselineMs).toFixed(2)}x (${floorMs.toFixed(0)} ms): ${what}`;
 
 const rows = [];
 function row(figure, ours, baseline, goal, extra = {}) {
@@ -90,13 +94,14 @@ function row(figure, ours, baseline, goal, extra = {}) {
     ratio: `${ratio.toFixed(2)}x`,
     goal: `<= ${goal}x${extra.rssGoal !== undefined ? `, RSS <= ${extra.rssGoal} MiB` : ''}${extra.goalNote ?? ''}`,
     // CPU time beside the wall time: on a shared machine it moves much less with the load.
-    note: extra.note ?? [extra.rss !== undefined ? `RSS ${extra.rss.toFixed(0)} vs ${extra.baselineRss.toFixed(0)} MiB` : '', extra.cpu !== undefined ? `CPU ${extra.cpu.toFixed(2)} vs ${extra.baselineCpu.toFixed(2)} s` : '', extra.after ?? ''].filter(Boolean).join(', '),
+    note: [extra.note ?? '', extra.rss !== undefined ? `RSS ${extra.rss.toFixed(0)} vs ${extra.baselineRss.toFixed(0)} MiB` : '', extra.cpu !== undefined ? `CPU ${extra.cpu.toFixed(2)} vs ${extra.baselineCpu.toFixed(2)} s` : '', extra.after ?? '', extra.floor ?? ''].filter(Boolean).join(', '),
     ok: checks.every(Boolean) ? 'ok' : 'SHORT',
   });
   process.stderr.write(`bench: ${figure}: ${rows.at(-1).ours} vs ${rows.at(-1).baseline} (${rows.at(-1).ratio}) ${rows.at(-1).note} ${rows.at(-1).ok}\n`);
 }
 
 const work = mkdtempSync(join(tmpdir(), 'machineadm-bench-'));
+const floors = writeFloors(work, ROOT);
 const repeats = quick ? 5 : 21;
 const loadBefore = loadavg();
 
@@ -104,14 +109,14 @@ const loadBefore = loadavg();
 async function startup() {
   const bare = [NODE, '-e', '0'];
   const worker = join(ROOT, 'examples', 'linux-worker.yaml');
-  for (const [figure, argv, goal] of [
+  for (const [figure, argv, goal, floor] of [
     ['version vs node -e 0', [BINARY, 'version'], 1.2],
     ['--help vs node -e 0', [BINARY, '--help'], 1.2],
-    ['plan -c examples/linux-worker.yaml vs node -e 0', [BINARY, 'plan', '-c', worker], 2],
-    ['config validate -c examples/linux-worker.yaml vs node -e 0', [BINARY, 'config', 'validate', '-c', worker], 1.5],
+    ['plan -c examples/linux-worker.yaml vs node -e 0', [BINARY, 'plan', '-c', worker], 2, [floors.plan, 'the embedded Node running containerd --version and parsing the configuration with js-yaml, nothing else']],
+    ['config validate -c examples/linux-worker.yaml vs node -e 0', [BINARY, 'config', 'validate', '-c', worker], 1.5, [floors.yaml, 'the embedded Node parsing the configuration with js-yaml, nothing else']],
   ]) {
-    const r = await sideBySide(argv, bare, repeats);
-    row(figure, r.ours.ms, r.baseline.ms, goal);
+    const r = await sideBySide(argv, bare, repeats, floor ? { also: { floor: [NODE, floor[0], worker] } } : {});
+    row(figure, r.ours.ms, r.baseline.ms, goal, floor ? { floor: floorNote(r.also.floor.ms, r.baseline.ms, floor[1]) } : {});
   }
 }
 
@@ -138,14 +143,15 @@ async function verify() {
     if (sign.code !== 0) fail(`minisign -S failed: ${sign.stderr}`);
     // Both read from the page cache: one untimed read first.
     await run(['minisign', '-Vm', file, '-p', pub]);
-    const r = await sideBySide([BINARY, 'verify', file, '-p', pub, '-q'], ['minisign', '-Vqm', file, '-p', pub], times, { also: [BINARY, 'version'] });
+    const r = await sideBySide([BINARY, 'verify', file, '-p', pub, '-q'], ['minisign', '-Vqm', file, '-p', pub], times, { also: { version: [BINARY, 'version'], floor: [NODE, floors.verify, file] } });
     row(`verify ${label} vs minisign -V`, r.ours.ms, r.baseline.ms, goal, {
       rss: r.ours.rss,
       baselineRss: r.baseline.rss,
       rssGoal: 80,
       cpu: r.ours.cpu,
       baselineCpu: r.baseline.cpu,
-      after: `${(r.ours.ms - r.also.ms).toFixed(0)} ms after the start (version: ${r.also.ms.toFixed(0)} ms)`,
+      after: `${(r.ours.ms - r.also.version.ms).toFixed(0)} ms after the start (version: ${r.also.version.ms.toFixed(0)} ms)`,
+      floor: floorNote(r.also.floor.ms, r.baseline.ms, "the embedded Node reading the file and hashing it with node:crypto's BLAKE2b-512, nothing else"),
     });
     rmSync(file, { force: true });
     rmSync(`${file}.minisig`, { force: true });
@@ -196,9 +202,9 @@ s.listen(0, '127.0.0.1', () => process.stdout.write(String(s.address().port) + '
 async function initFigure() {
   const quickstart = join(ROOT, 'examples', 'quickstart.yaml');
   const scratch = join(work, 'init-root');
-  const fresh = () => rmSync(scratch, { recursive: true, force: true });
-  const r = await sideBySide([BINARY, 'init', '-c', quickstart, '--root', scratch], [BINARY, 'version'], repeats, { before: fresh });
-  // One more run under strace: the fsyncs of a first init, against the files it leaves.
+  const floorScratch = join(work, 'init-floor');
+  const fresh = () => (rmSync(scratch, { recursive: true, force: true }), rmSync(floorScratch, { recursive: true, force: true }));
+  // One run under strace first: the fsyncs of a first init, against the files it leaves.
   fresh();
   const counts = join(work, 'strace-init');
   const traced = await run(['strace', '-f', '-c', '-e', 'trace=fsync,fdatasync', '-o', counts, BINARY, 'init', '-c', quickstart, '--root', scratch]);
@@ -208,11 +214,16 @@ async function initFigure() {
     .filter((line) => /\b(fsync|fdatasync)$/.test(line.trim()))
     .reduce((sum, line) => sum + Number(line.trim().split(/\s+/)[3]), 0);
   const files = readdirSync(scratch, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).length;
+  const r = await sideBySide([BINARY, 'init', '-c', quickstart, '--root', scratch], [BINARY, 'version'], repeats, {
+    before: fresh,
+    also: { floor: [NODE, floors.init, quickstart, floorScratch, String(files)] },
+  });
   fresh();
   row('init -c examples/quickstart.yaml --root (first run) vs version', r.ours.ms, r.baseline.ms, 2, {
     note: `${fsyncs} fsyncs for ${files} files written`,
     goalNote: ', fsyncs <= files + 3',
     ok: [fsyncs <= files + 3],
+    floor: floorNote(r.also.floor.ms, r.baseline.ms, `the embedded Node running containerd --version, parsing the configuration with js-yaml and writing ${files} files atomically and durably, nothing else`),
   });
 }
 
@@ -265,13 +276,26 @@ async function fleet() {
   requests = 0;
   delivered.clear();
   const onlineMs = await all(false);
-  collector.close();
   const events = delivered.size;
   const duplicates = [...delivered.values()].filter((n) => n > 1).length;
   const perEvent = requests / Math.max(1, events);
+  // One run at a time, once the collector accepts: on a machine with fewer cores than runs, the
+  // fleet's time is its CPU, so a run's CPU online and offline tells the ratio the fleet can reach.
+  // The floor: the offline run plus what node's own HTTP client spends posting six events.
+  const single = join(work, 'fleet-single');
+  const one = await sideBySide(
+    [BINARY, 'report', '-c', config, '--root', single],
+    [BINARY, 'report', '-c', config, '--root', single, '--offline'],
+    quick ? 5 : 11,
+    { before: () => rmSync(single, { recursive: true, force: true }), also: { post: [NODE, floors.post, `http://127.0.0.1:${port}/events`], bare: [NODE, '-e', '0'] } },
+  );
+  rmSync(single, { recursive: true, force: true });
+  const postCpu = Math.max(0, one.also.post.cpu - one.also.bare.cpu);
+  const cpuNote = `a run's CPU: ${(one.ours.cpu * 1000).toFixed(0)} ms online vs ${(one.baseline.cpu * 1000).toFixed(0)} ms offline (${(one.ours.cpu / one.baseline.cpu).toFixed(2)}x); floor ${((one.baseline.cpu + postCpu) / one.baseline.cpu).toFixed(2)}x: the offline run plus node's own HTTP client posting six events (${(postCpu * 1000).toFixed(0)} ms CPU)`;
+  collector.close();
   row(`${runs} concurrent report runs, collector answers 429 + Retry-After for 10 s, vs the same with --offline`, onlineMs, offlineMs, 1.2, {
     format: (ms) => `${(ms / 1000).toFixed(1)} s`,
-    note: `${events} events (${(events / runs).toFixed(1)} a run), ${duplicates} twice, ${perEvent.toFixed(2)} requests an event, ${leftSpooled} left spooled`,
+    note: `${events} events (${(events / runs).toFixed(1)} a run), ${duplicates} twice, ${perEvent.toFixed(2)} requests an event, ${leftSpooled} left spooled; ${cpuNote}`,
     goalNote: ', requests/event <= 1.5, each of the 6 events a run once',
     ok: [perEvent <= 1.5, duplicates === 0, events === runs * 6],
   });
