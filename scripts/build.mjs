@@ -11,7 +11,7 @@
 // MACHINEADM_RELEASE_PUBKEY_FILE (a minisign .pub file) builds the release key into the binary;
 // MACHINEADM_BUILD_COMMIT overrides the commit (builds from a source tarball without .git).
 import { createHash } from 'node:crypto';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createReadStream, existsSync, readFileSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -328,8 +328,23 @@ const PIECE_TAIL = '\n})';
 
 // V8 finishes compiling in the background after the run: the caches are written once two rounds
 // taken 100 ms apart are the same bytes, so that two builds write the same. A piece that has its
-// cache already (from an earlier run) keeps it.
+// cache already (from an earlier run) keeps it. MACHINEADM_THEN (JSON, a list of argument lists)
+// runs more commands in the same process once the first is done, so that the caches of the pieces
+// they share hold the functions of all of them; a command that fails stops it (its exit code stays).
 const PRODUCING = `const machineadmRan = [];
+const machineadmThen = JSON.parse(process.env.MACHINEADM_THEN || "[]");
+process.on("beforeExit", function machineadmProduce() {
+  if (process.exitCode) return;
+  const next = machineadmThen.shift();
+  if (next) {
+    process.argv = [process.argv[0], process.argv[1], ...next];
+    machineadmLoaded.delete("./bin.js");
+    machineadmRequire("./bin.js");
+    return;
+  }
+  process.off("beforeExit", machineadmProduce);
+  machineadmSettle(undefined, 0);
+});
 function machineadmSettle(previous, tries) {
   setTimeout(() => {
     const caches = machineadmRan.map(([name, script]) => [name, script.createCachedData()]);
@@ -340,7 +355,6 @@ function machineadmSettle(previous, tries) {
     }
   }, 100);
 }
-process.once("beforeExit", () => machineadmSettle(undefined, 0));
 `;
 
 export async function bundle(workDir, identity) {
@@ -408,37 +422,63 @@ for (const name of process.argv.slice(1)) {
 }
 
 /**
- * The code caches of the pieces that "machineadm --help", "machineadm config validate" and
- * "machineadm plan" run, taken after a run of each with the embedded Node: they hold the bytecode
- * of every function the run compiled (commander, registering the commands, help, reading and
- * checking configuration, probing the tools, planning every step), which a cache made by compiling
- * alone leaves to be parsed at each start. The runs see only what the build gives them (a scratch
- * root, the facts of a made-up machine, stand-ins of containerd and kubeadm that print fixed
- * versions), so that every build machine takes the same caches.
+ * The code caches of the pieces that "machineadm --help", "machineadm config validate", "init" and
+ * "plan" run, taken after a run of each with the embedded Node: they hold the bytecode of every
+ * function the run compiled (commander, registering the commands, help, reading and checking
+ * configuration, probing the tools, checking and applying every step, reporting, planning), which a
+ * cache made by compiling alone leaves to be parsed at each start. The runs see only what the build
+ * gives them (scratch roots, a configuration that sets no file owner, the facts of a made-up
+ * machine for plan, stand-ins of containerd and kubeadm that print fixed versions), so that every
+ * build machine takes the same caches.
  */
 async function writeRunCaches(workDir, producer) {
   const script = join(workDir, 'produce-caches.cjs');
   const scratch = join(workDir, 'produce-caches');
   const tools = join(scratch, 'bin');
-  await fsp.writeFile(script, producer);
-  await fsp.mkdir(tools, { recursive: true });
-  for (const [name, output] of [['containerd', 'containerd github.com/containerd/containerd v1.7.24 0'], ['kubeadm', 'v1.31.2']]) {
-    await fsp.writeFile(join(tools, name), `#!/bin/sh\necho '${output}'\n`, { mode: 0o755 });
-  }
-  const facts = { os: 'linux', arch: 'x64', hostname: 'node-1', privileged: true, liveRoot: false, kernelRelease: '6.1.0', containerdVersion: '1.7.24', kubeadmVersion: 'v1.31.2' };
-  await fsp.writeFile(join(scratch, 'facts.json'), JSON.stringify(facts));
   const worker = join(ROOT, 'examples', 'linux-worker.yaml');
+  let collector;
   try {
-    for (const args of [['--help'], ['config', 'validate', '-c', worker], ['plan', '-c', worker, '--facts', join(scratch, 'facts.json'), '--root', join(scratch, 'root')]]) {
-      const result = spawnSync(pinnedNode(), ['--random-seed=1', script, ...args], { cwd: workDir, encoding: 'utf8', env: { PATH: tools }, stdio: ['ignore', 'ignore', 'pipe'] });
-      if (result.status !== 0) throw new BuildError(`making the code caches with machineadm ${args.join(' ')} failed: ${(result.stderr ?? '').trim()}`);
+    await fsp.writeFile(script, producer);
+    await fsp.mkdir(tools, { recursive: true });
+    for (const [name, output] of [['containerd', 'containerd github.com/containerd/containerd v1.7.24 0'], ['kubeadm', 'v1.31.2']]) {
+      await fsp.writeFile(join(tools, name), `#!/bin/sh\necho '${output}'\n`, { mode: 0o755 });
+    }
+    const facts = { os: 'linux', arch: 'x64', hostname: 'node-1', privileged: true, liveRoot: false, kernelRelease: '6.1.0', containerdVersion: '1.7.24', kubeadmVersion: 'v1.31.2' };
+    await fsp.writeFile(join(scratch, 'facts.json'), JSON.stringify(facts));
+    // A collector that takes every event, for the report run to post to (the HTTP client's pieces).
+    collector = spawn(pinnedNode(), ['-e', COLLECTOR], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const port = await new Promise((listening, failed) => {
+      collector.stdout.once('data', (d) => listening(Number(String(d).trim())));
+      collector.once('error', failed);
+      collector.once('exit', (code) => failed(new BuildError(`the collector for the code caches' report run exited with ${code}`)));
+    });
+    const report = join(scratch, 'report.json');
+    await fsp.writeFile(report, JSON.stringify({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { report: { endpoints: [{ url: `http://127.0.0.1:${port}/events` }] } } }));
+    const runs = [
+      [['--help']],
+      [['config', 'validate', '-c', worker]],
+      // One process: the runner's cache holds what init does (every step's check and apply, the
+      // report), what plan adds and what posting events adds.
+      [
+        ['init', '-c', join(ROOT, 'examples', 'quickstart.yaml'), '--root', join(scratch, 'init')],
+        ['plan', '-c', worker, '--facts', join(scratch, 'facts.json'), '--root', join(scratch, 'plan')],
+        ['report', '-c', report, '--root', join(scratch, 'report')],
+      ],
+    ];
+    for (const [args, ...then] of runs) {
+      const result = spawnSync(pinnedNode(), ['--random-seed=1', script, ...args], { cwd: workDir, encoding: 'utf8', env: { PATH: tools, MACHINEADM_THEN: JSON.stringify(then) }, stdio: ['ignore', 'ignore', 'pipe'] });
+      if (result.status !== 0) throw new BuildError(`making the code caches with machineadm ${[args, ...then].map((a) => a.join(' ')).join(', then ')} failed: ${(result.stderr ?? '').trim()}`);
     }
   } finally {
+    collector?.kill();
     await fsp.rm(script, { force: true });
     await fsp.rm(scratch, { recursive: true, force: true });
   }
   if (!existsSync(join(workDir, 'pieces', `${START_PIECE}.cache`))) throw new BuildError('a run of machineadm --help left no code cache of the start piece');
 }
+
+const COLLECTOR = `const server = require("node:http").createServer((req, res) => { req.resume(); req.on("end", () => res.writeHead(202).end()); });
+server.listen(0, "127.0.0.1", () => process.stdout.write(server.address().port + "\\n"));`;
 
 function pinnedNode() {
   const path = join(ROOT, 'node_modules', 'node', 'bin', process.platform === 'win32' ? 'node.exe' : 'node');
