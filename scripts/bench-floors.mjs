@@ -1,26 +1,38 @@
-// The floors of the bench: for a figure whose goal may be out of reach, the least a program on the
-// embedded Node must do for the same job, as a script run side by side with machineadm and its
-// baseline. A floor above the goal shows the goal cannot be met on this runtime whatever
+// The floors of the bench: for a figure whose goal may be out of reach, the least a program must do
+// for the same job when it is built the way machineadm must be (the libraries the product is built
+// on: commander for the command line, js-yaml, execa for processes, got for HTTP) and packaged the
+// way machineadm is (one bundle per program, compiled from a V8 code cache taken after a run, by
+// the embedded Node). Each floor is run side by side with machineadm and its baseline. A floor
+// above the goal shows the goal cannot be met on this runtime with those libraries, whatever
 // machineadm does; the distance from the floor to machineadm is machineadm's own cost.
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { lazyCommanderChildProcess, lazyListFormat } from './build.mjs';
 
-const YAML = (root) => `const yaml = require(${JSON.stringify(join(root, 'node_modules', 'js-yaml'))});
-const config = yaml.load(require('node:fs').readFileSync(process.argv[2], 'utf8'));
-if (!config || typeof config !== 'object') throw new Error('no configuration');`;
+// The command line: one command with the options the figure's command takes, through commander.
+const CLI = (action) => `import { Command } from 'commander';
+import { readFileSync } from 'node:fs';
+const program = new Command('floor');
+program.command('run').requiredOption('-c, --config <file>').option('--root <dir>').option('--count <n>').option('--url <url>').action(async (options) => {
+${action}
+});
+program.parseAsync(process.argv).catch((error) => { process.stderr.write(String(error) + '\\n'); process.exitCode = 1; });`;
+
+const YAML = `  const config = (await import('js-yaml')).load(readFileSync(options.config, 'utf8'));
+  if (!config || typeof config !== 'object') throw new Error('no configuration');`;
 
 // What every phase command must learn before it can plan: the installed containerd's version (it
-// decides the config format), asked the only way containerd tells it, by running it.
-const PROBE = `const probe = new Promise((done, failed) => require('node:child_process').execFile('containerd', ['--version'], (e, out) => (e ? failed(e) : done(out))));`;
+// decides the config format), asked the only way containerd tells it, by running it (through execa).
+const PROBE = `  const probe = import('execa').then(({ execa }) => execa('containerd', ['--version']));`;
 
 // An atomic, durable write of each file (temporary file, fsync, rename) and one fsync of each
 // directory at the end: what init does for the files it writes, nothing else.
-const WRITES = `const fs = require('node:fs');
-const path = require('node:path');
-function writeAll(root, count) {
+const WRITES = `  const fs = await import('node:fs');
+  const path = await import('node:path');
   const dirs = new Set();
-  for (let i = 0; i < count; i++) {
-    const dir = path.join(root, 'd' + (i % 5));
+  for (let i = 0; i < Number(options.count); i++) {
+    const dir = path.join(options.root, 'd' + (i % 5));
     fs.mkdirSync(dir, { recursive: true });
     dirs.add(dir);
     const temp = path.join(dir, '.f' + i + '.tmp');
@@ -34,48 +46,90 @@ function writeAll(root, count) {
     const fd = fs.openSync(dir, 'r');
     fs.fsyncSync(fd);
     fs.closeSync(fd);
-  }
-}`;
+  }`;
 
-const SCRIPTS = {
-  // config validate: read the configuration and parse its YAML with the project's YAML library.
-  'floor-yaml.cjs': (root) => YAML(root),
-  // plan: the containerd probe and the YAML, at once.
-  'floor-plan.cjs': (root) => `${PROBE}\n${YAML(root)}\nprobe.then((out) => { if (!/containerd/.test(out)) process.exit(3); });`,
+const SOURCES = {
+  // The command line alone: what every floor above pays before its work.
+  cli: CLI('  if (!options.config) throw new Error(\'no configuration\');'),
+  // config validate: the command line, reading the configuration and parsing its YAML.
+  yaml: CLI(YAML),
+  // plan: the probe and the YAML, at once.
+  plan: CLI(`${PROBE}\n${YAML}\n  if (!/containerd/.test((await probe).stdout)) throw new Error('not containerd');`),
   // init: the probe, the YAML and the files, durably.
-  'floor-init.cjs': (root) => `${PROBE}\n${YAML(root)}\n${WRITES}\nprobe.then(() => writeAll(process.argv[3], Number(process.argv[4])));`,
-  // verify: read the file and hash it with BLAKE2b-512 (minisign's prehash), 1 MiB at a time.
-  'floor-verify.cjs': () => `const fs = require('node:fs');
+  init: CLI(`${PROBE}\n${YAML}\n  await probe;\n${WRITES}`),
+  // A report run's posts: got sending six CloudEvents, each acknowledged before the next (the
+  // order events are delivered in).
+  post: CLI(`  const { default: got } = await import('got');
+  for (let i = 0; i < 6; i++) {
+    const event = { specversion: '1.0', id: 'floor-' + process.pid + '-' + i, source: 'floor', type: 'io.machineadm.step.finished', data: { step: 'prepare/sysctls', outcome: 'changed' } };
+    await got.post(options.url, { body: JSON.stringify(event), headers: { 'content-type': 'application/cloudevents+json' }, retry: { limit: 2 }, timeout: { request: 10_000 } });
+  }`),
+};
+
+// verify needs no library: read the file and hash it with BLAKE2b-512 (minisign's prehash), 1 MiB
+// at a time, with node:crypto.
+const VERIFY = `'use strict';
+const fs = require('node:fs');
 const fd = fs.openSync(process.argv[2], 'r');
 const block = Buffer.allocUnsafe(1 << 20);
 const hash = require('node:crypto').createHash('blake2b512');
 for (let n; (n = fs.readSync(fd, block, 0, block.length, null)) > 0; ) hash.update(n === block.length ? block : block.subarray(0, n));
-hash.digest();`,
-  // A report run's posts: node's own HTTP client sending six CloudEvents over one kept-alive
-  // connection, each acknowledged before the next (the order events are delivered in).
-  'floor-post.cjs': () => `const http = require('node:http');
-const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-const url = new URL(process.argv[2]);
-async function post(i) {
-  const body = JSON.stringify({ specversion: '1.0', id: 'floor-' + process.pid + '-' + i, source: 'floor', type: 'io.machineadm.step.finished', data: { step: 'prepare/sysctls', outcome: 'changed' } });
-  await new Promise((done, failed) => {
-    const req = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/cloudevents+json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => (res.statusCode < 300 ? done() : failed(new Error(String(res.statusCode)))));
-    });
-    req.on('error', failed);
-    req.end(body);
-  });
-}
-(async () => { for (let i = 0; i < 6; i++) await post(i); agent.destroy(); })();`,
-};
+hash.digest();
+`;
 
-/** Writes the floor scripts into `dir`; returns their paths by name (without ".cjs"). */
-export function writeFloors(dir, root) {
-  const paths = {};
-  for (const [name, text] of Object.entries(SCRIPTS)) {
-    paths[name.replace(/^floor-|\.cjs$/g, '')] = join(dir, name);
-    writeFileSync(join(dir, name), `'use strict';\n${text(root)}\n`);
-  }
-  return paths;
+// Runs a bundle as machineadm runs its pieces: compiled by vm.Script from its code cache, which
+// the first run (untimed) takes once the run is over and V8's background compiling has settled.
+const LOADER = `'use strict';
+const fs = require('node:fs');
+const vm = require('node:vm');
+const file = process.argv[2];
+process.argv = [process.argv[0], file, ...process.argv.slice(3)];
+const cached = fs.existsSync(file + '.cache') ? fs.readFileSync(file + '.cache') : undefined;
+const script = new vm.Script('(function (exports, require, module) {' + fs.readFileSync(file, 'utf8') + '\\n})', { filename: file, ...(cached ? { cachedData: cached } : {}) });
+const bundled = { exports: {} };
+script.runInThisContext().call(bundled.exports, bundled.exports, require, bundled);
+if (!cached) process.once('beforeExit', () => setTimeout(() => fs.writeFileSync(file + '.cache', script.createCachedData()), 200));
+`;
+
+/**
+ * Bundles the floor programs into `dir` and returns, by name, the argv that runs each (before its
+ * own arguments). `warm(name, args)` must run each once before it is timed: that run takes the cache.
+ */
+export async function buildFloors(dir, root, node) {
+  const esbuild = await import('esbuild');
+  const entries = Object.fromEntries(Object.entries(SOURCES).map(([name, source]) => [name, join(dir, `floor-${name}.mjs`)]));
+  for (const [name, source] of Object.entries(SOURCES)) writeFileSync(entries[name], source);
+  await esbuild.build({
+    entryPoints: entries,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node24',
+    outdir: dir,
+    entryNames: 'floor-[name]',
+    outExtension: { '.js': '.cjs' },
+    nodePaths: [join(root, 'node_modules')],
+    supported: { 'dynamic-import': false },
+    legalComments: 'none',
+    logLevel: 'silent',
+    plugins: [lazyCommanderChildProcess, lazyListFormat],
+  });
+  const loader = join(dir, 'floor-loader.cjs');
+  writeFileSync(loader, LOADER);
+  writeFileSync(join(dir, 'floor-verify.cjs'), VERIFY);
+  const floors = Object.fromEntries(Object.keys(SOURCES).map((name) => [name, [node, loader, join(dir, `floor-${name}.cjs`), 'run']]));
+  floors.verify = [node, join(dir, 'floor-verify.cjs')];
+  return floors;
+}
+
+/**
+ * The untimed first run of a floor, which takes its code cache. Not spawnSync: a floor may talk to
+ * a server in the bench's own process, which must go on answering.
+ */
+export async function warmFloor(argv) {
+  const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const code = await new Promise((done, failed) => child.on('error', failed).on('close', done));
+  if (code !== 0) throw new Error(`${argv.join(' ')} exited with ${code}: ${stderr.trim().slice(-400)}`);
 }

@@ -1,7 +1,7 @@
 // Platform facts: what machine this is and which versions of the tools machineadm drives are
 // installed. Facts are plain data so a plan can be computed from facts given for another machine.
 import * as os from 'node:os';
-import { readFile } from 'node:fs/promises';
+import { readFile } from './fs-calls.ts';
 import type { ProcessRunner } from './exec.ts';
 import type { RootedFileSystem } from './fs.ts';
 import { bootIdOf, type WindowsHost } from './windows/index.ts';
@@ -68,7 +68,7 @@ export async function detectFacts(fs: RootedFileSystem, proc: ProcessRunner, win
     // The running kernel's boot id; under a scratch root, the root's own proc/sys/kernel/random/boot_id
     // when it has one (an image being built, or a test, says so when "the machine" rebooted).
     const underRoot = fs.isLiveRoot ? undefined : await fs.readText(BOOT_ID).catch(() => undefined);
-    facts.bootId = (underRoot ?? (await readFile(BOOT_ID, 'utf8').catch(() => undefined)))?.trim();
+    facts.bootId = (underRoot ?? (await readFile(BOOT_ID).then((bytes) => bytes.toString('utf8'), () => undefined)))?.trim();
   }
   const [containerd, kubeadm] = await versions;
   if (containerd) facts.containerdVersion = parseContainerdVersion(containerd);

@@ -4,7 +4,7 @@
 // kept once under the backup directory (the state directory's backup/), at its machine path: never
 // beside the file, where the kubelet, systemd and sysctl would read it as one more live file.
 import { closeSync, constants, createReadStream, createWriteStream, fsyncSync, mkdirSync, openSync, realpathSync, renameSync, rmSync, writeSync, type ReadStream, type WriteStream } from 'node:fs';
-import * as fsp from 'node:fs/promises';
+import * as fsp from './fs-calls.ts';
 import * as nodePath from 'node:path';
 import { once } from 'node:events';
 import { finished } from 'node:stream/promises';
