@@ -246,6 +246,47 @@ export const lazyListFormat = {
 };
 
 /**
+ * got imports node:https, node:tls and node:http2 as it loads (~10 ms of every run that posts an
+ * event or downloads), though a request to an http:// URL uses none of them. Here its modules take
+ * them lazily instead: each from the first use of what it imported (the HTTP/2 client module, which
+ * uses all three at its top level, is itself initialized at its first use). A module that imports
+ * more of them than is provided here fails the build.
+ */
+export const lazyGotNetwork = {
+  name: 'lazy-got-network',
+  setup(build) {
+    const BUILTIN = (name) => `process.getBuiltinModule("node:${name}")`;
+    const wholeModule = (name) => `export default new Proxy({}, { get: (_, key) => ${BUILTIN(name)}[key] });`;
+    // By got module (under dist/source/core/), what it imports and the module standing in for it.
+    const IMPORTS = {
+      'options.js': {
+        https: wholeModule('https'),
+        tls: `export function checkServerIdentity(...args) { return ${BUILTIN('tls')}.checkServerIdentity(...args); }`,
+        './utils/http2-client.js': `let loaded;
+export default new Proxy({}, { get: (_, key) => (loaded ??= require("./utils/http2-client.js").default)[key] });`,
+      },
+      'index.js': {
+        http2: `export const constants = new Proxy({}, { get: (_, key) => ${BUILTIN('http2')}.constants[key] });
+// A function, so that instanceof asks it: its prototype is the real class's.
+export const Http2ServerResponse = new Proxy(function Http2ServerResponse() {}, { get: (_, key) => ${BUILTIN('http2')}.Http2ServerResponse[key] });`,
+      },
+      'utils/http2-client.js': { http2: wholeModule('http2'), https: wholeModule('https'), tls: wholeModule('tls') },
+    };
+    const core = /[\\/]node_modules[\\/]got[\\/]dist[\\/]source[\\/]core[\\/](options\.js|index\.js|utils[\\/]http2-client\.js)$/;
+    build.onResolve({ filter: /^(node:)?(https|tls|http2)$|^\.\/utils\/http2-client\.js$/ }, (args) => {
+      const importer = core.exec(args.importer)?.[1]?.replace(/\\/g, '/');
+      const name = args.path.replace(/^node:/, '');
+      if (!importer || IMPORTS[importer][name] === undefined) return undefined;
+      return { path: `${importer}|${name}`, namespace: 'lazy-got-network', pluginData: { resolveDir: dirname(args.importer) } };
+    });
+    build.onLoad({ filter: /.*/, namespace: 'lazy-got-network' }, (args) => {
+      const [importer, name] = args.path.split('|');
+      return { contents: IMPORTS[importer][name], loader: 'js', resolveDir: args.pluginData.resolveDir };
+    });
+  },
+};
+
+/**
  * The pieces esbuild made, as one CommonJS main script (a SEA main script must be one, in Node 24)
  * and the lazy pieces beside it. The main script holds the entry and the pieces it imports
  * statically (commander, the options of each command), as code. Every other piece (each command's
@@ -377,7 +418,7 @@ export async function bundle(workDir, identity) {
     charset: 'utf8',
     logLevel: 'silent',
     define: { __MACHINEADM_BUILD__: JSON.stringify(identity) },
-    plugins: [lazyCommanderChildProcess, lazyListFormat],
+    plugins: [lazyCommanderChildProcess, lazyListFormat, lazyGotNetwork],
   });
   const problems = [...result.errors, ...result.warnings].map((m) => `${m.location ? `${m.location.file}:${m.location.line}: ` : ''}${m.text}`);
   if (problems.length) throw new BuildError(`esbuild reported problems (the bundle must be clean):\n  ${problems.join('\n  ')}`);

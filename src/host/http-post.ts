@@ -93,7 +93,7 @@ const loadGot = (): Promise<Got> => (loaded ??= import('got').then((m) => m.defa
 // got's stream, with the body written to it: given as `body`, got checks it against the global
 // FormData, whose first use loads Node's fetch implementation (undici), ~20-35 ms of CPU in each
 // process that reports. The answer's body is read and dropped, so the connection can be kept.
-async function send(got: Got, request: PostRequest, how: { agent: { http: HttpAgent; https: HttpsAgent }; connect: number; remaining: number }): Promise<{ statusCode: number; headers: IncomingHttpHeaders }> {
+async function send(got: Got, request: PostRequest, how: { agent: { http: HttpAgent } | { https: HttpsAgent }; connect: number; remaining: number }): Promise<{ statusCode: number; headers: IncomingHttpHeaders }> {
   const body = typeof request.body === 'string' ? Buffer.from(request.body, 'utf8') : request.body;
   const stream = got.stream.post(request.url, {
     headers: { ...request.headers, 'content-length': String(body.length) },
@@ -126,18 +126,18 @@ export function createHttpPoster(options: PosterOptions = {}): HttpPoster {
   const random = options.random ?? Math.random;
   const sleep = options.sleep ?? abortableSleep;
   // Kept-alive connections: a backlog of spooled events goes over one connection, not one each.
-  // Made at the first post, with node:http and node:https: a run that posts nothing (plan, an
-  // offline run) does not load the network stack.
-  let agent: { http: HttpAgent; https: HttpsAgent } | undefined;
-  const agents = () =>
-    (agent ??= {
-      http: new (process.getBuiltinModule('node:http').Agent)({ keepAlive: true, maxSockets: 4 }),
-      https: new (process.getBuiltinModule('node:https').Agent)({ keepAlive: true, maxSockets: 4 }),
-    });
+  // Each made at the first post of its scheme: a run that posts nothing (plan, an offline run) does
+  // not load the network stack, and one that posts to http:// only does not load TLS.
+  let http: HttpAgent | undefined;
+  let https: HttpsAgent | undefined;
+  const agentFor = (url: string): { http: HttpAgent } | { https: HttpsAgent } =>
+    /^https:/i.test(url)
+      ? { https: (https ??= new (process.getBuiltinModule('node:https').Agent)({ keepAlive: true, maxSockets: 4 })) }
+      : { http: (http ??= new (process.getBuiltinModule('node:http').Agent)({ keepAlive: true, maxSockets: 4 })) };
   return {
     close(): void {
-      agent?.http.destroy();
-      agent?.https.destroy();
+      http?.destroy();
+      https?.destroy();
     },
     async post(request: PostRequest): Promise<PostOutcome> {
       const maxAttempts = request.maxAttempts ?? 5;
@@ -149,7 +149,7 @@ export function createHttpPoster(options: PosterOptions = {}): HttpPoster {
         const connect = Math.min(request.attemptTimeoutMs ?? 10_000, remaining);
         let waitMs: number | undefined;
         try {
-          const response = await send(await loadGot(), request, { agent: agents(), connect, remaining });
+          const response = await send(await loadGot(), request, { agent: agentFor(request.url), connect, remaining });
           const status = response.statusCode;
           if (status >= 200 && status < 300) return { ok: true, status, attempts: attempt + 1 };
           const retryable = isRetryableStatus(status);
