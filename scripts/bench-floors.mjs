@@ -4,8 +4,7 @@
 // machineadm is (a bundle compiled from a V8 code cache taken after a run, by the embedded Node).
 // Each floor is run side by side with machineadm and its baseline. A floor above the goal shows the
 // goal cannot be met on this runtime with those libraries, whatever machineadm does; the distance
-// from the floor to machineadm is machineadm's own cost. The fleet's programs (http, httpAndTls)
-// are no floor: they measure what got's imports cost a run.
+// from the floor to machineadm is machineadm's own cost.
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,7 +14,7 @@ import { lazyCommanderChildProcess, lazyListFormat } from './build.mjs';
 const CLI = (action) => `import { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 const program = new Command('floor');
-program.command('run').requiredOption('-c, --config <file>').option('--root <dir>').option('--count <n>').option('--url <url>').action(async (options) => {
+program.command('run').requiredOption('-c, --config <file>').option('--root <dir>').option('--count <n>').action(async (options) => {
 ${action}
 });
 program.parseAsync(process.argv).catch((error) => { process.stderr.write(String(error) + '\\n'); process.exitCode = 1; });`;
@@ -56,11 +55,6 @@ const SOURCES = {
   plan: CLI(`${PROBE}\n${YAML}\n  if (!/containerd/.test((await probe).stdout)) throw new Error('not containerd');`),
   // init: the probe, the YAML and the files, durably.
   init: CLI(`${PROBE}\n${YAML}\n  await probe;\n${WRITES}`),
-  // What got loads that a post to an http:// collector never uses (got imports them when it loads),
-  // after what such a post needs (node:http and the streams): the difference of the two.
-  http: CLI(`  process.getBuiltinModule('node:http');`),
-  httpAndTls: CLI(`  process.getBuiltinModule('node:http');
-  for (const name of ['node:https', 'node:tls', 'node:http2', 'node:dns', 'node:zlib']) process.getBuiltinModule(name);`),
 };
 
 // verify needs no library: read the file and hash it with BLAKE2b-512 (minisign's prehash), 1 MiB
