@@ -11,7 +11,7 @@
 // MACHINEADM_RELEASE_PUBKEY_FILE (a minisign .pub file) builds the release key into the binary;
 // MACHINEADM_BUILD_COMMIT overrides the commit (builds from a source tarball without .git).
 import { createHash } from 'node:crypto';
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createReadStream, existsSync, readFileSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -464,20 +464,21 @@ for (const name of process.argv.slice(1)) {
 
 /**
  * The code caches of the pieces that "machineadm --help", "machineadm config validate", "init" and
- * "plan" run, taken after a run of each with the embedded Node: they hold the bytecode of every
- * function the run compiled (commander, registering the commands, help, reading and checking
- * configuration, probing the tools, checking and applying every step, reporting, planning), which a
- * cache made by compiling alone leaves to be parsed at each start. The runs see only what the build
- * gives them (scratch roots, a configuration that sets no file owner, the facts of a made-up
- * machine for plan, stand-ins of containerd and kubeadm that print fixed versions), so that every
- * build machine takes the same caches.
+ * "plan" run, taken after those runs with the embedded Node: they hold the bytecode of every
+ * function the runs compiled (commander, registering the commands, help, reading and checking
+ * configuration, probing the tools, checking and applying every step, reporting, planning), which
+ * a cache made by compiling alone leaves to be parsed at each start. The runs see only what the
+ * build gives them (scratch roots, a configuration that sets no file owner and no endpoint, the
+ * facts of a made-up machine for plan, stand-ins of containerd and kubeadm that print fixed
+ * versions), so that every build machine takes the same caches, busy or not. (The stand-ins are
+ * shell scripts: a build on Windows runs the probes' other path.) A run that posts events is left
+ * out: what it compiles depends on when its answers come (two builds on a busy machine differed).
  */
 async function writeRunCaches(workDir, producer) {
   const script = join(workDir, 'produce-caches.cjs');
   const scratch = join(workDir, 'produce-caches');
   const tools = join(scratch, 'bin');
   const worker = join(ROOT, 'examples', 'linux-worker.yaml');
-  let collector;
   try {
     await fsp.writeFile(script, producer);
     await fsp.mkdir(tools, { recursive: true });
@@ -486,40 +487,35 @@ async function writeRunCaches(workDir, producer) {
     }
     const facts = { os: 'linux', arch: 'x64', hostname: 'node-1', privileged: true, liveRoot: false, kernelRelease: '6.1.0', containerdVersion: '1.7.24', kubeadmVersion: 'v1.31.2' };
     await fsp.writeFile(join(scratch, 'facts.json'), JSON.stringify(facts));
-    // A collector that takes every event, for the report run to post to (the HTTP client's pieces).
-    collector = spawn(pinnedNode(), ['-e', COLLECTOR], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const port = await new Promise((listening, failed) => {
-      collector.stdout.once('data', (d) => listening(Number(String(d).trim())));
-      collector.once('error', failed);
-      collector.once('exit', (code) => failed(new BuildError(`the collector for the code caches' report run exited with ${code}`)));
-    });
-    const report = join(scratch, 'report.json');
-    await fsp.writeFile(report, JSON.stringify({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { report: { endpoints: [{ url: `http://127.0.0.1:${port}/events` }] } } }));
     const runs = [
       [['--help']],
       [['config', 'validate', '-c', worker]],
       // One process: the runner's cache holds what init does (every step's check and apply, the
-      // report), what plan adds and what posting events adds.
+      // report) and what plan adds.
       [
         ['init', '-c', join(ROOT, 'examples', 'quickstart.yaml'), '--root', join(scratch, 'init')],
         ['plan', '-c', worker, '--facts', join(scratch, 'facts.json'), '--root', join(scratch, 'plan')],
-        ['report', '-c', report, '--root', join(scratch, 'report')],
       ],
     ];
     for (const [args, ...then] of runs) {
       const result = spawnSync(pinnedNode(), ['--random-seed=1', script, ...args], { cwd: workDir, encoding: 'utf8', env: { PATH: tools, MACHINEADM_THEN: JSON.stringify(then) }, stdio: ['ignore', 'ignore', 'pipe'] });
       if (result.status !== 0) throw new BuildError(`making the code caches with machineadm ${[args, ...then].map((a) => a.join(' ')).join(', then ')} failed: ${(result.stderr ?? '').trim()}`);
     }
+    // execa's functions that a run compiles depend on the order in which its child's streams and
+    // exit come in, which differs between two builds on a busy machine: its piece keeps the cache
+    // of compiling alone, the same every time.
+    for (const name of await fsp.readdir(join(workDir, 'pieces'))) {
+      if (RUN_DEPENDENT.test(name)) await fsp.rm(join(workDir, 'pieces', name));
+    }
   } finally {
-    collector?.kill();
     await fsp.rm(script, { force: true });
     await fsp.rm(scratch, { recursive: true, force: true });
   }
   if (!existsSync(join(workDir, 'pieces', `${START_PIECE}.cache`))) throw new BuildError('a run of machineadm --help left no code cache of the start piece');
 }
 
-const COLLECTOR = `const server = require("node:http").createServer((req, res) => { req.resume(); req.on("end", () => res.writeHead(202).end()); });
-server.listen(0, "127.0.0.1", () => process.stdout.write(server.address().port + "\\n"));`;
+/** The caches a run may make differently from one build to the next (see writeRunCaches). */
+const RUN_DEPENDENT = /^execa-[A-Z0-9]+\.js\.cache$/;
 
 function pinnedNode() {
   const path = join(ROOT, 'node_modules', 'node', 'bin', process.platform === 'win32' ? 'node.exe' : 'node');
