@@ -369,23 +369,8 @@ const PIECE_TAIL = '\n})';
 
 // V8 finishes compiling in the background after the run: the caches are written once two rounds
 // taken 100 ms apart are the same bytes, so that two builds write the same. A piece that has its
-// cache already (from an earlier run) keeps it. MACHINEADM_THEN (JSON, a list of argument lists)
-// runs more commands in the same process once the first is done, so that the caches of the pieces
-// they share hold the functions of all of them; a command that fails stops it (its exit code stays).
+// cache already (from an earlier run) keeps it.
 const PRODUCING = `const machineadmRan = [];
-const machineadmThen = JSON.parse(process.env.MACHINEADM_THEN || "[]");
-process.on("beforeExit", function machineadmProduce() {
-  if (process.exitCode) return;
-  const next = machineadmThen.shift();
-  if (next) {
-    process.argv = [process.argv[0], process.argv[1], ...next];
-    machineadmLoaded.delete("./bin.js");
-    machineadmRequire("./bin.js");
-    return;
-  }
-  process.off("beforeExit", machineadmProduce);
-  machineadmSettle(undefined, 0);
-});
 function machineadmSettle(previous, tries) {
   setTimeout(() => {
     const caches = machineadmRan.map(([name, script]) => [name, script.createCachedData()]);
@@ -396,6 +381,7 @@ function machineadmSettle(previous, tries) {
     }
   }, 100);
 }
+process.once("beforeExit", () => machineadmSettle(undefined, 0));
 `;
 
 export async function bundle(workDir, identity) {
@@ -463,59 +449,24 @@ for (const name of process.argv.slice(1)) {
 }
 
 /**
- * The code caches of the pieces that "machineadm --help", "machineadm config validate", "init" and
- * "plan" run, taken after those runs with the embedded Node: they hold the bytecode of every
- * function the runs compiled (commander, registering the commands, help, reading and checking
- * configuration, probing the tools, checking and applying every step, reporting, planning), which
- * a cache made by compiling alone leaves to be parsed at each start. The runs see only what the
- * build gives them (scratch roots, a configuration that sets no file owner and no endpoint, the
- * facts of a made-up machine for plan, stand-ins of containerd and kubeadm that print fixed
- * versions), so that every build machine takes the same caches, busy or not. (The stand-ins are
- * shell scripts: a build on Windows runs the probes' other path.) A run that posts events is left
- * out: what it compiles depends on when its answers come (two builds on a busy machine differed).
+ * The code caches of the pieces that "machineadm --help" and "machineadm config validate" run,
+ * taken after a run of each with the embedded Node: they hold the bytecode of every function the
+ * run compiled (commander, registering the commands, help, reading and checking configuration),
+ * which a cache made by compiling alone leaves to be parsed at each start.
  */
 async function writeRunCaches(workDir, producer) {
   const script = join(workDir, 'produce-caches.cjs');
-  const scratch = join(workDir, 'produce-caches');
-  const tools = join(scratch, 'bin');
-  const worker = join(ROOT, 'examples', 'linux-worker.yaml');
+  await fsp.writeFile(script, producer);
   try {
-    await fsp.writeFile(script, producer);
-    await fsp.mkdir(tools, { recursive: true });
-    for (const [name, output] of [['containerd', 'containerd github.com/containerd/containerd v1.7.24 0'], ['kubeadm', 'v1.31.2']]) {
-      await fsp.writeFile(join(tools, name), `#!/bin/sh\necho '${output}'\n`, { mode: 0o755 });
-    }
-    const facts = { os: 'linux', arch: 'x64', hostname: 'node-1', privileged: true, liveRoot: false, kernelRelease: '6.1.0', containerdVersion: '1.7.24', kubeadmVersion: 'v1.31.2' };
-    await fsp.writeFile(join(scratch, 'facts.json'), JSON.stringify(facts));
-    const runs = [
-      [['--help']],
-      [['config', 'validate', '-c', worker]],
-      // One process: the runner's cache holds what init does (every step's check and apply, the
-      // report) and what plan adds.
-      [
-        ['init', '-c', join(ROOT, 'examples', 'quickstart.yaml'), '--root', join(scratch, 'init')],
-        ['plan', '-c', worker, '--facts', join(scratch, 'facts.json'), '--root', join(scratch, 'plan')],
-      ],
-    ];
-    for (const [args, ...then] of runs) {
-      const result = spawnSync(pinnedNode(), ['--random-seed=1', script, ...args], { cwd: workDir, encoding: 'utf8', env: { PATH: tools, MACHINEADM_THEN: JSON.stringify(then) }, stdio: ['ignore', 'ignore', 'pipe'] });
-      if (result.status !== 0) throw new BuildError(`making the code caches with machineadm ${[args, ...then].map((a) => a.join(' ')).join(', then ')} failed: ${(result.stderr ?? '').trim()}`);
-    }
-    // execa's functions that a run compiles depend on the order in which its child's streams and
-    // exit come in, which differs between two builds on a busy machine: its piece keeps the cache
-    // of compiling alone, the same every time.
-    for (const name of await fsp.readdir(join(workDir, 'pieces'))) {
-      if (RUN_DEPENDENT.test(name)) await fsp.rm(join(workDir, 'pieces', name));
+    for (const args of [['--help'], ['config', 'validate', '-c', join(ROOT, 'examples', 'linux-worker.yaml')]]) {
+      const result = spawnSync(pinnedNode(), ['--random-seed=1', script, ...args], { cwd: workDir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'ignore', 'pipe'] });
+      if (result.status !== 0) throw new BuildError(`making the code caches with machineadm ${args.join(' ')} failed: ${(result.stderr ?? '').trim()}`);
     }
   } finally {
     await fsp.rm(script, { force: true });
-    await fsp.rm(scratch, { recursive: true, force: true });
   }
   if (!existsSync(join(workDir, 'pieces', `${START_PIECE}.cache`))) throw new BuildError('a run of machineadm --help left no code cache of the start piece');
 }
-
-/** The caches a run may make differently from one build to the next (see writeRunCaches). */
-const RUN_DEPENDENT = /^execa-[A-Z0-9]+\.js\.cache$/;
 
 function pinnedNode() {
   const path = join(ROOT, 'node_modules', 'node', 'bin', process.platform === 'win32' ? 'node.exe' : 'node');

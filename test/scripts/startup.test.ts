@@ -140,22 +140,13 @@ process.stdout.write(String(cold.cachedData.length));`;
     expect(warmBytes).toBeGreaterThan(coldBytes * 2);
   });
 
-  it('of the runner hold the functions init and plan run (every step, its check and apply, the report), not only its top level', () => {
-    const script = `const vm = require("node:vm");
-const source = "(function (exports, require, module) {" + require("node:fs").readFileSync(process.argv[1], "utf8") + "\\n})";
-process.stdout.write(String(new vm.Script(source, { produceCachedData: true }).cachedData.length));`;
-    const piece = pieceNames().find((n) => n.startsWith('phase-run-'));
-    expect(piece).toBeDefined();
-    const coldBytes = Number(execFileSync(NODE, ['-e', script, '--', join(dir, 'pieces', piece!)], { encoding: 'utf8' }));
-    // Compiling alone: 58 KB; after the runs, 194 KB.
-    expect(readFileSync(join(dir, 'pieces', `${piece}.cache`)).length).toBeGreaterThan(coldBytes * 2);
-  });
-
   it('are the same bytes in two builds of the same sources (the build is reproducible)', async () => {
     const again = scratchDir();
     await bundle(again, { version: '0.0.0-test', commit: 'test' });
     const caches = (d: string) => readdirSync(join(d, 'pieces')).filter((n) => n.endsWith('.cache')).map((n) => [n, readFileSync(join(d, 'pieces', n)).toString('base64')]);
     expect(caches(again).length).toBe(pieceNames().length);
-    expect(caches(again)).toEqual(caches(dir));
+    const first = new Map(caches(dir));
+    // By name: which piece's cache differs tells which run made it differently.
+    expect(caches(again).filter(([name, bytes]) => first.get(name) !== bytes).map(([name]) => name)).toEqual([]);
   }, 120_000);
 });
