@@ -143,7 +143,7 @@ process.stdout.write(String(cold.cachedData.length));`;
   it('are the same bytes in two builds of the same sources (the build is reproducible)', async () => {
     const again = scratchDir();
     await bundle(again, { version: '0.0.0-test', commit: 'test' });
-    const caches = (d: string) => readdirSync(join(d, 'pieces')).filter((n) => n.endsWith('.cache')).map((n) => [n, readFileSync(join(d, 'pieces', n)).toString('base64')]);
+    const caches = (d: string): [string, string][] => readdirSync(join(d, 'pieces')).filter((n) => n.endsWith('.cache')).map((n) => [n, readFileSync(join(d, 'pieces', n)).toString('base64')]);
     expect(caches(again).length).toBe(pieceNames().length);
     const first = new Map(caches(dir));
     // By name: which piece's cache differs tells which run made it differently.
