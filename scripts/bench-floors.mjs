@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { lazyCommanderChildProcess, lazyListFormat } from './build.mjs';
+import { lazyCommanderChildProcess } from './build.mjs';
 
 // The command line: one command with the options the figure's command takes, through commander.
 const CLI = (action) => `import { Command } from 'commander';
@@ -84,7 +84,7 @@ if (!cached || script.cachedDataRejected) process.once('beforeExit', () => setTi
 
 /**
  * Bundles the floor programs into `dir` and returns, by name, the argv that runs each (before its
- * own arguments). `warm(name, args)` must run each once before it is timed: that run takes the cache.
+ * own arguments). Each must run once through warmFloor before it is timed: that run takes the cache.
  */
 export async function buildFloors(dir, root, node) {
   const esbuild = await import('esbuild');
@@ -103,7 +103,8 @@ export async function buildFloors(dir, root, node) {
     supported: { 'dynamic-import': false },
     legalComments: 'none',
     logLevel: 'silent',
-    plugins: [lazyCommanderChildProcess, lazyListFormat],
+    // As machineadm's bundle: commander without node:child_process at load.
+    plugins: [lazyCommanderChildProcess],
   });
   const loader = join(dir, 'floor-loader.cjs');
   writeFileSync(loader, LOADER);
