@@ -1,4 +1,5 @@
 // What a command may use of the process it runs in. main() gets the real one; tests pass their own.
+import { writeSync } from 'node:fs';
 import { InterruptedError, type InterruptSignal } from '../errors.ts';
 
 /** Signals asking machineadm to stop, while a run that must end cleanly goes on. */
@@ -27,14 +28,34 @@ export interface Io {
 /**
  * Console output is best effort: a reader that went away (`| head -1`, a closed terminal) must not
  * end a run that is changing the machine. After the first error the stream is left alone.
- * The stream is opened at the first write: opening a pipe loads Node's whole network stack, which
- * a command that writes nothing there (version, to stderr) should not pay for at each start.
+ * Off Windows the text is written to the descriptor directly, as Node's own stream for a file, a
+ * pipe or a terminal does there (synchronously), without loading Node's streams (and for a pipe
+ * its whole network stack) into every start. A descriptor that would block (one its reader made
+ * non-blocking) hands the rest to the stream, which waits for it; so does Windows, where the
+ * console needs Node's stream to show Unicode.
  */
-function bestEffort(open: () => NodeJS.WriteStream): (text: string) => void {
+function bestEffort(fd: number, open: () => NodeJS.WriteStream): (text: string) => void {
   let stream: NodeJS.WriteStream | undefined;
+  let direct = process.platform !== 'win32';
   let usable = true;
   return (text) => {
     if (!usable) return;
+    let rest: string | Buffer = text;
+    if (direct) {
+      const bytes = Buffer.from(text, 'utf8');
+      let written = 0;
+      try {
+        while (written < bytes.length) written += writeSync(fd, bytes, written);
+        return;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') {
+          usable = false;
+          return;
+        }
+        direct = false;
+        rest = bytes.subarray(written);
+      }
+    }
     if (!stream) {
       stream = open();
       stream.on('error', () => {
@@ -42,7 +63,7 @@ function bestEffort(open: () => NodeJS.WriteStream): (text: string) => void {
       });
     }
     try {
-      stream.write(text);
+      stream.write(rest);
     } catch {
       usable = false;
     }
@@ -83,9 +104,9 @@ function watchProcessInterrupts(stderr: (text: string) => void): Interrupts {
 
 /** The real process; `self` is the command line that starts this machineadm again (see Io.self). */
 export function processIo(self?: readonly string[]): Io {
-  const stderr = bestEffort(() => process.stderr);
+  const stderr = bestEffort(2, () => process.stderr);
   return {
-    stdout: bestEffort(() => process.stdout),
+    stdout: bestEffort(1, () => process.stdout),
     stderr,
     readStdin: async (maxBytes) => {
       const chunks: Buffer[] = [];
@@ -104,8 +125,8 @@ export function processIo(self?: readonly string[]): Io {
     },
     env: process.env,
     cwd: process.cwd(),
-    // ora loops forever on a terminal that reports 0 columns. Asked when a command needs it (see
-    // bestEffort for why stderr is not opened before).
+    // ora loops forever on a terminal that reports 0 columns. Asked when a command needs it:
+    // process.stderr loads Node's streams (see bestEffort).
     get interactive() {
       return Boolean(process.stderr.isTTY && process.stderr.columns);
     },

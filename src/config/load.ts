@@ -335,30 +335,21 @@ async function readDirectory(fs: RootedFileSystem, spec: Extract<SourceSpec, { k
   return out;
 }
 
-/**
- * The file's bytes, read as a stream that stops at the limit: a link, a pipe (-c <(...)) or a device
- * has no size to check first, and must not fill memory either.
- */
+/** The file's bytes, stopping at the limit (see RootedFileSystem.readUpTo). */
 async function readLimited(fs: RootedFileSystem, path: string, info: FileInfo, maxBytes: number): Promise<Buffer | 'directory'> {
-  if (info.kind === 'file' && info.size > maxBytes) throw new SourceError(`larger than the limit of ${formatBytes(maxBytes)} (${formatBytes(info.size)})`, 'a configuration is never that large');
-  const stream = await fs.openRead(path);
-  const chunks: Buffer[] = [];
-  let size = 0;
+  const tooLarge = (size?: number): SourceError =>
+    new SourceError(`larger than the limit of ${formatBytes(maxBytes)}${size === undefined ? '' : ` (${formatBytes(size)})`}`, 'a configuration is never that large');
+  if (info.kind === 'file' && info.size > maxBytes) throw tooLarge(info.size);
   try {
-    for await (const chunk of stream) {
-      size += (chunk as Buffer).length;
-      if (size > maxBytes) throw new SourceError(`larger than the limit of ${formatBytes(maxBytes)}`, 'a configuration is never that large');
-      chunks.push(chunk as Buffer);
-    }
+    const bytes = await fs.readUpTo(path, maxBytes);
+    if (bytes === undefined) throw tooLarge();
+    return bytes;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EISDIR') return 'directory';
     if (code === 'ENOENT') throw new SourceError('no such file or directory', 'check the -c/--config path (a link may point to nothing)');
     throw error;
-  } finally {
-    stream.destroy();
   }
-  return Buffer.concat(chunks);
 }
 
 // The pin is checked on the bytes as delivered, before anything parses them.

@@ -1,7 +1,7 @@
 // spec.containerd.extraConfig: raw TOML deep-merged over what machineadm generates. Tables merge
 // key by key, a value replaces the generated one only when it has the same type, and the keys that
 // would break the generated configuration are refused. Pure.
-import { parse as parseToml } from '@iarna/toml';
+import parseToml from '@iarna/toml/parse-string.js';
 import { isTable, type TomlTable, type TomlValue } from './toml.ts';
 
 export interface ExtraConfigProblem {

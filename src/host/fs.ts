@@ -3,11 +3,10 @@
 // deferDirectorySyncs) and a file that machineadm replaces is
 // kept once under the backup directory (the state directory's backup/), at its machine path: never
 // beside the file, where the kubelet, systemd and sysctl would read it as one more live file.
-import { closeSync, constants, createReadStream, createWriteStream, fsyncSync, mkdirSync, openSync, realpathSync, renameSync, rmSync, writeSync, type ReadStream, type WriteStream } from 'node:fs';
+import { closeSync, constants, createWriteStream, fsyncSync, mkdirSync, openSync, realpathSync, renameSync, rmSync, writeSync, type WriteStream } from 'node:fs';
 import * as fsp from './fs-calls.ts';
 import * as nodePath from 'node:path';
 import { once } from 'node:events';
-import { finished } from 'node:stream/promises';
 import { MachineadmError, ExitCode, UsageError } from '../errors.ts';
 
 export interface FileInfo {
@@ -71,6 +70,9 @@ export class FileSystemError extends MachineadmError {
     super(message, ExitCode.stepFailed, options);
   }
 }
+
+/** Reads of configuration-sized files: one block holds any configuration. */
+const READ_UP_TO_BLOCK = 64 * 1024;
 
 /** 1 MiB: large enough that per-read costs vanish next to hashing, small enough to stay in cache. */
 export const READ_BLOCK_SIZE = 1024 * 1024;
@@ -223,9 +225,27 @@ export class RootedFileSystem {
     await fsp.rm(await this.resolve(machinePath), { force: true, recursive: true });
   }
 
-  async openRead(machinePath: string): Promise<ReadStream> {
-    const real = await this.resolve(machinePath);
-    return createReadStream(real);
+  /**
+   * The file's bytes, or undefined once they pass `maxBytes`. Read block by block to the end: a
+   * link, a pipe (-c <(...)) or a device has no size to check first, and must not fill memory.
+   * Plain reads, not a read stream: streams load a dozen of Node's modules into every start.
+   */
+  async readUpTo(machinePath: string, maxBytes: number): Promise<Buffer | undefined> {
+    const handle = await fsp.open(await this.resolve(machinePath), 'r');
+    try {
+      const blocks: Buffer[] = [];
+      let size = 0;
+      for (;;) {
+        const block = Buffer.allocUnsafe(READ_UP_TO_BLOCK);
+        const { bytesRead } = await handle.read(block, 0, block.length, null);
+        if (bytesRead === 0) return Buffer.concat(blocks, size);
+        size += bytesRead;
+        if (size > maxBytes) return undefined;
+        blocks.push(bytesRead === block.length ? block : block.subarray(0, bytesRead));
+      }
+    } finally {
+      await handle.close();
+    }
   }
 
   /**
@@ -326,7 +346,8 @@ export class RootedFileSystem {
     const seal = async (): Promise<void> => {
       if (sealed) return;
       if (!stream.writableEnded) stream.end();
-      await finished(stream);
+      // Loaded here, by the commands that write: node:stream/promises loads all of Node's streams.
+      await process.getBuiltinModule('node:stream/promises').finished(stream);
       if (!stream.closed) await once(stream, 'close');
       const handle = await fsp.open(temp, 'r+');
       try {

@@ -29,9 +29,9 @@ function pieceNames(): string[] {
   return readdirSync(join(dir, 'pieces')).filter((name) => name.endsWith('.js'));
 }
 
-function loadedBy(args: string[], stderr: 'ignore' | 'pipe' = 'ignore'): string[] {
-  const out = join(dir, `loaded-${args.join('-').replace(/\W+/g, '_')}-${stderr}.txt`);
-  execFileSync(process.execPath, ['-r', join(dir, 'loaded.cjs'), join(dir, 'machineadm.cjs'), ...args], { env: { PATH: process.env.PATH ?? '', LOADED_OUT: out }, cwd: process.cwd(), stdio: ['ignore', 'ignore', stderr] });
+function loadedBy(args: string[], stderr: 'ignore' | 'pipe' = 'ignore', stdout: 'ignore' | 'pipe' = 'ignore'): string[] {
+  const out = join(dir, `loaded-${args.join('-').replace(/\W+/g, '_')}-${stderr}-${stdout}.txt`);
+  execFileSync(process.execPath, ['-r', join(dir, 'loaded.cjs'), join(dir, 'machineadm.cjs'), ...args], { env: { PATH: process.env.PATH ?? '', LOADED_OUT: out }, cwd: process.cwd(), stdio: ['ignore', stdout, stderr] });
   return execFileSync('cat', [out], { encoding: 'utf8' }).split('\n');
 }
 
@@ -49,6 +49,12 @@ describe('what starting machineadm loads', () => {
 
   it('version with its stderr on a pipe (as under cloud-init or a test runner) does not open it: a pipe would load the network stack', () => {
     expect(loadedBy(['version'], 'pipe').filter((m) => HEAVY.includes(m))).toEqual([]);
+  });
+
+  it("config validate with its answer on a pipe loads none of Node's streams: the file is read and the answer written with plain calls", () => {
+    const loaded = loadedBy(['config', 'validate', '-c', 'examples/linux-worker.yaml'], 'pipe', 'pipe');
+    expect(loaded).toContain('fs');
+    expect(loaded.filter((m) => ['stream', 'stream/promises', 'string_decoder', 'net'].includes(m))).toEqual([]);
   });
 
   it.each([
