@@ -287,6 +287,86 @@ export const Http2ServerResponse = new Proxy(function Http2ServerResponse() {}, 
 };
 
 /**
+ * Parts of got that posting an event or downloading a file does not use unless the answer asks for
+ * them, loaded at their first use instead of as got loads (~4 ms of every run that posts or
+ * downloads): the response cache (cacheable-request, with keyv, http-cache-semantics and
+ * normalize-url) and the DNS cache (with node:dns), which machineadm never turns on; decompression
+ * (node:zlib), needed only when a server compresses its answer; and node:timers/promises, for
+ * paginating. Each stand-in offers exactly what its importer uses: the build fails when an importer
+ * uses more.
+ */
+export const lazyGotOptional = {
+  name: 'lazy-got-optional',
+  setup(build) {
+    const DNS_NAMES = ['ADDRCONFIG', 'ALL', 'V4MAPPED', 'getDefaultResultOrder', 'lookup', 'promises'];
+    const zlib = {
+      contents: `const zlib = () => process.getBuiltinModule("node:zlib");
+export default {
+  createBrotliDecompress: (...args) => zlib().createBrotliDecompress(...args),
+  createInflateRaw: (...args) => zlib().createInflateRaw(...args),
+  createUnzip: (...args) => zlib().createUnzip(...args),
+  // As the real module has it: with Node's own zstd only.
+  ...(typeof process.versions.zstd === "string" ? { createZstdDecompress: (...args) => zlib().createZstdDecompress(...args) } : {}),
+};`,
+      check: (source) => [...source.matchAll(/\bzlib\.(\w+)/g)].map((m) => m[1]).filter((name) => !['createBrotliDecompress', 'createInflateRaw', 'createUnzip', 'createZstdDecompress'].includes(name)),
+    };
+    // Classes only constructed: nothing is an instance of one before it is loaded.
+    const constructedOnly = (local) => (source) => [...source.matchAll(new RegExp(`(new\\s+)?\\b${local}\\b`, 'g'))].slice(1).filter((m) => !m[1]).map(() => `${local} used other than with new`);
+    // By importer (a path under node_modules/) and imported specifier: the stand-in, and what checks the importer's use of it.
+    const STAND_INS = {
+      'got/dist/source/core/index.js': {
+        'cacheable-request': {
+          contents: `let loaded;
+export default new Proxy(function CacheableRequest() {}, { construct: (_, args) => new (loaded ??= require("cacheable-request")).default(...args) });
+export const CacheError = { [Symbol.hasInstance]: (value) => loaded !== undefined && value instanceof loaded.CacheError };`,
+          check: constructedOnly('CacheableRequest'),
+        },
+      },
+      'got/dist/source/core/options.js': {
+        './utils/dns-cache.js': {
+          contents: `let loaded;
+export default new Proxy(function DnsCache() {}, { construct: (_, args) => new (loaded ??= require("./utils/dns-cache.js").default)(...args) });`,
+          check: constructedOnly('DnsCache'),
+        },
+      },
+      // The DNS cache is bundled to load when first made, but esbuild lifts its imports of
+      // builtins to the top of the piece: node:dns is taken on its first use instead.
+      'got/dist/source/core/utils/dns-cache.js': {
+        'node:dns': {
+          contents: `const dns = () => process.getBuiltinModule("node:dns");
+module.exports = {
+${DNS_NAMES.map((name) => `  get ${name}() { return dns().${name}; },`).join('\n')}
+};`,
+          check: (source) => {
+            const names = /import\s*\{([^}]*)\}\s*from\s*'node:dns'/.exec(source)?.[1].split(',').map((n) => n.trim().split(/\s+as\s+/)[0]).filter(Boolean);
+            return names === undefined ? ['an import other than named ones'] : names.filter((n) => !DNS_NAMES.includes(n));
+          },
+        },
+      },
+      'got/dist/source/core/utils/decompress-response.js': { 'node:zlib': zlib },
+      'decompress-response/index.js': { 'node:zlib': zlib },
+      'got/dist/source/create.js': {
+        'node:timers/promises': { contents: 'export function setTimeout(...args) { return process.getBuiltinModule("node:timers/promises").setTimeout(...args); }', check: () => [] },
+      },
+    };
+    const importerKey = (path) => /[\\/]node_modules[\\/](.*)$/.exec(path)?.[1].replace(/\\/g, '/');
+    build.onResolve({ filter: /^(node:)?(zlib|dns|timers\/promises)$|^cacheable-request$|^\.\/utils\/dns-cache\.js$/ }, (args) => {
+      const importer = importerKey(args.importer);
+      const specifier = /^(zlib|dns|timers\/promises)$/.test(args.path) ? `node:${args.path}` : args.path;
+      const standIn = importer === undefined ? undefined : STAND_INS[importer]?.[specifier];
+      if (!standIn) return undefined;
+      const misuses = standIn.check(readFileSync(args.importer, 'utf8'));
+      if (misuses.length) throw new BuildError(`${importer} uses ${[...new Set(misuses)].join(', ')} of ${specifier}, which its lazy stand-in (lazy-got-optional) does not offer`);
+      return { path: `${importer}|${specifier}`, namespace: 'lazy-got-optional', pluginData: { resolveDir: dirname(args.importer) } };
+    });
+    build.onLoad({ filter: /.*/, namespace: 'lazy-got-optional' }, (args) => {
+      const [importer, specifier] = args.path.split('|');
+      return { contents: STAND_INS[importer][specifier].contents, loader: 'js', resolveDir: args.pluginData.resolveDir };
+    });
+  },
+};
+
+/**
  * The pieces esbuild made, as one CommonJS main script (a SEA main script must be one, in Node 24)
  * and the lazy pieces beside it. The main script holds the entry and the pieces it imports
  * statically (commander, the options of each command), as code. Every other piece (each command's
@@ -404,7 +484,7 @@ export async function bundle(workDir, identity) {
     charset: 'utf8',
     logLevel: 'silent',
     define: { __MACHINEADM_BUILD__: JSON.stringify(identity) },
-    plugins: [lazyCommanderChildProcess, lazyListFormat, lazyGotNetwork],
+    plugins: [lazyCommanderChildProcess, lazyListFormat, lazyGotNetwork, lazyGotOptional],
   });
   const problems = [...result.errors, ...result.warnings].map((m) => `${m.location ? `${m.location.file}:${m.location.line}: ` : ''}${m.text}`);
   if (problems.length) throw new BuildError(`esbuild reported problems (the bundle must be clean):\n  ${problems.join('\n  ')}`);

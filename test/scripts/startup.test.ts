@@ -5,6 +5,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
+import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error the build script is plain JavaScript (it runs before anything is installed)
@@ -65,7 +66,7 @@ describe('what starting machineadm loads', () => {
     expect(loaded.filter((m) => ['tls', 'http', 'https', 'http2', 'zlib'].includes(m))).toEqual([]);
   });
 
-  it('posting events to http:// makes no Intl.ListFormat and loads no TLS or HTTP/2: what the HTTP client imports for error messages and https would cost every run', async () => {
+  it('posting events to http:// makes no Intl.ListFormat and loads no TLS, HTTP/2, compression or DNS: what the HTTP client imports for error messages, https, compressed answers and its DNS cache would cost every run', async () => {
     // Counts the Intl.ListFormat objects made, and lists the public builtins loaded, at exit.
     const preload = join(dir, 'count-list-formats.cjs');
     writeFileSync(
@@ -95,9 +96,27 @@ describe('what starting machineadm loads', () => {
       expect(posted).toBe(6);
       expect(report.made).toBe(0);
       expect(report.loaded).toContain('http');
-      expect(report.loaded.filter((m) => ['tls', 'https', 'http2'].includes(m))).toEqual([]);
+      expect(report.loaded.filter((m) => ['tls', 'https', 'http2', 'zlib', 'dns'].includes(m))).toEqual([]);
     } finally {
       collector.close();
+    }
+  });
+
+  it('an answer the server compressed is still read: node:zlib is loaded when it is first needed', async () => {
+    const yaml = readFileSync('examples/linux-worker.yaml');
+    // The metadata server stands in: imds:// may be plain HTTP, a configuration URL may not.
+    const server = createServer((_req, res) => res.writeHead(200, { 'content-encoding': 'gzip', 'metadata-flavor': 'Google' }).end(gzipSync(yaml)));
+    await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+    try {
+      const out = join(scratchDir(), 'loaded.txt');
+      const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const { stdout } = await promisify(execFile)(process.execPath, ['-r', join(dir, 'loaded.cjs'), join(dir, 'machineadm.cjs'), 'config', 'view', '-c', 'imds://gce/user-data'], {
+        env: { PATH: process.env.PATH ?? '', LOADED_OUT: out, MACHINEADM_IMDS_ENDPOINT: endpoint },
+      });
+      expect(stdout).toContain('net.bridge.bridge-nf-call-iptables');
+      expect(readFileSync(out, 'utf8').split('\n')).toContain('zlib');
+    } finally {
+      server.close();
     }
   });
 
