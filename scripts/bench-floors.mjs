@@ -1,6 +1,6 @@
 // The floors of the bench: for a figure whose goal may be out of reach, the least a program must do
 // for the same job when it is built the way machineadm must be (the libraries the product is built
-// on: commander for the command line, js-yaml, execa for processes) and packaged the way
+// on: commander for the command line, js-yaml, execa for processes, got for HTTP) and packaged the way
 // machineadm is (a bundle compiled from a V8 code cache taken after a run, by the embedded Node).
 // Each floor is run side by side with machineadm and its baseline. A floor above the goal shows the
 // goal cannot be met on this runtime with those libraries, whatever machineadm does; the distance
@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { lazyCommanderChildProcess } from './build.mjs';
+import { lazyCommanderChildProcess, lazyGotNetwork, lazyGotOptional, lazyListFormat } from './build.mjs';
 
 // The command line: one command with the options the figure's command takes, through commander.
 const CLI = (action) => `import { Command } from 'commander';
@@ -48,6 +48,22 @@ const WRITES = `  const fs = await import('node:fs');
     fs.closeSync(fd);
   }`;
 
+// A run's events, posted with got the least a poster can: one after the other over a kept-alive
+// connection, each a CloudEvent of the size of machineadm's, its answer read and dropped.
+const POST = `import got from 'got';
+import { Agent } from 'node:http';
+const agent = new Agent({ keepAlive: true, maxSockets: 4 });
+const post = (i) => new Promise((resolve, reject) => {
+  const body = Buffer.from(JSON.stringify({ specversion: '1.0', id: process.pid + '.' + i, source: 'floor', type: 'floor.event', time: new Date().toISOString(), datacontenttype: 'application/json', data: { step: 'report/sentinel', detail: 'x'.repeat(400) } }));
+  const stream = got.stream.post(process.argv[2], { headers: { 'content-type': 'application/cloudevents+json', 'content-length': String(body.length) }, agent: { http: agent }, retry: { limit: 0 }, throwHttpErrors: false });
+  stream.on('error', reject).on('end', resolve).resume();
+  stream.end(body);
+});
+(async () => {
+  for (let i = 0; i < 6; i++) await post(i);
+  agent.destroy();
+})();`;
+
 const SOURCES = {
   // config validate: the command line, reading the configuration and parsing its YAML.
   yaml: CLI(YAML),
@@ -55,6 +71,11 @@ const SOURCES = {
   plan: CLI(`${PROBE}\n${YAML}\n  if (!/containerd/.test((await probe).stdout)) throw new Error('not containerd');`),
   // init: the probe, the YAML and the files, durably.
   init: CLI(`${PROBE}\n${YAML}\n  await probe;\n${WRITES}`),
+  // report, online: the events posted, nothing else; less `empty` (the same packaging, no work),
+  // what posting costs a process beyond starting. Both load node:crypto first, as the offline run
+  // does too (its spool is named by hashes), so that the difference is the posting alone.
+  post: `import 'node:crypto';\n${POST}`,
+  empty: `import 'node:crypto';`,
 };
 
 // verify needs no library: read the file and hash it with BLAKE2b-512 (minisign's prehash), 1 MiB
@@ -103,13 +124,14 @@ export async function buildFloors(dir, root, node) {
     supported: { 'dynamic-import': false },
     legalComments: 'none',
     logLevel: 'silent',
-    // As machineadm's bundle: commander without node:child_process at load.
-    plugins: [lazyCommanderChildProcess],
+    // As machineadm's bundle: commander without node:child_process at load, got without what a post does not use.
+    plugins: [lazyCommanderChildProcess, lazyListFormat, lazyGotNetwork, lazyGotOptional],
   });
   const loader = join(dir, 'floor-loader.cjs');
   writeFileSync(loader, LOADER);
   writeFileSync(join(dir, 'floor-verify.cjs'), VERIFY);
-  const floors = Object.fromEntries(Object.keys(SOURCES).map((name) => [name, [node, loader, join(dir, `floor-${name}.cjs`), 'run']]));
+  // The command-line floors take the command 'run' first; the others their arguments alone.
+  const floors = Object.fromEntries(Object.entries(SOURCES).map(([name, source]) => [name, [node, loader, join(dir, `floor-${name}.cjs`), ...(source.includes('commander') ? ['run'] : [])]]));
   floors.verify = [node, join(dir, 'floor-verify.cjs')];
   return floors;
 }
