@@ -1,5 +1,5 @@
 // What a command may use of the process it runs in. main() gets the real one; tests pass their own.
-import { writeSync } from 'node:fs';
+import { fstatSync, writeSync } from 'node:fs';
 import { InterruptedError, type InterruptSignal } from '../errors.ts';
 
 /** Signals asking machineadm to stop, while a run that must end cleanly goes on. */
@@ -19,6 +19,8 @@ export interface Io {
   cwd: string;
   /** A real terminal with a known width: spinners and progress bars allowed. */
   interactive: boolean;
+  /** The width of the terminal the stream shows on; undefined when it is not a terminal. */
+  terminalColumns?(stream: 'stdout' | 'stderr'): number | undefined;
   /** Starts watching for interrupting signals (absent where nothing can send one, as in tests). */
   watchInterrupts?(): Interrupts;
   /** The command line that starts this machineadm again (for the resume after a reboot). */
@@ -68,6 +70,30 @@ function bestEffort(fd: number, open: () => NodeJS.WriteStream): (text: string) 
       usable = false;
     }
   };
+}
+
+/**
+ * Whether the descriptor may be a terminal, told without opening Node's stream for it (which loads
+ * Node's streams into the start): only a character device can be one, and never a memory device
+ * (major 1: /dev/null, /dev/zero). On Windows only the stream can tell.
+ */
+function mayBeTerminal(fd: number): boolean {
+  if (process.platform === 'win32') return true;
+  try {
+    const info = fstatSync(fd);
+    // Linux's device numbers: the major's low 12 bits at bits 8-19, its high bits from bit 32.
+    const major = ((info.rdev >>> 8) & 0xfff) | (Math.floor(info.rdev / 2 ** 32) & ~0xfff);
+    return info.isCharacterDevice() && major !== 1;
+  } catch {
+    return false;
+  }
+}
+
+/** The stream's terminal width, undefined when it is not a terminal (or reports no width). */
+function terminalColumns(stream: 'stdout' | 'stderr'): number | undefined {
+  if (!mayBeTerminal(stream === 'stdout' ? 1 : 2)) return undefined;
+  const s = process[stream];
+  return s.isTTY && s.columns ? s.columns : undefined;
 }
 
 // On Windows, closing the console window sends SIGHUP and Ctrl+Break SIGBREAK.
@@ -128,8 +154,9 @@ export function processIo(self?: readonly string[]): Io {
     // ora loops forever on a terminal that reports 0 columns. Asked when a command needs it:
     // process.stderr loads Node's streams (see bestEffort).
     get interactive() {
-      return Boolean(process.stderr.isTTY && process.stderr.columns);
+      return terminalColumns('stderr') !== undefined;
     },
+    terminalColumns,
     watchInterrupts: () => watchProcessInterrupts(stderr),
     ...(self ? { self } : {}),
   };

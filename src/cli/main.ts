@@ -36,7 +36,18 @@ export function buildProgram(io: Io, setExit: (code: number) => void, command?: 
     .exitOverride()
     // One line of error (commander puts its suggestion on a line of its own) and one line of hint,
     // as every other machineadm error.
-    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr, outputError: (text, write) => write(text.replace(/\n\(Did you mean (.+?)\?\)/, ' (did you mean $1?)')) })
+    .configureOutput({
+      writeOut: io.stdout,
+      writeErr: io.stderr,
+      outputError: (text, write) => write(text.replace(/\n\(Did you mean (.+?)\?\)/, ' (did you mean $1?)')),
+      // Asked of io, not of process.stdout: opening Node's stream loads all of Node's streams. Off a
+      // terminal, 80 columns, as commander's own default. The help has no colors, so the terminal
+      // is not asked whether it shows them.
+      getOutHelpWidth: () => io.terminalColumns?.('stdout') ?? 80,
+      getErrHelpWidth: () => io.terminalColumns?.('stderr') ?? 80,
+      getOutHasColors: () => false,
+      getErrHasColors: () => false,
+    })
     .showSuggestionAfterError(true)
     .showHelpAfterError('hint: run "machineadm --help" for the commands and options')
     .addHelpText(

@@ -1,6 +1,7 @@
-// Off Windows machineadm writes its console output to the descriptor directly. A descriptor its
-// reader made non-blocking fills and answers EAGAIN: the rest must still arrive, whole and in
-// order, through Node's stream, and a reader that went away must not fail the run.
+// Off Windows machineadm writes its console output to the descriptor directly, and tells a
+// terminal without opening Node's stream. A descriptor its reader made non-blocking fills and
+// answers EAGAIN: the rest must still arrive, whole and in order, through Node's stream. On a
+// terminal, the help still fits its width.
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -44,5 +45,17 @@ describe('console output', () => {
     expect(slow.stderr).not.toMatch(/EAGAIN|\n\s+at /);
     expect(slow.status).toBe(0);
     expect(slow.stdout).toBe(expected.stdout);
+  });
+
+  it.each([60, 120])('wraps the help at the width of a terminal of %i columns, and at 80 off a terminal', (columns) => {
+    // script(1) runs the command on a pseudo-terminal of the width stty sets.
+    const onTerminal = spawnSync('script', ['-qfec', `stty cols ${columns}; ${COMMAND.slice(0, 2).join(' ')} --help`, '/dev/null'], { cwd: REPO, env: env(), encoding: 'utf8', timeout: 60_000 });
+    expect(onTerminal.status).toBe(0);
+    const intro = 'Turns a freshly booted Linux or Windows machine into a Kubernetes node.';
+    if (columns < intro.length) expect(onTerminal.stdout).toContain('Turns a freshly booted Linux or Windows machine into a\r\nKubernetes node.');
+    else expect(onTerminal.stdout).toContain(intro);
+    const offTerminal = spawnSync(COMMAND[0]!, [COMMAND[1]!, '--help'], { cwd: REPO, env: env(), encoding: 'utf8', timeout: 60_000 });
+    expect(offTerminal.stdout).toContain(intro);
+    expect(Math.max(...offTerminal.stdout.split('\n').filter((line) => line.startsWith('  ') && !line.startsWith('  $')).map((line) => line.length))).toBeLessThanOrEqual(80);
   });
 });

@@ -52,6 +52,13 @@ describe('what starting machineadm loads', () => {
     expect(loadedBy(['version'], 'pipe').filter((m) => HEAVY.includes(m))).toEqual([]);
   });
 
+  it.each([
+    ['/dev/null', 'ignore'],
+    ['a pipe', 'pipe'],
+  ] as const)("--help with its answer on %s loads none of Node's streams: the terminal's width is asked only of a terminal", (_name, stdout) => {
+    expect(loadedBy(['--help'], 'ignore', stdout).filter((m) => ['stream', 'string_decoder', 'net', 'tty'].includes(m))).toEqual([]);
+  });
+
   it("config validate with its answer on a pipe loads none of Node's streams: the file is read and the answer written with plain calls", () => {
     const loaded = loadedBy(['config', 'validate', '-c', 'examples/linux-worker.yaml'], 'pipe', 'pipe');
     expect(loaded).toContain('fs');
