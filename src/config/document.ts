@@ -34,23 +34,35 @@ export class DocumentError extends Error {
 
 export class PositionIndex {
   private readonly byPath = new Map<string, Position>();
+  private fill: ((index: PositionIndex) => void) | undefined;
+  /** `fill` records the positions when they are first asked for: a valid document never needs them. */
+  constructor(fill?: (index: PositionIndex) => void) {
+    this.fill = fill;
+  }
+  private filled(): Map<string, Position> {
+    const fill = this.fill;
+    this.fill = undefined;
+    fill?.(this);
+    return this.byPath;
+  }
   set(path: FieldPath, position: Position): void {
     const key = JSON.stringify(path);
     if (!this.byPath.has(key)) this.byPath.set(key, position);
   }
   /** The position of the path, or of its closest ancestor that has one. */
   find(path: FieldPath): (Position & { exact: boolean }) | undefined {
+    const byPath = this.filled();
     for (let n = path.length; n >= 0; n--) {
-      const hit = this.byPath.get(JSON.stringify(path.slice(0, n)));
+      const hit = byPath.get(JSON.stringify(path.slice(0, n)));
       if (hit) return { ...hit, exact: n === path.length };
     }
     return undefined;
   }
   has(path: FieldPath): boolean {
-    return this.byPath.has(JSON.stringify(path));
+    return this.filled().has(JSON.stringify(path));
   }
   get size(): number {
-    return this.byPath.size;
+    return this.filled().size;
   }
 }
 
@@ -137,9 +149,8 @@ function nodeStart(event: Event): number {
   }
 }
 
-/** Builds path -> position from the parser's events (keys of maps, items of lists). */
-function indexPositions(text: string, events: Event[], lineOffset: number): PositionIndex {
-  const index = new PositionIndex();
+/** Records path -> position from the parser's events (keys of maps, items of lists). */
+function indexPositions(index: PositionIndex, text: string, events: Event[], lineOffset: number): void {
   const starts = lineStarts(text);
   const pos = (offset: number): Position => {
     const p = positionAt(starts, offset);
@@ -190,7 +201,6 @@ function indexPositions(text: string, events: Event[], lineOffset: number): Posi
     return at + 1;
   };
   while (i < events.length && events[i]!.type === EVENT_ID.DOCUMENT) i = walk(i + 1, []) + 1;
-  return index;
 }
 
 /** How many values the document stands for once every alias is expanded, stopping at `limit`. */
@@ -256,7 +266,7 @@ function parseLines(text: string, source: string, lineOffset: number): ParsedDoc
       { source, path: '', message: `YAML aliases expand this document to more than ${MAX_EXPANDED_NODES} values (an alias bomb?)`, hint: 'write the values out instead of nesting aliases' },
     ]);
   }
-  return { source, value, positions: indexPositions(text, events, lineOffset) };
+  return { source, value, positions: new PositionIndex((index) => indexPositions(index, text, events, lineOffset)) };
 }
 
 function secondDocumentOffset(text: string): number {

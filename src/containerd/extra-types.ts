@@ -162,14 +162,20 @@ export function extraConfigTypeProblemsAnyVersion(extra: TomlTable, text: string
   ];
 }
 
+// Loading a configuration checks each document and then the merged whole: the same text twice.
+let lastChecked: { text: string; problems: readonly ExtraConfigProblem[] } | undefined;
+
 /** Everything wrong with an extraConfig text before the containerd version is known. */
-export function extraConfigProblems(text: string): ExtraConfigProblem[] {
-  let extra: TomlTable;
+export function extraConfigProblems(text: string): readonly ExtraConfigProblem[] {
+  if (lastChecked?.text === text) return lastChecked.problems;
+  let problems: ExtraConfigProblem[];
   try {
-    extra = parseExtraConfig(text);
+    const extra = parseExtraConfig(text);
+    problems = [...refusedKeys(extra, text), ...extraConfigTypeProblemsAnyVersion(extra, text)].sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
   } catch (error) {
-    if (error instanceof ExtraConfigError) return error.problems;
-    throw error;
+    if (!(error instanceof ExtraConfigError)) throw error;
+    problems = error.problems;
   }
-  return [...refusedKeys(extra, text), ...extraConfigTypeProblemsAnyVersion(extra, text)].sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
+  lastChecked = { text, problems: Object.freeze(problems) };
+  return lastChecked.problems;
 }

@@ -145,6 +145,14 @@ describe('what starting machineadm compiles', () => {
   });
 });
 
+describe('the imports of builtins', () => {
+  it('copy no module: a default or namespace import reads the builtin itself (esbuild would copy every export, for each import)', () => {
+    const pieces = pieceNames().map((name) => readFileSync(join(dir, 'pieces', name), 'utf8'));
+    expect(pieces.filter((text) => /__toESM\(require\("node:/.test(text))).toEqual([]);
+    expect(pieces.filter((text) => text.includes('__builtinNamespace(require("node:')).length).toBeGreaterThan(3);
+  });
+});
+
 describe('the code caches of the pieces', () => {
   const NODE = join(process.cwd(), 'node_modules', 'node', 'bin', 'node');
 
