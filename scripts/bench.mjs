@@ -190,7 +190,8 @@ s.listen(0, '127.0.0.1', () => process.stdout.write(String(s.address().port) + '
     const r = await sideBySide(
       [BINARY, 'fetch', url, '-d', out, '--sha256', sha],
       ['sh', '-c', 'curl -sSf -o "$1" "$2" && openssl dgst -sha256 "$1" >/dev/null && sync "$1"', 'sh', curlOut, url],
-      quick ? 3 : 5,
+      // Each run takes seconds and this machine's disk and cores are shared: more runs, a steadier median.
+      quick ? 3 : 9,
       { before: () => (rmSync(out, { force: true }), rmSync(curlOut, { force: true })) },
     );
     row(`fetch ${bytes / 1048576} MiB from 127.0.0.1 vs curl + openssl dgst -sha256 + sync`, r.ours.ms, r.baseline.ms, 1.0, { rss: r.ours.rss, baselineRss: r.baseline.rss, rssGoal: 100, cpu: r.ours.cpu, baselineCpu: r.baseline.cpu });
