@@ -1,6 +1,6 @@
 // What a command may use of the process it runs in. main() gets the real one; tests pass their own.
-import { fstatSync, writeSync } from 'node:fs';
 import { InterruptedError, type InterruptSignal } from '../errors.ts';
+import { bestEffort, terminalColumns } from '../host/console.ts';
 
 /** Signals asking machineadm to stop, while a run that must end cleanly goes on. */
 export interface Interrupts {
@@ -25,75 +25,6 @@ export interface Io {
   watchInterrupts?(): Interrupts;
   /** The command line that starts this machineadm again (for the resume after a reboot). */
   self?: readonly string[];
-}
-
-/**
- * Console output is best effort: a reader that went away (`| head -1`, a closed terminal) must not
- * end a run that is changing the machine. After the first error the stream is left alone.
- * Off Windows the text is written to the descriptor directly, as Node's own stream for a file, a
- * pipe or a terminal does there (synchronously), without loading Node's streams (and for a pipe
- * its whole network stack) into every start. A descriptor that would block (one its reader made
- * non-blocking) hands the rest to the stream, which waits for it; so does Windows, where the
- * console needs Node's stream to show Unicode.
- */
-function bestEffort(fd: number, open: () => NodeJS.WriteStream): (text: string) => void {
-  let stream: NodeJS.WriteStream | undefined;
-  let direct = process.platform !== 'win32';
-  let usable = true;
-  return (text) => {
-    if (!usable) return;
-    let rest: string | Buffer = text;
-    if (direct) {
-      const bytes = Buffer.from(text, 'utf8');
-      let written = 0;
-      try {
-        while (written < bytes.length) written += writeSync(fd, bytes, written);
-        return;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') {
-          usable = false;
-          return;
-        }
-        direct = false;
-        rest = bytes.subarray(written);
-      }
-    }
-    if (!stream) {
-      stream = open();
-      stream.on('error', () => {
-        usable = false;
-      });
-    }
-    try {
-      stream.write(rest);
-    } catch {
-      usable = false;
-    }
-  };
-}
-
-/**
- * Whether the descriptor may be a terminal, told without opening Node's stream for it (which loads
- * Node's streams into the start): only a character device can be one, and never a memory device
- * (major 1: /dev/null, /dev/zero). On Windows only the stream can tell.
- */
-function mayBeTerminal(fd: number): boolean {
-  if (process.platform === 'win32') return true;
-  try {
-    const info = fstatSync(fd);
-    // Linux's device numbers: the major's low 12 bits at bits 8-19, its high bits from bit 32.
-    const major = ((info.rdev >>> 8) & 0xfff) | (Math.floor(info.rdev / 2 ** 32) & ~0xfff);
-    return info.isCharacterDevice() && major !== 1;
-  } catch {
-    return false;
-  }
-}
-
-/** The stream's terminal width, undefined when it is not a terminal (or reports no width). */
-function terminalColumns(stream: 'stdout' | 'stderr'): number | undefined {
-  if (!mayBeTerminal(stream === 'stdout' ? 1 : 2)) return undefined;
-  const s = process[stream];
-  return s.isTTY && s.columns ? s.columns : undefined;
 }
 
 // On Windows, closing the console window sends SIGHUP and Ctrl+Break SIGBREAK.
