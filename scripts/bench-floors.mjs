@@ -64,6 +64,30 @@ const post = (i) => new Promise((resolve, reject) => {
   agent.destroy();
 })();`;
 
+// fetch, done plainly (a reference, not a floor: machineadm does better): the body received with
+// got, hashed with node:crypto and written as it arrives (a 1 MiB write buffer, as machineadm's),
+// then one fsync: no temporary file, no rename, nothing else.
+const FETCH = `import got from 'got';
+import { createHash } from 'node:crypto';
+import { closeSync, createWriteStream, fsyncSync, openSync } from 'node:fs';
+import { once } from 'node:events';
+import { finished } from 'node:stream/promises';
+(async () => {
+  const [url, out] = process.argv.slice(2);
+  const hash = createHash('sha256');
+  const file = createWriteStream(out, { highWaterMark: 1 << 20 });
+  for await (const chunk of got.stream(url, { decompress: false, retry: { limit: 0 } })) {
+    hash.update(chunk);
+    if (!file.write(chunk)) await once(file, 'drain');
+  }
+  file.end();
+  await finished(file);
+  const fd = openSync(out, 'r+');
+  fsyncSync(fd);
+  closeSync(fd);
+  hash.digest('hex');
+})();`;
+
 const SOURCES = {
   // config validate: the command line, reading the configuration and parsing its YAML.
   yaml: CLI(YAML),
@@ -75,6 +99,7 @@ const SOURCES = {
   // what posting costs a process beyond starting. Both load node:crypto first, as the offline run
   // does too (its spool is named by hashes), so that the difference is the posting alone.
   post: `import 'node:crypto';\n${POST}`,
+  fetch: FETCH,
   empty: `import 'node:crypto';`,
 };
 
