@@ -390,7 +390,7 @@ async function joinPieces(esbuild, result, outdir) {
     // dynamic-import off: import() of a piece becomes a require() of it, inside a promise.
     const out = await esbuild.transform(file.text, { format: 'cjs', loader: 'js', platform: 'node', target: 'node24', supported: { 'dynamic-import': false }, logLevel: 'silent' });
     if (out.warnings.length) throw new BuildError(`converting ${id} to CommonJS: ${out.warnings.map((w) => w.text).join('; ')}`);
-    pieces.push({ id, code: builtinNamespaces(out.code), eager: eager.has(id) });
+    pieces.push({ id, code: builtinNamespaces(out.code, id), eager: eager.has(id) });
   }
   const eagerPieces = pieces.filter((p) => p.eager).map((p) => `  ${JSON.stringify(p.id)}: function (exports, require, module) {\n${p.code}},`);
   return {
@@ -404,15 +404,21 @@ async function joinPieces(esbuild, result, outdir) {
 
 /**
  * A default or namespace import of a Node builtin is, in esbuild's CommonJS, a new object with a
- * getter for every export of the module (__toESM): node:process and node:fs have a hundred, and
- * the pieces make ~50 such objects, ~0.3 ms each. Here the object reads the module itself instead
- * (through its prototype), which every use in the pieces does: they read properties, none lists
- * them. The function is declared at the end of the piece, where it stays out of the way of a
- * "use strict" at its start.
+ * getter for every export of the module (__toESM): node:process and node:fs have about a hundred,
+ * and the pieces make ~50 such objects, 0.1-0.3 ms each. Here the object reads the module itself
+ * (through its prototype) instead, which is the same for every use that reads a property; one that
+ * lists the properties would see none, so the build fails on one. The function is declared at the
+ * end of the piece, out of the way of a "use strict" at its start.
  */
-function builtinNamespaces(code) {
+export function builtinNamespaces(code, id) {
   const replaced = code.replace(/\b__toESM\(require\(("node:[\w/]+")\)\)/g, '__builtinNamespace(require($1))');
   if (replaced === code) return code;
+  const names = [...replaced.matchAll(/\bvar (\w+) = __builtinNamespace\(/g)].map((m) => m[1]);
+  for (const name of names) {
+    // The object itself (not one of its properties) spread, given to Object.keys and the like, or looped over.
+    const listing = new RegExp(`(\\.\\.\\.|\\bObject\\.\\w+\\(|\\bReflect\\.ownKeys\\(|\\b(in|of) )${name}\\b(?!\\.)`).exec(replaced);
+    if (listing) throw new BuildError(`${id} lists the properties of ${name} (${listing[0]}), a builtin read through __builtinNamespace, which would show none`);
+  }
   return `${replaced}\nfunction __builtinNamespace(mod) {\n  return Object.create(mod, { default: { value: mod, enumerable: true } });\n}\n`;
 }
 

@@ -9,7 +9,7 @@ import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error the build script is plain JavaScript (it runs before anything is installed)
-import { bundle } from '../../scripts/build.mjs';
+import { builtinNamespaces, bundle } from '../../scripts/build.mjs';
 import { scratchDir } from '../support/tmp.ts';
 
 const HEAVY = ['child_process', 'net', 'tls', 'http', 'https', 'zlib', 'crypto', 'dgram'];
@@ -150,6 +150,21 @@ describe('the imports of builtins', () => {
     const pieces = pieceNames().map((name) => readFileSync(join(dir, 'pieces', name), 'utf8'));
     expect(pieces.filter((text) => /__toESM\(require\("node:/.test(text))).toEqual([]);
     expect(pieces.filter((text) => text.includes('__builtinNamespace(require("node:')).length).toBeGreaterThan(3);
+  });
+
+  it("read the module itself, and a piece that lists a namespace's properties fails the build", () => {
+    const piece = (use: string) => `var import_node_fs = __toESM(require("node:fs"));\nmodule.exports = ${use};`;
+    const run = (code: string) => {
+      const module = { exports: undefined as unknown };
+      new Function('module', 'require', code)(module, (id: string) => process.getBuiltinModule(id));
+      return module.exports;
+    };
+    expect(run(builtinNamespaces(piece('[import_node_fs.default, import_node_fs.readFileSync]'), './x.js'))).toEqual([process.getBuiltinModule('node:fs'), process.getBuiltinModule('node:fs').readFileSync]);
+    for (const listing of ['Object.keys(import_node_fs)', '{ ...import_node_fs }', '(() => { for (const k in import_node_fs) return k; })()']) {
+      expect(() => builtinNamespaces(piece(listing), './x.js')).toThrow(/lists the properties of import_node_fs/);
+    }
+    // A property of the module is not the module.
+    expect(() => builtinNamespaces(piece('"x" in import_node_fs.constants'), './x.js')).not.toThrow();
   });
 });
 
