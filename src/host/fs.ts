@@ -52,6 +52,12 @@ export interface FileSystemOptions {
 export interface PendingFile {
   readonly stream: WriteStream;
   /**
+   * Writes the bytes at the end of the file before returning, for a writer that produces them
+   * faster than the thread pool's round trips (a download: ~0.3 s of CPU a GiB through the
+   * stream). Not to be mixed with writes through `stream`.
+   */
+  appendSync(bytes: Uint8Array): void;
+  /**
    * Everything that can fail before the rename: finish writing, fsync, mode, owner, the backup.
    * Several files are placed all or none by sealing every one before committing any.
    */
@@ -334,8 +340,8 @@ export class RootedFileSystem {
     // A buffer of a few network chunks: a writer waits for the disk only when it falls behind, not
     // after every chunk (at the default 64 KiB, as large as one socket read, every write waited).
     const stream = createWriteStream(temp, { flags: 'wx', mode, highWaterMark: WRITE_BUFFER_SIZE });
-    await new Promise<void>((resolve, reject) => {
-      stream.once('open', () => resolve());
+    const fd = await new Promise<number>((resolve, reject) => {
+      stream.once('open', resolve);
       stream.once('error', reject);
     });
     const owner = options.owner === undefined ? undefined : await this.resolveOwner(options.owner);
@@ -362,6 +368,11 @@ export class RootedFileSystem {
     };
     return {
       stream,
+      appendSync(bytes) {
+        // The stream's descriptor, while the stream holds it open.
+        if (stream.destroyed || stream.writableEnded) throw stream.errored ?? new Error('the file is closed');
+        for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written, bytes.length - written);
+      },
       seal,
       commit: async () => {
         await seal();
