@@ -390,7 +390,7 @@ async function joinPieces(esbuild, result, outdir) {
     // dynamic-import off: import() of a piece becomes a require() of it, inside a promise.
     const out = await esbuild.transform(file.text, { format: 'cjs', loader: 'js', platform: 'node', target: 'node24', supported: { 'dynamic-import': false }, logLevel: 'silent' });
     if (out.warnings.length) throw new BuildError(`converting ${id} to CommonJS: ${out.warnings.map((w) => w.text).join('; ')}`);
-    pieces.push({ id, code: builtinNamespaces(out.code, id), eager: eager.has(id) });
+    pieces.push({ id, code: builtinNamespaces(await latin1(esbuild, out.code, id), id), eager: eager.has(id) });
   }
   const eagerPieces = pieces.filter((p) => p.eager).map((p) => `  ${JSON.stringify(p.id)}: function (exports, require, module) {\n${p.code}},`);
   return {
@@ -398,8 +398,23 @@ async function joinPieces(esbuild, result, outdir) {
     producer: mainScript({ producing: true }),
     // A script whose value is the eager pieces, by id; it starts from V8's code cache too.
     start: `"use strict";\n({\n${eagerPieces.join('\n')}\n})\n`,
-    lazy: pieces.filter((p) => !p.eager).map((p) => ({ name: p.id.slice(2), code: p.code })),
+    lazy: pieces.filter((p) => !p.eager).map((p) => ({ name: p.id.slice(2), code: `${PIECE_HEAD}${p.code}${PIECE_TAIL}` })),
   };
+}
+
+/**
+ * V8 holds a source as a one-byte string only when every character is Latin-1; a single other one
+ * (a "…" in a comment of got's) doubles the memory of a piece at each start, and its garbage. The
+ * bundle escapes strings (charset ascii); what is left is escaped when it is only in comments, and
+ * fails the build anywhere else (a regular expression: write the character as an escape).
+ */
+async function latin1(esbuild, code, id) {
+  if (!/[^\x00-\xff]/.test(code)) return code;
+  const wide = /[^\x00-\xff]/g;
+  const bare = (await esbuild.transform(code, { minifyWhitespace: true, charset: 'utf8', legalComments: 'none', loader: 'js' })).code;
+  const outside = bare.match(wide);
+  if (outside) throw new BuildError(`${id} holds characters beyond Latin-1 outside comments (${[...new Set(outside)].join(' ')}): write them as escapes`);
+  return code.replace(wide, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /**
@@ -442,19 +457,20 @@ function machineadmAsset(name) {
   return { source: require("node:fs").readFileSync(file, "utf8"), cachedData: ${producing ? 'undefined' : 'require("node:fs").readFileSync(file + ".cache")'} };
 }
 ${producing ? PRODUCING : ''}// The start piece is a script whose value is the pieces every start runs, by id; any other piece is
-// the body of a function (exports, require, module).
-function machineadmRun(name, body) {
+// a script whose value is a function (exports, require, module): compiled as stored, the source is
+// not copied into a new string first.
+function machineadmRun(name) {
   const { source, cachedData } = machineadmAsset(name);
-  const script = new (require("node:vm").Script)(body ? ${JSON.stringify(PIECE_HEAD)} + source + ${JSON.stringify(PIECE_TAIL)} : source, { filename: "machineadm/" + name, cachedData });${producing ? '\n  machineadmRan.push([name, script]);' : ''}
+  const script = new (require("node:vm").Script)(source, { filename: "machineadm/" + name, cachedData });${producing ? '\n  machineadmRan.push([name, script]);' : ''}
   return script.runInThisContext();
 }
-const machineadmInStart = machineadmRun(${JSON.stringify(START_PIECE)}, false);
+const machineadmInStart = machineadmRun(${JSON.stringify(START_PIECE)});
 const machineadmLoaded = new Map();
 function machineadmRequire(id) {
   if (!id.startsWith("./")) return require(id);
   let loaded = machineadmLoaded.get(id);
   if (loaded) return loaded.exports;
-  const body = machineadmInStart[id] ?? machineadmRun(id.slice(2), true);
+  const body = machineadmInStart[id] ?? machineadmRun(id.slice(2));
   loaded = { exports: {} };
   machineadmLoaded.set(id, loaded);
   body.call(loaded.exports, loaded.exports, machineadmRequire, loaded);
@@ -501,7 +517,9 @@ export async function bundle(workDir, identity) {
     write: false,
     metafile: true,
     legalComments: 'none',
-    charset: 'utf8',
+    // ASCII (esbuild escapes the rest): V8 holds a source with a single other character (a µ in a
+    // pattern) as a two-byte string, twice the memory at each start, and young-generation garbage.
+    charset: 'ascii',
     logLevel: 'silent',
     define: { __MACHINEADM_BUILD__: JSON.stringify(identity) },
     plugins: [lazyCommanderChildProcess, lazyListFormat, lazyGotNetwork, lazyGotOptional],
@@ -541,7 +559,7 @@ export async function bundle(workDir, identity) {
 function writeCodeCaches(dir, names) {
   const script = `const { readFileSync, writeFileSync } = require("node:fs");
 for (const name of process.argv.slice(1)) {
-  const source = ${JSON.stringify(PIECE_HEAD)} + readFileSync(name, "utf8") + ${JSON.stringify(PIECE_TAIL)};
+  const source = readFileSync(name, "utf8");
   writeFileSync(name + ".cache", new (require("node:vm").Script)(source, { filename: "machineadm/" + name }).createCachedData());
 }`;
   const result = spawnSync(pinnedNode(), ['--random-seed=1', '-e', script, '--', ...names], { cwd: dir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });

@@ -18,7 +18,9 @@ const TYPE_NAMES: Record<ValueType | 'table', string> = {
 };
 
 // Go's time.ParseDuration: "0", or one or more decimal numbers each with a unit.
-const GO_DURATION = /^[+-]?(0|((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+)$/;
+// Micro is written both ways Go accepts: U+00B5 (micro sign) and U+03BC (Greek mu), as escapes so
+// that the bundle stays ASCII (see charset in scripts/build.mjs).
+const GO_DURATION = /^[+-]?(0|((\d+(\.\d*)?|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h))+)$/;
 
 /**
  * Whether the number at `path` is written as a TOML float (1.0, 1e3, inf): the parser gives both

@@ -11,7 +11,7 @@ import { parse } from '@iarna/toml';
 import { missingRequirement } from '../support/environment.ts';
 import { scratchDir } from '../support/tmp.ts';
 import { CONFIG_V2, CONFIG_V3, RUNC_OPTIONS, type Shape, type ValueType } from '../../src/containerd/keys.ts';
-import { extraConfigTypeProblems } from '../../src/containerd/extra-types.ts';
+import { extraConfigProblems, extraConfigTypeProblems } from '../../src/containerd/extra-types.ts';
 import { refusedKeys } from '../../src/containerd/extra.ts';
 import { renderContainerdConfig } from '../../src/containerd/config.ts';
 import { chooseTarget } from '../../src/containerd/target.ts';
@@ -158,5 +158,13 @@ describe('the key table for config version 3', () => {
 
   it.each([[['plugins', 'io.containerd.grpc.v1.cri', 'sandbox_image']], [['plugins', 'io.containerd.cri.v1.runtime', 'containerd', 'snapshotter']], [['plugin_dir']]])('does not know %j (not read by containerd 2.x)', (path) => {
     expect(shapeAt(CONFIG_V3, path)).toBeUndefined();
+  });
+});
+
+describe('durations in extraConfig', () => {
+  it('are read as Go reads them, with micro written either way (U+00B5 or U+03BC)', () => {
+    const problems = (value: string) => extraConfigProblems(`[timeouts]\n"io.containerd.timeout.shim.cleanup" = "${value}"\n`);
+    for (const ok of ['5\u00b5s', '5\u03bcs', '1h30m', '0', '1.5s']) expect(problems(ok), ok).toEqual([]);
+    for (const bad of ['5xs', '5', 'µs']) expect(problems(bad), bad).not.toEqual([]);
   });
 });

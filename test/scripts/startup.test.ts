@@ -145,6 +145,12 @@ describe('what starting machineadm compiles', () => {
   });
 });
 
+describe('the sources of the pieces', () => {
+  it('are Latin-1, so that V8 holds each as a one-byte string (a single other character doubles its memory)', () => {
+    expect(pieceNames().filter((n) => /[^\x00-\xff]/.test(readFileSync(join(dir, 'pieces', n), 'utf8')))).toEqual([]);
+  });
+});
+
 describe('the imports of builtins', () => {
   it('copy no module: a default or namespace import reads the builtin itself (esbuild would copy every export, for each import)', () => {
     const pieces = pieceNames().map((name) => readFileSync(join(dir, 'pieces', name), 'utf8'));
@@ -172,12 +178,13 @@ describe('the code caches of the pieces', () => {
   const NODE = join(process.cwd(), 'node_modules', 'node', 'bin', 'node');
 
   it('are taken by the embedded Node: no piece is parsed from its source where the cache applies', () => {
-    // What the main script does, for every piece, in the Node release the executable embeds: the
-    // start piece is a script, the others are function bodies.
+    // Stored whole: a script (the start piece: its pieces by id; the others: a function).
+    expect(pieceNames().filter((n) => n !== START).filter((n) => !readFileSync(join(dir, 'pieces', n), 'utf8').startsWith('(function (exports, require, module) {'))).toEqual([]);
+    // What the main script does, for every piece, in the Node release the executable embeds: each
+    // piece is compiled as it is stored.
     const script = `const { readFileSync } = require("node:fs");
 const vm = require("node:vm");
-const source = (file) => file.endsWith("/${START}") ? readFileSync(file, "utf8") : "(function (exports, require, module) {" + readFileSync(file, "utf8") + "\\n})";
-const compile = (file) => new vm.Script(source(file), { cachedData: readFileSync(file + ".cache") });
+const compile = (file) => new vm.Script(readFileSync(file, "utf8"), { cachedData: readFileSync(file + ".cache") });
 const rejected = process.argv.slice(1).filter((file) => compile(file).cachedDataRejected !== false);
 process.stdout.write(JSON.stringify(rejected));`;
     const names = pieceNames();
