@@ -2,7 +2,7 @@
 // Metadata services are flaky while a machine boots (connection refused, slow answers, 5xx), so
 // every request retries with backoff until a deadline; a 404 means "no user data", not an error.
 // MACHINEADM_IMDS_ENDPOINT replaces the base URL of every cloud (tests, private clouds).
-import type { Host } from '../host/index.ts';
+import type { ConfigHost } from '../host/config-host.ts';
 import { HttpError, httpRequest, isRetryableStatus, retryDelayMs, type RetryPolicy, type HttpTimeouts } from '../host/http.ts';
 
 export const CLOUDS = ['aws', 'azure', 'gce'] as const;
@@ -34,11 +34,11 @@ export class ImdsError extends Error {
   }
 }
 
-export function baseUrl(host: Host, cloud: Cloud): string {
+export function baseUrl(host: ConfigHost, cloud: Cloud): string {
   return (host.env[IMDS_ENDPOINT_ENV] || DEFAULT_BASE[cloud]).replace(/\/+$/, '');
 }
 
-export function imdsRequest(host: Host, options: ImdsOptions, url: string, extra: { method?: 'GET' | 'PUT'; headers: Record<string, string>; acceptStatus?: number[] }) {
+export function imdsRequest(host: ConfigHost, options: ImdsOptions, url: string, extra: { method?: 'GET' | 'PUT'; headers: Record<string, string>; acceptStatus?: number[] }) {
   return httpRequest({
     url,
     method: extra.method ?? 'GET',
@@ -65,7 +65,7 @@ export interface InstanceMetadata {
 // an id the report falls back to cloud-init's record.
 const INSTANCE_ID_RETRY: Partial<RetryPolicy> = { attempts: 3, deadlineMs: 5_000 };
 
-async function instanceIdAt(host: Host, options: ImdsOptions, url: string, headers: Record<string, string>, flavor?: string): Promise<string | undefined> {
+async function instanceIdAt(host: ConfigHost, options: ImdsOptions, url: string, headers: Record<string, string>, flavor?: string): Promise<string | undefined> {
   try {
     const answer = await imdsRequest(host, { ...options, maxBytes: 1024, retry: { ...options.retry, ...INSTANCE_ID_RETRY } }, url, { headers, acceptStatus: [404] });
     if (flavor !== undefined && answer.headers['metadata-flavor'] !== flavor) return undefined;
@@ -78,7 +78,7 @@ async function instanceIdAt(host: Host, options: ImdsOptions, url: string, heade
 }
 
 /** The instance's user data and id, from its cloud's metadata service. */
-export async function readInstanceMetadata(host: Host, cloud: Cloud, options: ImdsOptions): Promise<InstanceMetadata> {
+export async function readInstanceMetadata(host: ConfigHost, cloud: Cloud, options: ImdsOptions): Promise<InstanceMetadata> {
   const base = baseUrl(host, cloud);
   try {
     switch (cloud) {
@@ -122,7 +122,7 @@ export async function readInstanceMetadata(host: Host, cloud: Cloud, options: Im
  * Which cloud this is: first from the firmware's DMI strings (no network), then by asking each
  * metadata protocol (the first that answers in its own way wins).
  */
-export async function detectCloud(host: Host, options: ImdsOptions): Promise<Cloud> {
+export async function detectCloud(host: ConfigHost, options: ImdsOptions): Promise<Cloud> {
   const fromDmi = await cloudFromDmi(host);
   if (fromDmi) return fromDmi;
   const policy: RetryPolicy = { ...IMDS_RETRY, ...options.retry };
@@ -142,7 +142,7 @@ export async function detectCloud(host: Host, options: ImdsOptions): Promise<Clo
   }
 }
 
-async function probe(host: Host, cloud: Cloud, timeouts: Partial<HttpTimeouts>, maxBytes: number): Promise<'yes' | 'no' | 'unreachable'> {
+async function probe(host: ConfigHost, cloud: Cloud, timeouts: Partial<HttpTimeouts>, maxBytes: number): Promise<'yes' | 'no' | 'unreachable'> {
   const base = baseUrl(host, cloud);
   const one = { offline: host.offline, sleep: (ms: number) => host.sleep(ms), retry: { attempts: 1 }, timeouts, maxBytes, acceptStatus: [400, 401, 403, 404, 405], followRedirects: false };
   try {
@@ -165,7 +165,7 @@ async function probe(host: Host, cloud: Cloud, timeouts: Partial<HttpTimeouts>, 
 
 const AZURE_ASSET_TAG = '7783-7084-3265-9085-8269-3286-77';
 
-async function cloudFromDmi(host: Host): Promise<Cloud | undefined> {
+async function cloudFromDmi(host: ConfigHost): Promise<Cloud | undefined> {
   const read = async (name: string) => ((await host.fs.readText(`/sys/class/dmi/id/${name}`).catch(() => undefined)) ?? '').trim();
   if (host.fs.platform !== 'linux') return undefined;
   const [vendor, product, bios, asset] = await Promise.all([read('sys_vendor'), read('product_name'), read('bios_vendor'), read('chassis_asset_tag')]);

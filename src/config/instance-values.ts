@@ -11,7 +11,7 @@
 //     machine-type, network-interfaces/0/ip}, /computeMetadata/v1/project/project-id
 //     https://cloud.google.com/compute/docs/metadata/predefined-metadata-keys
 // A value the service does not have (404) is left out; whether it was needed is decided later.
-import type { Host } from '../host/index.ts';
+import type { ConfigHost } from '../host/config-host.ts';
 import { HttpError } from '../host/http.ts';
 import { baseUrl, imdsRequest, ImdsError, type Cloud, type ImdsOptions } from './imds.ts';
 
@@ -26,7 +26,7 @@ export type InstanceValues = Record<string, SourcedValue>;
 
 const MAX_VALUE_BYTES = 4096;
 
-export async function readInstanceValues(host: Host, cloud: Cloud, options: Omit<ImdsOptions, 'maxBytes'>): Promise<InstanceValues> {
+export async function readInstanceValues(host: ConfigHost, cloud: Cloud, options: Omit<ImdsOptions, 'maxBytes'>): Promise<InstanceValues> {
   const base = baseUrl(host, cloud);
   const get = async (url: string, headers: Record<string, string>, flavor?: string): Promise<string | undefined> => {
     const answer = await imdsRequest(host, { ...options, maxBytes: MAX_VALUE_BYTES }, url, { headers, acceptStatus: [404] });

@@ -4,7 +4,8 @@
 // the merged whole. Every problem is collected and reported at once.
 import { dirname, join as joinPath, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { FileInfo, Host, RootedFileSystem } from '../host/index.ts';
+import type { FileInfo, RootedFileSystem } from '../host/index.ts';
+import type { ConfigHost } from '../host/config-host.ts';
 import { HttpError, displayUrl, formatBytes, httpRequest, type HttpTimeouts, type RetryPolicy } from '../host/http.ts';
 import { ConfigError, ExitCode, MachineadmError, type ConfigIssue } from '../errors.ts';
 import { formatPath, isPlainObject, parseWith, type SchemaIssue } from './schema/dsl.ts';
@@ -156,7 +157,7 @@ function isNetwork(spec: SourceSpec): boolean {
   return spec.kind === 'https' || spec.kind === 'imds';
 }
 
-export async function loadConfig(host: Host, sources: readonly string[], options: LoadOptions = {}): Promise<LoadedConfig> {
+export async function loadConfig(host: ConfigHost, sources: readonly string[], options: LoadOptions = {}): Promise<LoadedConfig> {
   const maxBytes = options.maxBytes ?? MAX_SOURCE_BYTES;
   const explicit = sources.length > 0;
   const { specs, issues } = explicit
@@ -257,7 +258,7 @@ function inSourceOrder(issues: ConfigIssue[], documents: ParsedDocument[]): Conf
     .map((x) => x.issue);
 }
 
-async function readSource(host: Host, spec: SourceSpec, options: LoadOptions, maxBytes: number): Promise<RawSource[]> {
+async function readSource(host: ConfigHost, spec: SourceSpec, options: LoadOptions, maxBytes: number): Promise<RawSource[]> {
   switch (spec.kind) {
     case 'stdin': {
       if (!options.readStdin) throw new SourceError('standard input is not available here');

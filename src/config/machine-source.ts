@@ -3,7 +3,7 @@
 // in, and on bare metal (no metadata service) the machine's own facts: its hostname and the DMI
 // product UUID. Values are read only when the configuration references them, and all before the
 // first change of a run.
-import type { Host } from '../host/index.ts';
+import type { ConfigHost } from '../host/config-host.ts';
 import { ConfigError } from '../errors.ts';
 import { detectCloud, CLOUDS, ImdsError, type Cloud } from './imds.ts';
 import { readInstanceValues, type InstanceValues } from './instance-values.ts';
@@ -19,7 +19,7 @@ export interface MachineValueInput {
   otherMachine: boolean;
 }
 
-export async function resolveMachineValues(host: Host, config: MachineConfig, input: MachineValueInput): Promise<{ config: MachineConfig; resolved: ResolvedMachineValue[] }> {
+export async function resolveMachineValues(host: ConfigHost, config: MachineConfig, input: MachineValueInput): Promise<{ config: MachineConfig; resolved: ResolvedMachineValue[] }> {
   const needed = referencedValues(config);
   if (needed.length === 0) return { config, resolved: [] };
   let values: InstanceValues = { ...input.given };
@@ -37,7 +37,7 @@ export async function resolveMachineValues(host: Host, config: MachineConfig, in
   return applyMachineValues(config, values, hint);
 }
 
-async function readMachine(host: Host, namedCloud: string | undefined): Promise<InstanceValues> {
+async function readMachine(host: ConfigHost, namedCloud: string | undefined): Promise<InstanceValues> {
   let cloud: Cloud | undefined = (CLOUDS as readonly string[]).includes(namedCloud ?? '') ? (namedCloud as Cloud) : undefined;
   if (cloud === undefined && namedCloud === undefined) {
     try {

@@ -1,7 +1,7 @@
 // Secrets: a literal, or a reference read when a step needs it (so a plan made on another machine
 // never needs the secret). Every value read is registered with a scrubber that removes it from
 // every event, log line and report.
-import type { Host } from '../host/index.ts';
+import type { ConfigHost } from '../host/config-host.ts';
 import type { SecretSource } from './schema/dsl.ts';
 import { ConfigError } from '../errors.ts';
 import { REDACTED, urlSecrets } from '../redaction.ts';
@@ -41,7 +41,7 @@ export class SecretScrubber {
 }
 
 /** The secret's value; `field` names it in errors (never the value). */
-export async function resolveSecret(source: SecretSource, host: Host, field: string, scrubber?: SecretScrubber): Promise<string> {
+export async function resolveSecret(source: SecretSource, host: ConfigHost, field: string, scrubber?: SecretScrubber): Promise<string> {
   let value: string;
   if (typeof source === 'string') {
     value = source;

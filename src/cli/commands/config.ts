@@ -2,11 +2,19 @@
 import type { Command } from 'commander';
 import type { Io } from '../io.ts';
 import { addConfigOptions, addOfflineOption, addOutputOption, addRootOption, type CommonOptions } from '../options.ts';
+import { resolve } from 'node:path';
 import type { LoadOptions } from '../../config/load.ts';
+import type { ConfigHost } from '../../host/config-host.ts';
 import { ConfigError, ExitCode } from '../../errors.ts';
 
 function loadOptions(io: Io): LoadOptions {
   return { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd };
+}
+
+// Only what reading the configuration uses of the machine (see createConfigHost).
+async function configHost(options: CommonOptions, io: Io): Promise<ConfigHost> {
+  const { createConfigHost } = await import('../../host/config-host.ts');
+  return createConfigHost({ root: resolve(io.cwd, options.root), offline: options.offline ?? false, env: io.env });
 }
 
 // Reading the configuration needs its sources, the root (default sources and machine files live
@@ -28,9 +36,9 @@ export function registerConfigCommands(program: Command, io: Io, setExit: (code:
   configOptions(config.command('validate').description('check the configuration and list every problem (exit 2 when invalid)'), io)
     .addHelpText('after', '\nExample:\n  $ machineadm config validate -c node.yaml -o json\n')
     .action(async (options: CommonOptions) => {
-      const [{ loadConfig, NoMachineConfigError }, { hostFrom }] = await Promise.all([import('../../config/load.ts'), import('../host-options.ts')]);
+      const [{ loadConfig, NoMachineConfigError }, host] = await Promise.all([import('../../config/load.ts'), configHost(options, io)]);
       try {
-        const { sources } = await loadConfig(hostFrom(options, io), options.config ?? [], loadOptions(io));
+        const { sources } = await loadConfig(host, options.config ?? [], loadOptions(io));
         io.stdout(options.output === 'json' ? JSON.stringify({ valid: true, sources, issues: [] }, null, 2) + '\n' : `configuration is valid (${sources.join(', ')})\n`);
         setExit(ExitCode.ok);
       } catch (error) {
@@ -48,15 +56,15 @@ export function registerConfigCommands(program: Command, io: Io, setExit: (code:
   configOptions(config.command('view').description('print the effective (merged) configuration, secrets redacted'), io)
     .addHelpText('after', '\nExample:\n  $ machineadm config view -c https://config.example/node.yaml#sha256=<hex> -c ./override.yaml\n')
     .action(async (options: CommonOptions) => {
-      const [{ loadConfig, NoMachineConfigError }, { hostFrom }, { redactConfig }, { dump }] = await Promise.all([
+      const [{ loadConfig, NoMachineConfigError }, host, { redactConfig }, { dump }] = await Promise.all([
         import('../../config/load.ts'),
-        import('../host-options.ts'),
+        configHost(options, io),
         import('../../config/redact.ts'),
         import('js-yaml'),
       ]);
       let loaded;
       try {
-        ({ config: loaded } = await loadConfig(hostFrom(options, io), options.config ?? [], loadOptions(io)));
+        ({ config: loaded } = await loadConfig(host, options.config ?? [], loadOptions(io)));
       } catch (error) {
         if (!(error instanceof NoMachineConfigError)) throw error;
         io.stderr(`${error.message}\n`);
