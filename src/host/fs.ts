@@ -337,8 +337,9 @@ export class RootedFileSystem {
     const temp = this.path.join(dir, temporaryName(this.path.basename(real)));
     const mode = options.mode ?? (existing ? existing.mode & 0o7777 : 0o644);
     // Created with the final mode so a secret is never readable by others, even for a moment.
-    // A buffer of a few network chunks: a writer waits for the disk only when it falls behind, not
-    // after every chunk (at the default 64 KiB, as large as one socket read, every write waited).
+    // A buffer of a few network chunks: a writer through the stream waits for the disk only when it
+    // falls behind, not after every chunk (at the default 64 KiB, every write waited). A download
+    // does not go through it: it appends directly (appendSync).
     const stream = createWriteStream(temp, { flags: 'wx', mode, highWaterMark: WRITE_BUFFER_SIZE });
     const fd = await new Promise<number>((resolve, reject) => {
       stream.once('open', resolve);
