@@ -9,7 +9,7 @@ import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error the build script is plain JavaScript (it runs before anything is installed)
-import { builtinNamespaces, bundle } from '../../scripts/build.mjs';
+import { builtinNamespaces, bundle, SEA_EXEC_ARGV } from '../../scripts/build.mjs';
 import { scratchDir } from '../support/tmp.ts';
 
 const HEAVY = ['child_process', 'net', 'tls', 'http', 'https', 'zlib', 'crypto', 'dgram'];
@@ -189,7 +189,8 @@ const rejected = process.argv.slice(1).filter((file) => compile(file).cachedData
 process.stdout.write(JSON.stringify(rejected));`;
     const names = pieceNames();
     expect(names.length).toBeGreaterThan(10);
-    const rejected = execFileSync(NODE, ['-e', script, '--', ...names.map((n) => join(dir, 'pieces', n))], { encoding: 'utf8' });
+    // With the options the executable starts with.
+    const rejected = execFileSync(NODE, [...SEA_EXEC_ARGV, '-e', script, '--', ...names.map((n) => join(dir, 'pieces', n))], { encoding: 'utf8' });
     expect(JSON.parse(rejected)).toEqual([]);
   });
 
