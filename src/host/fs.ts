@@ -68,6 +68,11 @@ export interface PendingFile {
   abort(): Promise<void>;
 }
 
+/** Writes every byte at the descriptor's position, however many calls write(2) takes. */
+function writeAllSync(fd: number, bytes: Uint8Array): void {
+  for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written, bytes.length - written);
+}
+
 /** Temporary files are named .<name><TEMP_MARK><random>, next to the file they become. */
 export const TEMP_MARK = '.machineadm-tmp-';
 
@@ -372,7 +377,7 @@ export class RootedFileSystem {
       appendSync(bytes) {
         // The stream's descriptor, while the stream holds it open.
         if (stream.destroyed || stream.writableEnded) throw stream.errored ?? new Error('the file is closed');
-        for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written, bytes.length - written);
+        writeAllSync(fd, bytes);
       },
       seal,
       commit: async () => {
@@ -452,7 +457,7 @@ export class RootedFileSystem {
     const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     const fd = openSync(temp, 'wx', mode);
     try {
-      for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written, bytes.length - written);
+      writeAllSync(fd, bytes);
       fsyncSync(fd);
     } catch (error) {
       closeSync(fd);
