@@ -7,6 +7,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { builtBinary } from '../support/binary.ts';
 import { scratchDir } from '../support/tmp.ts';
 import { missingRequirement } from '../support/environment.ts';
+// @ts-expect-error the build script is plain JavaScript (it runs before anything is installed)
+import { SEA_EXEC_ARGV } from '../../scripts/build.mjs';
 
 const QUICKSTART = fileURLToPath(new URL('../../examples/quickstart.yaml', import.meta.url));
 
@@ -71,6 +73,17 @@ describe('the packaged linux-x64 binary', () => {
     const result = spawnSync(binary, ['version'], { cwd: elsewhere, encoding: 'utf8', env: { NODE_OPTIONS: '--require /nonexistent/inject.js' } });
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
+  });
+
+  it('carries its one Node option in its blob (a 2 MiB young generation) and starts with it', () => {
+    // The embedded Node alone holds no such text: only the blob's options can put it there.
+    const pinned = fileURLToPath(new URL('../../node_modules/node/bin/node', import.meta.url));
+    const count = (file: string) => readFileSync(file).toString('latin1').split(SEA_EXEC_ARGV.join(' ')).length - 1;
+    expect(SEA_EXEC_ARGV).toEqual(['--min-semi-space-size=2']);
+    expect(count(pinned)).toBe(0);
+    expect(count(binary)).toBe(1);
+    // V8 refuses an option it does not know at start; a start that works took it.
+    expect(spawnSync(binary, ['version'], { cwd: elsewhere, encoding: 'utf8' }).status).toBe(0);
   });
 
   it('runs no Node script given as an argument', () => {
