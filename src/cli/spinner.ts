@@ -3,5 +3,8 @@ import type { SpinnerFactory } from '../report/console.ts';
 
 export async function spinnerFactory(): Promise<SpinnerFactory> {
   const { default: ora } = await import('ora');
-  return () => ora({ stream: process.stderr }) as unknown as ReturnType<SpinnerFactory>;
+  // discardStdin would put the terminal in raw mode, where Ctrl-C is a byte, not SIGINT; ora's
+  // discarder turns that byte back into a signal only while something reads standard input, and
+  // nothing does: Ctrl-C was lost. The terminal keeps its own Ctrl-C.
+  return () => ora({ stream: process.stderr, discardStdin: false }) as unknown as ReturnType<SpinnerFactory>;
 }

@@ -99,6 +99,28 @@ describe('an interrupted init', () => {
   });
 });
 
+describe('Ctrl-C on a terminal', () => {
+  it('interrupts the run while the spinner turns (the terminal keeps its Ctrl-C), exits 130 and records the run as interrupted', async () => {
+    const m = machine({ kubernetes: worker });
+    // script(1) runs machineadm on a pseudo-terminal; the byte 0x03 written to it is the operator's
+    // Ctrl-C, which the terminal turns into SIGINT only while it is not in raw mode.
+    const command = [machineRun.binary, 'init', '-c', m.config, '--root', m.root].map((a) => `'${a}'`).join(' ');
+    const child = spawn('script', ['-qfec', `stty cols 120 rows 30; exec ${command}`, '/dev/null'], { cwd: REPO, env: env(m, { KUBEADM_STANDIN_HANG_PHASE: 'kubelet-start', TERM: 'xterm' }), stdio: ['pipe', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (status) => resolve(status)));
+    await kubeadmHanging(m);
+    // The spinner is up: the step's line is drawn with a spinner frame, not a plain log line.
+    expect(output).toMatch(/[\u2800-\u28ff](\x1b\[\d+m)* provision\/kubeadm\/join/);
+    child.stdin.write('\x03');
+    const status = await Promise.race([exited, new Promise<'hung'>((r) => setTimeout(() => r('hung'), 15_000))]);
+    if (status === 'hung') child.kill('SIGKILL');
+    expect(status, output.slice(-2000)).toBe(130);
+    expect(output).toContain('SIGINT received');
+    expect(json(join(m.root, 'var/lib/machineadm/state.json')).runs.at(-1)).toMatchObject({ result: 'interrupted' });
+  });
+});
+
 describe('a second signal', () => {
   it('ends machineadm at once while the interrupted run still waits for its events to be delivered', async () => {
     const m = machine({ kubernetes: worker, report: { deadlineSeconds: 30, endpoints: [{ url: machineRun.collector.url }] } });
