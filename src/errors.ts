@@ -7,6 +7,8 @@ export const ExitCode = {
   usage: 2,
   verification: 3,
   rebootRequired: 4,
+  /** Another run holds the state directory: nothing was changed. */
+  locked: 5,
   /** Interrupted by a signal: 128 + the signal's number, as a shell reports it. */
   interruptedHangup: 129,
   interruptedInterrupt: 130,
@@ -131,6 +133,13 @@ export class StepDetailsError extends MachineadmError {
   constructor(message: string, details: FailureDetails, options: ErrorOptions = {}) {
     super(message, ExitCode.stepFailed, options);
     this.details = details;
+  }
+}
+
+/** Another machineadm run holds the state directory (exit 5): this one changed nothing. */
+export class RunLockedError extends MachineadmError {
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(message, ExitCode.locked, options);
   }
 }
 

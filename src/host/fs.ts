@@ -561,7 +561,7 @@ async function removeEmptyFolders(dir: string, top: string, root: string, path: 
  * one's. node:crypto is loaded at the first write: commands that only read (config validate) start
  * without it.
  */
-function temporaryName(base: string): string {
+export function temporaryName(base: string): string {
   return `.${base}${TEMP_MARK}${process.pid}-${process.getBuiltinModule('node:crypto').randomBytes(6).toString('hex')}`;
 }
 

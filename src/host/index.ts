@@ -105,5 +105,6 @@ function windowsResumeNotAvailable(): Pick<Host, 'resume' | 'restart'> {
 export type { Facts, OperatingSystem } from './facts.ts';
 export type { WindowsHost, ComputerSystem, DomainJoinOutcome } from './windows/index.ts';
 export { RootedFileSystem, type WriteOptions, type FileInfo, type FileSystemOptions, type PendingFile } from './fs.ts';
+export { acquireRunLock, type LockAttempt, type LockHolder } from './run-lock.ts';
 export { ProcessRunner, type RunOptions, type RunResult, tail } from './exec.ts';
 export type { ResumeRegistration } from './resume.ts';

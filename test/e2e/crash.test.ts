@@ -51,8 +51,8 @@ const env = standinEnv();
 
 /** Files written by kubeadm (the stand-in) rather than machineadm: not machineadm's to keep whole. */
 const KUBEADM_OWNED = /^(etc\/kubernetes|var\/lib\/kubelet|var\/lib\/kubeadm-standin)\//;
-/** Records that differ from run to run by design (times, run ids, delivery counts). */
-const RECORDS = /^(run\/machineadm\/(status|result)\.json|var\/lib\/machineadm\/(state|result|history)\.json)$/;
+/** Records that differ from run to run by design (times, run ids, delivery counts; a killed run's lock, taken over by the next). */
+const RECORDS = /^(run\/machineadm\/(status|result)\.json|var\/lib\/machineadm\/(state|result|history)\.json|var\/lib\/machineadm\/run\.lock)$/;
 const SPOOL = /^var\/lib\/machineadm\/spool\//;
 
 function tree(root: string): Map<string, string> {

@@ -121,6 +121,27 @@ describe('Ctrl-C on a terminal', () => {
   });
 });
 
+describe('a second run while one holds the state directory', () => {
+  it('refuses at once with exit 5, naming the run that holds it, and changes nothing; the first run goes on', async () => {
+    const m = machine({ kubernetes: worker });
+    const first = spawn(machineRun.binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m, { KUBEADM_STANDIN_HANG_PHASE: 'kubelet-start' }), stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise<number | null>((resolve) => first.on('exit', (status) => resolve(status)));
+    await kubeadmHanging(m);
+    const state = readFileSync(join(m.root, 'var/lib/machineadm/state.json'), 'utf8');
+    const began = Date.now();
+    const second = spawnSync(machineRun.binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
+    expect(Date.now() - began).toBeLessThan(5_000);
+    expect(second.status, second.stderr).toBe(5);
+    expect(second.stderr).toContain(`error: another machineadm run (init, pid ${first.pid}`);
+    expect(second.stderr).toContain('nothing was changed');
+    expect(readFileSync(join(m.root, 'var/lib/machineadm/state.json'), 'utf8')).toBe(state);
+    first.kill('SIGTERM');
+    expect(await exited).toBe(143);
+    // The lock went with the run that held it.
+    expect(existsSync(join(m.root, 'var/lib/machineadm/run.lock'))).toBe(false);
+  });
+});
+
 describe('a second signal', () => {
   it('ends machineadm at once while the interrupted run still waits for its events to be delivered', async () => {
     const m = machine({ kubernetes: worker, report: { deadlineSeconds: 30, endpoints: [{ url: machineRun.collector.url }] } });

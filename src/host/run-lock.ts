@@ -1,0 +1,97 @@
+// One run at a time per state directory. The lock is a file created with link(2), which fails when
+// the name exists, so two runs that start together cannot both take it. It names its holder by an
+// identity that a reboot or a reused pid cannot fake (boot, pid and the process's start time), so
+// the lock of a run that was killed, or of a machine that went down, is taken over, never waited on.
+import * as fsp from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { temporaryName, type RootedFileSystem } from './fs.ts';
+
+export interface LockHolder {
+  pid: number;
+  command: string;
+  startedAt: string;
+  /** Boot, pid and start time: equal only for the very process that took the lock. */
+  identity: string;
+}
+
+export type LockAttempt = { held: true; release(): Promise<void> } | { held: false; holder: LockHolder };
+
+/** The identity of a running process, or undefined when none runs with that pid. */
+export function processIdentity(pid: number): string | undefined {
+  if (process.platform === 'linux') {
+    try {
+      // Field 22 of /proc/PID/stat, the start time in clock ticks since boot; the name (field 2,
+      // in parentheses) may hold spaces, so fields are counted after its closing parenthesis.
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[0] === 'Z') return undefined;
+      const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+      return `${boot}:${pid}:${fields[19]}`;
+    } catch {
+      return undefined;
+    }
+  }
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return undefined;
+  }
+  // Elsewhere a pid is all there is: a reused pid keeps a lock until that process ends.
+  return `${pid}`;
+}
+
+function parse(text: string | undefined): LockHolder | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const value = JSON.parse(text) as LockHolder;
+    return typeof value.pid === 'number' && typeof value.identity === 'string' ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Takes the lock file `machinePath` of `fs` for this process, or says who holds it. A holder that no
+ * longer runs (killed, or from an earlier boot) and a file that is not a lock (cut short by a
+ * crash) are taken over.
+ */
+export async function acquireRunLock(fs: RootedFileSystem, machinePath: string, info: { command: string; startedAt: string }): Promise<LockAttempt> {
+  const path = fs.mapPath(machinePath);
+  await fsp.mkdir(dirname(path), { recursive: true, mode: 0o755 });
+  // What killed runs left of their own attempts (the temporary file before its link).
+  await fs.removeAbandonedTemporaries(machinePath.slice(0, machinePath.lastIndexOf('/')) || '/', 60 * 60_000);
+  const mine: LockHolder = { pid: process.pid, command: info.command, startedAt: info.startedAt, identity: processIdentity(process.pid) ?? `${process.pid}` };
+  const text = JSON.stringify(mine) + '\n';
+  const temp = `${dirname(path)}/${temporaryName(basename(path))}`;
+  await fsp.writeFile(temp, text, { mode: 0o600 });
+  try {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const linked = await fsp.link(temp, path).then(
+        () => true,
+        (e: NodeJS.ErrnoException) => {
+          if (e.code === 'EEXIST') return false;
+          throw e;
+        },
+      );
+      if (linked) {
+        return {
+          held: true,
+          release: async () => {
+            // Only our own lock: never one a later run took over after this one was given up for dead.
+            if (parse(await fsp.readFile(path, 'utf8').catch(() => undefined))?.identity === mine.identity) await fsp.rm(path, { force: true });
+          },
+        };
+      }
+      const found = await fsp.readFile(path, 'utf8').catch(() => undefined);
+      const holder = parse(found);
+      if (holder && holder.identity !== mine.identity && processIdentity(holder.pid) === holder.identity) return { held: false, holder };
+      // A dead holder's lock: removed only while it is still the same file, then taken again.
+      if ((await fsp.readFile(path, 'utf8').catch(() => undefined)) === found) await fsp.rm(path, { force: true });
+    }
+    const holder = parse(await fsp.readFile(path, 'utf8').catch(() => undefined));
+    return { held: false, holder: holder ?? { pid: 0, command: 'unknown', startedAt: '', identity: '' } };
+  } finally {
+    await fsp.rm(temp, { force: true });
+  }
+}

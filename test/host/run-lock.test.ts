@@ -1,0 +1,80 @@
+// The run lock: real processes race for it, and the lock of a killed holder or of an earlier boot
+// is taken over.
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { RootedFileSystem } from '../../src/host/fs.ts';
+import { acquireRunLock, processIdentity } from '../../src/host/run-lock.ts';
+import { scratchDir } from '../support/tmp.ts';
+
+const LOCK_MODULE = pathToFileURL(fileURLToPath(new URL('../../src/host/run-lock.ts', import.meta.url))).href;
+const FS_MODULE = pathToFileURL(fileURLToPath(new URL('../../src/host/fs.ts', import.meta.url))).href;
+const info = { command: 'init', startedAt: '2026-12-04T00:00:00.000Z' };
+
+describe('the run lock', () => {
+  it('is held by one of 12 processes that try at the same moment; the others are told who holds it', async () => {
+    const dir = scratchDir();
+    const go = Date.now() + 1_500;
+    // Each process waits for the same instant, tries, and keeps what it got until the others have tried.
+    const script = `
+      const { acquireRunLock } = await import(${JSON.stringify(LOCK_MODULE)});
+      const { RootedFileSystem } = await import(${JSON.stringify(FS_MODULE)});
+      while (Date.now() < ${go}) {}
+      const got = await acquireRunLock(new RootedFileSystem(${JSON.stringify(dir)}), '/run.lock', { command: 'init', startedAt: 'now' });
+      console.log(JSON.stringify(got.held ? { held: true } : { held: false, holder: got.holder.pid }));
+      await new Promise((r) => setTimeout(r, 1500));`;
+    const children = Array.from({ length: 12 }, () => spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] }));
+    const answers = await Promise.all(
+      children.map(
+        (child) =>
+          new Promise<{ pid: number; answer: { held: boolean; holder?: number } }>((resolve) => {
+            let out = '';
+            child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+            child.on('exit', () => resolve({ pid: child.pid!, answer: JSON.parse(out) }));
+          }),
+      ),
+    );
+    const holders = answers.filter((a) => a.answer.held);
+    expect(holders).toHaveLength(1);
+    for (const other of answers.filter((a) => !a.answer.held)) expect(other.answer.holder).toBe(holders[0]!.pid);
+  });
+
+  it('is taken over from a holder that was killed, and from a holder of an earlier boot with the same pid', async () => {
+    const dir = scratchDir();
+    const fs = new RootedFileSystem(dir);
+    const dead = spawnSync(process.execPath, ['-e', 'console.log(process.pid)'], { encoding: 'utf8' });
+    const deadPid = Number(dead.stdout.trim());
+    for (const stale of [
+      { pid: deadPid, command: 'init', startedAt: 'then', identity: `boot:${deadPid}:1` },
+      // This very process's pid, as an earlier boot's run had it: the identity differs.
+      { pid: process.pid, command: 'init', startedAt: 'then', identity: `another-boot:${process.pid}:42` },
+      // Cut short by a crash: not a lock at all.
+      '{"pid": 1',
+    ]) {
+      writeFileSync(join(dir, 'run.lock'), typeof stale === 'string' ? stale : JSON.stringify(stale));
+      const got = await acquireRunLock(fs, '/run.lock', info);
+      expect(got.held, JSON.stringify(stale)).toBe(true);
+      const lock = JSON.parse(readFileSync(join(dir, 'run.lock'), 'utf8'));
+      expect(lock).toMatchObject({ pid: process.pid, command: 'init', identity: processIdentity(process.pid) });
+      expect(statSync(join(dir, 'run.lock')).mode & 0o777).toBe(0o600);
+      if (got.held) await got.release();
+    }
+  });
+
+  it('refuses while a live process holds it, and is released only by its holder', async () => {
+    const dir = scratchDir();
+    const fs = new RootedFileSystem(dir);
+    const first = await acquireRunLock(fs, '/run.lock', info);
+    expect(first.held).toBe(true);
+    // Another process: the parent of this one runs, with an identity of its own.
+    const parent = process.ppid;
+    writeFileSync(join(dir, 'run.lock'), JSON.stringify({ pid: parent, command: 'prepare', startedAt: 'now', identity: processIdentity(parent) }));
+    const second = await acquireRunLock(fs, '/run.lock', info);
+    expect(second).toMatchObject({ held: false, holder: { pid: parent, command: 'prepare' } });
+    // The first holder gave the lock up for lost: its release leaves the other's lock in place.
+    if (first.held) await first.release();
+    expect(JSON.parse(readFileSync(join(dir, 'run.lock'), 'utf8')).pid).toBe(parent);
+  });
+});
