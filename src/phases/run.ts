@@ -3,15 +3,15 @@
 // and the run ends the same way whether it finished, failed or was interrupted: events spooled or
 // delivered within the deadline, result files written, the exit code returned. The CLI turns flags
 // into a RunRequest and prints nothing of the run itself; tests drive this module directly.
-import type { Host, RootedFileSystem } from '../host/index.ts';
+import { acquireRunLock, type Host, type RootedFileSystem } from '../host/index.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
 import { SecretScrubber } from '../config/secrets.ts';
 import { EventBus, type MachineIdentity } from '../report/events.ts';
 import { attachConsole, renderResultSummary, type ConsoleMode, type SpinnerFactory } from '../report/console.ts';
 import { machineIdentity, registerConfigSecrets, resolveEndpoints } from '../report/endpoints.ts';
 import { openReporting, type ReportingResult } from '../report/session.ts';
-import { RESULT_FILE, type RunResultDocument } from '../report/outcome.ts';
-import { ExitCode, InterruptedError, RebootRequiredError } from '../errors.ts';
+import { resultFilesOf, type RunResultDocument } from '../report/outcome.ts';
+import { ExitCode, InterruptedError, RebootRequiredError, RunLockedError } from '../errors.ts';
 import { ALL_PHASES, phasesNamed } from './registry.ts';
 import { computePlan, preflightRun, removeLeftovers, runPhases, type Plan, type RunnerInput, type RunOutcome } from './runner.ts';
 import { selectSteps, type Selection } from './select.ts';
@@ -100,6 +100,23 @@ export async function planRun(request: Omit<RunRequest, 'console'>): Promise<Pla
   return secrets.scrubValue(await computePlan(input));
 }
 
+/** The state directory's lock file: one run at a time changes a machine. */
+export const RUN_LOCK = '/run.lock';
+
+/**
+ * Takes the state directory's lock: a second run must not write the first one's state half-way
+ * (both would append to the same history and one would lose the other's records). Taken after the
+ * preflight, which only reads, so that a refused run leaves no state directory behind.
+ */
+async function holdRunLock(request: RunRequest): Promise<() => Promise<void>> {
+  const lock = await acquireRunLock(request.stateFs, RUN_LOCK, { command: request.command, startedAt: request.host.now().toISOString() });
+  if (lock.held) return lock.release;
+  const { holder } = lock;
+  throw new RunLockedError(`another machineadm run (${holder.command}, pid ${holder.pid}, started ${holder.startedAt}) holds the state directory ${request.stateFs.mapPath('/')}: nothing was changed`, {
+    hint: 'wait for it to end ("machineadm status" shows its progress), then run again; the lock of a run that was killed, or of an earlier boot, is taken over by itself',
+  });
+}
+
 export async function executeRun(request: RunRequest): Promise<RunReport> {
   const { config, host } = request;
   const { input, secrets, resumes } = await runnerInput(request);
@@ -108,6 +125,16 @@ export async function executeRun(request: RunRequest): Promise<RunReport> {
   const endpoints = await resolveEndpoints(config, host, secrets);
   await registerConfigSecrets(config, host, secrets);
   await preflightRun(input);
+  const release = await holdRunLock(request);
+  try {
+    return await runLocked(request, input, secrets, endpoints, resumes);
+  } finally {
+    await release();
+  }
+}
+
+async function runLocked(request: RunRequest, input: RunnerInput, secrets: SecretScrubber, endpoints: Awaited<ReturnType<typeof resolveEndpoints>>, resumes: boolean): Promise<RunReport> {
+  const { config, host } = request;
   await removeLeftovers(host, input.facts, [...ALL_PHASES, ...input.phases]);
   // The run decides when its writes must be durable (see StateWriter): a directory is fsync'd
   // once per phase or record, not once per file written into it.
@@ -116,7 +143,8 @@ export async function executeRun(request: RunRequest): Promise<RunReport> {
 
   // The spool listens first: an event is on disk before the console or a file shows it.
   const continues = resumes ? await previousResult(request.stateFs, input.events.runId) : undefined;
-  const reporting = await openReporting({ bus: input.events, host, stateFs: request.stateFs, endpoints, deadlineSeconds: config.spec.report.deadlineSeconds, ...(continues ? { continues } : {}) });
+  const results = resultFilesOf(request.command);
+  const reporting = await openReporting({ bus: input.events, host, stateFs: request.stateFs, endpoints, deadlineSeconds: config.spec.report.deadlineSeconds, results, ...(continues ? { continues } : {}) });
   const { mode, write } = request.console;
   const detach = attachConsole(input.events, mode, { write }, mode === 'tty' ? request.console.spinner : undefined);
   let outcome: RunOutcome;
@@ -137,7 +165,7 @@ export async function executeRun(request: RunRequest): Promise<RunReport> {
   }, 1_000);
   const reported = await reporting.finish(interrupted ? { deadlineMs: INTERRUPTED_DELIVERY_MS } : {}).finally(() => clearTimeout(note));
   if (mode !== 'json' && reported.document) {
-    write(secrets.scrub(renderResultSummary(reported.document, { resultFile: host.fs.mapPath(RESULT_FILE), problems: reported.problems })));
+    write(secrets.scrub(renderResultSummary(reported.document, { resultFile: host.fs.mapPath(results.file), problems: reported.problems })));
   }
   if (outcome.error instanceof RebootRequiredError && !outcome.error.alreadyPending) {
     // The report so far, for the resumed run to go on from (result.json is rewritten by any rerun).

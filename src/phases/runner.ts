@@ -8,6 +8,7 @@ import type { Change, CheckResult, Phase, PhaseName, RunSoFar, Step, StepContext
 import { selectSteps, type Selection, type SelectedStep } from './select.ts';
 import { DEFAULT_MAX_REBOOTS, StateWriter, rebootedSince, type MachineState, type StateStore, type StepRecord } from './state.ts';
 import { resolveSecret, type SecretScrubber } from '../config/secrets.ts';
+import { provisionShortfall } from './provisioned.ts';
 
 export interface RunnerInput {
   command: string;
@@ -106,6 +107,7 @@ function contextFor(input: RunnerInput, state: MachineState, fullId: string, dry
       command: input.command,
       failed: soFar.failed,
       phases: soFar.phases,
+      ...(state.provision ? { lastProvision: state.provision } : {}),
     },
     config: input.config,
     facts: input.facts,
@@ -291,6 +293,12 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
     await input.host.fs.syncDirectories();
     phaseOutcome.durationMs = Date.now() - phaseStart;
     phaseOutcome.result = worstResult(phaseOutcome.steps.map((s) => s.result));
+    if (phase.name === 'provision') {
+      // What a later `machineadm report` writes the sentinel by: this provisioning, failed or not.
+      const shortfall = outcome.error ? input.secrets.scrub(outcome.error.message) : provisionShortfall(phaseOutcome, input.config.spec.kubernetes !== undefined);
+      writer.state.provision = { runId: events.runId, at: input.host.now().toISOString(), provisioned: shortfall === undefined, ...(shortfall ? { reason: shortfall } : {}) };
+      writer.mark();
+    }
     events.emit({ type: 'phase.finished', phase: phase.name, result: phaseOutcome.result, durationMs: phaseOutcome.durationMs });
   }
 

@@ -4,6 +4,7 @@
 import type { RootedFileSystem } from '../host/index.ts';
 import type { Result } from '../report/events.ts';
 import { MachineadmError, ExitCode } from '../errors.ts';
+import type { ProvisionRecord } from './provisioned.ts';
 
 export const STATE_FILE = '/state.json';
 export const STATE_VERSION = 1;
@@ -54,6 +55,8 @@ export interface MachineState {
   pendingReboot?: PendingReboot;
   /** A step with recordsStart whose apply() began and has not ended. */
   started?: { stepId: string; runId: string; at: string };
+  /** The last run that went through the provision phase: the sentinel of a later `report` follows it. */
+  provision?: ProvisionRecord;
 }
 
 const MAX_RUNS = 50;

@@ -5,6 +5,7 @@ import type { MachineConfig } from '../config/schema/index.ts';
 import type { SecretSource } from '../config/schema/dsl.ts';
 import type { EventInput } from '../report/events.ts';
 import type { StepRecord } from './state.ts';
+import type { ProvisionRecord } from './provisioned.ts';
 
 export interface Change {
   /** create, update, delete, run, restart, load, set, ... */
@@ -117,4 +118,6 @@ export interface RunSoFar {
   /** The error that stopped the earlier phases, if any. */
   readonly failed: boolean;
   readonly phases: readonly { name: PhaseName; result: string; steps: readonly { id: string; result: string; upToDate?: boolean }[] }[];
+  /** The last run that went through the provision phase, as the state file keeps it. */
+  readonly lastProvision?: ProvisionRecord;
 }

@@ -70,6 +70,9 @@ export async function readHistory(stateFs: RootedFileSystem): Promise<RunHistory
 export async function appendHistory(stateFs: RootedFileSystem, doc: RunResultDocument, limit = HISTORY_LIMIT): Promise<void> {
   const runs = (await readHistory(stateFs)).filter((r) => r.runId !== doc.runId);
   runs.push(historyEntry(doc));
-  const kept: HistoryDocument = { kind: 'MachineadmRunHistory', version: 1, runs: runs.slice(-limit) };
+  // However many `report` runs follow it, the last run that prepared or provisioned the machine stays.
+  const anchor = runs.findLast((r) => r.command !== 'report');
+  const recent = runs.slice(-limit);
+  const kept: HistoryDocument = { kind: 'MachineadmRunHistory', version: 1, runs: anchor && !recent.includes(anchor) ? [anchor, ...recent.slice(1)] : recent };
   await stateFs.writeFile(HISTORY_FILE, JSON.stringify(kept, null, 2) + '\n', { mode: 0o600, backup: false });
 }

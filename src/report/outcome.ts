@@ -13,6 +13,17 @@ export const STATUS_FILE = `${RUN_DIR}/status.json`;
 export const RESULT_FILE = `${RUN_DIR}/result.json`;
 /** In the state dir. */
 export const RESULT_COPY = '/result.json';
+/**
+ * Where `machineadm report` on its own writes its result, and the copy in the state dir: result.json
+ * stays the outcome of the last run that prepared or provisioned the machine.
+ */
+export const REPORT_RESULT_FILE = `${RUN_DIR}/report-result.json`;
+export const REPORT_RESULT_COPY = '/report-result.json';
+
+/** The result file and its state-dir copy for a command. */
+export function resultFilesOf(command: string): { file: string; copy: string } {
+  return command === 'report' ? { file: REPORT_RESULT_FILE, copy: REPORT_RESULT_COPY } : { file: RESULT_FILE, copy: RESULT_COPY };
+}
 export const RESULT_SCHEMA_ID = 'https://machineadm.cluster.x-k8s.io/schemas/result-v1.json';
 
 export type Progress = 'running' | 'finished';
@@ -180,9 +191,12 @@ export class OutcomeFiles {
   private dirty = false;
   readonly problems: string[] = [];
 
-  constructor(options: { fs: RootedFileSystem; stateFs: RootedFileSystem; identity: MachineIdentity; continues?: RunResultDocument }) {
+  private readonly results: { file: string; copy: string };
+
+  constructor(options: { fs: RootedFileSystem; stateFs: RootedFileSystem; identity: MachineIdentity; continues?: RunResultDocument; results?: { file: string; copy: string } }) {
     this.fs = options.fs;
     this.stateFs = options.stateFs;
+    this.results = options.results ?? { file: RESULT_FILE, copy: RESULT_COPY };
     this.builder = new RunResultBuilder(options.identity, options.continues);
   }
 
@@ -223,7 +237,7 @@ export class OutcomeFiles {
     if (delivery) doc.delivery = delivery;
     if (delivery || this.shown !== this.folded) await this.write(STATUS_FILE, this.fs);
     // Together: their fsyncs share the file system's journal commits.
-    if (doc.state === 'finished') await Promise.all([this.write(RESULT_FILE, this.fs), this.write(RESULT_COPY, this.stateFs), alongside?.(doc)]);
+    if (doc.state === 'finished') await Promise.all([this.write(this.results.file, this.fs), this.write(this.results.copy, this.stateFs), alongside?.(doc)]);
     return doc;
   }
 

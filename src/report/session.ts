@@ -18,6 +18,8 @@ export interface ReportingOptions {
   poster?: HttpPoster;
   /** The result document of the run this one resumes after a reboot. */
   continues?: RunResultDocument;
+  /** Where the result goes (resultFilesOf the command); result.json by default. */
+  results?: { file: string; copy: string };
 }
 
 export interface ReportingResult {
@@ -52,7 +54,7 @@ export async function openReporting(options: ReportingOptions): Promise<Reportin
     await reporter.open();
     detach.push(bus.listen(reporter.listener));
   }
-  const files = new OutcomeFiles({ fs: host.fs, stateFs: options.stateFs, identity: bus.identity, ...(options.continues ? { continues: options.continues } : {}) });
+  const files = new OutcomeFiles({ fs: host.fs, stateFs: options.stateFs, identity: bus.identity, ...(options.continues ? { continues: options.continues } : {}), ...(options.results ? { results: options.results } : {}) });
   detach.push(bus.listen(files.listener));
   return {
     backlog: () => reporter?.backlog() ?? [],

@@ -8,14 +8,14 @@ import { BEGIN, END, commandPaths, exitCodes, renderCommandReference } from '../
 import { CA_BUNDLE, CERTS_DIR, CONTAINERD_CONFIG, PROXY_DROPIN } from '../../src/containerd/paths.ts';
 import { DEFAULT_SOURCES } from '../../src/config/load.ts';
 import { HISTORY_FILE } from '../../src/report/history.ts';
-import { RESULT_COPY, RESULT_FILE, RUN_DIR, STATUS_FILE } from '../../src/report/outcome.ts';
+import { REPORT_RESULT_COPY, REPORT_RESULT_FILE, RESULT_COPY, RESULT_FILE, RUN_DIR, STATUS_FILE } from '../../src/report/outcome.ts';
 import { SENTINEL_LINUX } from '../../src/report/sentinel.ts';
 import { SPOOL_DIR } from '../../src/report/spool.ts';
 import { STATE_FILE } from '../../src/phases/state.ts';
 import { SYSCTL_FILE } from '../../src/linux/sysctl.ts';
 import { MODULES_FILE } from '../../src/linux/modules.ts';
 import { STATE_DIR } from '../../src/host/index.ts';
-import { RESUMED_RESULT } from '../../src/phases/run.ts';
+import { RESUMED_RESULT, RUN_LOCK } from '../../src/phases/run.ts';
 import { RESUME_UNIT } from '../../src/host/resume.ts';
 
 const CONTRACT = join(import.meta.dirname, '..', '..', 'docs', 'contract.md');
@@ -64,7 +64,10 @@ describe('the files in docs/contract.md section 5', () => {
     STATE_DIR + HISTORY_FILE,
     STATE_DIR + SPOOL_DIR,
     STATE_DIR + RESUMED_RESULT,
+    STATE_DIR + RUN_LOCK,
     STATE_DIR + RESULT_COPY,
+    STATE_DIR + REPORT_RESULT_COPY,
+    REPORT_RESULT_FILE,
     RUN_DIR,
     STATUS_FILE,
     RESULT_FILE,

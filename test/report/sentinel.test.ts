@@ -50,6 +50,30 @@ describe('the Cluster API sentinel', () => {
     expect(existsSync(sentinel(root))).toBe(false);
   });
 
+  it.each([
+    ['a join skipped because it could not run here (a scratch --root)', [step('join', { check: async () => ({ done: false, changes: [], skipReason: 'kubeadm runs only at the live root' }) })], /provision\/join did not run/],
+    ['a join that failed, after an earlier one succeeded', [step('join', { fail: new Error('token expired') })], /provision\/join failed|token expired/],
+    ['a join that finished with a warning', [step('join', { apply: async () => ({ warning: 'joined, or maybe not' }) })], /warning/],
+  ])('is not written by "machineadm report" alone after %s', async (_name, provision, reason) => {
+    const root = scratchDir();
+    // An earlier run provisioned the machine; the last one did not.
+    await runWithReporting({ root, config: configFrom({ report: { clusterAPISentinel: false } }), provision: [step('join')] });
+    await runWithReporting({ root, config: configFrom({ report: { clusterAPISentinel: false } }), provision });
+    const result = await runWithReporting({ root, config: configFrom({}), command: 'report' });
+    expect(existsSync(sentinel(root))).toBe(false);
+    const sentinelStep = result.outcome.phases.find((p) => p.name === 'report')!.steps[0]!;
+    expect(sentinelStep).toMatchObject({ result: 'skipped' });
+    expect(sentinelStep.message).toMatch(/the last provisioning \(run [0-9a-f-]+\) did not succeed/);
+    expect(sentinelStep.message).toMatch(reason);
+  });
+
+  it('is not written by "machineadm report" alone on a machine where nothing was provisioned', async () => {
+    const root = scratchDir();
+    const result = await runWithReporting({ root, config: configFrom({}), command: 'report' });
+    expect(existsSync(sentinel(root))).toBe(false);
+    expect(result.outcome.phases[0]!.steps[0]!.message).toBe('no provisioning is recorded on this machine (see machineadm status)');
+  });
+
   it('lives at C:\\run\\cluster-api on Windows', () => {
     expect(sentinelPath('windows')).toBe(SENTINEL_WINDOWS);
     expect(SENTINEL_WINDOWS).toBe('C:\\run\\cluster-api\\bootstrap-success.complete');
