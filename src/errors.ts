@@ -53,6 +53,8 @@ export interface ConfigIssue {
   hint?: string;
   /** The source could not be read (network, HTTP status, permissions): not a fault of its content. */
   unreadable?: true;
+  /** The machine as it is, not the configuration, stops the run (kubeadm's files of another join). */
+  refused?: true;
 }
 
 /** Invalid configuration: carries every issue found, not only the first (exit 2). */
@@ -65,7 +67,7 @@ export class ConfigError extends MachineadmError {
   static summarize(issues: ConfigIssue[]): string {
     const n = issues.length;
     // A server error or an unreadable file says nothing about the configuration itself.
-    const what = issues.every((i) => i.unreadable) ? 'could not read the configuration' : 'invalid configuration';
+    const what = issues.every((i) => i.unreadable) ? 'could not read the configuration' : issues.every((i) => i.refused) ? 'refused before any change' : 'invalid configuration';
     return `${what} (${n} problem${n === 1 ? '' : 's'}):\n` + issues.map(formatIssue).join('\n');
   }
 }

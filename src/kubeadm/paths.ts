@@ -10,6 +10,11 @@ export interface KubeadmPaths {
   manifestsDir: string;
   criSocket: string;
   /**
+   * Files kubeadm writes that its preflight refuses to find (FileAvailable checks): any of them on
+   * the machine means a kubeadm ran here, finished or not, and must be reset before it runs again.
+   */
+  takenFiles(command: 'init' | 'join', controlPlane: boolean): string[];
+  /**
    * Windows: directories created with an ACL for SYSTEM and Administrators only before anything
    * is written (the run directory for the rendered configuration, and where kubeadm writes the
    * kubelet's credentials, which then inherit it). Linux uses mode 0700 on the run directory.
@@ -27,6 +32,7 @@ export function kubeadmPaths(os: OperatingSystem): KubeadmPaths {
       kubeletConf: 'C:\\etc\\kubernetes\\kubelet.conf',
       manifestsDir: 'C:\\etc\\kubernetes\\manifests',
       criSocket: 'npipe:////./pipe/containerd-containerd',
+      takenFiles: (command, controlPlane) => takenFiles('C:\\etc\\kubernetes', '\\', command, controlPlane),
       privateDirs: [runDir, 'C:\\etc\\kubernetes', 'C:\\var\\lib\\kubelet\\pki'],
     };
   }
@@ -37,6 +43,17 @@ export function kubeadmPaths(os: OperatingSystem): KubeadmPaths {
     kubeletConf: '/etc/kubernetes/kubelet.conf',
     manifestsDir: '/etc/kubernetes/manifests',
     criSocket: 'unix:///var/run/containerd/containerd.sock',
+    takenFiles: (command, controlPlane) => takenFiles('/etc/kubernetes', '/', command, controlPlane),
     privateDirs: [],
   };
+}
+
+// kubeadm's RunJoinNodeChecks and RunInitNodeChecks (cmd/kubeadm/app/preflight/checks.go): the
+// kubelet's kubeconfig files always; a worker's join also writes the cluster CA (a control plane
+// brings its own, often as files written before kubeadm runs); a control plane its manifests.
+function takenFiles(dir: string, sep: string, command: 'init' | 'join', controlPlane: boolean): string[] {
+  const files = [`${dir}${sep}kubelet.conf`, `${dir}${sep}bootstrap-kubelet.conf`];
+  if (command === 'join' && !controlPlane) files.push(`${dir}${sep}pki${sep}ca.crt`);
+  if (command === 'init' || controlPlane) files.push(`${dir}${sep}admin.conf`, `${dir}${sep}manifests${sep}kube-apiserver.yaml`);
+  return files;
 }

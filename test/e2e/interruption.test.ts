@@ -203,6 +203,24 @@ describe('a rerun after an interrupted join', () => {
   });
 });
 
+describe('a rerun after a join interrupted once kubeadm wrote its first files', () => {
+  it('resets what kubeadm left (bootstrap-kubelet.conf, the CA, no kubelet.conf yet) and joins, without --force', async () => {
+    const m = machine({ kubernetes: worker });
+    const child = spawn(machineRun.binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m, { KUBEADM_STANDIN_HANG_PHASE: 'kubelet-start/tls-bootstrap' }), stdio: 'ignore' });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (status) => resolve(status)));
+    await kubeadmHanging(m);
+    expect(existsSync(join(m.root, 'etc/kubernetes/bootstrap-kubelet.conf'))).toBe(true);
+    expect(existsSync(join(m.root, 'etc/kubernetes/pki/ca.crt'))).toBe(true);
+    expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(false);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(143);
+    const rerun = spawnSync(machineRun.binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
+    expect(rerun.status, rerun.stdout + rerun.stderr).toBe(0);
+    expect(rerun.stdout).toContain('an earlier run stopped during this step: resetting the node first (/etc/kubernetes/bootstrap-kubelet.conf exists)');
+    expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(true);
+  });
+});
+
 describe('a run whose stdout is closed', () => {
   it('goes on, finishes and records its true result when the reader goes away (| head -1)', () => {
     const root = scratchDir();

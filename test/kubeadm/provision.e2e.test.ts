@@ -86,19 +86,29 @@ describe('machineadm init with the kubeadm stand-in', () => {
     expect(commands).toEqual(['join', 'reset', 'join']);
   });
 
-  it('refuses to join over a kubelet.conf it has no record of, unless --force', () => {
-    const m = machine(worker);
-    mkdirSync(join(m.root, 'etc/kubernetes'), { recursive: true });
-    writeFileSync(join(m.root, 'etc/kubernetes/kubelet.conf'), 'apiVersion: v1\nkind: Config\n');
-    const refused = machineadm(m, ['init']);
-    expect(refused.status).toBe(1);
-    expect(refused.stdout).toContain('/etc/kubernetes/kubelet.conf exists but machineadm has no record of joining this machine');
-    expect(refused.stdout).toContain('run again with --force');
-    expect(kubeadmCalls(m).filter((c) => c.argv[0] !== 'version')).toEqual([]);
-    const forced = machineadm(m, ['init', '--force']);
-    expect(forced.status, forced.all).toBe(0);
-    expect(kubeadmCalls(m).map((c) => c.argv[0]).filter((c) => c !== 'version')).toEqual(['reset', 'join']);
-  });
+  it.each(['/etc/kubernetes/kubelet.conf', '/etc/kubernetes/bootstrap-kubelet.conf', '/etc/kubernetes/pki/ca.crt'])(
+    'refuses before any change to join over %s it has no record of (exit 2), and resets and joins with --force',
+    (file) => {
+      const m = machine(worker, { files: [{ path: '/etc/example.conf', content: 'x\n' }] });
+      mkdirSync(join(m.root, file, '..'), { recursive: true });
+      writeFileSync(join(m.root, file), 'left by another kubeadm\n');
+      const refused = machineadm(m, ['init']);
+      expect(refused.status, refused.all).toBe(2);
+      expect(refused.stderr).toContain('error: refused before any change (1 problem):');
+      expect(refused.stderr).toContain(`spec.kubernetes.bootstrap: kubeadm join: ${file} exists but machineadm has no record of joining this machine`);
+      expect(refused.stderr).toContain('run again with --force');
+      // Nothing was changed: not the file prepare would write, no state, no kubeadm run.
+      expect(existsSync(join(m.root, 'etc/example.conf'))).toBe(false);
+      expect(existsSync(join(m.root, 'var/lib/machineadm'))).toBe(false);
+      expect(kubeadmCalls(m).filter((c) => c.argv[0] !== 'version')).toEqual([]);
+      const plan = machineadm(m, ['plan']);
+      expect(plan.stdout).toMatch(new RegExp(`refuse ${file.replaceAll('/', '\\/')}`));
+      const forced = machineadm(m, ['init', '--force']);
+      expect(forced.status, forced.all).toBe(0);
+      expect(forced.stdout).toContain(`--force: resetting the node first (${file} exists)`);
+      expect(kubeadmCalls(m).map((c) => c.argv[0]).filter((c) => c !== 'version')).toEqual(['reset', 'join']);
+    },
+  );
 
   it('fails at kubelet-start with exit 1, naming the phase and showing the output tail', () => {
     const m = machine(worker);

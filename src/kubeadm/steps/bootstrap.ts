@@ -5,7 +5,7 @@ import type { Step, StepContext, CheckResult, Change, ApplyResult } from '../../
 import type { KubernetesSpec, MachineConfig } from '../../config/schema/index.ts';
 import { CA_HASH_PATTERN, CERTIFICATE_KEY_PATTERN, TOKEN_PATTERN } from '../../config/schema/kubernetes.ts';
 import { REDACTED } from '../../config/secrets.ts';
-import { CommandError, ConfigError, StepDetailsError, type FailureDetails } from '../../errors.ts';
+import { CommandError, ConfigError, StepDetailsError, type ConfigIssue, type FailureDetails } from '../../errors.ts';
 import { tail } from '../../host/index.ts';
 import { parseKubeadmVersion } from '../../host/facts.ts';
 import { chooseApi, type ApiChoice } from '../version.ts';
@@ -120,17 +120,39 @@ function hintFor(failure: KubeadmFailure, timedOut: boolean): string {
   }
 }
 
-function planChanges(ctx: StepContext, command: Command, k: KubernetesSpec, paths: KubeadmPaths, choice: ApiChoice, rendered: RenderedKubeadm, leftovers: boolean): Change[] {
+/**
+ * The first file a kubeadm run writes that is on the machine (a kubeadm ran here, finished or
+ * not), leaving out what spec.files writes (a control plane's certificates brought as files).
+ */
+async function kubeadmLeftover(ctx: StepContext, command: Command, paths: KubeadmPaths): Promise<string | undefined> {
+  // A plan for another operating system (--os, --facts) cannot look at that machine's files.
+  if (ctx.host.fs.platform !== ctx.facts.os) return undefined;
+  const written = new Set((ctx.config.spec.files ?? []).map((f) => f.path));
+  for (const file of paths.takenFiles(command, kubernetesOf(ctx.config)!.role === 'control-plane')) {
+    if (!written.has(file) && (await ctx.host.fs.exists(file))) return file;
+  }
+  return undefined;
+}
+
+/** Why kubeadm must not run: its files are here and machineadm did not start them (no --force). */
+function leftoverRefusal(ctx: StepContext, leftover: string | undefined): string | undefined {
+  if (leftover === undefined || ctx.options.force || ctx.startedBefore) return undefined;
+  return `${leftover} exists but machineadm has no record of joining this machine`;
+}
+
+const LEFTOVER_HINT = 'the machine was joined another way or an earlier kubeadm stopped halfway; run again with --force to reset it (kubeadm reset -f) and join';
+
+function planChanges(ctx: StepContext, command: Command, k: KubernetesSpec, paths: KubeadmPaths, choice: ApiChoice, rendered: RenderedKubeadm, leftover: string | undefined): Change[] {
   const changes: Change[] = [
     ...paths.privateDirs.map((dir) => ({ action: 'create', target: dir, detail: 'directory with an ACL for SYSTEM and Administrators only (protected), before any secret is written' })),
     { action: 'write', target: paths.configFile(command), detail: `${rendered.apiVersion} for ${choice.basedOn}; mode 0600, removed after kubeadm ran`, diff: rendered.config },
     ...rendered.patches.map((p) => ({ action: 'write', target: joinPath(ctx.facts.os, rendered.patchesDir, p.name), detail: 'kubelet settings for this node (kubeadm patch)', diff: p.content })),
   ];
-  if (leftovers) {
+  if (leftover !== undefined) {
     changes.push(
       ctx.options.force || ctx.startedBefore
-        ? { action: 'run', target: `kubeadm reset -f --cri-socket ${paths.criSocket}`, detail: `${ctx.options.force ? '--force' : 'an earlier run stopped during this step'}: ${paths.kubeletConf} exists, the node is reset first` }
-        : { action: 'refuse', target: paths.kubeletConf, detail: 'exists without a record of machineadm joining: run with --force to reset and join again' },
+        ? { action: 'run', target: `kubeadm reset -f --cri-socket ${paths.criSocket}`, detail: `${ctx.options.force ? '--force' : 'an earlier run stopped during this step'}: ${leftover} exists, the node is reset first` }
+        : { action: 'refuse', target: leftover, detail: 'exists without a record of machineadm joining: run with --force to reset and join again' },
     );
   }
   const retries = command === 'join' && k.retries > 0 ? `, up to ${k.retries} retries after transient failures` : '';
@@ -145,7 +167,17 @@ export function kubeadmStep(command: Command): Step {
     applies: (config) => kubernetesOf(config)?.bootstrap === command,
     // A token file holding something else is found before prepare changes anything.
     async preflight(ctx) {
-      await readSecrets(ctx, kubernetesOf(ctx.config)!);
+      const k = kubernetesOf(ctx.config)!;
+      const issues: ConfigIssue[] = [];
+      await readSecrets(ctx, k).catch((error: unknown) => {
+        if (!(error instanceof ConfigError)) throw error;
+        issues.push(...error.issues);
+      });
+      const paths = kubeadmPaths(ctx.facts.os);
+      const joined = ctx.previous?.data?.joined === true && ctx.host.fs.platform === ctx.facts.os && (await ctx.host.fs.exists(paths.kubeletConf));
+      const refusal = joined && !ctx.options.force ? undefined : leftoverRefusal(ctx, await kubeadmLeftover(ctx, command, paths));
+      if (refusal) issues.push({ path: `spec.kubernetes.bootstrap`, message: `kubeadm ${command}: ${refusal}`, hint: LEFTOVER_HINT, refused: true });
+      if (issues.length) throw new ConfigError(issues);
     },
     recordsStart: true,
     leftovers(facts) {
@@ -161,7 +193,7 @@ export function kubeadmStep(command: Command): Step {
       if (ctx.previous?.data?.joined === true && hasKubeletConf && !ctx.options.force) return { done: true, changes: [] };
       const choice = chooseOrFail(ctx.facts.kubeadmVersion, k);
       const rendered = render(ctx, k, choice, placeholderSecrets(k, REDACTED), ctx.facts.kubeadmVersion);
-      const changes = planChanges(ctx, command, k, paths, choice, rendered, hasKubeletConf);
+      const changes = planChanges(ctx, command, k, paths, choice, rendered, await kubeadmLeftover(ctx, command, paths));
       if (!ctx.facts.liveRoot && !kubeadmUnderRoot(ctx)) {
         return { done: false, changes, skipReason: `kubeadm ${command} changes the live machine: not run under --root ${ctx.host.fs.root} (${KUBEADM_ROOTFS_ENV}=1 runs it with --rootfs)` };
       }
@@ -175,13 +207,11 @@ export function kubeadmStep(command: Command): Step {
       if (!(await proc.which('kubeadm'))) {
         throw new StepDetailsError('kubeadm is not installed (not found on PATH)', {}, { hint: 'install kubeadm and the kubelet (for example from pkgs.k8s.io) before the provision phase' });
       }
-      const hadKubeletConf = await fs.exists(paths.kubeletConf);
-      // A join that an earlier run of machineadm started and never finished is its own to redo.
-      if (hadKubeletConf && !ctx.options.force && !ctx.startedBefore) {
-        throw new StepDetailsError(`${paths.kubeletConf} exists but machineadm has no record of joining this machine`, {}, {
-          hint: 'the machine was joined another way or an earlier join stopped halfway; run again with --force to reset it (kubeadm reset -f) and join',
-        });
-      }
+      // A join that an earlier run of machineadm started and never finished is its own to redo;
+      // the preflight refused any other (this finds what appeared since).
+      const leftover = await kubeadmLeftover(ctx, command, paths);
+      const refusal = leftoverRefusal(ctx, leftover);
+      if (refusal) throw new StepDetailsError(refusal, {}, { hint: LEFTOVER_HINT });
       const kubeadmVersion = await currentKubeadmVersion(ctx);
       const choice = chooseOrFail(kubeadmVersion, k);
       const secrets = await readSecrets(ctx, k);
@@ -212,8 +242,8 @@ export function kubeadmStep(command: Command): Step {
         const transient = { mode: 0o600, backup: false, durable: false } as const;
         await fs.writeFile(configFile, rendered.config, transient);
         for (const patch of rendered.patches) await fs.writeFile(joinPath(ctx.facts.os, rendered.patchesDir, patch.name), patch.content, transient);
-        if (hadKubeletConf) {
-          ctx.log(`${ctx.options.force ? '--force' : 'an earlier run stopped during this step'}: resetting the node first (${paths.kubeletConf} exists)`);
+        if (leftover !== undefined) {
+          ctx.log(`${ctx.options.force ? '--force' : 'an earlier run stopped during this step'}: resetting the node first (${leftover} exists)`);
           await reset();
         }
         const attempts = command === 'join' ? 1 + k.retries : 1;
