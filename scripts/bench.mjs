@@ -11,7 +11,7 @@
 // (/usr/bin/time, for peak RSS), strace (fsyncs of init). --quick: fewer repeats, smaller files and fleet.
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -111,11 +111,15 @@ const loadBefore = loadavg();
 async function startup() {
   const bare = [NODE, '-e', '0'];
   const worker = join(ROOT, 'examples', 'linux-worker.yaml');
+  // plan and config validate check the machine as init would: a scratch root with the example's token file.
+  const root = join(work, 'startup-root');
+  mkdirSync(join(root, 'etc', 'machineadm'), { recursive: true });
+  writeFileSync(join(root, 'etc', 'machineadm', 'bootstrap-token'), 'abcdef.0123456789abcdef\n', { mode: 0o600 });
   for (const [figure, argv, goal, floor] of [
     ['version vs node -e 0', [BINARY, 'version'], 1.2],
     ['--help vs node -e 0', [BINARY, '--help'], 1.2],
-    ['plan -c examples/linux-worker.yaml vs node -e 0', [BINARY, 'plan', '-c', worker], 2, [floors.plan, 'a program of commander, js-yaml and execa, packaged as machineadm is, that parses its command line and the configuration and runs containerd --version, nothing else']],
-    ['config validate -c examples/linux-worker.yaml vs node -e 0', [BINARY, 'config', 'validate', '-c', worker], 1.5, [floors.yaml, 'a program of commander and js-yaml, packaged as machineadm is, that parses its command line and the configuration, nothing else']],
+    ['plan -c examples/linux-worker.yaml vs node -e 0', [BINARY, 'plan', '-c', worker, '--root', root], 2, [floors.plan, 'a program of commander, js-yaml and execa, packaged as machineadm is, that parses its command line and the configuration and runs containerd --version, nothing else']],
+    ['config validate -c examples/linux-worker.yaml vs node -e 0', [BINARY, 'config', 'validate', '-c', worker, '--root', root], 1.5, [floors.yaml, 'a program of commander and js-yaml, packaged as machineadm is, that parses its command line and the configuration, nothing else']],
   ]) {
     const floorArgv = floor ? [...floor[0], '-c', worker] : undefined;
     if (floorArgv) await warmFloor(floorArgv);

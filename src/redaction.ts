@@ -38,10 +38,15 @@ export function redactUrlsIn(text: string): string {
   return text.replace(URL_IN_TEXT, (url) => (hasCredentials(url) ? displayUrl(url) : url));
 }
 
-/** Whether the URL has a part displayUrl hides (user info or a query). */
+/**
+ * Whether the URL has a part displayUrl hides (user info or a query). One that does not parse
+ * (a port above 65535, a space in the host) is taken to, when it has an "@" or a "?": no parser
+ * can say where its password ends, so it is shown only as "(an invalid URL)".
+ */
 export function hasCredentials(url: string): boolean {
   const u = URL.parse(url);
-  return u !== null && (u.username !== '' || u.password !== '' || u.search.length > 1);
+  if (u === null) return /[@?]/.test(url);
+  return u.username !== '' || u.password !== '' || u.search.length > 1;
 }
 
 // Query names that carry credentials in the URL schemes machines meet: S3 and GCS presigned URLs,

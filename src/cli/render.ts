@@ -22,6 +22,8 @@ export function renderPlan(plan: Plan): string {
         lines.push(`      ${indent}${change.action} ${change.target}${change.detail ? ` (${change.detail})` : ''}`);
         if (change.diff) lines.push(...change.diff.replace(/\n$/, '').split('\n').map((l) => `        ${indent}${l}`));
       }
+      // What the step would fetch: refused under --offline, so an operator sees it before.
+      for (const use of step.network ?? []) lines.push(`      network: ${use}`);
     }
   }
   const counts = plan.phases.flatMap((p) => p.steps).reduce<Record<string, number>>((acc, s) => ({ ...acc, [s.status]: (acc[s.status] ?? 0) + 1 }), {});

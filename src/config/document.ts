@@ -20,6 +20,8 @@ export interface ParsedDocument {
 
 /** Values (maps, lists, scalars) a document may expand to through aliases. */
 export const MAX_EXPANDED_NODES = 100_000;
+/** Text (keys and scalars) a document may expand to through aliases: twice the largest source. */
+export const MAX_EXPANDED_BYTES = 16 * 1024 * 1024;
 /** Alias uses per document; a configuration needs a handful at most. */
 export const MAX_ALIASES = 1_000;
 
@@ -205,17 +207,30 @@ function indexPositions(index: PositionIndex, text: string, events: Event[], lin
 
 /** How many values the document stands for once every alias is expanded, stopping at `limit`. */
 export function expandedSize(value: unknown, limit: number): number {
+  return expanded(value, () => 1, limit);
+}
+
+/**
+ * How many bytes of text (keys and scalars) the document stands for once every alias is expanded,
+ * stopping at `limit`: a few aliases of one long string are few values but gigabytes once merged,
+ * copied or printed.
+ */
+export function expandedBytes(value: unknown, limit: number): number {
+  return expanded(value, (scalar) => (typeof scalar === 'string' ? scalar.length : 8), limit, (key) => key.length);
+}
+
+function expanded(value: unknown, weigh: (scalar: unknown) => number, limit: number, weighKey: (key: string) => number = () => 0): number {
   const sizes = new Map<object, number>();
   const active = new Set<object>();
   const size = (v: unknown): number => {
-    if (v === null || typeof v !== 'object') return 1;
+    if (v === null || typeof v !== 'object') return weigh(v);
     const known = sizes.get(v);
     if (known !== undefined) return known;
     if (active.has(v)) return Number.POSITIVE_INFINITY;
     active.add(v);
-    let total = 1;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) {
-      total += size(child);
+    let total = weigh(v);
+    for (const [key, child] of Array.isArray(v) ? v.map((c) => ['', c] as const) : Object.entries(v)) {
+      total += weighKey(key) + size(child);
       if (total > limit) break;
     }
     active.delete(v);
@@ -264,6 +279,11 @@ function parseLines(text: string, source: string, lineOffset: number): ParsedDoc
   if (expandedSize(value, MAX_EXPANDED_NODES) > MAX_EXPANDED_NODES) {
     throw new DocumentError([
       { source, path: '', message: `YAML aliases expand this document to more than ${MAX_EXPANDED_NODES} values (an alias bomb?)`, hint: 'write the values out instead of nesting aliases' },
+    ]);
+  }
+  if (expandedBytes(value, MAX_EXPANDED_BYTES) > MAX_EXPANDED_BYTES) {
+    throw new DocumentError([
+      { source, path: '', message: `YAML aliases expand this document to more than ${MAX_EXPANDED_BYTES / (1024 * 1024)} MiB of text (an alias bomb?)`, hint: 'write the values out instead of repeating long values through aliases' },
     ]);
   }
   return { source, value, positions: new PositionIndex((index) => indexPositions(index, text, events, lineOffset)) };

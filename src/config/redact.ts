@@ -20,7 +20,32 @@ function schema(): JsonSchema {
  * user info or a query (a proxy's password, a presigned download) shown as displayUrl shows it.
  */
 export function redactConfig(config: MachineConfig | unknown): unknown {
-  return mapUrls(walk(schema(), config, (secret) => (isReference(secret) ? secret : REDACTED)), displayUrl);
+  return redactHeaders(mapUrls(walk(schema(), config, (secret) => (isReference(secret) ? secret : REDACTED)), displayUrl));
+}
+
+// Headers whose value is a credential: Authorization and its proxy twin, cookies, and API keys
+// and tokens by any vendor's name (X-API-Key, Api-Key, X-Auth-Token, PRIVATE-TOKEN, ...).
+const CREDENTIAL_HEADER = /^(proxy-)?authorization$|^cookie$|key|token|secret|auth|passw|session|signature/i;
+
+/** Whether a header's value is a credential, by the header's name. */
+export function isCredentialHeader(name: string): boolean {
+  return CREDENTIAL_HEADER.test(name);
+}
+
+/** Every endpoint header value that is a credential (to be scrubbed wherever it would show). */
+export function credentialHeaderValues(config: MachineConfig): string[] {
+  return (config.spec.report.endpoints ?? []).flatMap((e) => Object.entries(e.headers ?? {}).filter(([name]) => isCredentialHeader(name)).map(([, value]) => value));
+}
+
+function redactHeaders(value: unknown): unknown {
+  const endpoints = (value as { spec?: { report?: { endpoints?: unknown } } } | undefined)?.spec?.report?.endpoints;
+  if (!Array.isArray(endpoints)) return value;
+  for (const endpoint of endpoints) {
+    const headers = isPlainObject(endpoint) ? endpoint.headers : undefined;
+    if (!isPlainObject(headers)) continue;
+    for (const name of Object.keys(headers)) if (isCredentialHeader(name)) headers[name] = REDACTED;
+  }
+  return value;
 }
 
 /** Every value in the configuration that is a URL holding user info or a query. */

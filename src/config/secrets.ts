@@ -41,17 +41,27 @@ export class SecretScrubber {
 }
 
 /** The secret's value; `field` names it in errors (never the value). */
+/** The largest secret file read: tokens, keys and passwords are bytes to a few kilobytes. */
+export const MAX_SECRET_FILE_BYTES = 64 * 1024;
+
 export async function resolveSecret(source: SecretSource, host: ConfigHost, field: string, scrubber?: SecretScrubber): Promise<string> {
   let value: string;
   if (typeof source === 'string') {
     value = source;
   } else if ('file' in source.valueFrom) {
     const path = source.valueFrom.file;
-    const text = await host.fs.readText(path).catch((cause: unknown) => {
+    const read = await host.fs.readSmallFile(path, MAX_SECRET_FILE_BYTES).catch((cause: unknown) => {
       throw new ConfigError([{ path: field, message: `cannot read secret file ${path}: ${(cause as Error).message}` }]);
     });
-    if (text === undefined) throw new ConfigError([{ path: field, message: `secret file ${path} does not exist`, hint: 'write it before machineadm runs, or give the value another way' }]);
-    value = text.replace(/\r?\n$/, '');
+    if ('problem' in read) {
+      const [message, hint]: [string, string] = ({
+        missing: [`secret file ${path} does not exist`, 'write it before machineadm runs, or give the value another way'],
+        'not-a-file': [`secret file ${path} is not a regular file (a pipe, device or directory)`, 'write the secret to a plain file; a FIFO would wait for a writer for ever'],
+        'too-large': [`secret file ${path} is larger than ${MAX_SECRET_FILE_BYTES / 1024} KiB${read.size === undefined ? '' : ` (${read.size} bytes)`}`, 'a token, key or password is never that large: check the path'],
+      } satisfies Record<typeof read.problem, [string, string]>)[read.problem];
+      throw new ConfigError([{ path: field, message, hint }]);
+    }
+    value = read.bytes.toString('utf8').replace(/\r?\n$/, '');
   } else {
     const name = source.valueFrom.env;
     const env = host.env[name];

@@ -6,6 +6,7 @@ import { renderContainerdConfig } from './config.ts';
 import { renderHostsToml } from './hosts.ts';
 import { proxyHasCredentials, renderProxyDropIn } from './proxy.ts';
 import { PROXY_DROPIN, containerdPaths } from './paths.ts';
+import { hasCredentials } from '../redaction.ts';
 
 export interface RenderedFile {
   path: string;
@@ -45,7 +46,15 @@ export function renderContainerdFiles(spec: ContainerdSpec | undefined, facts: T
   const names = Object.keys(registries).sort();
   if (bundle && !names.includes('_default')) names.push('_default');
   for (const name of names) {
-    out.hosts.push({ path: paths.hostsToml(name), content: renderHostsToml(name, registries[name], bundle), mode: 0o644, field: `spec.containerd.registries[${JSON.stringify(name)}]` });
+    // A mirror URL with a user, password or query (a token) makes its hosts.toml a secret.
+    const secret = (registries[name]?.mirrors ?? []).some((m) => hasCredentials(m.url));
+    out.hosts.push({
+      path: paths.hostsToml(name),
+      content: renderHostsToml(name, registries[name], bundle),
+      mode: secret ? 0o600 : 0o644,
+      field: `spec.containerd.registries[${JSON.stringify(name)}]`,
+      ...(secret ? { sensitive: true } : {}),
+    });
   }
   // A systemd drop-in has no meaning on Windows; the Windows steps refuse spec.containerd.proxy.
   const proxy = target.os === 'windows' ? undefined : renderProxyDropIn(spec?.proxy);

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { MachineadmError, ExitCode, UsageError } from '../errors.ts';
 import type { Host } from './index.ts';
 import { displayUrl, isRetryableStatus, tlsOptions } from './http.ts';
+import { hasCredentials } from '../redaction.ts';
 import type { PendingFile, RootedFileSystem, WriteOptions } from './fs.ts';
 import { receivedBytesCollector } from './socket-memory.ts';
 
@@ -87,14 +88,16 @@ function assertOnline(host: Host, urls: readonly string[]): void {
   }
   if (urls.length === 0) throw new UsageError('no URL to download from');
   for (const u of urls) {
+    // Named as every URL is shown: a URL that does not parse may still hold a password.
     let parsed: URL;
     try {
       parsed = new URL(u);
     } catch {
-      throw new UsageError(`"${u}" is not a URL`, { hint: 'give an http:// or https:// URL' });
+      const shown = hasCredentials(u) ? 'a download URL' : JSON.stringify(u);
+      throw new UsageError(`${shown} is not a URL that can be parsed (a port above 65535, a space or a character not allowed in the host)${shown === JSON.stringify(u) ? '' : '; it is not shown: it may hold a password'}`, { hint: 'give an http:// or https:// URL, with the user name and password percent-encoded' });
     }
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-      throw new UsageError(`"${u}": only http:// and https:// downloads are supported`);
+      throw new UsageError(`"${displayUrl(u)}": only http:// and https:// downloads are supported`);
     }
   }
 }

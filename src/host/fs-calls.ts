@@ -12,6 +12,7 @@ function call<T>(start: (done: Callback<T>) => void): Promise<T> {
 // The native one, as node:fs/promises' is: fs.realpath walks the path in JavaScript, one lstat at a time.
 export const realpath = (path: string): Promise<string> => call((done) => fs.realpath.native(path, done));
 export const lstat = (path: string): Promise<fs.Stats> => call((done) => fs.lstat(path, done));
+export const stat = (path: string): Promise<fs.Stats> => call((done) => fs.stat(path, done));
 export const readFile = (path: string): Promise<Buffer> => call((done) => fs.readFile(path, done));
 export const readdir = (path: string): Promise<string[]> => call((done) => fs.readdir(path, done));
 /** With `recursive`, the first directory it created, or undefined when all existed. */
@@ -58,4 +59,4 @@ export class FileHandle {
   }
 }
 
-export const open = (path: string, flags: string): Promise<FileHandle> => call<number>((done) => fs.open(path, flags, done)).then((fd) => new FileHandle(fd));
+export const open = (path: string, flags: string | number): Promise<FileHandle> => call<number>((done) => fs.open(path, flags, done)).then((fd) => new FileHandle(fd));

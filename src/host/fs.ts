@@ -84,6 +84,8 @@ export class FileSystemError extends MachineadmError {
 
 /** Reads of configuration-sized files: one block holds any configuration. */
 const READ_UP_TO_BLOCK = 64 * 1024;
+/** How long a pipe read whole may send nothing before it is given up. */
+export const PIPE_IDLE_MS = 30_000;
 
 /** 1 MiB: large enough that per-read costs vanish next to hashing, small enough to stay in cache. */
 export const READ_BLOCK_SIZE = 1024 * 1024;
@@ -242,13 +244,30 @@ export class RootedFileSystem {
    * Plain reads, not a read stream: streams load a dozen of Node's modules into every start.
    */
   async readUpTo(machinePath: string, maxBytes: number): Promise<Buffer | undefined> {
-    const handle = await fsp.open(await this.resolve(machinePath), 'r');
+    const real = await this.resolve(machinePath);
+    // A FIFO's open waits for a writer, for ever if none comes: opened without waiting, a FIFO
+    // nobody writes to reads as empty, and one whose writer goes quiet is given up (PIPE_IDLE_MS).
+    const fifo = process.platform !== 'win32' && (await fsp.stat(real).then((st) => st.isFIFO(), () => false));
+    const handle = await fsp.open(real, fifo ? constants.O_RDONLY | constants.O_NONBLOCK : 'r');
     try {
       const blocks: Buffer[] = [];
       let size = 0;
+      let idleSince = Date.now();
       for (;;) {
         const block = Buffer.allocUnsafe(READ_UP_TO_BLOCK);
-        const { bytesRead } = await handle.read(block, 0, block.length, null);
+        const bytesRead = await handle.read(block, 0, block.length, null).then(
+          (r) => r.bytesRead,
+          (e: NodeJS.ErrnoException) => {
+            if (e.code !== 'EAGAIN') throw e;
+            return -1;
+          },
+        );
+        if (bytesRead < 0) {
+          if (Date.now() - idleSince > PIPE_IDLE_MS) throw new UsageError(`${machinePath}: nothing arrived through the pipe for ${PIPE_IDLE_MS / 1000} s`, { hint: 'give a file, or a pipe whose writer sends the configuration at once' });
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          continue;
+        }
+        idleSince = Date.now();
         if (bytesRead === 0) return Buffer.concat(blocks, size);
         size += bytesRead;
         if (size > maxBytes) return undefined;
@@ -257,6 +276,24 @@ export class RootedFileSystem {
     } finally {
       await handle.close();
     }
+  }
+
+  /**
+   * A small file read whole (a secret, a token): its bytes, or why not. Links are followed (a
+   * mounted secret is a link), but what it names must be a regular file of at most `maxBytes`:
+   * a FIFO would block the open until some writer came, and a device or a huge file fill memory.
+   */
+  async readSmallFile(machinePath: string, maxBytes: number): Promise<{ bytes: Buffer } | { problem: 'missing' | 'not-a-file' | 'too-large'; size?: number }> {
+    const real = await this.resolve(machinePath);
+    const st = await fsp.stat(real).catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return undefined;
+      throw e;
+    });
+    if (!st) return { problem: 'missing' };
+    if (!st.isFile()) return { problem: 'not-a-file' };
+    if (st.size > maxBytes) return { problem: 'too-large', size: st.size };
+    const bytes = await this.readUpTo(machinePath, maxBytes);
+    return bytes === undefined ? { problem: 'too-large' } : { bytes };
   }
 
   /**

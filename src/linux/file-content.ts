@@ -4,6 +4,12 @@ export type FileEncoding = 'plain' | 'base64' | 'gzip+base64';
 
 const BASE64 = /^[A-Za-z0-9+/\s]*={0,2}\s*$/;
 
+/**
+ * The most a gzip+base64 content may expand to: a compressed bomb (1 MB that inflates to
+ * gigabytes) is refused as it inflates, before it is held in memory whole.
+ */
+export const MAX_INLINE_CONTENT_BYTES = 32 * 1024 * 1024;
+
 /** The bytes of a file's content, or an error message saying why it cannot be decoded. */
 export function decodeContent(content: string, encoding: FileEncoding): { bytes: Buffer } | { problem: string } {
   if (encoding === 'plain') return { bytes: Buffer.from(content, 'utf8') };
@@ -12,8 +18,11 @@ export function decodeContent(content: string, encoding: FileEncoding): { bytes:
   if (encoding === 'base64') return { bytes: raw };
   try {
     // node:zlib only for gzip content: configuration is validated at every start of most commands.
-    return { bytes: process.getBuiltinModule('node:zlib').gunzipSync(raw) };
+    return { bytes: process.getBuiltinModule('node:zlib').gunzipSync(raw, { maxOutputLength: MAX_INLINE_CONTENT_BYTES }) };
   } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
+      return { problem: `expands to more than ${MAX_INLINE_CONTENT_BYTES / (1024 * 1024)} MiB once decompressed|give a file that large as source: { url, sha256 }, which is checked and written as it downloads` };
+    }
     return { problem: `is base64 but not gzip data (${(error as Error).message})` };
   }
 }

@@ -8,10 +8,10 @@ import type { MachineConfig } from '../config/schema/index.ts';
 import { SecretScrubber } from '../config/secrets.ts';
 import { EventBus, type MachineIdentity } from '../report/events.ts';
 import { attachConsole, renderResultSummary, type ConsoleMode, type SpinnerFactory } from '../report/console.ts';
-import { machineIdentity, registerConfigSecrets, resolveEndpoints } from '../report/endpoints.ts';
+import { machineIdentity, registerConfigSecrets, resolveEndpoints, type ResolvedEndpoint } from '../report/endpoints.ts';
 import { openReporting, type ReportingResult } from '../report/session.ts';
 import { resultFilesOf, type RunResultDocument } from '../report/outcome.ts';
-import { ExitCode, InterruptedError, RebootRequiredError, RunLockedError } from '../errors.ts';
+import { ConfigError, ExitCode, InterruptedError, MachineadmError, RebootRequiredError, RunLockedError, type ConfigIssue } from '../errors.ts';
 import { ALL_PHASES, phasesNamed } from './registry.ts';
 import { computePlan, preflightRun, removeLeftovers, runPhases, type Plan, type RunnerInput, type RunOutcome } from './runner.ts';
 import { selectSteps, type Selection } from './select.ts';
@@ -93,11 +93,48 @@ async function runnerInput(request: Omit<RunRequest, 'console'>): Promise<{ inpu
   return { input, secrets, resumes: resumes !== undefined };
 }
 
-/** Every action `init` (or one phase) would take, in order; touches nothing. */
-export async function planRun(request: Omit<RunRequest, 'console'>): Promise<Plan> {
-  const { input, secrets } = await runnerInput(request);
+/**
+ * Everything the run would refuse before its first change, found the same way for `plan` and for a
+ * run: the selection, the endpoints' files and tokens, each step's preflight (secrets, files, the
+ * machine as kubeadm finds it) and, under --offline, every download. Configuration problems come
+ * together in one ConfigError (exit 2); nothing is changed.
+ */
+async function refuseBeforeChange(request: Omit<RunRequest, 'console'>, input: RunnerInput, secrets: SecretScrubber): Promise<ResolvedEndpoint[]> {
+  selectSteps(input.phases, input.selection);
+  const issues: ConfigIssue[] = [];
+  const collect = (error: unknown): undefined => {
+    if (!(error instanceof ConfigError)) throw error;
+    issues.push(...error.issues);
+    return undefined;
+  };
+  const endpoints = await resolveEndpoints(request.config, request.host, secrets).catch(collect);
   await registerConfigSecrets(request.config, request.host, secrets);
-  return secrets.scrubValue(await computePlan(input));
+  await preflightRun(input).catch(collect);
+  if (issues.length) throw new ConfigError(issues);
+  return endpoints ?? [];
+}
+
+export interface PlanReport {
+  plan: Plan;
+  /** What the run would refuse before its first change: the plan shows what it would do, the run would not start. */
+  refusal?: MachineadmError;
+}
+
+/** Every action `init` (or one phase) would take, in order, and what it would refuse; touches nothing. */
+export async function planRun(request: Omit<RunRequest, 'console'>, options: { otherMachine?: boolean } = {}): Promise<PlanReport> {
+  const { input, secrets } = await runnerInput(request);
+  let refusal: MachineadmError | undefined;
+  // A plan for another machine (--facts, --os) cannot look at that machine's files and secrets.
+  if (!options.otherMachine) {
+    await refuseBeforeChange(request, input, secrets).catch((error: unknown) => {
+      if (!(error instanceof MachineadmError)) throw error;
+      refusal = error;
+    });
+  } else {
+    await registerConfigSecrets(request.config, request.host, secrets);
+  }
+  const plan = secrets.scrubValue(await computePlan(input));
+  return { plan, ...(refusal ? { refusal } : {}) };
 }
 
 /** The state directory's lock file: one run at a time changes a machine. */
@@ -118,13 +155,9 @@ async function holdRunLock(request: RunRequest): Promise<() => Promise<void>> {
 }
 
 export async function executeRun(request: RunRequest): Promise<RunReport> {
-  const { config, host } = request;
   const { input, secrets, resumes } = await runnerInput(request);
   // Everything that can be wrong with the input is found before the machine is touched (exit 2).
-  selectSteps(input.phases, input.selection);
-  const endpoints = await resolveEndpoints(config, host, secrets);
-  await registerConfigSecrets(config, host, secrets);
-  await preflightRun(input);
+  const endpoints = await refuseBeforeChange(request, input, secrets);
   const release = await holdRunLock(request);
   try {
     return await runLocked(request, input, secrets, endpoints, resumes);
@@ -133,7 +166,7 @@ export async function executeRun(request: RunRequest): Promise<RunReport> {
   }
 }
 
-async function runLocked(request: RunRequest, input: RunnerInput, secrets: SecretScrubber, endpoints: Awaited<ReturnType<typeof resolveEndpoints>>, resumes: boolean): Promise<RunReport> {
+async function runLocked(request: RunRequest, input: RunnerInput, secrets: SecretScrubber, endpoints: ResolvedEndpoint[], resumes: boolean): Promise<RunReport> {
   const { config, host } = request;
   await removeLeftovers(host, input.facts, [...ALL_PHASES, ...input.phases]);
   // The run decides when its writes must be durable (see StateWriter): a directory is fsync'd

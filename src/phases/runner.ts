@@ -172,13 +172,16 @@ function runnable(input: RunnerInput): SelectedStep[] {
 
 /**
  * Everything that can be found wrong before the first change, found at once: each step's own
- * preflight (secrets read and checked, files it needs) and, under --offline, every network use a
- * step would make. Throws a ConfigError (exit 2) listing all, or a UsageError for --offline.
+ * preflight (secrets read and checked, files it needs), every refusal a step's check shows (a
+ * "refuse" change: the plan shows it, the run would stop there), and, under --offline, every
+ * network use a step would make. Throws a ConfigError (exit 2) listing all, or a UsageError for
+ * --offline.
  */
 export async function preflightRun(input: RunnerInput): Promise<void> {
   const steps = runnable(input);
   const state = await input.state.load();
   const issues: ConfigIssue[] = [];
+  const refusedBy = new Set<string>();
   for (const s of steps) {
     if (!s.step.preflight) continue;
     try {
@@ -186,16 +189,20 @@ export async function preflightRun(input: RunnerInput): Promise<void> {
     } catch (error) {
       if (!(error instanceof ConfigError)) throw new StepError(s.fullId, error);
       issues.push(...error.issues);
+      refusedBy.add(s.fullId);
     }
   }
-  if (issues.length) throw new ConfigError(issues);
-  if (!input.host.offline) return;
   const needs: string[] = [];
   for (const s of steps) {
     // A check that fails here fails again, with its own message, when the step runs.
     const check = await s.step.check(contextFor(input, state, s.fullId, true, { failed: false, phases: [] })).catch(() => undefined);
-    if (check && !check.done && !check.skipReason) needs.push(...(check.network ?? []).map((n) => `${s.fullId}: ${n}`));
+    if (!check || check.done || check.skipReason) continue;
+    if (!refusedBy.has(s.fullId)) {
+      for (const c of check.changes.filter((c) => c.action === 'refuse')) issues.push({ path: '', message: `step ${s.fullId} would refuse ${c.target}${c.detail ? `: ${c.detail}` : ''}`, refused: true });
+    }
+    if (input.host.offline) needs.push(...(check.network ?? []).map((n) => `${s.fullId}: ${n}`));
   }
+  if (issues.length) throw new ConfigError(issues);
   if (needs.length) {
     throw new UsageError(`--offline: this run would use the network, so nothing was changed:\n${needs.map((n) => `  ${n}`).join('\n')}`, {
       hint: 'put those files on the machine beforehand (their sha256 is checked), or run without --offline',

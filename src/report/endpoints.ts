@@ -7,9 +7,10 @@ import type { Facts, Host } from '../host/index.ts';
 import type { TlsMaterial } from '../host/http-post.ts';
 import { displayUrl } from '../host/http.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
-import { credentialUrls, secretSources } from '../config/redact.ts';
+import { credentialHeaderValues, credentialUrls, secretSources } from '../config/redact.ts';
 import { resolveSecret, type SecretScrubber } from '../config/secrets.ts';
 import { ConfigError, type ConfigIssue } from '../errors.ts';
+import { readPem } from '../config/pem-file.ts';
 import { buildInfo } from '../version.ts';
 import type { MachineIdentity } from './events.ts';
 import { endpointKey } from './spool.ts';
@@ -24,42 +25,6 @@ export interface ResolvedEndpoint {
   headers: Record<string, string>;
   tls: TlsMaterial;
   batch: boolean;
-}
-
-const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/;
-const PEM_KEY = /-----BEGIN ((RSA|EC|ENCRYPTED) )?PRIVATE KEY-----[\s\S]+?-----END ((RSA|EC|ENCRYPTED) )?PRIVATE KEY-----/;
-
-async function readPem(host: Host, path: string, field: string, kind: 'certificate' | 'key', issues: ConfigIssue[]): Promise<string | undefined> {
-  let text: string | undefined;
-  try {
-    text = await host.fs.readText(path);
-  } catch (cause) {
-    issues.push({ path: field, message: `cannot read ${path}: ${(cause as Error).message}`, hint: 'make the file readable by machineadm' });
-    return undefined;
-  }
-  if (text === undefined) {
-    issues.push({ path: field, message: `${path} does not exist`, hint: 'write the file before machineadm runs (under --root when one is given)' });
-    return undefined;
-  }
-  const pattern = kind === 'certificate' ? PEM_CERTIFICATE : PEM_KEY;
-  if (!pattern.test(text)) {
-    issues.push({
-      path: field,
-      message: `${path} is not a PEM ${kind === 'certificate' ? 'certificate' : 'private key'}`,
-      hint: kind === 'certificate' ? 'give a file with -----BEGIN CERTIFICATE----- blocks' : 'give an unencrypted PEM private key (-----BEGIN PRIVATE KEY-----)',
-    });
-    return undefined;
-  }
-  // Node cannot use an encrypted key without its password: every post would fail, for the whole run.
-  if (kind === 'key' && /-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type:\s*4,ENCRYPTED/.test(text)) {
-    issues.push({
-      path: field,
-      message: `${path} is an encrypted private key, and machineadm has no password to open it`,
-      hint: 'store the key unencrypted, mode 0600 (openssl pkey -in KEY -out KEY.plain)',
-    });
-    return undefined;
-  }
-  return text;
 }
 
 /** Reads and checks every endpoint's files and token; throws one ConfigError listing every problem. */
@@ -99,6 +64,7 @@ export async function resolveEndpoints(config: MachineConfig, host: Host, secret
  */
 export async function registerConfigSecrets(config: MachineConfig, host: Host, secrets: SecretScrubber): Promise<void> {
   for (const url of credentialUrls(config)) secrets.addUrl(url);
+  for (const value of credentialHeaderValues(config)) secrets.add(value);
   for (const source of secretSources(config)) {
     if (typeof source === 'string') secrets.add(source);
     else await resolveSecret(source, host, '(secret)', secrets).catch(() => undefined);

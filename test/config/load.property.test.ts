@@ -52,6 +52,8 @@ const segment = fc.stringMatching(/^[a-z0-9_-]{1,8}$/);
 const oneLine = fc.string({ minLength: 1, maxLength: 40 }).filter((s) => !/[\r\n\0]/.test(s) && s.trim() !== '');
 const host63 = fc.stringMatching(/^[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?$/);
 const hostname = fc.array(host63, { minLength: 1, maxLength: 3 }).map((p) => p.join('.'));
+// A URL's host whose last label is a number is an IPv4 address to the URL parser, and a.0 is none.
+const urlHost = hostname.filter((h) => !/(^|\.)\d+$/.test(h) || URL.canParse(`http://${h}/`));
 
 const validSpec = fc.record(
   {
@@ -67,7 +69,7 @@ const validSpec = fc.record(
         cgroupDriver: fc.constantFrom('systemd' as const, 'cgroupfs' as const),
         registries: fc.dictionary(
           hostname,
-          fc.record({ mirrors: fc.uniqueArray(fc.tuple(fc.constantFrom('http', 'https'), hostname, fc.stringMatching(/^(\/[a-z0-9]{1,6}){0,2}$/)).map(([s, h, p]) => ({ url: `${s}://${h}${p}` })), { maxLength: 3, selector: (m) => m.url }) }, { requiredKeys: [] }),
+          fc.record({ mirrors: fc.uniqueArray(fc.tuple(fc.constantFrom('http', 'https'), urlHost, fc.stringMatching(/^(\/[a-z0-9]{1,6}){0,2}$/)).map(([s, h, p]) => ({ url: `${s}://${h}${p}` })), { maxLength: 3, selector: (m) => m.url }) }, { requiredKeys: [] }),
           { maxKeys: 3 },
         ),
       },

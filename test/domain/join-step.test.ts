@@ -83,7 +83,7 @@ describe.skipIf(skip)('the domain/join step on Linux', () => {
     const m = machine();
     copyFileSync(join(FIXTURES, 'other-web-7.keytab'), join(m.upper, 'krb5.keytab'));
     const out = await provision(m, config(`"${PASSWORD}"`));
-    expect(out.exitCode).toBe(1);
+    expect(out.exitCode).toBe(2);
     expect(out.output).toMatch(/joined to OTHER\.TEST as WEB-7 \(\/etc\/krb5\.keytab\), not to CORP\.TEST/);
     expect(existsSync(`${m.log}.argv`)).toBe(false);
     expect(readFileSync(join(m.upper, 'krb5.keytab'))).toEqual(readFileSync(join(FIXTURES, 'other-web-7.keytab')));

@@ -17,8 +17,9 @@ import { ConfigError, ExitCode, NotAvailableError, StepError } from '../../src/e
 
 const dir = scratchDir('machineadm-domain-plan-');
 const PASSWORD = 'Plan-S3cret-never-shown';
-const passwordFile = join(dir, 'pw');
-writeFileSync(passwordFile, `${PASSWORD}\n`);
+// A machine path under --root (the plan reads the password file as the run would).
+const passwordFile = '/pw';
+writeFileSync(join(dir, 'pw'), `${PASSWORD}\n`);
 
 const BODY = {
   apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1',
@@ -58,7 +59,7 @@ describe('a Windows run with spec.domainJoin', () => {
   function input(domainJoin: Record<string, unknown>): RunnerInput {
     const facts: Facts = { os: 'windows', arch: 'x64', hostname: 'win-1', privileged: true, liveRoot: true };
     const config = parseWith(machineConfigSchema, { ...BODY, spec: { domainJoin: { ...BODY.spec.domainJoin, ...domainJoin } } }).value as MachineConfig;
-    return { command: 'provision', phases: [provisionPhase], selection: {}, config, facts, host: createHost({ facts }), events: new EventBus(), state: new StateStore(new RootedFileSystem(join(dir, 'state'))), secrets: new SecretScrubber() };
+    return { command: 'provision', phases: [provisionPhase], selection: {}, config, facts, host: createHost({ facts, root: dir }), events: new EventBus(), state: new StateStore(new RootedFileSystem(join(dir, 'state'))), secrets: new SecretScrubber() };
   }
 
   it('reads the password before any step changes anything', async () => {

@@ -4,6 +4,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { displayUrl } from '../../src/host/http.ts';
+import { redactUrlsIn } from '../../src/redaction.ts';
+import { machineConfigSchema } from '../../src/config/schema/index.ts';
+import { formatPath, parseWith } from '../../src/config/schema/dsl.ts';
 import { holds } from '../support/property.ts';
 
 // Secrets carry a marker that no generated host or path can hold, so a hit is a leak, not a coincidence.
@@ -49,5 +52,44 @@ describe('displayUrl', () => {
     await holds('displayUrl: any text', fc.oneof(fc.string({ unit: 'binary', maxLength: 200 }), fc.webUrl({ withQueryParameters: true, withFragments: true, validSchemes: ['http', 'https'] })), (text) => {
       expect(typeof displayUrl(text)).toBe('string');
     }, 500);
+  });
+});
+
+// URLs that look like URLs but that no WHATWG parser reads: a port above 65535, a space, a
+// character not allowed in a host, a line break. No parser can say where their password ends.
+const breakage = fc.constantFrom(
+  (host: string) => `${host}:${70000 + 1}`,
+  (host: string) => `${host}:999999`,
+  (host: string) => `${host.slice(0, 1)} ${host.slice(1)}`,
+  (host: string) => `${host}<`,
+  (host: string) => `${host}%zz`,
+  (host: string) => `${host}\r\n`,
+);
+const unparsable = fc.record({ scheme: fc.constantFrom('https', 'http'), user: lower, password: secretText, host: fc.array(lower, { minLength: 1, maxLength: 3 }).map((p) => p.join('.')), query: secretText, broken: breakage }).map(
+  (u) => ({ text: `${u.scheme}://${u.user}:${u.password}@${u.broken(u.host)}/x?sig=${u.query}`, secrets: [u.password, u.query] }),
+).filter((u) => !URL.canParse(u.text));
+
+describe('a URL that does not parse', () => {
+  it('is shown without its password or query, alone or in text (where white space ends it)', async () => {
+    await holds('redactUrlsIn: unparsable URLs', unparsable, (u) => {
+      expect(displayUrl(u.text)).not.toContain(MARK);
+      // In text a URL ends where white space, a quote or a bracket starts, as a reader sees it.
+      if (!/[\s"'<>`]/.test(u.text)) expect(redactUrlsIn(`fetching ${u.text} failed`)).not.toContain(MARK);
+    }, 300);
+  });
+
+  it('is refused by validation in every network URL field, and no message quotes its password or query', async () => {
+    const fields: [string, (url: string) => Record<string, unknown>][] = [
+      ['spec.files[0].source.url', (url) => ({ files: [{ path: '/opt/x', source: { url, sha256: 'a'.repeat(64) } }] })],
+      ['spec.containerd.registries["docker.io"].mirrors[0].url', (url) => ({ containerd: { registries: { 'docker.io': { mirrors: [{ url }] } } } })],
+      ['spec.containerd.proxy.httpsProxy', (url) => ({ containerd: { proxy: { httpsProxy: url } } })],
+      ['spec.report.endpoints[0].url', (url) => ({ report: { endpoints: [{ url }] } })],
+    ];
+    await holds('validation: unparsable URLs', fc.tuple(unparsable, fc.constantFrom(...fields)), ([u, [path, spec]]) => {
+      const { issues } = parseWith(machineConfigSchema, { apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: spec(u.text) });
+      const issue = issues.find((i) => formatPath(i.path) === path);
+      expect(issue, `${path} accepted ${JSON.stringify(u.text)}`).toBeDefined();
+      expect(JSON.stringify(issues)).not.toContain(MARK);
+    }, 300);
   });
 });

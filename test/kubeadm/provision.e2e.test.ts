@@ -271,7 +271,11 @@ describe('machineadm init with the kubeadm stand-in', () => {
     ['for the kubeadm found on the machine', { KUBEADM_STANDIN_VERSION: 'v1.30.2', PATH: TEST_PATH }, [], 'kubeadm.k8s.io/v1beta3 for kubeadm v1.30.2', 'node-labels: node.kubernetes.io/pool=general'],
     ['for a Windows machine', {}, ['--os', 'windows'], 'criSocket: npipe:////./pipe/containerd-containerd', 'value: windows'],
   ])('plans examples/linux-worker.yaml %s, secrets redacted', (_, env, args, expected, expected2) => {
-    const run = spawnSync(join(NODE_BIN, 'node'), ['bin/machineadm.js', 'plan', '-c', 'examples/linux-worker.yaml', ...args], {
+    // The machine has the token file the example reads (the plan reads it as the run would).
+    const root = scratchDir('machineadm-plan-example-');
+    mkdirSync(join(root, 'etc/machineadm'), { recursive: true });
+    writeFileSync(join(root, 'etc/machineadm/bootstrap-token'), `${TOKEN}\n`, { mode: 0o600 });
+    const run = spawnSync(join(NODE_BIN, 'node'), ['bin/machineadm.js', 'plan', '-c', 'examples/linux-worker.yaml', '--root', root, ...args], {
       cwd: REPO,
       encoding: 'utf8',
       timeout: 60_000,
@@ -284,5 +288,17 @@ describe('machineadm init with the kubeadm stand-in', () => {
     expect(run.stdout).toContain(expected);
     expect(run.stdout).toContain(expected2);
     expect(run.stdout).not.toMatch(/sha256:[a-f0-9]{64}/);
+    expect(run.stdout).not.toContain(TOKEN);
+  });
+
+  it('plans examples/linux-worker.yaml on a machine without its token file, then refuses with exit 2 as init would', () => {
+    const root = scratchDir('machineadm-plan-example-');
+    const run = spawnSync(join(NODE_BIN, 'node'), ['bin/machineadm.js', 'plan', '-c', 'examples/linux-worker.yaml', '--root', root], { cwd: REPO, encoding: 'utf8', timeout: 60_000, env: { ...process.env, PATH: `${NODE_BIN}:/usr/bin:/bin` } });
+    expect(run.status, run.stderr).toBe(2);
+    expect(run.stdout).toContain('kind: JoinConfiguration');
+    expect(run.stderr).toContain('spec.kubernetes.token: secret file /etc/machineadm/bootstrap-token does not exist');
+    const json = spawnSync(join(NODE_BIN, 'node'), ['bin/machineadm.js', 'plan', '-c', 'examples/linux-worker.yaml', '--root', root, '-o', 'json'], { cwd: REPO, encoding: 'utf8', timeout: 60_000, env: { ...process.env, PATH: `${NODE_BIN}:/usr/bin:/bin` } });
+    expect(json.status).toBe(2);
+    expect(JSON.parse(json.stdout).refused).toMatchObject({ exitCode: 2, issues: [{ path: 'spec.kubernetes.token', message: 'secret file /etc/machineadm/bootstrap-token does not exist' }] });
   });
 });

@@ -45,7 +45,7 @@ describe('a bad report configuration', () => {
     ['an encrypted client key', { url: 'https://c.example/', clientCertFile: '/etc/c.pem', clientKeyFile: '/etc/c.key' }, { 'etc/c.pem': PEM, 'etc/c.key': '-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIB\n-----END ENCRYPTED PRIVATE KEY-----\n' }, /clientKeyFile: \/etc\/c\.key is an encrypted private key/],
     ['a client certificate without its key', { url: 'https://c.example/', clientCertFile: '/etc/c.pem' }, { 'etc/c.pem': PEM }, /clientCertFile and clientKeyFile go together/],
     ['a relative CA path', { url: 'https://c.example/', caFile: 'ca.pem' }, {}, /caFile: "ca\.pem" is not valid/],
-    ['a token file that cannot be read', { url: 'https://c.example/', bearerToken: { valueFrom: { file: '/etc/machineadm/token' } } }, { 'etc/machineadm/token': null }, /bearerToken: cannot read secret file \/etc\/machineadm\/token/],
+    ['a token file that cannot be read', { url: 'https://c.example/', bearerToken: { valueFrom: { file: '/etc/machineadm/token' } } }, { 'etc/machineadm/token': null }, /bearerToken: secret file \/etc\/machineadm\/token is not a regular file/],
     ['a token file that does not exist', { url: 'https://c.example/', bearerToken: { valueFrom: { file: '/etc/machineadm/token' } } }, {}, /bearerToken: secret file \/etc\/machineadm\/token does not exist/],
     ['a Content-Type header', { url: 'https://c.example/', headers: { 'Content-Type': 'text/plain' } }, {}, /Content-Type is set by machineadm/],
   ])('(%s) is a configuration error before anything changes', async (_name, endpoint, files, message) => {

@@ -1,7 +1,7 @@
 import { chmodSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { StepDetailsError } from '../../src/errors.ts';
+import { ExitCode, StepDetailsError } from '../../src/errors.ts';
 import { RESULT_FILE, RUN_DIR, STATUS_DELAY_MS, STATUS_FILE, readLastResult, type RunResultDocument } from '../../src/report/outcome.ts';
 import { validateJsonSchema } from './json-schema.ts';
 import { configFrom, runWithReporting, step } from './harness.ts';
@@ -108,5 +108,15 @@ describe('the console', () => {
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z prepare\/one success \d+ms \(set one\)$/);
     expect(lines[1]).toMatch(/^\S+ prepare\/two skipped \d+ms \(already done\)$/);
+  });
+});
+
+describe('the published result schema', () => {
+  it('allows every exit code machineadm exits with (src/errors.ts), in exitCode and in error.code', () => {
+    const codes = Object.values(ExitCode);
+    const properties = schema.properties as Record<string, { enum?: number[] }>;
+    expect(properties.exitCode!.enum!.toSorted((a, b) => a - b)).toEqual(codes.toSorted((a, b) => a - b));
+    const error = (schema.$defs as Record<string, { properties: Record<string, { enum?: number[] }> }>).error!;
+    expect(error.properties.code!.enum!.toSorted((a, b) => a - b)).toEqual(codes.filter((c) => c !== ExitCode.ok).toSorted((a, b) => a - b));
   });
 });

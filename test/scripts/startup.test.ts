@@ -1,7 +1,7 @@
 // Startup cost: the packaged program loads a command's implementation, and the heavy Node builtins
 // it needs, only when that command runs. Checked on the bundle the executable embeds.
 import { execFile, execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
@@ -36,6 +36,14 @@ function loadedBy(args: string[], stderr: 'ignore' | 'pipe' = 'ignore', stdout: 
   return execFileSync('cat', [out], { encoding: 'utf8' }).split('\n');
 }
 
+/** A scratch machine with the token file examples/linux-worker.yaml reads: plan and config validate check it as init would. */
+function workerRoot(): string {
+  const root = scratchDir();
+  mkdirSync(join(root, 'etc/machineadm'), { recursive: true });
+  writeFileSync(join(root, 'etc/machineadm/bootstrap-token'), 'abcdef.0123456789abcdef\n', { mode: 0o600 });
+  return root;
+}
+
 describe('what starting machineadm loads', () => {
   it.each([
     ['version', ['version']],
@@ -60,16 +68,16 @@ describe('what starting machineadm loads', () => {
   });
 
   it("config validate with its answer on a pipe loads none of Node's streams: the file is read and the answer written with plain calls", () => {
-    const loaded = loadedBy(['config', 'validate', '-c', 'examples/linux-worker.yaml'], 'pipe', 'pipe');
+    const loaded = loadedBy(['config', 'validate', '-c', 'examples/linux-worker.yaml', '--root', workerRoot()], 'pipe', 'pipe');
     expect(loaded).toContain('fs');
     expect(loaded.filter((m) => ['stream', 'stream/promises', 'string_decoder', 'net'].includes(m))).toEqual([]);
   });
 
   it.each([
-    ['config validate', ['config', 'validate', '-c', 'examples/linux-worker.yaml']],
+    ['config validate', ['config', 'validate', '-c', 'examples/linux-worker.yaml', '--root', 'SCRATCH']],
     ['plan', ['plan', '-c', 'examples/linux-worker.yaml', '--root', 'SCRATCH']],
   ])('%s loads no TLS, HTTP or compression: it connects nowhere and the configuration is not compressed', (_name, args) => {
-    const loaded = loadedBy(args.map((a) => (a === 'SCRATCH' ? scratchDir() : a)));
+    const loaded = loadedBy(args.map((a) => (a === 'SCRATCH' ? workerRoot() : a)));
     expect(loaded.filter((m) => ['tls', 'http', 'https', 'http2', 'zlib'].includes(m))).toEqual([]);
   });
 
@@ -128,7 +136,7 @@ describe('what starting machineadm loads', () => {
   });
 
   it('a command that needs them still gets them when it runs (plan spawns tools, reads files, hashes)', () => {
-    const loaded = loadedBy(['plan', '-c', 'examples/linux-worker.yaml', '--root', scratchDir()]);
+    const loaded = loadedBy(['plan', '-c', 'examples/linux-worker.yaml', '--root', workerRoot()]);
     expect(loaded).toEqual(expect.arrayContaining(['child_process', 'crypto']));
   });
 });

@@ -458,10 +458,10 @@ describe('a Windows worker that joins the Active Directory domain', () => {
   it('refuses to move a member of another domain, without calling Add-Computer', async () => {
     const m = joinMachine();
     m.sim.computer = { partOfDomain: true, domain: 'legacy.example', name: 'WIN-NODE1' };
-    const run = await execute(m, joinConfig());
-    expect(run.exitCode).toBe(1);
-    expect(run.error!.message).toMatch(/this machine is a member of legacy\.example \(Win32_ComputerSystem\), not of corp\.example/);
-    expect(run.calls.filter((c) => c.startsWith('join'))).toEqual([]);
+    // Refused before the run's first change, as the plan shows it (exit 2).
+    const before = m.sim.calls.length;
+    await expect(execute(m, joinConfig())).rejects.toMatchObject({ exitCode: 2, message: expect.stringMatching(/this machine is a member of legacy\.example \(Win32_ComputerSystem\), not of corp\.example/) });
+    expect(m.sim.calls.slice(before).filter((c) => c.startsWith('join'))).toEqual([]);
     expect(m.sim.computer.domain).toBe('legacy.example');
   });
 

@@ -8,7 +8,7 @@ import { executeRun, planRun } from '../../phases/run.ts';
 import { DEFAULT_MAX_REBOOTS } from '../../phases/state.ts';
 import { renderPlan } from '../render.ts';
 import type { Facts } from '../../host/index.ts';
-import { UsageError, ExitCode } from '../../errors.ts';
+import { ConfigError, UsageError, ExitCode } from '../../errors.ts';
 import { spinnerFactory } from '../spinner.ts';
 import { resolveMachineValues } from '../../config/machine-source.ts';
 import { GIVEN_VALUE_NAMES, type ResolvedMachineValue } from '../../config/machine-values.ts';
@@ -123,8 +123,12 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
       ...(resolved.length > 0 ? { machineValues: resolved } : {}),
     } as const;
     if (planning) {
-      const plan = await planRun(request);
-      io.stdout(options.output === 'json' ? JSON.stringify({ ...plan, machineValues: resolved }, null, 2) + '\n' : renderMachineValues(resolved) + renderPlan(plan));
+      const { plan, refusal } = await planRun(request, { otherMachine: givenFacts !== undefined });
+      // The whole plan is shown, also when the run would refuse to start: then the refusal follows,
+      // on stderr and in the JSON, and the plan exits with the run's code.
+      const refused = refusal ? { refused: { message: refusal.message, exitCode: refusal.exitCode, ...(refusal.hint ? { hint: refusal.hint } : {}), ...(refusal instanceof ConfigError ? { issues: refusal.issues } : {}) } } : {};
+      io.stdout(options.output === 'json' ? JSON.stringify({ ...plan, machineValues: resolved, ...refused }, null, 2) + '\n' : renderMachineValues(resolved) + renderPlan(plan));
+      if (refusal) throw refusal;
       return ExitCode.ok;
     }
     const mode = options.output === 'json' ? 'json' : io.interactive ? 'tty' : 'text';

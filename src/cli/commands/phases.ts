@@ -43,7 +43,7 @@ const SUMMARIES: Record<PhaseCommand, string> = {
   prepare: 'kernel modules, sysctls, files, containerd configuration',
   provision: 'domain join (Linux, with adcli), then kubeadm init or join',
   report: 'result file, Cluster API sentinel, events to the configured endpoints',
-  plan: 'print every action init would take, in order; touches nothing',
+  plan: 'print every action init would take, in order, and what it would refuse (exit 2); touches nothing',
 };
 
 function parseCount(value: string): number {

@@ -1,17 +1,26 @@
 // spec.containerd: containerd's runtime configuration in machineadm's own terms.
 import { array, boolean, enumOf, object, optional, record, string } from './dsl.ts';
+import { networkUrlProblem } from './url.ts';
+import { hasCredentials } from '../../redaction.ts';
 import { extraConfigProblems } from '../../containerd/extra-types.ts';
 
+const HTTP_URL = /^https?:\/\/[^\s/]+(\/\S*)?$/;
+
+// Checked without quoting the value: a mirror URL may carry a token.
 const httpUrl = string({
-  pattern: /^https?:\/\/[^\s/]+(\/\S*)?$/,
-  patternHint: 'only http:// and https:// URLs are supported, e.g. https://mirror.internal:5000',
+  check: (u) => {
+    if (HTTP_URL.test(u)) return networkUrlProblem(u);
+    const shown = hasCredentials(u) ? 'is not an http:// or https:// URL (the value is not shown: it may hold a credential)' : `${JSON.stringify(u.length > 80 ? u.slice(0, 77) + '...' : u)} is not valid`;
+    return `${shown}|only http:// and https:// URLs are supported, e.g. https://mirror.internal:5000`;
+  },
+  jsonPattern: HTTP_URL,
 });
 
 // A proxy URL may carry a password (user:password@host), so a problem with it never quotes it.
 const proxyUrl = string({
   check: (u) =>
     /^https?:\/\/[^\s/]+(\/\S*)?$/.test(u)
-      ? undefined
+      ? networkUrlProblem(u)
       : 'is not an http:// or https:// URL without spaces (the value is not shown: it may hold a password)|e.g. http://proxy.internal:3128, or http://user:password@proxy.internal:3128 with the password percent-encoded',
 });
 

@@ -3,6 +3,7 @@
 // changes anything (src/report/endpoints.ts).
 import { redactUrlsIn } from '../../redaction.ts';
 import { array, boolean, integer, object, optional, record, secret, string, withDefault } from './dsl.ts';
+import { networkUrlProblem } from './url.ts';
 
 const absolutePath = (what: string) =>
   string({
@@ -16,6 +17,8 @@ const absolutePath = (what: string) =>
 const HTTP_SCHEME = /^[\u0000-\u0020]*[Hh][Tt][Tt][Pp][Ss]?:/;
 
 function endpointUrlProblem(value: string): string | undefined {
+  const unparsable = networkUrlProblem(value);
+  if (unparsable) return unparsable;
   let url: URL;
   try {
     url = new URL(value);

@@ -2,6 +2,7 @@
 // machine (a file:/// URL, or a path relative to the configuration file, as `machineadm bundle`
 // writes it). One definition for spec.files, the Windows host agents and the djoin blob.
 import { string } from './dsl.ts';
+import { networkUrlProblem } from './url.ts';
 
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
 
@@ -26,6 +27,7 @@ const HTTPS_ONLY = /^(https:\/\/|file:\/\/\/|(?![A-Za-z][A-Za-z0-9+.-]*:|[\\/])\
 export function sourceUrl(options: { description: string; httpsOnly?: boolean }) {
   const network = options.httpsOnly ? 'https://' : 'http(s)://';
   return string({
+    check: networkUrlProblem,
     pattern: options.httpsOnly ? HTTPS_ONLY : ANY,
     patternHint: `an ${options.httpsOnly ? 'https://' : 'http:// or https://'} URL, a file:/// URL, or a path relative to the configuration file`,
     description: `${options.description}: ${network} is downloaded; file:/// and a path relative to the configuration file that names it are copied from this machine (no network, also with --offline)`,

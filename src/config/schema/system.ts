@@ -50,7 +50,10 @@ export const fileSpec = object(
       if ((f.content === undefined) === (f.source === undefined)) report([], 'give exactly one of content or source');
       if (f.content !== undefined && f.encoding !== undefined) {
         const decoded = decodeContent(f.content, f.encoding);
-        if ('problem' in decoded) report('content', decoded.problem, 'encode the content as "encoding" says (base64 -w0 FILE, or gzip -c FILE | base64 -w0)');
+        if ('problem' in decoded) {
+          const [message = decoded.problem, hint = 'encode the content as "encoding" says (base64 -w0 FILE, or gzip -c FILE | base64 -w0)'] = decoded.problem.split('|');
+          report('content', message, hint);
+        }
       }
       if (f.source !== undefined && f.encoding !== 'plain') report('encoding', 'applies only to inline content', 'leave it out for a downloaded file: its bytes are checked against sha256 as they are');
     },

@@ -1,6 +1,7 @@
 // spec.windows: Windows-only preparation (builds, binaries, host agents). The domain join is
 // spec.domainJoin, for both systems.
 import { array, boolean, integer, object, optional, string, withDefault } from './dsl.ts';
+import { networkUrlProblem } from './url.ts';
 import { isLocalSource, sourceUrl } from './source.ts';
 
 // A drive-letter path without "..", and without the characters Windows refuses in file names.
@@ -31,7 +32,7 @@ export const hostAgent = object(
       signature: optional(
         object({
           publicKey: string({ minLength: 1, description: 'minisign public key (base64 key line) the binary is signed with' }),
-          url: optional(string({ pattern: /^https?:\/\//, patternHint: 'an http:// or https:// URL', description: 'default: the binary URL with .minisig appended' })),
+          url: optional(string({ check: networkUrlProblem, pattern: /^https?:\/\//, patternHint: 'an http:// or https:// URL', description: 'default: the binary URL with .minisig appended' })),
         }),
       ),
     }, {

@@ -68,10 +68,19 @@ function chooseOrFail(kubeadmVersion: string | undefined, k: KubernetesSpec): Ap
 
 async function readSecrets(ctx: StepContext, k: KubernetesSpec): Promise<KubeadmSecrets> {
   // Values read through valueFrom are checked here; literals were checked at validation time.
+  // Every one is read, and every problem reported together.
+  const issues: ConfigIssue[] = [];
   const read = async (source: NonNullable<KubernetesSpec['token']>, field: string, pattern: RegExp, what: string): Promise<string> => {
-    const value = (await ctx.secret(source, field)).trim();
-    if (!pattern.test(value)) throw new ConfigError([{ path: field, message: `the value read is not ${what}`, hint: 'check the file or variable it comes from' }]);
-    return value;
+    const value = await ctx.secret(source, field).then(
+      (v) => v.trim(),
+      (error: unknown) => {
+        if (!(error instanceof ConfigError)) throw error;
+        issues.push(...error.issues);
+        return undefined;
+      },
+    );
+    if (value !== undefined && !pattern.test(value)) issues.push({ path: field, message: `the value read is not ${what}`, hint: 'check the file or variable it comes from' });
+    return value ?? '';
   };
   const secrets: KubeadmSecrets = { caCertHashes: [] };
   if (k.token !== undefined) secrets.token = await read(k.token, 'spec.kubernetes.token', TOKEN_PATTERN, 'a bootstrap token ([a-z0-9]{6}.[a-z0-9]{16})');
@@ -79,6 +88,7 @@ async function readSecrets(ctx: StepContext, k: KubernetesSpec): Promise<Kubeadm
     secrets.caCertHashes.push(await read(source, `spec.kubernetes.caCertHashes[${i}]`, CA_HASH_PATTERN, 'a CA hash (sha256:<64 hex>)'));
   }
   if (k.certificateKey !== undefined) secrets.certificateKey = await read(k.certificateKey, 'spec.kubernetes.certificateKey', CERTIFICATE_KEY_PATTERN, 'a certificate key (64 hex digits)');
+  if (issues.length) throw new ConfigError(issues);
   return secrets;
 }
 
@@ -175,7 +185,9 @@ export function kubeadmStep(command: Command): Step {
       });
       const paths = kubeadmPaths(ctx.facts.os);
       const joined = ctx.previous?.data?.joined === true && ctx.host.fs.platform === ctx.facts.os && (await ctx.host.fs.exists(paths.kubeletConf));
-      const refusal = joined && !ctx.options.force ? undefined : leftoverRefusal(ctx, await kubeadmLeftover(ctx, command, paths));
+      // kubeadm that does not run here (a scratch --root) refuses nothing.
+      const runs = ctx.facts.liveRoot || kubeadmUnderRoot(ctx);
+      const refusal = !runs || (joined && !ctx.options.force) ? undefined : leftoverRefusal(ctx, await kubeadmLeftover(ctx, command, paths));
       if (refusal) issues.push({ path: `spec.kubernetes.bootstrap`, message: `kubeadm ${command}: ${refusal}`, hint: LEFTOVER_HINT, refused: true });
       if (issues.length) throw new ConfigError(issues);
     },

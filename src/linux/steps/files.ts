@@ -11,6 +11,7 @@ import { isLocalSource } from '../../config/schema/source.ts';
 import { checkLocalSource } from '../../bundle/local-source.ts';
 import { decodeContent } from '../file-content.ts';
 import { errorForField, formatMode, inspectFile, inspectTarget, writeFiles, type DesiredFile } from '../managed-file.ts';
+import { readPem } from '../../config/pem-file.ts';
 
 interface SourceFile {
   index: number;
@@ -98,8 +99,10 @@ async function downloadAll(ctx: StepContext, files: readonly SourceFile[]): Prom
   try {
     for (const file of files) {
       current = file;
-      const ca = file.spec.source.caFile ? await ctx.host.fs.readText(file.spec.source.caFile) : undefined;
-      if (file.spec.source.caFile && ca === undefined) throw new ConfigError([{ path: `spec.files[${file.index}].source.caFile`, message: `${file.spec.source.caFile} does not exist on the machine`, hint: 'put the CA bundle there before the run, or fix the path' }]);
+      // Checked in the preflight; an inline file of this run may have written it since.
+      const issues: ConfigIssue[] = [];
+      const ca = file.spec.source.caFile ? await readPem(ctx.host, file.spec.source.caFile, `spec.files[${file.index}].source.caFile`, 'certificate', issues) : undefined;
+      if (issues.length) throw new ConfigError(issues);
       const { pending: one } = await fetchVerifiedPending(ctx.host, {
         urls: [file.spec.source.url],
         ...(ca ? { ca } : {}),
@@ -137,6 +140,14 @@ export const filesStep: Step = {
   // found before any step of the run writes anything.
   async preflight(ctx) {
     const { inline, sources } = split(ctx);
+    // A download's CA bundle must be on the machine, unless an inline file writes it first.
+    const issues: ConfigIssue[] = [];
+    const writtenInline = new Set(inline.map((f) => f.path));
+    for (const s of sources) {
+      const caFile = s.spec.source.caFile;
+      if (caFile && !writtenInline.has(caFile)) await readPem(ctx.host, caFile, `spec.files[${s.index}].source.caFile`, 'certificate', issues);
+    }
+    if (issues.length) throw new ConfigError(issues);
     const targets = [...inline.map((f) => ({ path: f.path, field: f.field })), ...sources.map((s) => ({ path: s.spec.path, field: `spec.files[${s.index}].path` }))];
     for (const target of targets) {
       try {

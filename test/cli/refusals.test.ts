@@ -1,0 +1,163 @@
+// Every step that can refuse a run before its first change (its preflight; the checks that show a
+// "refuse" line belong to steps with one) is walked here through `init` and `plan`: the run is refused with its documented
+// exit code and message, and the root and the state directory (with an earlier run's state in it)
+// are byte for byte as they were. A Linux step of the registry with a preflight and no case here
+// fails the last test: a new refusal cannot be added without being walked.
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { dump } from 'js-yaml';
+import { describe, expect, it } from 'vitest';
+import { ALL_PHASES } from '../../src/phases/registry.ts';
+import { runCli } from '../support/cli.ts';
+import { scratchDir } from '../support/tmp.ts';
+import { snapshotTree } from '../support/tree.ts';
+import { TEST_PATH } from '../kubeadm/standin.ts';
+
+const TOKEN = 'abcdef.0123456789abcdef';
+const HASH = 'sha256:' + 'ab'.repeat(32);
+const worker = { controlPlaneEndpoint: '10.0.0.10:6443', token: TOKEN, caCertHashes: [HASH] };
+// Written by prepare before the step that refuses, if the refusal came too late.
+const early = { files: [{ path: '/etc/written-by-prepare.conf', content: 'x\n' }], sysctls: { 'net.ipv4.ip_forward': '1' } };
+
+interface Machine {
+  dir: string;
+  root: string;
+  state: string;
+}
+
+interface Refusal {
+  /** The registry's step id that refuses, or "endpoints" / "--offline" for the run's own checks. */
+  by: string;
+  what: string;
+  spec(m: Machine): Record<string, unknown>;
+  code: number;
+  message: RegExp;
+  flags?: string[];
+  env?: Record<string, string>;
+}
+
+const write = (m: Machine, path: string, content: string) => {
+  mkdirSync(join(m.root, path, '..'), { recursive: true });
+  writeFileSync(join(m.root, path), content);
+};
+
+const refusals: Refusal[] = [
+  {
+    by: 'prepare/files',
+    what: "a download's CA bundle that is not on the machine",
+    spec: () => ({ ...early, files: [...early.files, { path: '/opt/tool', source: { url: 'https://files.example/tool', sha256: 'a'.repeat(64), caFile: '/etc/ssl/files-ca.pem' } }] }),
+    code: 2,
+    message: /spec\.files\[1\]\.source\.caFile: \/etc\/ssl\/files-ca\.pem does not exist/,
+  },
+  {
+    by: 'prepare/files',
+    what: "a download's CA bundle that is not PEM",
+    spec: (m) => (write(m, '/etc/ssl/files-ca.pem', 'not a certificate\n'), { ...early, files: [...early.files, { path: '/opt/tool', source: { url: 'https://files.example/tool', sha256: 'a'.repeat(64), caFile: '/etc/ssl/files-ca.pem' } }] }),
+    code: 2,
+    message: /spec\.files\[1\]\.source\.caFile: \/etc\/ssl\/files-ca\.pem is not a PEM certificate/,
+  },
+  {
+    by: 'prepare/files',
+    what: 'a target whose directory is a symbolic link out of the root',
+    spec: (m) => (symlinkSync(m.dir, join(m.root, 'opt')), { ...early, files: [...early.files, { path: '/opt/x.conf', content: 'x' }] }),
+    code: 2,
+    message: /spec\.files\[1\]\.path: path "\/opt\/x\.conf" resolves through a symbolic link/,
+  },
+  {
+    by: 'prepare/files',
+    what: 'a local source whose sha256 is not the one given',
+    spec: (m) => (writeFileSync(join(m.dir, 'tool'), 'tool\n'), { ...early, files: [...early.files, { path: '/opt/tool', source: { url: `file://${join(m.dir, 'tool')}`, sha256: 'a'.repeat(64) } }] }),
+    code: 3,
+    message: /spec\.files\[1\]\.source\.sha256: .*SHA-256 is [0-9a-f]{64}, expected a{64}/,
+  },
+  {
+    by: 'provision/kubeadm/join',
+    what: 'secrets that cannot be read, all of them at once',
+    spec: (m) => (write(m, '/etc/machineadm/hash', 'not a hash\n'), { ...early, kubernetes: { ...worker, token: { valueFrom: { file: '/etc/machineadm/token' } }, caCertHashes: [{ valueFrom: { file: '/etc/machineadm/hash' } }] } }),
+    code: 2,
+    message: /invalid configuration \(2 problems\):\n.*spec\.kubernetes\.token: secret file \/etc\/machineadm\/token does not exist[\s\S]*spec\.kubernetes\.caCertHashes\[0\]: the value read is not a CA hash/,
+  },
+  {
+    by: 'provision/kubeadm/join',
+    what: "kubeadm's files of a join it has no record of",
+    spec: (m) => (write(m, '/etc/kubernetes/bootstrap-kubelet.conf', 'x\n'), { ...early, kubernetes: worker }),
+    env: { MACHINEADM_KUBEADM_ROOTFS: '1' },
+    code: 2,
+    message: /refused before any change \(1 problem\):\n {2}spec\.kubernetes\.bootstrap: kubeadm join: \/etc\/kubernetes\/bootstrap-kubelet\.conf exists/,
+  },
+  {
+    by: 'provision/kubeadm/init',
+    what: "kubeadm's manifests of a control plane it has no record of",
+    spec: (m) => (write(m, '/etc/kubernetes/manifests/kube-apiserver.yaml', 'x\n'), { ...early, kubernetes: { role: 'control-plane', bootstrap: 'init' } }),
+    env: { MACHINEADM_KUBEADM_ROOTFS: '1' },
+    code: 2,
+    message: /kubeadm init: \/etc\/kubernetes\/manifests\/kube-apiserver\.yaml exists but machineadm has no record/,
+  },
+  {
+    by: 'provision/domain/join',
+    what: 'a join password file that does not exist',
+    spec: () => ({ ...early, domainJoin: { domain: 'corp.example', credentials: { username: 'joiner', password: { valueFrom: { file: '/etc/machineadm/join-password' } } } } }),
+    code: 2,
+    message: /spec\.domainJoin\.credentials\.password: secret file \/etc\/machineadm\/join-password does not exist/,
+  },
+  {
+    by: 'provision/domain/join',
+    what: 'DNS servers, which the Linux join does not set',
+    spec: () => ({ ...early, domainJoin: { domain: 'corp.example', dnsServers: ['10.0.0.2'], credentials: { username: 'joiner', password: 'pw' } } }),
+    code: 2,
+    message: /spec\.domainJoin\.dnsServers/,
+  },
+  {
+    by: 'endpoints',
+    what: "an endpoint's bearer token file that is a directory",
+    spec: (m) => (mkdirSync(join(m.root, 'etc/machineadm/collector-token'), { recursive: true }), { ...early, report: { endpoints: [{ url: 'https://collector.example/events', bearerToken: { valueFrom: { file: '/etc/machineadm/collector-token' } } }] } }),
+    code: 2,
+    message: /spec\.report\.endpoints\[0\]\.bearerToken: secret file \/etc\/machineadm\/collector-token is not a regular file/,
+  },
+  {
+    by: '--offline',
+    what: 'a download in an offline run',
+    spec: () => ({ ...early, files: [...early.files, { path: '/opt/tool', source: { url: 'https://files.example/tool', sha256: 'a'.repeat(64) } }] }),
+    flags: ['--offline'],
+    code: 2,
+    message: /--offline: this run would use the network, so nothing was changed:\n {2}prepare\/files: download https:\/\/files\.example\/tool for spec\.files\[1\]/,
+  },
+];
+
+function machine(): Machine {
+  const dir = scratchDir('machineadm-refusal-');
+  const m = { dir, root: join(dir, 'root'), state: join(dir, 'state') };
+  mkdirSync(join(m.root, 'etc'), { recursive: true });
+  writeFileSync(join(m.root, 'etc/hostname'), 'node-1\n');
+  // An earlier run's records: a refused run must not add to them.
+  mkdirSync(m.state);
+  writeFileSync(join(m.state, 'state.json'), JSON.stringify({ version: 1, steps: {}, runs: [{ runId: 'earlier', command: 'init', startedAt: '2026-12-01T00:00:00.000Z', finishedAt: '2026-12-01T00:00:01.000Z', result: 'success' }] }) + '\n');
+  return m;
+}
+
+describe('a refusal before the first change', () => {
+  it.each(refusals.map((r) => [r.by, r.what, r] as const))('%s refuses %s: init and plan exit with its code, nothing changed', async (_by, _what, r) => {
+    const m = machine();
+    const config = join(m.dir, 'machine.yaml');
+    writeFileSync(config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: r.spec(m) }));
+    const before = { root: snapshotTree(m.root), state: snapshotTree(m.state) };
+    const env = { ...process.env, PATH: TEST_PATH, KUBEADM_STANDIN_VERSION: 'v1.31.2', ...r.env };
+    for (const command of ['init', 'plan']) {
+      const out = await runCli([command, '-c', config, '--root', m.root, '--state-dir', m.state, ...(r.flags ?? [])], { env });
+      expect(out.code, `${command}: ${out.stderr}`).toBe(r.code);
+      expect(out.stderr, command).toMatch(r.message);
+      expect(snapshotTree(m.root), command).toEqual(before.root);
+      expect(snapshotTree(m.state), command).toEqual(before.state);
+    }
+    expect(readFileSync(join(m.state, 'state.json'), 'utf8')).toContain('"earlier"');
+  });
+
+  it('is walked for every step of the registry that has a preflight, on Linux', () => {
+    // The steps whose checks show a "refuse" line (kubeadm, the domain join) have a preflight that
+    // refuses the same: a check's refusal cannot wait for the step. Windows-only steps refuse
+    // through the same pass on a Windows machine.
+    const refusing = ALL_PHASES.flatMap((phase) => phase.steps.filter((step) => step.preflight && (!step.platforms || step.platforms.includes('linux'))).map((step) => `${phase.name}/${step.id}`));
+    expect(refusing.length).toBeGreaterThan(0);
+    expect(refusing.filter((id) => !refusals.some((r) => r.by === id))).toEqual([]);
+  });
+});

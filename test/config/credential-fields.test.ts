@@ -1,0 +1,61 @@
+// Fields that carry credentials without being secret fields: endpoint headers such as
+// Authorization and X-API-Key, and mirror URLs with a user, password or token.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../support/cli.ts';
+import { scratchDir } from '../support/tmp.ts';
+import { renderContainerdFiles } from '../../src/containerd/files.ts';
+import { machineConfigSchema, type MachineConfig } from '../../src/config/schema/index.ts';
+import { parseWith } from '../../src/config/schema/dsl.ts';
+
+const HEADER = { apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig' };
+
+describe('endpoint headers', () => {
+  it.each(['json', 'text'])('that carry credentials are redacted by config view -o %s; the others are shown', async (format) => {
+    const dir = scratchDir();
+    const config = join(dir, 'c.json');
+    const headers = { Authorization: 'Bearer hdr-auth-5c1e9a', 'X-API-Key': 'hdr-key-77d20b', 'X-Auth-Token': 'hdr-tok-0e4f', 'X-Cluster': 'cluster-east-1' };
+    writeFileSync(config, JSON.stringify({ ...HEADER, spec: { report: { endpoints: [{ url: 'https://collector.example/events', headers }] } } }));
+    const out = await runCli(['config', 'view', '-c', config, '--root', dir, '-o', format]);
+    expect(out.code, out.stderr).toBe(0);
+    for (const secret of ['hdr-auth-5c1e9a', 'hdr-key-77d20b', 'hdr-tok-0e4f']) expect(out.stdout).not.toContain(secret);
+    expect(out.stdout).toContain('cluster-east-1');
+    if (format === 'json') expect(JSON.parse(out.stdout).spec.report.endpoints[0].headers).toEqual({ Authorization: '<redacted>', 'X-API-Key': '<redacted>', 'X-Auth-Token': '<redacted>', 'X-Cluster': 'cluster-east-1' });
+  });
+});
+
+describe("a mirror's hosts.toml", () => {
+  const render = (url: string) => {
+    const { value } = parseWith(machineConfigSchema, { ...HEADER, spec: { containerd: { registries: { 'docker.io': { mirrors: [{ url }] } } } } });
+    const config = value as MachineConfig;
+    return renderContainerdFiles(config.spec.containerd, { containerdVersion: '1.7.2', os: 'linux' }).hosts[0]!;
+  };
+
+  it.each([
+    ['a password', 'https://puller:mirror-pw@mirror.example:5000'],
+    ['a token in its query', 'https://mirror.example:5000/v2?token=mirror-tok'],
+  ])('is mode 0600 and hidden in plan diffs when the mirror URL holds %s', (_what, url) => {
+    expect(render(url)).toMatchObject({ mode: 0o600, sensitive: true });
+  });
+
+  it('is mode 0644 for a mirror URL without credentials', () => {
+    const file = render('https://mirror.example:5000');
+    expect(file.mode).toBe(0o644);
+    expect(file.sensitive).toBeUndefined();
+  });
+});
+
+describe('machineadm fetch with a URL it cannot use', () => {
+  it.each([
+    ['a port above 65535', 'https://puller:fetch-pw-1@127.0.0.1:99999/x?sig=fetch-sig-2'],
+    ['a space in the host', 'https://puller:fetch-pw-1@mirror example/x?sig=fetch-sig-2'],
+    ['another scheme', 'ftp://puller:fetch-pw-1@mirror.example/x?sig=fetch-sig-2'],
+  ])('with %s refuses it (exit 2) without quoting its password or query', async (_what, url) => {
+    const dir = scratchDir();
+    const out = await runCli(['fetch', url, '-d', join(dir, 'x'), '--sha256', 'a'.repeat(64)]);
+    expect(out.code).toBe(2);
+    expect(out.stderr).toMatch(/not a URL that can be parsed|only http:\/\/ and https:\/\/ downloads/);
+    expect(out.stdout + out.stderr).not.toMatch(/fetch-pw-1|fetch-sig-2/);
+  });
+});
