@@ -1,7 +1,6 @@
 // Whether a run's provision phase left the machine provisioned: the one rule behind the Cluster API
 // sentinel, whether `init` writes it at its end or `machineadm report` writes it later from the
 // state file's record of the last provisioning.
-import type { RunSoFar } from './step.ts';
 
 /** What the state file keeps of the last run that went through the provision phase. */
 export interface ProvisionRecord {
@@ -12,7 +11,10 @@ export interface ProvisionRecord {
   reason?: string;
 }
 
-type PhaseSoFar = RunSoFar['phases'][number];
+/** A provision phase as far as the rule needs it (what RunSoFar and PhaseOutcome both hold). */
+interface PhaseSoFar {
+  readonly steps: readonly { readonly id: string; readonly result: string; readonly upToDate?: boolean }[];
+}
 
 /**
  * Why the provision phase did not provision the machine, or undefined when it did: at least one

@@ -146,11 +146,25 @@ export const RUN_LOCK = '/run.lock';
  * preflight, which only reads, so that a refused run leaves no state directory behind.
  */
 async function holdRunLock(request: RunRequest): Promise<() => Promise<void>> {
-  const lock = await acquireRunLock(request.stateFs, RUN_LOCK, { command: request.command, startedAt: request.host.now().toISOString() });
+  const lock = await acquireRunLock(request.stateFs, RUN_LOCK, { command: request.command, startedAt: request.host.now().toISOString() }).catch((error: unknown) => {
+    throw stateDirError(request.stateFs, error);
+  });
   if (lock.held) return lock.release;
   const { holder } = lock;
   throw new RunLockedError(`another machineadm run (${holder.command}, pid ${holder.pid}, started ${holder.startedAt}) holds the state directory ${request.stateFs.mapPath('/')}: nothing was changed`, {
     hint: 'wait for it to end ("machineadm status" shows its progress), then run again; the lock of a run that was killed, or of an earlier boot, is taken over by itself',
+  });
+}
+
+/** A state directory machineadm cannot write (read-only, full, not permitted): what to do, not "a bug". */
+function stateDirError(stateFs: RootedFileSystem, error: unknown): MachineadmError {
+  if (error instanceof MachineadmError) return error;
+  const code = (error as NodeJS.ErrnoException).code ?? '';
+  const why = { EROFS: 'it is on a read-only file system', ENOSPC: 'its file system is full', EDQUOT: 'its file system quota is used up', EACCES: 'machineadm may not write there', EPERM: 'machineadm may not write there' }[code];
+  if (!why) return new MachineadmError(`cannot use the state directory ${stateFs.mapPath('/')}: ${(error as Error).message}`, ExitCode.usage, { cause: error, hint: 'give a writable state directory (--state-dir DIR)' });
+  return new MachineadmError(`cannot use the state directory ${stateFs.mapPath('/')}: ${why} (${code}); nothing was changed`, ExitCode.usage, {
+    cause: error,
+    hint: code === 'ENOSPC' || code === 'EDQUOT' ? 'free some space there, or give another state directory (--state-dir DIR)' : 'give a writable state directory (--state-dir DIR), or run as root',
   });
 }
 
@@ -184,10 +198,14 @@ async function runLocked(request: RunRequest, input: RunnerInput, secrets: Secre
   try {
     outcome = await runPhases(input);
   } catch (error) {
-    // The run could not record its end (a state file it cannot write): report what there is.
+    // The run could not record its end (a state file it cannot write): the run ends here all the
+    // same, so status.json and result.json say it finished, failed, and why.
+    const message = secrets.scrub(error instanceof Error ? error.message : String(error));
+    const hint = error instanceof MachineadmError && error.hint ? { hint: secrets.scrub(error.hint) } : {};
+    input.events.emit({ type: 'run.finished', command: request.command, result: 'failure', durationMs: 0, error: { message, code: ExitCode.stepFailed, ...hint } });
     detach();
     await reporting.finish();
-    throw error;
+    throw error instanceof MachineadmError ? error : new MachineadmError(message, ExitCode.stepFailed, { cause: error, ...hint });
   }
   detach();
   const interrupted = outcome.error instanceof InterruptedError;

@@ -100,8 +100,18 @@ export class StateStore {
    */
   async save(state: MachineState, options: { settle?: boolean } = {}): Promise<void> {
     const trimmed = { ...state, runs: state.runs.slice(-MAX_RUNS) };
-    await this.fs.writeFile(STATE_FILE, JSON.stringify(trimmed, null, 2) + '\n', { mode: 0o600, backup: false });
-    if (options.settle ?? true) await this.fs.syncDirectories();
+    try {
+      await this.fs.writeFile(STATE_FILE, JSON.stringify(trimmed, null, 2) + '\n', { mode: 0o600, backup: false });
+      if (options.settle ?? true) await this.fs.syncDirectories();
+    } catch (cause) {
+      // What the operator can do about it, not "a bug": the record of what ran is at stake.
+      const code = (cause as NodeJS.ErrnoException).code ?? '';
+      const why = ({ EROFS: 'it is on a read-only file system', ENOSPC: 'its file system is full', EDQUOT: 'its file system quota is used up', EACCES: 'machineadm may not write there', EPERM: 'machineadm may not write there' } as Record<string, string>)[code];
+      throw new MachineadmError(`cannot write the state file ${this.fs.mapPath(STATE_FILE)}: ${why ? `${why} (${code})` : (cause as Error).message}`, ExitCode.stepFailed, {
+        cause,
+        hint: 'free space in the state directory or make it writable, then run again: steps already done are found done',
+      });
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 // docs/contract.md must say what the code does: its command reference (section 1) is the CLI's own
 // help, its exit codes (section 2) are src/errors.ts's ExitCode, and its files (section 5) are the
 // paths the code writes. UPDATE_GOLDEN=1 rewrites the command reference; a reviewer reads the diff.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BEGIN, END, commandPaths, exitCodes, renderCommandReference } from '../support/contract-reference.ts';
@@ -89,5 +89,25 @@ describe('the files in docs/contract.md section 5', () => {
 
   it.each(listed.map((p) => [p]))('list %s only because the code has it', (path) => {
     expect(written.some((p) => path === p || path.startsWith(`${p}/`))).toBe(true);
+  });
+});
+
+describe('the numbered promises in docs/contract.md', () => {
+  // Each item of a numbered list, up to the next item or a blank line.
+  const items = [...readFileSync(CONTRACT, 'utf8').matchAll(/^\d+\. [\s\S]*?(?=\n\d+\. |\n\n|\n#)/gm)].map((m) => m[0]);
+  const reference = /\(checked by (test\/[\w./-]+\.test\.ts): "([^"]+)"\)/g;
+
+  it('are there to check', () => {
+    expect(items.length).toBeGreaterThanOrEqual(20);
+  });
+
+  it.each(items.map((item) => [item.split('\n')[0]!.slice(0, 70), item]))('%s... names the test that would catch its breach, and that test exists', (_first, item) => {
+    const refs = [...item.matchAll(reference)];
+    expect(refs.length, `no "(checked by test/...: "title")" in:\n${item}`).toBeGreaterThan(0);
+    for (const [, file, title] of refs) {
+      const path = join(import.meta.dirname, '..', '..', file!);
+      expect(existsSync(path), file).toBe(true);
+      expect(readFileSync(path, 'utf8'), `${file} has no test titled "${title}"`).toContain(title!);
+    }
   });
 });

@@ -46,7 +46,11 @@ describe('machineadm (packaged) with examples/fleet-<cloud>.yaml', () => {
 
   it.each(['aws', 'azure', 'gce'] as const)('%s: plan shows the node name, provider ID and topology labels from the metadata service, with their sources', async (cloud) => {
     const env = await emulator(cloud, FLEET_MACHINES[cloud]);
-    const text = await run(binary, ['plan', '-c', example(cloud), '--root', scratchDir()], env);
+    // The machine has the token file the example reads: the plan reads it as the run would.
+    const root = scratchDir();
+    mkdirSync(join(root, 'etc/machineadm'), { recursive: true });
+    writeFileSync(join(root, 'etc/machineadm/token'), 'abcdef.0123456789abcdef\n');
+    const text = await run(binary, ['plan', '-c', example(cloud), '--root', root], env);
     expect(text.stderr).toBe('');
     expect(text.code).toBe(0);
     for (const [field, [value, source]] of Object.entries(FLEET_EXPECTED[cloud])) {
@@ -56,7 +60,7 @@ describe('machineadm (packaged) with examples/fleet-<cloud>.yaml', () => {
     // The provider ID and the name are in what kubeadm gets, not only in the listing.
     expect(text.stdout).toContain(`        providerID: ${FLEET_EXPECTED[cloud]['spec.kubernetes.node.providerID']![0]}\n`);
     expect(text.stdout).toContain(`  name: ${FLEET_EXPECTED[cloud]['spec.kubernetes.node.name']![0]}\n`);
-    const json = await run(binary, ['plan', '-c', example(cloud), '--root', scratchDir(), '-o', 'json'], env);
+    const json = await run(binary, ['plan', '-c', example(cloud), '--root', root, '-o', 'json'], env);
     const values = (JSON.parse(json.stdout) as { machineValues: Array<{ field: string; value: string; source: string }> }).machineValues;
     expect(Object.fromEntries(values.map((v) => [v.field, [v.value, v.source]]))).toEqual(FLEET_EXPECTED[cloud]);
   });

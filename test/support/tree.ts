@@ -17,7 +17,8 @@ export function snapshotTree(root: string): TreeSnapshot {
     else if (st.isDirectory()) {
       out[name] = `dir ${meta}`;
       for (const entry of readdirSync(path).sort()) visit(join(path, entry));
-    } else out[name] = `file ${meta} sha256 ${createHash('sha256').update(readFileSync(path)).digest('hex')}`;
+    } else if (!st.isFile()) out[name] = `other ${meta}`; // a FIFO or a device: reading it would wait or never end
+    else out[name] = `file ${meta} sha256 ${createHash('sha256').update(readFileSync(path)).digest('hex')}`;
   };
   visit(root);
   return out;
