@@ -15,7 +15,7 @@ import { ConfigError, ExitCode, InterruptedError, MachineadmError, RebootRequire
 import { ALL_PHASES, phasesNamed } from './registry.ts';
 import { computePlan, preflightRun, removeLeftovers, runPhases, type Plan, type RunnerInput, type RunOutcome } from './runner.ts';
 import { selectSteps, type Selection } from './select.ts';
-import { StateStore, rebootedSince } from './state.ts';
+import { StateStore, rebootedSince, whyNotWritable } from './state.ts';
 import type { Phase, PhaseName } from './step.ts';
 
 export type RunCommand = 'init' | 'prepare' | 'provision' | 'report';
@@ -160,9 +160,7 @@ async function holdRunLock(request: RunRequest): Promise<() => Promise<void>> {
 function stateDirError(stateFs: RootedFileSystem, error: unknown): MachineadmError {
   if (error instanceof MachineadmError) return error;
   const code = (error as NodeJS.ErrnoException).code ?? '';
-  const why = { EROFS: 'it is on a read-only file system', ENOSPC: 'its file system is full', EDQUOT: 'its file system quota is used up', EACCES: 'machineadm may not write there', EPERM: 'machineadm may not write there' }[code];
-  if (!why) return new MachineadmError(`cannot use the state directory ${stateFs.mapPath('/')}: ${(error as Error).message}`, ExitCode.usage, { cause: error, hint: 'give a writable state directory (--state-dir DIR)' });
-  return new MachineadmError(`cannot use the state directory ${stateFs.mapPath('/')}: ${why} (${code}); nothing was changed`, ExitCode.usage, {
+  return new MachineadmError(`cannot use the state directory ${stateFs.mapPath('/')}: ${whyNotWritable(error)}; nothing was changed`, ExitCode.usage, {
     cause: error,
     hint: code === 'ENOSPC' || code === 'EDQUOT' ? 'free some space there, or give another state directory (--state-dir DIR)' : 'give a writable state directory (--state-dir DIR), or run as root',
   });

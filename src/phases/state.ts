@@ -61,6 +61,13 @@ export interface MachineState {
 
 const MAX_RUNS = 50;
 
+/** Why a write into the state directory failed, in the operator's words ("its file system is full (ENOSPC)"). */
+export function whyNotWritable(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code ?? '';
+  const why = ({ EROFS: 'it is on a read-only file system', ENOSPC: 'its file system is full', EDQUOT: 'its file system quota is used up', EACCES: 'machineadm may not write there', EPERM: 'machineadm may not write there' } as Record<string, string>)[code];
+  return why ? `${why} (${code})` : (error as Error).message;
+}
+
 export function emptyState(): MachineState {
   return { version: STATE_VERSION, steps: {}, runs: [] };
 }
@@ -105,9 +112,7 @@ export class StateStore {
       if (options.settle ?? true) await this.fs.syncDirectories();
     } catch (cause) {
       // What the operator can do about it, not "a bug": the record of what ran is at stake.
-      const code = (cause as NodeJS.ErrnoException).code ?? '';
-      const why = ({ EROFS: 'it is on a read-only file system', ENOSPC: 'its file system is full', EDQUOT: 'its file system quota is used up', EACCES: 'machineadm may not write there', EPERM: 'machineadm may not write there' } as Record<string, string>)[code];
-      throw new MachineadmError(`cannot write the state file ${this.fs.mapPath(STATE_FILE)}: ${why ? `${why} (${code})` : (cause as Error).message}`, ExitCode.stepFailed, {
+      throw new MachineadmError(`cannot write the state file ${this.fs.mapPath(STATE_FILE)}: ${whyNotWritable(cause)}`, ExitCode.stepFailed, {
         cause,
         hint: 'free space in the state directory or make it writable, then run again: steps already done are found done',
       });
