@@ -40,6 +40,8 @@ export interface DownloadOptions {
   idleTimeoutMs?: number;
   /** Attempts per URL in a row that deliver no new byte, before moving to the next URL. */
   attemptsWithoutProgress?: number;
+  /** Ends the transfer at once when aborted (the run was interrupted); set from the Host. */
+  signal?: AbortSignal;
 }
 
 export interface DownloadResult<O extends ByteObserver = ByteObserver> {
@@ -135,6 +137,7 @@ async function get(url: URL, headers: Record<string, string>, options: DownloadO
     // An idle connection counts as broken; a slow but moving one does not.
     timeout: { connect: idleMs, socket: idleMs },
     https: tlsOptions(options.ca),
+    ...(options.signal ? { signal: options.signal } : {}),
   });
   try {
     const response = await new Promise<IncomingMessage>((resolve, reject) => {
@@ -144,9 +147,15 @@ async function get(url: URL, headers: Record<string, string>, options: DownloadO
     return { response, body, url };
   } catch (error) {
     body.destroy();
+    throwIfInterrupted(options);
     const d = describeNetworkError(error);
     throw new Broken(d.message, d.retry, { cause: error, certificate: d.certificate });
   }
+}
+
+/** An interrupted run ends the transfer with the interruption, not with a retry. */
+function throwIfInterrupted(options: DownloadOptions): void {
+  if (options.signal?.aborted) throw options.signal.reason;
 }
 
 // Follows redirects on the same host only: the operator lists every place a file may come from,
@@ -280,6 +289,7 @@ async function transfer(url: URL, copy: Copy, options: DownloadOptions): Promise
     }
   } catch (error) {
     body.destroy();
+    throwIfInterrupted(options);
     if (error instanceof Broken || error instanceof MachineadmError) throw error;
     const d = describeNetworkError(error);
     const what = expectedEnd !== undefined ? `the server announced ${expectedEnd} bytes but the connection ended after ${copy.received}` : `connection broken after ${copy.received} bytes`;
@@ -300,8 +310,9 @@ async function transfer(url: URL, copy: Copy, options: DownloadOptions): Promise
  * Downloads the first URL that works into a pending file at `destination` (on `fs`). Resolves with
  * the pending file still uncommitted: the caller checks the hash/signature, then commits or aborts.
  */
-export async function download(host: Host, options: DownloadOptions): Promise<DownloadResult> {
-  assertOnline(host, options.urls);
+export async function download(host: Host, given: DownloadOptions): Promise<DownloadResult> {
+  assertOnline(host, given.urls);
+  const options: DownloadOptions = host.signal ? { ...given, signal: host.signal } : given;
   const failures: string[] = [];
   let certificate = false;
   let copy: Copy | undefined;

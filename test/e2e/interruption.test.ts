@@ -2,6 +2,8 @@
 // stdout, --offline and a late-checked secret do to a run: each must end with the machine and the
 // records in a state an operator can trust.
 import { spawn, spawnSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
@@ -139,6 +141,38 @@ describe('a second run while one holds the state directory', () => {
     expect(await exited).toBe(143);
     // The lock went with the run that held it.
     expect(existsSync(join(m.root, 'var/lib/machineadm/run.lock'))).toBe(false);
+  });
+});
+
+describe('a signal while a download is in flight', () => {
+  it('ends the run at once (exit 143), leaves no partial file at the target or beside it, and records the run as interrupted', async () => {
+    // A server that sends the first bytes of a 64 MiB file and then nothing more.
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-length': String(64 << 20) });
+      res.write(Buffer.alloc(64 * 1024, 0x61));
+    });
+    await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/big.bin`;
+      const m = machine({ files: [{ path: '/opt/big.bin', source: { url, sha256: 'a'.repeat(64) } }] });
+      const child = spawn(machineRun.binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), stdio: ['ignore', 'pipe', 'pipe'] });
+      let output = '';
+      child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (status) => resolve(status)));
+      // The download has started: its temporary file is beside the target.
+      for (let i = 0; i < 300 && !(existsSync(join(m.root, 'opt')) && readdirSync(join(m.root, 'opt')).length > 0); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(readdirSync(join(m.root, 'opt')).length, output).toBeGreaterThan(0);
+      const sent = Date.now();
+      child.kill('SIGTERM');
+      expect(await exited, output).toBe(143);
+      expect(Date.now() - sent).toBeLessThan(3_000);
+      expect(files(join(m.root, 'opt'))).toEqual([]);
+      expect(json(join(m.root, 'var/lib/machineadm/state.json')).runs.at(-1)).toMatchObject({ result: 'interrupted' });
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
   });
 });
 
