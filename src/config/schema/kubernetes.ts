@@ -259,6 +259,7 @@ export const kubernetesSection = object(
     node: optional(
       object({
         name: optional(machineString(string({ minLength: 1, check: dns1123SubdomainProblem }))),
+        ip: optional(array(string({ check: (v) => (ipFamily(v) === 0 || v.includes('%') ? `"${v}" is not an IP address|an address of this machine, e.g. 10.0.0.21 or fd00::21` : undefined) }), { minItems: 1, maxItems: 2, description: 'the node IP the kubelet reports (kubelet --node-ip): one address, or one IPv4 and one IPv6 for dual stack' })),
         providerID: optional(string({ minLength: 1, check: providerIdProblem, description: 'auto (this cloud\'s format, from instance metadata) or the provider ID itself' })),
         labels: optional(record(machineString(scalarString({ check: labelValueProblem })), { key: labelKey })),
         taints: optional(array(taint)),
@@ -293,7 +294,9 @@ export const kubernetesSection = object(
         if (seenTaints.has(id)) report(['node', 'taints', i], `duplicate taint ${id} (Kubernetes allows one taint per key and effect)`, 'keep one of them');
         seenTaints.add(id);
       });
-      const instead = { 'node-labels': 'use node.labels', 'register-with-taints': 'use node.taints', 'hostname-override': 'use node.name', 'provider-id': 'use node.providerID' } as const;
+      const nodeIps = k.node?.ip ?? [];
+      if (nodeIps.length === 2 && ipFamily(nodeIps[0]!) === ipFamily(nodeIps[1]!)) report(['node', 'ip'], 'two addresses must be one IPv4 and one IPv6 (dual stack)', 'give one address, or one of each family');
+      const instead = { 'node-ip': 'use node.ip', 'node-labels': 'use node.labels', 'register-with-taints': 'use node.taints', 'hostname-override': 'use node.name', 'provider-id': 'use node.providerID' } as const;
       for (const flag of Object.keys(instead) as (keyof typeof instead)[]) {
         if (k.node?.kubeletExtraArgs?.[flag] !== undefined) report(['node', 'kubeletExtraArgs', flag], 'is set by machineadm', instead[flag]);
       }
