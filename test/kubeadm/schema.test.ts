@@ -27,6 +27,7 @@ describe('spec.kubernetes validation', () => {
     ['a node name, labels and a provider ID from the machine', { ...worker, node: { name: { fromMachine: 'localHostname' }, providerID: 'auto', labels: { 'topology.kubernetes.io/zone': { fromMachine: 'zone' }, 'example.com/ip': { fromMachine: 'privateIP' } } } }],
     ['one node IP, IPv6', { ...worker, node: { ip: ['fd00::21'] } }],
     ['a dual-stack pair of node IPs', { ...worker, node: { ip: ['10.0.0.21', 'fd00::21'] } }],
+    ['skipped phases and preflight checks as warnings', { ...worker, skipPhases: ['preflight', 'control-plane-join/etcd'], ignorePreflightChecks: ['NumCPU', 'FileAvailable--etc-kubernetes-kubelet.conf'] }],
     ['a provider ID written out', { ...worker, node: { providerID: 'azure:///subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm-1' } }],
   ])('accepts %s', (_, value) => {
     expect(issues(value)).toEqual([]);
@@ -50,6 +51,8 @@ describe('spec.kubernetes validation', () => {
     ['two node IPs of one family', { ...worker, node: { ip: ['10.0.0.21', '10.0.0.22'] } }, 'node.ip: two addresses must be one IPv4 and one IPv6 (dual stack)'],
     ['three node IPs', { ...worker, node: { ip: ['10.0.0.21', 'fd00::21', '10.0.0.22'] } }, 'node.ip: takes at most 2 items'],
     ['a node IP given as a kubelet flag', { ...worker, node: { kubeletExtraArgs: { 'node-ip': '10.0.0.21' } } }, 'node.kubeletExtraArgs["node-ip"]: is set by machineadm (use node.ip)'],
+    ['all together with single preflight checks', { ...worker, ignorePreflightChecks: ['all', 'NumCPU'] }, 'ignorePreflightChecks: all already ignores every check'],
+    ['a phase name with a flag in it', { ...worker, skipPhases: ['--skip-phases=preflight'] }, 'skipPhases[0]:'],
     ['a join without token', { controlPlaneEndpoint: '10.0.0.10:6443', caCertHashes: [HASH] }, 'token: is required to join'],
     ['a join without CA hashes', { controlPlaneEndpoint: '10.0.0.10:6443', token: TOKEN }, 'caCertHashes: is required to join'],
     ['a certificate key on a worker', { ...worker, certificateKey: KEY }, 'certificateKey: only a control-plane machine uses a certificate key'],

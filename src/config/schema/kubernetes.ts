@@ -266,6 +266,8 @@ export const kubernetesSection = object(
         kubeletExtraArgs: optional(record(scalarString({ check: kubeletArgumentProblem }), { key: flagName })),
       }),
     ),
+    ignorePreflightChecks: optional(array(string({ pattern: /^(all|[A-Za-z][A-Za-z0-9._-]*)$/, patternHint: 'a kubeadm preflight check name as its error prints it, e.g. NumCPU or FileAvailable--etc-kubernetes-kubelet.conf, or all' }), { minItems: 1, description: 'kubeadm preflight checks whose failure is only a warning (kubeadm --ignore-preflight-errors)' })),
+    skipPhases: optional(array(string({ pattern: /^[a-z][a-z0-9-]*(\/[a-z][a-z0-9-]*)?$/, patternHint: 'a kubeadm phase name, e.g. addon/kube-proxy' }), { minItems: 1, description: 'kubeadm init or join phases not to run, e.g. addon/kube-proxy' })),
     kubelet: optional(kubeletSection),
     staticPods: optional(array(staticPod)),
     retries: withDefault(integer({ min: 0, max: 20, description: 'extra attempts after a join fails for a transient reason' }), 3),
@@ -294,6 +296,7 @@ export const kubernetesSection = object(
         if (seenTaints.has(id)) report(['node', 'taints', i], `duplicate taint ${id} (Kubernetes allows one taint per key and effect)`, 'keep one of them');
         seenTaints.add(id);
       });
+      if (k.ignorePreflightChecks !== undefined && k.ignorePreflightChecks.length > 1 && k.ignorePreflightChecks.some((c) => c.toLowerCase() === 'all')) report('ignorePreflightChecks', 'all already ignores every check (kubeadm refuses all together with single checks)', 'keep all alone, or list single checks');
       const nodeIps = k.node?.ip ?? [];
       if (nodeIps.length === 2 && ipFamily(nodeIps[0]!) === ipFamily(nodeIps[1]!)) report(['node', 'ip'], 'two addresses must be one IPv4 and one IPv6 (dual stack)', 'give one address, or one of each family');
       const instead = { 'node-ip': 'use node.ip', 'node-labels': 'use node.labels', 'register-with-taints': 'use node.taints', 'hostname-override': 'use node.name', 'provider-id': 'use node.providerID' } as const;
