@@ -115,10 +115,12 @@ function nodeRegistration(input: RenderInput, kubeletFlagArgs: Record<string, st
   const extra: Record<string, string> = { ...kubeletFlagArgs, ...(node.kubeletExtraArgs ?? {}) };
   const labels = Object.entries(node.labels ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   if (labels.length > 0) extra['node-labels'] = labels.map(([k, v]) => `${k}=${literalOf(v, `spec.kubernetes.node.labels["${k}"]`)}`).join(',');
+  if (node.ip !== undefined) extra['node-ip'] = node.ip.join(',');
   // init uploads its KubeletConfiguration as every node's kubelet-config, so the one setting that
   // belongs to this machine alone travels as a flag in this machine's kubeadm-flags.env.
   if (input.kubernetes.bootstrap === 'init' && node.providerID !== undefined) extra['provider-id'] = resolvedProviderId(node.providerID);
   if (Object.keys(extra).length > 0) out.kubeletExtraArgs = args(input.api, extra);
+  if (input.kubernetes.ignorePreflightChecks !== undefined) out.ignorePreflightErrors = [...input.kubernetes.ignorePreflightChecks];
   return out;
 }
 
@@ -138,6 +140,7 @@ function joinConfiguration(input: RenderInput, apiVersion: string, kubeletFlagAr
     nodeRegistration: nodeRegistration(input, kubeletFlagArgs),
   };
   if (k.role === 'control-plane') doc.controlPlane = { certificateKey: secrets.certificateKey };
+  if (k.skipPhases !== undefined) doc.skipPhases = [...k.skipPhases];
   return doc;
 }
 
@@ -148,6 +151,7 @@ function initConfiguration(input: RenderInput, apiVersion: string): Json {
   if (secrets.token !== undefined) doc.bootstrapTokens = [{ token: secrets.token, description: 'bootstrap token from machineadm', ttl: '24h0m0s' }];
   if (secrets.certificateKey !== undefined) doc.certificateKey = secrets.certificateKey;
   doc.nodeRegistration = nodeRegistration(input);
+  if (input.kubernetes.skipPhases !== undefined) doc.skipPhases = [...input.kubernetes.skipPhases];
   return doc;
 }
 

@@ -25,6 +25,9 @@ describe('spec.kubernetes validation', () => {
     ['a CA hash and a certificate key in upper-case hex, which kubeadm decodes too', { ...worker, role: 'control-plane', caCertHashes: ['sha256:' + '0F'.repeat(32)], certificateKey: 'AB'.repeat(32) }],
     ['labels the kubelet may set and taints with and without values', { ...worker, node: { name: 'worker-1.example', labels: { 'node.kubernetes.io/pool': 'a', 'example.com/team': '', 'topology.kubernetes.io/zone': 'z1' }, taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }, { key: 'example.com/x', effect: 'NoExecute' }] } }],
     ['a node name, labels and a provider ID from the machine', { ...worker, node: { name: { fromMachine: 'localHostname' }, providerID: 'auto', labels: { 'topology.kubernetes.io/zone': { fromMachine: 'zone' }, 'example.com/ip': { fromMachine: 'privateIP' } } } }],
+    ['one node IP, IPv6', { ...worker, node: { ip: ['fd00::21'] } }],
+    ['a dual-stack pair of node IPs', { ...worker, node: { ip: ['10.0.0.21', 'fd00::21'] } }],
+    ['skipped phases and preflight checks as warnings', { ...worker, skipPhases: ['preflight', 'control-plane-join/etcd'], ignorePreflightChecks: ['NumCPU', 'FileAvailable--etc-kubernetes-kubelet.conf'] }],
     ['a provider ID written out', { ...worker, node: { providerID: 'azure:///subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm-1' } }],
   ])('accepts %s', (_, value) => {
     expect(issues(value)).toEqual([]);
@@ -44,6 +47,12 @@ describe('spec.kubernetes validation', () => {
     ['a reference with more than the name', { ...worker, node: { labels: { 'example.com/z': { fromMachine: 'zone', default: 'a' } } } }, 'node.labels["example.com/z"]: takes a literal or { fromMachine: NAME }'],
     ['a provider ID that is no provider ID', { ...worker, node: { providerID: 'i-0123456789abcdef0' } }, 'node.providerID: is not a provider ID such as aws:///us-east-1a/i-0123456789abcdef0'],
     ['a provider ID given as a kubelet flag', { ...worker, node: { kubeletExtraArgs: { 'provider-id': 'aws:///z/i' } } }, 'node.kubeletExtraArgs["provider-id"]: is set by machineadm (use node.providerID)'],
+    ['a node IP that is no address', { ...worker, node: { ip: ['node-1.example'] } }, 'node.ip[0]: "node-1.example" is not an IP address'],
+    ['two node IPs of one family', { ...worker, node: { ip: ['10.0.0.21', '10.0.0.22'] } }, 'node.ip: two addresses must be one IPv4 and one IPv6 (dual stack)'],
+    ['three node IPs', { ...worker, node: { ip: ['10.0.0.21', 'fd00::21', '10.0.0.22'] } }, 'node.ip: takes at most 2 items'],
+    ['a node IP given as a kubelet flag', { ...worker, node: { kubeletExtraArgs: { 'node-ip': '10.0.0.21' } } }, 'node.kubeletExtraArgs["node-ip"]: is set by machineadm (use node.ip)'],
+    ['all together with single preflight checks', { ...worker, ignorePreflightChecks: ['all', 'NumCPU'] }, 'ignorePreflightChecks: all already ignores every check'],
+    ['a phase name with a flag in it', { ...worker, skipPhases: ['--skip-phases=preflight'] }, 'skipPhases[0]:'],
     ['a join without token', { controlPlaneEndpoint: '10.0.0.10:6443', caCertHashes: [HASH] }, 'token: is required to join'],
     ['a join without CA hashes', { controlPlaneEndpoint: '10.0.0.10:6443', token: TOKEN }, 'caCertHashes: is required to join'],
     ['a certificate key on a worker', { ...worker, certificateKey: KEY }, 'certificateKey: only a control-plane machine uses a certificate key'],

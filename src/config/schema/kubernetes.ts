@@ -259,12 +259,15 @@ export const kubernetesSection = object(
     node: optional(
       object({
         name: optional(machineString(string({ minLength: 1, check: dns1123SubdomainProblem }))),
+        ip: optional(array(string({ check: (v) => (ipFamily(v) === 0 || v.includes('%') ? `"${v}" is not an IP address|an address of this machine, e.g. 10.0.0.21 or fd00::21` : undefined) }), { minItems: 1, maxItems: 2, description: 'the node IP the kubelet reports (kubelet --node-ip): one address, or one IPv4 and one IPv6 for dual stack' })),
         providerID: optional(string({ minLength: 1, check: providerIdProblem, description: 'auto (this cloud\'s format, from instance metadata) or the provider ID itself' })),
         labels: optional(record(machineString(scalarString({ check: labelValueProblem })), { key: labelKey })),
         taints: optional(array(taint)),
         kubeletExtraArgs: optional(record(scalarString({ check: kubeletArgumentProblem }), { key: flagName })),
       }),
     ),
+    ignorePreflightChecks: optional(array(string({ pattern: /^(all|[A-Za-z][A-Za-z0-9._-]*)$/, patternHint: 'a kubeadm preflight check name as its error prints it, e.g. NumCPU or FileAvailable--etc-kubernetes-kubelet.conf, or all' }), { minItems: 1, description: 'kubeadm preflight checks whose failure is only a warning (kubeadm --ignore-preflight-errors)' })),
+    skipPhases: optional(array(string({ pattern: /^[a-z][a-z0-9-]*(\/[a-z][a-z0-9-]*)?$/, patternHint: 'a kubeadm phase name, e.g. addon/kube-proxy' }), { minItems: 1, description: 'kubeadm init or join phases not to run, e.g. addon/kube-proxy' })),
     kubelet: optional(kubeletSection),
     staticPods: optional(array(staticPod)),
     retries: withDefault(integer({ min: 0, max: 20, description: 'extra attempts after a join fails for a transient reason' }), 3),
@@ -293,7 +296,10 @@ export const kubernetesSection = object(
         if (seenTaints.has(id)) report(['node', 'taints', i], `duplicate taint ${id} (Kubernetes allows one taint per key and effect)`, 'keep one of them');
         seenTaints.add(id);
       });
-      const instead = { 'node-labels': 'use node.labels', 'register-with-taints': 'use node.taints', 'hostname-override': 'use node.name', 'provider-id': 'use node.providerID' } as const;
+      if (k.ignorePreflightChecks !== undefined && k.ignorePreflightChecks.length > 1 && k.ignorePreflightChecks.some((c) => c.toLowerCase() === 'all')) report('ignorePreflightChecks', 'all already ignores every check (kubeadm refuses all together with single checks)', 'keep all alone, or list single checks');
+      const nodeIps = k.node?.ip ?? [];
+      if (nodeIps.length === 2 && ipFamily(nodeIps[0]!) === ipFamily(nodeIps[1]!)) report(['node', 'ip'], 'two addresses must be one IPv4 and one IPv6 (dual stack)', 'give one address, or one of each family');
+      const instead = { 'node-ip': 'use node.ip', 'node-labels': 'use node.labels', 'register-with-taints': 'use node.taints', 'hostname-override': 'use node.name', 'provider-id': 'use node.providerID' } as const;
       for (const flag of Object.keys(instead) as (keyof typeof instead)[]) {
         if (k.node?.kubeletExtraArgs?.[flag] !== undefined) report(['node', 'kubeletExtraArgs', flag], 'is set by machineadm', instead[flag]);
       }
