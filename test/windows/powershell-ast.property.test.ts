@@ -23,10 +23,10 @@ const skip = 'skip' in tools ? tools.skip : undefined;
 type Answer = {
   errors: string[];
   statements: number;
-  assignments: { name: string; strings: { kind: string; codes: number[] | null }[]; nodes: number }[];
+  assignments: { name: string; shape: string; strings: { kind: string; utf16: string }[] }[];
 };
 
-/** The checker process: one JSON line of scripts in, one JSON line of answers out. */
+/** The checker process: one line of scripts in (base64 of UTF-16LE, comma-separated), one JSON line of answers out. */
 class PowerShellParser {
   private readonly child: ChildProcessWithoutNullStreams;
   private readonly waiting: ((line: string) => void)[] = [];
@@ -46,7 +46,7 @@ class PowerShellParser {
     // UTF-16LE keeps every code unit, lone surrogates included (JSON and UTF-8 would not).
     const line = await new Promise<string>((done) => {
       this.waiting.push(done);
-      this.child.stdin.write(`${JSON.stringify(texts.map((t) => Buffer.from(t, 'utf16le').toString('base64')))}\n`);
+      this.child.stdin.write(`${texts.map((t) => Buffer.from(t, 'utf16le').toString('base64')).join(',')}\n`);
     });
     if (line === '') throw new Error(`the PowerShell checker exited: ${this.stderr}`);
     const answers = JSON.parse(line) as Answer[];
@@ -61,7 +61,8 @@ class PowerShellParser {
   }
 }
 
-const codeUnits = (s: string): number[] => Array.from({ length: s.length }, (_, i) => s.charCodeAt(i));
+// Node's utf16le decoder keeps every code unit, lone surrogates included.
+const fromUtf16 = (base64: string): string => Buffer.from(base64, 'base64').toString('utf16le');
 
 /** Every action that takes user values, each string (and list element) set to `v`. */
 function everyAction(v: string): WindowsScript[] {
@@ -106,20 +107,18 @@ function judge(script: WindowsScript, answer: Answer, plain: Answer): string[] {
   if (answer.statements !== plain.statements) problems.push(`${answer.statements} statements instead of ${plain.statements}`);
   for (const [name, value] of Object.entries(script.values)) {
     if (typeof value !== 'string' && !Array.isArray(value)) continue;
-    const expected = (typeof value === 'string' ? [value] : value).map(codeUnits);
+    const expected = typeof value === 'string' ? [value] : value;
     const bound = answer.assignments.filter((a) => a.name === name);
     const reference = plain.assignments.find((a) => a.name === name);
     if (bound.length !== 1) {
       problems.push(`$${name} is assigned ${bound.length} times`);
       continue;
     }
-    const { strings, nodes } = bound[0]!;
-    if (nodes !== reference?.nodes) problems.push(`$${name}: ${nodes} syntax nodes instead of ${reference?.nodes}`);
+    const { strings, shape } = bound[0]!;
+    if (shape !== reference?.shape) problems.push(`$${name} is a ${shape} instead of a ${reference?.shape}`);
     if (strings.some((s) => s.kind !== 'SingleQuoted')) problems.push(`$${name}: a ${strings.map((s) => s.kind).join(', ')} string`);
-    const got = strings.map((s) => s.codes ?? []);
-    if (JSON.stringify(got) !== JSON.stringify(expected)) {
-      problems.push(`$${name} is ${JSON.stringify(got.map((c) => String.fromCharCode(...c)))} instead of ${JSON.stringify(typeof value === 'string' ? [value] : value)}`);
-    }
+    const got = strings.map((s) => fromUtf16(s.utf16));
+    if (got.length !== expected.length || got.some((g, i) => g !== expected[i])) problems.push(`$${name} is ${JSON.stringify(got)} instead of ${JSON.stringify(expected)}`);
   }
   return problems.map((p) => `${script.action}: ${p}`);
 }
@@ -136,8 +135,9 @@ const hostile = fc
   .map((parts) => parts.join(''));
 
 /** A quoter that doubles only the ASCII quote: what the checks must catch. */
+const naiveString = (v: string): string => `'${v.replace(/'/g, "''")}'`;
 const naiveLiteral = (value: PsValue): string =>
-  typeof value === 'string' ? `'${value.replace(/'/g, "''")}'` : `@(${value.map((v) => `'${v.replace(/'/g, "''")}'`).join(', ')})`;
+  typeof value === 'string' ? naiveString(value) : typeof value === 'object' ? `@(${value.map(naiveString).join(', ')})` : psValue(value);
 
 describe.skipIf(skip)('quoting judged by PowerShell 7 (pwsh) parsing the scripts', () => {
   let parser: PowerShellParser;
