@@ -2,6 +2,8 @@
 // UPDATE_GOLDEN=1 rewrites them), a parse by the real PowerShell grammar (tree-sitter-powershell)
 // with no ERROR or MISSING node, and a syntax-tree check that every user value, hostile ones
 // included, lands inside exactly one single-quoted (verbatim) string node and nowhere else.
+// The grammar also reads a literal closed early by U+2019 without an error, so it cannot judge
+// quoting alone: powershell-ast.property.test.ts has PowerShell's own parser do that.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
