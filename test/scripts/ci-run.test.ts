@@ -32,8 +32,12 @@ describe('.ci/run', () => {
     standIn(join(bin, 'dpkg-query'), "printf 'install ok installed'");
     standIn(join(bin, 'apt-get'), `echo "apt-get $*" >> '${log}'`);
     standIn(join(bin, 'npm'), `echo "npm $* CI=\${CI:-unset}" >> '${log}'`);
-    const env: NodeJS.ProcessEnv = { PATH: `${bin}:/usr/bin:/bin`, ...callerEnv };
+    standIn(join(bin, 'dotnet'), `echo "dotnet $*" >> '${log}'`);
+    // Neither PowerShell nor Pester is there yet: both are installed, before npm runs.
+    const env: NodeJS.ProcessEnv = { PATH: `${bin}:/usr/bin:/bin`, MACHINEADM_PWSH: join(repo, 'no-pwsh'), MACHINEADM_PESTER: join(repo, 'no-pester.psd1'), ...callerEnv };
     await run('bash', [join(repo, '.ci', 'run')], { env });
-    expect(readFileSync(log, 'utf8').trim().split('\n')).toEqual(['npm ci --no-audit --no-fund CI=true', 'npm test CI=true']);
+    const calls = readFileSync(log, 'utf8').trim().split('\n');
+    expect(calls.filter((c) => c.startsWith('npm'))).toEqual(['npm ci --no-audit --no-fund CI=true', 'npm test CI=true']);
+    expect(calls.slice(0, 2)).toEqual(['dotnet tool install --global PowerShell --version 7.6.10', expect.stringMatching(/^dotnet restore \/\S+\/pester\.csproj$/)]);
   });
 });
