@@ -223,37 +223,25 @@ describe('a kubeadm that never finishes', () => {
 });
 
 describe('a rerun after an interrupted join', () => {
-  it('resets the node the interrupted join left half-done and joins, without --force', async () => {
-    const m = machine({ kubernetes: { ...worker, role: 'control-plane', certificateKey: 'cd'.repeat(32) } });
-    const child = spawn(machineRun.binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m, { KUBEADM_STANDIN_HANG_PHASE: 'control-plane-join/mark-control-plane' }), stdio: 'ignore' });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (status) => resolve(status)));
-    await kubeadmHanging(m);
+  it.each([
     // kubeadm got as far as the kubelet's credentials before the signal.
-    expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(true);
-    child.kill('SIGTERM');
-    expect(await exited).toBe(143);
-    const rerun = spawnSync(machineRun.binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
-    expect(rerun.status, rerun.stdout + rerun.stderr).toBe(0);
-    expect(rerun.stdout).toContain('an earlier run stopped during this step: resetting the node first');
-    expect(json(join(m.root, 'var/lib/machineadm/state.json')).started).toBeUndefined();
-  });
-});
-
-describe('a rerun after a join interrupted once kubeadm wrote its first files', () => {
-  it('resets what kubeadm left (bootstrap-kubelet.conf, the CA, no kubelet.conf yet) and joins, without --force', async () => {
-    const m = machine({ kubernetes: worker });
-    const child = spawn(machineRun.binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m, { KUBEADM_STANDIN_HANG_PHASE: 'kubelet-start/tls-bootstrap' }), stdio: 'ignore' });
+    ['the kubelet\'s credentials', { ...worker, role: 'control-plane', certificateKey: 'cd'.repeat(32) }, 'control-plane-join/mark-control-plane', ['etc/kubernetes/kubelet.conf'], [], 'resetting the node first'],
+    // Only kubeadm's first files: the bootstrap kubeconfig and the CA, no kubelet.conf yet.
+    ['its first files', worker, 'kubelet-start/tls-bootstrap', ['etc/kubernetes/bootstrap-kubelet.conf', 'etc/kubernetes/pki/ca.crt'], ['etc/kubernetes/kubelet.conf'], 'resetting the node first (/etc/kubernetes/bootstrap-kubelet.conf exists)'],
+  ] as const)('after kubeadm wrote %s resets the node the interrupted join left half-done and joins, without --force', async (_what, kubernetes, phase, present, absent, said) => {
+    const m = machine({ kubernetes });
+    const child = spawn(machineRun.binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m, { KUBEADM_STANDIN_HANG_PHASE: phase }), stdio: 'ignore' });
     const exited = new Promise<number | null>((resolve) => child.on('exit', (status) => resolve(status)));
     await kubeadmHanging(m);
-    expect(existsSync(join(m.root, 'etc/kubernetes/bootstrap-kubelet.conf'))).toBe(true);
-    expect(existsSync(join(m.root, 'etc/kubernetes/pki/ca.crt'))).toBe(true);
-    expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(false);
+    for (const file of present) expect(existsSync(join(m.root, file)), file).toBe(true);
+    for (const file of absent) expect(existsSync(join(m.root, file)), file).toBe(false);
     child.kill('SIGTERM');
     expect(await exited).toBe(143);
     const rerun = spawnSync(machineRun.binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), encoding: 'utf8', timeout: 60_000 });
     expect(rerun.status, rerun.stdout + rerun.stderr).toBe(0);
-    expect(rerun.stdout).toContain('an earlier run stopped during this step: resetting the node first (/etc/kubernetes/bootstrap-kubelet.conf exists)');
+    expect(rerun.stdout).toContain(`an earlier run stopped during this step: ${said}`);
     expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(true);
+    expect(json(join(m.root, 'var/lib/machineadm/state.json')).started).toBeUndefined();
   });
 });
 
