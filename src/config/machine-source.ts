@@ -9,6 +9,7 @@ import { detectCloud, CLOUDS, ImdsError, type Cloud } from './imds.ts';
 import { readInstanceValues, type InstanceValues } from './instance-values.ts';
 import { applyMachineValues, referencedValues, type ResolvedMachineValue } from './machine-values.ts';
 import type { MachineConfig } from './schema/index.ts';
+import { applyEnvValues } from './env-values.ts';
 
 const DMI_PRODUCT_UUID = '/sys/class/dmi/id/product_uuid';
 
@@ -19,7 +20,9 @@ export interface MachineValueInput {
   otherMachine: boolean;
 }
 
-export async function resolveMachineValues(host: ConfigHost, config: MachineConfig, input: MachineValueInput): Promise<{ config: MachineConfig; resolved: ResolvedMachineValue[] }> {
+export async function resolveMachineValues(host: ConfigHost, given: MachineConfig, input: MachineValueInput): Promise<{ config: MachineConfig; resolved: ResolvedMachineValue[] }> {
+  // The launcher's environment is as much this machine's as its metadata.
+  const config = applyEnvValues(given, host.env).config;
   const needed = referencedValues(config);
   if (needed.length === 0) return { config, resolved: [] };
   let values: InstanceValues = { ...input.given };

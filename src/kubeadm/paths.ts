@@ -8,6 +8,8 @@ export interface KubeadmPaths {
   patchesDir: string;
   kubeletConf: string;
   manifestsDir: string;
+  /** kubeadm's default certificatesDir. */
+  pkiDir: string;
   criSocket: string;
   /**
    * Files kubeadm writes that its preflight refuses to find (FileAvailable checks): any of them on
@@ -31,6 +33,7 @@ export function kubeadmPaths(os: OperatingSystem): KubeadmPaths {
       patchesDir: `${runDir}\\kubeadm-patches`,
       kubeletConf: 'C:\\etc\\kubernetes\\kubelet.conf',
       manifestsDir: 'C:\\etc\\kubernetes\\manifests',
+      pkiDir: 'C:\\etc\\kubernetes\\pki',
       criSocket: 'npipe:////./pipe/containerd-containerd',
       takenFiles: (command, controlPlane) => takenFiles('C:\\etc\\kubernetes', '\\', command, controlPlane),
       privateDirs: [runDir, 'C:\\etc\\kubernetes', 'C:\\var\\lib\\kubelet\\pki'],
@@ -42,6 +45,7 @@ export function kubeadmPaths(os: OperatingSystem): KubeadmPaths {
     patchesDir: '/run/machineadm/kubeadm-patches',
     kubeletConf: '/etc/kubernetes/kubelet.conf',
     manifestsDir: '/etc/kubernetes/manifests',
+    pkiDir: '/etc/kubernetes/pki',
     criSocket: 'unix:///var/run/containerd/containerd.sock',
     takenFiles: (command, controlPlane) => takenFiles('/etc/kubernetes', '/', command, controlPlane),
     privateDirs: [],

@@ -12,7 +12,7 @@ import { ConfigError } from '../errors.ts';
 import type { KubeadmApi } from './version.ts';
 import { KUBEADM_GROUP } from './version.ts';
 import { kubeadmPaths } from './paths.ts';
-import { literalOf } from '../config/schema/machine.ts';
+import { envLiteralOf, literalOf } from '../config/schema/machine.ts';
 
 export const KUBELET_API_VERSION = 'kubelet.config.k8s.io/v1beta1';
 /** Windows nodes cannot evict pods under memory pressure; reserve this for the OS unless the user reserves memory. */
@@ -57,6 +57,57 @@ export interface RenderedKubeadm {
 
 type Json = Record<string, unknown>;
 
+/** machineadm's own kubelet patch; a file of this name in spec.kubernetes.patchesDirectory is refused. */
+export const MACHINEADM_PATCH = 'kubeletconfiguration+merge.yaml';
+
+/** Fields kubeadm's v1beta3 API has no place for (kubeadm before v1.31). */
+function refuseOnV1beta3(k: KubernetesSpec): void {
+  const cp = k.controlPlane;
+  const fields: [string, unknown][] = [
+    ['controlPlane.apiServer.extraEnvs', cp?.apiServer?.extraEnvs],
+    ['controlPlane.controllerManager.extraEnvs', cp?.controllerManager?.extraEnvs],
+    ['controlPlane.scheduler.extraEnvs', cp?.scheduler?.extraEnvs],
+    ['controlPlane.etcd.local.extraEnvs', cp?.etcd?.local?.extraEnvs],
+    ['controlPlane.certificateValidityDays', cp?.certificateValidityDays],
+    ['controlPlane.caCertificateValidityDays', cp?.caCertificateValidityDays],
+    ['controlPlane.encryptionAlgorithm', cp?.encryptionAlgorithm],
+    ['node.imagePullSerial', k.node?.imagePullSerial],
+    ['kubeadmTimeouts.etcdAPICallSeconds', k.kubeadmTimeouts?.etcdAPICallSeconds],
+    ['kubeadmTimeouts.kubeletHealthCheckSeconds', k.kubeadmTimeouts?.kubeletHealthCheckSeconds],
+    ['kubeadmTimeouts.kubernetesAPICallSeconds', k.kubeadmTimeouts?.kubernetesAPICallSeconds],
+    ['kubeadmTimeouts.tlsBootstrapSeconds', k.kubeadmTimeouts?.tlsBootstrapSeconds],
+  ];
+  const issues = fields.filter(([, value]) => value !== undefined).map(([field]) => ({ path: `spec.kubernetes.${field}`, message: 'needs kubeadm v1.31 or newer (kubeadm.k8s.io/v1beta4); this kubeadm reads v1beta3', hint: 'install kubeadm v1.31 or newer, or remove the field' }));
+  if (issues.length > 0) throw new ConfigError(issues);
+}
+
+/** A duration as kubeadm's API writes it (Go's time.Duration text). */
+function duration(seconds: number): string {
+  const h = Math.floor(seconds / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = seconds % 60;
+  return `${h}h${m}m${s}s`;
+}
+
+/** v1beta4's timeouts block (machineadm's seconds as kubeadm durations), or undefined. */
+function timeouts(input: RenderInput, names: readonly string[]): Json | undefined {
+  const given = input.kubernetes.kubeadmTimeouts ?? {};
+  const out: Json = {};
+  for (const [field, value] of Object.entries(given)) {
+    const name = field.replace(/Seconds$/, '');
+    if (value !== undefined && names.includes(name)) out[name] = duration(value);
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+const INIT_TIMEOUTS = ['controlPlaneComponentHealthCheck', 'etcdAPICall', 'kubeletHealthCheck', 'kubernetesAPICall'];
+const JOIN_TIMEOUTS = ['controlPlaneComponentHealthCheck', 'discovery', 'etcdAPICall', 'kubeletHealthCheck', 'kubernetesAPICall', 'tlsBootstrap'];
+
+function localApiEndpoint(input: RenderInput): Json | undefined {
+  const endpoint = input.kubernetes.controlPlane?.localAPIEndpoint;
+  if (endpoint === undefined) return undefined;
+  return { ...(endpoint.advertiseAddress !== undefined ? { advertiseAddress: endpoint.advertiseAddress } : {}), ...(endpoint.bindPort !== undefined ? { bindPort: endpoint.bindPort } : {}) };
+}
+
 /** Secrets as the plan shows them: the rendered file's shape without any value. */
 export function placeholderSecrets(kubernetes: KubernetesSpec, placeholder: string): KubeadmSecrets {
   return {
@@ -77,16 +128,20 @@ export function renderKubeadm(input: RenderInput): RenderedKubeadm {
   const apiVersion = `${KUBEADM_GROUP}/${input.api}`;
   const docs: Json[] = [];
   const patches: PatchFile[] = [];
+  if (input.api === 'v1beta3') refuseOnV1beta3(k);
   if (command === 'init') {
-    docs.push(initConfiguration(input, apiVersion), clusterConfiguration(input, apiVersion));
+    const init = initConfiguration(input, apiVersion);
+    if (k.patchesDirectory !== undefined) init.patches = { directory: paths.patchesDir };
+    docs.push(init, clusterConfiguration(input, apiVersion));
     docs.push({ apiVersion: KUBELET_API_VERSION, kind: 'KubeletConfiguration', ...kubelet });
   } else {
     const join = joinConfiguration(input, apiVersion, input.kubeletPatches === false ? kubeletFlags(kubelet) : {});
     if (Object.keys(kubelet).length > 0 && input.kubeletPatches !== false) {
-      join.patches = { directory: paths.patchesDir };
       // A JSON merge patch: lists (enforceNodeAllocatable: []) replace, maps merge key by key.
-      patches.push({ name: 'kubeletconfiguration+merge.yaml', content: toYaml(kubelet) });
+      patches.push({ name: MACHINEADM_PATCH, content: toYaml(kubelet) });
     }
+    // The user's patch files are copied next to machineadm's own (kubeadm reads one directory).
+    if (patches.length > 0 || k.patchesDirectory !== undefined) join.patches = { directory: paths.patchesDir };
     docs.push(join);
   }
   return { command, apiVersion, config: docs.map(toYaml).join('---\n'), patches, patchesDir: paths.patchesDir };
@@ -121,26 +176,35 @@ function nodeRegistration(input: RenderInput, kubeletFlagArgs: Record<string, st
   if (input.kubernetes.bootstrap === 'init' && node.providerID !== undefined) extra['provider-id'] = resolvedProviderId(node.providerID);
   if (Object.keys(extra).length > 0) out.kubeletExtraArgs = args(input.api, extra);
   if (input.kubernetes.ignorePreflightChecks !== undefined) out.ignorePreflightErrors = [...input.kubernetes.ignorePreflightChecks];
+  if (node.imagePullPolicy !== undefined) out.imagePullPolicy = node.imagePullPolicy;
+  if (node.imagePullSerial !== undefined) out.imagePullSerial = node.imagePullSerial;
   return out;
 }
 
 function joinConfiguration(input: RenderInput, apiVersion: string, kubeletFlagArgs: Record<string, string>): Json {
   const k = input.kubernetes;
   const { secrets } = input;
-  const doc: Json = {
-    apiVersion,
-    kind: 'JoinConfiguration',
-    discovery: {
-      bootstrapToken: {
-        apiServerEndpoint: k.controlPlaneEndpoint,
-        token: secrets.token,
-        caCertHashes: secrets.caCertHashes,
-      },
-    },
-    nodeRegistration: nodeRegistration(input, kubeletFlagArgs),
-  };
-  if (k.role === 'control-plane') doc.controlPlane = { certificateKey: secrets.certificateKey };
+  const discovery: Json =
+    k.discoveryFile !== undefined
+      ? { file: { kubeConfigPath: k.discoveryFile }, ...(secrets.token !== undefined ? { tlsBootstrapToken: secrets.token } : {}) }
+      : {
+          bootstrapToken: {
+            apiServerEndpoint: envLiteralOf(k.controlPlaneEndpoint!, 'spec.kubernetes.controlPlaneEndpoint'),
+            token: secrets.token,
+            caCertHashes: secrets.caCertHashes,
+          },
+        };
+  const discoverySeconds = k.kubeadmTimeouts?.discoverySeconds;
+  if (input.api === 'v1beta3' && discoverySeconds !== undefined) discovery.timeout = duration(discoverySeconds);
+  const doc: Json = { apiVersion, kind: 'JoinConfiguration', discovery, nodeRegistration: nodeRegistration(input, kubeletFlagArgs) };
+  if (k.role === 'control-plane') {
+    // Without a certificate key the cluster's certificates are already on the machine as files.
+    const endpoint = localApiEndpoint(input);
+    doc.controlPlane = { ...(endpoint ? { localAPIEndpoint: endpoint } : {}), ...(secrets.certificateKey !== undefined ? { certificateKey: secrets.certificateKey } : {}) };
+  }
   if (k.skipPhases !== undefined) doc.skipPhases = [...k.skipPhases];
+  const waits = input.api === 'v1beta4' ? timeouts(input, JOIN_TIMEOUTS) : undefined;
+  if (waits) doc.timeouts = waits;
   return doc;
 }
 
@@ -150,8 +214,12 @@ function initConfiguration(input: RenderInput, apiVersion: string): Json {
   // Without a token kubeadm makes a random one (printed once, scrubbed from machineadm's output).
   if (secrets.token !== undefined) doc.bootstrapTokens = [{ token: secrets.token, description: 'bootstrap token from machineadm', ttl: '24h0m0s' }];
   if (secrets.certificateKey !== undefined) doc.certificateKey = secrets.certificateKey;
+  const endpoint = localApiEndpoint(input);
+  if (endpoint) doc.localAPIEndpoint = endpoint;
   doc.nodeRegistration = nodeRegistration(input);
   if (input.kubernetes.skipPhases !== undefined) doc.skipPhases = [...input.kubernetes.skipPhases];
+  const waits = input.api === 'v1beta4' ? timeouts(input, INIT_TIMEOUTS) : undefined;
+  if (waits) doc.timeouts = waits;
   return doc;
 }
 
@@ -160,16 +228,47 @@ function clusterConfiguration(input: RenderInput, apiVersion: string): Json {
   const doc: Json = { apiVersion, kind: 'ClusterConfiguration' };
   const version = k.version ?? input.fallbackKubernetesVersion;
   if (version !== undefined) doc.kubernetesVersion = version.startsWith('v') ? version : `v${version}`;
-  if (k.controlPlaneEndpoint !== undefined) doc.controlPlaneEndpoint = k.controlPlaneEndpoint;
+  if (k.controlPlaneEndpoint !== undefined) doc.controlPlaneEndpoint = envLiteralOf(k.controlPlaneEndpoint, 'spec.kubernetes.controlPlaneEndpoint');
+  const cp = k.controlPlane ?? {};
+  if (cp.clusterName !== undefined) doc.clusterName = cp.clusterName;
+  if (cp.imageRepository !== undefined) doc.imageRepository = cp.imageRepository;
+  if (cp.certificatesDir !== undefined) doc.certificatesDir = cp.certificatesDir;
+  if (cp.featureGates !== undefined) doc.featureGates = sortedRecord(cp.featureGates);
+  if (cp.encryptionAlgorithm !== undefined) doc.encryptionAlgorithm = cp.encryptionAlgorithm;
+  if (cp.certificateValidityDays !== undefined) doc.certificateValidityPeriod = duration(cp.certificateValidityDays * 86_400);
+  if (cp.caCertificateValidityDays !== undefined) doc.caCertificateValidityPeriod = duration(cp.caCertificateValidityDays * 86_400);
   const networking: Json = {};
+  if (k.dnsDomain !== undefined) networking.dnsDomain = k.dnsDomain;
   if (k.podSubnet !== undefined) networking.podSubnet = k.podSubnet;
   if (k.serviceSubnet !== undefined) networking.serviceSubnet = k.serviceSubnet;
   if (Object.keys(networking).length > 0) doc.networking = networking;
-  const apiServer: Json = {};
-  if (k.certSANs !== undefined) apiServer.certSANs = k.certSANs;
-  if (k.apiServerExtraArgs !== undefined) apiServer.extraArgs = args(input.api, k.apiServerExtraArgs);
+  const apiServer: Json = { ...(cp.apiServer?.certSANs !== undefined ? { certSANs: [...cp.apiServer.certSANs] } : {}), ...component(input.api, cp.apiServer) };
+  // v1beta3 has the control plane's health-check wait here; v1beta4 moved it to timeouts.
+  const healthCheck = k.kubeadmTimeouts?.controlPlaneComponentHealthCheckSeconds;
+  if (input.api === 'v1beta3' && healthCheck !== undefined) apiServer.timeoutForControlPlane = duration(healthCheck);
   if (Object.keys(apiServer).length > 0) doc.apiServer = apiServer;
+  for (const name of ['controllerManager', 'scheduler'] as const) {
+    const rendered = component(input.api, cp[name]);
+    if (Object.keys(rendered).length > 0) doc[name] = rendered;
+  }
+  if (cp.etcd?.local !== undefined) {
+    const { extraArgs, extraEnvs, ...rest } = cp.etcd.local;
+    doc.etcd = { local: { ...rest, ...(extraArgs !== undefined ? { extraArgs: args(input.api, extraArgs) } : {}), ...(extraEnvs !== undefined ? { extraEnvs } : {}) } };
+  } else if (cp.etcd?.external !== undefined) {
+    doc.etcd = { external: { ...cp.etcd.external } };
+  }
+  if (cp.dns !== undefined) doc.dns = { ...cp.dns };
   return doc;
+}
+
+type Component = { extraArgs?: Record<string, string>; extraVolumes?: Json[]; extraEnvs?: Json[] };
+
+function component(api: KubeadmApi, settings: Component | undefined): Json {
+  const out: Json = {};
+  if (settings?.extraArgs !== undefined) out.extraArgs = args(api, settings.extraArgs);
+  if (settings?.extraVolumes !== undefined) out.extraVolumes = settings.extraVolumes.map((v) => ({ ...v }));
+  if (settings?.extraEnvs !== undefined) out.extraEnvs = settings.extraEnvs.map((v) => ({ ...v }));
+  return out;
 }
 
 /** The kubelet fields machineadm sets; used as the init document's body and as the join patch. */
@@ -219,7 +318,7 @@ function kubeletFlags(settings: Json): Record<string, string> {
   return flags;
 }
 
-function sortedRecord(values: Record<string, string>): Record<string, string> {
+function sortedRecord<T>(values: Record<string, T>): Record<string, T> {
   return Object.fromEntries(Object.keys(values).sort().map((key) => [key, values[key]!]));
 }
 

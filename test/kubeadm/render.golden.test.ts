@@ -112,8 +112,8 @@ describe('kubeadm golden cases', () => {
       expect(cluster.kubernetesVersion).toBe(k.version);
       expect(cluster.controlPlaneEndpoint).toBe(k.controlPlaneEndpoint);
       expect(cluster.networking).toEqual({ podSubnet: k.podSubnet, serviceSubnet: k.serviceSubnet });
-      expect(cluster.apiServer.certSANs).toEqual(k.certSANs);
-      expect(argMap(api, cluster.apiServer.extraArgs)).toEqual(k.apiServerExtraArgs);
+      expect(cluster.apiServer.certSANs).toEqual(k.controlPlane?.apiServer?.certSANs);
+      expect(argMap(api, cluster.apiServer.extraArgs)).toEqual(k.controlPlane?.apiServer?.extraArgs);
       expect(docs.KubeletConfiguration!.apiVersion).toBe('kubelet.config.k8s.io/v1beta1');
       nodeRegistration = init.nodeRegistration;
     }

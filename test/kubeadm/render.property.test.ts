@@ -53,7 +53,7 @@ describe('kubeadm configuration rendering', () => {
         ...i.shape,
         controlPlaneEndpoint: i.endpoint,
         node: { ...(i.name !== undefined ? { name: i.name } : {}), labels: i.labels, ...(i.taints ? { taints: i.taints } : {}), kubeletExtraArgs: i.kubeletExtraArgs },
-        ...(i.shape.bootstrap === 'init' ? { apiServerExtraArgs: i.apiServerExtraArgs } : {}),
+        ...(i.shape.bootstrap === 'init' ? { controlPlane: { apiServer: { extraArgs: i.apiServerExtraArgs } } } : {}),
         kubelet: { ...(i.maxPods !== undefined ? { maxPods: i.maxPods } : {}), ...(i.systemReserved ? { systemReserved: i.systemReserved } : {}) },
         retries: 3,
         backoffSeconds: 10,

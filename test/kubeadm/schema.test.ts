@@ -17,7 +17,8 @@ describe('spec.kubernetes validation', () => {
   it.each([
     ['a worker join', worker],
     ['a control-plane join with a certificate key', { ...worker, role: 'control-plane', certificateKey: KEY }],
-    ['an init with subnets and SANs', { role: 'control-plane', bootstrap: 'init', version: 'v1.31.2', podSubnet: '10.244.0.0/16,fd00:10:244::/56', certSANs: ['cp.example.com', '*.cp.example.com', '10.0.0.10'] }],
+    ['an init with subnets and SANs', { role: 'control-plane', bootstrap: 'init', version: 'v1.31.2', podSubnet: '10.244.0.0/16,fd00:10:244::/56', controlPlane: { apiServer: { certSANs: ['cp.example.com', '*.cp.example.com', '10.0.0.10'] } } }],
+    ['a control-plane join that brings the certificates as files (no certificate key)', { ...worker, role: 'control-plane' }],
     ['the largest and smallest subnets kubeadm takes', { role: 'control-plane', bootstrap: 'init', podSubnet: '10.0.0.0/8,fd00:10:244::/64', serviceSubnet: '10.96.0.0/12,fd00:10:96::/108' }],
     ['quantities with every kind of suffix and eviction percentages', { ...worker, kubelet: { systemReserved: { cpu: '500m', memory: '1.5Gi', 'ephemeral-storage': '1G', pid: '1000' }, kubeReserved: { memory: '512k' }, evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%', 'imagefs.available': '100%' } } }],
     ['secrets from files and environment variables', { ...worker, token: { valueFrom: { file: '/etc/machineadm/token' } }, caCertHashes: [{ valueFrom: { env: 'CA_HASH' } }] }],
@@ -34,7 +35,6 @@ describe('spec.kubernetes validation', () => {
   });
 
   it.each([
-    ['a control-plane join without a certificate key', { ...worker, role: 'control-plane' }, 'certificateKey: a control-plane join needs the certificate key'],
     ['a malformed token', { ...worker, token: 'abcdef0123456789abcdef' }, 'token: is not valid'],
     ['a token with upper-case letters', { ...worker, token: 'ABCDEF.0123456789abcdef' }, 'token: is not valid'],
     ['a CA hash without the sha256: prefix', { ...worker, caCertHashes: ['0f'.repeat(32)] }, 'caCertHashes[0]: is not valid'],

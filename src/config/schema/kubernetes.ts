@@ -6,6 +6,7 @@ import { ipFamily } from './ip.ts';
 import { load as loadYaml } from 'js-yaml';
 import {
   array,
+  boolean,
   enumOf,
   integer,
   isPlainObject,
@@ -20,7 +21,8 @@ import {
   type Schema,
   type StringOptions,
 } from './dsl.ts';
-import { machineString } from './machine.ts';
+import { envString, machineString } from './machine.ts';
+import { controlPlaneSection } from './control-plane.ts';
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const QUALIFIED_NAME_PART = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
@@ -153,12 +155,6 @@ const podSubnetSize: SubnetSizeRule = (part, family, prefix) => {
   return undefined;
 };
 
-function sanProblem(value: string): string | undefined {
-  if (ipFamily(value)) return undefined;
-  const name = value.startsWith('*.') ? value.slice(2) : value;
-  return dns1123SubdomainProblem(name.toLowerCase()) ? 'is not an IP address, a DNS name or a wildcard DNS name (*.example.com)' : undefined;
-}
-
 /** A secret whose literal form is checked here; a value read through valueFrom is checked when it is read. */
 function checkedSecret(options: StringOptions): Schema<SecretSource> {
   const inner = secret({ ...(options.description ? { description: options.description } : {}) });
@@ -248,14 +244,30 @@ export const kubernetesSection = object(
     role: withDefault(enumOf(['worker', 'control-plane'] as const), 'worker'),
     bootstrap: withDefault(enumOf(['join', 'init'] as const, { description: 'init only for the first control-plane machine' }), 'join'),
     version: optional(string({ pattern: /^v?\d+\.\d+(\.\d+)?$/, patternHint: 'a Kubernetes version such as v1.31.2' })),
-    controlPlaneEndpoint: optional(string({ minLength: 1, check: endpointProblem, jsonPattern: ENDPOINT_SHAPE, description: 'host:port of the API server (load balancer)' })),
+    controlPlaneEndpoint: optional(envString(string({ minLength: 1, check: endpointProblem, jsonPattern: ENDPOINT_SHAPE, description: 'host:port of the API server (load balancer)' }))),
     token: optional(tokenSecret),
     caCertHashes: optional(array(caHashSecret, { minItems: 1 })),
     certificateKey: optional(certificateKeySecret),
     podSubnet: optional(string({ check: (v) => cidrProblem(v, podSubnetSize), jsonPattern: CIDRS_SHAPE })),
     serviceSubnet: optional(string({ check: (v) => cidrProblem(v, serviceSubnetSize), jsonPattern: CIDRS_SHAPE })),
-    certSANs: optional(array(string({ minLength: 1, check: sanProblem }))),
-    apiServerExtraArgs: optional(record(scalarString(), { key: flagName })),
+    dnsDomain: optional(string({ check: dns1123SubdomainProblem, description: 'the cluster\'s DNS domain for services (default cluster.local)' })),
+    controlPlane: optional(controlPlaneSection),
+    discoveryFile: optional(string({ pattern: /^\/[^\0]*$/, patternHint: 'an absolute path, e.g. /etc/kubernetes/discovery.conf', description: 'join: a kubeconfig file on the machine that holds the cluster CA and API server address, used instead of token discovery (kubeadm discovery.file)' })),
+    patchesDirectory: optional(string({ pattern: /^\/[^\0]*$/, patternHint: 'an absolute path, e.g. /etc/kubeadm/patches', description: 'a directory of kubeadm patch files (target[suffix][+type].yaml) applied to the components kubeadm writes; machineadm adds its own kubelet patch to it' })),
+    verbosity: optional(integer({ min: 0, max: 10, description: 'kubeadm log level (kubeadm --v)' })),
+    kubeadmTimeouts: optional(
+      object(
+        {
+          controlPlaneComponentHealthCheckSeconds: optional(integer({ min: 1, max: 86_400 })),
+          discoverySeconds: optional(integer({ min: 1, max: 86_400 })),
+          etcdAPICallSeconds: optional(integer({ min: 1, max: 86_400 })),
+          kubeletHealthCheckSeconds: optional(integer({ min: 1, max: 86_400 })),
+          kubernetesAPICallSeconds: optional(integer({ min: 1, max: 86_400 })),
+          tlsBootstrapSeconds: optional(integer({ min: 1, max: 86_400 })),
+        },
+        { description: "kubeadm's own waits, in seconds (kubeadm v1.31 and later; before it only discoverySeconds and controlPlaneComponentHealthCheckSeconds)" },
+      ),
+    ),
     node: optional(
       object({
         name: optional(machineString(string({ minLength: 1, check: dns1123SubdomainProblem }))),
@@ -264,6 +276,8 @@ export const kubernetesSection = object(
         labels: optional(record(machineString(scalarString({ check: labelValueProblem })), { key: labelKey })),
         taints: optional(array(taint)),
         kubeletExtraArgs: optional(record(scalarString({ check: kubeletArgumentProblem }), { key: flagName })),
+        imagePullPolicy: optional(enumOf(['Always', 'IfNotPresent', 'Never'] as const, { description: 'when kubeadm pulls the control-plane images (default IfNotPresent)' })),
+        imagePullSerial: optional(boolean({ description: 'pull images one at a time (kubeadm v1.31 and later; default true)' })),
       }),
     ),
     ignorePreflightChecks: optional(array(string({ pattern: /^(all|[A-Za-z][A-Za-z0-9._-]*)$/, patternHint: 'a kubeadm preflight check name as its error prints it, e.g. NumCPU or FileAvailable--etc-kubernetes-kubelet.conf, or all' }), { minItems: 1, description: 'kubeadm preflight checks whose failure is only a warning (kubeadm --ignore-preflight-errors)' })),
@@ -278,14 +292,22 @@ export const kubernetesSection = object(
     check: (k, report) => {
       if (k.bootstrap === 'init' && k.role === 'worker') report('bootstrap', 'init is only for the first control-plane machine', 'set role: control-plane, or bootstrap: join');
       if (k.bootstrap === 'join') {
-        if (k.controlPlaneEndpoint === undefined) report('controlPlaneEndpoint', 'is required to join', 'the API server address, e.g. 10.0.0.10:6443');
-        if (k.token === undefined) report('token', 'is required to join', 'a bootstrap token from "kubeadm token create"');
-        if (k.caCertHashes === undefined) report('caCertHashes', 'is required to join (machineadm never skips CA verification)', 'kubeadm init prints it as --discovery-token-ca-cert-hash sha256:...');
-        if (k.role === 'control-plane' && k.certificateKey === undefined) report('certificateKey', 'a control-plane join needs the certificate key', 'run "kubeadm init phase upload-certs --upload-certs" on a control plane and give the key it prints');
-        for (const field of ['podSubnet', 'serviceSubnet', 'certSANs', 'apiServerExtraArgs'] as const) {
+        if (k.discoveryFile === undefined) {
+          if (k.controlPlaneEndpoint === undefined) report('controlPlaneEndpoint', 'is required to join', 'the API server address, e.g. 10.0.0.10:6443');
+          if (k.token === undefined) report('token', 'is required to join', 'a bootstrap token from "kubeadm token create"');
+          if (k.caCertHashes === undefined) report('caCertHashes', 'is required to join (machineadm never skips CA verification)', 'kubeadm init prints it as --discovery-token-ca-cert-hash sha256:...');
+        } else if (k.caCertHashes !== undefined) {
+          report('caCertHashes', 'a discovery file carries the CA itself', 'remove caCertHashes, or discoveryFile to use token discovery');
+        }
+        for (const field of ['podSubnet', 'serviceSubnet', 'dnsDomain'] as const) {
           if (k[field] !== undefined) report(field, 'only applies to bootstrap: init (a joining machine takes the cluster settings)', 'remove it from joining machines; set it on the machine that runs init');
         }
+        for (const field of Object.keys(k.controlPlane ?? {}).filter((f) => f !== 'localAPIEndpoint')) {
+          report(['controlPlane', field], 'only applies to bootstrap: init (a joining control plane takes the cluster settings)', 'set it on the machine that runs init; a joining control plane keeps only controlPlane.localAPIEndpoint');
+        }
       }
+      if (k.bootstrap === 'init' && k.discoveryFile !== undefined) report('discoveryFile', 'only a joining machine discovers the cluster', 'remove it for bootstrap: init');
+      if (k.role === 'worker' && k.controlPlane !== undefined) report('controlPlane', 'only a control-plane machine runs the control-plane components', 'remove it, or set role: control-plane');
       if (k.bootstrap === 'init' && k.caCertHashes !== undefined) report('caCertHashes', 'only a joining machine checks the CA against hashes', 'remove it for bootstrap: init');
       if (k.bootstrap === 'init' && k.version !== undefined && !/^v?\d+\.\d+\.\d+$/.test(k.version)) report('version', 'init deploys an exact version: give major.minor.patch, e.g. v1.31.2');
       if (k.role === 'worker' && k.certificateKey !== undefined) report('certificateKey', 'only a control-plane machine uses a certificate key', 'remove it, or set role: control-plane');

@@ -56,3 +56,47 @@ export function literalOf(value: MachineString, field: string): string {
   if (typeof value === 'string') return value;
   throw new Error(`${field} still reads { fromMachine: ${value.fromMachine} }: resolve machine values before rendering`);
 }
+
+// A value the machine's launcher gives through the environment: `{ valueFrom: { env: NAME } }`.
+// Cluster API fills per-machine values (the control-plane endpoint) in this way; the value is
+// read and checked like the literal before anything runs (src/config/env-values.ts).
+export interface EnvReference {
+  valueFrom: { env: string };
+}
+
+export type EnvString = string | EnvReference;
+
+export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export function isEnvReference(value: unknown): value is EnvReference {
+  return isPlainObject(value) && isPlainObject(value.valueFrom) && typeof value.valueFrom.env === 'string';
+}
+
+/** A string field that may instead be read from an environment variable; `literal` checks the literal form. */
+export function envString(literal: Schema<string>): Schema<EnvString> {
+  const reference = {
+    type: 'object',
+    properties: { valueFrom: { type: 'object', properties: { env: { type: 'string', pattern: ENV_NAME.source } }, required: ['env'], additionalProperties: false } },
+    required: ['valueFrom'],
+    additionalProperties: false,
+  };
+  return {
+    presence: 'required',
+    ...(literal.description ? { description: literal.description } : {}),
+    parse(value: unknown, path: FieldPath, ctx: ParseContext): EnvString | undefined {
+      if (!isPlainObject(value)) return literal.parse(value, path, ctx);
+      if (Object.keys(value).length !== 1 || !isEnvReference(value) || Object.keys(value.valueFrom).length !== 1 || !ENV_NAME.test(value.valueFrom.env)) {
+        ctx.issues.push({ path, message: 'takes a literal or { valueFrom: { env: NAME } }', hint: 'e.g. { valueFrom: { env: MACHINEADM_CAPI_ENDPOINT } }' });
+        return undefined;
+      }
+      return { valueFrom: { env: value.valueFrom.env } };
+    },
+    json: (mode) => ({ anyOf: [literal.json(mode), reference] }),
+  };
+}
+
+/** The literal of a field read from the environment; configurations are resolved before rendering. */
+export function envLiteralOf(value: EnvString, field: string): string {
+  if (typeof value === 'string') return value;
+  throw new Error(`${field} still reads { valueFrom: { env: ${value.valueFrom.env} } }: resolve environment values before rendering`);
+}

@@ -9,7 +9,7 @@ import { CommandError, ConfigError, StepDetailsError, type ConfigIssue, type Fai
 import { tail } from '../../host/index.ts';
 import { parseKubeadmVersion } from '../../host/facts.ts';
 import { chooseApi, type ApiChoice } from '../version.ts';
-import { placeholderSecrets, renderKubeadm, type KubeadmSecrets, type RenderedKubeadm } from '../render.ts';
+import { MACHINEADM_PATCH, placeholderSecrets, renderKubeadm, type KubeadmSecrets, type RenderedKubeadm } from '../render.ts';
 import { kubeadmPaths, type KubeadmPaths } from '../paths.ts';
 import { isTransient, NODE_NAME_TAKEN, parseKubeadmFailure, scrubKubeadmOutput, type KubeadmFailure } from '../output.ts';
 
@@ -43,7 +43,8 @@ function rootfsArgs(ctx: StepContext): string[] {
 function kubeadmArgv(command: Command, k: KubernetesSpec, paths: KubeadmPaths, ctx: StepContext): [string, ...string[]] {
   // --upload-certs with the key from the configuration lets further control planes join with it.
   const upload = command === 'init' && k.certificateKey !== undefined ? ['--upload-certs'] : [];
-  return ['kubeadm', command, '--config', paths.configFile(command), ...upload, ...rootfsArgs(ctx)];
+  const verbosity = k.verbosity !== undefined ? [`--v=${k.verbosity}`] : [];
+  return ['kubeadm', command, '--config', paths.configFile(command), ...upload, ...verbosity, ...rootfsArgs(ctx)];
 }
 
 function render(ctx: StepContext, k: KubernetesSpec, choice: ApiChoice, secrets: KubeadmSecrets, kubeadmVersion: string | undefined): RenderedKubeadm {
@@ -144,6 +145,30 @@ async function kubeadmLeftover(ctx: StepContext, command: Command, paths: Kubead
   return undefined;
 }
 
+// What kubeadm join --control-plane needs from the cluster when it cannot download it with a
+// certificate key (kubeadm's CheckSharedCertificates): the CAs, the service-account key pair and,
+// for a local etcd, etcd's CA. Files written by spec.files count: they exist before kubeadm runs.
+const SHARED_CERTIFICATES = ['ca.crt', 'ca.key', 'sa.key', 'sa.pub', 'front-proxy-ca.crt', 'front-proxy-ca.key'];
+
+async function missingCertificates(ctx: StepContext, k: KubernetesSpec, paths: KubeadmPaths): Promise<string[]> {
+  if (k.bootstrap !== 'join' || k.role !== 'control-plane' || k.certificateKey !== undefined) return [];
+  if (ctx.host.fs.platform !== ctx.facts.os) return [];
+  const written = new Set((ctx.config.spec.files ?? []).map((f) => f.path));
+  const missing: string[] = [];
+  for (const name of SHARED_CERTIFICATES) {
+    const file = `${paths.pkiDir}/${name}`;
+    if (!written.has(file) && !(await ctx.host.fs.exists(file))) missing.push(file);
+  }
+  return missing;
+}
+
+/** Names of the patch files the user keeps in spec.kubernetes.patchesDirectory: on disk, or written by spec.files. */
+async function userPatches(ctx: StepContext, dir: string): Promise<string[]> {
+  const fromFiles = (ctx.config.spec.files ?? []).filter((f) => f.path.startsWith(`${dir}/`) && !f.path.slice(dir.length + 1).includes('/')).map((f) => f.path.slice(dir.length + 1));
+  const onDisk = ctx.host.fs.platform === ctx.facts.os ? await ctx.host.fs.list(dir).catch(() => [] as string[]) : [];
+  return [...new Set([...onDisk, ...fromFiles])].sort();
+}
+
 /** Why kubeadm must not run: its files are here and machineadm did not start them (no --force). */
 function leftoverRefusal(ctx: StepContext, leftover: string | undefined): string | undefined {
   if (leftover === undefined || ctx.options.force || ctx.startedBefore) return undefined;
@@ -158,6 +183,7 @@ function planChanges(ctx: StepContext, command: Command, k: KubernetesSpec, path
     { action: 'write', target: paths.configFile(command), detail: `${rendered.apiVersion} for ${choice.basedOn}; mode 0600, removed after kubeadm ran`, diff: rendered.config },
     ...rendered.patches.map((p) => ({ action: 'write', target: joinPath(ctx.facts.os, rendered.patchesDir, p.name), detail: 'kubelet settings for this node (kubeadm patch)', diff: p.content })),
   ];
+  if (k.patchesDirectory !== undefined) changes.push({ action: 'copy', target: rendered.patchesDir, detail: `kubeadm patch files from ${k.patchesDirectory}` });
   if (leftover !== undefined) {
     changes.push(
       ctx.options.force || ctx.startedBefore
@@ -184,6 +210,17 @@ export function kubeadmStep(command: Command): Step {
         issues.push(...error.issues);
       });
       const paths = kubeadmPaths(ctx.facts.os);
+      const certificates = await missingCertificates(ctx, k, paths);
+      if (certificates.length > 0) {
+        issues.push({
+          path: 'spec.kubernetes.certificateKey',
+          message: `a control-plane join needs the certificate key, or the cluster's certificates as files (missing: ${certificates.join(', ')})`,
+          hint: 'give the key "kubeadm init phase upload-certs --upload-certs" printed, or write the certificates with spec.files (Cluster API\'s KubeadmControlPlane does)',
+        });
+      }
+      if (k.patchesDirectory !== undefined && (await userPatches(ctx, k.patchesDirectory)).includes(MACHINEADM_PATCH)) {
+        issues.push({ path: 'spec.kubernetes.patchesDirectory', message: `${k.patchesDirectory}/${MACHINEADM_PATCH} has the name of machineadm's own kubelet patch`, hint: 'rename it, e.g. kubeletconfiguration0+merge.yaml (kubeadm applies patches of one target in name order)' });
+      }
       const joined = ctx.previous?.data?.joined === true && ctx.host.fs.platform === ctx.facts.os && (await ctx.host.fs.exists(paths.kubeletConf));
       // kubeadm that does not run here (a scratch --root) refuses nothing.
       const runs = ctx.facts.liveRoot || kubeadmUnderRoot(ctx);
@@ -254,6 +291,12 @@ export function kubeadmStep(command: Command): Step {
         const transient = { mode: 0o600, backup: false, durable: false } as const;
         await fs.writeFile(configFile, rendered.config, transient);
         for (const patch of rendered.patches) await fs.writeFile(joinPath(ctx.facts.os, rendered.patchesDir, patch.name), patch.content, transient);
+        if (k.patchesDirectory !== undefined) {
+          for (const name of await userPatches(ctx, k.patchesDirectory)) {
+            const content = await fs.readFile(joinPath(ctx.facts.os, k.patchesDirectory, name));
+            if (content !== undefined) await fs.writeFile(joinPath(ctx.facts.os, rendered.patchesDir, name), content, transient);
+          }
+        }
         if (leftover !== undefined) {
           ctx.log(`${ctx.options.force ? '--force' : 'an earlier run stopped during this step'}: resetting the node first (${leftover} exists)`);
           await reset();
@@ -327,7 +370,7 @@ export function kubeadmStep(command: Command): Step {
       } finally {
         // The file holds the token: it never outlives the kubeadm run, also on failure.
         await fs.remove(configFile);
-        if (rendered.patches.length > 0) await fs.remove(rendered.patchesDir);
+        if (rendered.patches.length > 0 || k.patchesDirectory !== undefined) await fs.remove(rendered.patchesDir);
       }
     },
   };
