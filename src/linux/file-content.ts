@@ -30,7 +30,10 @@ export function decodeContent(content: string, encoding: FileEncoding): { bytes:
 /** Why a machine path for spec.files is refused, or undefined when it is acceptable. */
 export function filePathProblem(path: string): string | undefined {
   if (path.includes('\0')) return 'contains a NUL character';
-  if (!path.startsWith('/')) return `"${path}" is not absolute|write the full path, e.g. /etc/example.conf`;
+  // A Windows machine's files are named with their drive (C:\k\config.json).
+  const windows = /^[A-Za-z]:\\/.test(path);
+  if (!path.startsWith('/') && !windows) return `"${path}" is not absolute|write the full path, e.g. /etc/example.conf (or C:\\k\\example.conf on Windows)`;
+  if (windows) return path.split(/[\\/]/).includes('..') ? `"${path}" contains ".."|write the path without ".." segments` : /[<>"|?*]/.test(path.slice(2)) ? `"${path}" contains a character Windows does not allow in a path (< > " | ? *)|remove it` : path.endsWith('\\') ? `"${path}" ends with "\\" (a directory)|name the file, not its directory` : undefined;
   // The root's path mapping splits at backslashes too (a separator on Windows): what it would refuse
   // later, after other steps ran, is refused here.
   if (path.split(/[\\/]/).includes('..')) return `"${path}" contains ".."|write the path without ".." segments`;

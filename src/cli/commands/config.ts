@@ -6,6 +6,7 @@ import { resolve } from 'node:path';
 import type { LoadOptions } from '../../config/load.ts';
 import type { ConfigHost } from '../../host/config-host.ts';
 import { ConfigError, ExitCode } from '../../errors.ts';
+import { registerImportCommand } from './config-import.ts';
 
 function loadOptions(io: Io): LoadOptions {
   return { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd };
@@ -75,6 +76,8 @@ export function registerConfigCommands(program: Command, io: Io, setExit: (code:
       io.stdout(options.output === 'json' ? JSON.stringify(redacted, null, 2) + '\n' : dump(redacted, { lineWidth: 120, noRefs: true }));
       setExit(ExitCode.ok);
     });
+
+  registerImportCommand(config, io, setExit);
 
   config
     .command('schema')

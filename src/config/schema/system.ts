@@ -26,7 +26,7 @@ export const sysctlValue = scalarString({
 
 // filePathProblem as a pattern: absolute, no NUL, no ".." segment (split at "/" or "\\"), no "."
 // segment, not ending in "/".
-const FILE_PATH = /^(?![\s\S]*(?:^|[\\/])\.\.(?:[\\/]|$))(?![\s\S]*(?:^|\/)\.(?:\/|$))\/[^\u0000]*[^\u0000/]$/;
+const FILE_PATH = /^(?![\s\S]*(?:^|[\\/])\.\.(?:[\\/]|$))(?![\s\S]*(?:^|\/)\.(?:\/|$))(?:\/|[A-Za-z]:\\)[^\u0000]*[^\u0000/]$/;
 
 export const fileMode = string({ pattern: /^0?[0-7]{3,4}$/, patternHint: 'an octal mode in quotes, e.g. "0644"' });
 

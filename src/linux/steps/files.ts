@@ -142,6 +142,9 @@ export const filesStep: Step = {
     const { inline, sources } = split(ctx);
     // A download's CA bundle must be on the machine, unless an inline file writes it first.
     const issues: ConfigIssue[] = [];
+    for (const [index, spec] of (ctx.config.spec.files ?? []).entries()) {
+      if (/^[A-Za-z]:\\/.test(spec.path)) issues.push({ path: `spec.files[${index}].path`, message: `"${spec.path}" is a Windows path and this is a Linux machine`, hint: 'give the Linux path, or keep the file in a Windows machine\'s configuration' });
+    }
     const writtenInline = new Set(inline.map((f) => f.path));
     for (const s of sources) {
       const caFile = s.spec.source.caFile;

@@ -1,0 +1,126 @@
+// `machineadm config import`: a Cluster API KubeadmConfig, KubeadmConfigTemplate,
+// KubeadmControlPlane or KubeadmControlPlaneTemplate as an equivalent MachineConfig. Every field
+// of the input maps, is explained (a note: Cluster API's own bookkeeping, a setting only another
+// machine uses), or is refused with its path and why.
+import { ConfigError } from '../errors.ts';
+import { isPlainObject } from '../config/schema/dsl.ts';
+import { API_VERSION } from '../config/schema/index.ts';
+import { TrackedDocument, type ImportNote, type Path } from './tracked.ts';
+import { clusterConfiguration, initConfiguration, joinConfiguration, type KubeadmShape } from './kubeadm.ts';
+import { machinePreparation } from './machine.ts';
+
+type Json = Record<string, unknown>;
+
+export const BOOTSTRAP_GROUP = 'bootstrap.cluster.x-k8s.io';
+export const CONTROLPLANE_GROUP = 'controlplane.cluster.x-k8s.io';
+const VERSIONS = ['v1beta1', 'v1beta2'];
+
+interface Kind {
+  group: string;
+  kind: string;
+  /** Where the KubeadmConfigSpec is. */
+  spec: Path;
+  controlPlane: boolean;
+}
+
+const KINDS: Kind[] = [
+  { group: BOOTSTRAP_GROUP, kind: 'KubeadmConfig', spec: ['spec'], controlPlane: false },
+  { group: BOOTSTRAP_GROUP, kind: 'KubeadmConfigTemplate', spec: ['spec', 'template', 'spec'], controlPlane: false },
+  { group: CONTROLPLANE_GROUP, kind: 'KubeadmControlPlane', spec: ['spec', 'kubeadmConfigSpec'], controlPlane: true },
+  { group: CONTROLPLANE_GROUP, kind: 'KubeadmControlPlaneTemplate', spec: ['spec', 'template', 'spec', 'kubeadmConfigSpec'], controlPlane: true },
+];
+
+export interface ImportOptions {
+  /** A joining member of a control plane (KubeadmControlPlane), or a join of a KubeadmConfig that has both. */
+  join?: boolean;
+  /** The machine's operating system; default: Windows when the input names containerd's named pipe. */
+  os?: 'linux' | 'windows';
+  /** Names the input in messages. */
+  source: string;
+}
+
+export interface ImportResult {
+  config: Json;
+  notes: ImportNote[];
+  shape: KubeadmShape;
+}
+
+function kindOf(doc: TrackedDocument, source: string): Kind {
+  const apiVersion = doc.string(['apiVersion']) ?? '';
+  const kindName = doc.string(['kind']) ?? '';
+  const [group = '', version = ''] = apiVersion.split('/');
+  const kind = KINDS.find((k) => k.group === group && k.kind === kindName);
+  if (!kind || !VERSIONS.includes(version)) {
+    const known = KINDS.map((k) => `${k.group} ${k.kind}`).join(', ');
+    throw new ConfigError([{ source, path: 'kind', message: `${apiVersion || '(no apiVersion)'} ${kindName || '(no kind)'} is not a Cluster API kubeadm object machineadm imports`, hint: `one of ${known}, version ${VERSIONS.join(' or ')}` }]);
+  }
+  return kind;
+}
+
+function detectOs(doc: TrackedDocument, spec: Path): 'linux' | 'windows' {
+  const sockets = [doc.peek([...spec, 'joinConfiguration', 'nodeRegistration', 'criSocket']), doc.peek([...spec, 'initConfiguration', 'nodeRegistration', 'criSocket'])];
+  if (sockets.some((s) => typeof s === 'string' && s.includes('pipe'))) return 'windows';
+  const files = doc.peek([...spec, 'files']);
+  if (Array.isArray(files) && files.some((f) => isPlainObject(f) && typeof f.path === 'string' && /^[A-Za-z]:[\\/]/.test(f.path))) return 'windows';
+  return 'linux';
+}
+
+function shapeOf(doc: TrackedDocument, kind: Kind, options: ImportOptions, os: 'linux' | 'windows'): KubeadmShape {
+  if (kind.controlPlane) return { bootstrap: options.join ? 'join' : 'init', role: 'control-plane', os };
+  const has = (key: string) => doc.peek([...kind.spec, key]) !== undefined;
+  const joins = options.join || kind.kind === 'KubeadmConfigTemplate' || !(has('initConfiguration') || has('clusterConfiguration'));
+  if (!joins) return { bootstrap: 'init', role: 'control-plane', os };
+  const controlPlane = doc.peek([...kind.spec, 'joinConfiguration', 'controlPlane']) !== undefined;
+  return { bootstrap: 'join', role: controlPlane ? 'control-plane' : 'worker', os };
+}
+
+/** Cluster API's bookkeeping around the spec: how many machines, from which template, how to roll them. */
+function noteControlPlaneFields(doc: TrackedDocument, kind: Kind): void {
+  const owner = kind.spec.slice(0, -1);
+  for (const key of doc.keys(owner)) {
+    if (key === 'kubeadmConfigSpec' || key === 'version') continue;
+    doc.note([...owner, key], 'Cluster API manages the control plane\'s machines with it; nothing on the machine');
+  }
+}
+
+export function importClusterApi(input: unknown, options: ImportOptions): ImportResult {
+  if (!isPlainObject(input)) throw new ConfigError([{ source: options.source, path: '', message: 'expected one YAML document (a map)' }]);
+  const doc = new TrackedDocument(input, options.source);
+  const kind = kindOf(doc, options.source);
+  const os = options.os ?? detectOs(doc, kind.spec);
+  const shape = shapeOf(doc, kind, options, os);
+  const name = doc.string(['metadata', 'name']);
+  for (const key of doc.keys(['metadata'])) doc.note(['metadata', key], 'the Cluster API object\'s own metadata');
+  doc.note(['status'], 'written by Cluster API');
+  if (kind.spec.length > 2) for (const key of doc.keys(kind.spec.slice(0, -1))) if (key !== 'spec' && key !== 'kubeadmConfigSpec') doc.note([...kind.spec.slice(0, -1), key], 'template metadata for the objects Cluster API makes');
+  if (kind.controlPlane) noteControlPlaneFields(doc, kind);
+
+  const spec: Json = {};
+  machinePreparation(doc, kind.spec, os, spec);
+  const kubernetes: Json = { role: shape.role, bootstrap: shape.bootstrap };
+  // KubeadmControlPlane's version is the cluster's; CABPK writes it as kubernetesVersion.
+  if (kind.controlPlane) {
+    const version = doc.string([...kind.spec.slice(0, -1), 'version']);
+    if (version !== undefined) kubernetes.version = version;
+  }
+  clusterConfiguration(doc, [...kind.spec, 'clusterConfiguration'], shape, kubernetes);
+  initConfiguration(doc, [...kind.spec, 'initConfiguration'], shape, kubernetes);
+  joinConfiguration(doc, [...kind.spec, 'joinConfiguration'], shape, kubernetes);
+  if (shape.bootstrap === 'init' && kubernetes.controlPlaneEndpoint === undefined) kubernetes.controlPlaneEndpoint = { valueFrom: { env: 'MACHINEADM_CAPI_ENDPOINT' } };
+  const verbosity = doc.number([...kind.spec, 'verbosity']);
+  if (verbosity !== undefined) kubernetes.verbosity = verbosity;
+  spec.kubernetes = kubernetes;
+  doc.refuseUnread();
+  if (doc.issues.length > 0) throw new ConfigError(doc.issues);
+  if (shape.role === 'control-plane') {
+    doc.notes.push({
+      path: '(control plane)',
+      message:
+        shape.bootstrap === 'init'
+          ? 'Cluster API writes the cluster CAs and service-account keys into /etc/kubernetes/pki through the bootstrap data; deliver them with the configuration (spec.files) or before machineadm runs'
+          : 'a joining control plane downloads the certificates with MACHINEADM_CAPI_CERTIFICATE_KEY, or finds them in /etc/kubernetes/pki when the bootstrap data writes them (then leave certificateKey out)',
+    });
+  }
+  const config: Json = { apiVersion: API_VERSION, kind: 'MachineConfig', ...(name !== undefined ? { metadata: { name } } : {}), spec };
+  return { config, notes: doc.notes, shape };
+}

@@ -1,0 +1,328 @@
+// KubeadmConfigSpec's clusterConfiguration, initConfiguration and joinConfiguration, read into
+// spec.kubernetes. Values Cluster API fills in for each Machine (the endpoint, the join token,
+// the CA hashes, a control plane's certificate key) become environment references with fixed
+// names, so one imported configuration serves every Machine of a template.
+import { isPlainObject } from '../config/schema/dsl.ts';
+import type { TrackedDocument, Path } from './tracked.ts';
+import { hasTemplate, isProviderIdTemplate, machineValueOf } from './templates.ts';
+
+type Json = Record<string, unknown>;
+
+export const CAPI_ENV = {
+  endpoint: 'MACHINEADM_CAPI_ENDPOINT',
+  token: 'MACHINEADM_CAPI_TOKEN',
+  caCertHash: 'MACHINEADM_CAPI_CA_CERT_HASH',
+  certificateKey: 'MACHINEADM_CAPI_CERTIFICATE_KEY',
+} as const;
+
+const fromEnv = (name: string) => ({ valueFrom: { env: name } });
+
+export interface KubeadmShape {
+  bootstrap: 'init' | 'join';
+  role: 'worker' | 'control-plane';
+  os: 'linux' | 'windows';
+}
+
+/** Go's time.Duration text (20m0s, 1h, 90s) in whole seconds, or undefined. */
+export function durationSeconds(text: string): number | undefined {
+  if (!/^(\d+(\.\d+)?(h|m|s|ms|us|µs|ns))+$/.test(text)) return undefined;
+  const unit: Record<string, number> = { h: 3600, m: 60, s: 1, ms: 1e-3, us: 1e-6, µs: 1e-6, ns: 1e-9 };
+  let total = 0;
+  for (const m of text.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/g)) total += Number(m[1]) * unit[m[2]!]!;
+  return Number.isInteger(total) && total > 0 ? total : undefined;
+}
+
+/** extraArgs in either Cluster API form: v1beta1's map, v1beta2's list of {name, value}. */
+export function readFlags(doc: TrackedDocument, path: Path): Record<string, string> | undefined {
+  const value = doc.take(path);
+  if (value === undefined) return undefined;
+  const out: Record<string, string> = {};
+  if (isPlainObject(value)) {
+    for (const [k, v] of Object.entries(value)) out[k] = String(v);
+    return out;
+  }
+  if (Array.isArray(value)) {
+    for (const [i, item] of value.entries()) {
+      if (!isPlainObject(item) || typeof item.name !== 'string') {
+        doc.refuse([...path, i], 'expected { name, value }');
+        continue;
+      }
+      if (out[item.name] !== undefined) {
+        doc.refuse([...path, i], `flag ${item.name} is given twice: machineadm passes each flag once`, 'join the values the way the component reads them (most list flags take commas)');
+        continue;
+      }
+      out[item.name] = String(item.value ?? '');
+    }
+    return out;
+  }
+  doc.refuse(path, 'expected a map of flags or a list of { name, value }');
+  return undefined;
+}
+
+function seconds(doc: TrackedDocument, path: Path): number | undefined {
+  const text = doc.string(path);
+  if (text === undefined) return undefined;
+  const value = durationSeconds(text);
+  if (value === undefined) doc.refuse(path, `"${text}" is not a duration in whole seconds such as 5m0s`);
+  return value;
+}
+
+function setIf(target: Json, key: string, value: unknown): void {
+  if (value !== undefined) target[key] = value;
+}
+
+function component(doc: TrackedDocument, path: Path, withSans: boolean): Json | undefined {
+  const out: Json = {};
+  if (withSans) setIf(out, 'certSANs', doc.strings([...path, 'certSANs']));
+  setIf(out, 'extraArgs', readFlags(doc, [...path, 'extraArgs']));
+  const volumes = doc.length([...path, 'extraVolumes']);
+  if (volumes > 0) {
+    out.extraVolumes = Array.from({ length: volumes }, (_, i) => {
+      const at = [...path, 'extraVolumes', i];
+      const v: Json = {};
+      for (const key of ['name', 'hostPath', 'mountPath', 'pathType']) setIf(v, key, doc.string([...at, key]));
+      setIf(v, 'readOnly', doc.boolean([...at, 'readOnly']));
+      return v;
+    });
+  }
+  const envs = envVars(doc, [...path, 'extraEnvs']);
+  setIf(out, 'extraEnvs', envs);
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+function envVars(doc: TrackedDocument, path: Path): Json[] | undefined {
+  const n = doc.length(path);
+  if (n === 0) {
+    return undefined;
+  }
+  const out: Json[] = [];
+  for (let i = 0; i < n; i++) {
+    const at = [...path, i];
+    if (doc.take([...at, 'valueFrom']) !== undefined) {
+      doc.refuse([...at, 'valueFrom'], 'reads a Kubernetes object: a static pod has no API to read it from', 'give the value itself');
+      continue;
+    }
+    out.push({ name: doc.string([...at, 'name']), value: doc.string([...at, 'value']) ?? '' });
+  }
+  return out;
+}
+
+function endpointOf(doc: TrackedDocument, path: Path): Json | undefined {
+  const address = doc.string([...path, 'advertiseAddress']);
+  const port = doc.number([...path, 'bindPort']);
+  if (address === undefined && port === undefined) return undefined;
+  return { ...(address !== undefined ? { advertiseAddress: address } : {}), ...(port !== undefined ? { bindPort: port } : {}) };
+}
+
+const CRI_SOCKETS = {
+  linux: ['unix:///var/run/containerd/containerd.sock', 'unix:///run/containerd/containerd.sock', '/var/run/containerd/containerd.sock', '/run/containerd/containerd.sock'],
+  windows: ['npipe:////./pipe/containerd-containerd', '//./pipe/containerd-containerd'],
+};
+
+/** The node's name, labels, taints and kubelet flags (InitConfiguration or JoinConfiguration). */
+function nodeRegistration(doc: TrackedDocument, path: Path, shape: KubeadmShape, k: Json): void {
+  const node: Json = (k.node as Json) ?? {};
+  const name = doc.string([...path, 'name']);
+  if (name !== undefined) {
+    const reference = machineValueOf(name);
+    if (reference) node.name = { fromMachine: reference };
+    else if (hasTemplate(name)) doc.refuse([...path, 'name'], `template ${name} is not a value machineadm reads from the machine`, 'use a literal name, or a known instance-data value such as {{ ds.meta_data.local_hostname }}');
+    else node.name = name;
+  }
+  const socket = doc.string([...path, 'criSocket']);
+  if (socket !== undefined && !CRI_SOCKETS[shape.os].includes(socket)) {
+    doc.refuse([...path, 'criSocket'], `${socket} is not containerd's socket: machineadm configures and uses containerd`, `remove it (machineadm writes ${CRI_SOCKETS[shape.os][0]})`);
+  }
+  setIf(k, 'ignorePreflightChecks', doc.strings([...path, 'ignorePreflightErrors']));
+  setIf(node, 'imagePullPolicy', doc.string([...path, 'imagePullPolicy']));
+  setIf(node, 'imagePullSerial', doc.boolean([...path, 'imagePullSerial']));
+  const taintCount = doc.length([...path, 'taints']);
+  if (doc.peek([...path, 'taints']) !== undefined && Array.isArray(doc.peek([...path, 'taints']))) {
+    node.taints = Array.from({ length: taintCount }, (_, i) => {
+      const at = [...path, 'taints', i];
+      doc.note([...at, 'timeAdded'], 'is set by the API server when the taint is added');
+      const t: Json = { key: doc.string([...at, 'key']), effect: doc.string([...at, 'effect']) };
+      setIf(t, 'value', doc.string([...at, 'value']));
+      return t;
+    });
+  }
+  const flags = readFlags(doc, [...path, 'kubeletExtraArgs']) ?? {};
+  const rest: Record<string, string> = {};
+  for (const [flag, value] of Object.entries(flags)) {
+    const at = [...path, 'kubeletExtraArgs', flag];
+    switch (flag) {
+      case 'node-labels':
+        node.labels = { ...((node.labels as Json) ?? {}), ...labels(doc, at, value) };
+        break;
+      case 'node-ip':
+        if (hasTemplate(value)) doc.refuse(at, `template ${value} is not supported for the node IP`, 'leave node-ip out (the kubelet picks the address of the default route), or give the address');
+        else node.ip = value.split(',').map((v) => v.trim());
+        break;
+      case 'provider-id':
+        if (isProviderIdTemplate(value)) node.providerID = 'auto';
+        else if (hasTemplate(value)) doc.refuse(at, `template ${value} is not a provider ID machineadm composes`, 'write providerID: auto, or the ID itself');
+        else node.providerID = value;
+        break;
+      case 'register-with-taints':
+        node.taints = [...((node.taints as Json[]) ?? []), ...value.split(',').filter(Boolean).map((t) => taintOf(t))];
+        break;
+      case 'hostname-override': {
+        const reference = machineValueOf(value);
+        if (reference) node.name = { fromMachine: reference };
+        else if (hasTemplate(value)) doc.refuse(at, `template ${value} is not a value machineadm reads from the machine`);
+        else node.name = value;
+        break;
+      }
+      default:
+        if (hasTemplate(value)) doc.refuse(at, `template ${value} is not expanded by machineadm`, 'give the value itself');
+        else rest[flag] = value;
+    }
+  }
+  if (Object.keys(rest).length > 0) node.kubeletExtraArgs = rest;
+  if (Object.keys(node).length > 0) k.node = node;
+}
+
+function labels(doc: TrackedDocument, path: Path, value: string): Json {
+  const out: Json = {};
+  for (const pair of value.split(',').filter(Boolean)) {
+    const [key = '', ...rest] = pair.split('=');
+    const text = rest.join('=');
+    const reference = machineValueOf(text);
+    if (reference) out[key] = { fromMachine: reference };
+    else if (hasTemplate(text)) doc.refuse(path, `label ${key}: template ${text} is not a value machineadm reads from the machine`);
+    else out[key] = text;
+  }
+  return out;
+}
+
+function taintOf(text: string): Json {
+  const [keyValue = '', effect = ''] = text.split(':');
+  const [key = '', value] = keyValue.split('=');
+  return { key, ...(value !== undefined ? { value } : {}), effect };
+}
+
+function timeouts(doc: TrackedDocument, path: Path, k: Json): void {
+  const out: Json = (k.kubeadmTimeouts as Json) ?? {};
+  for (const name of ['controlPlaneComponentHealthCheckSeconds', 'discoverySeconds', 'etcdAPICallSeconds', 'kubeletHealthCheckSeconds', 'kubernetesAPICallSeconds', 'tlsBootstrapSeconds']) {
+    setIf(out, name, doc.number([...path, name]));
+  }
+  if (Object.keys(out).length > 0) k.kubeadmTimeouts = out;
+}
+
+export function clusterConfiguration(doc: TrackedDocument, path: Path, shape: KubeadmShape, k: Json): void {
+  if (doc.peek(path) === undefined) return;
+  if (shape.bootstrap === 'join') {
+    // kubeadm join reads the cluster's own ClusterConfiguration; a joining member's copy is unused.
+    for (const key of doc.keys(path)) doc.note([...path, key], 'a joining machine takes the cluster\'s setting (made by the init machine); not carried');
+    return;
+  }
+  doc.note([...path, 'apiVersion'], 'machineadm writes the kubeadm API version the machine\'s kubeadm reads');
+  doc.note([...path, 'kind'], 'implied');
+  setIf(k, 'version', doc.string([...path, 'kubernetesVersion']));
+  const endpoint = doc.string([...path, 'controlPlaneEndpoint']);
+  if (endpoint !== undefined) k.controlPlaneEndpoint = endpoint;
+  const cp: Json = (k.controlPlane as Json) ?? {};
+  setIf(cp, 'apiServer', component(doc, [...path, 'apiServer'], true));
+  const healthCheck = seconds(doc, [...path, 'apiServer', 'timeoutForControlPlane']);
+  if (healthCheck !== undefined) k.kubeadmTimeouts = { ...((k.kubeadmTimeouts as Json) ?? {}), controlPlaneComponentHealthCheckSeconds: healthCheck };
+  setIf(cp, 'controllerManager', component(doc, [...path, 'controllerManager'], false));
+  setIf(cp, 'scheduler', component(doc, [...path, 'scheduler'], false));
+  const etcd = [...path, 'etcd'];
+  if (doc.peek([...etcd, 'local']) !== undefined) {
+    const at = [...etcd, 'local'];
+    const local: Json = {};
+    for (const key of ['dataDir', 'imageRepository', 'imageTag']) setIf(local, key, doc.string([...at, key]));
+    setIf(local, 'extraArgs', readFlags(doc, [...at, 'extraArgs']));
+    setIf(local, 'extraEnvs', envVars(doc, [...at, 'extraEnvs']));
+    setIf(local, 'serverCertSANs', doc.strings([...at, 'serverCertSANs']));
+    setIf(local, 'peerCertSANs', doc.strings([...at, 'peerCertSANs']));
+    if (Object.keys(local).length > 0) cp.etcd = { local };
+  }
+  if (doc.peek([...etcd, 'external']) !== undefined) {
+    const at = [...etcd, 'external'];
+    const external: Json = { endpoints: doc.strings([...at, 'endpoints']) };
+    for (const key of ['caFile', 'certFile', 'keyFile']) setIf(external, key, doc.string([...at, key]));
+    cp.etcd = { external };
+  }
+  const dns: Json = {};
+  for (const key of ['imageRepository', 'imageTag']) setIf(dns, key, doc.string([...path, 'dns', key]));
+  if (Object.keys(dns).length > 0) cp.dns = dns;
+  setIf(cp, 'imageRepository', doc.string([...path, 'imageRepository']));
+  const gates = doc.take([...path, 'featureGates']);
+  if (isPlainObject(gates)) cp.featureGates = gates;
+  setIf(cp, 'clusterName', doc.string([...path, 'clusterName']));
+  setIf(cp, 'certificatesDir', doc.string([...path, 'certificatesDir']));
+  setIf(cp, 'certificateValidityDays', doc.number([...path, 'certificateValidityPeriodDays']));
+  setIf(cp, 'caCertificateValidityDays', doc.number([...path, 'caCertificateValidityPeriodDays']));
+  setIf(cp, 'encryptionAlgorithm', doc.string([...path, 'encryptionAlgorithm']));
+  if (Object.keys(cp).length > 0) k.controlPlane = cp;
+  const net = [...path, 'networking'];
+  setIf(k, 'podSubnet', doc.string([...net, 'podSubnet']));
+  setIf(k, 'serviceSubnet', doc.string([...net, 'serviceSubnet']));
+  setIf(k, 'dnsDomain', doc.string([...net, 'dnsDomain']));
+}
+
+export function initConfiguration(doc: TrackedDocument, path: Path, shape: KubeadmShape, k: Json): void {
+  if (doc.peek(path) === undefined) return;
+  if (shape.bootstrap === 'join') {
+    for (const key of doc.keys(path)) doc.note([...path, key], 'used only by the init machine; not carried');
+    return;
+  }
+  doc.note([...path, 'apiVersion'], 'machineadm writes the kubeadm API version the machine\'s kubeadm reads');
+  doc.note([...path, 'kind'], 'implied');
+  if (doc.take([...path, 'bootstrapTokens']) !== undefined) {
+    doc.refuse([...path, 'bootstrapTokens'], 'machineadm makes the init machine\'s bootstrap token from spec.kubernetes.token (or kubeadm makes one)', 'remove it; Cluster API makes join tokens itself');
+  }
+  const endpoint = endpointOf(doc, [...path, 'localAPIEndpoint']);
+  if (endpoint) k.controlPlane = { ...((k.controlPlane as Json) ?? {}), localAPIEndpoint: endpoint };
+  nodeRegistration(doc, [...path, 'nodeRegistration'], shape, k);
+  setIf(k, 'patchesDirectory', doc.string([...path, 'patches', 'directory']));
+  setIf(k, 'skipPhases', doc.strings([...path, 'skipPhases']));
+  timeouts(doc, [...path, 'timeouts'], k);
+  // Cluster API fills the endpoint of the cluster on init too.
+  if (k.controlPlaneEndpoint === undefined) k.controlPlaneEndpoint = fromEnv(CAPI_ENV.endpoint);
+}
+
+export function joinConfiguration(doc: TrackedDocument, path: Path, shape: KubeadmShape, k: Json): void {
+  if (shape.bootstrap === 'init') {
+    for (const key of doc.keys(path)) doc.note([...path, key], 'used only by joining machines; not carried (import with --join for them)');
+    return;
+  }
+  doc.note([...path, 'apiVersion'], 'machineadm writes the kubeadm API version the machine\'s kubeadm reads');
+  doc.note([...path, 'kind'], 'implied');
+  const caCertPath = doc.string([...path, 'caCertPath']);
+  if (caCertPath !== undefined && caCertPath !== '/etc/kubernetes/pki/ca.crt') doc.refuse([...path, 'caCertPath'], `${caCertPath} is not kubeadm's default: machineadm keeps the CA at /etc/kubernetes/pki/ca.crt`, 'remove it');
+  if (shape.role === 'control-plane') {
+    const endpoint = endpointOf(doc, [...path, 'controlPlane', 'localAPIEndpoint']);
+    if (endpoint) k.controlPlane = { ...((k.controlPlane as Json) ?? {}), localAPIEndpoint: endpoint };
+    k.certificateKey = fromEnv(CAPI_ENV.certificateKey);
+  }
+  const discovery = [...path, 'discovery'];
+  const file = [...discovery, 'file'];
+  if (doc.peek(file) !== undefined) {
+    setIf(k, 'discoveryFile', doc.string([...file, 'kubeConfigPath']));
+    if (doc.take([...file, 'kubeConfig']) !== undefined) doc.refuse([...file, 'kubeConfig'], 'Cluster API writes this kubeconfig from the cluster; machineadm reads a file on the machine', 'write the kubeconfig with spec.files and give its path as kubeConfigPath');
+  }
+  const token = [...discovery, 'bootstrapToken'];
+  if (doc.boolean([...token, 'unsafeSkipCAVerification']) === true) {
+    doc.refuse([...token, 'unsafeSkipCAVerification'], 'machineadm never joins without checking the cluster CA', 'remove it: Cluster API gives the CA hashes');
+  }
+  if (k.discoveryFile === undefined) {
+    k.controlPlaneEndpoint = doc.string([...token, 'apiServerEndpoint']) ?? fromEnv(CAPI_ENV.endpoint);
+    const literal = doc.string([...token, 'token']);
+    k.token = literal ?? fromEnv(CAPI_ENV.token);
+    k.caCertHashes = doc.strings([...token, 'caCertHashes']) ?? [fromEnv(CAPI_ENV.caCertHash)];
+  } else {
+    const tls = doc.string([...discovery, 'tlsBootstrapToken']);
+    k.token = tls ?? fromEnv(CAPI_ENV.token);
+  }
+  const wait = seconds(doc, [...discovery, 'timeout']);
+  if (wait !== undefined) k.kubeadmTimeouts = { ...((k.kubeadmTimeouts as Json) ?? {}), discoverySeconds: wait };
+  if (k.discoveryFile === undefined && doc.take([...discovery, 'tlsBootstrapToken']) !== undefined) {
+    doc.refuse([...discovery, 'tlsBootstrapToken'], 'with token discovery the same token bootstraps the kubelet', 'remove it');
+  }
+  nodeRegistration(doc, [...path, 'nodeRegistration'], shape, k);
+  setIf(k, 'patchesDirectory', doc.string([...path, 'patches', 'directory']));
+  setIf(k, 'skipPhases', doc.strings([...path, 'skipPhases']));
+  timeouts(doc, [...path, 'timeouts'], k);
+}

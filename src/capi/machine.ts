@@ -1,0 +1,256 @@
+// KubeadmConfigSpec's machine preparation (commands, files, users, time servers, disks, mounts,
+// Ignition's extra configuration) read into machineadm's spec.
+import { load as loadYaml } from 'js-yaml';
+import { formatPath, isPlainObject } from '../config/schema/dsl.ts';
+import type { TrackedDocument, Path } from './tracked.ts';
+import { hasTemplate } from './templates.ts';
+
+type Json = Record<string, unknown>;
+
+const setIf = (target: Json, key: string, value: unknown) => {
+  if (value !== undefined) target[key] = value;
+};
+
+const TEMPLATE_HINT = "machineadm does not expand cloud-init templates: write the value, or use spec.kubernetes.node's { fromMachine: NAME } where the value is the node's";
+
+function commandList(doc: TrackedDocument, path: Path): Json[] | undefined {
+  const lines = doc.strings(path);
+  if (lines === undefined) return undefined;
+  const out: Json[] = [];
+  lines.forEach((line, i) => {
+    if (hasTemplate(line)) doc.refuse([...path, i], `holds a cloud-init template (${line.slice(0, 60)})`, TEMPLATE_HINT);
+    else out.push({ shell: line });
+  });
+  return out;
+}
+
+function commands(doc: TrackedDocument, base: Path, spec: Json): void {
+  const out: Json = {};
+  setIf(out, 'boot', commandList(doc, [...base, 'bootCommands']));
+  setIf(out, 'beforeKubeadm', commandList(doc, [...base, 'preKubeadmCommands']));
+  setIf(out, 'afterKubeadm', commandList(doc, [...base, 'postKubeadmCommands']));
+  if (Object.keys(out).length > 0) spec.commands = out;
+}
+
+/** A Windows path as machineadm's files take it (C:\dir\file), from C:/dir/file or c:\dir\file. */
+function windowsPath(path: string): string {
+  return path[0]!.toUpperCase() + path.slice(1).replaceAll('/', '\\');
+}
+
+function files(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: Json): void {
+  const path = [...base, 'files'];
+  const n = doc.length(path);
+  const out: Json[] = [];
+  for (let i = 0; i < n; i++) {
+    const at = [...path, i];
+    const file: Json = {};
+    const target = doc.string([...at, 'path']);
+    if (target !== undefined) file.path = os === 'windows' && /^[A-Za-z]:[\\/]/.test(target) ? windowsPath(target) : target;
+    const content = doc.string([...at, 'content']);
+    if (doc.take([...at, 'contentFrom']) !== undefined) {
+      doc.refuse([...at, 'contentFrom'], "reads a Kubernetes Secret, which Cluster API puts into the bootstrap data; machineadm's configuration carries files itself", 'give the content, a source URL with its sha256, or write the file before machineadm runs');
+    }
+    const format = doc.string([...at, 'contentFormat']);
+    if (format !== undefined) doc.refuse([...at, 'contentFormat'], `${format}: machineadm writes content as it is (no template engine)`, 'render the content before it goes into the configuration');
+    if (content !== undefined) {
+      if (hasTemplate(content)) doc.refuse([...at, 'content'], 'holds a cloud-init template', TEMPLATE_HINT);
+      file.content = content;
+    }
+    const encoding = doc.string([...at, 'encoding']);
+    if (encoding === 'base64' || encoding === 'gzip+base64') file.encoding = encoding;
+    else if (encoding !== undefined) doc.refuse([...at, 'encoding'], `${encoding}: machineadm takes content as plain, base64 or gzip+base64`, 'encode the gzip output with base64 and write gzip+base64');
+    setIf(file, 'mode', doc.string([...at, 'permissions']));
+    setIf(file, 'owner', doc.string([...at, 'owner']));
+    if (doc.boolean([...at, 'append']) === true) file.append = true;
+    out.push(file);
+  }
+  if (out.length > 0) spec.files = out;
+}
+
+function users(doc: TrackedDocument, base: Path, spec: Json): void {
+  const path = [...base, 'users'];
+  const n = doc.length(path);
+  const out: Json[] = [];
+  for (let i = 0; i < n; i++) {
+    const at = [...path, i];
+    const user: Json = { name: doc.string([...at, 'name']) };
+    for (const key of ['gecos', 'homeDir', 'shell', 'primaryGroup', 'sudo']) setIf(user, key, doc.string([...at, key]));
+    const groups = doc.string([...at, 'groups']);
+    // cloud-init takes groups as one comma-separated string.
+    if (groups !== undefined) user.groups = groups.split(',').map((g) => g.trim()).filter(Boolean);
+    setIf(user, 'sshAuthorizedKeys', doc.strings([...at, 'sshAuthorizedKeys']));
+    setIf(user, 'lockPassword', doc.boolean([...at, 'lockPassword']));
+    setIf(user, 'passwordHash', doc.string([...at, 'passwd']));
+    if (doc.take([...at, 'passwdFrom']) !== undefined) {
+      doc.refuse([...at, 'passwdFrom'], 'reads a Kubernetes Secret', 'give passwordHash as { valueFrom: { file: PATH } } or { valueFrom: { env: NAME } } in the imported configuration');
+    }
+    if (doc.boolean([...at, 'inactive']) === true) doc.refuse([...at, 'inactive'], 'an inactive (expired) account has no machineadm equivalent', 'remove the user, or lock its password (lockPassword: true)');
+    out.push(user);
+  }
+  if (out.length > 0) spec.users = out;
+}
+
+function ntp(doc: TrackedDocument, base: Path, spec: Json): void {
+  const path = [...base, 'ntp'];
+  const enabled = doc.boolean([...path, 'enabled']);
+  const servers = doc.strings([...path, 'servers']);
+  if (enabled === false) {
+    if (servers !== undefined) doc.notes.push({ path: formatPath([...path, 'servers']), message: 'ntp.enabled is false: the servers are not configured' });
+    return;
+  }
+  if (servers !== undefined) spec.timeServers = { servers };
+}
+
+const PARTITION_TYPES: Record<string, string> = { Linux: 'linux', LinuxSwap: 'swap', LinuxLVM: 'lvm', LVM: 'lvm' };
+
+function storage(doc: TrackedDocument, base: Path, spec: Json): void {
+  const out: Json = {};
+  const parts = [...base, 'diskSetup', 'partitions'];
+  const disks: Json[] = [];
+  for (let i = 0; i < doc.length(parts); i++) {
+    const at = [...parts, i];
+    const disk: Json = { device: doc.string([...at, 'device']) };
+    const table = doc.string([...at, 'tableType']);
+    if (table === 'gpt' || table === 'mbr') disk.table = table;
+    else if (table !== undefined) doc.refuse([...at, 'tableType'], `${table}: machineadm writes gpt or mbr tables`);
+    const layout = doc.boolean([...at, 'layout']);
+    const diskLayout = [...at, 'diskLayout'];
+    if (doc.length(diskLayout) > 0) {
+      disk.partitions = Array.from({ length: doc.length(diskLayout) }, (_, j) => {
+        const p: Json = {};
+        setIf(p, 'sizePercent', doc.number([...diskLayout, j, 'percentage']));
+        const type = doc.string([...diskLayout, j, 'partitionType']);
+        if (type !== undefined) {
+          if (PARTITION_TYPES[type]) p.type = PARTITION_TYPES[type];
+          else doc.refuse([...diskLayout, j, 'partitionType'], `${type}: machineadm makes Linux, LinuxSwap and LVM partitions`);
+        }
+        return p;
+      });
+    } else if (layout === false) {
+      doc.refuse([...at, 'layout'], 'false leaves the disk unpartitioned: there is nothing to do', 'remove the entry');
+    }
+    if (doc.boolean([...at, 'overwrite']) === true) disk.overwrite = true;
+    disks.push(disk);
+  }
+  if (disks.length > 0) out.disks = disks;
+  const fsPath = [...base, 'diskSetup', 'filesystems'];
+  const filesystems: Json[] = [];
+  for (let i = 0; i < doc.length(fsPath); i++) {
+    const at = [...fsPath, i];
+    const fs: Json = { device: doc.string([...at, 'device']), format: doc.string([...at, 'filesystem']) };
+    setIf(fs, 'label', doc.string([...at, 'label']));
+    const partition = doc.string([...at, 'partition']);
+    if (partition !== undefined && /^\d+$/.test(partition)) fs.partition = Number(partition);
+    else if (partition !== undefined && partition !== 'none') {
+      doc.refuse([...at, 'partition'], `"${partition}" lets cloud-init pick a partition; machineadm formats the one it is told`, 'give the partition number, or the partition device as device');
+    }
+    setIf(fs, 'options', doc.strings([...at, 'extraOpts']));
+    if (doc.boolean([...at, 'overwrite']) === true) fs.overwrite = true;
+    if (doc.string([...at, 'replaceFS']) !== undefined) doc.refuse([...at, 'replaceFS'], 'replacing one filesystem type by another has no machineadm equivalent', 'use overwrite: true to format the device whatever it holds');
+    filesystems.push(fs);
+  }
+  if (filesystems.length > 0) out.filesystems = filesystems;
+  const mountsPath = [...base, 'mounts'];
+  const mounts: Json[] = [];
+  for (let i = 0; i < doc.length(mountsPath); i++) {
+    const entry = doc.strings([...mountsPath, i]);
+    if (entry === undefined) continue;
+    // cloud-init's mounts: [device, path, type, options, dump, pass], later ones optional.
+    const [device, path, type, options, dump, pass] = entry;
+    if (device === undefined || path === undefined) {
+      doc.refuse([...mountsPath, i], 'needs at least a device and a mount point', 'e.g. [LABEL=etcd_disk, /var/lib/etcd]');
+      continue;
+    }
+    const mount: Json = { device, path };
+    if (type !== undefined && type !== 'auto') mount.format = type;
+    if (options !== undefined) mount.options = options.split(',');
+    if (dump !== undefined) mount.dump = Number(dump);
+    if (pass !== undefined) mount.pass = Number(pass);
+    mounts.push(mount);
+  }
+  if (mounts.length > 0) out.mounts = mounts;
+  if (Object.keys(out).length > 0) spec.storage = out;
+}
+
+/**
+ * Ignition's additionalConfig (a Container Linux Config) for files and systemd units, the parts
+ * a node's bootstrap uses; anything else in it is refused like any unknown field.
+ */
+function ignition(doc: TrackedDocument, base: Path, spec: Json): void {
+  const path = [...base, 'ignition', 'containerLinuxConfig'];
+  doc.note([...path, 'strict'], 'applies to Ignition\'s own translation; machineadm checks its configuration strictly always');
+  const text = doc.string([...path, 'additionalConfig']);
+  if (text === undefined) return;
+  let clc: unknown;
+  try {
+    clc = loadYaml(text);
+  } catch (cause) {
+    doc.refuse([...path, 'additionalConfig'], `is not YAML: ${(cause as Error).message.split('\n')[0]}`);
+    return;
+  }
+  const where = formatPath([...path, 'additionalConfig']);
+  const refuse = (field: string, message: string): void => {
+    doc.issues.push({ path: `${where}: ${field}`, message });
+  };
+  if (!isPlainObject(clc)) return refuse('(document)', 'expected a map');
+  const files: Json[] = (spec.files as Json[] | undefined) ?? [];
+  const boot: Json[] = [];
+  for (const [key, value] of Object.entries(clc)) {
+    if (key === 'storage' && isPlainObject(value)) {
+      for (const [skey, svalue] of Object.entries(value)) {
+        if (skey !== 'files' || !Array.isArray(svalue)) {
+          refuse(`storage.${skey}`, 'has no machineadm equivalent (use spec.storage for disks and filesystems)');
+          continue;
+        }
+        svalue.forEach((f: unknown, i) => {
+          const contents = isPlainObject(f) && isPlainObject(f.contents) ? f.contents : {};
+          if (!isPlainObject(f) || typeof f.path !== 'string' || typeof contents.inline !== 'string' || Object.keys(contents).some((c) => c !== 'inline')) {
+            return refuse(`storage.files[${i}]`, 'machineadm takes files with path and contents.inline');
+          }
+          const extra = Object.keys(f).filter((k) => !['path', 'contents', 'mode', 'filesystem', 'user', 'group'].includes(k));
+          if (extra.length > 0) return refuse(`storage.files[${i}].${extra[0]}`, 'has no machineadm equivalent');
+          if (f.filesystem !== undefined && f.filesystem !== 'root') return refuse(`storage.files[${i}].filesystem`, 'machineadm writes files on the root filesystem');
+          const owner = (x: unknown) => (isPlainObject(x) && typeof x.name === 'string' ? x.name : undefined);
+          const user = owner(f.user);
+          const group = owner(f.group);
+          files.push({
+            path: f.path,
+            content: contents.inline,
+            ...(typeof f.mode === 'number' ? { mode: '0' + f.mode.toString(8) } : {}),
+            ...(user !== undefined ? { owner: `${user}:${group ?? user}` } : {}),
+          });
+        });
+      }
+    } else if (key === 'systemd' && isPlainObject(value) && Array.isArray(value.units) && Object.keys(value).length === 1) {
+      value.units.forEach((u: unknown, i) => {
+        if (!isPlainObject(u) || typeof u.name !== 'string') return refuse(`systemd.units[${i}]`, 'needs a name');
+        const extra = Object.keys(u).filter((k) => !['name', 'enabled', 'enable', 'contents', 'dropins'].includes(k));
+        if (extra.length > 0) return refuse(`systemd.units[${i}].${extra[0]}`, 'has no machineadm equivalent');
+        if (typeof u.contents === 'string') files.push({ path: `/etc/systemd/system/${u.name}`, content: u.contents });
+        if (Array.isArray(u.dropins)) {
+          for (const d of u.dropins) if (isPlainObject(d) && typeof d.name === 'string' && typeof d.contents === 'string') files.push({ path: `/etc/systemd/system/${u.name}.d/${d.name}`, content: d.contents });
+        }
+        if (u.enabled === true || u.enable === true) boot.push({ argv: ['systemctl', 'enable', '--now', u.name] });
+      });
+    } else {
+      refuse(key, 'has no machineadm equivalent (files and systemd units are carried)');
+    }
+  }
+  if (files.length > 0) spec.files = files;
+  if (boot.length > 0) {
+    const commands = (spec.commands as Json | undefined) ?? {};
+    commands.boot = [...((commands.boot as Json[] | undefined) ?? []), ...boot];
+    spec.commands = commands;
+  }
+}
+
+export function machinePreparation(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: Json): void {
+  commands(doc, base, spec);
+  files(doc, base, os, spec);
+  users(doc, base, spec);
+  ntp(doc, base, spec);
+  storage(doc, base, spec);
+  ignition(doc, base, spec);
+  doc.note([...base, 'format'], 'says how Cluster API encodes the bootstrap data (cloud-config or Ignition); machineadm\'s recipes deliver the MachineConfig in either');
+  doc.note([...base, 'useExperimentalRetryJoin'], 'machineadm always retries a join that fails for a transient reason (spec.kubernetes.retries)');
+}

@@ -1,0 +1,65 @@
+// Cluster API templates fill per-machine values with cloud-init's Jinja ({{ ds.meta_data.* }},
+// {{ v1.* }}). machineadm reads the same values from the machine ({ fromMachine: NAME }); a
+// template it does not know is refused, never passed on as text.
+import type { MachineReferenceName } from '../config/schema/machine.ts';
+
+// cloud-init's instance-data names (standardized v1 keys and the datasource's meta_data) for the
+// values machineadm reads itself.
+const KNOWN: Record<string, MachineReferenceName> = {
+  'v1.local_hostname': 'localHostname',
+  local_hostname: 'localHostname',
+  'ds.meta_data.local_hostname': 'localHostname',
+  'ds.meta_data["local_hostname"]': 'localHostname',
+  "ds.meta_data['local_hostname']": 'localHostname',
+  'ds.meta_data.hostname': 'localHostname',
+  // GCE's local hostname is <name>.c.<project>.internal; its node name is the instance name.
+  'ds.meta_data.local_hostname.split(".")[0]': 'instanceName',
+  "ds.meta_data.local_hostname.split('.')[0]": 'instanceName',
+  'v1.instance_id': 'instanceId',
+  instance_id: 'instanceId',
+  'ds.meta_data.instance_id': 'instanceId',
+  'ds.meta_data["instance_id"]': 'instanceId',
+  'v1.availability_zone': 'zone',
+  availability_zone: 'zone',
+  'ds.meta_data.placement.availability_zone': 'zone',
+  'v1.region': 'region',
+  region: 'region',
+  'ds.meta_data.placement.region': 'region',
+  'ds.meta_data.local_ipv4': 'privateIP',
+  'ds.ec2_metadata.local_ipv4': 'privateIP',
+  'ds.meta_data["local_ipv4"]': 'privateIP',
+  'ds.meta_data.instance_type': 'instanceType',
+  'v1.instance_type': 'instanceType',
+};
+
+const TEMPLATE = /\{\{\s*(.*?)\s*\}\}/g;
+
+export function hasTemplate(value: string): boolean {
+  return /\{\{|\{%/.test(value);
+}
+
+/** The machine value a value made of one template stands for, or undefined. */
+export function machineValueOf(value: string): MachineReferenceName | undefined {
+  const match = /^\s*\{\{\s*(.*?)\s*\}\}\s*$/.exec(value);
+  return match ? KNOWN[match[1]!] : undefined;
+}
+
+/** The references a value's templates use, or undefined when one is unknown. */
+export function templateReferences(value: string): MachineReferenceName[] | undefined {
+  const out: MachineReferenceName[] = [];
+  for (const match of value.matchAll(TEMPLATE)) {
+    const known = KNOWN[match[1]!];
+    if (!known) return undefined;
+    out.push(known);
+  }
+  return /\{%/.test(value) ? undefined : out;
+}
+
+/**
+ * A provider ID written as a template (aws:///{{ zone }}/{{ instance id }}, azure's and gce's
+ * forms) is what machineadm's `providerID: auto` composes from the same metadata.
+ */
+export function isProviderIdTemplate(value: string): boolean {
+  const refs = templateReferences(value);
+  return refs !== undefined && refs.length > 0 && /^[a-z]+:\/\//.test(value) && refs.every((r) => r === 'instanceId' || r === 'zone' || r === 'region' || r === 'instanceName');
+}

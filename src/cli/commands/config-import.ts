@@ -1,0 +1,66 @@
+// config import: a Cluster API kubeadm object (KubeadmConfig, KubeadmConfigTemplate,
+// KubeadmControlPlane, KubeadmControlPlaneTemplate) as a MachineConfig on stdout; notes on stderr.
+import type { Command } from 'commander';
+import { Option } from 'commander';
+import { resolve } from 'node:path';
+import type { Io } from '../io.ts';
+import { ConfigError, ExitCode } from '../../errors.ts';
+
+/** A KubeadmConfig is text of some kilobytes; a larger file is not one. */
+const MAX_INPUT_BYTES = 4 * 1024 * 1024;
+
+interface ImportCommandOptions {
+  file: string;
+  output?: 'yaml' | 'json';
+  join?: boolean;
+  os?: 'linux' | 'windows';
+}
+
+async function readInput(file: string, io: Io): Promise<Buffer> {
+  if (file === '-') return io.readStdin(MAX_INPUT_BYTES);
+  const { open } = await import('node:fs/promises');
+  const path = resolve(io.cwd, file);
+  const handle = await open(path, 'r').catch((cause: NodeJS.ErrnoException) => {
+    throw new ConfigError([{ source: file, path: '', message: cause.code === 'ENOENT' ? 'does not exist' : `cannot be read: ${cause.message}`, unreadable: true }]);
+  });
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw new ConfigError([{ source: file, path: '', message: 'is not a regular file', unreadable: true }]);
+    if (info.size > MAX_INPUT_BYTES) throw new ConfigError([{ source: file, path: '', message: `is larger than ${MAX_INPUT_BYTES / 1024 / 1024} MiB: not a KubeadmConfig` }]);
+    return await handle.readFile();
+  } finally {
+    await handle.close();
+  }
+}
+
+export function registerImportCommand(config: Command, io: Io, setExit: (code: number) => void): void {
+  config
+    .command('import')
+    .description('write the MachineConfig equivalent to a Cluster API KubeadmConfig, KubeadmConfigTemplate, KubeadmControlPlane or KubeadmControlPlaneTemplate (exit 2 when a field has no equivalent)')
+    .requiredOption('-f, --file <path>', 'the Cluster API object as YAML or JSON ("-" reads standard input)')
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['yaml', 'json']).default('yaml'))
+    .option('--join', 'a joining member: a KubeadmControlPlane\'s further machines, or the join half of a KubeadmConfig that has both')
+    .addOption(new Option('--os <os>', 'the machine\'s operating system (default: Windows when the object names containerd\'s named pipe or C:\\ paths)').choices(['linux', 'windows']))
+    .addHelpText(
+      'after',
+      '\nPer-machine values Cluster API fills in are read from the environment when machineadm runs:\n' +
+        '  MACHINEADM_CAPI_ENDPOINT (host:port), MACHINEADM_CAPI_TOKEN, MACHINEADM_CAPI_CA_CERT_HASH, MACHINEADM_CAPI_CERTIFICATE_KEY\n' +
+        '\nExamples:\n  $ machineadm config import -f kubeadmconfigtemplate.yaml > worker.yaml\n  $ machineadm config import -f kcp.yaml --join -o json\n' +
+        '\nThe mapping, field by field: docs/recipes/cluster-api/switching-from-cabpk.md\n',
+    )
+    .action(async (options: ImportCommandOptions) => {
+      const [{ parseDocument, decodeUtf8, DocumentError }, { importClusterApi }, { dump }] = await Promise.all([import('../../config/document.ts'), import('../../capi/import.ts'), import('js-yaml')]);
+      const source = options.file === '-' ? 'stdin' : options.file;
+      let value: unknown;
+      try {
+        value = parseDocument(decodeUtf8(await readInput(options.file, io), source), source)?.value;
+      } catch (error) {
+        if (error instanceof DocumentError) throw new ConfigError(error.issues);
+        throw error;
+      }
+      const result = importClusterApi(value, { source, ...(options.join ? { join: true } : {}), ...(options.os ? { os: options.os } : {}) });
+      for (const note of result.notes) io.stderr(`note: ${note.path}: ${note.message}\n`);
+      io.stdout(options.output === 'json' ? JSON.stringify(result.config, null, 2) + '\n' : dump(result.config, { lineWidth: -1, noRefs: true }));
+      setExit(ExitCode.ok);
+    });
+}
