@@ -83,6 +83,24 @@ function noteControlPlaneFields(doc: TrackedDocument, kind: Kind): void {
   }
 }
 
+// Cluster API's machine controller removes this taint once it has copied the Machine's labels to
+// the Node; the kubeadm bootstrap provider registers every node with it, and so does an import.
+export const UNINITIALIZED_TAINT = { key: 'node.cluster.x-k8s.io/uninitialized', effect: 'NoSchedule' } as const;
+// What the node would carry without a taints list: kubeadm's on a control plane, machineadm's on Windows.
+const DEFAULT_TAINTS = {
+  'control-plane': [{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }],
+  windows: [{ key: 'os', value: 'windows', effect: 'NoSchedule' }],
+};
+
+function addUninitializedTaint(kubernetes: Json, shape: KubeadmShape): void {
+  const node = (kubernetes.node as Json | undefined) ?? {};
+  const given = node.taints as Json[] | undefined;
+  const base = given ?? (shape.role === 'control-plane' ? DEFAULT_TAINTS['control-plane'] : shape.os === 'windows' ? DEFAULT_TAINTS.windows : []);
+  if (base.some((t) => t.key === UNINITIALIZED_TAINT.key)) return;
+  node.taints = [...base, { ...UNINITIALIZED_TAINT }];
+  kubernetes.node = node;
+}
+
 export function importClusterApi(input: unknown, options: ImportOptions): ImportResult {
   if (!isPlainObject(input)) throw new ConfigError([{ source: options.source, path: '', message: 'expected one YAML document (a map)' }]);
   const doc = new TrackedDocument(input, options.source);
@@ -109,6 +127,7 @@ export function importClusterApi(input: unknown, options: ImportOptions): Import
   if (shape.bootstrap === 'init' && kubernetes.controlPlaneEndpoint === undefined) kubernetes.controlPlaneEndpoint = { valueFrom: { env: 'MACHINEADM_CAPI_ENDPOINT' } };
   const verbosity = doc.number([...kind.spec, 'verbosity']);
   if (verbosity !== undefined) kubernetes.verbosity = verbosity;
+  addUninitializedTaint(kubernetes, shape);
   spec.kubernetes = kubernetes;
   doc.refuseUnread();
   if (doc.issues.length > 0) throw new ConfigError(doc.issues);

@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { load, loadAll } from 'js-yaml';
 import { parseWith } from '../../src/config/schema/dsl.ts';
 import { machineConfigSchema, type MachineConfig } from '../../src/config/schema/index.ts';
-import { importClusterApi } from '../../src/capi/import.ts';
-import { CAPI_ENV, durationSeconds } from '../../src/capi/kubeadm.ts';
+import { importClusterApi, UNINITIALIZED_TAINT } from '../../src/capi/import.ts';
+import { CAPI_ENV, durationSeconds, type KubeadmShape } from '../../src/capi/kubeadm.ts';
 import { applyEnvValues } from '../../src/config/env-values.ts';
 import { applyMachineValues } from '../../src/config/machine-values.ts';
 import { renderKubeadm, type RenderedKubeadm } from '../../src/kubeadm/render.ts';
@@ -52,6 +52,7 @@ const TRANSLATED: Record<string, string> = {
   'nodeRegistration.kubeletExtraArgs.provider-id': 'a template becomes providerID: auto; on join it goes to the kubelet configuration patch (providerID)',
   'nodeRegistration.kubeletExtraArgs.register-with-taints': 'becomes nodeRegistration.taints (the kubelet flag is deprecated)',
   'nodeRegistration.kubeletExtraArgs.node-labels': 'kept as the flag, labels sorted by key',
+  'nodeRegistration.taints': `${UNINITIALIZED_TAINT.key}:${UNINITIALIZED_TAINT.effect} appended, as the kubeadm bootstrap provider does (after kubeadm's control-plane taint, or machineadm's os=windows:NoSchedule, when the original has no list)`,
   'apiServer.timeoutForControlPlane': 'v1beta4: timeouts.controlPlaneComponentHealthCheck of the init document',
   'discovery.timeout': 'v1beta4: timeouts.discovery',
   'discovery.bootstrapToken': `from ${CAPI_ENV.endpoint}, ${CAPI_ENV.token} and ${CAPI_ENV.caCertHash} when Cluster API fills them in`,
@@ -71,7 +72,8 @@ function argMap(value: unknown): Record<string, string> | undefined {
 const resolveTemplate = (value: string) => TEMPLATE_VALUES[value] ?? value;
 
 /** The original's documents as machineadm must render them, per TRANSLATED. */
-function expected(spec: Doc, bootstrap: 'init' | 'join', api: KubeadmApi, version: string | undefined): Record<string, Doc> {
+function expected(spec: Doc, shape: KubeadmShape, api: KubeadmApi, version: string | undefined): Record<string, Doc> {
+  const { bootstrap, role, os } = shape;
   const out: Record<string, Doc> = {};
   const strip = (doc: Doc | undefined) => {
     const { apiVersion: _a, kind: _k, ...rest } = structuredClone(doc ?? {});
@@ -86,8 +88,7 @@ function expected(spec: Doc, bootstrap: 'init' | 'join', api: KubeadmApi, versio
     doc.timeouts = Object.fromEntries(Object.entries(doc.timeouts as Record<string, number>).map(([k, v]) => [k.replace(/Seconds$/, ''), v]));
   };
   const nodeRegistration = (doc: Doc, join: boolean) => {
-    const nr = doc.nodeRegistration;
-    if (!nr) return;
+    const nr = (doc.nodeRegistration ??= {});
     delete nr.criSocket;
     if (nr.name !== undefined) nr.name = resolveTemplate(nr.name);
     const args = argMap(nr.kubeletExtraArgs) ?? {};
@@ -107,6 +108,8 @@ function expected(spec: Doc, bootstrap: 'init' | 'join', api: KubeadmApi, versio
     if (args['node-labels'] !== undefined) args['node-labels'] = args['node-labels'].split(',').sort().join(',');
     if (Object.keys(args).length > 0) nr.kubeletExtraArgs = args;
     else delete nr.kubeletExtraArgs;
+    const base = nr.taints ?? (role === 'control-plane' ? [{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }] : os === 'windows' ? [{ key: 'os', value: 'windows', effect: 'NoSchedule' }] : []);
+    nr.taints = [...base, { ...UNINITIALIZED_TAINT }];
   };
   if (bootstrap === 'init') {
     const cluster = strip(spec.clusterConfiguration);
@@ -174,7 +177,7 @@ function missing(want: unknown, got: unknown, path: string, key = ''): string[] 
   return JSON.stringify(a) === JSON.stringify(b) ? [] : [`${path}: ${JSON.stringify(want)} != ${JSON.stringify(got)}`];
 }
 
-function prepare(file: string): { original: Doc; spec: Doc; config: MachineConfig; bootstrap: 'init' | 'join'; os: 'linux' | 'windows'; version?: string } {
+function prepare(file: string): { original: Doc; spec: Doc; config: MachineConfig; shape: KubeadmShape; os: 'linux' | 'windows'; version?: string } {
   const text = readFileSync(join(FIXTURES, file), 'utf8');
   const original = load(text) as Doc;
   const joining = /^# import: --join$/m.test(text);
@@ -185,7 +188,7 @@ function prepare(file: string): { original: Doc; spec: Doc; config: MachineConfi
   const given = Object.fromEntries(Object.entries(MACHINE).map(([k, v]) => [k, { value: v, source: 'test' }]));
   const config = applyMachineValues(withEnv, given, 'give NAME').config;
   const spec = original.spec.kubeadmConfigSpec ?? original.spec.template?.spec?.kubeadmConfigSpec ?? original.spec.template?.spec ?? original.spec;
-  return { original, spec, config, bootstrap: imported.shape.bootstrap, os: imported.shape.os, ...(original.spec.version ? { version: original.spec.version } : {}) };
+  return { original, spec, config, shape: imported.shape, os: imported.shape.os, ...(original.spec.version ? { version: original.spec.version } : {}) };
 }
 
 function render(config: MachineConfig, os: 'linux' | 'windows', api: KubeadmApi): RenderedKubeadm {
@@ -200,7 +203,7 @@ describe('Cluster API examples, field by field', () => {
   });
 
   it.each(fixtures)('%s renders every kubeadm field of the original', (file) => {
-    const { spec, config, bootstrap, os, version } = prepare(file);
+    const { spec, config, shape, os, version } = prepare(file);
     const chosen = chooseApi(undefined, config.spec.kubernetes!.version ?? 'v1.31.2').api;
     for (const api of [chosen, chosen === 'v1beta4' ? 'v1beta3' : 'v1beta4'] as KubeadmApi[]) {
       let rendered: RenderedKubeadm;
@@ -213,7 +216,7 @@ describe('Cluster API examples, field by field', () => {
         continue;
       }
       const docs = Object.fromEntries((loadAll(rendered.config) as Doc[]).map((d) => [d.kind, d]));
-      const want = expected(spec, bootstrap, api, version);
+      const want = expected(spec, shape, api, version);
       const { KubeletPatch, ...documents } = want;
       const problems = Object.entries(documents).flatMap(([kind, doc]) => missing(doc, docs[kind], kind));
       if (KubeletPatch) {
