@@ -1,0 +1,116 @@
+// machineadm config import on the command line: what it prints, where, and with which exit code;
+// every refusal names the field and why; with Cluster API's variables set, every imported example
+// validates and plans with exit 0.
+import { describe, expect, it } from 'vitest';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { load, dump } from 'js-yaml';
+import { runCli } from '../support/cli.ts';
+import { scratchDir } from '../support/tmp.ts';
+import { REPO } from '../kubeadm/standin.ts';
+
+const FIXTURES = join(REPO, 'test/capi/fixtures');
+const fixtures = readdirSync(FIXTURES).filter((f) => f.endsWith('.yaml')).sort();
+
+const WORKER = {
+  apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta1',
+  kind: 'KubeadmConfigTemplate',
+  metadata: { name: 'md-0' },
+  spec: { template: { spec: { joinConfiguration: { nodeRegistration: { kubeletExtraArgs: { 'cloud-provider': 'external' } } } } } },
+};
+
+function write(doc: unknown): string {
+  const dir = scratchDir('machineadm-import-');
+  const file = join(dir, 'input.yaml');
+  writeFileSync(file, dump(doc));
+  return file;
+}
+
+function worker(spec: Record<string, unknown>): unknown {
+  return { ...WORKER, spec: { template: { spec: { ...WORKER.spec.template.spec, ...spec } } } };
+}
+
+describe('machineadm config import', () => {
+  it('prints the MachineConfig on stdout and the notes on stderr, exit 0', async () => {
+    const run = await runCli(['config', 'import', '-f', join(FIXTURES, '01-capd-quickstart-kcp.yaml')]);
+    expect(run.code).toBe(0);
+    const config = load(run.stdout) as Record<string, any>;
+    expect(config.apiVersion).toBe('machineadm.cluster.x-k8s.io/v1alpha1');
+    expect(config.spec.kubernetes).toMatchObject({ role: 'control-plane', bootstrap: 'init', version: 'v1.31.2', controlPlaneEndpoint: { valueFrom: { env: 'MACHINEADM_CAPI_ENDPOINT' } } });
+    expect(run.stderr).toContain('note: spec.replicas: Cluster API manages');
+    expect(run.stderr).toContain('note: spec.kubeadmConfigSpec.joinConfiguration.nodeRegistration: used only by joining machines');
+  });
+
+  it('imports a joining control-plane member with --join, as JSON with -o json', async () => {
+    const run = await runCli(['config', 'import', '-f', join(FIXTURES, '02-capd-quickstart-kcp-join.yaml'), '--join', '-o', 'json']);
+    expect(run.code).toBe(0);
+    const k = JSON.parse(run.stdout).spec.kubernetes;
+    expect(k).toMatchObject({ role: 'control-plane', bootstrap: 'join', certificateKey: { valueFrom: { env: 'MACHINEADM_CAPI_CERTIFICATE_KEY' } }, token: { valueFrom: { env: 'MACHINEADM_CAPI_TOKEN' } }, caCertHashes: [{ valueFrom: { env: 'MACHINEADM_CAPI_CA_CERT_HASH' } }] });
+    expect(k.controlPlane).toEqual({ localAPIEndpoint: { advertiseAddress: '10.0.0.12', bindPort: 6443 } });
+    expect(run.stderr).toContain("note: spec.kubeadmConfigSpec.clusterConfiguration.apiServer: a joining machine takes the cluster's setting");
+  });
+
+  it.each([
+    ['a file from a Secret', worker({ files: [{ path: '/etc/x', contentFrom: { secret: { name: 's', key: 'k' } } }] }), 'spec.template.spec.files[0].contentFrom: reads a Kubernetes Secret'],
+    ['a password from a Secret', worker({ users: [{ name: 'u', passwdFrom: { secret: { name: 's', key: 'k' } } }] }), 'spec.template.spec.users[0].passwdFrom: reads a Kubernetes Secret'],
+    ['cloud-init replacing a filesystem', worker({ diskSetup: { filesystems: [{ device: 'ephemeral0.1', filesystem: 'ext4', replaceFS: 'ntfs' }] } }), 'spec.template.spec.diskSetup.filesystems[0].replaceFS: replacing one filesystem type'],
+    ['a partition cloud-init picks', worker({ diskSetup: { filesystems: [{ device: '/dev/sdb', filesystem: 'ext4', partition: 'auto' }] } }), 'spec.template.spec.diskSetup.filesystems[0].partition: "auto" lets cloud-init pick'],
+    ['skipping CA verification', worker({ joinConfiguration: { discovery: { bootstrapToken: { unsafeSkipCAVerification: true } } } }), 'unsafeSkipCAVerification: machineadm never joins without checking the cluster CA'],
+    ['a template in a command', worker({ preKubeadmCommands: ['hostnamectl set-hostname {{ ds.meta_data.hostname }}'] }), 'spec.template.spec.preKubeadmCommands[0]: holds a cloud-init template'],
+    ['a flag twice in a v1beta2 list', { ...(worker({ joinConfiguration: { nodeRegistration: { kubeletExtraArgs: [{ name: 'v', value: '1' }, { name: 'v', value: '2' }] } } }) as object), apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2' }, 'kubeletExtraArgs[1]: flag v is given twice'],
+    ['another container runtime', worker({ joinConfiguration: { nodeRegistration: { criSocket: 'unix:///var/run/crio/crio.sock' } } }), "criSocket: unix:///var/run/crio/crio.sock is not containerd's socket"],
+    ['a field machineadm does not know', worker({ joinConfiguration: { dryRun: true } }), 'spec.template.spec.joinConfiguration.dryRun: has no machineadm equivalent'],
+    ['a raw gzip file', worker({ files: [{ path: '/etc/x', content: 'H4sI', encoding: 'gzip' }] }), 'encoding: gzip: machineadm takes content as plain, base64 or gzip+base64'],
+    ['an unknown Ignition section', worker({ format: 'ignition', ignition: { containerLinuxConfig: { additionalConfig: 'networkd:\n  units: []\n' } } }), 'additionalConfig: networkd: has no machineadm equivalent'],
+    ['init bootstrap tokens', { apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta1', kind: 'KubeadmConfig', metadata: { name: 'cp' }, spec: { initConfiguration: { bootstrapTokens: [{ token: 'abcdef.0123456789abcdef' }] } } }, 'spec.initConfiguration.bootstrapTokens: machineadm makes the init machine'],
+    ['an alpha object', { apiVersion: 'bootstrap.cluster.x-k8s.io/v1alpha3', kind: 'KubeadmConfig', spec: {} }, 'kind: bootstrap.cluster.x-k8s.io/v1alpha3 KubeadmConfig is not a Cluster API kubeadm object machineadm imports'],
+    ['a Machine', { apiVersion: 'cluster.x-k8s.io/v1beta1', kind: 'Machine', spec: {} }, 'is not a Cluster API kubeadm object machineadm imports'],
+  ])('refuses %s with exit 2, naming the field and why, printing no configuration', async (_, doc, message) => {
+    const run = await runCli(['config', 'import', '-f', write(doc)]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(message);
+    expect(run.stdout).toBe('');
+  });
+
+  it('lists every refused field at once', async () => {
+    const run = await runCli(['config', 'import', '-f', write(worker({ files: [{ path: '/a', contentFrom: { secret: { name: 's', key: 'k' } } }], joinConfiguration: { dryRun: true, caCertPath: '/other/ca.crt' } }))]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/invalid configuration \(3 problems\)/);
+  });
+
+  it('reads a missing file as a clear error, exit 2', async () => {
+    const run = await runCli(['config', 'import', '-f', '/nonexistent/kcp.yaml']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('/nonexistent/kcp.yaml: does not exist');
+  });
+});
+
+describe('imported examples on a machine with Cluster API\'s values', () => {
+  const env = {
+    ...process.env,
+    MACHINEADM_CAPI_ENDPOINT: 'cp.cluster.example:6443',
+    MACHINEADM_CAPI_TOKEN: 'abcdef.0123456789abcdef',
+    MACHINEADM_CAPI_CA_CERT_HASH: `sha256:${'a'.repeat(64)}`,
+    MACHINEADM_CAPI_CERTIFICATE_KEY: 'b'.repeat(64),
+  };
+  const values = ['--set', 'cloud=aws', '--set', 'localHostname=ip-10-0-1-5.ec2.internal', '--set', 'instanceName=node-0', '--set', 'instanceId=i-0a1b2c3d4e5f67890', '--set', 'zone=us-east-1a', '--set', 'region=us-east-1', '--set', 'providerID=aws:///us-east-1a/i-0a1b2c3d4e5f67890'];
+
+  it.each(fixtures)('%s validates and plans with exit 0', async (file) => {
+    const text = readFileSync(join(FIXTURES, file), 'utf8');
+    const joining = /^# import: --join$/m.test(text) ? ['--join'] : [];
+    const imported = await runCli(['config', 'import', '-f', join(FIXTURES, file), ...joining]);
+    expect(imported.code, imported.stderr).toBe(0);
+    const dir = scratchDir('machineadm-imported-');
+    const config = join(dir, 'config.yaml');
+    writeFileSync(config, imported.stdout);
+    const validated = await runCli(['config', 'validate', '-c', config], { env });
+    expect(validated.code, validated.stderr).toBe(0);
+    const root = join(dir, 'root');
+    mkdirSync(root);
+    const os = /npipe:/.test(text) ? ['--os', 'windows'] : [];
+    const planned = await runCli(['plan', '-c', config, '--root', root, ...values, ...os, '-o', 'json'], { env });
+    expect(planned.code, planned.stderr).toBe(0);
+    const plan = JSON.parse(planned.stdout);
+    expect(JSON.stringify(plan)).not.toContain('abcdef.0123456789abcdef');
+  });
+});
