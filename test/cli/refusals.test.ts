@@ -1,5 +1,6 @@
 // Every step that can refuse a run before its first change (its preflight; the checks that show a
-// "refuse" line belong to steps with one) is walked here through `init` and `plan`: the run is refused with its documented
+// "refuse" line belong to steps with one) is walked here through `init`, `plan` and
+// `config validate --on-machine`: the run is refused with its documented
 // exit code and message, and the root and the state directory (with an earlier run's state in it)
 // are byte for byte as they were. A Linux step of the registry with a preflight and no case here
 // fails the last test: a new refusal cannot be added without being walked.
@@ -94,6 +95,20 @@ const refusals: Refusal[] = [
     message: /kubeadm init: \/etc\/kubernetes\/manifests\/kube-apiserver\.yaml exists but machineadm has no record/,
   },
   {
+    by: 'provision/kubeadm/join',
+    what: 'a control-plane join with neither a certificate key nor the cluster certificates',
+    spec: (m) => (write(m, '/etc/kubernetes/pki/ca.crt', 'x\n'), { ...early, kubernetes: { ...worker, role: 'control-plane' } }),
+    code: 2,
+    message: /spec\.kubernetes\.certificateKey: a control-plane join needs the certificate key, or the cluster's certificates as files \(missing: \/etc\/kubernetes\/pki\/ca\.key, \/etc\/kubernetes\/pki\/sa\.key/,
+  },
+  {
+    by: 'provision/kubeadm/join',
+    what: "a patch file with the name of machineadm's own kubelet patch",
+    spec: (m) => (write(m, '/etc/kubeadm/patches/kubeletconfiguration+merge.yaml', 'maxPods: 10\n'), { ...early, kubernetes: { ...worker, patchesDirectory: '/etc/kubeadm/patches' } }),
+    code: 2,
+    message: /spec\.kubernetes\.patchesDirectory: \/etc\/kubeadm\/patches\/kubeletconfiguration\+merge\.yaml has the name of machineadm's own kubelet patch/,
+  },
+  {
     by: 'provision/domain/join',
     what: 'a join password file that does not exist',
     spec: () => ({ ...early, domainJoin: { domain: 'corp.example', credentials: { username: 'joiner', password: { valueFrom: { file: '/etc/machineadm/join-password' } } } } }),
@@ -136,20 +151,34 @@ function machine(): Machine {
 }
 
 describe('a refusal before the first change', () => {
-  it.each(refusals.map((r) => [r.by, r.what, r] as const))('%s refuses %s: init and plan exit with its code, nothing changed', async (_by, _what, r) => {
+  it.each(refusals.map((r) => [r.by, r.what, r] as const))('%s refuses %s: init, plan and config validate --on-machine exit with its code, nothing changed', async (_by, _what, r) => {
     const m = machine();
     const config = join(m.dir, 'machine.yaml');
     writeFileSync(config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: r.spec(m) }));
     const before = { root: snapshotTree(m.root), state: snapshotTree(m.state) };
     const env = { ...process.env, PATH: TEST_PATH, KUBEADM_STANDIN_VERSION: 'v1.31.2', ...r.env };
-    for (const command of ['init', 'plan']) {
-      const out = await runCli([command, '-c', config, '--root', m.root, '--state-dir', m.state, ...(r.flags ?? [])], { env });
+    for (const command of ['init', 'plan', 'config validate --on-machine']) {
+      const out = await runCli([...command.split(' '), '-c', config, '--root', m.root, '--state-dir', m.state, ...(r.flags ?? [])], { env });
       expect(out.code, `${command}: ${out.stderr}`).toBe(r.code);
       expect(out.stderr, command).toMatch(r.message);
       expect(snapshotTree(m.root), command).toEqual(before.root);
       expect(snapshotTree(m.state), command).toEqual(before.state);
     }
     expect(readFileSync(join(m.state, 'state.json'), 'utf8')).toContain('"earlier"');
+  });
+
+  it('config validate --on-machine says a machine that would accept the run so, exit 0, and takes --state-dir only with it', async () => {
+    const m = machine();
+    const config = join(m.dir, 'machine.yaml');
+    writeFileSync(config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: early }));
+    const before = snapshotTree(m.root);
+    const ok = await runCli(['config', 'validate', '--on-machine', '-c', config, '--root', m.root, '--state-dir', m.state]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toMatch(/configuration is valid, and this machine would accept it: no step refuses, [1-9]\d* would change it/);
+    expect(snapshotTree(m.root)).toEqual(before);
+    const misuse = await runCli(['config', 'validate', '-c', config, '--root', m.root, '--state-dir', m.state]);
+    expect(misuse.code).toBe(2);
+    expect(misuse.stderr).toContain('--state-dir and --set go with --on-machine');
   });
 
   it('is walked for every step of the registry that has a preflight, on Linux', () => {

@@ -1,11 +1,12 @@
 // config validate | view | schema. The loader, the schema and YAML are loaded when a command runs.
 import type { Command } from 'commander';
 import type { Io } from '../io.ts';
-import { addConfigOptions, addOfflineOption, addOutputOption, addRootOption, type CommonOptions } from '../options.ts';
+import { addConfigOptions, addOfflineOption, addOutputOption, addRootOption, addStateDirOption, type CommonOptions } from '../options.ts';
+import { parseSet } from './phases.ts';
 import { resolve } from 'node:path';
 import type { LoadOptions } from '../../config/load.ts';
 import type { ConfigHost } from '../../host/config-host.ts';
-import { ConfigError, ExitCode } from '../../errors.ts';
+import { ConfigError, ExitCode, UsageError } from '../../errors.ts';
 import { registerImportCommand } from './config-import.ts';
 
 function loadOptions(io: Io): LoadOptions {
@@ -34,9 +35,23 @@ export function registerConfigCommands(program: Command, io: Io, setExit: (code:
       '\nSources, merge rules and the error format: docs/contract.md, section 3.\n',
   );
 
-  configOptions(config.command('validate').description('check the configuration and list every problem (exit 2 when invalid)'), io)
-    .addHelpText('after', '\nExample:\n  $ machineadm config validate -c node.yaml -o json\n')
-    .action(async (options: CommonOptions) => {
+  addStateDirOption(configOptions(config.command('validate').description('check the configuration and list every problem (exit 2 when invalid)'), io))
+    .option('--on-machine', "also run the run's preflight against this machine (under --root): its secrets, files and kubeadm's leftovers; exit 2 or 3 as init would, nothing changed")
+    .option('--set <name=value>', 'with --on-machine: a machine value given instead of read (repeatable)', parseSet)
+    .addHelpText('after', '\nExample:\n  $ machineadm config validate -c node.yaml -o json\n  $ machineadm config validate -c /etc/machineadm/config.yaml --on-machine\n')
+    .action(async (options: CommonOptions & { onMachine?: boolean; set?: string[] }) => {
+      if (options.onMachine) {
+        const { runPhaseCommand } = await import('./phase-run.ts');
+        try {
+          setExit(await runPhaseCommand('plan', { ...options, set: options.set ?? [], validateOnly: true }, io));
+        } catch (error) {
+          if (!(error instanceof ConfigError) || options.output !== 'json') throw error;
+          io.stdout(JSON.stringify({ valid: false, onMachine: true, issues: error.issues }, null, 2) + '\n');
+          setExit(error.exitCode);
+        }
+        return;
+      }
+      if (options.stateDir !== undefined || options.set !== undefined) throw new UsageError('--state-dir and --set go with --on-machine', { hint: 'without it, validate checks the configuration alone' });
       const [{ loadConfig, NoMachineConfigError }, host] = await Promise.all([import('../../config/load.ts'), configHost(options, io)]);
       try {
         const { sources } = await loadConfig(host, options.config ?? [], loadOptions(io));

@@ -126,6 +126,12 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
       const { plan, refusal } = await planRun(request, { otherMachine: givenFacts !== undefined });
       // The whole plan is shown, also when the run would refuse to start: then the refusal follows,
       // on stderr and in the JSON, and the plan exits with the run's code.
+      if (options.validateOnly) {
+        if (refusal) throw refusal;
+        const changing = plan.phases.flatMap((p) => p.steps).filter((step) => step.status === 'change').length;
+        io.stdout(options.output === 'json' ? JSON.stringify({ valid: true, onMachine: true, sources: loaded.sources, issues: [] }, null, 2) + '\n' : `configuration is valid, and this machine would accept it: no step refuses, ${changing} would change it (${loaded.sources.join(', ')})\n`);
+        return ExitCode.ok;
+      }
       const refused = refusal ? { refused: { message: refusal.message, exitCode: refusal.exitCode, ...(refusal.hint ? { hint: refusal.hint } : {}), ...(refusal instanceof ConfigError ? { issues: refusal.issues } : {}) } } : {};
       io.stdout(options.output === 'json' ? JSON.stringify({ ...plan, machineValues: resolved, ...refused }, null, 2) + '\n' : renderMachineValues(resolved) + renderPlan(plan));
       if (refusal) throw refusal;

@@ -23,9 +23,11 @@ export interface PhaseOptions extends CommonOptions {
   cloudbaseInit?: boolean;
   maxReboots?: number;
   set: string[];
+  /** config validate --on-machine: the plan's refusals, without the plan. */
+  validateOnly?: boolean;
 }
 
-function parseSet(value: string, previous: string[] = []): string[] {
+export function parseSet(value: string, previous: string[] = []): string[] {
   if (!/^[A-Za-z]+=/.test(value)) throw new UsageError(`--set ${value}: expected NAME=VALUE`, { hint: `NAME is one of ${GIVEN_VALUE_NAMES.join(', ')}` });
   return [...previous, value];
 }
