@@ -4,7 +4,7 @@
 // machine uses), or is refused with its path and why.
 import { ConfigError } from '../errors.ts';
 import { isPlainObject } from '../config/schema/dsl.ts';
-import { API_VERSION } from '../config/schema/index.ts';
+import { API_VERSION, machineConfigJsonSchema } from '../config/schema/index.ts';
 import { TrackedDocument, type ImportNote, type Path } from './tracked.ts';
 import { clusterConfiguration, initConfiguration, joinConfiguration, type KubeadmShape } from './kubeadm.ts';
 import { machinePreparation } from './machine.ts';
@@ -101,6 +101,16 @@ function addUninitializedTaint(kubernetes: Json, shape: KubeadmShape): void {
   kubernetes.node = node;
 }
 
+/** The fields in the order the schema lists them (the order the docs and `config view` use). */
+function inSchemaOrder(value: unknown, schema: Json | undefined): unknown {
+  const props = (schema?.properties ?? (schema?.anyOf as Json[] | undefined)?.[0]?.properties) as Record<string, Json> | undefined;
+  if (Array.isArray(value)) return value.map((v) => inSchemaOrder(v, (schema?.items as Json | undefined) ?? (schema?.anyOf as Json[] | undefined)?.[0]?.items as Json | undefined));
+  if (!isPlainObject(value) || !props) return value;
+  const known = Object.keys(props).filter((k) => k in value);
+  const rest = Object.keys(value).filter((k) => !(k in props));
+  return Object.fromEntries([...known, ...rest].map((k) => [k, inSchemaOrder(value[k], props[k])]));
+}
+
 export function importClusterApi(input: unknown, options: ImportOptions): ImportResult {
   if (!isPlainObject(input)) throw new ConfigError([{ source: options.source, path: '', message: 'expected one YAML document (a map)' }]);
   const doc = new TrackedDocument(input, options.source);
@@ -141,5 +151,5 @@ export function importClusterApi(input: unknown, options: ImportOptions): Import
     });
   }
   const config: Json = { apiVersion: API_VERSION, kind: 'MachineConfig', ...(name !== undefined ? { metadata: { name } } : {}), spec };
-  return { config, notes: doc.notes, shape };
+  return { config: inSchemaOrder(config, machineConfigJsonSchema()) as Json, notes: doc.notes, shape };
 }
