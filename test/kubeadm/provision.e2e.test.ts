@@ -53,6 +53,19 @@ function kubeadmCalls(m: Machine): { argv: string[]; configMode?: string }[] {
 const worker = { controlPlaneEndpoint: '10.0.0.10:6443', token: TOKEN, caCertHashes: [HASH], retries: 0, backoffSeconds: 0, node: { labels: { 'node.kubernetes.io/pool': 'e2e' } }, kubelet: { maxPods: 42 } };
 
 describe('machineadm init with the kubeadm stand-in', () => {
+  it('copies the patches directory next to its own kubelet patch, and passes the verbosity', () => {
+    const patch = { path: '/etc/kubeadm/patches/kubeletconfiguration0+merge.yaml', content: 'serializeImagePulls: false\n' };
+    const m = machine({ ...worker, patchesDirectory: '/etc/kubeadm/patches', verbosity: 3 }, { files: [patch] });
+    const run = machineadm(m, ['init']);
+    expect(run.status, run.all).toBe(0);
+    const call = kubeadmCalls(m).find((c) => c.argv[0] === 'join')!;
+    expect(call.argv).toContain('--v=3');
+    // Both patches reached the kubelet configuration: machineadm's own and the directory's.
+    expect(JSON.parse(readFileSync(join(m.root, 'var/lib/kubelet/config.yaml'), 'utf8'))).toMatchObject({ maxPods: 42, serializeImagePulls: false });
+    expect(existsSync(join(m.root, 'run/machineadm/kubeadm-patches'))).toBe(false);
+    expect(readFileSync(join(m.root, patch.path), 'utf8')).toBe(patch.content);
+  });
+
   it('joins once, keeps no config file behind, and skips the join on the second run', () => {
     const m = machine(worker);
     const first = machineadm(m, ['init']);

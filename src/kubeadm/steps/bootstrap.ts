@@ -292,6 +292,8 @@ export function kubeadmStep(command: Command): Step {
         await fs.writeFile(configFile, rendered.config, transient);
         for (const patch of rendered.patches) await fs.writeFile(joinPath(ctx.facts.os, rendered.patchesDir, patch.name), patch.content, transient);
         if (k.patchesDirectory !== undefined) {
+          // kubeadm refuses a patches directory that does not exist, also an empty one's absence.
+          await fs.mkdirp(rendered.patchesDir, 0o700);
           for (const name of await userPatches(ctx, k.patchesDirectory)) {
             const content = await fs.readFile(joinPath(ctx.facts.os, k.patchesDirectory, name));
             if (content !== undefined) await fs.writeFile(joinPath(ctx.facts.os, rendered.patchesDir, name), content, transient);
