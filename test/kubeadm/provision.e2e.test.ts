@@ -53,6 +53,16 @@ function kubeadmCalls(m: Machine): { argv: string[]; configMode?: string }[] {
 const worker = { controlPlaneEndpoint: '10.0.0.10:6443', token: TOKEN, caCertHashes: [HASH], retries: 0, backoffSeconds: 0, node: { labels: { 'node.kubernetes.io/pool': 'e2e' } }, kubelet: { maxPods: 42 } };
 
 describe('machineadm init with the kubeadm stand-in', () => {
+  it('joins a control plane that brings the cluster certificates as files, without a certificate key', () => {
+    const pem = (what: string) => ({ path: `/etc/kubernetes/pki/${what}`, content: `-----BEGIN ${what}-----\nx\n-----END ${what}-----\n`, mode: what.endsWith('.key') ? '0600' : '0644' });
+    const files = ['ca.crt', 'ca.key', 'sa.key', 'sa.pub', 'front-proxy-ca.crt', 'front-proxy-ca.key'].map(pem);
+    const m = machine({ ...worker, role: 'control-plane', controlPlane: { localAPIEndpoint: { advertiseAddress: '10.0.0.12', bindPort: 6443 } } }, { files });
+    const run = machineadm(m, ['init']);
+    expect(run.status, run.all).toBe(0);
+    expect(run.all).not.toContain('Downloading the certificates');
+    expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(true);
+  });
+
   it('copies the patches directory next to its own kubelet patch, and passes the verbosity', () => {
     const patch = { path: '/etc/kubeadm/patches/kubeletconfiguration0+merge.yaml', content: 'serializeImagePulls: false\n' };
     const m = machine({ ...worker, patchesDirectory: '/etc/kubeadm/patches', verbosity: 3 }, { files: [patch] });

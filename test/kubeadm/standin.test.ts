@@ -69,6 +69,13 @@ describe('kubeadm stand-in', () => {
     expect(ran.stderr).toContain('To see the stack trace of this error execute with --v=5 or higher');
   });
 
+  it('refuses a control-plane join with neither a certificate key nor the cluster certificates on disk, as kubeadm does', () => {
+    const ran = withConfig(join4('controlPlane: {}\n'));
+    expect(ran.status).toBe(1);
+    expect(ran.stderr).toContain('one or more conditions for hosting a new control plane instance is not satisfied');
+    expect(ran.stderr).toContain('/etc/kubernetes/pki/ca.crt: no such file or directory');
+  });
+
   it('rejects v1beta4 on a kubeadm that predates it', () => {
     const ran = withConfig(join4(), [], { KUBEADM_STANDIN_VERSION: 'v1.30.2' });
     expect(ran.status).toBe(1);
