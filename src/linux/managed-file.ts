@@ -87,7 +87,8 @@ export async function inspectFile(fs: RootedFileSystem, desired: DesiredFile, is
     }
     const current = (await fs.readFile(desired.path)) ?? Buffer.alloc(0);
     const details: string[] = [];
-    if (info.mode !== desired.mode) details.push(`mode ${formatMode(info.mode)} -> ${formatMode(desired.mode)}`);
+    // A Windows file has no Unix mode (its ACL comes from its directory): only content counts there.
+    if (fs.platform !== 'windows' && info.mode !== desired.mode) details.push(`mode ${formatMode(info.mode)} -> ${formatMode(desired.mode)}`);
     if (desired.owner && isRoot) {
       const owner = await fs.resolveOwner(desired.owner);
       if (owner.uid !== info.uid || owner.gid !== info.gid) details.push(`owner ${info.uid}:${info.gid} -> ${desired.owner}`);

@@ -68,7 +68,7 @@ async function inspectSource(ctx: StepContext, file: SourceFile): Promise<Change
     const sha = createHash('sha256').update(bytes).digest('hex');
     if (sha !== file.spec.source.sha256) return { action: 'download', target: file.spec.path, detail: `${detail}; the file on disk has sha256 ${sha.slice(0, 12)}...` };
     const details: string[] = [];
-    if (info.mode !== file.mode) details.push(`mode ${formatMode(info.mode)} -> ${formatMode(file.mode)}`);
+    if (ctx.facts.os !== 'windows' && info.mode !== file.mode) details.push(`mode ${formatMode(info.mode)} -> ${formatMode(file.mode)}`);
     if (file.spec.owner && ctx.facts.privileged) {
       const owner = await ctx.host.fs.resolveOwner(file.spec.owner);
       if (owner.uid !== info.uid || owner.gid !== info.gid) details.push(`owner ${info.uid}:${info.gid} -> ${file.spec.owner}`);
@@ -131,20 +131,44 @@ async function downloadAll(ctx: StepContext, files: readonly SourceFile[]): Prom
   }
 }
 
+const WINDOWS_PATH = /^[A-Za-z]:\\/;
+
+// A path, owner or mode that cannot mean anything on this machine's system is refused, not dropped.
+function platformIssues(ctx: StepContext): ConfigIssue[] {
+  const windows = ctx.facts.os === 'windows';
+  const issues: ConfigIssue[] = [];
+  for (const [index, spec] of (ctx.config.spec.files ?? []).entries()) {
+    const at = `spec.files[${index}]`;
+    if (WINDOWS_PATH.test(spec.path) !== windows) {
+      issues.push({ path: `${at}.path`, message: windows ? `"${spec.path}" is not a Windows path and this is a Windows machine` : `"${spec.path}" is a Windows path and this is a Linux machine`, hint: windows ? 'give the path with its drive, e.g. C:\\k\\config.json' : "give the Linux path, or keep the file in a Windows machine's configuration" });
+    }
+    if (windows && spec.owner !== undefined) issues.push({ path: `${at}.owner`, message: 'is a Linux user and group; a Windows file takes the ACL of its directory', hint: 'remove it for Windows machines' });
+    if (windows && (parseInt(spec.mode, 8) & 0o004) === 0) {
+      issues.push({ path: `${at}.mode`, message: `${spec.mode} keeps the file from other users on Linux; Windows has no such mode and the file would take its directory's ACL`, hint: 'write secrets on Windows through valueFrom references, or into a directory locked to SYSTEM and Administrators beforehand' });
+    }
+  }
+  return issues;
+}
+
+/** Planned for another operating system (plan --os): that machine's files cannot be looked at from here. */
+function otherMachine(ctx: StepContext): boolean {
+  return ctx.host.fs.platform !== ctx.facts.os;
+}
+
 export const filesStep: Step = {
   id: 'files',
   summary: 'write the files listed in spec.files',
-  platforms: ['linux'],
   applies: (config) => (config.spec.files?.length ?? 0) > 0,
   // A target the step would refuse (a planted link, a directory, content that does not decode) is
   // found before any step of the run writes anything.
   async preflight(ctx) {
     const { inline, sources } = split(ctx);
-    // A download's CA bundle must be on the machine, unless an inline file writes it first.
-    const issues: ConfigIssue[] = [];
-    for (const [index, spec] of (ctx.config.spec.files ?? []).entries()) {
-      if (/^[A-Za-z]:\\/.test(spec.path)) issues.push({ path: `spec.files[${index}].path`, message: `"${spec.path}" is a Windows path and this is a Linux machine`, hint: 'give the Linux path, or keep the file in a Windows machine\'s configuration' });
+    const issues: ConfigIssue[] = platformIssues(ctx);
+    if (otherMachine(ctx)) {
+      if (issues.length) throw new ConfigError(issues);
+      return;
     }
+    // A download's CA bundle must be on the machine, unless an inline file writes it first.
     const writtenInline = new Set(inline.map((f) => f.path));
     for (const s of sources) {
       const caFile = s.spec.source.caFile;
@@ -163,6 +187,10 @@ export const filesStep: Step = {
   },
   async check(ctx) {
     const { inline, sources } = split(ctx);
+    if (otherMachine(ctx)) {
+      const planned = [...inline.map((f) => f.path), ...sources.map((s) => s.spec.path)].map((target) => ({ action: 'write', target, detail: `planned for a ${ctx.facts.os} machine: its current content is not looked at from here` }));
+      return { done: false, changes: planned };
+    }
     const changes: Change[] = [];
     for (const f of inline) {
       const state = await inspectFile(ctx.host.fs, f, ctx.facts.privileged);
