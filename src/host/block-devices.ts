@@ -13,7 +13,7 @@ export interface BlockDevice {
   /** The device is a partition of another one (sysfs has its "partition" number). */
   partitionNumber?: number;
   /** The kernel's names of its partitions (sdb1, nvme0n1p2, loop0p1), numbers ascending. */
-  partitions: { name: string; number: number }[];
+  partitions: { name: string; number: number; major: number; minor: number }[];
 }
 
 export type DeviceLookup = { kind: 'block'; device: BlockDevice } | { kind: 'missing' } | { kind: 'not-block'; what: string };
@@ -83,7 +83,8 @@ export class BlockDevices {
       for (const name of await fsp.readdir(sys).catch(() => [] as string[])) {
         if (!name.startsWith(kernelName)) continue;
         const number = Number((await readSmall(`${sys}/${name}/partition`))?.trim() ?? 'NaN');
-        if (Number.isInteger(number)) partitions.push({ name, number });
+        const [pMajor, pMinor] = ((await readSmall(`${sys}/${name}/dev`))?.trim() ?? '').split(':').map(Number);
+        if (Number.isInteger(number)) partitions.push({ name, number, major: pMajor ?? -1, minor: pMinor ?? -1 });
       }
       partitions.sort((a, b) => a.number - b.number);
     }
