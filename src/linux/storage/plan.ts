@@ -69,10 +69,10 @@ export async function probeSignature(host: Host, node: string): Promise<Signatur
   return out;
 }
 
-/** The device a LABEL=, UUID=, PARTUUID= or PARTLABEL= tag names, found by probing every device (no cache), or undefined. */
-export async function findTagged(host: Host, tag: string): Promise<string | undefined> {
-  const result = await host.proc.run(['blkid', '-c', '/dev/null', '-l', '-o', 'device', '-t', tag], { timeoutMs: 60_000, allowFailure: true });
-  return result.exitCode === 0 ? result.stdout.trim().split('\n')[0] || undefined : undefined;
+/** The devices a LABEL=, UUID=, PARTUUID= or PARTLABEL= tag names, found by probing every device (no cache). */
+export async function findTagged(host: Host, tag: string): Promise<string[]> {
+  const result = await host.proc.run(['blkid', '-c', '/dev/null', '-o', 'device', '-t', tag], { timeoutMs: 60_000, allowFailure: true });
+  return result.exitCode === 0 ? result.stdout.split('\n').filter(Boolean) : [];
 }
 
 function describeSignature(sig: Signature): string {
@@ -223,9 +223,18 @@ async function planMount(ctx: Context, spec: MountSpec, index: number, filesyste
     if (found.kind === 'block') device = found.device;
     else if (found.kind === 'not-block') return refused(`${source} is ${found.what}, not a block device`, 'name the device of a filesystem, or LABEL=... / UUID=...');
   } else {
-    const node = await findTagged(ctx.host, source);
-    const found = node ? await ctx.host.devices.lookup(node) : undefined;
-    if (found?.kind === 'block') device = found.device;
+    // Every device with the tag, and the one this run labels so: mount(8) takes whichever it finds first.
+    const nodes = new Set<string>();
+    for (const node of await findTagged(ctx.host, source)) {
+      const found = await ctx.host.devices.lookup(node);
+      if (found.kind === 'block') {
+        device = found.device;
+        nodes.add(found.device.realPath);
+      }
+    }
+    const labelled = source.startsWith('LABEL=') ? filesystems.filter((f) => f.action === 'format' && f.spec.label === source.slice('LABEL='.length)) : [];
+    for (const f of labelled) nodes.add((await ctx.host.devices.realPath(f.node)) ?? f.node);
+    if (nodes.size > 1) return refused(`${source} would name ${nodes.size} filesystems on this machine (${[...nodes].sort().join(', ')}): the mount would take either`, 'give each filesystem its own label, or mount by device path or UUID');
   }
   // What a refused filesystem or disk would have made: that refusal says why already.
   if (madeByThisRun(source, filesystems, disks, 'refused')) return { index, spec, target, action: 'refused', detail: `${source} is refused` };
@@ -239,7 +248,7 @@ async function planMount(ctx: Context, spec: MountSpec, index: number, filesyste
   }
   if (spec.options.includes('noauto')) return { index, spec, target, action: 'fstab-only', detail: `noauto: ${source} is not mounted now` };
   if (!ctx.privileged) return refused(`mounting ${source} needs root`, 'run machineadm as root');
-  return { index, spec, target, action: 'mount', detail: `${source} on ${spec.path} (${spec.format}, ${spec.options.join(',')})` };
+  return { index, spec, target, action: 'mount', detail: `${source} (${spec.format}, ${spec.options.join(',')})` };
 }
 
 /** The plan when the devices are not this run's to change (a scratch --root without --devices): what the configuration asks, unprobed. */
@@ -254,7 +263,7 @@ function unprobed(ctx: StepContext): StoragePlan {
     wipe: false,
     detail: describeFormat(spec, spec.overwrite ? 'unless it holds that already (overwrite: anything else is replaced)' : 'unless it holds that already'),
   }));
-  const mounts: MountPlan[] = (storage.mounts ?? []).map((spec, index) => ({ index, spec, target: ctx.host.fs.mapPath(spec.path), action: 'mount', detail: `${spec.device} on ${spec.path} (${spec.format}, ${spec.options.join(',')})` }));
+  const mounts: MountPlan[] = (storage.mounts ?? []).map((spec, index) => ({ index, spec, target: ctx.host.fs.mapPath(spec.path), action: 'mount', detail: `${spec.device} (${spec.format}, ${spec.options.join(',')})` }));
   return { live: false, disks, filesystems, mounts, issues: { disks: [], filesystems: [], mounts: [] } };
 }
 
