@@ -72,7 +72,7 @@ export const mountSpec = object(
     path: string({
       minLength: 1,
       description: 'where to mount it, e.g. /var/lib/etcd (created when missing)',
-      check: (p) => filePathProblem(p) ?? (/\s/.test(p) ? `"${p}" contains white space|choose a path without spaces` : undefined),
+      check: (p) => (p === '/' ? 'the root file system cannot be mounted here|mount a directory below /, e.g. /var/lib/etcd' : (filePathProblem(p) ?? (/\s/.test(p) ? `"${p}" contains white space|choose a path without spaces` : undefined))),
     }),
     format: withDefault(string({ pattern: /^[a-z0-9._-]+$/, patternHint: 'a filesystem type as fstab names it, e.g. ext4, or auto', description: 'the filesystem type, e.g. ext4' }), 'auto'),
     options: withDefault(array(string({ pattern: MOUNT_OPTION, patternHint: 'one mount option without commas or spaces, e.g. noatime' }), { minItems: 1, description: 'mount options, e.g. [defaults, noatime]' }), ['defaults']),
@@ -116,7 +116,6 @@ export const storageSection = object(
       const seenPath = new Map<string, number>();
       (storage.mounts ?? []).forEach((m, i) => {
         const path = m.path.replace(/\/+/g, '/');
-        if (path === '/') report(['mounts', i, 'path'], 'the root file system cannot be mounted here', 'mount a directory below /, e.g. /var/lib/etcd');
         const earlier = seenPath.get(path);
         if (earlier !== undefined) report(['mounts', i, 'path'], `"${m.path}" is also spec.storage.mounts[${earlier}].path: two mounts on one path hide each other`, 'mount each path once');
         else seenPath.set(path, i);
