@@ -179,7 +179,7 @@ describe('plan with spec.storage under a scratch --root', () => {
     const skipped = `device change skipped under --root ${root} (--devices makes it, on this machine's devices)`;
     expect(steps.map((s) => ({ id: s.id, status: s.status, reason: s.reason, changes: s.changes.map(({ diff: _diff, ...c }) => c) }))).toEqual([
       { id: 'prepare/storage/partitions', status: 'skipped', reason: skipped, changes: [{ action: 'partition', target: '/dev/disk/by-id/machineadm-etcd', detail: 'GPT, 1: 25% linux, 2: rest swap' }] },
-      { id: 'prepare/storage/filesystems', status: 'skipped', reason: skipped, changes: [{ action: 'format', target: '/dev/disk/by-id/machineadm-etcd1', detail: 'ext4 labelled "etcd", unless it holds that already' }] },
+      { id: 'prepare/storage/filesystems', status: 'skipped', reason: skipped, changes: [{ action: 'format', target: '/dev/disk/by-id/machineadm-etcd partition 1', detail: 'ext4 labelled "etcd", unless it holds that already' }] },
       { id: 'prepare/storage/mounts', status: 'skipped', reason: skipped, changes: [{ action: 'mount', target: '/var/lib/etcd', detail: 'LABEL=etcd (ext4, defaults)' }] },
       { id: 'prepare/storage/fstab', status: 'change', reason: undefined, changes: [{ action: 'update', target: '/etc/fstab', detail: "1 mount(s) in machineadm's block" }] },
     ]);
@@ -199,5 +199,30 @@ describe('plan with spec.storage under a scratch --root', () => {
     expect(again.code).toBe(0);
     expect(again.stdout + again.stderr).toMatch(/prepare\/storage\/fstab skipped .*already done/);
     expect(readFileSync(join(root, 'etc/fstab'), 'utf8')).toBe(first);
+  });
+});
+
+describe('examples/etcd-disk.yaml', () => {
+  it('plans under a scratch root: every partition table, filesystem and mount shown, the fstab block written there', async () => {
+    const dir = scratchDir('machineadm-etcd-disk-');
+    const root = join(dir, 'root');
+    mkdirSync(root);
+    const example = join(import.meta.dirname, '..', '..', 'examples', 'etcd-disk.yaml');
+    const plan = await runCli(['plan', '-c', example, '--root', root, '--state-dir', join(dir, 'state')]);
+    expect(plan.code, plan.stderr).toBe(0);
+    for (const line of [
+      'partition /dev/disk/by-id/virtio-etcd (GPT, 1: 40% linux, 2: rest linux)',
+      'partition /dev/vdc (GPT, 1: rest swap)',
+      'format /dev/disk/by-id/virtio-etcd partition 1 (ext4 labelled "etcd" (mkfs options -m 0), unless it holds that already)',
+      'format /dev/disk/by-id/virtio-etcd partition 2 (xfs labelled "containerd", unless it holds that already)',
+      'format /dev/vdc1 (swap labelled "swap", unless it holds that already)',
+      'mount /var/lib/etcd (LABEL=etcd (ext4, defaults,noatime))',
+      '+LABEL=containerd /var/lib/containerd xfs defaults 0 2',
+    ]) {
+      expect(plan.stdout).toContain(line);
+    }
+    const run = await runCli(['prepare', '-c', example, '--root', root, '--state-dir', join(dir, 'state')]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(readFileSync(join(root, 'etc/fstab'), 'utf8')).toContain('LABEL=etcd /var/lib/etcd ext4 defaults,noatime 0 2\nLABEL=containerd /var/lib/containerd xfs defaults 0 2\n');
   });
 });

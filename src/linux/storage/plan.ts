@@ -75,6 +75,16 @@ export async function findTagged(host: Host, tag: string): Promise<string[]> {
   return result.exitCode === 0 ? result.stdout.split('\n').filter(Boolean) : [];
 }
 
+/**
+ * The node of partition N of a disk: the kernel's name when the disk's node is known (links
+ * followed) or is itself a kernel name (/dev/sdb); otherwise (a /dev/disk/by-* link not looked at)
+ * the words for it.
+ */
+function partitionNode(disk: string, number: number, realPath?: string): string {
+  if (realPath) return partitionPath(realPath, number);
+  return /^\/dev\/[^/]+$/.test(disk) ? partitionPath(disk, number) : `${disk} partition ${number}`;
+}
+
 function describeSignature(sig: Signature): string {
   if (sig.PTTYPE && !sig.TYPE) return `a ${sig.PTTYPE === 'dos' ? 'MBR' : sig.PTTYPE.toUpperCase()} partition table`;
   return `a ${sig.TYPE} ${sig.TYPE === 'swap' ? 'area' : 'filesystem'}${sig.LABEL ? ` labelled "${sig.LABEL}"` : ''}`;
@@ -156,7 +166,7 @@ async function planFilesystem(ctx: Context, spec: FilesystemSpec, index: number,
   let node = spec.device;
   if (spec.partition !== undefined) {
     const found = await ctx.host.devices.lookup(spec.device);
-    node = partitionPath(found.kind === 'block' ? found.device.realPath : spec.device, spec.partition);
+    node = partitionNode(spec.device, spec.partition, found.kind === 'block' ? found.device.realPath : undefined);
   }
   const refused = (message: string, hint: string, at = `${field}.device`): FilesystemPlan => {
     issues.push({ path: at, message, hint });
@@ -258,7 +268,7 @@ function unprobed(ctx: StepContext): StoragePlan {
   const filesystems: FilesystemPlan[] = (storage.filesystems ?? []).map((spec, index) => ({
     index,
     spec,
-    node: spec.partition === undefined ? spec.device : partitionPath(spec.device, spec.partition),
+    node: spec.partition === undefined ? spec.device : partitionNode(spec.device, spec.partition),
     action: 'format',
     wipe: false,
     detail: describeFormat(spec, spec.overwrite ? 'unless it holds that already (overwrite: anything else is replaced)' : 'unless it holds that already'),
