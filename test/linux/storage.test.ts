@@ -89,7 +89,7 @@ describe('the fstab block', () => {
   });
 
   it('lists a parent before what is mounted inside it', () => {
-    const order = mountOrder([mount({ device: 'LABEL=b', path: '/var/lib/etcd/data' }), mount({ device: 'LABEL=a', path: '/var/lib/etcd' }), mount({ device: 'LABEL=c', path: '/srv' })]);
+    const order = mountOrder([mount({ device: 'LABEL=b', path: '/var/lib/etcd/data' }), mount({ device: 'LABEL=a', path: '/var/lib/etcd' }), mount({ device: 'LABEL=c', path: '/srv' })], (m) => m.path);
     expect(order.map((m) => m.path)).toEqual(['/srv', '/var/lib/etcd', '/var/lib/etcd/data']);
   });
 
@@ -181,7 +181,7 @@ describe('plan with spec.storage under a scratch --root', () => {
       { id: 'prepare/storage/partitions', status: 'skipped', reason: skipped, changes: [{ action: 'partition', target: '/dev/disk/by-id/machineadm-etcd', detail: 'GPT, 1: 25% linux, 2: rest swap' }] },
       { id: 'prepare/storage/filesystems', status: 'skipped', reason: skipped, changes: [{ action: 'format', target: '/dev/disk/by-id/machineadm-etcd partition 1', detail: 'ext4 labelled "etcd", unless it holds that already' }] },
       { id: 'prepare/storage/mounts', status: 'skipped', reason: skipped, changes: [{ action: 'mount', target: '/var/lib/etcd', detail: 'LABEL=etcd (ext4, defaults)' }] },
-      { id: 'prepare/storage/fstab', status: 'change', reason: undefined, changes: [{ action: 'update', target: '/etc/fstab', detail: "1 mount(s) in machineadm's block" }] },
+      { id: 'prepare/storage/fstab', status: 'change', reason: undefined, changes: [{ action: 'update', target: '/etc/fstab', detail: '30 -> 205 bytes' }] },
     ]);
     expect(steps[3]!.changes[0]!.diff).toContain('+LABEL=etcd /var/lib/etcd ext4 defaults 0 2');
     // The plan touched nothing.

@@ -4,13 +4,13 @@
 // that holds something else is refused before any change unless its entry says overwrite, and what
 // is already as asked is left alone, so a rerun changes nothing. The device steps change the
 // running kernel's devices: under a scratch --root they are shown and skipped, unless --devices.
-import type { Change, CheckResult, Step, StepContext } from '../../phases/step.ts';
+import type { ApplyResult, Change, CheckResult, Step, StepContext } from '../../phases/step.ts';
 import { ConfigError, MachineadmError, ExitCode, type ConfigIssue } from '../../errors.ts';
 import type { Host } from '../../host/index.ts';
 import { partitionPath, sfdiskScript } from '../storage/layout.ts';
 import { mkfsArgv, planStorage, probeSignature, type StoragePlan } from '../storage/plan.ts';
 import { FSTAB, outsideEntries, renderFstab, mountOrder } from '../storage/fstab.ts';
-import { unifiedDiff } from '../diff.ts';
+import { errorForField, inspectFile, inspectTarget, writeFiles, type DesiredFile } from '../managed-file.ts';
 
 const TOOL_TIMEOUT_MS = 10 * 60_000;
 /** How long partition nodes may take to appear after the table is written (udev, a slow controller). */
@@ -65,19 +65,33 @@ async function waitForPartitions(host: Host, disk: string, count: number): Promi
   }
 }
 
-export const storagePartitionsStep: Step = {
-  id: 'storage/partitions',
-  summary: 'write the partition tables of spec.storage.disks',
-  platforms: ['linux'],
-  applies: (config) => (config.spec.storage?.disks?.length ?? 0) > 0,
-  preflight: (ctx) => preflightPart(ctx, 'disks'),
-  async check(ctx) {
-    const plan = await planStorage(ctx);
-    const changes = plan.disks.filter((d) => d.action === 'partition').map((d) => ({ action: d.wipe ? 'repartition' : 'partition', target: d.spec.device, detail: d.detail }));
-    return checkResult(ctx, changes, plan.issues.disks);
-  },
-  async apply(ctx) {
-    const plan = await planOrRefuse(ctx, 'disks');
+/**
+ * A step that changes devices: its part of the storage plan, refused before any change when the
+ * plan refuses it, shown and skipped when the devices are not this run's to change.
+ */
+function deviceStep(part: Part, id: string, summary: string, changes: (plan: StoragePlan) => Change[], apply: (ctx: StepContext, plan: StoragePlan) => Promise<ApplyResult | void>): Step {
+  return {
+    id,
+    summary,
+    platforms: ['linux'],
+    applies: (config) => (config.spec.storage?.[part]?.length ?? 0) > 0,
+    preflight: (ctx) => preflightPart(ctx, part),
+    async check(ctx) {
+      const plan = await planStorage(ctx);
+      return checkResult(ctx, changes(plan), plan.issues[part]);
+    },
+    async apply(ctx) {
+      return apply(ctx, await planOrRefuse(ctx, part));
+    },
+  };
+}
+
+export const storagePartitionsStep = deviceStep(
+  'disks',
+  'storage/partitions',
+  'write the partition tables of spec.storage.disks',
+  (plan) => plan.disks.filter((d) => d.action === 'partition').map((d) => ({ action: d.wipe ? 'repartition' : 'partition', target: d.spec.device, detail: d.detail })),
+  async (ctx, plan) => {
     const record: Record<string, string> = {};
     for (const d of plan.disks) {
       if (d.action !== 'partition' || !d.layout || !d.node) continue;
@@ -96,21 +110,14 @@ export const storagePartitionsStep: Step = {
     }
     return { record: { partitioned: record } };
   },
-};
+);
 
-export const storageFilesystemsStep: Step = {
-  id: 'storage/filesystems',
-  summary: 'make the filesystems of spec.storage.filesystems',
-  platforms: ['linux'],
-  applies: (config) => (config.spec.storage?.filesystems?.length ?? 0) > 0,
-  preflight: (ctx) => preflightPart(ctx, 'filesystems'),
-  async check(ctx) {
-    const plan = await planStorage(ctx);
-    const changes = plan.filesystems.filter((f) => f.action === 'format').map((f) => ({ action: f.wipe ? 'reformat' : 'format', target: f.node, detail: f.detail }));
-    return checkResult(ctx, changes, plan.issues.filesystems);
-  },
-  async apply(ctx) {
-    const plan = await planOrRefuse(ctx, 'filesystems');
+export const storageFilesystemsStep = deviceStep(
+  'filesystems',
+  'storage/filesystems',
+  'make the filesystems of spec.storage.filesystems',
+  (plan) => plan.filesystems.filter((f) => f.action === 'format').map((f) => ({ action: f.wipe ? 'reformat' : 'format', target: f.node, detail: f.detail })),
+  async (ctx, plan) => {
     const made: Record<string, { format: string; uuid?: string }> = {};
     for (const f of plan.filesystems) {
       if (f.action !== 'format') continue;
@@ -126,22 +133,15 @@ export const storageFilesystemsStep: Step = {
     }
     return { record: { formatted: made } };
   },
-};
+);
 
-export const storageMountsStep: Step = {
-  id: 'storage/mounts',
-  summary: 'mount the filesystems of spec.storage.mounts now',
-  platforms: ['linux'],
-  applies: (config) => (config.spec.storage?.mounts?.length ?? 0) > 0,
-  preflight: (ctx) => preflightPart(ctx, 'mounts'),
-  async check(ctx) {
-    const plan = await planStorage(ctx);
-    const changes = mountOrder(plan.mounts.filter((m) => m.action === 'mount').map((m) => ({ ...m, path: m.spec.path }))).map((m) => ({ action: 'mount', target: m.spec.path, detail: m.detail }));
-    return checkResult(ctx, changes, plan.issues.mounts);
-  },
-  async apply(ctx) {
-    const plan = await planOrRefuse(ctx, 'mounts');
-    for (const m of mountOrder(plan.mounts.map((m) => ({ ...m, path: m.spec.path })))) {
+export const storageMountsStep = deviceStep(
+  'mounts',
+  'storage/mounts',
+  'mount the filesystems of spec.storage.mounts now',
+  (plan) => mountOrder(plan.mounts.filter((m) => m.action === 'mount'), (m) => m.spec.path).map((m) => ({ action: 'mount', target: m.spec.path, detail: m.detail })),
+  async (ctx, plan) => {
+    for (const m of mountOrder(plan.mounts, (m) => m.spec.path)) {
       if (m.action !== 'mount') continue;
       await ctx.host.fs.mkdirp(m.spec.path);
       const type = m.spec.format === 'auto' ? [] : ['-t', m.spec.format];
@@ -149,16 +149,28 @@ export const storageMountsStep: Step = {
       ctx.log(`${m.spec.device}: mounted on ${m.spec.path}`);
     }
   },
-};
+);
 
-async function fstabState(ctx: StepContext): Promise<{ before: string; after: string; issues: ConfigIssue[] }> {
+interface FstabState {
+  /** The file as it should be, or undefined when it is already so (or absent and nothing to add). */
+  desired?: DesiredFile;
+  issues: ConfigIssue[];
+}
+
+async function fstabState(ctx: StepContext): Promise<FstabState> {
   const mounts = ctx.config.spec.storage?.mounts ?? [];
-  const before = (await ctx.host.fs.readText(FSTAB)) ?? '';
+  const info = await inspectTarget(ctx.host.fs, FSTAB).catch((error: unknown) => {
+    throw errorForField('spec.storage.mounts', error);
+  });
+  const before = (info && (await ctx.host.fs.readText(FSTAB))) ?? '';
   const issues = outsideEntries(before, mounts.map((m) => m.path)).map((e) => {
     const index = mounts.findIndex((m) => m.path.replace(/\/+$/, '') === e.path);
     return { path: `spec.storage.mounts[${index < 0 ? 0 : index}].path`, message: `${FSTAB} line ${e.line} mounts ${e.path} already ("${e.text.trim()}"), outside machineadm's block`, hint: `remove that line from ${FSTAB}, or this mount from the configuration` };
   });
-  return { before, after: renderFstab(before, mounts), issues };
+  const after = renderFstab(before, mounts);
+  if (after === before) return { issues };
+  // The file keeps its mode (the image's); a new one gets fstab's usual 0644.
+  return { issues, desired: { path: FSTAB, content: Buffer.from(after), mode: info?.mode ?? 0o644, field: 'spec.storage.mounts' } };
 }
 
 export const storageFstabStep: Step = {
@@ -174,18 +186,14 @@ export const storageFstabStep: Step = {
     if (issues.length) throw new ConfigError(issues);
   },
   async check(ctx) {
-    const { before, after, issues } = await fstabState(ctx);
+    const { desired, issues } = await fstabState(ctx);
     if (issues.length) return { done: false, changes: refusals(issues) };
-    if (before === after) return { done: true, changes: [] };
-    return { done: false, changes: [{ action: before === '' ? 'create' : 'update', target: FSTAB, detail: `${(ctx.config.spec.storage?.mounts ?? []).length} mount(s) in machineadm's block`, diff: unifiedDiff(before, after) }] };
+    const change = desired && (await inspectFile(ctx.host.fs, desired, ctx.facts.privileged)).change;
+    return { done: change === undefined, changes: change ? [change] : [] };
   },
   async apply(ctx) {
-    const { before, after, issues } = await fstabState(ctx);
+    const { desired, issues } = await fstabState(ctx);
     if (issues.length) throw new ConfigError(issues);
-    if (before === after) return;
-    const mode = (await ctx.host.fs.stat(FSTAB))?.mode ?? 0o644;
-    await ctx.host.fs.writeFile(FSTAB, after, { mode });
+    if (desired) await writeFiles(ctx.host.fs, [desired], ctx.facts.privileged);
   },
 };
-
-

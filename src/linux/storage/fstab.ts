@@ -20,9 +20,9 @@ export function fstabLine(m: MountSpec): string {
 }
 
 /** Mounts in the order they must be made: a parent before what is mounted inside it (stable otherwise). */
-export function mountOrder<T extends { path: string }>(mounts: readonly T[]): T[] {
-  const depth = (p: string) => p.split('/').filter(Boolean).length;
-  return [...mounts].sort((a, b) => depth(a.path) - depth(b.path));
+export function mountOrder<T>(mounts: readonly T[], pathOf: (mount: T) => string): T[] {
+  const depth = (m: T) => pathOf(m).split('/').filter(Boolean).length;
+  return [...mounts].sort((a, b) => depth(a) - depth(b));
 }
 
 interface Split {
@@ -52,7 +52,7 @@ function split(text: string): Split {
  */
 export function renderFstab(existing: string, mounts: readonly MountSpec[]): string {
   const { before, after } = split(existing);
-  const block = mounts.length ? [BLOCK_BEGIN, ...mountOrder(mounts).map(fstabLine), BLOCK_END] : [];
+  const block = mounts.length ? [BLOCK_BEGIN, ...mountOrder(mounts, (m) => m.path).map(fstabLine), BLOCK_END] : [];
   const lines = [...before, ...block, ...after];
   return lines.length ? lines.join('\n') + '\n' : '';
 }
