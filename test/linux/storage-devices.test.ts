@@ -112,7 +112,11 @@ describe.skipIf(skip)('spec.storage on loop devices', () => {
     });
     const target = join(m.root, 'var/lib/etcd');
     const fstab = join(m.root, 'etc/fstab');
-    const [first, afterFirst, fstabFirst, second, afterSecond, fstabSecond] = inMountNamespace([
+    // What an image left at the mount point is hidden by the mount: the plan says so.
+    mkdirSync(target, { recursive: true });
+    writeFileSync(join(target, 'left-by-the-image'), 'x\n');
+    const [plan, first, afterFirst, fstabFirst, second, afterSecond, fstabSecond] = inMountNamespace([
+      machineadm(m, 'plan'),
       machineadm(m),
       ['findmnt', '-J', '-o', 'SOURCE,FSTYPE,OPTIONS', '--mountpoint', target],
       ['cat', fstab],
@@ -120,6 +124,8 @@ describe.skipIf(skip)('spec.storage on loop devices', () => {
       ['findmnt', '-J', '-o', 'SOURCE,FSTYPE', '--mountpoint', target],
       ['cat', fstab],
     ]);
+    expect(plan!.code, plan!.stderr).toBe(0);
+    expect(plan!.stdout).toContain(`mount /var/lib/etcd (LABEL=${tag('etcd')} (ext4, defaults,noatime); hides the 1 entry now in /var/lib/etcd)`);
     expect(first!.code, first!.stderr + first!.stdout).toBe(0);
     const mounted = JSON.parse(afterFirst!.stdout) as { filesystems: { source: string; fstype: string; options: string }[] };
     expect(mounted.filesystems).toHaveLength(1);

@@ -144,6 +144,7 @@ describe('spec.storage in the schema', () => {
     ['a mount on /', { mounts: [{ device: 'LABEL=a', path: '/' }] }, 'spec.storage.mounts[0].path: the root file system cannot be mounted here'],
     ['a relative mount path', { mounts: [{ device: 'LABEL=a', path: 'data' }] }, 'spec.storage.mounts[0].path: "data" is not absolute'],
     ['a mount source that is neither a device nor a tag', { mounts: [{ device: 'etcd', path: '/data' }] }, 'spec.storage.mounts[0].device: "etcd" is not valid'],
+    ['a swap area as a mount', { mounts: [{ device: 'LABEL=swap', path: '/swap', format: 'swap' }] }, 'spec.storage.mounts[0].format: a swap area is not mounted: machineadm makes it (spec.storage.filesystems) but does not turn it on'],
     ['a mount option with a comma', { mounts: [{ device: 'LABEL=a', path: '/data', options: ['defaults,noatime'] }] }, 'spec.storage.mounts[0].options[0]: "defaults,noatime" is not valid'],
   ])('refuses %s, naming the field', (_what, storage, issue) => {
     expect(issuesOf(storage)).toContain(issue);

@@ -79,7 +79,12 @@ export const mountSpec = object(
     dump: optional(integer({ min: 0, max: 9, description: 'fstab field 5 (dump), e.g. 0' })),
     pass: optional(integer({ min: 0, max: 9, description: 'fstab field 6 (fsck order), e.g. 2' })),
   },
-  { description: 'a mount, now and at every boot (/etc/fstab), e.g. { device: LABEL=etcd, path: /var/lib/etcd }' },
+  {
+    description: 'a mount, now and at every boot (/etc/fstab), e.g. { device: LABEL=etcd, path: /var/lib/etcd }',
+    check: (m, report) => {
+      if (m.format === 'swap') report('format', 'a swap area is not mounted: machineadm makes it (spec.storage.filesystems) but does not turn it on', 'leave this mount out; the kubelet expects swap off unless it is configured for swap');
+    },
+  },
 );
 
 /** The disk path and partition number a filesystem entry names, as one device key. */

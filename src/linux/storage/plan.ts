@@ -258,7 +258,11 @@ async function planMount(ctx: Context, spec: MountSpec, index: number, filesyste
   }
   if (spec.options.includes('noauto')) return { index, spec, target, action: 'fstab-only', detail: `noauto: ${source} is not mounted now` };
   if (!ctx.privileged) return refused(`mounting ${source} needs root`, 'run machineadm as root');
-  return { index, spec, target, action: 'mount', detail: `${source} (${spec.format}, ${spec.options.join(',')})` };
+  // Said, not refused: an image may have put files there (pre-pulled images under /var/lib/containerd)
+  // that the mount hides until it is undone.
+  const hidden = (await ctx.host.fs.list(spec.path)).length;
+  const hides = hidden ? `; hides the ${hidden} entr${hidden === 1 ? 'y' : 'ies'} now in ${spec.path}` : '';
+  return { index, spec, target, action: 'mount', detail: `${source} (${spec.format}, ${spec.options.join(',')})${hides}` };
 }
 
 /** The plan when the devices are not this run's to change (a scratch --root without --devices): what the configuration asks, unprobed. */
