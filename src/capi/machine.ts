@@ -133,16 +133,24 @@ function storage(doc: TrackedDocument, base: Path, spec: Json): void {
     disks.push(disk);
   }
   if (disks.length > 0) out.disks = disks;
+  const partitioned = new Set(disks.map((d) => String(d.device)));
   const fsPath = [...base, 'diskSetup', 'filesystems'];
   const filesystems: Json[] = [];
   for (let i = 0; i < doc.length(fsPath); i++) {
     const at = [...fsPath, i];
     const fs: Json = { device: doc.string([...at, 'device']), format: doc.string([...at, 'filesystem']) };
     setIf(fs, 'label', doc.string([...at, 'label']));
-    const partition = doc.string([...at, 'partition']);
-    if (partition !== undefined && /^\d+$/.test(partition)) fs.partition = Number(partition);
-    else if (partition !== undefined && partition !== 'none') {
-      doc.refuse([...at, 'partition'], `"${partition}" lets cloud-init pick a partition; machineadm formats the one it is told`, 'give the partition number, or the partition device as device');
+    const partition = doc.string([...at, 'partition']) ?? 'any';
+    if (/^\d+$/.test(partition)) fs.partition = Number(partition);
+    else if (partition === 'any' || partition === 'auto') {
+      // cloud-init's default: the first partition of the device (on a disk this configuration
+      // partitions, its first partition, still empty), or the device itself when it has none.
+      if (partitioned.has(String(fs.device))) {
+        fs.partition = 1;
+        doc.notes.push({ path: formatPath([...at, 'partition']), message: `${partition === 'any' && doc.peek([...at, 'partition']) === undefined ? "cloud-init's default (any)" : `"${partition}"`} picks the first partition of the disk diskSetup partitions: imported as partition: 1` });
+      }
+    } else if (partition !== 'none') {
+      doc.refuse([...at, 'partition'], `"${partition}" is not a partition number, any, auto or none`);
     }
     setIf(fs, 'options', doc.strings([...at, 'extraOpts']));
     if (doc.boolean([...at, 'overwrite']) === true) fs.overwrite = true;

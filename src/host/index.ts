@@ -6,6 +6,7 @@ import { ProcessRunner } from './exec.ts';
 import { detectFacts, type Facts } from './facts.ts';
 import { systemdRestart, systemdResume, type ResumeRegistration } from './resume.ts';
 import { NotAvailableError } from '../errors.ts';
+import { BlockDevices } from './block-devices.ts';
 import { powershellWindowsHost, windowsRestart, windowsResume, type WindowsHost } from './windows/index.ts';
 
 export interface Host {
@@ -14,6 +15,8 @@ export interface Host {
   /** Paths the operator names on the command line (-c files, keys, -o outputs): not under --root. */
   readonly local: RootedFileSystem;
   readonly proc: ProcessRunner;
+  /** Block devices and mounts of this machine (never under --root); `devices.allowed` says whether a run may change them. */
+  readonly devices: BlockDevices;
   /** The environment machineadm was started with (secret references may read from it). */
   readonly env: Readonly<Record<string, string | undefined>>;
   /** --offline: nothing may use the network. */
@@ -42,6 +45,8 @@ export interface HostOptions {
   stateDir?: string;
   /** Interrupts the run (see Host.signal). */
   signal?: AbortSignal;
+  /** Under a scratch root, partition, format and mount the real devices spec.storage names (--devices). */
+  devices?: boolean;
   /** The Windows seam to use instead of powershell.exe (a simulated machine in tests). */
   windows?: WindowsHost;
 }
@@ -79,6 +84,8 @@ export function createHost(options: HostOptions = {}): Host {
     // No backups: a file the operator names (fetch -d) is theirs to keep or replace.
     local: operatorFileSystem(),
     proc,
+    // Devices are the running kernel's: changed on the live root, or under a scratch root only when asked.
+    devices: new BlockDevices(fs.isLiveRoot || options.devices === true),
     env,
     offline: options.offline ?? false,
     ...(options.signal ? { signal: options.signal } : {}),
@@ -106,5 +113,6 @@ export type { Facts, OperatingSystem } from './facts.ts';
 export type { WindowsHost, ComputerSystem, DomainJoinOutcome } from './windows/index.ts';
 export { RootedFileSystem, type WriteOptions, type FileInfo, type FileSystemOptions, type PendingFile } from './fs.ts';
 export { acquireRunLock, type LockAttempt, type LockHolder } from './run-lock.ts';
+export { BlockDevices, parseMountInfo, type BlockDevice, type DeviceLookup, type MountedFilesystem } from './block-devices.ts';
 export { ProcessRunner, type RunOptions, type RunResult, tail } from './exec.ts';
 export type { ResumeRegistration } from './resume.ts';

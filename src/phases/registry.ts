@@ -6,6 +6,7 @@ import { kernelModulesFileStep } from '../linux/steps/kernel-modules-file.ts';
 import { sysctlsApplyStep } from '../linux/steps/sysctls-apply.ts';
 import { sysctlsFileStep } from '../linux/steps/sysctls-file.ts';
 import { filesStep } from '../linux/steps/files.ts';
+import { storageFilesystemsStep, storageFstabStep, storageMountsStep, storagePartitionsStep } from '../linux/steps/storage.ts';
 import { rebootIfRequiredStep } from '../linux/steps/reboot-if-required.ts';
 import { containerdConfigStep } from '../containerd/steps/config.ts';
 import { containerdRegistriesStep } from '../containerd/steps/registries.ts';
@@ -24,7 +25,7 @@ import { kubeletFirewallStep } from '../windows/steps/firewall.ts';
 
 export const preparePhase: Phase = {
   name: 'prepare',
-  summary: 'kernel modules, sysctls, files, containerd; on Windows the Containers feature and services',
+  summary: 'kernel modules, sysctls, disks and mounts, files, containerd; on Windows the Containers feature and services',
   // Live changes come before the files that persist them: a module or value the kernel refuses
   // stops the run before anything is written for the next boot.
   steps: [
@@ -32,6 +33,12 @@ export const preparePhase: Phase = {
     kernelModulesFileStep,
     sysctlsApplyStep,
     sysctlsFileStep,
+    // Disks before anything is written below their mount points (/var/lib/containerd, /var/lib/etcd),
+    // after the modules (a filesystem's may be one); mounted now before fstab says so for the next boot.
+    storagePartitionsStep,
+    storageFilesystemsStep,
+    storageMountsStep,
+    storageFstabStep,
     filesStep,
     containerdConfigStep,
     containerdRegistriesStep,

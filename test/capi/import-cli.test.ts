@@ -54,7 +54,7 @@ describe('machineadm config import', () => {
     ['a file from a Secret', worker({ files: [{ path: '/etc/x', contentFrom: { secret: { name: 's', key: 'k' } } }] }), 'spec.template.spec.files[0].contentFrom: reads a Kubernetes Secret'],
     ['a password from a Secret', worker({ users: [{ name: 'u', passwdFrom: { secret: { name: 's', key: 'k' } } }] }), 'spec.template.spec.users[0].passwdFrom: reads a Kubernetes Secret'],
     ['cloud-init replacing a filesystem', worker({ diskSetup: { filesystems: [{ device: 'ephemeral0.1', filesystem: 'ext4', replaceFS: 'ntfs' }] } }), 'spec.template.spec.diskSetup.filesystems[0].replaceFS: replacing one filesystem type'],
-    ['a partition cloud-init picks', worker({ diskSetup: { filesystems: [{ device: '/dev/sdb', filesystem: 'ext4', partition: 'auto' }] } }), 'spec.template.spec.diskSetup.filesystems[0].partition: "auto" lets cloud-init pick'],
+    ['a partition that is no number, any, auto or none', worker({ diskSetup: { filesystems: [{ device: '/dev/sdb', filesystem: 'ext4', partition: 'first' }] } }), 'spec.template.spec.diskSetup.filesystems[0].partition: "first" is not a partition number, any, auto or none'],
     ['skipping CA verification', worker({ joinConfiguration: { discovery: { bootstrapToken: { unsafeSkipCAVerification: true } } } }), 'unsafeSkipCAVerification: machineadm never joins without checking the cluster CA'],
     ['a template in a command', worker({ preKubeadmCommands: ['hostnamectl set-hostname {{ ds.meta_data.hostname }}'] }), 'spec.template.spec.preKubeadmCommands[0]: holds a cloud-init template'],
     ['a flag twice in a v1beta2 list', { ...(worker({ joinConfiguration: { nodeRegistration: { kubeletExtraArgs: [{ name: 'v', value: '1' }, { name: 'v', value: '2' }] } } }) as object), apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2' }, 'kubeletExtraArgs[1]: flag v is given twice'],
@@ -70,6 +70,14 @@ describe('machineadm config import', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toContain(message);
     expect(run.stdout).toBe('');
+  });
+
+  it('reads cloud-init\'s default partition (any) on a disk it partitions as its first partition, and says so', async () => {
+    const run = await runCli(['config', 'import', '-f', write(worker({ diskSetup: { partitions: [{ device: '/dev/sdc', layout: true }], filesystems: [{ device: '/dev/sdc', filesystem: 'ext4', label: 'data' }, { device: '/dev/sdd', filesystem: 'xfs', partition: 'auto' }] } }))]);
+    expect(run.code, run.stderr).toBe(0);
+    const storage = (load(run.stdout) as Record<string, any>).spec.storage;
+    expect(storage.filesystems).toEqual([{ device: '/dev/sdc', partition: 1, format: 'ext4', label: 'data' }, { device: '/dev/sdd', format: 'xfs' }]);
+    expect(run.stderr).toContain("note: spec.template.spec.diskSetup.filesystems[0].partition: cloud-init's default (any) picks the first partition");
   });
 
   it('lists every refused field at once', async () => {

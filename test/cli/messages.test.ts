@@ -111,7 +111,7 @@ describe('options that mean one thing', () => {
   it.each([
     ['status', ['status', '--offline'], "error: unknown option '--offline'"],
     ['status', ['status', '-c', 'x.yaml'], "error: unknown option '-c'"],
-    ['config validate', ['config', 'validate', '-c', QUICKSTART, '--state-dir', '/tmp/x'], '--state-dir and --set go with --on-machine'],
+    ['config validate', ['config', 'validate', '-c', QUICKSTART, '--state-dir', '/tmp/x'], '--state-dir, --set and --devices go with --on-machine'],
   ])('%s refuses an option it has no use for (%j)', async (_name, args, message) => {
     const run = await runCli(args);
     expect(run.code).toBe(2);

@@ -123,6 +123,37 @@ const refusals: Refusal[] = [
     message: /spec\.domainJoin\.dnsServers/,
   },
   {
+    by: 'prepare/storage/partitions',
+    what: 'a disk that does not exist (with --devices)',
+    spec: () => ({ ...early, storage: { disks: [{ device: '/dev/machineadm-no-such-disk' }] } }),
+    flags: ['--devices'],
+    code: 2,
+    message: /spec\.storage\.disks\[0\]\.device: \/dev\/machineadm-no-such-disk does not exist/,
+  },
+  {
+    by: 'prepare/storage/filesystems',
+    what: 'a filesystem on something that is not a block device (with --devices)',
+    spec: () => ({ ...early, storage: { filesystems: [{ device: '/dev/null', format: 'ext4' }] } }),
+    flags: ['--devices'],
+    code: 2,
+    message: /spec\.storage\.filesystems\[0\]\.device: \/dev\/null is a character device, not a block device/,
+  },
+  {
+    by: 'prepare/storage/mounts',
+    what: 'a mount of a device that does not exist (with --devices)',
+    spec: () => ({ ...early, storage: { mounts: [{ device: '/dev/machineadm-no-such-disk1', path: '/var/lib/etcd' }] } }),
+    flags: ['--devices'],
+    code: 2,
+    message: /spec\.storage\.mounts\[0\]\.device: \/dev\/machineadm-no-such-disk1 does not exist/,
+  },
+  {
+    by: 'prepare/storage/fstab',
+    what: 'a mount path that /etc/fstab mounts already, outside its block',
+    spec: (m) => (write(m, '/etc/fstab', '# the image\n/dev/sdz1 /var/lib/etcd ext4 defaults 0 2\n'), { ...early, storage: { mounts: [{ device: 'LABEL=etcd', path: '/var/lib/etcd' }] } }),
+    code: 2,
+    message: /spec\.storage\.mounts\[0\]\.path: \/etc\/fstab line 2 mounts \/var\/lib\/etcd already \("\/dev\/sdz1 \/var\/lib\/etcd ext4 defaults 0 2"\), outside machineadm's block/,
+  },
+  {
     by: 'endpoints',
     what: "an endpoint's bearer token file that is a directory",
     spec: (m) => (mkdirSync(join(m.root, 'etc/machineadm/collector-token'), { recursive: true }), { ...early, report: { endpoints: [{ url: 'https://collector.example/events', bearerToken: { valueFrom: { file: '/etc/machineadm/collector-token' } } }] } }),
@@ -178,7 +209,7 @@ describe('a refusal before the first change', () => {
     expect(snapshotTree(m.root)).toEqual(before);
     const misuse = await runCli(['config', 'validate', '-c', config, '--root', m.root, '--state-dir', m.state]);
     expect(misuse.code).toBe(2);
-    expect(misuse.stderr).toContain('--state-dir and --set go with --on-machine');
+    expect(misuse.stderr).toContain('--state-dir, --set and --devices go with --on-machine');
   });
 
   it('is walked for every step of the registry that has a preflight, on Linux', () => {

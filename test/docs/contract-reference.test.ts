@@ -14,6 +14,7 @@ import { SPOOL_DIR } from '../../src/report/spool.ts';
 import { STATE_FILE } from '../../src/phases/state.ts';
 import { SYSCTL_FILE } from '../../src/linux/sysctl.ts';
 import { MODULES_FILE } from '../../src/linux/modules.ts';
+import { FSTAB } from '../../src/linux/storage/fstab.ts';
 import { STATE_DIR } from '../../src/host/index.ts';
 import { RESUMED_RESULT, RUN_LOCK } from '../../src/phases/run.ts';
 import { RESUME_UNIT } from '../../src/host/resume.ts';
@@ -74,6 +75,7 @@ describe('the files in docs/contract.md section 5', () => {
     SENTINEL_LINUX,
     RESUME_UNIT,
     MODULES_FILE,
+    FSTAB,
     SYSCTL_FILE,
     CONTAINERD_CONFIG,
     CERTS_DIR,

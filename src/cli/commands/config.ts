@@ -38,8 +38,9 @@ export function registerConfigCommands(program: Command, io: Io, setExit: (code:
   addStateDirOption(configOptions(config.command('validate').description('check the configuration and list every problem (exit 2 when invalid)'), io))
     .option('--on-machine', "also run the run's preflight against this machine (under --root): its secrets, files and kubeadm's leftovers; exit 2 or 3 as init would, nothing changed")
     .option('--set <name=value>', 'with --on-machine: a machine value given instead of read (repeatable)', parseSet)
+    .option('--devices', 'with --on-machine and --root: also check the block devices spec.storage names')
     .addHelpText('after', '\nExample:\n  $ machineadm config validate -c node.yaml -o json\n  $ machineadm config validate -c /etc/machineadm/config.yaml --on-machine\n')
-    .action(async (options: CommonOptions & { onMachine?: boolean; set?: string[] }) => {
+    .action(async (options: CommonOptions & { onMachine?: boolean; set?: string[]; devices?: boolean }) => {
       if (options.onMachine) {
         const { runPhaseCommand } = await import('./phase-run.ts');
         try {
@@ -51,7 +52,7 @@ export function registerConfigCommands(program: Command, io: Io, setExit: (code:
         }
         return;
       }
-      if (options.stateDir !== undefined || options.set !== undefined) throw new UsageError('--state-dir and --set go with --on-machine', { hint: 'without it, validate checks the configuration alone' });
+      if (options.stateDir !== undefined || options.set !== undefined || options.devices) throw new UsageError('--state-dir, --set and --devices go with --on-machine', { hint: 'without it, validate checks the configuration alone' });
       const [{ loadConfig, NoMachineConfigError }, host] = await Promise.all([import('../../config/load.ts'), configHost(options, io)]);
       try {
         const { sources } = await loadConfig(host, options.config ?? [], loadOptions(io));

@@ -31,6 +31,7 @@ function resumeCommand(command: string, options: PhaseOptions, io: Io): readonly
     '--root', resolve(io.cwd, options.root),
     ...(options.stateDir ? ['--state-dir', resolve(io.cwd, options.stateDir)] : []),
     ...(options.offline ? ['--offline'] : []),
+    ...(options.devices ? ['--devices'] : []),
     ...(options.output === 'json' ? ['-o', 'json'] : []),
     ...(options.only?.length ? ['--only', options.only.join(',')] : []),
     ...(options.skip?.length ? ['--skip', options.skip.join(',')] : []),

@@ -16,6 +16,8 @@ export interface PhaseOptions extends CommonOptions {
   skip?: string[];
   dryRun?: boolean;
   force?: boolean;
+  /** Under --root, change the real block devices spec.storage names too. */
+  devices?: boolean;
   facts?: string;
   os?: 'linux' | 'windows';
   /** --no-reboot sets it false. */
@@ -60,6 +62,7 @@ export function registerPhaseCommands(program: Command, io: Io, setExit: (code: 
       .option('--only <ids>', 'run only these steps (comma-separated slash ids; a parent selects its children)', parseIds)
       .option('--skip <ids>', 'leave out these steps (beats --only)', parseIds)
       .option('--force', 'redo steps that their own records say are done (e.g. a join)')
+      .option('--devices', 'with --root: also partition, format and mount the block devices spec.storage names (mount points under the root)')
       .option('--set <name=value>', `a machine value instead of reading it (${GIVEN_VALUE_NAMES.join(', ')}); repeatable`, parseSet);
     if (name !== 'plan') {
       command

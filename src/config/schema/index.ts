@@ -8,6 +8,7 @@ import { windowsSection } from './windows.ts';
 import { domainJoinSection } from './domain-join.ts';
 import { reportSection } from './report.ts';
 import { securitySection } from './security.ts';
+import { storageSection } from './storage.ts';
 
 export const API_GROUP = 'machineadm.cluster.x-k8s.io';
 export const API_VERSION = `${API_GROUP}/v1alpha1`;
@@ -15,6 +16,7 @@ export const SUPPORTED_API_VERSIONS = [API_VERSION] as const;
 
 export const machineConfigSpec = object({
   ...systemFields,
+  storage: optional(storageSection),
   containerd: optional(containerdSection),
   kubernetes: optional(kubernetesSection),
   domainJoin: optional(domainJoinSection),
@@ -40,6 +42,10 @@ export type WindowsSpec = NonNullable<MachineConfigSpec['windows']>;
 export type HostAgentSpec = NonNullable<WindowsSpec['hostAgents']>[number];
 export type ReportSpec = MachineConfigSpec['report'];
 export type SecuritySpec = MachineConfigSpec['security'];
+export type StorageSpec = NonNullable<MachineConfigSpec['storage']>;
+export type DiskSpec = NonNullable<StorageSpec['disks']>[number];
+export type FilesystemSpec = NonNullable<StorageSpec['filesystems']>[number];
+export type MountSpec = NonNullable<StorageSpec['mounts']>[number];
 
 export function machineConfigJsonSchema(): Record<string, unknown> {
   return {
