@@ -144,10 +144,23 @@ if ($LASTEXITCODE -ne 0) { throw ('containerd --register-service exited with cod
 '{}'
 `;
 
+// A CIM lookup of one object by name: the cmdlet reports a missing object as a non-terminating
+// error of category ObjectNotFound ("No MSFT_... objects found"); any other error (access denied,
+// the service down) must fail the script rather than read as "missing". -ErrorAction
+// SilentlyContinue alone would silence both, and even a terminating error inside the call.
+// [about_CommonParameters.md (-ErrorVariable); CIM cmdlets' ObjectNotFound]
+function lookup(variable: string, command: string): string {
+  return [
+    `$${variable} = ${command} -ErrorAction SilentlyContinue -ErrorVariable lookupErrors`,
+    `$failed = @($lookupErrors | Where-Object { [string]$_.CategoryInfo.Category -ne 'ObjectNotFound' })`,
+    'if ($failed.Count -gt 0) { throw $failed[0] }',
+  ].join('\n');
+}
+
 // Looked up by -Name: DisplayName is localized and a rule made without -Name gets a random one.
 // [New-NetFirewallRule.md, Get-NetFirewallRule.md, Get-NetFirewallPortFilter.md]
 const FIREWALL_QUERY = String.raw`
-$rule = Get-NetFirewallRule -Name $Name -ErrorAction SilentlyContinue
+${lookup('rule', 'Get-NetFirewallRule -Name $Name')}
 if ($null -eq $rule) {
   'null'
 } else {
@@ -157,7 +170,8 @@ if ($null -eq $rule) {
 `;
 
 const FIREWALL_ADD = String.raw`
-if (Get-NetFirewallRule -Name $Name -ErrorAction SilentlyContinue) { Remove-NetFirewallRule -Name $Name }
+${lookup('existing', 'Get-NetFirewallRule -Name $Name')}
+if ($existing) { Remove-NetFirewallRule -Name $Name }
 New-NetFirewallRule -Name $Name -DisplayName $DisplayName -Enabled True -Direction Inbound -Protocol $Protocol -Action Allow -LocalPort $LocalPort | Out-Null
 '{}'
 `;
@@ -223,13 +237,14 @@ Register-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath -Description $Des
 `;
 
 const RESUME_QUERY = String.raw`
-$task = Get-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath -ErrorAction SilentlyContinue
+${lookup('task', 'Get-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath')}
 if ($null -eq $task) { 'null' } else { [pscustomobject]@{ description = [string]$task.Description } | ConvertTo-Json -Compress }
 `;
 
 // Microsoft's pattern: look the task up first, then Unregister-ScheduledTask -Confirm:$false.
 const RESUME_REMOVE = String.raw`
-if (Get-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath -ErrorAction SilentlyContinue) {
+${lookup('task', 'Get-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath')}
+if ($task) {
   Unregister-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath -Confirm:$false
 }
 '{}'
