@@ -33,7 +33,7 @@ export function findPowerShell(need: { pester?: boolean } = {}): PowerShellTools
 }
 
 /** The Windows command-line tools the scripts run, stood in by test/windows/pester/native-tool.mjs. */
-export const NATIVE_TOOLS = ['sc.exe', 'shutdown.exe', 'djoin.exe', 'containerd.exe'];
+export const NATIVE_TOOLS = ['sc.exe', 'shutdown.exe', 'djoin.exe', 'containerd.exe', 'icacls.exe'];
 
 /** A directory to put first on PATH where each native tool is the recording stand-in. */
 export function nativeToolsDir(parent: string): string {

@@ -86,6 +86,9 @@ function workerConfig(agentPath = '/csi-proxy.exe') {
 // What kubeadm v1.34 writes for this configuration, including a flag kubelet 1.35 refuses.
 const KUBEADM_FLAGS = 'KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=npipe:////./pipe/containerd-containerd --pod-infra-container-image=registry.k8s.io/pause:3.10 --register-with-taints=os=windows:NoSchedule"\n';
 
+/** Every directory a SYSTEM service reads from, locked before the first change. */
+const LOCKED = ['C:\\ProgramData\\machineadm', 'C:\\var\\lib\\kubelet', 'C:\\etc\\kubernetes', 'C:\\var\\log\\kubelet', 'C:\\k', 'C:\\ProgramData\\containerd', 'C:\\etc\\kubernetes\\node\\bin'];
+
 function machine(kubeadmFlags = KUBEADM_FLAGS) {
   const root = scratchDir('machineadm-windows-');
   const sim = new SimulatedWindows('20348');
@@ -172,7 +175,7 @@ describe('a Windows worker on the simulated machine', () => {
     const first = await run(m);
     expect(first.outcome.error).toBeInstanceOf(RebootRequiredError);
     expect(exitCodeOf(first.outcome.error)).toBe(4);
-    expect(first.calls).toEqual(['installFeature Containers']);
+    expect(first.calls).toEqual([...LOCKED.map((dir) => `createPrivateDirectory ${dir}`), 'installFeature Containers']);
     expect(m.sim.features.get('Containers')).toBe('pending');
 
     m.sim.reboot();
@@ -210,6 +213,7 @@ describe('a Windows worker on the simulated machine', () => {
     expect(third.outcome.error).toBeUndefined();
     expect(third.calls).toEqual([]);
     expect(third.finished.filter((f) => f.startsWith('prepare/windows') || f.startsWith('provision/'))).toEqual([
+      'prepare/windows/private-paths=skipped',
       'prepare/windows/containers-feature=skipped',
       'prepare/windows/containerd-config=skipped',
       'prepare/windows/containerd-service=skipped',
@@ -286,6 +290,44 @@ describe('a Windows worker on the simulated machine', () => {
     expect(await m.sim.acl('C:\\etc\\kubernetes')).toEqual(PRIVATE_ACL);
   });
 
+  it('locks every directory a SYSTEM service reads before writing into it: kubeadm-flags.env, the kubelet, the host agent, the state', async () => {
+    const m = machine();
+    await run(m);
+    m.sim.reboot();
+    await run(m);
+    for (const dir of LOCKED) expect(await m.sim.acl(dir), dir).toEqual(PRIVATE_ACL);
+    const fed = m.writes.filter((w) => /^C:\\(var\\lib\\kubelet|etc\\kubernetes\\node\\bin|k)\\/i.test(w.path));
+    expect(fed.map((w) => w.path)).toEqual(expect.arrayContaining(['C:\\var\\lib\\kubelet\\kubeadm-flags.env', 'C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe']));
+    expect(fed.filter((w) => !w.protectedAcl)).toEqual([]);
+    // A lock taken away (or never there on an older node) is put back by the next run, and only then.
+    m.sim.acls.delete('c:\\var\\lib\\kubelet');
+    expect((await run(m)).calls).toEqual(['createPrivateDirectory C:\\var\\lib\\kubelet']);
+    expect((await run(m)).calls).toEqual([]);
+  });
+
+  it('never locks a folder Windows owns, such as the one a host agent is installed in under C:\\Program Files', async () => {
+    const m = machine();
+    const config = workerConfig();
+    config.spec.windows!.hostAgents![0]!.installPath = 'C:\\Program Files\\csi-proxy.exe';
+    config.spec.windows!.kubeletPath = 'C:\\Windows\\kubelet.exe';
+    const first = await run(m, config);
+    expect(first.calls.filter((c) => c.startsWith('createPrivateDirectory'))).toEqual(LOCKED.filter((d) => d !== 'C:\\k' && !d.endsWith('node\\bin')).map((d) => `createPrivateDirectory ${d}`));
+  });
+
+  it('registers and starts containerd for a worker without spec.containerd, before the kubelet that depends on it', async () => {
+    const m = machine();
+    const config = workerConfig();
+    delete (config.spec as { containerd?: unknown }).containerd;
+    await run(m, config);
+    m.sim.reboot();
+    const second = await run(m, config);
+    expect(second.outcome.error).toBeUndefined();
+    expect(second.calls.indexOf('registerContainerdService')).toBeGreaterThanOrEqual(0);
+    expect(second.calls.indexOf('registerContainerdService')).toBeLessThan(second.calls.indexOf('createService kubelet'));
+    expect(m.sim.services.get('containerd')?.state).toBe('Running');
+    expect(readFileSync(realPath(m.root, 'C:\\Program Files\\containerd\\config.toml'), 'utf8')).toContain('address = "\\\\\\\\.\\\\pipe\\\\containerd-containerd"');
+  });
+
   it('puts flags kubeadm wrote beyond the configuration on the kubelet service after the join and restarts it', async () => {
     const m = machine(KUBEADM_FLAGS.replace('"\n', ' --node-ip=10.0.0.7"\n'));
     await run(m);
@@ -324,18 +366,24 @@ describe('a Windows worker on the simulated machine', () => {
   });
 
   it.each([
-    ['17763', [20348], /build 17763 \(ltsc2019\), which cannot run container images of build 20348 \(ltsc2022\)/],
+    ['26100', [17763], /build 26100 \(ltsc2025\), which cannot run container images of build 17763 \(ltsc2019\)/],
+    ['17763', undefined, /^this machine is Windows build 17763 \(ltsc2019\); machineadm needs Windows build 20348 \(Windows Server 2022, ltsc2022\) or later$/],
+    ['14393', [14393], /^this machine is Windows build 14393 \(ltsc2016\); machineadm needs Windows build 20348/],
     ['20348', [26100], /build 20348 \(ltsc2022\), which cannot run container images of build 26100 \(ltsc2025\)/],
-  ])('refuses a build %s node for supportedBuilds %j before anything changes', async (build, supported, message) => {
+  ] as [string, number[] | undefined, RegExp][])('refuses a build %s node for supportedBuilds %j before anything changes (exit 2)', async (build, supported, message) => {
     const m = machine();
     const sim = new SimulatedWindows(build);
     Object.assign(m, { sim });
     const facts: Facts = { os: 'windows', arch: 'x64', hostname: 'WIN-NODE1', privileged: true, liveRoot: true, windowsBuild: build, bootId: await sim.bootId() };
     const config = workerConfig();
-    config.spec.windows!.supportedBuilds = supported;
+    if (supported) config.spec.windows!.supportedBuilds = supported;
+    else delete config.spec.windows!.supportedBuilds;
     const host: Host = { ...createHost({ root: m.root, facts, env: {}, windows: sim }), fs: m.fs, proc: m.proc };
     const { preflightRun } = await import('../../src/phases/runner.ts');
-    await expect(preflightRun({ command: 'init', phases: ALL_PHASES, selection: {}, config, facts, host, events: new EventBus(), state: new StateStore(m.stateFs), force: false, secrets: new SecretScrubber() })).rejects.toThrow(message);
+    const refusal = await preflightRun({ command: 'init', phases: ALL_PHASES, selection: {}, config, facts, host, events: new EventBus(), state: new StateStore(m.stateFs), force: false, secrets: new SecretScrubber() }).catch((e: unknown) => e);
+    expect(refusal).toBeInstanceOf(Error);
+    expect(exitCodeOf(refusal)).toBe(2);
+    expect((refusal as Error).message.replace(/^.*?: /, (p) => (p.startsWith('step ') || p.startsWith('spec.') ? '' : p))).toMatch(message);
     expect(sim.calls).toEqual([]);
   });
 
@@ -347,6 +395,7 @@ describe('a Windows worker on the simulated machine', () => {
     const plan = await computePlan({ command: 'init', phases: ALL_PHASES, selection: {}, config: workerConfig(), facts, host, events: new EventBus(), state: new StateStore(m.stateFs), force: false, secrets: new SecretScrubber() });
     const changing = plan.phases.flatMap((p) => p.steps.filter((s) => s.status === 'change').map((s) => `${s.id}: ${s.changes.map((c) => `${c.action} ${c.target}`).join('; ')}`));
     expect(changing).toEqual([
+      `prepare/windows/private-paths: ${LOCKED.map((dir) => `lock ${dir}`).join('; ')}`,
       'prepare/windows/containers-feature: install feature Containers',
       'prepare/windows/containerd-config: write C:\\Program Files\\containerd\\config.toml; write C:\\Program Files\\containerd\\certs.d\\docker.io\\hosts.toml',
       'prepare/windows/containerd-service: register service containerd; start service containerd',

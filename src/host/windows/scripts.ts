@@ -178,8 +178,10 @@ New-NetFirewallRule -Name $Name -DisplayName $DisplayName -Enabled True -Directi
 
 // A protected DACL (inheritance off, inherited entries dropped) granting FullControl to
 // LocalSystem (S-1-5-18) and BUILTIN\Administrators (S-1-5-32-544) only, inherited by everything
-// created inside; owner Administrators. Set on the empty directory before any file is written.
-// [DirectorySecurity, ObjectSecurity.SetAccessRuleProtection, Set-Acl.md; well-known SIDs]
+// created inside; owner Administrators. What the directory already holds keeps explicit entries
+// of its own (a file kubeadm wrote, a state file): icacls /reset on its contents replaces their
+// ACLs with the inherited one (/T every level, /C on past errors, /Q quiet; exit code checked).
+// [DirectorySecurity, ObjectSecurity.SetAccessRuleProtection, Set-Acl.md; well-known SIDs; icacls]
 const PRIVATE_DIRECTORY = String.raw`
 [System.IO.Directory]::CreateDirectory($Path) | Out-Null
 $acl = New-Object System.Security.AccessControl.DirectorySecurity
@@ -191,6 +193,10 @@ foreach ($sid in @('S-1-5-18', 'S-1-5-32-544')) {
 }
 $acl.SetOwner((New-Object System.Security.Principal.SecurityIdentifier('S-1-5-32-544')))
 Set-Acl -LiteralPath $Path -AclObject $acl
+if (Get-ChildItem -LiteralPath $Path -Force | Select-Object -First 1) {
+  & icacls.exe (Join-Path -Path $Path -ChildPath '*') /reset /T /C /Q | Out-Null
+  if ($LASTEXITCODE -ne 0) { throw ('icacls /reset exited with code ' + $LASTEXITCODE) }
+}
 '{}'
 `;
 

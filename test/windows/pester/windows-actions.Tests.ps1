@@ -285,6 +285,30 @@ Describe 'acl.private-directory, acl.query' {
       'owner sid:S-1-5-32-544'
     )
     Should -Invoke Set-Acl -Exactly -Times 1 -ParameterFilter { "$LiteralPath" -eq $path -and $AclObject.Kind -eq 'DirectorySecurity' }
+    # Empty: nothing to reset.
+    (Get-NativeCalls) | Should -HaveCount 0
+  }
+  It 'acl.private-directory resets what the directory already holds to inherit it, and throws when icacls fails' {
+    Mock New-Object -ParameterFilter { $TypeName -eq 'System.Security.AccessControl.DirectorySecurity' } {
+      $acl = [pscustomobject]@{ Kind = 'DirectorySecurity' }
+      foreach ($method in 'SetAccessRuleProtection', 'AddAccessRule', 'SetOwner') { $acl | Add-Member ScriptMethod $method { } }
+      $acl
+    }
+    Mock New-Object -ParameterFilter { $TypeName -in 'System.Security.Principal.SecurityIdentifier', 'System.Security.AccessControl.FileSystemAccessRule' } { 'stand-in' }
+    Mock Set-Acl { }
+    $path = $script:Scripts['acl.path']
+    New-Item -ItemType Directory -Force -Path $path | Out-Null
+    Set-Content -LiteralPath (Join-Path $path 'kubeadm-flags.env') -Value 'KUBELET_KUBEADM_ARGS=""'
+    try {
+      Invoke-Action 'acl.private-directory' | Should -Be '{}'
+      $calls = Get-NativeCalls
+      $calls | Should -HaveCount 1
+      $calls[0] | Should -Be @('icacls.exe', (Join-Path $path '*'), '/reset', '/T', '/C', '/Q')
+      $env:NATIVE_EXIT = '5'
+      { Invoke-Action 'acl.private-directory' } | Should -Throw -ExpectedMessage 'icacls /reset exited with code 5'
+    } finally {
+      Remove-Item -LiteralPath (Join-Path $path 'kubeadm-flags.env')
+    }
   }
   It 'acl.query prints null for a missing path, and the protection and entries (as SIDs) of an existing one' {
     Mock Get-Acl {
