@@ -147,7 +147,7 @@ describe('reboot and resume on Linux', () => {
     expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(false);
   });
 
-  it('keeps a source URL\'s credentials out of the unit and status; a resume that keeps failing removes itself after 3 boots and says so', async () => {
+  it("keeps a source URL's credentials out of the unit and status; a resume that keeps failing removes itself after 3 boots and says so", async () => {
     const m = machine();
     // The configuration from a URL with a user, a token and a signature (a local server).
     const { createServer } = await import('node:https');
