@@ -477,7 +477,12 @@ describe('a Windows worker that joins the Active Directory domain', () => {
     const steps = doc.phases.flatMap((p) => p.steps.map((s) => `${s.id}=${s.result}`));
     expect(steps.filter((s) => /domain|kubeadm/.test(s))).toEqual(['provision/domain/join=warning', 'provision/domain/join=skipped', 'provision/kubeadm/join=success']);
     const state = JSON.parse(readFileSync(join(m.root, 'state', 'state.json'), 'utf8')) as { steps: Record<string, { data?: unknown }> };
-    expect(state.steps['provision/domain/join']!.data).toEqual({ domain: 'corp.example', method: 'Add-Computer', computerName: 'NODE-07', organizationalUnit: 'OU=Nodes,DC=corp,DC=example' });
+    const joinRecord = { domain: 'corp.example', method: 'Add-Computer', computerName: 'NODE-07', organizationalUnit: 'OU=Nodes,DC=corp,DC=example' };
+    expect(state.steps['provision/domain/join']!.data).toEqual(joinRecord);
+    // The join is in the result file and in the step's events: what it did, then what it found.
+    expect(doc.domainJoin).toEqual(joinRecord);
+    const joinEvents = [...first.console.split('\n'), ...second.console.split('\n')].filter((l) => l.includes('"step.finished"') && l.includes('provision/domain/join')).map((l) => JSON.parse(l) as { record?: unknown; recordAs?: string });
+    expect(joinEvents.map((e) => [e.recordAs, e.record])).toEqual([['domainJoin', joinRecord], ['domainJoin', joinRecord]]);
 
     const third = await execute(m, config);
     expect(third.exitCode).toBe(0);
