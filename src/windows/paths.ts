@@ -47,3 +47,12 @@ export function parentOf(path: string): string {
   const at = path.lastIndexOf('\\');
   return at <= 2 ? path.slice(0, 3) : path.slice(0, at);
 }
+
+/** Where kube-log-runner writes a host agent's output. */
+export function agentLogDir(name: string): string {
+  return `C:\\var\\log\\${name}`;
+}
+
+export function agentLogFile(name: string): string {
+  return `${agentLogDir(name)}\\${name}.log`;
+}

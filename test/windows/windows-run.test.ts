@@ -270,6 +270,30 @@ describe('a Windows worker on the simulated machine', () => {
     expect((await run(m)).calls).toEqual([]);
   });
 
+  it('runs a host agent under kube-log-runner, logging to C:\\var\\log\\<name>\\<name>.log, unless it writes its own log', async () => {
+    const m = machine();
+    writeFileSync(realPath(m.root, 'C:\\k\\kube-log-runner.exe'), 'MZ');
+    const config = workerConfig();
+    config.spec.windows!.hostAgents!.push({ name: 'ownlog', source: { url: `${base}/csi-proxy.exe`, sha256: AGENT_SHA }, installPath: 'C:\\k\\own-log.exe', args: ['-log_file=C:\\var\\log\\own.log'], kubeletDependsOn: false, log: 'own' });
+    await run(m, config);
+    m.sim.reboot();
+    const second = await run(m, config);
+    expect(second.outcome.error).toBeUndefined();
+    expect(m.sim.services.get('csiproxy')!.commandLine).toBe('C:\\k\\kube-log-runner.exe -log-file=C:\\var\\log\\csiproxy\\csiproxy.log C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe -windows-service');
+    expect(existsSync(realPath(m.root, 'C:\\var\\log\\csiproxy'))).toBe(true);
+    expect(m.sim.services.get('ownlog')!.commandLine).toBe('C:\\k\\own-log.exe -log_file=C:\\var\\log\\own.log');
+    expect(second.warnings.filter((w) => w.includes('discarded'))).toEqual([]);
+    expect((await run(m, config)).calls).toEqual([]);
+  });
+
+  it('says a host agent\'s output is discarded when kube-log-runner is not installed and the agent keeps no log of its own', async () => {
+    const m = machine();
+    await run(m);
+    m.sim.reboot();
+    const second = await run(m);
+    expect(second.warnings).toContainEqual(expect.stringMatching(/^prepare\/windows\/host-agents: C:\\k\\kube-log-runner\.exe is not installed: the output of csiproxy is discarded/));
+  });
+
   it('says the kubelet output is discarded when kube-log-runner is not installed', async () => {
     const m = machine();
     await run(m);
@@ -553,7 +577,7 @@ describe('a Windows worker that joins the Active Directory domain', () => {
     /** Host agents (one by sha256, one by signature only) and the djoin blob, bundled from the servers. */
     async function bundled(): Promise<string> {
       const config = joinConfig({ credentials: undefined, computerName: undefined, windows: { offlineBlob: { url: `${blobBase}/odj.txt`, sha256: BLOB_SHA } } });
-      config.spec.windows!.hostAgents!.push({ name: 'nodeagent', source: { url: `${base}/node-agent.exe`, signature: { publicKey: formatPublicKeyLine(KEYS.publicKey) } }, installPath: 'C:\\k\\node-agent.exe', args: [], kubeletDependsOn: false });
+      config.spec.windows!.hostAgents!.push({ name: 'nodeagent', source: { url: `${base}/node-agent.exe`, signature: { publicKey: formatPublicKeyLine(KEYS.publicKey) } }, installPath: 'C:\\k\\node-agent.exe', args: [], kubeletDependsOn: false, log: 'kube-log-runner' });
       const dir = join(scratchDir('machineadm-windows-bundle-'), 'bundle');
       await buildBundle(createHost({ root: scratchDir() }), { config, destination: dir });
       // Copied elsewhere, as to a USB stick: its configuration names its files relative to itself.
