@@ -26,7 +26,9 @@ export const containersFeatureStep: Step = {
   },
   async check(ctx) {
     const build = describeBuild(ctx.facts.windowsBuild);
-    const unsupported = buildTooOld(ctx.facts.windowsBuild) ?? unsupportedBuild(ctx.facts.windowsBuild, ctx.config.spec.windows?.supportedBuilds);
+    const tooOld = buildTooOld(ctx.facts.windowsBuild);
+    if (tooOld) return { done: false, changes: [{ action: 'refuse', target: `Windows ${build}`, detail: tooOld }] };
+    const unsupported = unsupportedBuild(ctx.facts.windowsBuild, ctx.config.spec.windows?.supportedBuilds);
     if (unsupported) return { done: false, changes: [{ action: 'refuse', target: 'spec.windows.supportedBuilds', detail: unsupported }] };
     const windows = seamOf(ctx);
     const state = windows ? await windows.feature(CONTAINERS_FEATURE) : 'available';
