@@ -94,5 +94,14 @@ try {
 }
 
 $argv = @($Arguments -split '\s+' | Where-Object { $_ -ne '' })
+# machineadm's exit code is the loader's (4: a restart is needed and the resume is registered).
+# Windows PowerShell 5.1 wraps every line a native command writes to stderr in an error record
+# (NativeCommandError) when that stderr is redirected, as it is under SetupComplete.cmd's 2>&1 and
+# under cloudbase-init's pipes, and applies $ErrorActionPreference to it: with 'Stop' the first
+# line machineadm writes to stderr would end this script with exit 1 and hide machineadm's own
+# code. PowerShell 7.2 stopped applying the preference to native stderr (PowerShell/PowerShell
+# PR #13361, issue #3996); Windows PowerShell 5.1 still does. So machineadm runs under 'Continue':
+# its stderr passes through as text and only its exit code decides.
+$ErrorActionPreference = 'Continue'
 & $Destination @argv
 exit $LASTEXITCODE

@@ -1,6 +1,6 @@
 // Turning the common options into a Host and the state directory, when a command runs.
 import { resolve } from 'node:path';
-import { createHost, RootedFileSystem, STATE_DIR, type Facts, type Host } from '../host/index.ts';
+import { createHost, defaultStateDir, RootedFileSystem, type Facts, type Host } from '../host/index.ts';
 import type { CommonOptions } from './options.ts';
 import type { Io } from './io.ts';
 
@@ -10,6 +10,6 @@ export function hostFrom(options: CommonOptions & { devices?: boolean }, io: Io,
 }
 
 export function stateFsFrom(options: CommonOptions, io: Io, host: Host): RootedFileSystem {
-  const dir = options.stateDir ? resolve(io.cwd, options.stateDir) : host.fs.mapPath(STATE_DIR);
+  const dir = options.stateDir ? resolve(io.cwd, options.stateDir) : host.fs.mapPath(defaultStateDir(host.fs.platform, host.env));
   return new RootedFileSystem(dir);
 }

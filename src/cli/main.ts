@@ -6,6 +6,7 @@ import type { Io } from './io.ts';
 import { PHASE_COMMANDS, registerPhaseCommands } from './commands/phases.ts';
 import { registerConfigCommands } from './commands/config.ts';
 import { registerStatusCommand } from './commands/status.ts';
+import { registerResumeCommand } from './commands/resume.ts';
 import { registerVersionCommand } from './commands/version.ts';
 import { registerTrustCommands, TRUST_COMMANDS } from './commands/trust.ts';
 import { registerBundleCommand } from './commands/bundle.ts';
@@ -20,6 +21,7 @@ const COMMANDS: readonly { names: readonly string[]; register: Registrar }[] = [
   { names: TRUST_COMMANDS, register: registerTrustCommands },
   { names: ['bundle'], register: registerBundleCommand },
   { names: ['status'], register: registerStatusCommand },
+  { names: ['resume'], register: registerResumeCommand },
   { names: ['version'], register: registerVersionCommand },
 ];
 

@@ -41,7 +41,11 @@ export interface JoinFailure {
 const PATTERNS: readonly [JoinFailureKind, RegExp][] = [
   ['clock-skew', /clock skew too great/i],
   ['credentials', /couldn't authenticate as|preauthentication failed|password incorrect|client '[^']*' not found in kerberos database|client not found in kerberos database|password has expired|clients credentials have been revoked/i],
-  ['account-exists', /already exists|not in the desired organizational unit|insufficient permissions to (modify|set|create)|couldn't (create|modify) computer account|constraint violation|entry already exists/i],
+  // Before account-exists: adcli says "Insufficient permissions to modify computer account" when
+  // the directory refused the user a write (on a new account or an existing one), which is the
+  // user's rights, not the account's existence.
+  ['not-permitted', /insufficient (permissions|access)|insufficient_access|access denied|access is denied/i],
+  ['account-exists', /already exists|not in the desired organizational unit|couldn't (create|modify) computer account|constraint violation|entry already exists/i],
   ['unreachable', /couldn't find usable domain controller|couldn't connect to host|can't contact ldap server|no ldap srv records|couldn't discover domain|couldn't lookup domain|network is unreachable|connection refused|no route to host|cannot resolve network address|cannot contact any kdc/i],
 ];
 
@@ -79,8 +83,8 @@ export function describeJoinFailure(kind: JoinFailureKind, dj: DomainJoinSpec, u
     case 'not-permitted':
       return {
         kind,
-        message: `${user} may not create a computer account in ${dj.organizationalUnit ?? dj.domain} (access denied, or the user's quota of computer accounts is used up)`,
-        hint: 'ask the directory administrators to delegate "create computer objects" on the OU to this account, or to pre-stage the computer account',
+        message: `${user} has insufficient permissions to create or change the computer account${dj.computerName !== undefined ? ` ${dj.computerName}` : ''} in ${dj.organizationalUnit ?? dj.domain} (the directory denied the write, or the user's quota of computer accounts is used up)`,
+        hint: 'ask the directory administrators to delegate "create computer objects" on the OU to this account (and "reset password" and "write all properties" on computer objects, to reuse an existing one), or to pre-stage the computer account',
       };
     case 'clock-skew':
       return { kind, message: `this machine's clock differs from the domain controller's by more than Kerberos allows (5 minutes)`, hint: 'synchronise the clock (NTP, e.g. with the domain controllers) before the provision phase' };

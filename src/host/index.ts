@@ -31,6 +31,8 @@ export interface Host {
   readonly resume: ResumeRegistration;
   /** Restarts the machine (never called under a scratch --root). */
   restart(reason: string): Promise<void>;
+  /** machineadm's state directory as the machine names it (default: defaultStateDir). */
+  readonly stateDir?: string;
   /** Windows itself (features, services, firewall, ACLs, resume task): present only on Windows with --root at the live root. */
   readonly windows?: WindowsHost;
 }
@@ -69,10 +71,23 @@ function interruptibleSleep(ms: number, signal: AbortSignal | undefined): Promis
 /** The state directory on the machine (under --root) unless --state-dir says otherwise. */
 export const STATE_DIR = '/var/lib/machineadm';
 
+/**
+ * The state directory's machine path on this platform. Windows: %ProgramData%\machineadm (the
+ * place Windows gives machine-wide application data; a drive-less \var\lib\machineadm would land
+ * on whatever drive the run started from).
+ */
+export function defaultStateDir(platform: 'linux' | 'windows', env: Readonly<Record<string, string | undefined>>): string {
+  if (platform !== 'windows') return STATE_DIR;
+  const programData = env.ProgramData ?? env.PROGRAMDATA;
+  return `${programData && /^[A-Za-z]:\\/.test(programData) ? programData.replace(/\\+$/, '') : 'C:\\ProgramData'}\\machineadm`;
+}
+
 export function createHost(options: HostOptions = {}): Host {
   const env = options.env ?? process.env;
   const root = options.root ?? (process.platform === 'win32' ? 'C:\\' : '/');
-  const stateDir = options.stateDir ?? new RootedFileSystem(root).mapPath(STATE_DIR);
+  const rooted = new RootedFileSystem(root);
+  const machineStateDir = options.stateDir ?? defaultStateDir(rooted.platform, env);
+  const stateDir = options.stateDir ?? rooted.mapPath(machineStateDir);
   // Files machineadm replaces are kept under the state directory, at their machine paths.
   const fs = new RootedFileSystem(root, { backupDir: join(stateDir, 'backup') });
   const proc = new ProcessRunner(env, options.signal);
@@ -88,6 +103,7 @@ export function createHost(options: HostOptions = {}): Host {
     devices: new BlockDevices(fs.isLiveRoot || options.devices === true),
     env,
     offline: options.offline ?? false,
+    stateDir: machineStateDir,
     ...(options.signal ? { signal: options.signal } : {}),
     now: () => new Date(),
     sleep: (ms) => interruptibleSleep(ms, options.signal),

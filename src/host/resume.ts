@@ -55,7 +55,8 @@ export function renderResumeUnit(argv: readonly string[]): string {
 export function systemdResume(fs: RootedFileSystem): ResumeRegistration {
   return {
     async register(argv) {
-      await fs.writeFile(RESUME_UNIT, renderResumeUnit(argv), { mode: 0o644, backup: false });
+      // Only root reads it: systemd does, and nothing else needs to.
+      await fs.writeFile(RESUME_UNIT, renderResumeUnit(argv), { mode: 0o600, backup: false });
       if ((await fs.stat(RESUME_LINK))?.kind !== 'symlink') {
         await fs.mkdirp(RESUME_LINK.slice(0, RESUME_LINK.lastIndexOf('/')));
         await fs.symlink('../machineadm-resume.service', RESUME_LINK);

@@ -17,6 +17,7 @@ import { kubeadmInitStep, kubeadmJoinStep } from '../kubeadm/steps/bootstrap.ts'
 import { staticPodsStep } from '../kubeadm/steps/static-pods.ts';
 import { sentinelStep } from '../report/sentinel.ts';
 import { containersFeatureStep } from '../windows/steps/containers-feature.ts';
+import { privatePathsStep } from '../windows/steps/private-paths.ts';
 import { windowsContainerdConfigStep } from '../windows/steps/containerd-config.ts';
 import { windowsContainerdServiceStep } from '../windows/steps/containerd-service.ts';
 import { hostAgentsStep } from '../windows/steps/host-agents.ts';
@@ -45,7 +46,10 @@ export const preparePhase: Phase = {
     containerdProxyStep,
     containerdRestartStep,
     // Windows: the feature first (it may need a restart before containerd can run), then
-    // containerd, the host agents, the kubelet that depends on both, and its firewall rule.
+    // containerd, the host agents, the kubelet that depends on both, and its firewall rule. Before
+    // all of them, the directories SYSTEM services read are locked, so nothing is written into
+    // them while any user may change it.
+    privatePathsStep,
     containersFeatureStep,
     windowsContainerdConfigStep,
     windowsContainerdServiceStep,

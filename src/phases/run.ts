@@ -15,6 +15,7 @@ import { ConfigError, ExitCode, InterruptedError, MachineadmError, RebootRequire
 import { ALL_PHASES, phasesNamed } from './registry.ts';
 import { computePlan, preflightRun, removeLeftovers, runPhases, type Plan, type RunnerInput, type RunOutcome } from './runner.ts';
 import { selectSteps, type Selection } from './select.ts';
+import { protectedResume } from './resume-record.ts';
 import { StateStore, rebootedSince, whyNotWritable } from './state.ts';
 import type { Phase, PhaseName } from './step.ts';
 
@@ -43,7 +44,18 @@ export interface RunRequest {
    * reboots one run may ask for, and whether machineadm restarts the machine itself (--no-reboot:
    * the caller does). Without it a reboot-required step only ends the run with exit 4.
    */
-  resume?: { argv: readonly string[]; maxReboots: number; reboot: boolean; unavailable?: string; byCloudbaseInit?: boolean };
+  resume?: {
+    argv: readonly string[];
+    maxReboots: number;
+    reboot: boolean;
+    unavailable?: string;
+    byCloudbaseInit?: boolean;
+    /**
+     * What the registration runs instead of argv (`machineadm resume --state-dir DIR`), and how
+     * many of argv's first words start machineadm (see resume-record.ts).
+     */
+    launcher?: { argv: readonly string[]; selfLength: number };
+  };
   /** Configuration fields that took their value from the machine (recorded in the report). */
   machineValues?: MachineIdentity['machineValues'];
 }
@@ -64,7 +76,9 @@ export const CLOUDBASE_INIT_REBOOT_AND_RERUN = 1003;
 const INTERRUPTED_DELIVERY_MS = 2_000;
 
 async function runnerInput(request: Omit<RunRequest, 'console'>): Promise<{ input: RunnerInput; secrets: SecretScrubber; resumes: boolean }> {
-  const { command, config, host } = request;
+  const { command, config } = request;
+  const launcher = request.resume?.launcher;
+  const host = launcher ? { ...request.host, resume: protectedResume(request.host.resume, request.stateFs, launcher.argv, launcher.selfLength, () => request.host.now()) } : request.host;
   const facts = await host.facts();
   const names: PhaseName[] = command === 'init' ? ['prepare', 'provision', 'report'] : [command];
   const phases = request.phases ?? phasesNamed(names);

@@ -363,6 +363,7 @@ async function runStep(s: SelectedStep, input: RunnerInput, writer: StateWriter,
       ...(outcome.message ? { message: outcome.message } : {}),
       ...(outcome.changes.length ? { changes: outcome.changes.map(({ action, target, detail }) => ({ action, target, ...(detail ? { detail } : {}) })) } : {}),
       ...(outcome.error ? { error: outcome.error } : {}),
+      ...(s.step.reportsRecordAs && result !== 'failure' && (data ?? state.steps[s.fullId]?.data) ? { record: (data ?? state.steps[s.fullId]!.data)!, recordAs: s.step.reportsRecordAs } : {}),
     });
     return outcome;
   };

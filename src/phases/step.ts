@@ -97,6 +97,11 @@ export interface Step {
    * or never reads it. Without this the record is on disk before the run goes on (two fsyncs).
    */
   readonly recordCanWait?: boolean;
+  /**
+   * The step's record is an outcome operators look for (which domain, which computer name): it is
+   * carried in the step's step.finished event and kept in the result file under this key.
+   */
+  readonly reportsRecordAs?: 'domainJoin';
   check(ctx: StepContext): Promise<CheckResult>;
   apply(ctx: StepContext, check: CheckResult): Promise<ApplyResult | void>;
 }

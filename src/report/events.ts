@@ -59,6 +59,10 @@ export interface MachineEvent {
   level?: 'info' | 'warning' | 'error';
   changes?: ChangeInfo[];
   error?: ErrorInfo;
+  /** step.finished of a step whose record is an outcome (the domain join): what it did or found. */
+  record?: Record<string, unknown>;
+  /** Where the result file keeps that record (e.g. domainJoin). */
+  recordAs?: 'domainJoin';
   /** Set when the event was cut to stay under the size limit (see limitEventSize). */
   truncated?: boolean;
 }

@@ -80,6 +80,8 @@ export interface RunResultDocument {
   lastEventId: string;
   /** When the run went on after each reboot it asked for (its phases and steps follow on). */
   resumedAt?: string[];
+  /** The domain join this run did or found: domain, method, computer name, OU (provision/domain/join's record). */
+  domainJoin?: Record<string, unknown>;
 }
 
 /** Folds events into a result document; pure. */
@@ -146,6 +148,7 @@ export class RunResultBuilder {
           ...(event.error ? { error: event.error } : {}),
         });
         if (event.result === 'failure' && step.id) doc.failedSteps.push(step.id);
+        if (event.record && event.recordAs) doc[event.recordAs] = event.record;
         break;
       }
       case 'log':

@@ -36,3 +36,17 @@ export function unsupportedBuild(build: string | undefined, supported: readonly 
   if (supported.some((image) => hostRunsImage(Number(build), image))) return undefined;
   return `this machine is Windows ${describeBuild(build)}, which cannot run container images of ${list} (spec.windows.supportedBuilds)`;
 }
+
+/**
+ * The oldest Windows build machineadm makes a node of: Windows Server 2022 (20348). Older builds
+ * lack what a node here relies on: HostProcess containers and containerd's own Windows support
+ * (Kubernetes' Windows documentation lists 2019 with reduced support), and their images only run
+ * on the same build.
+ */
+export const MINIMUM_BUILD = 20348;
+
+/** Undefined when this build is new enough (or not known, as in a plan for another machine); else why not. */
+export function buildTooOld(build: string | undefined): string | undefined {
+  if (build === undefined || !/^\d+$/.test(build) || Number(build) >= MINIMUM_BUILD) return undefined;
+  return `this machine is Windows ${describeBuild(build)}; machineadm needs Windows build ${MINIMUM_BUILD} (Windows Server 2022, ltsc2022) or later`;
+}

@@ -32,3 +32,27 @@ export function kubeLogRunnerPath(config: MachineConfig): string {
 export function containerdPath(config: MachineConfig): string {
   return config.spec.windows?.containerdPath ?? DEFAULT_CONTAINERD_PATH;
 }
+
+/**
+ * containerd is written and registered when the configuration sets it up or when the node runs a
+ * kubelet (which depends on service "containerd" and talks to its named pipe): a Windows worker
+ * without spec.containerd still needs it, with containerd's Windows defaults.
+ */
+export function containerdNeeded(config: MachineConfig): boolean {
+  return config.spec.containerd !== undefined || config.spec.kubernetes !== undefined;
+}
+
+/** The folder a Windows path is in (C:\\k for C:\\k\\kubelet.exe). */
+export function parentOf(path: string): string {
+  const at = path.lastIndexOf('\\');
+  return at <= 2 ? path.slice(0, 3) : path.slice(0, at);
+}
+
+/** Where kube-log-runner writes a host agent's output. */
+export function agentLogDir(name: string): string {
+  return `C:\\var\\log\\${name}`;
+}
+
+export function agentLogFile(name: string): string {
+  return `${agentLogDir(name)}\\${name}.log`;
+}

@@ -12,6 +12,7 @@ import { REPORT_RESULT_COPY, REPORT_RESULT_FILE, RESULT_COPY, RESULT_FILE, RUN_D
 import { SENTINEL_LINUX } from '../../src/report/sentinel.ts';
 import { SPOOL_DIR } from '../../src/report/spool.ts';
 import { STATE_FILE } from '../../src/phases/state.ts';
+import { RESUME_RECORD } from '../../src/phases/resume-record.ts';
 import { SYSCTL_FILE } from '../../src/linux/sysctl.ts';
 import { MODULES_FILE } from '../../src/linux/modules.ts';
 import { FSTAB } from '../../src/linux/storage/fstab.ts';
@@ -65,6 +66,7 @@ describe('the files in docs/contract.md section 5', () => {
     STATE_DIR + HISTORY_FILE,
     STATE_DIR + SPOOL_DIR,
     STATE_DIR + RESUMED_RESULT,
+    STATE_DIR + RESUME_RECORD,
     STATE_DIR + RUN_LOCK,
     STATE_DIR + RESULT_COPY,
     STATE_DIR + REPORT_RESULT_COPY,

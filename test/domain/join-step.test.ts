@@ -68,6 +68,9 @@ describe.skipIf(skip)('the domain/join step on Linux', () => {
     expect(statSync(join(m.upper, 'krb5.keytab')).mode & 0o777).toBe(0o600);
     expect(readFileSync(join(m.upper, 'krb5.conf'), 'utf8')).toContain('default_realm = CORP.TEST');
     expect(stateText(m)).toContain('"computerName": "NODE-01"');
+    // The join is part of the run's result, as the domain, the realm and the computer name.
+    const result = JSON.parse(readFileSync(join(m.state, 'result.json'), 'utf8')) as { domainJoin?: unknown };
+    expect(result.domainJoin).toEqual({ domain: 'corp.test', method: 'adcli', realm: 'CORP.TEST', computerName: 'NODE-01', organizationalUnit: 'OU=Nodes,DC=corp,DC=test', keytab: '/etc/krb5.keytab', krb5Conf: 'written' });
   });
 
   it("keeps the operator's /etc/krb5.conf byte for byte", async () => {

@@ -53,10 +53,19 @@ describe('adcli', () => {
     ["adcli: couldn't connect to nope.test domain: Couldn't find usable domain controller to connect to", 'unreachable'],
     ["adcli: couldn't connect to corp.test domain: Couldn't get kerberos ticket for: joiner@CORP.TEST: Clock skew too great", 'clock-skew'],
     ['adcli: joining domain corp.test failed: The computer account NODE-01 already exists, but is not in the desired organizational unit.', 'account-exists'],
-    ["adcli: joining domain corp.test failed: Insufficient permissions to modify computer account: CN=NODE-01,CN=Computers,DC=corp,DC=test", 'account-exists'],
+    // The user's rights, on a new or an existing account: never "the account exists".
+    ["adcli: joining domain corp.test failed: Insufficient permissions to modify computer account: CN=NODE-01,CN=Computers,DC=corp,DC=test", 'not-permitted'],
+    ['adcli: joining domain corp.test failed: Insufficient permissions to set account password', 'not-permitted'],
+    ['adcli: joining domain corp.test failed: Couldn\'t create computer account: CN=NODE-01,OU=Nodes,DC=corp,DC=test: Insufficient access', 'not-permitted'],
     ['adcli: something new', 'other'],
   ])('names "%s" as %s', (output, kind) => {
     expect(classifyJoinFailure(output, DJ, 'joiner').kind).toBe(kind);
+  });
+
+  it("says a refused write is the user's insufficient permissions, not an existing computer account", () => {
+    const failure = classifyJoinFailure('adcli: joining domain corp.test failed: Insufficient permissions to modify computer account: CN=NODE-01,CN=Computers,DC=corp,DC=test', { ...DJ, computerName: 'NODE-01' }, 'joiner');
+    expect(failure.message).toBe('joiner has insufficient permissions to create or change the computer account NODE-01 in corp.test (the directory denied the write, or the user\'s quota of computer accounts is used up)');
+    expect(failure.message).not.toMatch(/exists/);
   });
 });
 
@@ -79,7 +88,8 @@ describe('classifyWindowsJoinFailure', () => {
     [2453, 'unreachable', 'no domain controller of corp.example could be reached at dc1.corp.example'],
     [2224, 'account-exists', 'the computer account NODE-07 exists in corp.example and may not be reused by joiner'],
     [2732, 'account-exists', 'the computer account NODE-07 exists in corp.example and may not be reused by joiner'],
-    [8557, 'not-permitted', 'joiner may not create a computer account in corp.example (access denied, or the user\'s quota of computer accounts is used up)'],
+    [8557, 'not-permitted', 'joiner has insufficient permissions to create or change the computer account NODE-07 in corp.example (the directory denied the write, or the user\'s quota of computer accounts is used up)'],
+    [5, 'not-permitted', 'joiner has insufficient permissions to create or change the computer account NODE-07 in corp.example (the directory denied the write, or the user\'s quota of computer accounts is used up)'],
     [1398, 'clock-skew', "this machine's clock differs from the domain controller's by more than Kerberos allows (5 minutes)"],
     [2691, 'other', 'Add-Computer could not join corp.example'],
   ])('names Win32 code %i as %s, with the message Linux gives', (code, kind, message) => {

@@ -3,13 +3,14 @@
 // exits 4; after "the reboot" (a new boot id under the root, /run emptied) the unit's ExecStart is
 // run exactly as written, the run goes on as the same run, joins, and removes the unit.
 import { spawn } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import { binaryAndCollector, standinEnv } from '../support/machine-run.ts';
 import { scratchDir } from '../support/tmp.ts';
 import { REPO } from '../kubeadm/standin.ts';
+import { makePki } from '../report/certs.ts';
 
 const TOKEN = 'q1w2e3.r4t5y6u7i8o9p0a1';
 const UNIT = 'etc/systemd/system/machineadm-resume.service';
@@ -78,7 +79,12 @@ describe('reboot and resume on Linux', () => {
     expect(lstatSync(join(m.root, LINK)).isSymbolicLink()).toBe(true);
     expect(readFileSync(join(m.root, UNIT), 'utf8')).toMatch(/After=network-online\.target[\s\S]*Type=oneshot/);
     const argv = execStart(m.root);
-    expect(argv).toEqual([machineRun.binary, 'init', '-c', m.config, '--root', m.root, '--max-reboots', '3']);
+    // The unit runs `machineadm resume`; the command itself is in the state directory, readable by root only.
+    const stateDir = join(m.root, 'var/lib/machineadm');
+    expect(argv).toEqual([machineRun.binary, 'resume', '--state-dir', stateDir, '--root', m.root]);
+    expect(statSync(join(m.root, UNIT)).mode & 0o777).toBe(0o600);
+    expect(statSync(join(stateDir, 'resume.json')).mode & 0o777).toBe(0o600);
+    expect(json(join(stateDir, 'resume.json'))).toMatchObject({ args: ['init', '-c', m.config, '--root', m.root, '--max-reboots', '3'], boots: 0 });
     const firstHalf = json(join(m.root, 'var/lib/machineadm/result.json'));
     expect(firstHalf).toMatchObject({ exitCode: 4, state: 'finished' });
 
@@ -87,15 +93,16 @@ describe('reboot and resume on Linux', () => {
     expect(early.status, early.out).toBe(4);
     expect(early.out).toContain('the machine has not rebooted yet');
     const status = await run([machineRun.binary, 'status', '--root', m.root]);
-    expect(status.out).toContain(`pending resume: the next boot runs ${argv.join(' ')}`);
+    expect(status.out).toContain(`pending resume: the next boot runs ${argv.join(' ')} (registered `);
 
     reboot(m.root, 'second-boot');
     const resumed = await run(argv);
     expect(resumed.status, resumed.out).toBe(0);
     expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(true);
     expect(existsSync(join(m.root, 'run/cluster-api/bootstrap-success.complete'))).toBe(true);
-    // The run is over: the unit and its link are gone.
+    // The run is over: the unit, its link and the kept command are gone.
     expect(existsSync(join(m.root, UNIT))).toBe(false);
+    expect(existsSync(join(stateDir, 'resume.json'))).toBe(false);
     expect(() => lstatSync(join(m.root, LINK))).toThrow();
     expect(json(join(m.root, 'var/lib/machineadm/state.json')).pendingReboot).toBeUndefined();
 
@@ -138,5 +145,54 @@ describe('reboot and resume on Linux', () => {
     expect(resumed.out).toContain('the limit is 1');
     expect(existsSync(join(m.root, UNIT))).toBe(false);
     expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(false);
+  });
+
+  it("keeps a source URL's credentials out of the unit and status; a resume that keeps failing removes itself after 3 boots and says so", async () => {
+    const m = machine();
+    // The configuration from a URL with a user, a token and a signature (a local server).
+    const { createServer } = await import('node:https');
+    const pki = makePki(scratchDir('machineadm-resume-pki-'));
+    const body = readFileSync(m.config);
+    let serving = true;
+    const server = createServer({ cert: pki.serverCert, key: pki.serverKey }, (_req, res) => {
+      if (!serving) return void res.writeHead(503).end();
+      res.writeHead(200, { 'content-type': 'application/yaml' }).end(body);
+    });
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    const port = (server.address() as { port: number }).port;
+    const source = `https://node:s3cr3t-t0ken@127.0.0.1:${port}/machine.yaml?sig=SIGNATURE-SECRET#ca=${pki.caFile}`;
+    try {
+      const first = await run([machineRun.binary, 'init', '-c', source, '--root', m.root]);
+      expect(first.status, first.out).toBe(4);
+      const unit = readFileSync(join(m.root, UNIT), 'utf8');
+      const status = await run([machineRun.binary, 'status', '--root', m.root, '-o', 'json']);
+      const statusText = await run([machineRun.binary, 'status', '--root', m.root]);
+      for (const text of [unit, status.out, statusText.out, first.out]) {
+        expect(text).not.toContain('s3cr3t-t0ken');
+        expect(text).not.toContain('SIGNATURE-SECRET');
+      }
+      expect(json(join(m.root, 'var/lib/machineadm/resume.json')).args).toContain(source);
+
+      // The source is gone after the reboot: every resumed run fails before it starts (exit 2).
+      serving = false;
+      const launcher = execStart(m.root);
+      for (const boot of [1, 2, 3]) {
+        reboot(m.root, `boot-${boot}`);
+        const resumed = await run(launcher);
+        expect(resumed.status, resumed.out).not.toBe(0);
+        expect(existsSync(join(m.root, UNIT)), `still registered after boot ${boot}`).toBe(true);
+      }
+      reboot(m.root, 'boot-4');
+      const last = await run(launcher);
+      expect(last.status, last.out).toBe(1);
+      expect(last.out).toMatch(/^error: machineadm resume: the run registered at \S+ was started at 3 boots without finishing \(limit 3\); the resume registration is removed and will not run again$/m);
+      expect(existsSync(join(m.root, UNIT))).toBe(false);
+      expect(() => lstatSync(join(m.root, LINK))).toThrow();
+      const after = await run([machineRun.binary, 'status', '--root', m.root]);
+      expect(after.out).toMatch(/^resume gave up at \S+: the run registered at \S+ was started at 3 boots without finishing \(limit 3\); it is no longer registered$/m);
+      expect(JSON.stringify(json(join(m.root, 'var/lib/machineadm/resume.json')))).not.toContain('s3cr3t-t0ken');
+    } finally {
+      server.close();
+    }
   });
 });

@@ -32,7 +32,7 @@ function split(line: string): string[] {
   return [...line.matchAll(/"([^"]*)"|(\S+)/g)].map((m) => m[1] ?? m[2]!);
 }
 
-function checkLoaderCall(line: string, loaderPath: string) {
+function checkLoaderCall(line: string, loaderPath: string, args = 'init -c C:\\ProgramData\\machineadm\\config.yaml') {
   const argv = split(line);
   expect(argv.slice(0, 7)).toEqual(['powershell.exe', '-NoProfile', '-NonInteractive', '-ExecutionPolicy', 'Bypass', '-File', loaderPath]);
   const declared = new Set([...LOADER.matchAll(/^\s*\[(?:string|int)\] \$(\w+)/gm)].map((m) => m[1]));
@@ -41,7 +41,7 @@ function checkLoaderCall(line: string, loaderPath: string) {
   for (const name of Object.keys(given)) expect(declared, `-${name} is not a parameter of the loader`).toContain(name);
   expect(given.BaseUrl).toMatch(/^https:\/\//);
   expect(given.Sha256).toMatch(/^[0-9a-f]{64}$/);
-  expect(given.Arguments).toBe('init -c C:\\ProgramData\\machineadm\\config.yaml');
+  expect(given.Arguments).toBe(args);
 }
 
 describe.skipIf(skip)('the Windows recipes', () => {
@@ -56,16 +56,21 @@ describe.skipIf(skip)('the Windows recipes', () => {
     expect(commandLines(broken).status).not.toBe(0);
   });
 
-  it('SetupComplete.cmd runs the loader with init, logs its output and exit code, and has CRLF line ends', () => {
+  it('SetupComplete.cmd runs init with --no-reboot and hands the restart to Windows after it ends (never restarts inside it), logs, CRLF', () => {
     const text = readFileSync(join(WINDOWS, 'SetupComplete.cmd'), 'utf8');
     expect(text.split('\r\n').at(-1)).toBe('');
     expect(text.replace(/\r\n/g, '')).not.toContain('\n');
     const lines = text.split('\r\n').filter((l) => l && !/^(@echo off|rem )/.test(l));
-    expect(lines).toHaveLength(3);
-    checkLoaderCall(lines[0]!, '%WINDIR%\\Setup\\Scripts\\machineadm-loader.ps1');
+    expect(lines).toHaveLength(5);
+    // machineadm itself never restarts here: with --no-reboot a step that needs one ends the run with exit 4.
+    checkLoaderCall(lines[0]!, '%WINDIR%\\Setup\\Scripts\\machineadm-loader.ps1', 'init -c C:\\ProgramData\\machineadm\\config.yaml --no-reboot');
     expect(lines[0]).toMatch(/ >> "%WINDIR%\\Setup\\Scripts\\machineadm\.log" 2>&1$/);
-    expect(lines[1]).toContain('%ERRORLEVEL%');
-    expect(lines[2]).toBe('exit /b 0');
+    expect(lines[1]).toBe('set MACHINEADM_EXIT=%ERRORLEVEL%');
+    expect(lines[2]).toContain('%MACHINEADM_EXIT%');
+    // Only on exit 4, and with a delay: shutdown.exe returns at once, the script ends, then Windows restarts.
+    expect(split(lines[3]!)).toEqual(['if', '%MACHINEADM_EXIT%', 'EQU', '4', 'shutdown.exe', '/r', '/t', '60', '/d', 'p:4:1', '/c', 'machineadm: restart to finish preparing this node; it resumes at boot', '>>', '%WINDIR%\\Setup\\Scripts\\machineadm.log', '2>&1']);
+    expect(lines[4]).toBe('exit /b 0');
+    expect(text).not.toMatch(/Restart-Computer|shutdown(\.exe)? \/r \/t 0\b/i);
   });
 
   it('cloudbase-init-user-data.ps1 is a #ps1_sysnative script that parses, writes a valid MachineConfig and hands machineadm\'s exit code (1003 for a restart) to cloudbase-init', () => {
@@ -75,6 +80,7 @@ describe.skipIf(skip)('the Windows recipes', () => {
     const parsed = JSON.parse(execFileSync(process.execPath, ['--liftoff-only', join(REPO, 'test/loaders/parse-powershell.mjs'), file], { encoding: 'utf8', cwd: REPO })) as Record<string, { problems: string[] }>;
     expect(Object.values(parsed)[0]!.problems).toEqual([]);
     const lines = text.split('\n').filter((l) => l && !l.startsWith('#'));
+    expect(lines.at(-3)).toBe("$ErrorActionPreference = 'Continue'");
     expect(lines.at(-2)).toBe("& (Join-Path $env:ProgramFiles 'machineadm\\machineadm.exe') init -c $config --cloudbase-init");
     expect(lines.at(-1)).toBe('exit $LASTEXITCODE');
     const yaml = /@'\n([\s\S]*?)\n'@/.exec(text)![1]!;

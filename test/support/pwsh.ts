@@ -2,7 +2,7 @@
 // .ci/run), else where `dotnet tool install --global` and a NuGet restore put them. As with
 // missingRequirement, a missing one skips with a printed reason on a developer's machine and
 // throws in CI, where it means the install step is broken.
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, symlinkSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { inCI } from './environment.ts';
@@ -30,4 +30,16 @@ export function findPowerShell(need: { pester?: boolean } = {}): PowerShellTools
   if (!existsSync(pwsh)) absent.push(`PowerShell ${PWSH_VERSION} at ${pwsh}`);
   if (need.pester && !existsSync(pester)) absent.push(`Pester ${PESTER_VERSION} at ${pester}`);
   return absent.length ? { skip: missing(absent.join(' and ')) } : { pwsh, pester };
+}
+
+/** The Windows command-line tools the scripts run, stood in by test/windows/pester/native-tool.mjs. */
+export const NATIVE_TOOLS = ['sc.exe', 'shutdown.exe', 'djoin.exe', 'containerd.exe', 'icacls.exe'];
+
+/** A directory to put first on PATH where each native tool is the recording stand-in. */
+export function nativeToolsDir(parent: string): string {
+  const bin = join(parent, 'bin');
+  mkdirSync(bin, { recursive: true });
+  const tool = join(import.meta.dirname, '..', 'windows', 'pester', 'native-tool.mjs');
+  for (const name of NATIVE_TOOLS) if (!existsSync(join(bin, name))) symlinkSync(tool, join(bin, name));
+  return bin;
 }

@@ -4,13 +4,14 @@
 // cmdlets' parameter names and types, so a misspelled or mistyped parameter fails to bind as it
 // would on Windows; each records what it received in a file the test reads back.
 import { readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CommandError } from '../../src/errors.ts';
 import { ProcessRunner, type RunOptions, type RunResult } from '../../src/host/exec.ts';
 import { powershellRunner, type ScriptRunner } from '../../src/host/windows/powershell.ts';
 import { windowsScripts, type WindowsScript } from '../../src/host/windows/scripts.ts';
-import { findPowerShell } from '../support/pwsh.ts';
+import { psLiteral } from '../../src/host/windows/quote.ts';
+import { findPowerShell, nativeToolsDir } from '../support/pwsh.ts';
 import { scratchDir } from '../support/tmp.ts';
 
 const tools = findPowerShell();
@@ -27,76 +28,34 @@ class PwshProcessRunner extends ProcessRunner {
   }
 }
 
-// Parameter names and types as the cmdlets declare them: Add-Computer (Windows PowerShell 5.1,
-// parameter set Domain), Install-WindowsFeature (ServerManager), Enable-WindowsOptionalFeature
-// (DISM). Each appends its bound parameters as one JSON line; STUB_BEHAVIOUR picks its answer.
+// The cmdlets as test/windows/pester/windows-cmdlets.ps1 declares them (the real parameter names
+// and types), answering as STUB_BEHAVIOUR says; each records its bound parameters in STUB_RECORD.
+const CMDLETS = resolve(import.meta.dirname, 'pester', 'windows-cmdlets.ps1');
 const STUBS = String.raw`
 # pwsh colours errors and shows them in its concise view; powershell.exe 5.1 writes plain text in
 # the normal view, which is what machineadm decodes on Windows.
 $PSStyle.OutputRendering = 'PlainText'
 $ErrorView = 'NormalView'
-function Write-Received([string]$Cmdlet, [hashtable]$Bound) {
-  $copy = @{}
-  foreach ($key in $Bound.Keys) {
-    $value = $Bound[$key]
-    if ($value -is [pscredential]) { $value = @{ user = $value.UserName; password = $value.GetNetworkCredential().Password; secure = $value.Password -is [securestring] } }
-    elseif ($value -is [System.Management.Automation.SwitchParameter]) { $value = $value.IsPresent }
-    elseif ($value -is [enum]) { $value = [string]$value }
-    $copy[$key] = $value
+. ${psLiteral(CMDLETS)}
+$global:StubAnswers = @{
+  'Add-Computer' = {
+    param($bound, $cmdlet)
+    if ($env:STUB_BEHAVIOUR -eq 'join-fails') {
+      # As Add-Computer reports a failed join: an InvalidOperationException whose message ends
+      # with the Win32 text of the code (here 1326, a wrong user name or password).
+      $text = (New-Object System.ComponentModel.Win32Exception(1326)).Message
+      $exception = New-Object System.InvalidOperationException("Computer 'NODE-01' failed to join domain '$($bound.DomainName)' from its current workgroup 'WORKGROUP' with following error message: $text")
+      $cmdlet.WriteError((New-Object System.Management.Automation.ErrorRecord($exception, 'FailToJoinDomainFromWorkgroup', 'OperationStopped', $bound.DomainName)))
+    }
   }
-  Add-Content -LiteralPath $env:STUB_RECORD -Value (@{ cmdlet = $Cmdlet; bound = $copy } | ConvertTo-Json -Compress -Depth 4)
-}
-function Add-Computer {
-  [CmdletBinding(DefaultParameterSetName = 'Domain', SupportsShouldProcess = $true)]
-  param(
-    [Parameter(ValueFromPipeline = $true)] [string[]]$ComputerName,
-    [pscredential]$LocalCredential,
-    [Parameter(ParameterSetName = 'Domain')] [pscredential]$UnjoinDomainCredential,
-    [Parameter(ParameterSetName = 'Domain', Mandatory = $true)] [pscredential]$Credential,
-    [Parameter(ParameterSetName = 'Domain', Mandatory = $true, Position = 0)] [Alias('DN', 'Domain')] [string]$DomainName,
-    [Parameter(ParameterSetName = 'Domain')] [string]$OUPath,
-    [Parameter(ParameterSetName = 'Domain')] [Alias('DC')] [string]$Server,
-    [Parameter(ParameterSetName = 'Domain')] [switch]$Unsecure,
-    # [Microsoft.PowerShell.Commands.JoinOptions] exists only in Windows PowerShell 5.1.
-    [Parameter(ParameterSetName = 'Domain')] [string[]]$Options,
-    [Parameter(ParameterSetName = 'Workgroup', Mandatory = $true, Position = 0)] [string]$WorkgroupName,
-    [switch]$Restart,
-    [switch]$PassThru,
-    [string]$NewName,
-    [switch]$Force
-  )
-  Write-Received 'Add-Computer' $PSBoundParameters
-  if ($env:STUB_BEHAVIOUR -eq 'join-fails') {
-    # As Add-Computer reports a failed join: an InvalidOperationException whose message ends
-    # with the Win32 text of the code (here 1326, a wrong user name or password).
-    $text = (New-Object System.ComponentModel.Win32Exception(1326)).Message
-    $exception = New-Object System.InvalidOperationException("Computer 'NODE-01' failed to join domain '$DomainName' from its current workgroup 'WORKGROUP' with following error message: $text")
-    $PSCmdlet.WriteError((New-Object System.Management.Automation.ErrorRecord($exception, 'FailToJoinDomainFromWorkgroup', 'OperationStopped', $DomainName)))
-  }
-}
-if ($env:STUB_BEHAVIOUR -ne 'client') {
-  function Install-WindowsFeature {
-    [CmdletBinding(DefaultParameterSetName = 'Name')]
-    param(
-      [Parameter(ParameterSetName = 'Name', Mandatory = $true, Position = 0, ValueFromPipeline = $true)] [string[]]$Name,
-      [switch]$Restart, [switch]$IncludeAllSubFeature, [switch]$IncludeManagementTools, [string[]]$Source,
-      [string]$ComputerName, [pscredential]$Credential, [string]$LogPath, [string]$Vhd
-    )
-    Write-Received 'Install-WindowsFeature' $PSBoundParameters
+  'Install-WindowsFeature' = {
     if ($env:STUB_BEHAVIOUR -eq 'install-fails') { return [pscustomobject]@{ Success = $false; RestartNeeded = 'No'; ExitCode = 'Failed' } }
     [pscustomobject]@{ Success = $true; RestartNeeded = 'Yes'; ExitCode = 'SuccessRestartRequired' }
   }
+  'Enable-WindowsOptionalFeature' = { param($bound) [pscustomobject]@{ RestartNeeded = $true; Online = [bool]$bound.Online } }
 }
-function Enable-WindowsOptionalFeature {
-  [CmdletBinding()]
-  param(
-    [Parameter(Mandatory = $true, ValueFromPipelineByPropertyName = $true)] [string[]]$FeatureName,
-    [string]$PackageName, [switch]$Online, [string]$Path, [switch]$All, [switch]$LimitAccess, [string[]]$Source,
-    [switch]$NoRestart, [string]$WindowsDirectory, [string]$SystemDrive, [string]$LogPath, [string]$ScratchDirectory
-  )
-  Write-Received 'Enable-WindowsOptionalFeature' $PSBoundParameters
-  [pscustomobject]@{ RestartNeeded = $true; Online = [bool]$Online }
-}
+# A client SKU has no ServerManager module.
+if ($env:STUB_BEHAVIOUR -eq 'client') { Remove-Item -LiteralPath Function:\Install-WindowsFeature }
 `;
 
 function withStubs(script: WindowsScript): WindowsScript {
@@ -183,4 +142,51 @@ describe.skipIf(skip)('Windows actions run by pwsh against declared cmdlets', ()
     expect((error as CommandError).commandExitCode).toBe(1);
     expect(plain((error as CommandError).message)).toMatch(/^Windows action feature\.install failed: Install-WindowsFeature did not succeed: exit code Failed\nAt line:/);
   }, 30_000);
+
+  // Through powershellRunner, each action fails as powershell.exe does on a terminating error:
+  // exit code 1, the error's text on stderr, which the runner makes the message.
+  const bin = nativeToolsDir(dir);
+  const failing: [string, () => WindowsScript, string][] = [
+    ['feature.query', () => windowsScripts.featureQuery('Containers'), 'Get-WindowsFeature is not stubbed in this test'],
+    ['service.query', () => windowsScripts.serviceQuery('kubelet'), 'Get-CimInstance is not stubbed in this test'],
+    ['service.create', () => windowsScripts.serviceCreate({ name: 'kubelet', displayName: 'kubelet', commandLine: 'C:\\k\\kubelet.exe', dependsOn: [] }), 'New-Service is not stubbed in this test'],
+    ['service.configure', () => windowsScripts.serviceConfigure({ name: 'kubelet', commandLine: 'C:\\k\\kubelet.exe', dependsOn: [] }), 'Get-CimInstance is not stubbed in this test'],
+    ['service.start', () => windowsScripts.serviceStart('kubelet'), 'Get-Service is not stubbed in this test'],
+    ['service.stop', () => windowsScripts.serviceStop('kubelet'), 'Get-Service is not stubbed in this test'],
+    ['service.restart', () => windowsScripts.serviceRestart('kubelet'), 'Get-Service is not stubbed in this test'],
+    ['containerd.register', () => windowsScripts.containerdRegister({ executable: join(bin, 'containerd.exe'), config: 'C:\\c.toml', logFile: 'C:\\c.log' }), 'containerd --register-service exited with code 3'],
+    ['firewall.query', () => windowsScripts.firewallQuery('machineadm-kubelet'), 'Get-NetFirewallRule is not stubbed in this test'],
+    ['firewall.add', () => windowsScripts.firewallAdd({ name: 'machineadm-kubelet', displayName: 'kubelet', protocol: 'TCP', localPort: 10250 }), 'Get-NetFirewallRule is not stubbed in this test'],
+    ['acl.query', () => windowsScripts.aclQuery(dir), 'Get-Acl is not stubbed in this test'],
+    ['computer-system', () => windowsScripts.computerSystem(), 'Get-CimInstance is not stubbed in this test'],
+    ['boot-identity', () => windowsScripts.bootIdentity(), 'Get-CimInstance is not stubbed in this test'],
+    ['resume.register', () => windowsScripts.resumeRegister({ taskName: 'resume', taskPath: '\\machineadm\\', execute: 'C:\\m.exe', argument: 'init', description: '[]' }), 'New-ScheduledTaskAction is not stubbed in this test'],
+    ['resume.query', () => windowsScripts.resumeQuery({ taskName: 'resume', taskPath: '\\machineadm\\' }), 'Get-ScheduledTask is not stubbed in this test'],
+    ['resume.remove', () => windowsScripts.resumeRemove({ taskName: 'resume', taskPath: '\\machineadm\\' }), 'Get-ScheduledTask is not stubbed in this test'],
+    ['restart', () => windowsScripts.restart('machineadm: test'), 'shutdown.exe exited with code 3'],
+  ];
+
+  function nativeRunner(exit: number, stderr = ''): ScriptRunner {
+    return powershellRunner(new PwshProcessRunner({ ...process.env, PATH: `${bin}:${process.env.PATH}`, NATIVE_RECORD: join(dir, 'native.jsonl'), NATIVE_EXIT: String(exit), NATIVE_STDERR: stderr, SystemRoot: 'C:\\Windows', STUB_BEHAVIOUR: 'none' }));
+  }
+
+  it.concurrent.each(failing)('%s fails with exit code 1 and the reason as its message', async (action, make, reason) => {
+    const error = await nativeRunner(3)(withStubs(make())).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CommandError);
+    expect((error as CommandError).commandExitCode).toBe(1);
+    expect(plain((error as CommandError).message).split('\n')[0]).toBe(`Windows action ${action} failed: ${reason}`);
+  }, 60_000);
+
+  it('containerd.register, restart and domain.join-offline print their JSON line after the native tool succeeds', async () => {
+    const run = nativeRunner(0);
+    expect(await run(withStubs(windowsScripts.containerdRegister({ executable: join(bin, 'containerd.exe'), config: 'C:\\c.toml', logFile: 'C:\\c.log' })))).toEqual({});
+    expect(await run(withStubs(windowsScripts.restart('machineadm: test')))).toEqual({});
+    expect(await run(withStubs(windowsScripts.domainJoinOffline('C:\\blob.odj')))).toEqual({ joined: true, code: 0, message: '' });
+  }, 60_000);
+
+  it('domain.join-offline exits 0 and reports djoin\'s exit code and its stderr when djoin fails', async () => {
+    const out = await nativeRunner(2, 'The system cannot find the file specified.')(withStubs(windowsScripts.domainJoinOffline('C:\\missing.odj')));
+    expect(out).toMatchObject({ joined: false, code: 2 });
+    expect((out as { message: string }).message.trim()).toBe('The system cannot find the file specified.');
+  }, 60_000);
 });

@@ -86,6 +86,9 @@ function workerConfig(agentPath = '/csi-proxy.exe') {
 // What kubeadm v1.34 writes for this configuration, including a flag kubelet 1.35 refuses.
 const KUBEADM_FLAGS = 'KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=npipe:////./pipe/containerd-containerd --pod-infra-container-image=registry.k8s.io/pause:3.10 --register-with-taints=os=windows:NoSchedule"\n';
 
+/** Every directory a SYSTEM service reads from, locked before the first change. */
+const LOCKED = ['C:\\ProgramData\\machineadm', 'C:\\var\\lib\\kubelet', 'C:\\etc\\kubernetes', 'C:\\var\\log\\kubelet', 'C:\\k', 'C:\\ProgramData\\containerd', 'C:\\etc\\kubernetes\\node\\bin'];
+
 function machine(kubeadmFlags = KUBEADM_FLAGS) {
   const root = scratchDir('machineadm-windows-');
   const sim = new SimulatedWindows('20348');
@@ -172,7 +175,7 @@ describe('a Windows worker on the simulated machine', () => {
     const first = await run(m);
     expect(first.outcome.error).toBeInstanceOf(RebootRequiredError);
     expect(exitCodeOf(first.outcome.error)).toBe(4);
-    expect(first.calls).toEqual(['installFeature Containers']);
+    expect(first.calls).toEqual([...LOCKED.map((dir) => `createPrivateDirectory ${dir}`), 'installFeature Containers']);
     expect(m.sim.features.get('Containers')).toBe('pending');
 
     m.sim.reboot();
@@ -210,6 +213,7 @@ describe('a Windows worker on the simulated machine', () => {
     expect(third.outcome.error).toBeUndefined();
     expect(third.calls).toEqual([]);
     expect(third.finished.filter((f) => f.startsWith('prepare/windows') || f.startsWith('provision/'))).toEqual([
+      'prepare/windows/private-paths=skipped',
       'prepare/windows/containers-feature=skipped',
       'prepare/windows/containerd-config=skipped',
       'prepare/windows/containerd-service=skipped',
@@ -266,6 +270,30 @@ describe('a Windows worker on the simulated machine', () => {
     expect((await run(m)).calls).toEqual([]);
   });
 
+  it('runs a host agent under kube-log-runner, logging to C:\\var\\log\\<name>\\<name>.log, unless it writes its own log', async () => {
+    const m = machine();
+    writeFileSync(realPath(m.root, 'C:\\k\\kube-log-runner.exe'), 'MZ');
+    const config = workerConfig();
+    config.spec.windows!.hostAgents!.push({ name: 'ownlog', source: { url: `${base}/csi-proxy.exe`, sha256: AGENT_SHA }, installPath: 'C:\\k\\own-log.exe', args: ['-log_file=C:\\var\\log\\own.log'], kubeletDependsOn: false, log: 'own' });
+    await run(m, config);
+    m.sim.reboot();
+    const second = await run(m, config);
+    expect(second.outcome.error).toBeUndefined();
+    expect(m.sim.services.get('csiproxy')!.commandLine).toBe('C:\\k\\kube-log-runner.exe -log-file=C:\\var\\log\\csiproxy\\csiproxy.log C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe -windows-service');
+    expect(existsSync(realPath(m.root, 'C:\\var\\log\\csiproxy'))).toBe(true);
+    expect(m.sim.services.get('ownlog')!.commandLine).toBe('C:\\k\\own-log.exe -log_file=C:\\var\\log\\own.log');
+    expect(second.warnings.filter((w) => w.includes('discarded'))).toEqual([]);
+    expect((await run(m, config)).calls).toEqual([]);
+  });
+
+  it('says a host agent\'s output is discarded when kube-log-runner is not installed and the agent keeps no log of its own', async () => {
+    const m = machine();
+    await run(m);
+    m.sim.reboot();
+    const second = await run(m);
+    expect(second.warnings).toContainEqual(expect.stringMatching(/^prepare\/windows\/host-agents: C:\\k\\kube-log-runner\.exe is not installed: the output of csiproxy is discarded/));
+  });
+
   it('says the kubelet output is discarded when kube-log-runner is not installed', async () => {
     const m = machine();
     await run(m);
@@ -284,6 +312,44 @@ describe('a Windows worker on the simulated machine', () => {
     expect(secretWrites.map((w) => w.path)).toContain('C:\\ProgramData\\machineadm\\run\\kubeadm-join.yaml');
     expect(secretWrites.filter((w) => !w.protectedAcl)).toEqual([]);
     expect(await m.sim.acl('C:\\etc\\kubernetes')).toEqual(PRIVATE_ACL);
+  });
+
+  it('locks every directory a SYSTEM service reads before writing into it: kubeadm-flags.env, the kubelet, the host agent, the state', async () => {
+    const m = machine();
+    await run(m);
+    m.sim.reboot();
+    await run(m);
+    for (const dir of LOCKED) expect(await m.sim.acl(dir), dir).toEqual(PRIVATE_ACL);
+    const fed = m.writes.filter((w) => /^C:\\(var\\lib\\kubelet|etc\\kubernetes\\node\\bin|k)\\/i.test(w.path));
+    expect(fed.map((w) => w.path)).toEqual(expect.arrayContaining(['C:\\var\\lib\\kubelet\\kubeadm-flags.env', 'C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe']));
+    expect(fed.filter((w) => !w.protectedAcl)).toEqual([]);
+    // A lock taken away (or never there on an older node) is put back by the next run, and only then.
+    m.sim.acls.delete('c:\\var\\lib\\kubelet');
+    expect((await run(m)).calls).toEqual(['createPrivateDirectory C:\\var\\lib\\kubelet']);
+    expect((await run(m)).calls).toEqual([]);
+  });
+
+  it('never locks a folder Windows owns, such as the one a host agent is installed in under C:\\Program Files', async () => {
+    const m = machine();
+    const config = workerConfig();
+    config.spec.windows!.hostAgents![0]!.installPath = 'C:\\Program Files\\csi-proxy.exe';
+    config.spec.windows!.kubeletPath = 'C:\\Windows\\kubelet.exe';
+    const first = await run(m, config);
+    expect(first.calls.filter((c) => c.startsWith('createPrivateDirectory'))).toEqual(LOCKED.filter((d) => d !== 'C:\\k' && !d.endsWith('node\\bin')).map((d) => `createPrivateDirectory ${d}`));
+  });
+
+  it('registers and starts containerd for a worker without spec.containerd, before the kubelet that depends on it', async () => {
+    const m = machine();
+    const config = workerConfig();
+    delete (config.spec as { containerd?: unknown }).containerd;
+    await run(m, config);
+    m.sim.reboot();
+    const second = await run(m, config);
+    expect(second.outcome.error).toBeUndefined();
+    expect(second.calls.indexOf('registerContainerdService')).toBeGreaterThanOrEqual(0);
+    expect(second.calls.indexOf('registerContainerdService')).toBeLessThan(second.calls.indexOf('createService kubelet'));
+    expect(m.sim.services.get('containerd')?.state).toBe('Running');
+    expect(readFileSync(realPath(m.root, 'C:\\Program Files\\containerd\\config.toml'), 'utf8')).toContain('address = "\\\\\\\\.\\\\pipe\\\\containerd-containerd"');
   });
 
   it('puts flags kubeadm wrote beyond the configuration on the kubelet service after the join and restarts it', async () => {
@@ -324,18 +390,24 @@ describe('a Windows worker on the simulated machine', () => {
   });
 
   it.each([
-    ['17763', [20348], /build 17763 \(ltsc2019\), which cannot run container images of build 20348 \(ltsc2022\)/],
+    ['26100', [17763], /build 26100 \(ltsc2025\), which cannot run container images of build 17763 \(ltsc2019\)/],
+    ['17763', undefined, /^this machine is Windows build 17763 \(ltsc2019\); machineadm needs Windows build 20348 \(Windows Server 2022, ltsc2022\) or later$/],
+    ['14393', [14393], /^this machine is Windows build 14393 \(ltsc2016\); machineadm needs Windows build 20348/],
     ['20348', [26100], /build 20348 \(ltsc2022\), which cannot run container images of build 26100 \(ltsc2025\)/],
-  ])('refuses a build %s node for supportedBuilds %j before anything changes', async (build, supported, message) => {
+  ] as [string, number[] | undefined, RegExp][])('refuses a build %s node for supportedBuilds %j before anything changes (exit 2)', async (build, supported, message) => {
     const m = machine();
     const sim = new SimulatedWindows(build);
     Object.assign(m, { sim });
     const facts: Facts = { os: 'windows', arch: 'x64', hostname: 'WIN-NODE1', privileged: true, liveRoot: true, windowsBuild: build, bootId: await sim.bootId() };
     const config = workerConfig();
-    config.spec.windows!.supportedBuilds = supported;
+    if (supported) config.spec.windows!.supportedBuilds = supported;
+    else delete config.spec.windows!.supportedBuilds;
     const host: Host = { ...createHost({ root: m.root, facts, env: {}, windows: sim }), fs: m.fs, proc: m.proc };
     const { preflightRun } = await import('../../src/phases/runner.ts');
-    await expect(preflightRun({ command: 'init', phases: ALL_PHASES, selection: {}, config, facts, host, events: new EventBus(), state: new StateStore(m.stateFs), force: false, secrets: new SecretScrubber() })).rejects.toThrow(message);
+    const refusal = await preflightRun({ command: 'init', phases: ALL_PHASES, selection: {}, config, facts, host, events: new EventBus(), state: new StateStore(m.stateFs), force: false, secrets: new SecretScrubber() }).catch((e: unknown) => e);
+    expect(refusal).toBeInstanceOf(Error);
+    expect(exitCodeOf(refusal)).toBe(2);
+    expect((refusal as Error).message.replace(/^.*?: /, (p) => (p.startsWith('step ') || p.startsWith('spec.') ? '' : p))).toMatch(message);
     expect(sim.calls).toEqual([]);
   });
 
@@ -347,6 +419,7 @@ describe('a Windows worker on the simulated machine', () => {
     const plan = await computePlan({ command: 'init', phases: ALL_PHASES, selection: {}, config: workerConfig(), facts, host, events: new EventBus(), state: new StateStore(m.stateFs), force: false, secrets: new SecretScrubber() });
     const changing = plan.phases.flatMap((p) => p.steps.filter((s) => s.status === 'change').map((s) => `${s.id}: ${s.changes.map((c) => `${c.action} ${c.target}`).join('; ')}`));
     expect(changing).toEqual([
+      `prepare/windows/private-paths: ${LOCKED.map((dir) => `lock ${dir}`).join('; ')}`,
       'prepare/windows/containers-feature: install feature Containers',
       'prepare/windows/containerd-config: write C:\\Program Files\\containerd\\config.toml; write C:\\Program Files\\containerd\\certs.d\\docker.io\\hosts.toml',
       'prepare/windows/containerd-service: register service containerd; start service containerd',
@@ -428,7 +501,12 @@ describe('a Windows worker that joins the Active Directory domain', () => {
     const steps = doc.phases.flatMap((p) => p.steps.map((s) => `${s.id}=${s.result}`));
     expect(steps.filter((s) => /domain|kubeadm/.test(s))).toEqual(['provision/domain/join=warning', 'provision/domain/join=skipped', 'provision/kubeadm/join=success']);
     const state = JSON.parse(readFileSync(join(m.root, 'state', 'state.json'), 'utf8')) as { steps: Record<string, { data?: unknown }> };
-    expect(state.steps['provision/domain/join']!.data).toEqual({ domain: 'corp.example', method: 'Add-Computer', computerName: 'NODE-07', organizationalUnit: 'OU=Nodes,DC=corp,DC=example' });
+    const joinRecord = { domain: 'corp.example', method: 'Add-Computer', computerName: 'NODE-07', organizationalUnit: 'OU=Nodes,DC=corp,DC=example' };
+    expect(state.steps['provision/domain/join']!.data).toEqual(joinRecord);
+    // The join is in the result file and in the step's events: what it did, then what it found.
+    expect(doc.domainJoin).toEqual(joinRecord);
+    const joinEvents = [...first.console.split('\n'), ...second.console.split('\n')].filter((l) => l.includes('"step.finished"') && l.includes('provision/domain/join')).map((l) => JSON.parse(l) as { record?: unknown; recordAs?: string });
+    expect(joinEvents.map((e) => [e.recordAs, e.record])).toEqual([['domainJoin', joinRecord], ['domainJoin', joinRecord]]);
 
     const third = await execute(m, config);
     expect(third.exitCode).toBe(0);
@@ -499,7 +577,7 @@ describe('a Windows worker that joins the Active Directory domain', () => {
     /** Host agents (one by sha256, one by signature only) and the djoin blob, bundled from the servers. */
     async function bundled(): Promise<string> {
       const config = joinConfig({ credentials: undefined, computerName: undefined, windows: { offlineBlob: { url: `${blobBase}/odj.txt`, sha256: BLOB_SHA } } });
-      config.spec.windows!.hostAgents!.push({ name: 'nodeagent', source: { url: `${base}/node-agent.exe`, signature: { publicKey: formatPublicKeyLine(KEYS.publicKey) } }, installPath: 'C:\\k\\node-agent.exe', args: [], kubeletDependsOn: false });
+      config.spec.windows!.hostAgents!.push({ name: 'nodeagent', source: { url: `${base}/node-agent.exe`, signature: { publicKey: formatPublicKeyLine(KEYS.publicKey) } }, installPath: 'C:\\k\\node-agent.exe', args: [], kubeletDependsOn: false, log: 'kube-log-runner' });
       const dir = join(scratchDir('machineadm-windows-bundle-'), 'bundle');
       await buildBundle(createHost({ root: scratchDir() }), { config, destination: dir });
       // Copied elsewhere, as to a USB stick: its configuration names its files relative to itself.

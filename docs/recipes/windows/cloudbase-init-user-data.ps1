@@ -32,5 +32,10 @@ spec:
     caCertHashes:
       - sha256:6ad3f6c3b1b5a1e2d9c44f0e9b1f1f3e2a8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b
 '@)
+# cloudbase-init reads this script's output through pipes, so Windows PowerShell 5.1 turns each
+# line machineadm writes to stderr into an error record, and under 'Stop' the first one would end
+# the script with exit 1 instead of machineadm's 1003 (PowerShell 7.2 no longer does this:
+# PowerShell/PowerShell PR #13361, issue #3996). Its exit code alone decides.
+$ErrorActionPreference = 'Continue'
 & (Join-Path $env:ProgramFiles 'machineadm\machineadm.exe') init -c $config --cloudbase-init
 exit $LASTEXITCODE

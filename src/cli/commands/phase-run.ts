@@ -143,7 +143,12 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
     // Exit codes above 255 exist on Windows only, and cloudbase-init is a Windows agent.
     if (options.cloudbaseInit && host.fs.platform !== 'windows') throw new UsageError('--cloudbase-init is for Windows machines, where cloudbase-init runs', { hint: 'on Linux, --no-reboot leaves the restart to the caller' });
     const argv = resumeCommand(command, options, io);
+    const self = io.self ?? ['machineadm'];
+    // The registration runs `machineadm resume`, which reads argv from the state directory: argv
+    // may carry a -c URL with credentials (src/phases/resume-record.ts).
+    const launcher = { argv: [...self, 'resume', '--state-dir', request.stateFs.root, '--root', resolve(io.cwd, options.root)], selfLength: self.length };
     const resume = {
+      launcher,
       argv: argv ?? [],
       maxReboots: options.maxReboots ?? DEFAULT_MAX_REBOOTS,
       reboot: options.reboot !== false,

@@ -57,8 +57,11 @@ export function registerStatusCommand(program: Command, io: Io, setExit: (code: 
       const lastResult = await readLastResult(host.fs, stateFs);
       const spool = (await spoolContents(stateFs)).filter((s) => s.events > 0);
       const resume = await host.resume.registered().catch(() => undefined);
+      // Only when and why: the command itself (it may hold a source's credentials) stays in the file.
+      const { readResumeRecord } = await import('../../phases/resume-record.ts');
+      const { args: _args, ...resumeRecord }: Partial<import('../../phases/resume-record.ts').ResumeRecord> = (await readResumeRecord(stateFs)) ?? {};
       if (options.output === 'json') {
-        io.stdout(JSON.stringify({ stateDir: store.directory, ...state, history, lastResult: lastResult ?? null, spool, resume: resume ?? null }, null, 2) + '\n');
+        io.stdout(JSON.stringify({ stateDir: store.directory, ...state, history, lastResult: lastResult ?? null, spool, resume: resume ?? null, resumeRecord: Object.keys(resumeRecord).length ? resumeRecord : null }, null, 2) + '\n');
       } else {
         const lines = [`state: ${store.directory}`];
         const last = state.runs.at(-1);
@@ -68,7 +71,8 @@ export function registerStatusCommand(program: Command, io: Io, setExit: (code: 
         else lines.push('machineadm has not run on this machine');
         if (last && history.length && last.runId !== history.at(-1)!.runId) lines.push(`a later run did not finish: ${last.command} ${last.result ?? 'unfinished'} (started ${last.startedAt}, run ${last.runId})`);
         if (state.pendingReboot) lines.push(`waiting for a reboot requested by ${state.pendingReboot.stepId}: ${state.pendingReboot.reason}`);
-        if (resume) lines.push(`pending resume: the next boot runs ${resume.join(' ')}`);
+        if (resume) lines.push(`pending resume: the next boot runs ${resume.join(' ')}${resumeRecord.registeredAt ? ` (registered ${resumeRecord.registeredAt}, started at ${resumeRecord.boots ?? 0} boot${resumeRecord.boots === 1 ? '' : 's'} so far)` : ''}`);
+        if (resumeRecord.gaveUp) lines.push(`resume gave up at ${resumeRecord.gaveUp.at}: ${resumeRecord.gaveUp.reason}; it is no longer registered`);
         if (lastResult && lastResult.state !== 'finished') lines.push(`unfinished result: ${lastResult.command} (run ${lastResult.runId})`);
         for (const s of spool) lines.push(`spool: ${s.events} event${s.events === 1 ? '' : 's'} waiting in spool/${s.key} ("machineadm report" sends them)`);
         io.stdout(lines.join('\n') + '\n');

@@ -1,6 +1,6 @@
 // spec.windows: Windows-only preparation (builds, binaries, host agents). The domain join is
 // spec.domainJoin, for both systems.
-import { array, boolean, integer, object, optional, string, withDefault } from './dsl.ts';
+import { array, boolean, enumOf, integer, object, optional, string, withDefault } from './dsl.ts';
 import { networkUrlProblem } from './url.ts';
 import { isLocalSource, sourceUrl } from './source.ts';
 
@@ -47,6 +47,13 @@ export const hostAgent = object(
     installPath: windowsPath('where the binary is installed, e.g. C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe'),
     args: withDefault(array(string()), []),
     kubeletDependsOn: withDefault(boolean({ description: 'the kubelet service depends on this one (starts after it)' }), false),
+    log: withDefault(
+      enumOf(['kube-log-runner', 'own'] as const, {
+        description:
+          'where the agent\'s output goes (a service has no console): kube-log-runner runs it under kube-log-runner.exe (beside kubelet.exe) writing C:\\var\\log\\<name>\\<name>.log; own: the agent writes its own log (give its log flag in args, e.g. -log_file=C:\\var\\log\\csi-proxy.log)',
+      }),
+      'kube-log-runner',
+    ),
   },
 );
 

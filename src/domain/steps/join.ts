@@ -78,6 +78,8 @@ export const domainJoinStep: Step = {
   id: 'domain/join',
   summary: 'join the Active Directory domain',
   applies: (config) => config.spec.domainJoin !== undefined,
+  // Which domain, how and as which computer: in step.finished and result.json (domainJoin).
+  reportsRecordAs: 'domainJoin',
 
   // A downloaded offline blob holds the computer account's secret.
   leftovers: (facts) => (facts.os === 'windows' ? [DOWNLOADED_BLOB] : []),
@@ -172,6 +174,7 @@ export const domainJoinStep: Step = {
     return {
       record: {
         domain: dj.domain,
+        method: 'adcli',
         realm: joined.realm,
         computerName: joined.computerName,
         ...(dj.organizationalUnit !== undefined ? { organizationalUnit: dj.organizationalUnit } : {}),

@@ -144,10 +144,23 @@ if ($LASTEXITCODE -ne 0) { throw ('containerd --register-service exited with cod
 '{}'
 `;
 
+// A CIM lookup of one object by name: the cmdlet reports a missing object as a non-terminating
+// error of category ObjectNotFound ("No MSFT_... objects found"); any other error (access denied,
+// the service down) must fail the script rather than read as "missing". -ErrorAction
+// SilentlyContinue alone would silence both, and even a terminating error inside the call.
+// [about_CommonParameters.md (-ErrorVariable); CIM cmdlets' ObjectNotFound]
+function lookup(variable: string, command: string): string {
+  return [
+    `$${variable} = ${command} -ErrorAction SilentlyContinue -ErrorVariable lookupErrors`,
+    `$failed = @($lookupErrors | Where-Object { [string]$_.CategoryInfo.Category -ne 'ObjectNotFound' })`,
+    'if ($failed.Count -gt 0) { throw $failed[0] }',
+  ].join('\n');
+}
+
 // Looked up by -Name: DisplayName is localized and a rule made without -Name gets a random one.
 // [New-NetFirewallRule.md, Get-NetFirewallRule.md, Get-NetFirewallPortFilter.md]
 const FIREWALL_QUERY = String.raw`
-$rule = Get-NetFirewallRule -Name $Name -ErrorAction SilentlyContinue
+${lookup('rule', 'Get-NetFirewallRule -Name $Name')}
 if ($null -eq $rule) {
   'null'
 } else {
@@ -157,15 +170,18 @@ if ($null -eq $rule) {
 `;
 
 const FIREWALL_ADD = String.raw`
-if (Get-NetFirewallRule -Name $Name -ErrorAction SilentlyContinue) { Remove-NetFirewallRule -Name $Name }
+${lookup('existing', 'Get-NetFirewallRule -Name $Name')}
+if ($existing) { Remove-NetFirewallRule -Name $Name }
 New-NetFirewallRule -Name $Name -DisplayName $DisplayName -Enabled True -Direction Inbound -Protocol $Protocol -Action Allow -LocalPort $LocalPort | Out-Null
 '{}'
 `;
 
 // A protected DACL (inheritance off, inherited entries dropped) granting FullControl to
 // LocalSystem (S-1-5-18) and BUILTIN\Administrators (S-1-5-32-544) only, inherited by everything
-// created inside; owner Administrators. Set on the empty directory before any file is written.
-// [DirectorySecurity, ObjectSecurity.SetAccessRuleProtection, Set-Acl.md; well-known SIDs]
+// created inside; owner Administrators. What the directory already holds keeps explicit entries
+// of its own (a file kubeadm wrote, a state file): icacls /reset on its contents replaces their
+// ACLs with the inherited one (/T every level, /C on past errors, /Q quiet; exit code checked).
+// [DirectorySecurity, ObjectSecurity.SetAccessRuleProtection, Set-Acl.md; well-known SIDs; icacls]
 const PRIVATE_DIRECTORY = String.raw`
 [System.IO.Directory]::CreateDirectory($Path) | Out-Null
 $acl = New-Object System.Security.AccessControl.DirectorySecurity
@@ -177,6 +193,10 @@ foreach ($sid in @('S-1-5-18', 'S-1-5-32-544')) {
 }
 $acl.SetOwner((New-Object System.Security.Principal.SecurityIdentifier('S-1-5-32-544')))
 Set-Acl -LiteralPath $Path -AclObject $acl
+if (Get-ChildItem -LiteralPath $Path -Force | Select-Object -First 1) {
+  & icacls.exe (Join-Path -Path $Path -ChildPath '*') /reset /T /C /Q | Out-Null
+  if ($LASTEXITCODE -ne 0) { throw ('icacls /reset exited with code ' + $LASTEXITCODE) }
+}
 '{}'
 `;
 
@@ -223,13 +243,14 @@ Register-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath -Description $Des
 `;
 
 const RESUME_QUERY = String.raw`
-$task = Get-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath -ErrorAction SilentlyContinue
+${lookup('task', 'Get-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath')}
 if ($null -eq $task) { 'null' } else { [pscustomobject]@{ description = [string]$task.Description } | ConvertTo-Json -Compress }
 `;
 
 // Microsoft's pattern: look the task up first, then Unregister-ScheduledTask -Confirm:$false.
 const RESUME_REMOVE = String.raw`
-if (Get-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath -ErrorAction SilentlyContinue) {
+${lookup('task', 'Get-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath')}
+if ($task) {
   Unregister-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath -Confirm:$false
 }
 '{}'

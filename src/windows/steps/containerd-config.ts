@@ -4,6 +4,7 @@
 // Nothing under spec.containerd is dropped without a word: `proxy` (a systemd drop-in on Linux)
 // is refused on Windows, `cgroupDriver` has no meaning there and the plan says it is ignored.
 import type { Change, Step, StepContext } from '../../phases/step.ts';
+import { containerdNeeded } from '../paths.ts';
 import { ConfigError } from '../../errors.ts';
 import { describeTarget } from '../../containerd/target.ts';
 import { renderFor } from '../../containerd/steps/render.ts';
@@ -28,7 +29,7 @@ export const windowsContainerdConfigStep: Step = {
   id: 'windows/containerd-config',
   summary: 'write containerd config.toml and certs.d for Windows (runhcs, named pipe, Windows CNI paths)',
   platforms: ['windows'],
-  applies: (config) => config.spec.containerd !== undefined,
+  applies: containerdNeeded,
   // check() returns the same record when the files already match.
   recordCanWait: true,
   async preflight(ctx) {

@@ -5,7 +5,7 @@
 import type { Change, Step, StepContext } from '../../phases/step.ts';
 import { MachineadmError, ExitCode } from '../../errors.ts';
 import { containerdPaths } from '../../containerd/paths.ts';
-import { CONTAINERD_LOG, containerdPath } from '../paths.ts';
+import { CONTAINERD_LOG, containerdNeeded, containerdPath } from '../paths.ts';
 import { changedSince, digestsOf, type Digests } from '../../containerd/loaded.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
 
@@ -36,7 +36,7 @@ export const windowsContainerdServiceStep: Step = {
   id: 'windows/containerd-service',
   summary: 'register containerd as a Windows service and start it',
   platforms: ['windows'],
-  applies: (config) => config.spec.containerd !== undefined,
+  applies: containerdNeeded,
   async check(ctx) {
     const changes = await plan(ctx);
     const skip = noSeamSkip(ctx);

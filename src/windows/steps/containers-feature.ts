@@ -3,12 +3,14 @@
 // Server: Install-WindowsFeature; client SKUs: Enable-WindowsOptionalFeature (the seam picks).
 // When Windows says a restart is needed, the step asks the runner for one (exit 4, resume after).
 import type { Step, StepContext } from '../../phases/step.ts';
-import { ConfigError } from '../../errors.ts';
+import { ConfigError, NotAvailableError } from '../../errors.ts';
 import { CONTAINERS_FEATURE } from '../paths.ts';
-import { describeBuild, unsupportedBuild, windowsRelease } from '../build.ts';
+import { buildTooOld, describeBuild, MINIMUM_BUILD, unsupportedBuild, windowsRelease } from '../build.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
 
 function checkBuild(ctx: StepContext): void {
+  const tooOld = buildTooOld(ctx.facts.windowsBuild);
+  if (tooOld) throw new NotAvailableError(tooOld, { hint: `install Windows Server 2022 (build ${MINIMUM_BUILD}) or later on this machine; nothing was changed` });
   const problem = unsupportedBuild(ctx.facts.windowsBuild, ctx.config.spec.windows?.supportedBuilds);
   if (problem) {
     throw new ConfigError([{ path: 'spec.windows.supportedBuilds', message: problem, hint: 'run this configuration on a supported build, or add builds whose images this node can run (from 20348 a host runs images from 20348 up to its own build; below it only its own)' }]);
@@ -24,6 +26,8 @@ export const containersFeatureStep: Step = {
   },
   async check(ctx) {
     const build = describeBuild(ctx.facts.windowsBuild);
+    const tooOld = buildTooOld(ctx.facts.windowsBuild);
+    if (tooOld) return { done: false, changes: [{ action: 'refuse', target: `Windows ${build}`, detail: tooOld }] };
     const unsupported = unsupportedBuild(ctx.facts.windowsBuild, ctx.config.spec.windows?.supportedBuilds);
     if (unsupported) return { done: false, changes: [{ action: 'refuse', target: 'spec.windows.supportedBuilds', detail: unsupported }] };
     const windows = seamOf(ctx);

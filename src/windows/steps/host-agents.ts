@@ -15,6 +15,7 @@ import { displayUrl } from '../../redaction.ts';
 import { isLocalSource } from '../../config/schema/source.ts';
 import { checkLocalSource } from '../../bundle/local-source.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
+import { agentLogDir, agentLogFile, kubeLogRunnerPath } from '../paths.ts';
 
 interface AgentPlan {
   index: number;
@@ -28,8 +29,20 @@ function agentsOf(ctx: StepContext): HostAgentSpec[] {
   return ctx.config.spec.windows?.hostAgents ?? [];
 }
 
-export function agentArgv(agent: HostAgentSpec): string[] {
-  return [agent.installPath, ...agent.args];
+/**
+ * The service's argument vector. A service's standard output goes nowhere, so unless the agent
+ * writes its own log (log: own), it runs under kube-log-runner.exe (from the Kubernetes node
+ * archive, beside kubelet.exe) when that is installed, which writes C:\var\log\<name>\<name>.log.
+ */
+export function agentArgv(agent: HostAgentSpec, logRunner?: string): string[] {
+  const runner = logRunner && agent.log !== 'own' ? [logRunner, `-log-file=${agentLogFile(agent.name)}`] : [];
+  return [...runner, agent.installPath, ...agent.args];
+}
+
+/** kube-log-runner.exe when installed (a plan for another machine cannot look: it shows the agent as is). */
+async function logRunnerOf(ctx: StepContext): Promise<string | undefined> {
+  const runner = kubeLogRunnerPath(ctx.config);
+  return ctx.host.fs.platform === 'windows' && (await ctx.host.fs.exists(runner)) ? runner : undefined;
 }
 
 async function installedSha(ctx: StepContext, path: string): Promise<string | undefined> {
@@ -50,7 +63,7 @@ async function planAgent(ctx: StepContext, agent: HostAgentSpec, index: number):
   const sha = await installedSha(ctx, agent.installPath);
   const download = !binaryCurrent(ctx, agent, sha);
   const service = await seamOf(ctx)?.service(agent.name);
-  const commandLine = windowsCommandLine(agentArgv(agent));
+  const commandLine = windowsCommandLine(agentArgv(agent, await logRunnerOf(ctx)));
   const check = [agent.source.sha256 ? `sha256 ${agent.source.sha256.slice(0, 12)}...` : '', agent.source.signature ? 'minisign signature' : ''].filter(Boolean).join(' and ');
   const changes: Change[] = [];
   if (download) changes.push({ action: sha === undefined ? 'download' : 'replace', target: agent.installPath, detail: `from ${displayUrl(agent.source.url)}, checked by ${check}` });
@@ -116,7 +129,11 @@ export const hostAgentsStep: Step = {
         installed[agent.name] = { url: agent.source.url, sha256: (await installedSha(ctx, agent.installPath)) ?? '' };
         ctx.log(`installed ${agent.installPath} from ${displayUrl(agent.source.url)}`);
       }
-      const spec = { name: agent.name, displayName: agent.displayName ?? agent.name, argv: agentArgv(agent), dependsOn: [] };
+      const runner = await logRunnerOf(ctx);
+      // kube-log-runner opens its log file but does not make its folder.
+      if (runner && agent.log !== 'own') await ctx.host.fs.mkdirp(agentLogDir(agent.name));
+      else if (agent.log !== 'own' && plan.service) ctx.log(`${kubeLogRunnerPath(ctx.config)} is not installed: the output of ${agent.name} is discarded (a service has no console); put kube-log-runner.exe from the Kubernetes node archive beside kubelet.exe, or give the agent's own log flag in args and set log: own`, 'warning');
+      const spec = { name: agent.name, displayName: agent.displayName ?? agent.name, argv: agentArgv(agent, runner), dependsOn: [] };
       if (plan.service === 'create') await windows.createService(spec);
       if (plan.service === 'configure') await windows.configureService(spec);
       // Stopped above when its binary was replaced; a configured one restarts for its new command line.

@@ -12,4 +12,8 @@ foreach ($sid in @('S-1-5-18', 'S-1-5-32-544')) {
 }
 $acl.SetOwner((New-Object System.Security.Principal.SecurityIdentifier('S-1-5-32-544')))
 Set-Acl -LiteralPath $Path -AclObject $acl
+if (Get-ChildItem -LiteralPath $Path -Force | Select-Object -First 1) {
+  & icacls.exe (Join-Path -Path $Path -ChildPath '*') /reset /T /C /Q | Out-Null
+  if ($LASTEXITCODE -ne 0) { throw ('icacls /reset exited with code ' + $LASTEXITCODE) }
+}
 '{}'

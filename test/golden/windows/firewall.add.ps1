@@ -5,6 +5,9 @@ $Name = 'kubelet'
 $DisplayName = 'machineadm: kubelet'
 $Protocol = 'TCP'
 $LocalPort = 10250
-if (Get-NetFirewallRule -Name $Name -ErrorAction SilentlyContinue) { Remove-NetFirewallRule -Name $Name }
+$existing = Get-NetFirewallRule -Name $Name -ErrorAction SilentlyContinue -ErrorVariable lookupErrors
+$failed = @($lookupErrors | Where-Object { [string]$_.CategoryInfo.Category -ne 'ObjectNotFound' })
+if ($failed.Count -gt 0) { throw $failed[0] }
+if ($existing) { Remove-NetFirewallRule -Name $Name }
 New-NetFirewallRule -Name $Name -DisplayName $DisplayName -Enabled True -Direction Inbound -Protocol $Protocol -Action Allow -LocalPort $LocalPort | Out-Null
 '{}'

@@ -2,7 +2,9 @@
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
 $Name = 'kubelet'
-$rule = Get-NetFirewallRule -Name $Name -ErrorAction SilentlyContinue
+$rule = Get-NetFirewallRule -Name $Name -ErrorAction SilentlyContinue -ErrorVariable lookupErrors
+$failed = @($lookupErrors | Where-Object { [string]$_.CategoryInfo.Category -ne 'ObjectNotFound' })
+if ($failed.Count -gt 0) { throw $failed[0] }
 if ($null -eq $rule) {
   'null'
 } else {

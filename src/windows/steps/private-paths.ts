@@ -1,0 +1,79 @@
+// prepare/windows/private-paths: every directory whose files a SYSTEM service reads or runs gets a
+// protected ACL for SYSTEM and Administrators only, before anything is written into it. On Windows
+// a directory made under C:\ inherits "Authenticated Users: Modify" for what is created in it, so
+// C:\var\lib\kubelet (kubeadm-flags.env and config.yaml: the kubelet service's flags and
+// configuration), C:\k (kubelet.exe), a host agent's folder or machineadm's state directory would
+// otherwise be writable by any user, who could then run code as SYSTEM at the next service start.
+// The seam's private directory sets the ACL on the directory and resets what is already in it to
+// inherit it (icacls /reset), so files written before are covered too.
+import type { Change, Step, StepContext } from '../../phases/step.ts';
+import { CONTAINERD_LOG, KUBELET_CONFIG, KUBELET_LOG_DIR, kubeletPath, parentOf } from '../paths.ts';
+import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
+import type { AclState } from '../../host/windows/index.ts';
+import { defaultStateDir } from '../../host/index.ts';
+
+const SYSTEM = 'S-1-5-18';
+const ADMINISTRATORS = 'S-1-5-32-544';
+
+// Windows' own folders already let only Administrators and SYSTEM write, and a protected ACL on one
+// of them would take away what Windows and other programs need there: never touched.
+const WINDOWS_OWNED = /^[a-z]:\\?$|^[a-z]:\\(windows(\\.*)?|program files|program files \(x86\)|programdata|users)$/i;
+
+/** The state directory's Windows path (a plan made on Linux for Windows shows the Windows default). */
+function stateDirOf(ctx: StepContext): string {
+  const dir = ctx.host.stateDir;
+  return dir !== undefined && /^[A-Za-z]:\\/.test(dir) ? dir : defaultStateDir('windows', ctx.host.env);
+}
+
+/** The directories to lock, each once (paths compare case-insensitively on Windows). */
+export function privatePaths(ctx: StepContext): string[] {
+  const agents = ctx.config.spec.windows?.hostAgents ?? [];
+  const wanted = [
+    stateDirOf(ctx),
+    parentOf(KUBELET_CONFIG),
+    'C:\\etc\\kubernetes',
+    KUBELET_LOG_DIR,
+    parentOf(kubeletPath(ctx.config)),
+    parentOf(CONTAINERD_LOG),
+    ...agents.map((a) => parentOf(a.installPath)),
+  ];
+  const seen = new Set<string>();
+  return wanted.filter((p) => {
+    const key = p.toLowerCase().replace(/\\+$/, '');
+    if (seen.has(key) || WINDOWS_OWNED.test(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+/** Protected, and nothing but SYSTEM and Administrators with full control. */
+export function isPrivate(acl: AclState | undefined): boolean {
+  if (!acl?.protected) return false;
+  const sids = acl.entries.map((e) => `${e.sid} ${e.type} ${e.rights}`).sort();
+  return sids.join('|') === [`${SYSTEM} Allow FullControl`, `${ADMINISTRATORS} Allow FullControl`].sort().join('|');
+}
+
+async function unlocked(ctx: StepContext): Promise<string[]> {
+  const windows = seamOf(ctx);
+  const out: string[] = [];
+  for (const path of privatePaths(ctx)) if (!windows || !isPrivate(await windows.acl(path))) out.push(path);
+  return out;
+}
+
+export const privatePathsStep: Step = {
+  id: 'windows/private-paths',
+  summary: 'lock the directories SYSTEM services read (kubelet, containerd log, host agents, state) to SYSTEM and Administrators',
+  platforms: ['windows'],
+  async check(ctx) {
+    const changes: Change[] = (await unlocked(ctx)).map((path) => ({ action: 'lock', target: path, detail: 'ACL for SYSTEM and Administrators only (protected), inherited by what is in it' }));
+    const skip = noSeamSkip(ctx);
+    return { done: changes.length === 0, changes, ...(skip && changes.length ? { skipReason: skip } : {}) };
+  },
+  async apply(ctx) {
+    const windows = requireSeam(ctx);
+    for (const path of await unlocked(ctx)) {
+      await windows.createPrivateDirectory(path);
+      ctx.log(`${path}: only SYSTEM and Administrators may change it`);
+    }
+  },
+};

@@ -1,0 +1,425 @@
+# Every Windows action machineadm generates, run by PowerShell with the Windows-only cmdlets as
+# Pester mocks of the declarations in windows-cmdlets.ps1 (so their real parameter names and types
+# bind), and the native tools (sc.exe, shutdown.exe, djoin.exe, containerd) as executables on PATH
+# that record their argument vector. Each test checks what the cmdlets received, the JSON line the
+# script prints and how it fails. test/windows/powershell-pester.test.ts writes the scripts (from
+# src/host/windows/scripts.ts) and runs this file.
+param(
+  [Parameter(Mandatory = $true)] [string]$ScriptsPath,
+  [Parameter(Mandatory = $true)] [string]$StubsPath,
+  [Parameter(Mandatory = $true)] [string]$NativeRecord
+)
+
+Describe 'Windows actions' {
+BeforeAll {
+  . $StubsPath
+  $script:Scripts = Get-Content -LiteralPath $ScriptsPath -Raw | ConvertFrom-Json -AsHashtable
+
+  # The action's script as powershell.exe runs it: its output lines, the last one the JSON result.
+  function Invoke-Action([string]$Key, [string]$Stdin) {
+    if (-not $script:Scripts.ContainsKey($Key)) { throw "no script $Key" }
+    $block = [scriptblock]::Create($script:Scripts[$Key])
+    if ($PSBoundParameters.ContainsKey('Stdin')) { $out = @($Stdin | & $block) } else { $out = @(& $block) }
+    $out | Should -HaveCount 1 -Because 'a script prints exactly one line, its JSON result'
+    $out[0] | Should -BeOfType [string]
+    return $out[0]
+  }
+  function Invoke-ActionJson([string]$Key, [string]$Stdin) {
+    $line = if ($PSBoundParameters.ContainsKey('Stdin')) { Invoke-Action $Key $Stdin } else { Invoke-Action $Key }
+    return $line | ConvertFrom-Json -AsHashtable
+  }
+  # What the native tools were run with, one argument vector per call.
+  function Get-NativeCalls {
+    if (-not (Test-Path -LiteralPath $NativeRecord)) { return @() }
+    $calls = [System.Collections.Generic.List[object]]::new()
+    foreach ($line in Get-Content -LiteralPath $NativeRecord) { $calls.Add([string[]]($line | ConvertFrom-Json)) }
+    return , $calls
+  }
+  # A service as Get-Service returns it: Status, and WaitForStatus recording what it waited for.
+  function New-FakeService([string]$Name, [string]$Status) {
+    $service = [pscustomobject]@{ Name = $Name; Status = $Status; Waited = [System.Collections.Generic.List[string]]::new() }
+    $service | Add-Member -MemberType ScriptMethod -Name WaitForStatus -Value { param($status, $timeout) $this.Waited.Add("$status $([timespan]$timeout)") }
+    return $service
+  }
+}
+
+BeforeEach {
+  Remove-Item -LiteralPath $NativeRecord -Force -ErrorAction SilentlyContinue
+  $env:NATIVE_EXIT = '0'
+  $env:NATIVE_STDERR = ''
+}
+
+Describe 'declared cmdlets' {
+  It 'a misspelled parameter fails to bind, as on Windows (the check can fail)' {
+    { New-NetFirewallRule -Name x -DisplayNmae x } | Should -Throw -ExpectedMessage "*parameter name 'DisplayNmae'*"
+  }
+  It 'a value outside an enum fails to bind' {
+    { New-NetFirewallRule -Name x -DisplayName x -Enabled Yes } | Should -Throw -ExpectedMessage '*Enabled*'
+  }
+  It 'an unstubbed call fails rather than succeeding quietly' {
+    { Get-Service } | Should -Throw -ExpectedMessage 'Get-Service is not stubbed in this test'
+  }
+}
+
+Describe 'feature.query' {
+  It 'feature.query on a server reads Get-WindowsFeature by name: installed, pending, available, absent' {
+    Mock Get-WindowsFeature { [pscustomobject]@{ Name = 'Containers'; Installed = $true; InstallState = 'Installed' } }
+    (Invoke-ActionJson 'feature.query').state | Should -Be 'installed'
+    Should -Invoke Get-WindowsFeature -Exactly -Times 1 -ParameterFilter { "$Name" -eq 'Containers' -and $Name.Count -eq 1 }
+    Mock Get-WindowsFeature { [pscustomobject]@{ Installed = $false; InstallState = 'InstallPending' } }
+    (Invoke-ActionJson 'feature.query').state | Should -Be 'pending'
+    Mock Get-WindowsFeature { [pscustomobject]@{ Installed = $false; InstallState = 'Available' } }
+    (Invoke-ActionJson 'feature.query').state | Should -Be 'available'
+    Mock Get-WindowsFeature { }
+    (Invoke-ActionJson 'feature.query').state | Should -Be 'absent'
+  }
+  It 'feature.query on a client (no ServerManager) reads Get-WindowsOptionalFeature -Online' {
+    Remove-Item -LiteralPath Function:\Get-WindowsFeature
+    try {
+      Mock Get-WindowsOptionalFeature { [pscustomobject]@{ FeatureName = 'Containers'; State = 'EnablePending' } }
+      (Invoke-ActionJson 'feature.query').state | Should -Be 'pending'
+      Should -Invoke Get-WindowsOptionalFeature -Exactly -Times 1 -ParameterFilter { $Online -and $FeatureName -eq 'Containers' }
+      Mock Get-WindowsOptionalFeature { [pscustomobject]@{ State = 'Enabled' } }
+      (Invoke-ActionJson 'feature.query').state | Should -Be 'installed'
+      Mock Get-WindowsOptionalFeature { [pscustomobject]@{ State = 'Disabled' } }
+      (Invoke-ActionJson 'feature.query').state | Should -Be 'available'
+    } finally {
+      . $StubsPath
+    }
+  }
+}
+
+Describe 'feature.install' {
+  It 'feature.install reports no restart when Install-WindowsFeature says RestartNeeded No' {
+    Mock Install-WindowsFeature { [pscustomobject]@{ Success = $true; RestartNeeded = 'No'; ExitCode = 'NoChangeNeeded' } }
+    (Invoke-ActionJson 'feature.install').restartNeeded | Should -BeFalse
+    Should -Invoke Install-WindowsFeature -Exactly -Times 1 -ParameterFilter { "$Name" -eq 'Containers' -and -not $Restart }
+  }
+  It 'feature.install throws with the exit code when Install-WindowsFeature fails' {
+    Mock Install-WindowsFeature { [pscustomobject]@{ Success = $false; RestartNeeded = 'No'; ExitCode = 'Failed' } }
+    { Invoke-Action 'feature.install' } | Should -Throw -ExpectedMessage 'Install-WindowsFeature did not succeed: exit code Failed'
+  }
+}
+
+Describe 'service.query' {
+  It 'service.query prints null for a service that does not exist' {
+    Mock Get-CimInstance { @([pscustomobject]@{ Name = 'kubelet2' }) } -ParameterFilter { $ClassName -eq 'Win32_Service' }
+    Invoke-Action 'service.query' | Should -Be 'null'
+  }
+  It 'service.query matches the name exactly and prints its command line, start mode, state and dependencies' {
+    Mock Get-CimInstance {
+      @([pscustomobject]@{ Name = 'kubelet2'; PathName = 'wrong'; StartMode = 'Manual'; State = 'Stopped' },
+        [pscustomobject]@{ Name = 'kubelet'; PathName = 'C:\k\kubelet.exe --windows-service'; StartMode = 'Auto'; State = 'Running' })
+    } -ParameterFilter { $ClassName -eq 'Win32_Service' }
+    Mock Get-Service { @([pscustomobject]@{ Name = 'kubelet'; ServicesDependedOn = @([pscustomobject]@{ Name = 'containerd' }, [pscustomobject]@{ Name = 'csi-proxy' }) }, [pscustomobject]@{ Name = 'kubelet2'; ServicesDependedOn = @() }) }
+    $out = Invoke-ActionJson 'service.query'
+    $out.name | Should -Be 'kubelet'
+    $out.commandLine | Should -Be 'C:\k\kubelet.exe --windows-service'
+    $out.startMode | Should -Be 'Auto'
+    $out.state | Should -Be 'Running'
+    $out.dependsOn | Should -Be @('containerd', 'csi-proxy')
+    Should -Invoke Get-Service -ParameterFilter { $PSBoundParameters.Count -eq 0 }
+  }
+}
+
+Describe 'service.create' {
+  It 'service.create registers an automatic service with its dependencies and sets restart on failure with sc.exe' {
+    Mock New-Service { }
+    Invoke-Action 'service.create' | Should -Be '{}'
+    Should -Invoke New-Service -Exactly -Times 1 -ParameterFilter {
+      $Name -eq 'kubelet' -and $DisplayName -eq 'Kubernetes kubelet' -and $BinaryPathName -eq '"C:\k\kube let.exe" --windows-service --node-labels=a=O’’Brien' -and
+      $StartupType -eq 'Automatic' -and ($DependsOn -join ',') -eq 'containerd,csi-proxy'
+    }
+    $calls = Get-NativeCalls
+    $calls | Should -HaveCount 2
+    $calls[0] | Should -Be @('sc.exe', 'failure', 'kubelet', 'reset=', '86400', 'actions=', 'restart/10000/restart/10000/restart/10000')
+    $calls[1] | Should -Be @('sc.exe', 'failureflag', 'kubelet', '1')
+  }
+  It 'service.create without dependencies leaves -DependsOn out' {
+    Mock New-Service { }
+    Invoke-Action 'service.create.nodeps' | Should -Be '{}'
+    Should -Invoke New-Service -Exactly -Times 1 -ParameterFilter { -not $PSBoundParameters.ContainsKey('DependsOn') }
+  }
+  It 'service.create throws when sc.exe fails' {
+    Mock New-Service { }
+    # 1060 (the service does not exist) on Windows; exit codes here end at 255.
+    $env:NATIVE_EXIT = '5'
+    { Invoke-Action 'service.create' } | Should -Throw -ExpectedMessage 'sc.exe failure exited with code 5'
+  }
+}
+
+Describe 'service.configure' {
+  It 'service.configure calls Win32_Service.Change with the command line, automatic start and dependencies' {
+    $service = [pscustomobject]@{ Name = 'kubelet' }
+    Mock Get-CimInstance { @($service) } -ParameterFilter { $ClassName -eq 'Win32_Service' }
+    Mock Invoke-CimMethod { [pscustomobject]@{ ReturnValue = 0 } }
+    Invoke-Action 'service.configure' | Should -Be '{}'
+    Should -Invoke Invoke-CimMethod -Exactly -Times 1 -ParameterFilter {
+      $InputObject.Name -eq 'kubelet' -and $MethodName -eq 'Change' -and $Arguments.PathName -eq 'C:\k\kubelet.exe --v=2' -and
+      $Arguments.StartMode -eq 'Automatic' -and $Arguments.ServiceDependencies -is [string[]] -and ($Arguments.ServiceDependencies -join ',') -eq 'containerd'
+    }
+    (Get-NativeCalls) | Should -HaveCount 2
+  }
+  It 'service.configure throws with Change''s return value when it is not 0' {
+    Mock Get-CimInstance { @([pscustomobject]@{ Name = 'kubelet' }) } -ParameterFilter { $ClassName -eq 'Win32_Service' }
+    Mock Invoke-CimMethod { [pscustomobject]@{ ReturnValue = 21 } }
+    { Invoke-Action 'service.configure' } | Should -Throw -ExpectedMessage 'Win32_Service.Change returned 21'
+  }
+  It 'service.configure throws for a service that does not exist' {
+    Mock Get-CimInstance { @() } -ParameterFilter { $ClassName -eq 'Win32_Service' }
+    { Invoke-Action 'service.configure' } | Should -Throw -ExpectedMessage 'no service named kubelet'
+  }
+}
+
+Describe 'service.start, service.stop, service.restart' {
+  It 'service.start starts a stopped service through the pipeline and waits for Running' {
+    $service = New-FakeService 'kubelet' 'Stopped'
+    Mock Get-Service { @($service, (New-FakeService 'kubelet2' 'Stopped')) }
+    Mock Start-Service { }
+    Invoke-Action 'service.start' | Should -Be '{}'
+    Should -Invoke Start-Service -Exactly -Times 1 -ParameterFilter { $InputObject.Name -eq 'kubelet' }
+    $service.Waited | Should -Be @('Running 00:01:00')
+  }
+  It 'service.start only waits for a running service, and throws for a missing one' {
+    $service = New-FakeService 'kubelet' 'Running'
+    Mock Get-Service { @($service) }
+    Mock Start-Service { }
+    Invoke-Action 'service.start' | Should -Be '{}'
+    Should -Invoke Start-Service -Exactly -Times 0
+    Mock Get-Service { @() }
+    { Invoke-Action 'service.start' } | Should -Throw -ExpectedMessage 'no service named kubelet'
+  }
+  It 'service.stop stops a running service with -Force and waits for Stopped; a missing one is left alone' {
+    $service = New-FakeService 'kubelet' 'Running'
+    Mock Get-Service { @($service) }
+    Mock Stop-Service { }
+    Invoke-Action 'service.stop' | Should -Be '{}'
+    Should -Invoke Stop-Service -Exactly -Times 1 -ParameterFilter { $Force -and $InputObject.Name -eq 'kubelet' }
+    $service.Waited | Should -Be @('Stopped 00:01:00')
+    Mock Get-Service { @() }
+    Invoke-Action 'service.stop' | Should -Be '{}'
+    Should -Invoke Stop-Service -Exactly -Times 1
+  }
+  It 'service.restart restarts with -Force and waits for Running' {
+    $service = New-FakeService 'kubelet' 'Running'
+    Mock Get-Service { @($service) }
+    Mock Restart-Service { }
+    Invoke-Action 'service.restart' | Should -Be '{}'
+    Should -Invoke Restart-Service -Exactly -Times 1 -ParameterFilter { $Force -and $InputObject.Name -eq 'kubelet' }
+    $service.Waited | Should -Be @('Running 00:01:00')
+  }
+}
+
+Describe 'containerd.register' {
+  It 'containerd.register runs containerd --register-service with the config and log file' {
+    Invoke-Action 'containerd.register' | Should -Be '{}'
+    $calls = Get-NativeCalls
+    $calls | Should -HaveCount 1
+    $calls[0] | Should -Be @('containerd.exe', '--register-service', '--config', 'C:\Program Files\containerd\config.toml', '--log-file', 'C:\ProgramData\containerd\containerd.log')
+  }
+  It 'containerd.register throws with containerd''s exit code' {
+    $env:NATIVE_EXIT = '1'
+    { Invoke-Action 'containerd.register' } | Should -Throw -ExpectedMessage 'containerd --register-service exited with code 1'
+  }
+}
+
+Describe 'firewall.query, firewall.add' {
+  It 'firewall.query prints null for a missing rule, looked up by -Name without failing' {
+    Mock Get-NetFirewallRule { }
+    Invoke-Action 'firewall.query' | Should -Be 'null'
+    Should -Invoke Get-NetFirewallRule -Exactly -Times 1 -ParameterFilter { "$Name" -eq 'machineadm-kubelet' }
+  }
+  It 'firewall.query reads the cmdlet''s not-found error as a missing rule, and fails on any other error' {
+    Mock Get-NetFirewallRule { Write-Error -Message "No MSFT_NetFirewallRule objects found with property 'Name' equal to 'machineadm-kubelet'" -Category ObjectNotFound }
+    Invoke-Action 'firewall.query' | Should -Be 'null'
+    Mock Get-NetFirewallRule { Write-Error -Message 'Access is denied.' -Category PermissionDenied }
+    { Invoke-Action 'firewall.query' } | Should -Throw -ExpectedMessage 'Access is denied.'
+    { Invoke-Action 'firewall.add' } | Should -Throw -ExpectedMessage 'Access is denied.'
+  }
+  It 'firewall.query prints the rule with its port filter' {
+    $rule = [pscustomobject]@{ Name = 'machineadm-kubelet'; Enabled = 'True'; Direction = 'Inbound'; Action = 'Allow' }
+    Mock Get-NetFirewallRule { $rule }
+    Mock Get-NetFirewallPortFilter { [pscustomobject]@{ Protocol = 'TCP'; LocalPort = '10250' } }
+    $out = Invoke-ActionJson 'firewall.query'
+    $out | Should -BeOfType [hashtable]
+    ($out.Keys | Sort-Object) -join ',' | Should -Be 'action,direction,enabled,localPort,name,protocol'
+    "$($out.name) $($out.enabled) $($out.direction) $($out.action) $($out.protocol) $($out.localPort)" | Should -Be 'machineadm-kubelet True Inbound Allow TCP 10250'
+    Should -Invoke Get-NetFirewallPortFilter -Exactly -Times 1 -ParameterFilter { $AssociatedNetFirewallRule.Name -eq 'machineadm-kubelet' }
+  }
+  It 'firewall.add replaces a rule of the same name with an enabled inbound allow rule for the port' {
+    Mock Get-NetFirewallRule { [pscustomobject]@{ Name = 'machineadm-kubelet' } }
+    Mock Remove-NetFirewallRule { }
+    Mock New-NetFirewallRule { }
+    Invoke-Action 'firewall.add' | Should -Be '{}'
+    Should -Invoke Remove-NetFirewallRule -Exactly -Times 1 -ParameterFilter { "$Name" -eq 'machineadm-kubelet' }
+    Should -Invoke New-NetFirewallRule -Exactly -Times 1 -ParameterFilter {
+      $Name -eq 'machineadm-kubelet' -and $DisplayName -eq 'kubelet (machineadm)' -and $Enabled -eq 'True' -and $Direction -eq 'Inbound' -and
+      $Protocol -eq 'TCP' -and $Action -eq 'Allow' -and "$LocalPort" -eq '10250'
+    }
+    Mock Get-NetFirewallRule { }
+    Invoke-Action 'firewall.add' | Should -Be '{}'
+    Should -Invoke Remove-NetFirewallRule -Exactly -Times 1
+  }
+}
+
+Describe 'acl.private-directory, acl.query' {
+  It 'acl.private-directory creates the directory and sets a protected DACL for SYSTEM and Administrators, owner Administrators' {
+    $log = [System.Collections.Generic.List[string]]::new()
+    Mock New-Object -ParameterFilter { $TypeName -eq 'System.Security.AccessControl.DirectorySecurity' } {
+      $acl = [pscustomobject]@{ Kind = 'DirectorySecurity' }
+      $acl | Add-Member ScriptMethod SetAccessRuleProtection { param($protect, $keep) $log.Add("protect $protect $keep") }
+      $acl | Add-Member ScriptMethod AddAccessRule { param($rule) $log.Add("rule $($rule -join ' | ')") }
+      $acl | Add-Member ScriptMethod SetOwner { param($sid) $log.Add("owner $sid") }
+      $acl
+    }
+    Mock New-Object -ParameterFilter { $TypeName -eq 'System.Security.Principal.SecurityIdentifier' } { "sid:$($ArgumentList -join ',')" }
+    Mock New-Object -ParameterFilter { $TypeName -eq 'System.Security.AccessControl.FileSystemAccessRule' } { , ([string[]]$ArgumentList) }
+    Mock Set-Acl { }
+    $path = $script:Scripts['acl.path']
+    Invoke-Action 'acl.private-directory' | Should -Be '{}'
+    Test-Path -LiteralPath $path -PathType Container | Should -BeTrue
+    $log | Should -Be @(
+      'protect True False',
+      'rule sid:S-1-5-18 | FullControl | ContainerInherit, ObjectInherit | None | Allow',
+      'rule sid:S-1-5-32-544 | FullControl | ContainerInherit, ObjectInherit | None | Allow',
+      'owner sid:S-1-5-32-544'
+    )
+    Should -Invoke Set-Acl -Exactly -Times 1 -ParameterFilter { "$LiteralPath" -eq $path -and $AclObject.Kind -eq 'DirectorySecurity' }
+    # Empty: nothing to reset.
+    (Get-NativeCalls) | Should -HaveCount 0
+  }
+  It 'acl.private-directory resets what the directory already holds to inherit it, and throws when icacls fails' {
+    Mock New-Object -ParameterFilter { $TypeName -eq 'System.Security.AccessControl.DirectorySecurity' } {
+      $acl = [pscustomobject]@{ Kind = 'DirectorySecurity' }
+      foreach ($method in 'SetAccessRuleProtection', 'AddAccessRule', 'SetOwner') { $acl | Add-Member ScriptMethod $method { } }
+      $acl
+    }
+    Mock New-Object -ParameterFilter { $TypeName -in 'System.Security.Principal.SecurityIdentifier', 'System.Security.AccessControl.FileSystemAccessRule' } { 'stand-in' }
+    Mock Set-Acl { }
+    $path = $script:Scripts['acl.path']
+    New-Item -ItemType Directory -Force -Path $path | Out-Null
+    Set-Content -LiteralPath (Join-Path $path 'kubeadm-flags.env') -Value 'KUBELET_KUBEADM_ARGS=""'
+    try {
+      Invoke-Action 'acl.private-directory' | Should -Be '{}'
+      $calls = Get-NativeCalls
+      $calls | Should -HaveCount 1
+      $calls[0] | Should -Be @('icacls.exe', (Join-Path $path '*'), '/reset', '/T', '/C', '/Q')
+      $env:NATIVE_EXIT = '5'
+      { Invoke-Action 'acl.private-directory' } | Should -Throw -ExpectedMessage 'icacls /reset exited with code 5'
+    } finally {
+      Remove-Item -LiteralPath (Join-Path $path 'kubeadm-flags.env')
+    }
+  }
+  It 'acl.query prints null for a missing path, and the protection and entries (as SIDs) of an existing one' {
+    Mock Get-Acl {
+      $entry = { param($sid) $identity = [pscustomobject]@{ Sid = $sid }; $identity | Add-Member ScriptMethod Translate { param($type) [pscustomobject]@{ Value = $this.Sid } }; $identity }
+      [pscustomobject]@{ AreAccessRulesProtected = $true; Access = @(
+        [pscustomobject]@{ IdentityReference = (& $entry 'S-1-5-18'); FileSystemRights = 'FullControl'; AccessControlType = 'Allow'; IsInherited = $false },
+        [pscustomobject]@{ IdentityReference = (& $entry 'S-1-5-32-544'); FileSystemRights = 'FullControl'; AccessControlType = 'Allow'; IsInherited = $true }) }
+    }
+    Invoke-Action 'acl.query.missing' | Should -Be 'null'
+    Should -Invoke Get-Acl -Exactly -Times 0
+    New-Item -ItemType Directory -Force -Path $script:Scripts['acl.path'] | Out-Null
+    $out = Invoke-ActionJson 'acl.query'
+    $out.protected | Should -BeTrue
+    $out.entries | Should -HaveCount 2
+    "$($out.entries[0].sid) $($out.entries[0].rights) $($out.entries[0].type) $($out.entries[0].inherited)" | Should -Be 'S-1-5-18 FullControl Allow False'
+    "$($out.entries[1].sid) $($out.entries[1].inherited)" | Should -Be 'S-1-5-32-544 True'
+    Should -Invoke Get-Acl -Exactly -Times 1 -ParameterFilter { "$LiteralPath" -eq $script:Scripts['acl.path'] }
+  }
+}
+
+Describe 'computer-system, boot-identity' {
+  It 'computer-system prints PartOfDomain, Domain and Name from Win32_ComputerSystem' {
+    Mock Get-CimInstance { [pscustomobject]@{ PartOfDomain = $true; Domain = 'corp.example'; Name = 'NODE-01' } } -ParameterFilter { $ClassName -eq 'Win32_ComputerSystem' }
+    Invoke-Action 'computer-system' | Should -Be '{"partOfDomain":true,"domain":"corp.example","name":"NODE-01"}'
+  }
+  It 'boot-identity prints BootId, LastBootUpTime in UTC and the build; BootId null when the registry has none' {
+    Mock Get-CimInstance { [pscustomobject]@{ LastBootUpTime = [datetime]::new(2026, 12, 1, 8, 30, 0, [DateTimeKind]::Utc); BuildNumber = '20348' } } -ParameterFilter { $ClassName -eq 'Win32_OperatingSystem' }
+    Mock Get-ItemProperty { [pscustomobject]@{ BootId = 42 } } -ParameterFilter { $LiteralPath -eq 'HKLM:\SYSTEM\CurrentControlSet\Control\Session Manager\Memory Management\PrefetchParameters' -and $Name -eq 'BootId' }
+    Invoke-Action 'boot-identity' | Should -Be '{"bootId":"42","lastBootUpTime":"2026-12-01T08:30:00.0000000Z","build":"20348"}'
+    Mock Get-ItemProperty { } -ParameterFilter { $Name -eq 'BootId' }
+    (Invoke-ActionJson 'boot-identity').bootId | Should -BeNullOrEmpty
+  }
+}
+
+Describe 'resume.register, resume.query, resume.remove' {
+  It 'resume.register registers a startup task running as SYSTEM with the command, replacing one of the same name' {
+    Mock New-ScheduledTaskAction { [pscustomobject]@{ Kind = 'action'; Execute = $Execute; Argument = $Argument } }
+    Mock New-ScheduledTaskTrigger { [pscustomobject]@{ Kind = 'trigger'; AtStartup = [bool]$AtStartup } }
+    Mock New-ScheduledTaskPrincipal { [pscustomobject]@{ Kind = 'principal'; UserId = $UserId } }
+    Mock New-ScheduledTaskSettingsSet { [pscustomobject]@{ Kind = 'settings' } }
+    Mock Register-ScheduledTask { }
+    Invoke-Action 'resume.register' | Should -Be '{}'
+    Should -Invoke New-ScheduledTaskAction -Exactly -Times 1 -ParameterFilter { $Execute -eq 'C:\Program Files\machineadm\machineadm.exe' -and $Argument -eq 'init -c "C:\ProgramData\machineadm\resume config.yaml"' }
+    Should -Invoke New-ScheduledTaskTrigger -Exactly -Times 1 -ParameterFilter { $AtStartup }
+    Should -Invoke New-ScheduledTaskPrincipal -Exactly -Times 1 -ParameterFilter { $UserId -eq 'NT AUTHORITY\SYSTEM' -and $LogonType -eq 'ServiceAccount' -and $RunLevel -eq 'Highest' }
+    Should -Invoke New-ScheduledTaskSettingsSet -Exactly -Times 1 -ParameterFilter { $ExecutionTimeLimit -eq [timespan]::FromHours(4) -and $MultipleInstances -eq 'IgnoreNew' -and $AllowStartIfOnBatteries -and $DontStopIfGoingOnBatteries }
+    Should -Invoke Register-ScheduledTask -Exactly -Times 1 -ParameterFilter {
+      $TaskName -eq 'resume' -and $TaskPath -eq '\machineadm\' -and $Force -and $Action.Kind -eq 'action' -and $Trigger.Kind -eq 'trigger' -and
+      $Principal.Kind -eq 'principal' -and $Settings.Kind -eq 'settings' -and $Description -eq $script:Scripts['resume.description']
+    }
+  }
+  It 'resume.query prints null without the task, and the task''s description with it' {
+    Mock Get-ScheduledTask { }
+    Invoke-Action 'resume.query' | Should -Be 'null'
+    Mock Get-ScheduledTask { [pscustomobject]@{ TaskName = 'resume'; Description = '["a","b"]' } }
+    (Invoke-ActionJson 'resume.query').description | Should -Be '["a","b"]'
+    Should -Invoke Get-ScheduledTask -ParameterFilter { "$TaskName" -eq 'resume' -and "$TaskPath" -eq '\machineadm\' }
+  }
+  It 'resume.query and resume.remove read the not-found error as no task, and fail on any other error' {
+    Mock Get-ScheduledTask { Write-Error -Message "No MSFT_ScheduledTask objects found with property 'TaskName' equal to 'resume'" -Category ObjectNotFound }
+    Mock Unregister-ScheduledTask { }
+    Invoke-Action 'resume.query' | Should -Be 'null'
+    Invoke-Action 'resume.remove' | Should -Be '{}'
+    Should -Invoke Unregister-ScheduledTask -Exactly -Times 0
+    Mock Get-ScheduledTask { Write-Error -Message 'The Task Scheduler service is not running.' -Category ResourceUnavailable }
+    { Invoke-Action 'resume.query' } | Should -Throw -ExpectedMessage 'The Task Scheduler service is not running.'
+    { Invoke-Action 'resume.remove' } | Should -Throw -ExpectedMessage 'The Task Scheduler service is not running.'
+  }
+  It 'resume.remove unregisters the task without asking, and does nothing when it is gone' {
+    Mock Get-ScheduledTask { [pscustomobject]@{ TaskName = 'resume' } }
+    Mock Unregister-ScheduledTask { }
+    Invoke-Action 'resume.remove' | Should -Be '{}'
+    Should -Invoke Unregister-ScheduledTask -Exactly -Times 1 -ParameterFilter { "$TaskName" -eq 'resume' -and "$TaskPath" -eq '\machineadm\' }
+    Mock Get-ScheduledTask { }
+    Invoke-Action 'resume.remove' | Should -Be '{}'
+    Should -Invoke Unregister-ScheduledTask -Exactly -Times 1
+  }
+}
+
+Describe 'restart' {
+  It 'restart runs shutdown.exe /r after 5 s with a planned reason and the comment' {
+    Invoke-Action 'restart' | Should -Be '{}'
+    (Get-NativeCalls)[0] | Should -Be @('shutdown.exe', '/r', '/t', '5', '/d', 'p:4:1', '/c', 'machineadm: the Containers feature needs a restart')
+  }
+  It 'restart throws with shutdown.exe''s exit code' {
+    $env:NATIVE_EXIT = '5'
+    { Invoke-Action 'restart' } | Should -Throw -ExpectedMessage 'shutdown.exe exited with code 5'
+  }
+}
+
+Describe 'domain.join, domain.join-offline' {
+  It 'domain.join reads the password from the pipeline ($input) and gives Add-Computer a credential' {
+    Mock Add-Computer { }
+    $hex = [Convert]::ToHexString([System.Text.Encoding]::UTF8.GetBytes('pä’’ss $(x)'))
+    Invoke-Action 'domain.join' "$hex" | Should -Be '{"joined":true}'
+    Should -Invoke Add-Computer -Exactly -Times 1 -ParameterFilter {
+      $DomainName -eq 'corp.example' -and $Credential.UserName -eq 'CORP\k8s-joiner' -and $Credential.GetNetworkCredential().Password -eq 'pä’’ss $(x)' -and
+      $OUPath -eq 'OU=Nodes,DC=corp,DC=example' -and $Force -and -not $Restart
+    }
+  }
+  It 'domain.join-offline runs djoin /requestODJ for the local OS and reports success' {
+    Invoke-Action 'domain.join-offline' | Should -Be '{"joined":true,"code":0,"message":""}'
+    (Get-NativeCalls)[0] | Should -Be @('djoin.exe', '/requestODJ', '/loadfile', 'C:\ProgramData\machineadm\run\domain-join.odj', '/windowspath', 'C:\Windows', '/localos')
+  }
+  It 'domain.join-offline reports djoin''s exit code and output (stderr too) without throwing' {
+    $env:NATIVE_EXIT = '2'
+    $env:NATIVE_STDERR = 'The system cannot find the file specified.'
+    $out = Invoke-ActionJson 'domain.join-offline'
+    $out.joined | Should -BeFalse
+    $out.code | Should -Be 2
+    $out.message | Should -BeLike '*The system cannot find the file specified.*'
+  }
+}
+}
