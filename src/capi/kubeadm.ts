@@ -209,15 +209,24 @@ function timeouts(doc: TrackedDocument, path: Path, k: Json): void {
   if (Object.keys(out).length > 0) k.kubeadmTimeouts = out;
 }
 
+/**
+ * Whether a kubeadm document is this machine's to read: when it is another's (`why` says whose),
+ * each of its fields is noted as not carried. Its apiVersion and kind are machineadm's to choose.
+ */
+function readsDocument(doc: TrackedDocument, path: Path, why: string | undefined): boolean {
+  if (why !== undefined) {
+    for (const key of doc.keys(path)) doc.note([...path, key], why);
+    return false;
+  }
+  doc.note([...path, 'apiVersion'], "machineadm writes the kubeadm API version the machine's kubeadm reads");
+  doc.note([...path, 'kind'], 'implied');
+  return true;
+}
+
 export function clusterConfiguration(doc: TrackedDocument, path: Path, shape: KubeadmShape, k: Json): void {
   if (doc.peek(path) === undefined) return;
-  if (shape.bootstrap === 'join') {
-    // kubeadm join reads the cluster's own ClusterConfiguration; a joining member's copy is unused.
-    for (const key of doc.keys(path)) doc.note([...path, key], 'a joining machine takes the cluster\'s setting (made by the init machine); not carried');
-    return;
-  }
-  doc.note([...path, 'apiVersion'], 'machineadm writes the kubeadm API version the machine\'s kubeadm reads');
-  doc.note([...path, 'kind'], 'implied');
+  // kubeadm join reads the cluster's own ClusterConfiguration; a joining member's copy is unused.
+  if (!readsDocument(doc, path, shape.bootstrap === 'join' ? "a joining machine takes the cluster's setting (made by the init machine); not carried" : undefined)) return;
   setIf(k, 'version', doc.string([...path, 'kubernetesVersion']));
   const endpoint = doc.string([...path, 'controlPlaneEndpoint']);
   if (endpoint !== undefined) k.controlPlaneEndpoint = endpoint;
@@ -264,12 +273,7 @@ export function clusterConfiguration(doc: TrackedDocument, path: Path, shape: Ku
 
 export function initConfiguration(doc: TrackedDocument, path: Path, shape: KubeadmShape, k: Json): void {
   if (doc.peek(path) === undefined) return;
-  if (shape.bootstrap === 'join') {
-    for (const key of doc.keys(path)) doc.note([...path, key], 'used only by the init machine; not carried');
-    return;
-  }
-  doc.note([...path, 'apiVersion'], 'machineadm writes the kubeadm API version the machine\'s kubeadm reads');
-  doc.note([...path, 'kind'], 'implied');
+  if (!readsDocument(doc, path, shape.bootstrap === 'join' ? 'used only by the init machine; not carried' : undefined)) return;
   if (doc.take([...path, 'bootstrapTokens']) !== undefined) {
     doc.refuse([...path, 'bootstrapTokens'], 'machineadm makes the init machine\'s bootstrap token from spec.kubernetes.token (or kubeadm makes one)', 'remove it; Cluster API makes join tokens itself');
   }
@@ -284,12 +288,7 @@ export function initConfiguration(doc: TrackedDocument, path: Path, shape: Kubea
 }
 
 export function joinConfiguration(doc: TrackedDocument, path: Path, shape: KubeadmShape, k: Json): void {
-  if (shape.bootstrap === 'init') {
-    for (const key of doc.keys(path)) doc.note([...path, key], 'used only by joining machines; not carried (import with --join for them)');
-    return;
-  }
-  doc.note([...path, 'apiVersion'], 'machineadm writes the kubeadm API version the machine\'s kubeadm reads');
-  doc.note([...path, 'kind'], 'implied');
+  if (!readsDocument(doc, path, shape.bootstrap === 'init' ? 'used only by joining machines; not carried (import with --join for them)' : undefined)) return;
   const caCertPath = doc.string([...path, 'caCertPath']);
   if (caCertPath !== undefined && caCertPath !== '/etc/kubernetes/pki/ca.crt') doc.refuse([...path, 'caCertPath'], `${caCertPath} is not kubeadm's default: machineadm keeps the CA at /etc/kubernetes/pki/ca.crt`, 'remove it');
   if (shape.role === 'control-plane') {

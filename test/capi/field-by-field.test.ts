@@ -3,7 +3,7 @@
 // initConfiguration or joinConfiguration unchanged, except where TRANSLATED says how machineadm
 // writes it instead. The rendered output also goes through the strict kubeadm stand-in.
 import { describe, expect, it } from 'vitest';
-import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { load, loadAll } from 'js-yaml';
 import { parseWith } from '../../src/config/schema/dsl.ts';
@@ -14,8 +14,7 @@ import { applyEnvValues } from '../../src/config/env-values.ts';
 import { applyMachineValues } from '../../src/config/machine-values.ts';
 import { renderKubeadm, type RenderedKubeadm } from '../../src/kubeadm/render.ts';
 import { chooseApi, type KubeadmApi } from '../../src/kubeadm/version.ts';
-import { REPO, runStandin } from '../kubeadm/standin.ts';
-import { scratchDir } from '../support/tmp.ts';
+import { REPO, runRendered } from '../kubeadm/standin.ts';
 
 const FIXTURES = join(REPO, 'test/capi/fixtures');
 const fixtures = readdirSync(FIXTURES).filter((f) => f.endsWith('.yaml')).sort();
@@ -230,16 +229,7 @@ describe('Cluster API examples, field by field', () => {
   it.each(fixtures.filter((f) => !readFileSync(join(FIXTURES, f), 'utf8').includes('npipe:')))('%s is accepted by the strict kubeadm stand-in', (file) => {
     const { config, os } = prepare(file);
     const version = config.spec.kubernetes!.version ?? 'v1.31.2';
-    const rendered = render(config, os, chooseApi(undefined, version).api);
-    const root = scratchDir('machineadm-capi-');
-    const path = `/run/machineadm/kubeadm-${rendered.command}.yaml`;
-    mkdirSync(join(root, 'run/machineadm'), { recursive: true });
-    writeFileSync(join(root, path), rendered.config);
-    for (const patch of rendered.patches) {
-      mkdirSync(join(root, rendered.patchesDir), { recursive: true });
-      writeFileSync(join(root, rendered.patchesDir, patch.name), patch.content);
-    }
-    const ran = runStandin([rendered.command, '--config', path, '--rootfs', root], { KUBEADM_STANDIN_VERSION: version });
+    const ran = runRendered(render(config, os, chooseApi(undefined, version).api), version);
     expect(ran.stderr).not.toMatch(/error|unknown field/i);
     expect(ran.status).toBe(0);
   });

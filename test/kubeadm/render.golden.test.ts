@@ -11,8 +11,7 @@ import { machineConfigSchema, type MachineConfig } from '../../src/config/schema
 import type { Facts } from '../../src/host/index.ts';
 import { chooseApi } from '../../src/kubeadm/version.ts';
 import { renderKubeadm, WINDOWS_DEFAULT_SYSTEM_RESERVED_MEMORY, type KubeadmSecrets, type RenderedKubeadm } from '../../src/kubeadm/render.ts';
-import { REPO, runStandin } from './standin.ts';
-import { scratchDir } from '../support/tmp.ts';
+import { REPO, runRendered } from './standin.ts';
 
 const GOLDEN = join(REPO, 'test/golden/kubeadm');
 const update = process.env.UPDATE_GOLDEN === '1';
@@ -162,16 +161,9 @@ describe('kubeadm golden cases', () => {
   // Windows output names an npipe socket, which the Linux build of kubeadm rejects; the stand-in is Linux kubeadm.
   it.each(cases.filter((name) => !name.startsWith('windows')))('%s is accepted by the strict kubeadm stand-in of that version', (name) => {
     const { facts, config, rendered } = loadCase(name);
-    const root = scratchDir('machineadm-golden-');
-    const file = `/run/machineadm/kubeadm-${rendered.command}.yaml`;
-    mkdirSync(join(root, 'run/machineadm'), { recursive: true });
-    writeFileSync(join(root, file), rendered.config);
-    for (const patch of rendered.patches) {
-      mkdirSync(join(root, rendered.patchesDir), { recursive: true });
-      writeFileSync(join(root, rendered.patchesDir, patch.name), patch.content);
-    }
     const version = facts.kubeadmVersion ?? `${config.spec.kubernetes!.version}`;
-    const ran = runStandin([rendered.command, '--config', file, '--rootfs', root], { KUBEADM_STANDIN_VERSION: version });
+    const ran = runRendered(rendered, version);
+    const { root } = ran;
     expect(ran.stderr).not.toMatch(/error|unknown field/i);
     expect(ran.status).toBe(0);
     const kubeletConfig = JSON.parse(readFileSync(join(root, 'var/lib/kubelet/config.yaml'), 'utf8')) as Doc;
