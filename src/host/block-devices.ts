@@ -97,6 +97,12 @@ export class BlockDevices {
     return parseMountInfo((await readSmall('/proc/self/mountinfo')) ?? '');
   }
 
+  /** The swap areas in use (/proc/swaps), as device paths; swap files are left out. */
+  async activeSwaps(): Promise<string[]> {
+    const lines = ((await readSmall('/proc/swaps')) ?? '').split('\n').slice(1);
+    return lines.map((l) => l.split(/\s+/)).filter((f) => f[1] === 'partition' && f[0]).map((f) => unescapeOctal(f[0]!));
+  }
+
   /** The real path of a mount point (a link in its path is followed, as mount(8) does), or undefined. */
   async realPath(path: string): Promise<string | undefined> {
     return fsp.realpath(path).catch(() => undefined);

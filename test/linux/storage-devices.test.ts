@@ -258,4 +258,20 @@ describe.skipIf(skip)('spec.storage on loop devices', () => {
     expect(out.stderr).toContain(`spec.storage.mounts[0].device: LABEL=${tag('twice')} would name 2 filesystems on this machine (${[taken, device].sort().join(', ')}): the mount would take either`);
     expect(snapshot(device)).toEqual(before);
   });
+
+  it('refuses to repartition a disk whose partition is mounted, even with overwrite', () => {
+    const device = disk(64);
+    execFileSync('sfdisk', ['-q', device], { input: 'label: gpt\nsize=32MiB, type=L\ntype=L\n' });
+    spawnSync('partx', ['-u', device]);
+    execFileSync('mkfs.ext4', ['-q', `${device}p1`]);
+    const before = snapshot(device);
+    const m = machine({ disks: [{ device, overwrite: true }] });
+    const elsewhere = join(dir, `mounted-${++n}`);
+    mkdirSync(elsewhere);
+    const [mounted, refused] = inMountNamespace([['mount', `${device}p1`, elsewhere], machineadm(m, 'init')]);
+    expect(mounted!.code).toBe(0);
+    expect(refused!.code, refused!.stderr).toBe(2);
+    expect(refused!.stderr).toContain(`spec.storage.disks[0].device: ${device} is in use: ${device}p1 is mounted on ${elsewhere}`);
+    expect(snapshot(device)).toEqual(before);
+  });
 });

@@ -99,13 +99,18 @@ export function mkfsArgv(fs: FilesystemSpec, node: string): [string, ...string[]
   return [MKFS[fs.format], ...force, ...label, ...(fs.options ?? []), node];
 }
 
+function describeUse(m: MountedFilesystem): string {
+  return m.fstype === 'swap' && m.target === '(swap in use)' ? `${m.source} is swap in use` : `${m.source} is mounted on ${m.target}`;
+}
+
 function mountedOn(mounts: readonly MountedFilesystem[], devs: readonly { major: number; minor: number }[]): MountedFilesystem | undefined {
   return mounts.find((m) => devs.some((d) => d.major === m.major && d.minor === m.minor));
 }
 
 interface Context {
   host: Host;
-  mounted: MountedFilesystem[];
+  /** Mounted filesystems and swap areas in use. */
+  inUse: MountedFilesystem[];
   privileged: boolean;
 }
 
@@ -154,8 +159,8 @@ async function planDisk(ctx: Context, spec: DiskSpec, index: number, issues: Con
     why = `it holds ${describeSignature(sig)}`;
   }
   if (why && !spec.overwrite) return refused(`${spec.device}: ${why}; machineadm never repartitions a disk that holds something without overwrite`, 'set overwrite: true to repartition it (everything on it is lost), or change the partitions to match the disk');
-  const inUse = mountedOn(ctx.mounted, [disk, ...disk.partitions]);
-  if (inUse) return refused(`${spec.device} is in use: ${inUse.source} is mounted on ${inUse.target}`, 'unmount it first, or leave this disk out');
+  const inUse = mountedOn(ctx.inUse, [disk, ...disk.partitions]);
+  if (inUse) return refused(`${spec.device} is in use: ${describeUse(inUse)}`, 'unmount it (swapoff a swap area) first, or leave this disk out');
   if (!ctx.privileged) return refused(`partitioning ${spec.device} needs root`, 'run machineadm as root');
   return { ...base, action: 'partition', wipe: why !== undefined, detail: `${describeLayout(spec, layout)}${why ? ` (overwrite: ${why})` : ''}` };
 }
@@ -191,8 +196,8 @@ async function planFilesystem(ctx: Context, spec: FilesystemSpec, index: number,
   }
   const holds = sig.TYPE || sig.PTTYPE ? describeSignature(sig) : undefined;
   if (holds && !spec.overwrite) return refused(`${what} holds ${holds}, not the ${asked}${spec.label ? ` labelled "${spec.label}"` : ''} asked for; machineadm never reformats without overwrite`, 'set overwrite: true to reformat it (its data is lost), or change format and label to what it holds');
-  const inUse = mountedOn(ctx.mounted, [found.device]);
-  if (inUse) return refused(`${what} is mounted on ${inUse.target}`, 'unmount it first, or leave this filesystem out');
+  const inUse = mountedOn(ctx.inUse, [found.device]);
+  if (inUse) return refused(`${what} is in use: ${describeUse(inUse)}`, 'unmount it (swapoff a swap area) first, or leave this filesystem out');
   if (!ctx.privileged) return refused(`formatting ${what} needs root`, 'run machineadm as root');
   return { index, spec, node, action: 'format', wipe: holds !== undefined, detail: describeFormat(spec, holds ? `replacing ${holds} (overwrite)` : undefined) };
 }
@@ -251,7 +256,7 @@ async function planMount(ctx: Context, spec: MountSpec, index: number, filesyste
   const fresh = madeByThisRun(source, filesystems, disks, 'format');
   if (!device && !fresh) return refused(source.startsWith('/dev/') ? `${source} does not exist` : `no filesystem on this machine has ${source}`, 'make it in spec.storage.filesystems (with that label), or name an existing one (blkid lists them)');
   const real = (await ctx.host.devices.realPath(target)) ?? target;
-  const here = ctx.mounted.filter((m) => m.target === real).at(-1);
+  const here = ctx.inUse.filter((m) => m.target === real).at(-1);
   if (here) {
     if (device && !fresh && here.major === device.major && here.minor === device.minor) return { index, spec, target, action: 'keep', detail: `${source} is mounted on ${spec.path}` };
     return refused(`${spec.path} has ${here.source} (${here.fstype}) mounted on it already`, 'unmount it first, or choose another path', `${field}.path`);
@@ -281,10 +286,20 @@ function unprobed(ctx: StepContext): StoragePlan {
   return { live: false, disks, filesystems, mounts, issues: { disks: [], filesystems: [], mounts: [] } };
 }
 
+/** What holds a device: its mounts, and the swap areas in use (as if mounted on "swap"). */
+async function devicesInUse(host: Host): Promise<MountedFilesystem[]> {
+  const inUse = await host.devices.mounted();
+  for (const path of await host.devices.activeSwaps()) {
+    const found = await host.devices.lookup(path);
+    if (found.kind === 'block') inUse.push({ target: '(swap in use)', source: path, fstype: 'swap', major: found.device.major, minor: found.device.minor });
+  }
+  return inUse;
+}
+
 export async function planStorage(ctx: StepContext): Promise<StoragePlan> {
   if (!ctx.host.devices.allowed) return unprobed(ctx);
   const storage = ctx.config.spec.storage ?? {};
-  const c: Context = { host: ctx.host, mounted: await ctx.host.devices.mounted(), privileged: ctx.facts.privileged };
+  const c: Context = { host: ctx.host, inUse: await devicesInUse(ctx.host), privileged: ctx.facts.privileged };
   const issues: StoragePlan['issues'] = { disks: [], filesystems: [], mounts: [] };
   const disks: DiskPlan[] = [];
   for (const [i, spec] of (storage.disks ?? []).entries()) disks.push(await planDisk(c, spec, i, issues.disks));
