@@ -173,6 +173,9 @@ describe('plan with spec.storage under a scratch --root', () => {
     const root = join(dir, 'root');
     mkdirSync(join(root, 'etc'), { recursive: true });
     writeFileSync(join(root, 'etc/fstab'), 'UUID=1234 / ext4 defaults 0 1\n');
+    // The image's etcd data, which the mount would hide.
+    mkdirSync(join(root, 'var/lib/etcd/member'), { recursive: true });
+    writeFileSync(join(root, 'var/lib/etcd/README'), 'x\n');
     const out = await runCli(['plan', '-c', config, '--root', root, '--state-dir', join(dir, 'state'), '-o', 'json']);
     expect(out.code, out.stderr).toBe(0);
     const plan = JSON.parse(out.stdout) as { phases: { steps: { id: string; status: string; reason?: string; changes: { action: string; target: string; detail?: string; diff?: string }[] }[] }[] };
@@ -181,7 +184,7 @@ describe('plan with spec.storage under a scratch --root', () => {
     expect(steps.map((s) => ({ id: s.id, status: s.status, reason: s.reason, changes: s.changes.map(({ diff: _diff, ...c }) => c) }))).toEqual([
       { id: 'prepare/storage/partitions', status: 'skipped', reason: skipped, changes: [{ action: 'partition', target: '/dev/disk/by-id/machineadm-etcd', detail: 'GPT, 1: 25% linux, 2: rest swap' }] },
       { id: 'prepare/storage/filesystems', status: 'skipped', reason: skipped, changes: [{ action: 'format', target: '/dev/disk/by-id/machineadm-etcd partition 1', detail: 'ext4 labelled "etcd", unless it holds that already' }] },
-      { id: 'prepare/storage/mounts', status: 'skipped', reason: skipped, changes: [{ action: 'mount', target: '/var/lib/etcd', detail: 'LABEL=etcd (ext4, defaults)' }] },
+      { id: 'prepare/storage/mounts', status: 'skipped', reason: skipped, changes: [{ action: 'mount', target: '/var/lib/etcd', detail: 'LABEL=etcd (ext4, defaults); hides the 2 entries now in /var/lib/etcd' }] },
       { id: 'prepare/storage/fstab', status: 'change', reason: undefined, changes: [{ action: 'update', target: '/etc/fstab', detail: '30 -> 205 bytes' }] },
     ]);
     expect(steps[3]!.changes[0]!.diff).toContain('+LABEL=etcd /var/lib/etcd ext4 defaults 0 2');

@@ -263,15 +263,21 @@ async function planMount(ctx: Context, spec: MountSpec, index: number, filesyste
   }
   if (spec.options.includes('noauto')) return { index, spec, target, action: 'fstab-only', detail: `noauto: ${source} is not mounted now` };
   if (!ctx.privileged) return refused(`mounting ${source} needs root`, 'run machineadm as root');
-  // Said, not refused: an image may have put files there (pre-pulled images under /var/lib/containerd)
-  // that the mount hides until it is undone.
-  const hidden = (await ctx.host.fs.list(spec.path)).length;
+  return { index, spec, target, action: 'mount', detail: await describeMount(ctx.host, spec) };
+}
+
+/**
+ * What a mount does, in a plan. What it hides is said, not refused: an image may have put files
+ * there (pre-pulled images under /var/lib/containerd) that the mount hides until it is undone.
+ */
+async function describeMount(host: Host, spec: MountSpec): Promise<string> {
+  const hidden = (await host.fs.list(spec.path).catch(() => [])).length;
   const hides = hidden ? `; hides the ${hidden} entr${hidden === 1 ? 'y' : 'ies'} now in ${spec.path}` : '';
-  return { index, spec, target, action: 'mount', detail: `${source} (${spec.format}, ${spec.options.join(',')})${hides}` };
+  return `${spec.device} (${spec.format}, ${spec.options.join(',')})${hides}`;
 }
 
 /** The plan when the devices are not this run's to change (a scratch --root without --devices): what the configuration asks, unprobed. */
-function unprobed(ctx: StepContext): StoragePlan {
+async function unprobed(ctx: StepContext): Promise<StoragePlan> {
   const storage = ctx.config.spec.storage ?? {};
   const disks: DiskPlan[] = (storage.disks ?? []).map((spec, index) => ({ index, spec, action: 'partition', wipe: false, detail: describeLayout(spec) }));
   const filesystems: FilesystemPlan[] = (storage.filesystems ?? []).map((spec, index) => ({
@@ -282,7 +288,8 @@ function unprobed(ctx: StepContext): StoragePlan {
     wipe: false,
     detail: describeFormat(spec, spec.overwrite ? 'unless it holds that already (overwrite: anything else is replaced)' : 'unless it holds that already'),
   }));
-  const mounts: MountPlan[] = (storage.mounts ?? []).map((spec, index) => ({ index, spec, target: ctx.host.fs.mapPath(spec.path), action: 'mount', detail: `${spec.device} (${spec.format}, ${spec.options.join(',')})` }));
+  const mounts: MountPlan[] = [];
+  for (const [index, spec] of (storage.mounts ?? []).entries()) mounts.push({ index, spec, target: ctx.host.fs.mapPath(spec.path), action: 'mount', detail: await describeMount(ctx.host, spec) });
   return { live: false, disks, filesystems, mounts, issues: { disks: [], filesystems: [], mounts: [] } };
 }
 
