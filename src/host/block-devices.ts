@@ -53,12 +53,23 @@ export function parseMountInfo(text: string): MountedFilesystem[] {
   return out;
 }
 
-export class BlockDevices {
-  /** True when this run may partition, format and mount devices. */
-  readonly allowed: boolean;
+/**
+ * What a run may do with this machine's devices: look at and change them (the live root, or
+ * --devices), show what it would do and skip (a scratch root), or describe them for another
+ * machine's plan (--facts, --os), where this machine's devices say nothing.
+ */
+export type DeviceAccess = 'change' | 'skip' | 'describe';
 
-  constructor(allowed: boolean) {
-    this.allowed = allowed;
+export class BlockDevices {
+  readonly access: DeviceAccess;
+
+  constructor(access: DeviceAccess) {
+    this.access = access;
+  }
+
+  /** True when this run may look at, partition, format and mount devices. */
+  get allowed(): boolean {
+    return this.access === 'change';
   }
 
   /** What the path is: a block device (with its size and partitions), missing, or something else. */

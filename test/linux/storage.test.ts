@@ -230,3 +230,21 @@ describe('examples/etcd-disk.yaml', () => {
     expect(readFileSync(join(root, 'etc/fstab'), 'utf8')).toContain('LABEL=etcd /var/lib/etcd ext4 defaults,noatime 0 2\nLABEL=containerd /var/lib/containerd xfs defaults 0 2\n');
   });
 });
+
+describe('plan for another machine (--facts)', () => {
+  it("describes spec.storage from the configuration alone: this machine's devices say nothing about that one's", async () => {
+    const dir = scratchDir('machineadm-storage-facts-');
+    const config = join(dir, 'machine.json');
+    writeFileSync(config, JSON.stringify({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { storage: { disks: [{ device: '/dev/machineadm-other-machines-disk' }], filesystems: [{ device: '/dev/machineadm-other-machines-disk', partition: 1, format: 'xfs' }] } } }));
+    const facts = join(dir, 'facts.json');
+    writeFileSync(facts, JSON.stringify({ os: 'linux', arch: 'x64', hostname: 'other', privileged: true, liveRoot: true }));
+    const out = await runCli(['plan', '-c', config, '--facts', facts, '--state-dir', join(dir, 'state'), '-o', 'json']);
+    expect(out.code, out.stderr).toBe(0);
+    const plan = JSON.parse(out.stdout) as { phases: { steps: { id: string; status: string; changes: { action: string; target: string; detail?: string }[] }[] }[] };
+    const steps = plan.phases[0]!.steps.filter((s) => s.id === 'prepare/storage/partitions' || s.id === 'prepare/storage/filesystems');
+    expect(steps.map((s) => [s.id, s.status, s.changes])).toEqual([
+      ['prepare/storage/partitions', 'change', [{ action: 'partition', target: '/dev/machineadm-other-machines-disk', detail: 'GPT, 1: rest linux' }]],
+      ['prepare/storage/filesystems', 'change', [{ action: 'format', target: '/dev/machineadm-other-machines-disk1', detail: 'xfs, unless it holds that already' }]],
+    ]);
+  });
+});

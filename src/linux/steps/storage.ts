@@ -19,7 +19,7 @@ const PARTITION_WAIT_MS = 30_000;
 type Part = 'disks' | 'filesystems' | 'mounts';
 
 function deviceSkipReason(ctx: StepContext): string | undefined {
-  return ctx.host.devices.allowed ? undefined : `device change skipped under --root ${ctx.host.fs.root} (--devices makes it, on this machine's devices)`;
+  return ctx.host.devices.access === 'skip' ? `device change skipped under --root ${ctx.host.fs.root} (--devices makes it, on this machine's devices)` : undefined;
 }
 
 function refusals(issues: readonly ConfigIssue[]): Change[] {
