@@ -180,13 +180,13 @@ describe.skipIf(skip)('spec.storage on loop devices', () => {
     for (const command of ['prepare', 'plan']) {
       const out = run(machineadm(other, command));
       expect(out.code, `${command}: ${out.stderr}`).toBe(2);
-      expect(out.stderr).toContain(`spec.storage.filesystems[0].device: ${device} holds a ext4 filesystem labelled "old", not the ext4 labelled "data" asked for; machineadm never reformats without overwrite`);
+      expect(out.stderr).toContain(`spec.storage.filesystems[0].device: ${device} holds an ext4 filesystem labelled "old", not the ext4 labelled "data" asked for; machineadm never reformats without overwrite`);
       expect(snapshot(device)).toEqual(before);
     }
 
     const overwrite = machine({ filesystems: [{ device, format: 'ext4', label: 'data', overwrite: true }] });
     const plan = run(machineadm(overwrite, 'plan'));
-    expect(plan.stdout).toContain(`reformat ${device} (ext4 labelled "data", replacing a ext4 filesystem labelled "old" (overwrite))`);
+    expect(plan.stdout).toContain(`reformat ${device} (ext4 labelled "data", replacing an ext4 filesystem labelled "old" (overwrite))`);
     const out = run(machineadm(overwrite));
     expect(out.code, out.stderr).toBe(0);
     expect(blkid(device, 'LABEL')).toBe('data');
@@ -199,8 +199,8 @@ describe.skipIf(skip)('spec.storage on loop devices', () => {
 
   it.each([
     ['a partition table of another layout', (d: string) => execFileSync('sfdisk', ['-q', d], { input: 'label: gpt\nsize=10MiB, type=L\n' }), /spec\.storage\.disks\[0\]\.device: .*: it has 1 partition, not 2; machineadm never repartitions a disk that holds something without overwrite/],
-    ['an MBR table where GPT is asked', (d: string) => execFileSync('sfdisk', ['-q', d], { input: 'label: dos\nsize=32MiB, type=83\ntype=82\n' }), /it has a MBR partition table, not GPT/],
-    ['a filesystem on the whole disk', (d: string) => execFileSync('mkfs.ext4', ['-q', '-L', 'whole', d]), /it holds a ext4 filesystem labelled "whole"/],
+    ['an MBR table where GPT is asked', (d: string) => execFileSync('sfdisk', ['-q', d], { input: 'label: dos\nsize=32MiB, type=83\ntype=82\n' }), /it has an MBR partition table, not GPT/],
+    ['a filesystem on the whole disk', (d: string) => execFileSync('mkfs.ext4', ['-q', '-L', 'whole', d]), /it holds an ext4 filesystem labelled "whole"/],
   ])('refuses a disk that holds %s without overwrite: init and plan exit 2, the disk byte for byte as it was', (_what, prepare, message) => {
     const device = disk(64);
     prepare(device);

@@ -55,7 +55,7 @@ describe('partition layouts', () => {
   it.each([
     ['the same layout', existing('gpt', [[500, '0FC63DAF-8483-4772-8E79-3D69D8477DE4'], [498, '0657fd6d-a4ab-43c4-84e5-0933c84b4f4f']]), undefined],
     ['the same layout, sizes rounded by another tool (within 1% of the disk)', existing('gpt', [[495, '0FC63DAF-8483-4772-8E79-3D69D8477DE4'], [503, '0657FD6D-A4AB-43C4-84E5-0933C84B4F4F']]), undefined],
-    ['another table type', existing('dos', [[500, '83'], [498, '82']]), 'it has a MBR partition table, not GPT'],
+    ['another table type', existing('dos', [[500, '83'], [498, '82']]), 'it has an MBR partition table, not GPT'],
     ['another number of partitions', existing('gpt', [[998, '0FC63DAF-8483-4772-8E79-3D69D8477DE4']]), 'it has 1 partition, not 2'],
     ['another type', existing('gpt', [[500, '0FC63DAF-8483-4772-8E79-3D69D8477DE4'], [498, 'E6D6D379-F507-44C2-A23C-238F2A3DF928']]), 'partition 2 has type E6D6D379-F507-44C2-A23C-238F2A3DF928, not swap (0657FD6D-A4AB-43C4-84E5-0933C84B4F4F)'],
     ['another size', existing('gpt', [[400, '0FC63DAF-8483-4772-8E79-3D69D8477DE4'], [598, '0657FD6D-A4AB-43C4-84E5-0933C84B4F4F']]), 'partition 1 is 400 MiB, not 500 MiB'],

@@ -7,7 +7,7 @@ import type { StepContext } from '../../phases/step.ts';
 import type { DiskSpec, FilesystemSpec, MountSpec } from '../../config/schema/index.ts';
 import type { ConfigIssue } from '../../errors.ts';
 import type { BlockDevice, Host, MountedFilesystem } from '../../host/index.ts';
-import { describeLayout, parseSfdiskJson, partitionPath, planLayout, tableDifference, type Layout } from './layout.ts';
+import { describeLayout, parseSfdiskJson, partitionPath, planLayout, tableDifference, withArticle, type Layout } from './layout.ts';
 
 export interface DiskPlan {
   index: number;
@@ -86,8 +86,8 @@ function partitionNode(disk: string, number: number, realPath?: string): string 
 }
 
 function describeSignature(sig: Signature): string {
-  if (sig.PTTYPE && !sig.TYPE) return `a ${sig.PTTYPE === 'dos' ? 'MBR' : sig.PTTYPE.toUpperCase()} partition table`;
-  return `a ${sig.TYPE} ${sig.TYPE === 'swap' ? 'area' : 'filesystem'}${sig.LABEL ? ` labelled "${sig.LABEL}"` : ''}`;
+  if (sig.PTTYPE && !sig.TYPE) return withArticle(`${sig.PTTYPE === 'dos' ? 'MBR' : sig.PTTYPE.toUpperCase()} partition table`);
+  return withArticle(`${sig.TYPE} ${sig.TYPE === 'swap' ? 'area' : 'filesystem'}${sig.LABEL ? ` labelled "${sig.LABEL}"` : ''}`);
 }
 
 const MKFS: Record<FilesystemSpec['format'], string> = { ext4: 'mkfs.ext4', xfs: 'mkfs.xfs', btrfs: 'mkfs.btrfs', vfat: 'mkfs.vfat', swap: 'mkswap' };
@@ -212,7 +212,7 @@ function madeByThisRun(source: string, filesystems: readonly FilesystemPlan[], d
   if (source.startsWith('LABEL=')) return made.some((f) => f.spec.label === source.slice('LABEL='.length));
   if (source.startsWith('/dev/')) {
     const diskAction = action === 'format' ? 'partition' : 'refused';
-    return made.some((f) => f.node === source || f.spec.device === source) || disks.some((d) => d.action === diskAction && d.layout?.partitions.some((p) => partitionPath(d.node ?? d.spec.device, p.number) === source));
+    return made.some((f) => f.node === source || (f.spec.partition === undefined && f.spec.device === source)) || disks.some((d) => d.action === diskAction && d.layout?.partitions.some((p) => partitionPath(d.node ?? d.spec.device, p.number) === source));
   }
   return false;
 }
