@@ -248,3 +248,15 @@ describe('plan for another machine (--facts)', () => {
     ]);
   });
 });
+
+describe('the storage steps in prepare', () => {
+  it('come after the kernel modules and before files and containerd, so that their mount points are mounts first', async () => {
+    const { preparePhase } = await import('../../src/phases/registry.ts');
+    const ids = preparePhase.steps.map((s) => s.id);
+    const at = (id: string) => ids.indexOf(id);
+    expect(ids.filter((id) => id.startsWith('storage/'))).toEqual(['storage/partitions', 'storage/filesystems', 'storage/mounts', 'storage/fstab']);
+    expect(at('kernel-modules/load')).toBeLessThan(at('storage/partitions'));
+    expect(at('storage/fstab')).toBeLessThan(at('files'));
+    expect(at('storage/fstab')).toBeLessThan(at('containerd/config'));
+  });
+});
