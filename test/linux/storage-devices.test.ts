@@ -35,7 +35,8 @@ interface Run {
   stderr: string;
 }
 
-describe.skipIf(skip)('spec.storage on loop devices', () => {
+// Each test runs machineadm several times (a few seconds each on a loaded two-core machine).
+describe.skipIf(skip)('spec.storage on loop devices', { timeout: 240_000 }, () => {
   const dir = skip ? '' : scratchDir('machineadm-storage-');
   const attached: string[] = [];
   let n = 0;
