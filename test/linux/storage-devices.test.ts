@@ -275,4 +275,23 @@ describe.skipIf(skip)('spec.storage on loop devices', { timeout: 240_000 }, () =
     expect(refused!.stderr).toContain(`spec.storage.disks[0].device: ${device} is in use: ${device}p1 is mounted on ${elsewhere}`);
     expect(snapshot(device)).toEqual(before);
   });
+
+  it('gives a disk whose table alone was lost its table back, and keeps the filesystem still on it (nothing is wiped without overwrite)', () => {
+    const device = disk(64);
+    execFileSync('sfdisk', ['-q', device], { input: 'label: gpt\nsize=32MiB, type=L\ntype=L\n' });
+    spawnSync('partx', ['-u', device]);
+    execFileSync('mkfs.ext4', ['-q', '-L', tag('kept'), `${device}p1`]);
+    const uuid = blkid(`${device}p1`, 'UUID');
+    execFileSync('wipefs', ['--all', '--quiet', device]);
+    spawnSync('partx', ['-d', device]);
+    expect(spawnSync('blkid', ['-p', device]).status).toBe(2);
+    const m = machine({ disks: [{ device, partitions: [{ sizePercent: 50 }, { type: 'linux' }] }], filesystems: [{ device, partition: 1, format: 'ext4', label: tag('kept') }] });
+    const plan = run(machineadm(m, 'plan'));
+    expect(plan.stdout).toContain(`format ${device}p1 (ext4 labelled "${tag('kept')}", on a new partition, unless a filesystem left there is the one asked for)`);
+    const out = run(machineadm(m));
+    expect(out.code, out.stderr).toBe(0);
+    expect(out.stdout).toMatch(/prepare\/storage\/partitions success/);
+    expect(out.stdout).toMatch(/prepare\/storage\/filesystems skipped .*already done/);
+    expect(blkid(`${device}p1`, 'UUID')).toBe(uuid);
+  });
 });

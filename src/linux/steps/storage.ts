@@ -97,9 +97,12 @@ export const storagePartitionsStep = deviceStep(
       if (d.action !== 'partition' || !d.layout || !d.node) continue;
       // The disk's own signatures (an old table, a filesystem on the whole disk), GPT's backup too.
       if (d.wipe) await run(ctx.host, ['wipefs', '--all', d.node]);
-      // New partitions are wiped as well: an old filesystem at the same offset would otherwise show
-      // through, and the filesystems step would take it for one to keep.
-      await run(ctx.host, ['sfdisk', '--quiet', '--wipe', 'always', '--wipe-partitions', 'always', d.node], sfdiskScript(d.layout));
+      // With overwrite the new partitions are wiped as well: an old filesystem at the same offset
+      // would otherwise show through, and the filesystems step would take it for one to keep.
+      // Without it nothing but the table is written: a disk whose table alone was lost keeps the
+      // filesystems still on it (kept when they are the ones asked for, refused otherwise).
+      const wipe = d.spec.overwrite ? 'always' : 'never';
+      await run(ctx.host, ['sfdisk', '--quiet', '--wipe', wipe, '--wipe-partitions', wipe, d.node], sfdiskScript(d.layout));
       // sfdisk asks the kernel to re-read the table; partx tells it partition by partition, which
       // also works where the re-read is refused or ignored (a loop device, a disk with a busy part).
       await ctx.host.proc.run(['partx', '--update', d.node], { timeoutMs: TOOL_TIMEOUT_MS, allowFailure: true });

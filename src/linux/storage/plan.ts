@@ -184,7 +184,10 @@ async function planFilesystem(ctx: Context, spec: FilesystemSpec, index: number,
   }
   // The disk is refused (its own issue says why) or gets a new table: its partitions hold nothing yet.
   if (disk?.action === 'refused') return { index, spec, node, action: 'refused', wipe: false, detail: `${spec.device} is refused` };
-  if (disk?.action === 'partition') return { index, spec, node, action: 'format', wipe: false, detail: describeFormat(spec, 'on a new partition') };
+  if (disk?.action === 'partition') {
+    const note = disk.spec.overwrite ? 'on a new partition' : 'on a new partition, unless a filesystem left there is the one asked for';
+    return { index, spec, node, action: 'format', wipe: false, detail: describeFormat(spec, note) };
+  }
   const found = await ctx.host.devices.lookup(node);
   const what = spec.partition === undefined ? node : `partition ${spec.partition} of ${spec.device} (${node})`;
   if (found.kind === 'missing') return refused(`${what} does not exist`, spec.partition === undefined ? 'name a device of this machine (lsblk lists them)' : 'partition the disk first (spec.storage.disks), or name an existing partition', spec.partition === undefined ? `${field}.device` : `${field}.partition`);
