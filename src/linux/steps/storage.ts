@@ -26,12 +26,7 @@ function refusals(issues: readonly ConfigIssue[]): Change[] {
   return issues.map((i) => ({ action: 'refuse', target: i.path, detail: i.hint ? `${i.message} (${i.hint})` : i.message }));
 }
 
-async function preflightPart(ctx: StepContext, part: Part): Promise<void> {
-  const plan = await planStorage(ctx);
-  if (plan.issues[part].length) throw new ConfigError(plan.issues[part]);
-}
-
-/** The plan, refusing (exit 2) what it refuses: the machine changed since the preflight. */
+/** The plan, refusing (exit 2) what it refuses: in the preflight, and in apply when the machine changed since. */
 async function planOrRefuse(ctx: StepContext, part: Part): Promise<StoragePlan> {
   const plan = await planStorage(ctx);
   if (plan.issues[part].length) throw new ConfigError(plan.issues[part]);
@@ -75,7 +70,9 @@ function deviceStep(part: Part, id: string, summary: string, changes: (plan: Sto
     summary,
     platforms: ['linux'],
     applies: (config) => (config.spec.storage?.[part]?.length ?? 0) > 0,
-    preflight: (ctx) => preflightPart(ctx, part),
+    async preflight(ctx) {
+      await planOrRefuse(ctx, part);
+    },
     async check(ctx) {
       const plan = await planStorage(ctx);
       return checkResult(ctx, changes(plan), plan.issues[part]);
