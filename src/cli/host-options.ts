@@ -4,9 +4,9 @@ import { createHost, defaultStateDir, RootedFileSystem, type Facts, type Host } 
 import type { CommonOptions } from './options.ts';
 import type { Io } from './io.ts';
 
-export function hostFrom(options: CommonOptions & { devices?: boolean }, io: Io, facts?: Facts | Promise<Facts>, signal?: AbortSignal): Host {
+export function hostFrom(options: CommonOptions & { devices?: boolean; otherMachine?: boolean }, io: Io, facts?: Facts | Promise<Facts>, signal?: AbortSignal): Host {
   const stateDir = options.stateDir ? { stateDir: resolve(io.cwd, options.stateDir) } : {};
-  return createHost({ root: resolve(io.cwd, options.root), offline: options.offline ?? false, ...(options.devices ? { devices: true } : {}), env: io.env, ...stateDir, ...(facts ? { facts } : {}), ...(signal ? { signal } : {}) });
+  return createHost({ root: resolve(io.cwd, options.root), offline: options.offline ?? false, ...(options.devices ? { devices: true } : {}), ...(options.otherMachine ? { otherMachine: true } : {}), env: io.env, ...stateDir, ...(facts ? { facts } : {}), ...(signal ? { signal } : {}) });
 }
 
 export function stateFsFrom(options: CommonOptions, io: Io, host: Host): RootedFileSystem {

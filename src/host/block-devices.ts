@@ -53,12 +53,23 @@ export function parseMountInfo(text: string): MountedFilesystem[] {
   return out;
 }
 
-export class BlockDevices {
-  /** True when this run may partition, format and mount devices. */
-  readonly allowed: boolean;
+/**
+ * What a run may do with this machine's devices: look at and change them (the live root, or
+ * --devices), show what it would do and skip (a scratch root), or describe them for another
+ * machine's plan (--facts, --os), where this machine's devices say nothing.
+ */
+export type DeviceAccess = 'change' | 'skip' | 'describe';
 
-  constructor(allowed: boolean) {
-    this.allowed = allowed;
+export class BlockDevices {
+  readonly access: DeviceAccess;
+
+  constructor(access: DeviceAccess) {
+    this.access = access;
+  }
+
+  /** True when this run may look at, partition, format and mount devices. */
+  get allowed(): boolean {
+    return this.access === 'change';
   }
 
   /** What the path is: a block device (with its size and partitions), missing, or something else. */
@@ -95,6 +106,12 @@ export class BlockDevices {
   /** The filesystems mounted in machineadm's mount namespace. */
   async mounted(): Promise<MountedFilesystem[]> {
     return parseMountInfo((await readSmall('/proc/self/mountinfo')) ?? '');
+  }
+
+  /** The swap areas in use (/proc/swaps), as device paths; swap files are left out. */
+  async activeSwaps(): Promise<string[]> {
+    const lines = ((await readSmall('/proc/swaps')) ?? '').split('\n').slice(1);
+    return lines.map((l) => l.split(/\s+/)).filter((f) => f[1] === 'partition' && f[0]).map((f) => unescapeOctal(f[0]!));
   }
 
   /** The real path of a mount point (a link in its path is followed, as mount(8) does), or undefined. */

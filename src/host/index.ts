@@ -49,6 +49,8 @@ export interface HostOptions {
   signal?: AbortSignal;
   /** Under a scratch root, partition, format and mount the real devices spec.storage names (--devices). */
   devices?: boolean;
+  /** The facts are another machine's (a plan with --facts or --os): its devices are not this one's. */
+  otherMachine?: boolean;
   /** The Windows seam to use instead of powershell.exe (a simulated machine in tests). */
   windows?: WindowsHost;
 }
@@ -100,7 +102,7 @@ export function createHost(options: HostOptions = {}): Host {
     local: operatorFileSystem(),
     proc,
     // Devices are the running kernel's: changed on the live root, or under a scratch root only when asked.
-    devices: new BlockDevices(fs.isLiveRoot || options.devices === true),
+    devices: new BlockDevices(options.otherMachine ? 'describe' : fs.isLiveRoot || options.devices === true ? 'change' : 'skip'),
     env,
     offline: options.offline ?? false,
     stateDir: machineStateDir,
@@ -129,6 +131,6 @@ export type { Facts, OperatingSystem } from './facts.ts';
 export type { WindowsHost, ComputerSystem, DomainJoinOutcome } from './windows/index.ts';
 export { RootedFileSystem, type WriteOptions, type FileInfo, type FileSystemOptions, type PendingFile } from './fs.ts';
 export { acquireRunLock, type LockAttempt, type LockHolder } from './run-lock.ts';
-export { BlockDevices, parseMountInfo, type BlockDevice, type DeviceLookup, type MountedFilesystem } from './block-devices.ts';
+export { BlockDevices, parseMountInfo, type DeviceAccess, type BlockDevice, type DeviceLookup, type MountedFilesystem } from './block-devices.ts';
 export { ProcessRunner, type RunOptions, type RunResult, tail } from './exec.ts';
 export type { ResumeRegistration } from './resume.ts';

@@ -40,7 +40,7 @@ function machine(withSystemd: boolean) {
   const fs = new LiveLikeFileSystem(root);
   const proc = new RecordingRunner({});
   const facts: Facts = { os: 'linux', arch: 'x64', hostname: 'node-1', privileged: true, liveRoot: true, containerdVersion: '1.7.24' };
-  const host = { fs, local: fs, proc, devices: new BlockDevices(false), env: {}, offline: false, now: () => new Date(), sleep: async () => {}, facts: async () => facts, resume: systemdResume(fs), restart: async () => { throw new Error('a test never restarts the machine'); } } satisfies Host;
+  const host = { fs, local: fs, proc, devices: new BlockDevices('skip'), env: {}, offline: false, now: () => new Date(), sleep: async () => {}, facts: async () => facts, resume: systemdResume(fs), restart: async () => { throw new Error('a test never restarts the machine'); } } satisfies Host;
   const state = new StateStore(new RootedFileSystem(join(dir, 'state')));
   const run = async (containerd: Record<string, unknown>, only = ['prepare/containerd']) => {
     const { value: config, issues } = parseWith(machineConfigSchema, { apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { containerd } });

@@ -35,7 +35,8 @@ interface Run {
   stderr: string;
 }
 
-describe.skipIf(skip)('spec.storage on loop devices', () => {
+// Each test runs machineadm several times (a few seconds each on a loaded two-core machine).
+describe.skipIf(skip)('spec.storage on loop devices', { timeout: 240_000 }, () => {
   const dir = skip ? '' : scratchDir('machineadm-storage-');
   const attached: string[] = [];
   let n = 0;
@@ -180,13 +181,13 @@ describe.skipIf(skip)('spec.storage on loop devices', () => {
     for (const command of ['prepare', 'plan']) {
       const out = run(machineadm(other, command));
       expect(out.code, `${command}: ${out.stderr}`).toBe(2);
-      expect(out.stderr).toContain(`spec.storage.filesystems[0].device: ${device} holds a ext4 filesystem labelled "old", not the ext4 labelled "data" asked for; machineadm never reformats without overwrite`);
+      expect(out.stderr).toContain(`spec.storage.filesystems[0].device: ${device} holds an ext4 filesystem labelled "old", not the ext4 labelled "data" asked for; machineadm never reformats without overwrite`);
       expect(snapshot(device)).toEqual(before);
     }
 
     const overwrite = machine({ filesystems: [{ device, format: 'ext4', label: 'data', overwrite: true }] });
     const plan = run(machineadm(overwrite, 'plan'));
-    expect(plan.stdout).toContain(`reformat ${device} (ext4 labelled "data", replacing a ext4 filesystem labelled "old" (overwrite))`);
+    expect(plan.stdout).toContain(`reformat ${device} (ext4 labelled "data", replacing an ext4 filesystem labelled "old" (overwrite))`);
     const out = run(machineadm(overwrite));
     expect(out.code, out.stderr).toBe(0);
     expect(blkid(device, 'LABEL')).toBe('data');
@@ -199,8 +200,8 @@ describe.skipIf(skip)('spec.storage on loop devices', () => {
 
   it.each([
     ['a partition table of another layout', (d: string) => execFileSync('sfdisk', ['-q', d], { input: 'label: gpt\nsize=10MiB, type=L\n' }), /spec\.storage\.disks\[0\]\.device: .*: it has 1 partition, not 2; machineadm never repartitions a disk that holds something without overwrite/],
-    ['an MBR table where GPT is asked', (d: string) => execFileSync('sfdisk', ['-q', d], { input: 'label: dos\nsize=32MiB, type=83\ntype=82\n' }), /it has a MBR partition table, not GPT/],
-    ['a filesystem on the whole disk', (d: string) => execFileSync('mkfs.ext4', ['-q', '-L', 'whole', d]), /it holds a ext4 filesystem labelled "whole"/],
+    ['an MBR table where GPT is asked', (d: string) => execFileSync('sfdisk', ['-q', d], { input: 'label: dos\nsize=32MiB, type=83\ntype=82\n' }), /it has an MBR partition table, not GPT/],
+    ['a filesystem on the whole disk', (d: string) => execFileSync('mkfs.ext4', ['-q', '-L', 'whole', d]), /it holds an ext4 filesystem labelled "whole"/],
   ])('refuses a disk that holds %s without overwrite: init and plan exit 2, the disk byte for byte as it was', (_what, prepare, message) => {
     const device = disk(64);
     prepare(device);
@@ -257,5 +258,40 @@ describe.skipIf(skip)('spec.storage on loop devices', () => {
     expect(out.code, out.stderr).toBe(2);
     expect(out.stderr).toContain(`spec.storage.mounts[0].device: LABEL=${tag('twice')} would name 2 filesystems on this machine (${[taken, device].sort().join(', ')}): the mount would take either`);
     expect(snapshot(device)).toEqual(before);
+  });
+
+  it('refuses to repartition a disk whose partition is mounted, even with overwrite', () => {
+    const device = disk(64);
+    execFileSync('sfdisk', ['-q', device], { input: 'label: gpt\nsize=32MiB, type=L\ntype=L\n' });
+    spawnSync('partx', ['-u', device]);
+    execFileSync('mkfs.ext4', ['-q', `${device}p1`]);
+    const before = snapshot(device);
+    const m = machine({ disks: [{ device, overwrite: true }] });
+    const elsewhere = join(dir, `mounted-${++n}`);
+    mkdirSync(elsewhere);
+    const [mounted, refused] = inMountNamespace([['mount', `${device}p1`, elsewhere], machineadm(m, 'init')]);
+    expect(mounted!.code).toBe(0);
+    expect(refused!.code, refused!.stderr).toBe(2);
+    expect(refused!.stderr).toContain(`spec.storage.disks[0].device: ${device} is in use: ${device}p1 is mounted on ${elsewhere}`);
+    expect(snapshot(device)).toEqual(before);
+  });
+
+  it('gives a disk whose table alone was lost its table back, and keeps the filesystem still on it (nothing is wiped without overwrite)', () => {
+    const device = disk(64);
+    execFileSync('sfdisk', ['-q', device], { input: 'label: gpt\nsize=32MiB, type=L\ntype=L\n' });
+    spawnSync('partx', ['-u', device]);
+    execFileSync('mkfs.ext4', ['-q', '-L', tag('kept'), `${device}p1`]);
+    const uuid = blkid(`${device}p1`, 'UUID');
+    execFileSync('wipefs', ['--all', '--quiet', device]);
+    spawnSync('partx', ['-d', device]);
+    expect(spawnSync('blkid', ['-p', device]).status).toBe(2);
+    const m = machine({ disks: [{ device, partitions: [{ sizePercent: 50 }, { type: 'linux' }] }], filesystems: [{ device, partition: 1, format: 'ext4', label: tag('kept') }] });
+    const plan = run(machineadm(m, 'plan'));
+    expect(plan.stdout).toContain(`format ${device}p1 (ext4 labelled "${tag('kept')}", on a new partition, unless a filesystem left there is the one asked for)`);
+    const out = run(machineadm(m));
+    expect(out.code, out.stderr).toBe(0);
+    expect(out.stdout).toMatch(/prepare\/storage\/partitions success/);
+    expect(out.stdout).toMatch(/prepare\/storage\/filesystems skipped .*already done/);
+    expect(blkid(`${device}p1`, 'UUID')).toBe(uuid);
   });
 });

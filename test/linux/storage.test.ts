@@ -55,7 +55,7 @@ describe('partition layouts', () => {
   it.each([
     ['the same layout', existing('gpt', [[500, '0FC63DAF-8483-4772-8E79-3D69D8477DE4'], [498, '0657fd6d-a4ab-43c4-84e5-0933c84b4f4f']]), undefined],
     ['the same layout, sizes rounded by another tool (within 1% of the disk)', existing('gpt', [[495, '0FC63DAF-8483-4772-8E79-3D69D8477DE4'], [503, '0657FD6D-A4AB-43C4-84E5-0933C84B4F4F']]), undefined],
-    ['another table type', existing('dos', [[500, '83'], [498, '82']]), 'it has a MBR partition table, not GPT'],
+    ['another table type', existing('dos', [[500, '83'], [498, '82']]), 'it has an MBR partition table, not GPT'],
     ['another number of partitions', existing('gpt', [[998, '0FC63DAF-8483-4772-8E79-3D69D8477DE4']]), 'it has 1 partition, not 2'],
     ['another type', existing('gpt', [[500, '0FC63DAF-8483-4772-8E79-3D69D8477DE4'], [498, 'E6D6D379-F507-44C2-A23C-238F2A3DF928']]), 'partition 2 has type E6D6D379-F507-44C2-A23C-238F2A3DF928, not swap (0657FD6D-A4AB-43C4-84E5-0933C84B4F4F)'],
     ['another size', existing('gpt', [[400, '0FC63DAF-8483-4772-8E79-3D69D8477DE4'], [598, '0657FD6D-A4AB-43C4-84E5-0933C84B4F4F']]), 'partition 1 is 400 MiB, not 500 MiB'],
@@ -173,6 +173,9 @@ describe('plan with spec.storage under a scratch --root', () => {
     const root = join(dir, 'root');
     mkdirSync(join(root, 'etc'), { recursive: true });
     writeFileSync(join(root, 'etc/fstab'), 'UUID=1234 / ext4 defaults 0 1\n');
+    // The image's etcd data, which the mount would hide.
+    mkdirSync(join(root, 'var/lib/etcd/member'), { recursive: true });
+    writeFileSync(join(root, 'var/lib/etcd/README'), 'x\n');
     const out = await runCli(['plan', '-c', config, '--root', root, '--state-dir', join(dir, 'state'), '-o', 'json']);
     expect(out.code, out.stderr).toBe(0);
     const plan = JSON.parse(out.stdout) as { phases: { steps: { id: string; status: string; reason?: string; changes: { action: string; target: string; detail?: string; diff?: string }[] }[] }[] };
@@ -181,7 +184,7 @@ describe('plan with spec.storage under a scratch --root', () => {
     expect(steps.map((s) => ({ id: s.id, status: s.status, reason: s.reason, changes: s.changes.map(({ diff: _diff, ...c }) => c) }))).toEqual([
       { id: 'prepare/storage/partitions', status: 'skipped', reason: skipped, changes: [{ action: 'partition', target: '/dev/disk/by-id/machineadm-etcd', detail: 'GPT, 1: 25% linux, 2: rest swap' }] },
       { id: 'prepare/storage/filesystems', status: 'skipped', reason: skipped, changes: [{ action: 'format', target: '/dev/disk/by-id/machineadm-etcd partition 1', detail: 'ext4 labelled "etcd", unless it holds that already' }] },
-      { id: 'prepare/storage/mounts', status: 'skipped', reason: skipped, changes: [{ action: 'mount', target: '/var/lib/etcd', detail: 'LABEL=etcd (ext4, defaults)' }] },
+      { id: 'prepare/storage/mounts', status: 'skipped', reason: skipped, changes: [{ action: 'mount', target: '/var/lib/etcd', detail: 'LABEL=etcd (ext4, defaults); hides the 2 entries now in /var/lib/etcd' }] },
       { id: 'prepare/storage/fstab', status: 'change', reason: undefined, changes: [{ action: 'update', target: '/etc/fstab', detail: '30 -> 205 bytes' }] },
     ]);
     expect(steps[3]!.changes[0]!.diff).toContain('+LABEL=etcd /var/lib/etcd ext4 defaults 0 2');
@@ -225,5 +228,35 @@ describe('examples/etcd-disk.yaml', () => {
     const run = await runCli(['prepare', '-c', example, '--root', root, '--state-dir', join(dir, 'state')]);
     expect(run.code, run.stderr).toBe(0);
     expect(readFileSync(join(root, 'etc/fstab'), 'utf8')).toContain('LABEL=etcd /var/lib/etcd ext4 defaults,noatime 0 2\nLABEL=containerd /var/lib/containerd xfs defaults 0 2\n');
+  });
+});
+
+describe('plan for another machine (--facts)', () => {
+  it("describes spec.storage from the configuration alone: this machine's devices say nothing about that one's", async () => {
+    const dir = scratchDir('machineadm-storage-facts-');
+    const config = join(dir, 'machine.json');
+    writeFileSync(config, JSON.stringify({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { storage: { disks: [{ device: '/dev/machineadm-other-machines-disk' }], filesystems: [{ device: '/dev/machineadm-other-machines-disk', partition: 1, format: 'xfs' }] } } }));
+    const facts = join(dir, 'facts.json');
+    writeFileSync(facts, JSON.stringify({ os: 'linux', arch: 'x64', hostname: 'other', privileged: true, liveRoot: true }));
+    const out = await runCli(['plan', '-c', config, '--facts', facts, '--state-dir', join(dir, 'state'), '-o', 'json']);
+    expect(out.code, out.stderr).toBe(0);
+    const plan = JSON.parse(out.stdout) as { phases: { steps: { id: string; status: string; changes: { action: string; target: string; detail?: string }[] }[] }[] };
+    const steps = plan.phases[0]!.steps.filter((s) => s.id === 'prepare/storage/partitions' || s.id === 'prepare/storage/filesystems');
+    expect(steps.map((s) => [s.id, s.status, s.changes])).toEqual([
+      ['prepare/storage/partitions', 'change', [{ action: 'partition', target: '/dev/machineadm-other-machines-disk', detail: 'GPT, 1: rest linux' }]],
+      ['prepare/storage/filesystems', 'change', [{ action: 'format', target: '/dev/machineadm-other-machines-disk1', detail: 'xfs, unless it holds that already' }]],
+    ]);
+  });
+});
+
+describe('the storage steps in prepare', () => {
+  it('come after the kernel modules and before files and containerd, so that their mount points are mounts first', async () => {
+    const { preparePhase } = await import('../../src/phases/registry.ts');
+    const ids = preparePhase.steps.map((s) => s.id);
+    const at = (id: string) => ids.indexOf(id);
+    expect(ids.filter((id) => id.startsWith('storage/'))).toEqual(['storage/partitions', 'storage/filesystems', 'storage/mounts', 'storage/fstab']);
+    expect(at('kernel-modules/load')).toBeLessThan(at('storage/partitions'));
+    expect(at('storage/fstab')).toBeLessThan(at('files'));
+    expect(at('storage/fstab')).toBeLessThan(at('containerd/config'));
   });
 });

@@ -46,7 +46,7 @@ function scratchKernel(values: Record<string, string>, hangsOn = '') {
   const fs = new LiveLikeFileSystem(root);
   const proc = new SysctlStandIn(root, hangsOn);
   const facts: Facts = { os: 'linux', arch: 'x64', hostname: 'node-1', privileged: true, liveRoot: true };
-  const host = { fs, local: fs, proc, devices: new BlockDevices(false), env: {}, offline: false, now: () => new Date(), sleep: async () => {}, facts: async () => facts, resume: systemdResume(fs), restart: async () => { throw new Error('a test never restarts the machine'); } } satisfies Host;
+  const host = { fs, local: fs, proc, devices: new BlockDevices('skip'), env: {}, offline: false, now: () => new Date(), sleep: async () => {}, facts: async () => facts, resume: systemdResume(fs), restart: async () => { throw new Error('a test never restarts the machine'); } } satisfies Host;
   const input = (spec: Record<string, unknown>): RunnerInput => {
     const { value: config, issues } = parseWith(machineConfigSchema, { apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec });
     if (!config) throw new Error(JSON.stringify(issues));

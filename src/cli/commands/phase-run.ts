@@ -94,7 +94,7 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
   // Signals are watched from before anything can change until the run has reported.
   const interrupts = planning ? undefined : io.watchInterrupts?.();
   try {
-    const hostOptions = (offline: boolean, facts = givenFacts ?? detected) => hostFrom({ ...options, offline }, io, facts, interrupts?.signal);
+    const hostOptions = (offline: boolean, facts = givenFacts ?? detected) => hostFrom({ ...options, offline, otherMachine: givenFacts !== undefined }, io, facts, interrupts?.signal);
     let host = hostOptions(options.offline ?? false);
     // The machine's facts (probing them runs containerd and kubeadm) are gathered while the
     // configuration loads: every phase command needs both, and the probes mostly wait.

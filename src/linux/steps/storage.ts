@@ -19,19 +19,14 @@ const PARTITION_WAIT_MS = 30_000;
 type Part = 'disks' | 'filesystems' | 'mounts';
 
 function deviceSkipReason(ctx: StepContext): string | undefined {
-  return ctx.host.devices.allowed ? undefined : `device change skipped under --root ${ctx.host.fs.root} (--devices makes it, on this machine's devices)`;
+  return ctx.host.devices.access === 'skip' ? `device change skipped under --root ${ctx.host.fs.root} (--devices makes it, on this machine's devices)` : undefined;
 }
 
 function refusals(issues: readonly ConfigIssue[]): Change[] {
   return issues.map((i) => ({ action: 'refuse', target: i.path, detail: i.hint ? `${i.message} (${i.hint})` : i.message }));
 }
 
-async function preflightPart(ctx: StepContext, part: Part): Promise<void> {
-  const plan = await planStorage(ctx);
-  if (plan.issues[part].length) throw new ConfigError(plan.issues[part]);
-}
-
-/** The plan, refusing (exit 2) what it refuses: the machine changed since the preflight. */
+/** The plan, refusing (exit 2) what it refuses: in the preflight, and in apply when the machine changed since. */
 async function planOrRefuse(ctx: StepContext, part: Part): Promise<StoragePlan> {
   const plan = await planStorage(ctx);
   if (plan.issues[part].length) throw new ConfigError(plan.issues[part]);
@@ -75,7 +70,9 @@ function deviceStep(part: Part, id: string, summary: string, changes: (plan: Sto
     summary,
     platforms: ['linux'],
     applies: (config) => (config.spec.storage?.[part]?.length ?? 0) > 0,
-    preflight: (ctx) => preflightPart(ctx, part),
+    async preflight(ctx) {
+      await planOrRefuse(ctx, part);
+    },
     async check(ctx) {
       const plan = await planStorage(ctx);
       return checkResult(ctx, changes(plan), plan.issues[part]);
@@ -97,9 +94,12 @@ export const storagePartitionsStep = deviceStep(
       if (d.action !== 'partition' || !d.layout || !d.node) continue;
       // The disk's own signatures (an old table, a filesystem on the whole disk), GPT's backup too.
       if (d.wipe) await run(ctx.host, ['wipefs', '--all', d.node]);
-      // New partitions are wiped as well: an old filesystem at the same offset would otherwise show
-      // through, and the filesystems step would take it for one to keep.
-      await run(ctx.host, ['sfdisk', '--quiet', '--wipe', 'always', '--wipe-partitions', 'always', d.node], sfdiskScript(d.layout));
+      // With overwrite the new partitions are wiped as well: an old filesystem at the same offset
+      // would otherwise show through, and the filesystems step would take it for one to keep.
+      // Without it nothing but the table is written: a disk whose table alone was lost keeps the
+      // filesystems still on it (kept when they are the ones asked for, refused otherwise).
+      const wipe = d.spec.overwrite ? 'always' : 'never';
+      await run(ctx.host, ['sfdisk', '--quiet', '--wipe', wipe, '--wipe-partitions', wipe, d.node], sfdiskScript(d.layout));
       // sfdisk asks the kernel to re-read the table; partx tells it partition by partition, which
       // also works where the re-read is refused or ignored (a loop device, a disk with a busy part).
       await ctx.host.proc.run(['partx', '--update', d.node], { timeoutMs: TOOL_TIMEOUT_MS, allowFailure: true });

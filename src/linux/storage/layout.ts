@@ -97,7 +97,7 @@ export function parseSfdiskJson(text: string): PartitionTable | undefined {
  * same layout rounds differently).
  */
 export function tableDifference(existing: PartitionTable, layout: Layout, sizeBytes: number): string | undefined {
-  if (existing.label !== layout.table) return `it has a ${describeLabel(existing.label)} partition table, not ${describeLabel(layout.table)}`;
+  if (existing.label !== layout.table) return `it has ${withArticle(`${describeLabel(existing.label)} partition table`)}, not ${describeLabel(layout.table)}`;
   if (existing.partitions.length !== layout.partitions.length) return `it has ${existing.partitions.length} partition${existing.partitions.length === 1 ? '' : 's'}, not ${layout.partitions.length}`;
   const slack = Math.max(MiB, sizeBytes / 100);
   for (const [i, want] of layout.partitions.entries()) {
@@ -108,6 +108,11 @@ export function tableDifference(existing: PartitionTable, layout: Layout, sizeBy
     if (Math.abs(bytes - want.bytes) > slack) return `partition ${want.number} is ${formatBytes(bytes)}, not ${formatBytes(want.bytes)}`;
   }
   return undefined;
+}
+
+/** "an ext4 filesystem", "an MBR partition table", "a GPT ...": by the sound of the first letter. */
+export function withArticle(words: string): string {
+  return `${/^([aeiouAEIOU]|x|ntfs|[FHLMNRSX][A-Z0-9])/.test(words) ? 'an' : 'a'} ${words}`;
 }
 
 function describeLabel(label: string): string {

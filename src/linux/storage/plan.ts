@@ -7,7 +7,7 @@ import type { StepContext } from '../../phases/step.ts';
 import type { DiskSpec, FilesystemSpec, MountSpec } from '../../config/schema/index.ts';
 import type { ConfigIssue } from '../../errors.ts';
 import type { BlockDevice, Host, MountedFilesystem } from '../../host/index.ts';
-import { describeLayout, parseSfdiskJson, partitionPath, planLayout, tableDifference, type Layout } from './layout.ts';
+import { describeLayout, parseSfdiskJson, partitionPath, planLayout, tableDifference, withArticle, type Layout } from './layout.ts';
 
 export interface DiskPlan {
   index: number;
@@ -86,8 +86,8 @@ function partitionNode(disk: string, number: number, realPath?: string): string 
 }
 
 function describeSignature(sig: Signature): string {
-  if (sig.PTTYPE && !sig.TYPE) return `a ${sig.PTTYPE === 'dos' ? 'MBR' : sig.PTTYPE.toUpperCase()} partition table`;
-  return `a ${sig.TYPE} ${sig.TYPE === 'swap' ? 'area' : 'filesystem'}${sig.LABEL ? ` labelled "${sig.LABEL}"` : ''}`;
+  if (sig.PTTYPE && !sig.TYPE) return withArticle(`${sig.PTTYPE === 'dos' ? 'MBR' : sig.PTTYPE.toUpperCase()} partition table`);
+  return withArticle(`${sig.TYPE} ${sig.TYPE === 'swap' ? 'area' : 'filesystem'}${sig.LABEL ? ` labelled "${sig.LABEL}"` : ''}`);
 }
 
 const MKFS: Record<FilesystemSpec['format'], string> = { ext4: 'mkfs.ext4', xfs: 'mkfs.xfs', btrfs: 'mkfs.btrfs', vfat: 'mkfs.vfat', swap: 'mkswap' };
@@ -99,13 +99,18 @@ export function mkfsArgv(fs: FilesystemSpec, node: string): [string, ...string[]
   return [MKFS[fs.format], ...force, ...label, ...(fs.options ?? []), node];
 }
 
+function describeUse(m: MountedFilesystem): string {
+  return m.fstype === 'swap' && m.target === '(swap in use)' ? `${m.source} is swap in use` : `${m.source} is mounted on ${m.target}`;
+}
+
 function mountedOn(mounts: readonly MountedFilesystem[], devs: readonly { major: number; minor: number }[]): MountedFilesystem | undefined {
   return mounts.find((m) => devs.some((d) => d.major === m.major && d.minor === m.minor));
 }
 
 interface Context {
   host: Host;
-  mounted: MountedFilesystem[];
+  /** Mounted filesystems and swap areas in use. */
+  inUse: MountedFilesystem[];
   privileged: boolean;
 }
 
@@ -154,8 +159,8 @@ async function planDisk(ctx: Context, spec: DiskSpec, index: number, issues: Con
     why = `it holds ${describeSignature(sig)}`;
   }
   if (why && !spec.overwrite) return refused(`${spec.device}: ${why}; machineadm never repartitions a disk that holds something without overwrite`, 'set overwrite: true to repartition it (everything on it is lost), or change the partitions to match the disk');
-  const inUse = mountedOn(ctx.mounted, [disk, ...disk.partitions]);
-  if (inUse) return refused(`${spec.device} is in use: ${inUse.source} is mounted on ${inUse.target}`, 'unmount it first, or leave this disk out');
+  const inUse = mountedOn(ctx.inUse, [disk, ...disk.partitions]);
+  if (inUse) return refused(`${spec.device} is in use: ${describeUse(inUse)}`, 'unmount it (swapoff a swap area) first, or leave this disk out');
   if (!ctx.privileged) return refused(`partitioning ${spec.device} needs root`, 'run machineadm as root');
   return { ...base, action: 'partition', wipe: why !== undefined, detail: `${describeLayout(spec, layout)}${why ? ` (overwrite: ${why})` : ''}` };
 }
@@ -179,7 +184,10 @@ async function planFilesystem(ctx: Context, spec: FilesystemSpec, index: number,
   }
   // The disk is refused (its own issue says why) or gets a new table: its partitions hold nothing yet.
   if (disk?.action === 'refused') return { index, spec, node, action: 'refused', wipe: false, detail: `${spec.device} is refused` };
-  if (disk?.action === 'partition') return { index, spec, node, action: 'format', wipe: false, detail: describeFormat(spec, 'on a new partition') };
+  if (disk?.action === 'partition') {
+    const note = disk.spec.overwrite ? 'on a new partition' : 'on a new partition, unless a filesystem left there is the one asked for';
+    return { index, spec, node, action: 'format', wipe: false, detail: describeFormat(spec, note) };
+  }
   const found = await ctx.host.devices.lookup(node);
   const what = spec.partition === undefined ? node : `partition ${spec.partition} of ${spec.device} (${node})`;
   if (found.kind === 'missing') return refused(`${what} does not exist`, spec.partition === undefined ? 'name a device of this machine (lsblk lists them)' : 'partition the disk first (spec.storage.disks), or name an existing partition', spec.partition === undefined ? `${field}.device` : `${field}.partition`);
@@ -191,8 +199,8 @@ async function planFilesystem(ctx: Context, spec: FilesystemSpec, index: number,
   }
   const holds = sig.TYPE || sig.PTTYPE ? describeSignature(sig) : undefined;
   if (holds && !spec.overwrite) return refused(`${what} holds ${holds}, not the ${asked}${spec.label ? ` labelled "${spec.label}"` : ''} asked for; machineadm never reformats without overwrite`, 'set overwrite: true to reformat it (its data is lost), or change format and label to what it holds');
-  const inUse = mountedOn(ctx.mounted, [found.device]);
-  if (inUse) return refused(`${what} is mounted on ${inUse.target}`, 'unmount it first, or leave this filesystem out');
+  const inUse = mountedOn(ctx.inUse, [found.device]);
+  if (inUse) return refused(`${what} is in use: ${describeUse(inUse)}`, 'unmount it (swapoff a swap area) first, or leave this filesystem out');
   if (!ctx.privileged) return refused(`formatting ${what} needs root`, 'run machineadm as root');
   return { index, spec, node, action: 'format', wipe: holds !== undefined, detail: describeFormat(spec, holds ? `replacing ${holds} (overwrite)` : undefined) };
 }
@@ -207,7 +215,7 @@ function madeByThisRun(source: string, filesystems: readonly FilesystemPlan[], d
   if (source.startsWith('LABEL=')) return made.some((f) => f.spec.label === source.slice('LABEL='.length));
   if (source.startsWith('/dev/')) {
     const diskAction = action === 'format' ? 'partition' : 'refused';
-    return made.some((f) => f.node === source || f.spec.device === source) || disks.some((d) => d.action === diskAction && d.layout?.partitions.some((p) => partitionPath(d.node ?? d.spec.device, p.number) === source));
+    return made.some((f) => f.node === source || (f.spec.partition === undefined && f.spec.device === source)) || disks.some((d) => d.action === diskAction && d.layout?.partitions.some((p) => partitionPath(d.node ?? d.spec.device, p.number) === source));
   }
   return false;
 }
@@ -251,22 +259,28 @@ async function planMount(ctx: Context, spec: MountSpec, index: number, filesyste
   const fresh = madeByThisRun(source, filesystems, disks, 'format');
   if (!device && !fresh) return refused(source.startsWith('/dev/') ? `${source} does not exist` : `no filesystem on this machine has ${source}`, 'make it in spec.storage.filesystems (with that label), or name an existing one (blkid lists them)');
   const real = (await ctx.host.devices.realPath(target)) ?? target;
-  const here = ctx.mounted.filter((m) => m.target === real).at(-1);
+  const here = ctx.inUse.filter((m) => m.target === real).at(-1);
   if (here) {
     if (device && !fresh && here.major === device.major && here.minor === device.minor) return { index, spec, target, action: 'keep', detail: `${source} is mounted on ${spec.path}` };
     return refused(`${spec.path} has ${here.source} (${here.fstype}) mounted on it already`, 'unmount it first, or choose another path', `${field}.path`);
   }
   if (spec.options.includes('noauto')) return { index, spec, target, action: 'fstab-only', detail: `noauto: ${source} is not mounted now` };
   if (!ctx.privileged) return refused(`mounting ${source} needs root`, 'run machineadm as root');
-  // Said, not refused: an image may have put files there (pre-pulled images under /var/lib/containerd)
-  // that the mount hides until it is undone.
-  const hidden = (await ctx.host.fs.list(spec.path)).length;
+  return { index, spec, target, action: 'mount', detail: await describeMount(ctx.host, spec) };
+}
+
+/**
+ * What a mount does, in a plan. What it hides is said, not refused: an image may have put files
+ * there (pre-pulled images under /var/lib/containerd) that the mount hides until it is undone.
+ */
+async function describeMount(host: Host, spec: MountSpec): Promise<string> {
+  const hidden = (await host.fs.list(spec.path).catch(() => [])).length;
   const hides = hidden ? `; hides the ${hidden} entr${hidden === 1 ? 'y' : 'ies'} now in ${spec.path}` : '';
-  return { index, spec, target, action: 'mount', detail: `${source} (${spec.format}, ${spec.options.join(',')})${hides}` };
+  return `${spec.device} (${spec.format}, ${spec.options.join(',')})${hides}`;
 }
 
 /** The plan when the devices are not this run's to change (a scratch --root without --devices): what the configuration asks, unprobed. */
-function unprobed(ctx: StepContext): StoragePlan {
+async function unprobed(ctx: StepContext): Promise<StoragePlan> {
   const storage = ctx.config.spec.storage ?? {};
   const disks: DiskPlan[] = (storage.disks ?? []).map((spec, index) => ({ index, spec, action: 'partition', wipe: false, detail: describeLayout(spec) }));
   const filesystems: FilesystemPlan[] = (storage.filesystems ?? []).map((spec, index) => ({
@@ -277,14 +291,25 @@ function unprobed(ctx: StepContext): StoragePlan {
     wipe: false,
     detail: describeFormat(spec, spec.overwrite ? 'unless it holds that already (overwrite: anything else is replaced)' : 'unless it holds that already'),
   }));
-  const mounts: MountPlan[] = (storage.mounts ?? []).map((spec, index) => ({ index, spec, target: ctx.host.fs.mapPath(spec.path), action: 'mount', detail: `${spec.device} (${spec.format}, ${spec.options.join(',')})` }));
+  const mounts: MountPlan[] = [];
+  for (const [index, spec] of (storage.mounts ?? []).entries()) mounts.push({ index, spec, target: ctx.host.fs.mapPath(spec.path), action: 'mount', detail: await describeMount(ctx.host, spec) });
   return { live: false, disks, filesystems, mounts, issues: { disks: [], filesystems: [], mounts: [] } };
+}
+
+/** What holds a device: its mounts, and the swap areas in use (as if mounted on "swap"). */
+async function devicesInUse(host: Host): Promise<MountedFilesystem[]> {
+  const inUse = await host.devices.mounted();
+  for (const path of await host.devices.activeSwaps()) {
+    const found = await host.devices.lookup(path);
+    if (found.kind === 'block') inUse.push({ target: '(swap in use)', source: path, fstype: 'swap', major: found.device.major, minor: found.device.minor });
+  }
+  return inUse;
 }
 
 export async function planStorage(ctx: StepContext): Promise<StoragePlan> {
   if (!ctx.host.devices.allowed) return unprobed(ctx);
   const storage = ctx.config.spec.storage ?? {};
-  const c: Context = { host: ctx.host, mounted: await ctx.host.devices.mounted(), privileged: ctx.facts.privileged };
+  const c: Context = { host: ctx.host, inUse: await devicesInUse(ctx.host), privileged: ctx.facts.privileged };
   const issues: StoragePlan['issues'] = { disks: [], filesystems: [], mounts: [] };
   const disks: DiskPlan[] = [];
   for (const [i, spec] of (storage.disks ?? []).entries()) disks.push(await planDisk(c, spec, i, issues.disks));
