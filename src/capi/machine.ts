@@ -169,6 +169,10 @@ function storage(doc: TrackedDocument, base: Path, spec: Json): void {
       doc.refuse([...mountsPath, i], 'needs at least a device and a mount point', 'e.g. [LABEL=etcd_disk, /var/lib/etcd]');
       continue;
     }
+    if (path === 'none' || type === 'swap') {
+      doc.refuse([...mountsPath, i], 'a swap entry: machineadm makes swap areas but never turns them on (the kubelet refuses to run with swap unless told)', 'remove it, or turn swap on with a boot command if the kubelet is configured for it');
+      continue;
+    }
     const mount: Json = { device, path };
     if (type !== undefined && type !== 'auto') mount.format = type;
     if (options !== undefined) mount.options = options.split(',');
