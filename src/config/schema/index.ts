@@ -8,20 +8,42 @@ import { windowsSection } from './windows.ts';
 import { domainJoinSection } from './domain-join.ts';
 import { reportSection } from './report.ts';
 import { securitySection } from './security.ts';
+import { commandsSection } from './commands.ts';
+import { usersSection } from './users.ts';
+import { timeServersSection } from './time.ts';
 
 export const API_GROUP = 'machineadm.cluster.x-k8s.io';
 export const API_VERSION = `${API_GROUP}/v1alpha1`;
 export const SUPPORTED_API_VERSIONS = [API_VERSION] as const;
 
-export const machineConfigSpec = object({
-  ...systemFields,
-  containerd: optional(containerdSection),
-  kubernetes: optional(kubernetesSection),
-  domainJoin: optional(domainJoinSection),
-  windows: optional(windowsSection),
-  report: withDefault(reportSection, { clusterAPISentinel: true, deadlineSeconds: 30 }),
-  security: withDefault(securitySection, { requireSignedBinary: false, offline: false }),
-});
+export const machineConfigSpec = object(
+  {
+    ...systemFields,
+    commands: optional(commandsSection),
+    users: optional(usersSection),
+    timeServers: optional(timeServersSection),
+    containerd: optional(containerdSection),
+    kubernetes: optional(kubernetesSection),
+    domainJoin: optional(domainJoinSection),
+    windows: optional(windowsSection),
+    report: withDefault(reportSection, { clusterAPISentinel: true, deadlineSeconds: 30 }),
+    security: withDefault(securitySection, { requireSignedBinary: false, offline: false }),
+  },
+  {
+    check: (spec, report) => {
+      // There is no kubeadm run for these to come before or after.
+      for (const when of ['beforeKubeadm', 'afterKubeadm'] as const) {
+        if (spec.commands?.[when]?.length && spec.kubernetes === undefined) report(['commands', when], 'runs around kubeadm, but spec.kubernetes is not set', 'set spec.kubernetes, or move the commands to spec.commands.boot');
+      }
+      const seen = new Map<string, number>();
+      for (const [i, user] of (spec.users ?? []).entries()) {
+        const earlier = seen.get(user.name);
+        if (earlier !== undefined) report(['users', i, 'name'], `"${user.name}" is also spec.users[${earlier}].name`, 'give each user once');
+        else seen.set(user.name, i);
+      }
+    },
+  },
+);
 
 export const machineConfigSchema = object({
   apiVersion: enumOf(SUPPORTED_API_VERSIONS),
@@ -40,6 +62,10 @@ export type WindowsSpec = NonNullable<MachineConfigSpec['windows']>;
 export type HostAgentSpec = NonNullable<WindowsSpec['hostAgents']>[number];
 export type ReportSpec = MachineConfigSpec['report'];
 export type SecuritySpec = MachineConfigSpec['security'];
+export type CommandsSpec = NonNullable<MachineConfigSpec['commands']>;
+export type CommandSpec = NonNullable<CommandsSpec['boot']>[number];
+export type UserSpec = NonNullable<MachineConfigSpec['users']>[number];
+export type TimeServersSpec = NonNullable<MachineConfigSpec['timeServers']>;
 
 export function machineConfigJsonSchema(): Record<string, unknown> {
   return {
