@@ -62,7 +62,7 @@ export const timeServersFileStep: Step = {
 function reloadNeeded(ctx: StepContext): string | undefined {
   const file = ctx.run.phases.flatMap((p) => p.steps).find((s) => s.id.endsWith('/time-servers/file'));
   const writtenAt = ctx.recordOf('time-servers/file')?.data?.writtenAt;
-  if (ctx.options.dryRun) return file?.result === 'success' ? 'planned' : undefined;
+  if (ctx.options.dryRun && file?.result === 'success') return 'planned';
   if (typeof writtenAt !== 'string') return undefined;
   return ctx.previous?.data?.reloadedFor === writtenAt ? undefined : writtenAt;
 }
