@@ -172,6 +172,16 @@ export const filesStep: Step = {
       const caFile = s.spec.source.caFile;
       if (caFile && !writtenInline.has(caFile)) await readPem(ctx.host, caFile, `spec.files[${s.index}].source.caFile`, 'certificate', issues);
     }
+    // An owner the machine does not have (and prepare/users does not make) is refused now, not
+    // after earlier steps changed the machine. Owners apply only when machineadm runs as root.
+    if (ctx.facts.privileged) {
+      for (const [index, spec] of (ctx.config.spec.files ?? []).entries()) {
+        if (!spec.owner || ownerMadeByUsers(ctx, spec.owner)) continue;
+        await ctx.host.fs.resolveOwner(spec.owner).catch((error: unknown) => {
+          issues.push({ path: `spec.files[${index}].owner`, message: error instanceof Error ? error.message : String(error), hint: 'create the user and group first (spec.users), or give numeric ids such as 1000:1000' });
+        });
+      }
+    }
     if (issues.length) throw new ConfigError(issues);
     const targets = [...inline.map((f) => ({ path: f.path, field: f.field })), ...sources.map((s) => ({ path: s.spec.path, field: `spec.files[${s.index}].path` }))];
     for (const target of targets) {
