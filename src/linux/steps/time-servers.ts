@@ -46,7 +46,10 @@ export const timeServersFileStep: Step = {
   async check(ctx): Promise<CheckResult> {
     if (ctx.facts.os === 'windows') return { done: false, changes: [{ action: 'refuse', target: 'spec.timeServers', detail: 'time servers are set on Linux only' }] };
     const client = await clientOf(ctx);
-    const state = await inspectFile(ctx.host.fs, await desiredFile(ctx, client), ctx.facts.privileged);
+    const desired = await desiredFile(ctx, client);
+    // What the preflight refuses shows in the plan as a refusal, with the plan of the other steps.
+    const state = await inspectFile(ctx.host.fs, desired, ctx.facts.privileged).catch((error: unknown) => ({ refused: error instanceof Error ? error.message.replace(`${FIELD}: `, '') : String(error) }));
+    if ('refused' in state) return { done: false, changes: [{ action: 'refuse', target: desired.path, detail: state.refused }] };
     if (!state.change) return { done: true, changes: [] };
     return { done: false, changes: [{ ...state.change, detail: `${state.change.detail ?? ''}; for ${describe(client)}` }] };
   },

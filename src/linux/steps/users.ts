@@ -5,7 +5,7 @@
 import type { Change, CheckResult, Step, StepContext } from '../../phases/step.ts';
 import type { UserSpec } from '../../config/schema/index.ts';
 import { CRYPT_HASH } from '../../config/schema/users.ts';
-import { ConfigError, StepDetailsError, type ConfigIssue } from '../../errors.ts';
+import { ConfigError, MachineadmError, StepDetailsError, type ConfigIssue } from '../../errors.ts';
 import { chrootArgs, isLocked, parseAccounts, prefixArgs, supplementaryGroups, type Accounts } from '../accounts.ts';
 import { errorForField, inspectFile, inspectTarget, writeFiles, type DesiredFile } from '../managed-file.ts';
 
@@ -221,8 +221,15 @@ export const usersStep: Step = {
   async check(ctx): Promise<CheckResult> {
     if (ctx.facts.os === 'windows') return { done: false, changes: [{ action: 'refuse', target: 'spec.users', detail: 'local users are managed on Linux only' }] };
     const accounts = await readAccounts(ctx);
-    const changes = await changesOf(ctx, accounts, await planUsers(ctx, accounts));
-    return { done: changes.length === 0, changes };
+    try {
+      const changes = await changesOf(ctx, accounts, await planUsers(ctx, accounts));
+      return { done: changes.length === 0, changes };
+    } catch (error) {
+      // What the preflight refuses shows in the plan as a refusal, with the plan of the other steps.
+      if (!(error instanceof MachineadmError)) throw error;
+      const issues = error instanceof ConfigError ? error.issues : [{ path: 'spec.users', message: error.message }];
+      return { done: false, changes: issues.map((i) => ({ action: 'refuse', target: i.path, detail: i.message })) };
+    }
   },
   async apply(ctx) {
     const root = ctx.host.fs.root;
