@@ -16,6 +16,8 @@ const CHRONY_CONFS = [
 const TIMESYNCD_MARKS = ['/etc/systemd/timesyncd.conf', '/lib/systemd/systemd-timesyncd', '/usr/lib/systemd/systemd-timesyncd'];
 export const TIMESYNCD_DROP_IN = '/etc/systemd/timesyncd.conf.d/machineadm.conf';
 export const SOURCES_FILE_NAME = 'machineadm.sources';
+/** Debian's and Ubuntu's chrony.conf reads this sourcedir: machineadm's file goes there when it is listed. */
+export const DEBIAN_SOURCES_DIR = '/etc/chrony/sources.d';
 export const BLOCK_BEGIN = '# BEGIN machineadm spec.timeServers';
 export const BLOCK_END = '# END machineadm spec.timeServers';
 
@@ -34,7 +36,7 @@ export async function detectTimeClient(fs: RootedFileSystem): Promise<TimeClient
     const conf = await fs.readText(path);
     if (conf === undefined) continue;
     const dirs = chronySourceDirs(conf);
-    const dir = dirs.find((d) => d === '/etc/chrony/sources.d') ?? dirs[0];
+    const dir = dirs.find((d) => d === DEBIAN_SOURCES_DIR) ?? dirs[0];
     return dir ? { kind: 'chrony-sources', path: `${dir}/${SOURCES_FILE_NAME}`, unit } : { kind: 'chrony-block', path, unit };
   }
   for (const mark of TIMESYNCD_MARKS) if (await fs.exists(mark)) return { kind: 'timesyncd', path: TIMESYNCD_DROP_IN, unit: 'systemd-timesyncd' };
