@@ -16,6 +16,8 @@ export interface DesiredFile {
   field: string;
   /** Never show the content (a diff could leak it); only sizes and hashes. */
   sensitive?: boolean;
+  /** The owner is made by an earlier step of the run (prepare/users): a plan may not find it yet. */
+  ownerMadeLater?: boolean;
 }
 
 export interface FileState {
@@ -90,8 +92,12 @@ export async function inspectFile(fs: RootedFileSystem, desired: DesiredFile, is
     // A Windows file has no Unix mode (its ACL comes from its directory): only content counts there.
     if (fs.platform !== 'windows' && info.mode !== desired.mode) details.push(`mode ${formatMode(info.mode)} -> ${formatMode(desired.mode)}`);
     if (desired.owner && isRoot) {
-      const owner = await fs.resolveOwner(desired.owner);
-      if (owner.uid !== info.uid || owner.gid !== info.gid) details.push(`owner ${info.uid}:${info.gid} -> ${desired.owner}`);
+      const owner = await fs.resolveOwner(desired.owner).catch((error: unknown) => {
+        if (desired.ownerMadeLater) return undefined;
+        throw error;
+      });
+      if (!owner) details.push(`owner ${info.uid}:${info.gid} -> ${desired.owner} (made by prepare/users first)`);
+      else if (owner.uid !== info.uid || owner.gid !== info.gid) details.push(`owner ${info.uid}:${info.gid} -> ${desired.owner}`);
     }
     if (current.equals(desired.content)) {
       if (details.length === 0) return { desired, attributesOnly: false };

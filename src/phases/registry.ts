@@ -7,6 +7,9 @@ import { sysctlsApplyStep } from '../linux/steps/sysctls-apply.ts';
 import { sysctlsFileStep } from '../linux/steps/sysctls-file.ts';
 import { filesStep } from '../linux/steps/files.ts';
 import { storageFilesystemsStep, storageFstabStep, storageMountsStep, storagePartitionsStep } from '../linux/steps/storage.ts';
+import { usersStep } from '../linux/steps/users.ts';
+import { timeServersFileStep, timeServersRestartStep } from '../linux/steps/time-servers.ts';
+import { afterKubeadmCommandsStep, beforeKubeadmCommandsStep, bootCommandsStep } from '../commands/steps.ts';
 import { rebootIfRequiredStep } from '../linux/steps/reboot-if-required.ts';
 import { containerdConfigStep } from '../containerd/steps/config.ts';
 import { containerdRegistriesStep } from '../containerd/steps/registries.ts';
@@ -26,10 +29,12 @@ import { kubeletFirewallStep } from '../windows/steps/firewall.ts';
 
 export const preparePhase: Phase = {
   name: 'prepare',
-  summary: 'kernel modules, sysctls, disks and mounts, files, containerd; on Windows the Containers feature and services',
+  summary: 'boot commands, kernel modules, sysctls, disks and mounts, users, files, time servers, containerd; on Windows the Containers feature and services',
   // Live changes come before the files that persist them: a module or value the kernel refuses
   // stops the run before anything is written for the next boot.
   steps: [
+    // The operator's boot commands first, where cloud-init runs bootcmd.
+    bootCommandsStep,
     kernelModulesLoadStep,
     kernelModulesFileStep,
     sysctlsApplyStep,
@@ -40,7 +45,11 @@ export const preparePhase: Phase = {
     storageFilesystemsStep,
     storageMountsStep,
     storageFstabStep,
+    // Users before files: a file may be owned by one of them.
+    usersStep,
     filesStep,
+    timeServersFileStep,
+    timeServersRestartStep,
     containerdConfigStep,
     containerdRegistriesStep,
     containerdProxyStep,
@@ -63,9 +72,9 @@ export const preparePhase: Phase = {
 
 export const provisionPhase: Phase = {
   name: 'provision',
-  summary: 'domain join (Linux), kubeadm init or join',
+  summary: 'domain join (Linux), commands around kubeadm, kubeadm init or join',
   // The join comes first: the kubelet's identity and gMSA depend on the membership.
-  steps: [domainJoinStep, kubeadmInitStep, kubeadmJoinStep, kubeletFlagsStep, staticPodsStep],
+  steps: [domainJoinStep, beforeKubeadmCommandsStep, kubeadmInitStep, kubeadmJoinStep, afterKubeadmCommandsStep, kubeletFlagsStep, staticPodsStep],
 };
 
 export const reportPhase: Phase = {

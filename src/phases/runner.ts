@@ -396,7 +396,7 @@ async function runStep(s: SelectedStep, input: RunnerInput, writer: StateWriter,
     }
     const result: Result = applied.warning ? 'warning' : 'success';
     const lasting = applied.record !== undefined && !s.step.recordCanWait;
-    return { outcome: await finish(result, { changes: check.changes, ...(applied.warning ? { message: applied.warning } : {}) }, applied.record, lasting) };
+    return { outcome: await finish(result, { changes: applied.changes ?? check.changes, ...(applied.warning ? { message: applied.warning } : {}) }, applied.record, lasting) };
   } catch (cause) {
     // A step that failed because the run was interrupted (its command stopped, its wait cut
     // short) is recorded as interrupted, not as a failure of its own.

@@ -45,6 +45,11 @@ export interface ApplyResult {
   warning?: string;
   /** Facts for later steps and the report (e.g. { joined: true }). */
   record?: Record<string, unknown>;
+  /**
+   * What apply() did, reported instead of the check's changes when it knows more than the plan
+   * did (a command's exit code and duration).
+   */
+  changes?: Change[];
 }
 
 export interface StepContext {

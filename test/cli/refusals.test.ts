@@ -72,6 +72,27 @@ const refusals: Refusal[] = [
     message: /spec\.files\[1\]\.source\.sha256: .*SHA-256 is [0-9a-f]{64}, expected a{64}/,
   },
   {
+    by: 'prepare/files',
+    what: 'an owner the machine does not have',
+    spec: () => ({ ...early, files: [...early.files, { path: '/etc/owned.conf', content: 'x\n', owner: 'nobody-here:root' }] }),
+    code: 2,
+    message: /spec\.files\[1\]\.owner: owner "nobody-here:root": user "nobody-here" does not exist on this machine/,
+  },
+  {
+    by: 'prepare/users',
+    what: 'a password hash file that does not exist',
+    spec: () => ({ ...early, users: [{ name: 'ops', passwordHash: { valueFrom: { file: '/etc/machineadm/ops-hash' } } }] }),
+    code: 2,
+    message: /spec\.users\[0\]\.passwordHash: secret file \/etc\/machineadm\/ops-hash does not exist/,
+  },
+  {
+    by: 'prepare/time-servers/file',
+    what: 'a drop-in path that is a symbolic link',
+    spec: (m) => (write(m, '/etc/systemd/timesyncd.conf', '[Time]\n'), mkdirSync(join(m.root, 'etc/systemd/timesyncd.conf.d')), symlinkSync('../timesyncd.conf', join(m.root, 'etc/systemd/timesyncd.conf.d/machineadm.conf')), { ...early, timeServers: { servers: ['10.0.0.1'] } }),
+    code: 2,
+    message: /spec\.timeServers\.servers: \/etc\/systemd\/timesyncd\.conf\.d\/machineadm\.conf is a symbolic link/,
+  },
+  {
     by: 'provision/kubeadm/join',
     what: 'secrets that cannot be read, all of them at once',
     spec: (m) => (write(m, '/etc/machineadm/hash', 'not a hash\n'), { ...early, kubernetes: { ...worker, token: { valueFrom: { file: '/etc/machineadm/token' } }, caCertHashes: [{ valueFrom: { file: '/etc/machineadm/hash' } }] } }),

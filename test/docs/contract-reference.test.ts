@@ -19,6 +19,8 @@ import { FSTAB } from '../../src/linux/storage/fstab.ts';
 import { STATE_DIR } from '../../src/host/index.ts';
 import { RESUMED_RESULT, RUN_LOCK } from '../../src/phases/run.ts';
 import { RESUME_UNIT } from '../../src/host/resume.ts';
+import { SUDOERS_DIR } from '../../src/linux/steps/users.ts';
+import { DEBIAN_SOURCES_DIR, SOURCES_FILE_NAME, TIMESYNCD_DROP_IN } from '../../src/linux/time-servers.ts';
 
 const CONTRACT = join(import.meta.dirname, '..', '..', 'docs', 'contract.md');
 
@@ -83,6 +85,9 @@ describe('the files in docs/contract.md section 5', () => {
     CERTS_DIR,
     CA_BUNDLE,
     PROXY_DROPIN,
+    SUDOERS_DIR,
+    `${DEBIAN_SOURCES_DIR}/${SOURCES_FILE_NAME}`,
+    TIMESYNCD_DROP_IN,
   ];
   const files = section(readFileSync(CONTRACT, 'utf8'), /^## 5\. /m);
   const listed = [...files.matchAll(/^\| `(\/[^`]+)`/gm)].map((m) => m[1]!);

@@ -9,21 +9,43 @@ import { domainJoinSection } from './domain-join.ts';
 import { reportSection } from './report.ts';
 import { securitySection } from './security.ts';
 import { storageSection } from './storage.ts';
+import { commandsSection } from './commands.ts';
+import { usersSection } from './users.ts';
+import { timeServersSection } from './time.ts';
 
 export const API_GROUP = 'machineadm.cluster.x-k8s.io';
 export const API_VERSION = `${API_GROUP}/v1alpha1`;
 export const SUPPORTED_API_VERSIONS = [API_VERSION] as const;
 
-export const machineConfigSpec = object({
-  ...systemFields,
-  storage: optional(storageSection),
-  containerd: optional(containerdSection),
-  kubernetes: optional(kubernetesSection),
-  domainJoin: optional(domainJoinSection),
-  windows: optional(windowsSection),
-  report: withDefault(reportSection, { clusterAPISentinel: true, deadlineSeconds: 30 }),
-  security: withDefault(securitySection, { requireSignedBinary: false, offline: false }),
-});
+export const machineConfigSpec = object(
+  {
+    ...systemFields,
+    commands: optional(commandsSection),
+    users: optional(usersSection),
+    timeServers: optional(timeServersSection),
+    storage: optional(storageSection),
+    containerd: optional(containerdSection),
+    kubernetes: optional(kubernetesSection),
+    domainJoin: optional(domainJoinSection),
+    windows: optional(windowsSection),
+    report: withDefault(reportSection, { clusterAPISentinel: true, deadlineSeconds: 30 }),
+    security: withDefault(securitySection, { requireSignedBinary: false, offline: false }),
+  },
+  {
+    check: (spec, report) => {
+      // There is no kubeadm run for these to come before or after.
+      for (const when of ['beforeKubeadm', 'afterKubeadm'] as const) {
+        if (spec.commands?.[when]?.length && spec.kubernetes === undefined) report(['commands', when], 'runs around kubeadm, but spec.kubernetes is not set', 'set spec.kubernetes, or move the commands to spec.commands.boot');
+      }
+      const seen = new Map<string, number>();
+      for (const [i, user] of (spec.users ?? []).entries()) {
+        const earlier = seen.get(user.name);
+        if (earlier !== undefined) report(['users', i, 'name'], `"${user.name}" is also spec.users[${earlier}].name`, 'give each user once');
+        else seen.set(user.name, i);
+      }
+    },
+  },
+);
 
 export const machineConfigSchema = object({
   apiVersion: enumOf(SUPPORTED_API_VERSIONS),
@@ -46,6 +68,10 @@ export type StorageSpec = NonNullable<MachineConfigSpec['storage']>;
 export type DiskSpec = NonNullable<StorageSpec['disks']>[number];
 export type FilesystemSpec = NonNullable<StorageSpec['filesystems']>[number];
 export type MountSpec = NonNullable<StorageSpec['mounts']>[number];
+export type CommandsSpec = NonNullable<MachineConfigSpec['commands']>;
+export type CommandSpec = NonNullable<CommandsSpec['boot']>[number];
+export type UserSpec = NonNullable<MachineConfigSpec['users']>[number];
+export type TimeServersSpec = NonNullable<MachineConfigSpec['timeServers']>;
 
 export function machineConfigJsonSchema(): Record<string, unknown> {
   return {

@@ -43,7 +43,11 @@ export const fileSpec = object(
       }),
     ),
     mode: withDefault(fileMode, '0644'),
-    owner: optional(string({ pattern: /^[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)?$/, patternHint: '"user:group", e.g. root:root' })),
+    owner: optional(string({ pattern: /^[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)?$/, patternHint: '"user:group", e.g. root:root', description: 'owner and group of the file, by name or number, e.g. "ops:ops" or "1000:1000" (applied when machineadm runs as root)' })),
+    append: withDefault(
+      boolean({ description: 'add the content at the end of the file (created when missing) instead of replacing it; nothing is added when the file already holds the content, so a rerun does not add it twice' }),
+      false,
+    ),
   },
   {
     check: (f, report) => {
@@ -55,6 +59,7 @@ export const fileSpec = object(
           report('content', message, hint);
         }
       }
+      if (f.source !== undefined && f.append === true) report('append', 'applies only to inline content', 'give the content to add inline, or download the whole file without append');
       if (f.source !== undefined && f.encoding !== 'plain') report('encoding', 'applies only to inline content', 'leave it out for a downloaded file: its bytes are checked against sha256 as they are');
     },
   },

@@ -339,7 +339,8 @@ export function kubeadmStep(command: Command): Step {
                 outputTail: tail(lines.join('\n'), OUTPUT_TAIL_LINES),
               }, { hint: 'read the output tail; check that nothing removed the file and that kubeadm ran against this root, then run again with --force' });
             }
-            return { record: { joined: true, command, role: k.role, apiVersion: rendered.apiVersion, kubeadmVersion, attempts: attempt } };
+            // joinedAt tells this kubeadm run from a later one (spec.commands.afterKubeadm runs once per join).
+            return { record: { joined: true, joinedAt: ctx.host.now().toISOString(), command, role: k.role, apiVersion: rendered.apiVersion, kubeadmVersion, attempts: attempt } };
           }
           const failure = parseKubeadmFailure(lines);
           const transient = isTransient(failure, lines, timedOut);

@@ -19,6 +19,13 @@ interface SourceFile {
   mode: number;
 }
 
+// An owner that prepare/users makes (a user of spec.users, or one of their groups) may not exist
+// when a plan looks at the machine; the run makes it before this step.
+function ownerMadeByUsers(ctx: StepContext, owner: string): boolean {
+  const names = new Set((ctx.config.spec.users ?? []).flatMap((u) => [u.name, ...(u.primaryGroup ? [u.primaryGroup] : []), ...(u.groups ?? [])]));
+  return owner.split(':').some((part) => names.has(part));
+}
+
 function modeOf(spec: FileSpec): number {
   return parseInt(spec.mode, 8);
 }
@@ -40,7 +47,17 @@ function duplicatePaths(files: readonly FileSpec[]): ConfigIssue[] {
   return issues;
 }
 
-function split(ctx: StepContext): { inline: DesiredFile[]; sources: SourceFile[] } {
+/**
+ * What an appending entry leaves in the file: the file as it is when it holds the content already
+ * (so a rerun adds nothing), else the file with the content added on a line of its own.
+ */
+export function appended(current: Buffer | undefined, content: Buffer): Buffer {
+  if (current === undefined || current.length === 0) return content;
+  if (content.length === 0 || current.includes(content)) return current;
+  return Buffer.concat([current, ...(current[current.length - 1] === 0x0a ? [] : [Buffer.from('\n')]), content]);
+}
+
+async function split(ctx: StepContext): Promise<{ inline: DesiredFile[]; sources: SourceFile[] }> {
   const inline: DesiredFile[] = [];
   const sources: SourceFile[] = [];
   const duplicates = duplicatePaths(ctx.config.spec.files ?? []);
@@ -53,7 +70,15 @@ function split(ctx: StepContext): { inline: DesiredFile[]; sources: SourceFile[]
     }
     const decoded = decodeContent(spec.content ?? '', spec.encoding);
     if ('problem' in decoded) throw new MachineadmError(`spec.files[${index}].content ${decoded.problem}`, ExitCode.usage);
-    inline.push({ path: spec.path, content: decoded.bytes, mode, ...(spec.owner ? { owner: spec.owner } : {}), field: `spec.files[${index}].path`, sensitive: isPrivate(mode) });
+    // A target the step must not write (a link, a directory) is refused by inspectFile below.
+    let current: Buffer | undefined;
+    try {
+      current = spec.append && !otherMachine(ctx) && (await ctx.host.fs.stat(spec.path))?.kind === 'file' ? await ctx.host.fs.readFile(spec.path) : undefined;
+    } catch (error) {
+      throw errorForField(`spec.files[${index}].path`, error);
+    }
+    const content = spec.append ? appended(current, decoded.bytes) : decoded.bytes;
+    inline.push({ path: spec.path, content, mode, ...(spec.owner ? { owner: spec.owner, ...(ownerMadeByUsers(ctx, spec.owner) ? { ownerMadeLater: true } : {}) } : {}), field: `spec.files[${index}].path`, sensitive: isPrivate(mode) });
   }
   return { inline, sources };
 }
@@ -162,7 +187,7 @@ export const filesStep: Step = {
   // A target the step would refuse (a planted link, a directory, content that does not decode) is
   // found before any step of the run writes anything.
   async preflight(ctx) {
-    const { inline, sources } = split(ctx);
+    const { inline, sources } = await split(ctx);
     const issues: ConfigIssue[] = platformIssues(ctx);
     if (otherMachine(ctx)) {
       if (issues.length) throw new ConfigError(issues);
@@ -173,6 +198,16 @@ export const filesStep: Step = {
     for (const s of sources) {
       const caFile = s.spec.source.caFile;
       if (caFile && !writtenInline.has(caFile)) await readPem(ctx.host, caFile, `spec.files[${s.index}].source.caFile`, 'certificate', issues);
+    }
+    // An owner the machine does not have (and prepare/users does not make) is refused now, not
+    // after earlier steps changed the machine. Owners apply only when machineadm runs as root.
+    if (ctx.facts.privileged) {
+      for (const [index, spec] of (ctx.config.spec.files ?? []).entries()) {
+        if (!spec.owner || ownerMadeByUsers(ctx, spec.owner)) continue;
+        await ctx.host.fs.resolveOwner(spec.owner).catch((error: unknown) => {
+          issues.push({ path: `spec.files[${index}].owner`, message: error instanceof Error ? error.message : String(error), hint: 'create the user and group first (spec.users), or give numeric ids such as 1000:1000' });
+        });
+      }
     }
     if (issues.length) throw new ConfigError(issues);
     const targets = [...inline.map((f) => ({ path: f.path, field: f.field })), ...sources.map((s) => ({ path: s.spec.path, field: `spec.files[${s.index}].path` }))];
@@ -186,7 +221,7 @@ export const filesStep: Step = {
     for (const file of sources.filter(isLocal)) await checkLocalSource(ctx.host, file.spec.source, `spec.files[${file.index}].source`);
   },
   async check(ctx) {
-    const { inline, sources } = split(ctx);
+    const { inline, sources } = await split(ctx);
     if (otherMachine(ctx)) {
       const planned = [...inline.map((f) => f.path), ...sources.map((s) => s.spec.path)].map((target) => ({ action: 'write', target, detail: `planned for a ${ctx.facts.os} machine: its current content is not looked at from here` }));
       return { done: false, changes: planned };
@@ -205,7 +240,7 @@ export const filesStep: Step = {
     return { done: changes.length === 0, changes, ...(network.length ? { network } : {}) };
   },
   async apply(ctx) {
-    const { inline, sources } = split(ctx);
+    const { inline, sources } = await split(ctx);
     // Check every target first: a refused path must not leave the earlier files written.
     const pendingSources: { file: SourceFile; change: Change }[] = [];
     for (const s of sources) {

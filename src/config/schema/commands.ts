@@ -1,0 +1,44 @@
+// spec.commands: the operator's own commands, at three points of a run (boot, before and after
+// kubeadm), each an argv or one shell line with a timeout.
+import { array, integer, object, optional, string, withDefault } from './dsl.ts';
+
+const oneLine = (what: string) => (value: string) => (/[\r\n\0]/.test(value) ? `${what} must be one line|remove the line break` : undefined);
+
+export const DEFAULT_COMMAND_TIMEOUT_SECONDS = 300;
+
+export const commandSpec = object(
+  {
+    name: optional(string({ minLength: 1, maxLength: 100, check: oneLine('a name'), description: 'what the command is for, shown in plan, events and errors, e.g. "mount the etcd disk"' })),
+    argv: optional(
+      array(string({ check: (v) => (v.includes('\0') ? 'contains a NUL character' : undefined) }), {
+        minItems: 1,
+        description: 'the program and its arguments, run without a shell, e.g. ["/usr/bin/systemctl", "restart", "kubelet"]',
+      }),
+    ),
+    shell: optional(
+      string({
+        minLength: 1,
+        check: (v) => (v.includes('\0') ? 'contains a NUL character' : undefined),
+        description: 'one shell line (may hold several lines), run by /bin/sh -c on Linux and by powershell.exe -NoProfile -NonInteractive -Command on Windows, e.g. "echo ready > /run/ready"',
+      }),
+    ),
+    timeoutSeconds: withDefault(
+      integer({ min: 1, max: 86_400, description: 'seconds before the command and every process it started are stopped (TERM, then KILL) and the step fails, e.g. 60' }),
+      DEFAULT_COMMAND_TIMEOUT_SECONDS,
+    ),
+  },
+  {
+    check: (c, report) => {
+      if ((c.argv === undefined) === (c.shell === undefined)) report([], 'give exactly one of argv or shell', 'argv: ["program", "arg"] runs without a shell; shell: "a | b" runs one shell line');
+      if (c.argv !== undefined && c.argv[0] === '') report(['argv', 0], 'the program must not be empty');
+    },
+  },
+);
+
+const commandList = (description: string) => optional(array(commandSpec, { description }));
+
+export const commandsSection = object({
+  boot: commandList('run early in prepare, on every machineadm run (cloud-init bootcmd\'s place), in order; a failing one stops the run'),
+  beforeKubeadm: commandList('run in provision right before kubeadm init or join, until that kubeadm has succeeded on this machine'),
+  afterKubeadm: commandList('run in provision right after kubeadm init or join succeeded, once per successful kubeadm run'),
+});

@@ -1,0 +1,19 @@
+// spec.timeServers: the NTP servers of whichever time client the machine has (chrony or
+// systemd-timesyncd).
+import { array, object, string } from './dsl.ts';
+import { ipFamily } from './ip.ts';
+
+const HOST_NAME = /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
+
+function serverProblem(value: string): string | undefined {
+  if (ipFamily(value) !== 0 || HOST_NAME.test(value)) return undefined;
+  return `"${value.length > 80 ? value.slice(0, 77) + '...' : value}" is not a host name or IP address|give one server per item, e.g. 0.pool.ntp.org or 10.0.0.1`;
+}
+
+export const timeServersSection = object({
+  servers: array(string({ minLength: 1, maxLength: 253, check: serverProblem, description: 'an NTP server: a host name or an IP address' }), {
+    minItems: 1,
+    unique: true,
+    description: 'the NTP servers, in order of preference, e.g. ["0.pool.ntp.org", "10.0.0.1"]',
+  }),
+});

@@ -1,0 +1,66 @@
+// spec.timeServers: which time client the machine has and what machineadm writes for it. The
+// detection reads files only (it works the same under a scratch --root); rendering is pure.
+import type { RootedFileSystem } from '../host/index.ts';
+
+export type TimeClient =
+  /** chrony with a sourcedir under /etc: a file of its own there. */
+  | { kind: 'chrony-sources'; path: string; unit: string }
+  /** chrony without one: a marked block in chrony.conf. */
+  | { kind: 'chrony-block'; path: string; unit: string }
+  | { kind: 'timesyncd'; path: string; unit: string; assumed?: boolean };
+
+const CHRONY_CONFS = [
+  { path: '/etc/chrony/chrony.conf', unit: 'chrony' },
+  { path: '/etc/chrony.conf', unit: 'chronyd' },
+];
+const TIMESYNCD_MARKS = ['/etc/systemd/timesyncd.conf', '/lib/systemd/systemd-timesyncd', '/usr/lib/systemd/systemd-timesyncd'];
+export const TIMESYNCD_DROP_IN = '/etc/systemd/timesyncd.conf.d/machineadm.conf';
+export const SOURCES_FILE_NAME = 'machineadm.sources';
+/** Debian's and Ubuntu's chrony.conf reads this sourcedir: machineadm's file goes there when it is listed. */
+export const DEBIAN_SOURCES_DIR = '/etc/chrony/sources.d';
+export const BLOCK_BEGIN = '# BEGIN machineadm spec.timeServers';
+export const BLOCK_END = '# END machineadm spec.timeServers';
+
+/** The sourcedir lines of a chrony.conf that are under /etc (a /run one is DHCP's, cleared at boot). */
+export function chronySourceDirs(conf: string): string[] {
+  return [...conf.matchAll(/^[ \t]*sourcedir[ \t]+(\S+)/gm)].map((m) => m[1]!.replace(/\/+$/, '')).filter((d) => d.startsWith('/etc/'));
+}
+
+/**
+ * chrony when a chrony.conf is there (it is the client that runs when both are installed:
+ * the chrony package disables timesyncd), else systemd-timesyncd when its configuration or
+ * binary is there; undefined when neither is.
+ */
+export async function detectTimeClient(fs: RootedFileSystem): Promise<TimeClient | undefined> {
+  for (const { path, unit } of CHRONY_CONFS) {
+    const conf = await fs.readText(path);
+    if (conf === undefined) continue;
+    const dirs = chronySourceDirs(conf);
+    const dir = dirs.find((d) => d === DEBIAN_SOURCES_DIR) ?? dirs[0];
+    return dir ? { kind: 'chrony-sources', path: `${dir}/${SOURCES_FILE_NAME}`, unit } : { kind: 'chrony-block', path, unit };
+  }
+  for (const mark of TIMESYNCD_MARKS) if (await fs.exists(mark)) return { kind: 'timesyncd', path: TIMESYNCD_DROP_IN, unit: 'systemd-timesyncd' };
+  return undefined;
+}
+
+export function renderChronySources(servers: readonly string[]): string {
+  return `# Written by machineadm from spec.timeServers.\n${servers.map((s) => `server ${s} iburst\n`).join('')}`;
+}
+
+export function renderTimesyncd(servers: readonly string[]): string {
+  return `# Written by machineadm from spec.timeServers.\n[Time]\nNTP=${servers.join(' ')}\n`;
+}
+
+/** chrony.conf with machineadm's block put in place of an earlier one, or added at the end. */
+export function withChronyBlock(conf: string, servers: readonly string[]): string {
+  const block = `${BLOCK_BEGIN}\n${servers.map((s) => `server ${s} iburst\n`).join('')}${BLOCK_END}\n`;
+  const begin = conf.indexOf(`${BLOCK_BEGIN}\n`);
+  const end = begin < 0 ? -1 : conf.indexOf(`${BLOCK_END}\n`, begin);
+  if (begin >= 0 && end >= 0) return conf.slice(0, begin) + block + conf.slice(end + BLOCK_END.length + 1);
+  return conf + (conf === '' || conf.endsWith('\n') ? '' : '\n') + block;
+}
+
+/** The command that makes the client read its servers again. */
+export function reloadArgv(client: TimeClient): [string, ...string[]] {
+  return client.kind === 'chrony-sources' ? ['chronyc', 'reload', 'sources'] : ['systemctl', 'restart', client.unit];
+}
