@@ -120,6 +120,21 @@ describe('imported examples on a machine with Cluster API\'s values', () => {
     const planned = await runCli(['plan', '-c', config, '--root', root, ...values, ...os, '-o', 'json'], { env });
     expect(planned.code, planned.stderr).toBe(0);
     const plan = JSON.parse(planned.stdout);
-    expect(JSON.stringify(plan)).not.toContain('abcdef.0123456789abcdef');
+    const shown = JSON.stringify(plan);
+    expect(shown).not.toContain('abcdef.0123456789abcdef');
+    // The whole machine before it exists: every command, user, disk, mount and file, and kubeadm's configuration.
+    const spec = (load(imported.stdout) as Record<string, any>).spec;
+    const lines = (plan.phases as Array<{ steps: Array<{ changes: Array<{ target: string; detail?: string; diff?: string }> }> }>).flatMap((p) => p.steps.flatMap((st) => st.changes.map((c) => [c.target, c.detail ?? '', c.diff ?? ''].join('\n')))).join('\n');
+    // A command is shown as its argv, or its shell line quoted for the shell that runs it.
+    const expectShown = (what: string, value: string) => expect(lines.includes(value) || lines.includes(JSON.stringify(value)), `${file}: ${what} ${value} is not in the plan`).toBe(true);
+    for (const list of Object.values(spec.commands ?? {}) as Array<Array<{ shell?: string; argv?: string[] }>>) for (const c of list) expectShown('command', c.shell ?? c.argv!.join(' '));
+    for (const u of spec.users ?? []) expectShown('user', `user ${u.name}`);
+    for (const d of spec.storage?.disks ?? []) expectShown('disk', d.device);
+    for (const m of spec.storage?.mounts ?? []) expectShown('mount', m.path);
+    for (const f of spec.files ?? []) expectShown('file', f.path);
+    for (const server of spec.timeServers?.servers ?? []) expectShown('time server', server);
+    const kubeadm = (plan.phases as Array<{ steps: Array<{ id: string; changes: Array<{ target: string; diff?: string }> }> }>).flatMap((p) => p.steps).find((st) => /kubeadm\/(init|join)$/.test(st.id) && st.changes.length > 0)!;
+    const rendered = kubeadm.changes.find((c) => c.target.startsWith('/run/machineadm/kubeadm-') || c.target.includes('kubeadm-join.yaml') || c.target.includes('kubeadm-init.yaml'))!;
+    expect(rendered.diff).toMatch(/kind: (Init|Join)Configuration/);
   });
 });
