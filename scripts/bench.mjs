@@ -5,10 +5,11 @@
 // (scripts/bench-floors.mjs). Not a test: the numbers depend on the machine and on what else runs
 // on it (the load is printed with the table).
 //
-//   node scripts/bench.mjs [--quick] [--only startup,verify,fetch,init,fleet] [--binary dist/machineadm-linux-x64]
+//   node scripts/bench.mjs [--quick] [--only startup,verify,blake2b,fetch,init,boot,fleet] [--binary dist/machineadm-linux-x64]
 //
 // Needs: the binary (npm run build -- --targets linux-x64), minisign, curl, openssl and GNU time
-// (/usr/bin/time, for peak RSS), strace (fsyncs of init). --quick: fewer repeats, smaller files and fleet.
+// (/usr/bin/time, for peak RSS), strace (fsyncs of init), python3 and libsodium (the BLAKE2b
+// baseline, through ctypes). --quick: fewer repeats, smaller files and fleet.
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
@@ -65,13 +66,13 @@ const median = (values) => {
  * more commands by name run in the same rounds, gives references taken in the same moment (the
  * binary's own start, to tell a command's work from its start; the figure's floor).
  */
-async function sideBySide(ours, baseline, repeats, { before, also = {} } = {}) {
+async function sideBySide(ours, baseline, repeats, { before, also = {}, env } = {}) {
   const runs = { ours: [], baseline: [], ...Object.fromEntries(Object.keys(also).map((name) => [name, []])) };
   const argvs = { ours, baseline, ...also };
   for (let i = 0; i < repeats; i++) {
     for (const [name, argv] of Object.entries(argvs)) {
       await before?.();
-      const r = await run(argv);
+      const r = await run(argv, { env });
       if (r.code !== 0) fail(`${argv.join(' ')} exited with ${r.code}: ${r.stderr.trim().slice(-400)}`);
       runs[name].push(r);
     }
@@ -115,15 +116,17 @@ async function startup() {
   const root = join(work, 'startup-root');
   mkdirSync(join(root, 'etc', 'machineadm'), { recursive: true });
   writeFileSync(join(root, 'etc', 'machineadm', 'bootstrap-token'), 'abcdef.0123456789abcdef\n', { mode: 0o600 });
-  for (const [figure, argv, goal, floor] of [
+  for (const [figure, argv, goal, floor, against] of [
     ['version vs node -e 0', [BINARY, 'version'], 1.2],
     ['--help vs node -e 0', [BINARY, '--help'], 1.2],
     ['plan -c examples/linux-worker.yaml vs node -e 0', [BINARY, 'plan', '-c', worker, '--root', root], 2, [floors.plan, 'a program of commander, js-yaml and execa, packaged as machineadm is, that parses its command line and the configuration and runs containerd --version, nothing else']],
+    // The command's own cost beyond the binary's start: the same run against version.
+    ['plan -c examples/linux-worker.yaml vs version', [BINARY, 'plan', '-c', worker, '--root', root], 2.5, [floors.plan, 'as above'], [BINARY, 'version']],
     ['config validate -c examples/linux-worker.yaml vs node -e 0', [BINARY, 'config', 'validate', '-c', worker, '--root', root], 1.5, [floors.yaml, 'a program of commander and js-yaml, packaged as machineadm is, that parses its command line and the configuration, nothing else']],
   ]) {
     const floorArgv = floor ? [...floor[0], '-c', worker] : undefined;
     if (floorArgv) await warmFloor(floorArgv);
-    const r = await sideBySide(argv, bare, repeats, floorArgv ? { also: { floor: floorArgv } } : {});
+    const r = await sideBySide(argv, against ?? bare, repeats, floorArgv ? { also: { floor: floorArgv } } : {});
     row(figure, r.ours.ms, r.baseline.ms, goal, floor ? { floor: floorNote(r.also.floor.ms, r.baseline.ms, floor[1]) } : {});
   }
 }
@@ -142,7 +145,7 @@ async function verify() {
   const keygen = await run(['minisign', '-G', '-W', '-s', key, '-p', pub]);
   if (keygen.code !== 0) fail(`minisign -G failed: ${keygen.stderr}`);
   for (const [label, bytes, goal, times] of [
-    ['100 MB', 100e6, 1.3, quick ? 3 : 11],
+    ['100 MB', 100e6, 1.2, quick ? 3 : 11],
     ['1 GB', 1e9, 1.05, quick ? 1 : 5],
   ]) {
     const file = join(work, `verify-${bytes}`);
@@ -172,7 +175,10 @@ function listen(server) {
 }
 
 async function fetchFigure() {
-  const bytes = quick ? 256 * 1048576 : 1024 * 1048576;
+  for (const mib of quick ? [512] : [512, 1024]) await fetchOne(mib * 1048576);
+}
+
+async function fetchOne(bytes) {
   const file = join(work, 'served');
   writeRandomFile(file, bytes);
   const sha = createHash('sha256').update(readFileSync(file)).digest('hex');
@@ -218,6 +224,189 @@ s.listen(0, '127.0.0.1', () => process.stdout.write(String(s.address().port) + '
   }
 }
 
+// --- BLAKE2b-512, the hash verify spends its time in ---------------------------------------------
+// The same bytes in memory hashed 1 MiB at a time, as verify reads them: by node:crypto (what
+// machineadm uses, OpenSSL's BLAKE2b in the embedded Node) and by libsodium (what minisign uses),
+// each in its own process, CPU time of the hashing alone (medians).
+const SODIUM_HASH = `import ctypes, ctypes.util, os, resource, statistics, sys
+name = ctypes.util.find_library('sodium') or 'libsodium.so.23'
+sodium = ctypes.CDLL(name)
+assert sodium.sodium_init() >= 0
+size, times = int(sys.argv[1]), int(sys.argv[2])
+data = ctypes.create_string_buffer(os.urandom(size), size)
+raw = ctypes.create_string_buffer(384 + 64)
+state = ctypes.c_void_p((ctypes.addressof(raw) + 63) // 64 * 64)
+out = ctypes.create_string_buffer(64)
+block = 1 << 20
+cpu = []
+for _ in range(times):
+    start = resource.getrusage(resource.RUSAGE_SELF).ru_utime
+    sodium.crypto_generichash_init(state, None, ctypes.c_size_t(0), ctypes.c_size_t(64))
+    for offset in range(0, size, block):
+        sodium.crypto_generichash_update(state, ctypes.byref(data, offset), ctypes.c_ulonglong(min(block, size - offset)))
+    sodium.crypto_generichash_final(state, out, ctypes.c_size_t(64))
+    cpu.append((resource.getrusage(resource.RUSAGE_SELF).ru_utime - start) * 1000)
+print(statistics.median(cpu))
+`;
+const NODE_HASH = `const { createHash, randomBytes } = require('node:crypto');
+const [size, times] = process.argv.slice(2).map(Number);
+const data = randomBytes(size);
+const block = 1 << 20;
+const cpu = [];
+for (let i = 0; i < times; i++) {
+  const start = process.cpuUsage();
+  const hash = createHash('blake2b512');
+  for (let offset = 0; offset < size; offset += block) hash.update(data.subarray(offset, offset + block));
+  hash.digest();
+  cpu.push(process.cpuUsage(start).user / 1000);
+}
+cpu.sort((a, b) => a - b);
+console.log(cpu[cpu.length >> 1]);
+`;
+
+function output(argv) {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolvePromise(stdout) : reject(new Error(`${argv.join(' ')} exited with ${code}: ${stderr.trim().slice(-400)}`))));
+  });
+}
+
+async function blake2bFigure() {
+  const sodiumScript = join(work, 'blake2b-sodium.py');
+  const nodeScript = join(work, 'blake2b-node.cjs');
+  writeFileSync(sodiumScript, SODIUM_HASH);
+  writeFileSync(nodeScript, NODE_HASH);
+  const size = String(100e6);
+  const times = quick ? '3' : '5';
+  const ours = [];
+  const theirs = [];
+  for (let i = 0; i < (quick ? 3 : 7); i++) {
+    ours.push(Number(await output([NODE, nodeScript, size, times])));
+    theirs.push(Number(await output(['python3', sodiumScript, size, times])).valueOf());
+  }
+  row("BLAKE2b-512 of 100 MB in memory, node:crypto (verify's) vs libsodium (minisign's), CPU", median(ours), median(theirs), 1.0, {
+    note: `median of ${ours.length} processes, each the median of ${times} hashes, 1 MiB per update (${(100e6 / 1048576 / (median(ours) / 1000)).toFixed(0)} vs ${(100e6 / 1048576 / (median(theirs) / 1000)).toFixed(0)} MiB/s)`,
+  });
+}
+
+// --- a node's boot: what init adds to the downloads it waits for ---------------------------------
+// init with 8 downloads of 64 MiB from a server 50 ms away that sends each at 32 MiB/s (a link's
+// share per connection), sysctls, kernel modules, containerd's configuration and kubeadm (the
+// project's strict stand-in), against the slowest single download by curl plus version's start,
+// in the same rounds: downloads at once and nothing waiting on what it does not need come to
+// about one download and one start. result.json's critical path says where the rest went.
+const BOOT_SERVER = `import { createServer } from 'node:http';
+import { readFileSync } from 'node:fs';
+const [dir, count, latencyMs, rate] = process.argv.slice(2).map((a, i) => (i ? Number(a) : a));
+const files = Array.from({ length: count }, (_, i) => readFileSync(dir + '/f' + i));
+const server = createServer((req, res) => {
+  const body = files[Number(/^\\/f(\\d+)$/.exec(req.url)?.[1] ?? NaN)];
+  if (!body) return void res.writeHead(404).end();
+  setTimeout(() => {
+    res.writeHead(200, { 'content-length': body.length });
+    const start = Date.now();
+    let sent = 0;
+    const pump = () => {
+      while (sent < body.length) {
+        const due = ((Date.now() - start) / 1000) * rate;
+        if (sent > due) return void setTimeout(pump, Math.max(1, Math.ceil(((sent - due) / rate) * 1000)));
+        const n = Math.min(256 * 1024, body.length - sent);
+        const more = res.write(body.subarray(sent, sent + n));
+        sent += n;
+        if (!more) return void res.once('drain', pump);
+      }
+      res.end();
+    };
+    pump();
+  }, latencyMs);
+});
+server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
+`;
+
+async function bootFigure() {
+  const count = 8;
+  const bytes = (quick ? 16 : 64) * 1048576;
+  const rate = 32 * 1048576;
+  const dir = join(work, 'boot-files');
+  mkdirSync(dir, { recursive: true });
+  const shas = [];
+  for (let i = 0; i < count; i++) {
+    writeRandomFile(join(dir, `f${i}`), bytes);
+    shas.push(createHash('sha256').update(readFileSync(join(dir, `f${i}`))).digest('hex'));
+  }
+  const serverScript = join(work, 'boot-serve.mjs');
+  writeFileSync(serverScript, BOOT_SERVER);
+  const server = spawn(NODE, [serverScript, dir, String(count), '50', String(rate)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const port = await new Promise((ok) => server.stdout.once('data', (d) => ok(Number(String(d).trim()))));
+    const root = join(work, 'boot-root');
+    const config = join(work, 'boot.json');
+    writeFileSync(
+      config,
+      JSON.stringify({
+        apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1',
+        kind: 'MachineConfig',
+        spec: {
+          kernelModules: ['overlay', 'br_netfilter'],
+          sysctls: { 'net.ipv4.ip_forward': '1', 'net.bridge.bridge-nf-call-iptables': '1', 'net.bridge.bridge-nf-call-ip6tables': '1' },
+          files: shas.map((sha256, i) => ({ path: `/opt/boot/f${i}.bin`, source: { url: `http://127.0.0.1:${port}/f${i}`, sha256 } })),
+          containerd: { sandboxImage: 'registry.k8s.io/pause:3.10', registries: { 'docker.io': { mirrors: [{ url: 'https://mirror.internal.example:5000' }] } } },
+          kubernetes: { controlPlaneEndpoint: '10.0.0.10:6443', token: { valueFrom: { file: '/etc/machineadm/token' } }, caCertHashes: ['sha256:' + 'ab'.repeat(32)], retries: 0, backoffSeconds: 0 },
+          report: { clusterAPISentinel: true },
+        },
+      }),
+    );
+    const fresh = () => {
+      rmSync(root, { recursive: true, force: true });
+      mkdirSync(join(root, 'etc', 'machineadm'), { recursive: true });
+      writeFileSync(join(root, 'etc', 'machineadm', 'token'), 'q1w2e3.r4t5y6u7i8o9p0a1\n', { mode: 0o600 });
+      rmSync(join(work, 'boot-curled'), { force: true });
+    };
+    // kubeadm is the strict stand-in (run under --rootfs, as the tests run it), on Node 24.
+    const env = {
+      PATH: `${join(ROOT, 'test', 'fixtures', 'bin')}:${join(ROOT, 'node_modules', '.bin')}:${process.env.PATH}`,
+      KUBEADM_STANDIN_VERSION: 'v1.31.2',
+      MACHINEADM_KUBEADM_ROOTFS: '1',
+    };
+    let round = 0;
+    const curl = ['sh', '-c', 'curl -sSf -o "$1" "$2"', 'sh', join(work, 'boot-curled'), `http://127.0.0.1:${port}/f0`];
+    const r = await sideBySide([BINARY, 'init', '-c', config, '--root', root], curl, quick ? 3 : 7, {
+      env,
+      before: () => {
+        fresh();
+        // Each round's curl takes the next file: the slowest single download is their median's worst.
+        curl[curl.length - 1] = `http://127.0.0.1:${port}/f${round++ % count}`;
+      },
+      also: { version: [BINARY, 'version'] },
+    });
+    // The last init's own account of where its time went.
+    fresh();
+    const last = await run([BINARY, 'init', '-c', config, '--root', root], { env });
+    if (last.code !== 0) fail(`init exited with ${last.code}: ${last.stderr.trim().slice(-400)}`);
+    const path = JSON.parse(readFileSync(join(root, 'run', 'machineadm', 'result.json'), 'utf8')).criticalPath;
+    const stepOf = (id) => path.steps.find((s) => s.id === id);
+    const files = stepOf('prepare/files');
+    const kubeadm = path.steps.find((s) => s.id.startsWith('provision/kubeadm'));
+    const others = path.steps.filter((s) => s !== files && s !== kubeadm).reduce((sum, s) => sum + s.durationMs, 0);
+    row(`boot: init with ${count} downloads of ${bytes / 1048576} MiB (50 ms away, 32 MiB/s each), sysctls, modules, containerd, kubeadm vs one download by curl + version`, r.ours.ms, r.baseline.ms + r.also.version.ms, 1.3, {
+      rss: r.ours.rss,
+      baselineRss: r.baseline.rss,
+      note: `curl ${r.baseline.ms.toFixed(0)} ms + version ${r.also.version.ms.toFixed(0)} ms`,
+      after:
+        `critical path of one run: start ${path.startMs} ms, prepare/files ${files.durationMs} ms (${files.waitingMs} waiting), ` +
+        `${kubeadm?.id ?? 'kubeadm'} ${kubeadm?.durationMs ?? 0} ms (${kubeadm?.waitingMs ?? 0} waiting), other steps ${others} ms, between steps ${path.betweenStepsMs} ms, end ${path.endMs} ms`,
+    });
+  } finally {
+    server.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 // --- init's own cost -------------------------------------------------------------------------------
 async function initFigure() {
   const quickstart = join(ROOT, 'examples', 'quickstart.yaml');
@@ -239,7 +428,7 @@ async function initFigure() {
   await warmFloor(floor);
   const r = await sideBySide([BINARY, 'init', '-c', quickstart, '--root', scratch], [BINARY, 'version'], repeats, { before: fresh, also: { floor } });
   fresh();
-  row('init -c examples/quickstart.yaml --root (first run) vs version', r.ours.ms, r.baseline.ms, 2, {
+  row('init -c examples/quickstart.yaml --root (first run) vs version', r.ours.ms, r.baseline.ms, 2.5, {
     note: `${fsyncs} fsyncs for ${files} files written`,
     goalNote: ', fsyncs <= files + 3',
     ok: [fsyncs <= files + 3],
@@ -332,7 +521,7 @@ async function fleet() {
 }
 
 try {
-  for (const [name, figure] of [['startup', startup], ['verify', verify], ['fetch', fetchFigure], ['init', initFigure], ['fleet', fleet]]) {
+  for (const [name, figure] of [['startup', startup], ['verify', verify], ['blake2b', blake2bFigure], ['fetch', fetchFigure], ['init', initFigure], ['boot', bootFigure], ['fleet', fleet]]) {
     if (!only || only.has(name)) await figure();
   }
 } finally {

@@ -31,9 +31,12 @@ function collector(): Collect | undefined {
   return collect;
 }
 
-/** Counts received bytes; collects the young generation every COLLECT_EVERY_BYTES. */
+// Counted across every download of the process: downloads at once pile up their read buffers
+// together, so the bound holds for all of them, and they share the collections.
+let since = 0;
+
+/** Counts received bytes; collects the young generation every COLLECT_EVERY_BYTES received by the process. */
 export function receivedBytesCollector(every = COLLECT_EVERY_BYTES): (bytes: number) => void {
-  let since = 0;
   return (bytes) => {
     since += bytes;
     if (since < every) return;

@@ -9,6 +9,7 @@ import { selectSteps, type Selection, type SelectedStep } from './select.ts';
 import { DEFAULT_MAX_REBOOTS, StateWriter, rebootedSince, type MachineState, type StateStore, type StepRecord } from './state.ts';
 import { resolveSecret, type SecretScrubber } from '../config/secrets.ts';
 import { provisionShortfall } from './provisioned.ts';
+import { sinceProcessStart, waitingMeter } from './timing.ts';
 
 export interface RunnerInput {
   command: string;
@@ -253,7 +254,8 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   const started = input.host.now();
   const runRecord = { runId: events.runId, command: input.command, startedAt: started.toISOString() };
   const outcome: RunOutcome = { runId: events.runId, command: input.command, result: 'success', startedAt: runRecord.startedAt, finishedAt: '', durationMs: 0, phases: [] };
-  events.emit({ type: 'run.started', command: input.command });
+  events.emit({ type: 'run.started', command: input.command, sinceStartMs: sinceProcessStart() });
+  const runWaiting = waitingMeter();
   for (const note of input.notes ?? []) events.emit({ type: 'log', level: 'warning', message: note });
 
   // Reboots this run asked for before (it resumes as the same run): the loop guard counts them.
@@ -323,6 +325,8 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
     command: input.command,
     result: outcome.result,
     durationMs: outcome.durationMs,
+    waitingMs: runWaiting(),
+    sinceStartMs: sinceProcessStart(),
     ...(outcome.error ? { error: errorInfo(outcome.error) } : {}),
   });
   return outcome;
@@ -333,6 +337,7 @@ async function runStep(s: SelectedStep, input: RunnerInput, writer: StateWriter,
   const state = writer.state;
   const ctx = contextFor(input, state, s.fullId, false, { failed: run.error !== undefined, phases: run.phases });
   const begin = Date.now();
+  const waiting = waitingMeter();
   events.emit({ type: 'step.started', phase: s.phase.name, step: s.fullId, summary: s.step.summary });
   // `lasting`: the record cannot be rebuilt by checking the machine again (what an apply found or
   // did, which later runs read; a reboot asked for), so it is written before the run goes on.
@@ -360,6 +365,7 @@ async function runStep(s: SelectedStep, input: RunnerInput, writer: StateWriter,
       summary: s.step.summary,
       result,
       durationMs,
+      waitingMs: Math.min(durationMs, waiting()),
       ...(outcome.message ? { message: outcome.message } : {}),
       ...(outcome.changes.length ? { changes: outcome.changes.map(({ action, target, detail }) => ({ action, target, ...(detail ? { detail } : {}) })) } : {}),
       ...(outcome.error ? { error: outcome.error } : {}),

@@ -54,6 +54,13 @@ export interface MachineEvent {
   summary?: string;
   result?: Result;
   durationMs?: number;
+  /**
+   * step.finished and run.finished: of durationMs, how long the process waited (for the network,
+   * the disk, another process) rather than worked.
+   */
+  waitingMs?: number;
+  /** run.started and run.finished: milliseconds since the machineadm process started. */
+  sinceStartMs?: number;
   /** A skip reason, a log line or a line of command output. */
   message?: string;
   level?: 'info' | 'warning' | 'error';

@@ -51,6 +51,33 @@ export interface PhaseResult {
   steps: StepResult[];
 }
 
+/** One step on the critical path: the steps run one after the other, so each is on it. */
+export interface CriticalStep {
+  id: string;
+  /** When it started, in milliseconds since the machineadm process started. */
+  startMs: number;
+  durationMs: number;
+  /** Of durationMs, the time the process waited (network, disk, another process) rather than worked. */
+  waitingMs: number;
+}
+
+/**
+ * Where the run's time went, from the process's start: its own start (loading, the configuration,
+ * the machine's facts, the preflight) up to the first step, each step, and the runner's work
+ * between steps (state writes, flushes). After a resume it covers the process that resumed.
+ */
+export interface CriticalPath {
+  /** When the run started, in milliseconds since the process started: machineadm's own start. */
+  startMs: number;
+  /** When the run finished, in milliseconds since the process started. */
+  endMs?: number;
+  /** Of the whole run (startMs to endMs), the time the process waited rather than worked. */
+  waitingMs?: number;
+  /** The run's time outside any step: between steps and after the last (state, flushes, the report). */
+  betweenStepsMs?: number;
+  steps: CriticalStep[];
+}
+
 export interface RunResultDocument {
   $schema: string;
   kind: 'MachineadmRunResult';
@@ -82,6 +109,8 @@ export interface RunResultDocument {
   resumedAt?: string[];
   /** The domain join this run did or found: domain, method, computer name, OU (provision/domain/join's record). */
   domainJoin?: Record<string, unknown>;
+  /** Where the run's time went (see CriticalPath). */
+  criticalPath?: CriticalPath;
 }
 
 /** Folds events into a result document; pure. */
@@ -123,6 +152,10 @@ export class RunResultBuilder {
       };
     }
     const doc = this.doc;
+    if (event.type === 'run.started') {
+      if (event.sinceStartMs !== undefined) doc.criticalPath = { startMs: event.sinceStartMs, steps: [] };
+      else delete doc.criticalPath;
+    }
     doc.updatedAt = event.time;
     doc.lastEventId = event.id;
     const phase = doc.phases.findLast((p) => p.name === event.phase);
@@ -149,6 +182,12 @@ export class RunResultBuilder {
         });
         if (event.result === 'failure' && step.id) doc.failedSteps.push(step.id);
         if (event.record && event.recordAs) doc[event.recordAs] = event.record;
+        const path = doc.criticalPath;
+        if (path && event.durationMs !== undefined) {
+          // The step's start, from the run's own: both are event times, in milliseconds.
+          const startMs = path.startMs + Date.parse(step.startedAt) - Date.parse(doc.resumedAt?.at(-1) ?? doc.startedAt);
+          path.steps.push({ id: step.id, startMs, durationMs: event.durationMs, waitingMs: event.waitingMs ?? 0 });
+        }
         break;
       }
       case 'log':
@@ -163,6 +202,15 @@ export class RunResultBuilder {
           exitCode: event.error?.code ?? 0,
           ...(event.error ? { error: event.error } : {}),
         });
+        if (doc.criticalPath && event.sinceStartMs !== undefined) {
+          const path = doc.criticalPath;
+          const inSteps = path.steps.reduce((sum, s) => sum + s.durationMs, 0);
+          Object.assign(path, {
+            endMs: event.sinceStartMs,
+            ...(event.waitingMs !== undefined ? { waitingMs: event.waitingMs } : {}),
+            betweenStepsMs: Math.max(0, event.sinceStartMs - path.startMs - inSteps),
+          });
+        }
         break;
       default:
         break;

@@ -236,6 +236,70 @@ describe.skipIf(fetchProbe)('prepare/files with source', () => {
     }
   });
 
+  // A server that answers nobody until every file has been asked for: downloads one after the
+  // other would wait for ever on the first (the server gives up after 20 s with a 503).
+  it('downloads the files at once: the server answers none until all three have been asked for', async () => {
+    const bodies = ['/a.bin', '/b.bin', '/c.bin'].map((name) => [name, Buffer.from(`body of ${name}\n`)] as const);
+    const waiting: (() => void)[] = [];
+    const server = createServer((req, res) => {
+      const body = bodies.find(([name]) => name === req.url)?.[1];
+      if (!body) return void res.writeHead(404).end();
+      const giveUp = setTimeout(() => res.writeHead(503).end(), 20_000);
+      waiting.push(() => (clearTimeout(giveUp), res.end(body)));
+      if (waiting.length === bodies.length) waiting.splice(0).forEach((answer) => answer());
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as { port: number }).port;
+    try {
+      const root = freshRoot();
+      const config = configFile(bodies.map(([name, body]) => ({ path: `/opt/parallel${name}`, source: { url: `http://127.0.0.1:${port}${name}`, sha256: createHash('sha256').update(body).digest('hex') } })));
+      const run = await prepare(root, config);
+      expect(run.stderr).toBe('');
+      expect(run.code).toBe(0);
+      for (const [name, body] of bodies) expect(readFileSync(join(root, 'opt/parallel', name)).equals(body)).toBe(true);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  // The slow download shares a new folder with the failing one: whichever made the folder, it goes.
+  it('stops the other downloads at the first failure and leaves no temporary and no folder behind', async () => {
+    const good = Buffer.from('never finished\n');
+    let slowClosed: Promise<void> | undefined;
+    const server = createServer((req, res) => {
+      if (req.url === '/slow.bin') {
+        // Headers and a first byte, then nothing: only the client closing ends it.
+        res.writeHead(200, { 'content-length': String(1 << 20) });
+        res.write('x');
+        slowClosed = new Promise((resolve) => res.on('close', () => resolve()));
+      } else if (req.url === '/bad.bin') {
+        // Answered once the slow download is under way.
+        const answer = (): void => void (slowClosed ? res.end(good) : setTimeout(answer, 10));
+        answer();
+      } else res.writeHead(404).end();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as { port: number }).port;
+    try {
+      const root = freshRoot();
+      const before = tree(root);
+      const config = configFile([
+        { path: '/opt/shared/deeper/slow.bin', source: { url: `http://127.0.0.1:${port}/slow.bin`, sha256: 'a'.repeat(64) } },
+        { path: '/opt/shared/bad.bin', source: { url: `http://127.0.0.1:${port}/bad.bin`, sha256: 'e'.repeat(64) } },
+      ]);
+      const run = await prepare(root, config);
+      expect(run.code).toBe(3);
+      expect(run.stdout + run.stderr).toContain('spec.files[1].source.sha256: ');
+      // The slow download was stopped by the failure, not left to its idle timeout (30 s).
+      await slowClosed;
+      expect(tree(root)).toEqual(before);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+
   it('downloads the file, checks its sha256, and a second run changes nothing; a wrong sha256 writes no file at all', async () => {
     const body = Buffer.from('downloaded by machineadm\n');
     const server = createServer((req, res) => {

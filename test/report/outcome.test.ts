@@ -60,6 +60,43 @@ describe('the result files', () => {
     expect(await readLastResult(run.host.fs, run.stateFs)).toEqual(result);
   });
 
+  it('show where the run went: its start after the process began, each step in turn with the time it waited rather than worked', async () => {
+    const root = scratchDir();
+    await runWithReporting({
+      root,
+      config: configFrom({}),
+      prepare: [
+        // Waits for an answer (a timer here; the network or kubeadm in a run): the process is idle.
+        step('waits', { apply: async () => (await new Promise((r) => setTimeout(r, 400)), {}) }),
+        // Works without waiting: the process is busy the whole time.
+        step('works', {
+          apply: async () => {
+            for (const end = Date.now() + 300; Date.now() < end; );
+            return {};
+          },
+        }),
+      ],
+    });
+    const result = read(root, RESULT_FILE);
+    expect(validateJsonSchema(schema, result)).toEqual([]);
+    const path = result.criticalPath!;
+    expect(path.steps.map((s) => s.id)).toEqual(['prepare/waits', 'prepare/works', 'report/sentinel']);
+    const [waits, works] = path.steps;
+    expect(waits!.durationMs).toBeGreaterThanOrEqual(400);
+    expect(waits!.waitingMs).toBeGreaterThanOrEqual(300);
+    expect(works!.durationMs).toBeGreaterThanOrEqual(300);
+    expect(works!.waitingMs).toBeLessThan(100);
+    // In process time: the run starts after the process did, each step after the one before, and
+    // the run ends after the last; what is not in a step is the runner's own time.
+    expect(path.startMs).toBeGreaterThan(0);
+    expect(waits!.startMs).toBeGreaterThanOrEqual(path.startMs);
+    expect(works!.startMs).toBeGreaterThanOrEqual(waits!.startMs + waits!.durationMs);
+    const last = path.steps.at(-1)!;
+    expect(path.endMs).toBeGreaterThanOrEqual(last.startMs + last.durationMs);
+    expect(path.betweenStepsMs).toBe(path.endMs! - path.startMs - path.steps.reduce((sum, s) => sum + s.durationMs, 0));
+    expect(path.waitingMs).toBeGreaterThanOrEqual(waits!.waitingMs);
+  });
+
   it('are shown as a summary naming the failed step, its hint, and its output tail', async () => {
     const root = scratchDir();
     const run = await runWithReporting({

@@ -1,6 +1,7 @@
 // prepare/files: the files listed in spec.files, from inline content or a verified download.
 // Every target is checked (paths, links planted at the target, decoding) before the first write.
 import { createHash } from 'node:crypto';
+import { posix } from 'node:path';
 import type { Change, Step, StepContext } from '../../phases/step.ts';
 import type { FileSpec } from '../../config/schema/index.ts';
 import { ConfigError, MachineadmError, ExitCode, VerificationError, type ConfigIssue } from '../../errors.ts';
@@ -115,41 +116,86 @@ function sourceField(file: SourceFile, error: unknown): string {
   return `spec.files[${file.index}].source${error instanceof VerificationError ? '.sha256' : ''}`;
 }
 
+/** Removes the folders in `made` (deepest first) that are empty. */
+async function removeEmptyMade(ctx: StepContext, made: readonly string[]): Promise<void> {
+  for (const folder of made) if ((await ctx.host.fs.list(folder)).length === 0) await ctx.host.fs.remove(folder);
+}
+
+/** Makes the folders the files go into; returns those that did not exist, deepest first. */
+async function makeFolders(ctx: StepContext, files: readonly SourceFile[]): Promise<string[]> {
+  const missing = new Set<string>();
+  const deepestFirst = (): string[] => [...missing].sort((a, b) => b.split('/').length - a.split('/').length);
+  for (const file of files) {
+    const dir = posix.dirname(file.spec.path);
+    try {
+      for (let d = dir; d !== posix.dirname(d) && !missing.has(d) && !(await ctx.host.fs.exists(d)); d = posix.dirname(d)) missing.add(d);
+      await ctx.host.fs.mkdirp(dir);
+    } catch (error) {
+      await removeEmptyMade(ctx, deepestFirst());
+      throw errorForField(`spec.files[${file.index}].path`, error);
+    }
+  }
+  return deepestFirst();
+}
+
+/** Downloads at once: a node's downloads are independent, and a boot waits for the slowest, not the sum. */
+export const PARALLEL_DOWNLOADS = 8;
+
 // Every download is checked into a temporary file beside its target; only when all are checked
 // (and sealed: synced, mode, owner, backup) is any renamed into place. On a failure every temporary
-// goes and every target stays as it was.
+// goes and every target stays as it was. Up to PARALLEL_DOWNLOADS run at once, each sealed as soon
+// as it is checked (its fsync overlaps the downloads still running); the first failure stops the
+// others at once.
 async function downloadAll(ctx: StepContext, files: readonly SourceFile[]): Promise<void> {
-  const pending: PendingFile[] = [];
-  let current: SourceFile | undefined;
-  try {
-    for (const file of files) {
-      current = file;
-      // Checked in the preflight; an inline file of this run may have written it since.
-      const issues: ConfigIssue[] = [];
-      const ca = file.spec.source.caFile ? await readPem(ctx.host, file.spec.source.caFile, `spec.files[${file.index}].source.caFile`, 'certificate', issues) : undefined;
-      if (issues.length) throw new ConfigError(issues);
-      const { pending: one } = await fetchVerifiedPending(ctx.host, {
-        urls: [file.spec.source.url],
-        ...(ca ? { ca } : {}),
-        destination: file.spec.path,
-        sha256: file.spec.source.sha256,
-        mode: file.mode,
-        ...(file.spec.owner ? { owner: file.spec.owner } : {}),
-      });
-      pending.push(one);
+  // Parallel downloads into one new folder cannot tell which of them made it: the step makes the
+  // folders first and, on a failure, removes those it made once they are empty again.
+  const made = await makeFolders(ctx, files);
+  const pending: (PendingFile | undefined)[] = files.map(() => undefined);
+  const stop = new AbortController();
+  const signal = ctx.host.signal ? AbortSignal.any([ctx.host.signal, stop.signal]) : stop.signal;
+  const host = { ...ctx.host, signal };
+  let failed: { file: SourceFile; error: unknown } | undefined;
+  const one = async (i: number): Promise<void> => {
+    const file = files[i]!;
+    // Checked in the preflight; an inline file of this run may have written it since.
+    const issues: ConfigIssue[] = [];
+    const ca = file.spec.source.caFile ? await readPem(ctx.host, file.spec.source.caFile, `spec.files[${file.index}].source.caFile`, 'certificate', issues) : undefined;
+    if (issues.length) throw new ConfigError(issues);
+    const { pending: fetched } = await fetchVerifiedPending(host, {
+      urls: [file.spec.source.url],
+      ...(ca ? { ca } : {}),
+      destination: file.spec.path,
+      sha256: file.spec.source.sha256,
+      mode: file.mode,
+      ...(file.spec.owner ? { owner: file.spec.owner } : {}),
+    });
+    pending[i] = fetched;
+    await fetched.seal();
+  };
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (!failed && next < files.length) {
+      const i = next++;
+      try {
+        await one(i);
+      } catch (error) {
+        // The first failure is the one reported; the others were stopped because of it.
+        if (!failed) {
+          failed = { file: files[i]!, error };
+          stop.abort(error);
+        }
+      }
     }
-    for (const [i, one] of pending.entries()) {
-      current = files[i];
-      await one.seal();
-    }
-  } catch (error) {
-    // Last made first: a folder two downloads share is empty only when both are gone.
-    for (const one of [...pending].reverse()) await one.abort();
-    throw errorForField(sourceField(current!, error), error);
+  };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL_DOWNLOADS, files.length) }, worker));
+  if (failed) {
+    for (const one of pending) await one?.abort();
+    await removeEmptyMade(ctx, made);
+    throw errorForField(sourceField(failed.file, failed.error), failed.error);
   }
   for (const [i, one] of pending.entries()) {
     try {
-      await one.commit();
+      await one!.commit();
     } catch (error) {
       throw errorForField(sourceField(files[i]!, error), error);
     }

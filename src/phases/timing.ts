@@ -1,0 +1,18 @@
+// Where a run's time goes: how long after the process started it began, and of each step's time how
+// much the process spent waiting (the network, the disk, another process such as kubeadm) rather
+// than working. Measured on the process itself (its clock and its event loop), never the machine.
+import { performance } from 'node:perf_hooks';
+
+/** Milliseconds since this process started (Node's time origin), rounded. */
+export function sinceProcessStart(): number {
+  return Math.round(performance.now());
+}
+
+/**
+ * Starts measuring the event loop's idle time: the time the process had nothing to run and waited
+ * for an answer. The function returned gives the milliseconds waited since the start, rounded.
+ */
+export function waitingMeter(): () => number {
+  const start = performance.eventLoopUtilization();
+  return () => Math.round(performance.eventLoopUtilization(start).idle);
+}
