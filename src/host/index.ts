@@ -63,13 +63,17 @@ function interruptibleSleep(ms: number, signal: AbortSignal | undefined): Promis
 
 /** The state directory on the machine (under --root) unless --state-dir says otherwise. */
 export const STATE_DIR = '/var/lib/machineadm';
+/** In the state directory: the bytes of files machineadm replaced, and the records of what it wrote (written.ts). */
+export const BACKUP_DIR = 'backup';
+export const WRITTEN_DIR = 'written';
 
 export function createHost(options: HostOptions = {}): Host {
   const env = options.env ?? process.env;
   const root = options.root ?? (process.platform === 'win32' ? 'C:\\' : '/');
   const stateDir = options.stateDir ?? new RootedFileSystem(root).mapPath(STATE_DIR);
-  // Files machineadm replaces are kept under the state directory, at their machine paths.
-  const fs = new RootedFileSystem(root, { backupDir: join(stateDir, 'backup') });
+  // Files machineadm replaces are kept under the state directory, at their machine paths, and what
+  // it did to each is recorded there (for reset).
+  const fs = new RootedFileSystem(root, { backupDir: join(stateDir, BACKUP_DIR), writtenDir: join(stateDir, WRITTEN_DIR) });
   const proc = new ProcessRunner(env, options.signal);
   let facts: Promise<Facts> | undefined = options.facts === undefined ? undefined : Promise.resolve(options.facts);
   // Windows actions change the live machine: none under a scratch --root (the steps say they skip).
@@ -108,3 +112,6 @@ export { RootedFileSystem, type WriteOptions, type FileInfo, type FileSystemOpti
 export { acquireRunLock, type LockAttempt, type LockHolder } from './run-lock.ts';
 export { ProcessRunner, type RunOptions, type RunResult, tail } from './exec.ts';
 export type { ResumeRegistration } from './resume.ts';
+export type { WrittenRecord, Fingerprint, Attributes } from './written.ts';
+export { sameFingerprint } from './written.ts';
+export { archiveDirectory } from './archive.ts';
