@@ -87,6 +87,10 @@ export interface Undo {
    * set sysctls back once their file is).
    */
   readonly when?: 'before-files' | 'after-files';
+  /** What would make this undo fail, found before reset changes anything (as Step.preflight). */
+  preflight?(ctx: UndoContext): Promise<void>;
+  /** Machine files this undo keeps as they are in this reset (--keep-domain keeps the keytab): reset/files leaves them. */
+  keeps?(ctx: UndoContext): string[];
   check(ctx: UndoContext): Promise<CheckResult>;
   apply(ctx: UndoContext, check: CheckResult): Promise<ApplyResult | void>;
 }

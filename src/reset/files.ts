@@ -48,9 +48,9 @@ function ownerMatters(ctx: StepContext): boolean {
   return ctx.facts.privileged;
 }
 
-async function planFiles(ctx: StepContext): Promise<Planned> {
+async function planFiles(ctx: StepContext, kept: readonly string[]): Promise<Planned> {
   const fs: RootedFileSystem = ctx.host.fs;
-  const records = (await fs.written?.all()) ?? [];
+  const records = ((await fs.written?.all()) ?? []).filter((r) => !kept.includes(r.path));
   const planned: Planned = { actions: [], folders: [], changes: [], olderState: false };
   if (records.length === 0) {
     planned.olderState = ['prepare/files', 'prepare/sysctls/file', 'prepare/kernel-modules/file', 'prepare/containerd/config'].some((id) => ctx.recordOf(id) !== undefined);
@@ -123,44 +123,47 @@ async function planFiles(ctx: StepContext): Promise<Planned> {
   return planned;
 }
 
-export const resetFilesStep: Step = {
-  id: 'files',
-  summary: 'give back every file machineadm wrote: created ones removed, replaced ones restored byte for byte with mode and owner',
-  async check(ctx): Promise<CheckResult> {
-    const planned = await planFiles(ctx);
-    const pending = planned.actions.length + planned.folders.length;
-    return { done: pending === 0, changes: planned.changes };
-  },
-  async apply(ctx) {
-    const planned = await planFiles(ctx);
-    const { fs } = ctx.host;
-    for (const { action, changedByOthers } of planned.actions) {
-      if (changedByOthers && !ctx.options.force) continue;
-      const { record } = action;
-      const before = record.before;
-      const owner = before && ownerMatters(ctx) ? { owner: `${before.uid}:${before.gid}` } : {};
-      switch (action.kind) {
-        case 'remove':
-          await fs.remove(record.path);
-          break;
-        case 'restore':
-          // Not recorded again (backup: false): this write gives back, it is not machineadm's own.
-          await fs.writeFile(record.path, action.bytes, { mode: before!.mode, backup: false, ...owner });
-          break;
-        case 'attributes':
-          await fs.setAttributes(record.path, { mode: before!.mode, record: false, ...owner });
-          break;
-        case 'missing':
-          ctx.log(`${record.path}: removed since machineadm changed its mode or owner; nothing to give back`, 'warning');
-          break;
+/** `kept`: the files other undos keep as they are in this reset (--keep-domain keeps the keytab). */
+export function resetFilesStep(kept: (ctx: StepContext) => Promise<string[]> = async () => []): Step {
+  return {
+    id: 'files',
+    summary: 'give back every file machineadm wrote: created ones removed, replaced ones restored byte for byte with mode and owner',
+    async check(ctx): Promise<CheckResult> {
+      const planned = await planFiles(ctx, await kept(ctx));
+      const pending = planned.actions.length + planned.folders.length;
+      return { done: pending === 0, changes: planned.changes };
+    },
+    async apply(ctx) {
+      const planned = await planFiles(ctx, await kept(ctx));
+      const { fs } = ctx.host;
+      for (const { action, changedByOthers } of planned.actions) {
+        if (changedByOthers && !ctx.options.force) continue;
+        const { record } = action;
+        const before = record.before;
+        const owner = before && ownerMatters(ctx) ? { owner: `${before.uid}:${before.gid}` } : {};
+        switch (action.kind) {
+          case 'remove':
+            await fs.remove(record.path);
+            break;
+          case 'restore':
+            // Not recorded again (backup: false): this write gives back, it is not machineadm's own.
+            await fs.writeFile(record.path, action.bytes, { mode: before!.mode, backup: false, ...owner });
+            break;
+          case 'attributes':
+            await fs.setAttributes(record.path, { mode: before!.mode, record: false, ...owner });
+            break;
+          case 'missing':
+            ctx.log(`${record.path}: removed since machineadm changed its mode or owner; nothing to give back`, 'warning');
+            break;
+        }
       }
-    }
-    for (const folder of planned.folders) {
-      if (!(await fs.removeFolderIfEmpty(folder))) ctx.log(`${folder}: left in place, something else is in it now`, 'warning');
-    }
-    const refused = planned.actions.filter((a) => a.changedByOthers && !ctx.options.force).map((a) => a.action.record.path);
-    if (refused.length) return { warning: `left as they are, changed since machineadm wrote them: ${refused.join(', ')} (--force gives them back)` };
-    if (planned.olderState) return { warning: OLDER_STATE };
-    return {};
-  },
-};
+      for (const folder of planned.folders) {
+        if (!(await fs.removeFolderIfEmpty(folder))) ctx.log(`${folder}: left in place, something else is in it now`, 'warning');
+      }
+      const refused = planned.actions.filter((a) => a.changedByOthers && !ctx.options.force).map((a) => a.action.record.path);
+      if (refused.length) return { warning: `left as they are, changed since machineadm wrote them: ${refused.join(', ')} (--force gives them back)` };
+      if (planned.olderState) return { warning: OLDER_STATE };
+      return {};
+    },
+  };
+}

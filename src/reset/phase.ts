@@ -9,27 +9,36 @@ import { ALL_PHASES } from '../phases/registry.ts';
 import { resetFilesStep } from './files.ts';
 import { resetResumeStep } from './resume.ts';
 
-function undoStep(original: Step, fullId: string, undo: Undo): Step {
-  const context = (ctx: StepContext): UndoContext => ({
-    ...ctx,
-    done: ctx.recordOf(fullId),
-    undoRecord: ctx.undoRecordOf(fullId),
-    filesToGiveBack: async () => (await resetFilesStep.check(ctx)).changes.filter((c) => c.action !== 'refuse' && c.action !== 'keep').map((c) => c.target),
-  });
-  return {
-    id: original.id,
-    summary: undo.summary,
-    ...(original.platforms ? { platforms: original.platforms } : {}),
-    check: (ctx) => undo.check(context(ctx)),
-    apply: (ctx, check) => undo.apply(context(ctx), check),
-  };
+interface Declared {
+  step: Step;
+  fullId: string;
+  undo: Undo;
 }
 
 export function resetSteps(phases: readonly Phase[] = ALL_PHASES): Step[] {
-  const undos = phases.flatMap((phase) => phase.steps.filter((s) => s.undo).map((s) => ({ step: s, fullId: `${phase.name}/${s.id}`, undo: s.undo! })));
+  const undos: Declared[] = phases.flatMap((phase) => phase.steps.filter((s) => s.undo).map((s) => ({ step: s, fullId: `${phase.name}/${s.id}`, undo: s.undo! })));
+  const context = (ctx: StepContext, u: Declared): UndoContext => {
+    const undoCtx: UndoContext = {
+      ...ctx,
+      done: ctx.recordOf(u.fullId),
+      undoRecord: ctx.undoRecordOf(u.fullId),
+      filesToGiveBack: async () => (await files.check(ctx)).changes.filter((c) => c.action !== 'refuse' && c.action !== 'keep').map((c) => c.target),
+    };
+    return undoCtx;
+  };
+  // What the undos keep in this reset (--keep-domain: the keytab) is not given back.
+  const files = resetFilesStep(async (ctx) => undos.flatMap((u) => u.undo.keeps?.(context(ctx, u)) ?? []));
+  const undoStep = (u: Declared): Step => ({
+    id: u.step.id,
+    summary: u.undo.summary,
+    ...(u.step.platforms ? { platforms: u.step.platforms } : {}),
+    ...(u.undo.preflight ? { preflight: (ctx: StepContext) => u.undo.preflight!(context(ctx, u)) } : {}),
+    check: (ctx) => u.undo.check(context(ctx, u)),
+    apply: (ctx, check) => u.undo.apply(context(ctx, u), check),
+  });
   const before = undos.filter((u) => (u.undo.when ?? 'before-files') === 'before-files').reverse();
   const after = undos.filter((u) => u.undo.when === 'after-files');
-  return [...before.map((u) => undoStep(u.step, u.fullId, u.undo)), resetFilesStep, ...after.map((u) => undoStep(u.step, u.fullId, u.undo)), resetResumeStep];
+  return [...before.map(undoStep), files, ...after.map(undoStep), resetResumeStep];
 }
 
 export const resetPhase: Phase = {
