@@ -131,7 +131,7 @@ export function resetFilesStep(kept: (ctx: StepContext) => Promise<string[]> = a
     async check(ctx): Promise<CheckResult> {
       const planned = await planFiles(ctx, await kept(ctx));
       const pending = planned.actions.length + planned.folders.length;
-      return { done: pending === 0, changes: planned.changes };
+      return { done: pending === 0 && !planned.olderState, changes: planned.changes };
     },
     async apply(ctx) {
       const planned = await planFiles(ctx, await kept(ctx));
