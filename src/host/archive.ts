@@ -4,11 +4,16 @@
 import * as nodePath from 'node:path';
 import * as fsp from './fs-calls.ts';
 
-/** `<dir>.reset-<UTC time>` (a counter when that exists); `drop` names a file to take out of the archive (the run lock). */
+/** Where a reset archives a directory: `<dir>.reset-<UTC time, 20261204T051432Z>`. */
+export function archivedName(dir: string, stamp: string): string {
+  return `${dir}.reset-${stamp}`;
+}
+
+/** Renames `dir` to archivedName() (with a counter when that exists); `drop` names a file to take out of the archive (the run lock). */
 export async function archiveDirectory(dir: string, drop: string | undefined, now: Date): Promise<string> {
   const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
-  let target = `${dir}.reset-${stamp}`;
-  for (let n = 2; await fsp.lstat(target).then(() => true, () => false); n++) target = `${dir}.reset-${stamp}-${n}`;
+  let target = archivedName(dir, stamp);
+  for (let n = 2; await fsp.lstat(target).then(() => true, () => false); n++) target = `${archivedName(dir, stamp)}-${n}`;
   await fsp.rename(dir, target);
   if (drop !== undefined) await fsp.rm(nodePath.join(target, drop), { force: true });
   if (process.platform !== 'win32') {

@@ -114,4 +114,4 @@ export { ProcessRunner, type RunOptions, type RunResult, tail } from './exec.ts'
 export type { ResumeRegistration } from './resume.ts';
 export type { WrittenRecord, Fingerprint, Attributes } from './written.ts';
 export { sameFingerprint } from './written.ts';
-export { archiveDirectory } from './archive.ts';
+export { archiveDirectory, archivedName } from './archive.ts';

@@ -14,7 +14,7 @@ import { SPOOL_DIR } from '../../src/report/spool.ts';
 import { STATE_FILE } from '../../src/phases/state.ts';
 import { SYSCTL_FILE } from '../../src/linux/sysctl.ts';
 import { MODULES_FILE } from '../../src/linux/modules.ts';
-import { STATE_DIR } from '../../src/host/index.ts';
+import { BACKUP_DIR, STATE_DIR, WRITTEN_DIR, archivedName } from '../../src/host/index.ts';
 import { RESUMED_RESULT, RUN_LOCK } from '../../src/phases/run.ts';
 import { RESUME_UNIT } from '../../src/host/resume.ts';
 
@@ -79,6 +79,9 @@ describe('the files in docs/contract.md section 5', () => {
     CERTS_DIR,
     CA_BUNDLE,
     PROXY_DROPIN,
+    `${STATE_DIR}/${WRITTEN_DIR}/`,
+    `${STATE_DIR}/${BACKUP_DIR}/`,
+    `${archivedName(STATE_DIR, '<time>')}/`,
   ];
   const files = section(readFileSync(CONTRACT, 'utf8'), /^## 5\. /m);
   const listed = [...files.matchAll(/^\| `(\/[^`]+)`/gm)].map((m) => m[1]!);

@@ -175,7 +175,7 @@ describe.skipIf(skip)('joining a Samba AD domain controller with the built binar
     expect(readFileSync(join(m.upper, 'krb5.conf'), 'utf8')).toBe(krb5);
   });
 
-  it('reset leaves the domain with the join\'s credentials: the computer account is deleted (adcli testjoin with the old keytab fails), the keytab and krb5.conf are gone as before the join, and a second reset does nothing', async () => {
+  it("reset leaves the domain with the join's credentials: the computer account is deleted (adcli testjoin with the old keytab fails), the keytab and krb5.conf are gone as before the join, and a second reset does nothing", async () => {
     const m = machine('node-01');
     const keytab = join(m.upper, 'krb5.keytab');
     const oldKeytab = join(dir, 'node-01-keytab-before-reset');
