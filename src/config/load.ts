@@ -9,7 +9,7 @@ import type { ConfigHost } from '../host/config-host.ts';
 import { HttpError, displayUrl, formatBytes, httpRequest, type HttpTimeouts, type RetryPolicy } from '../host/http.ts';
 import { ConfigError, ExitCode, MachineadmError, type ConfigIssue } from '../errors.ts';
 import { formatPath, isPlainObject, parseWith, type SchemaIssue } from './schema/dsl.ts';
-import { API_GROUP, SUPPORTED_API_VERSIONS, machineConfigSchema, type MachineConfig } from './schema/index.ts';
+import { API_GROUP, API_VERSION, SUPPORTED_API_VERSIONS, machineConfigSchema, type MachineConfig } from './schema/index.ts';
 import { mergeConfigs } from './merge.ts';
 import { isRelativeSource } from './schema/source.ts';
 import { DocumentError, decodeUtf8, parseDocument, type ParsedDocument } from './document.ts';
@@ -44,6 +44,11 @@ export interface LoadOptions {
   http?: { retry?: Partial<RetryPolicy>; timeouts?: Partial<HttpTimeouts> };
   /** Retry and timeout settings for imds:// sources. */
   imds?: { retry?: Partial<RetryPolicy>; timeouts?: Partial<HttpTimeouts> };
+  /**
+   * Without -c and with nothing at the default sources: an empty MachineConfig instead of an error
+   * (reset, which works from its records and needs a configuration only for credentials).
+   */
+  emptyWhenNone?: boolean;
 }
 
 /**
@@ -210,6 +215,10 @@ export async function loadConfig(host: ConfigHost, sources: readonly string[], o
   }
   if (documents.length === 0) {
     if (issues.length) throw new ConfigError(scrub(issues, documents));
+    if (!explicit && options.emptyWhenNone) {
+      const { value } = parseWith(machineConfigSchema, { apiVersion: API_VERSION, kind: 'MachineConfig', spec: {} });
+      if (value) return { config: value, sources: [] };
+    }
     throw new ConfigError([
       explicit
         ? { path: '', message: `no configuration found in ${specs.map((s) => s.name).join(', ')}`, hint: 'the directories hold no *.yaml, *.yml or *.json file' }

@@ -24,6 +24,7 @@ export const rmdir = (path: string): Promise<void> => call((done) => fs.rmdir(pa
 export const chmod = (path: string, mode: number): Promise<void> => call((done) => fs.chmod(path, mode, (e) => done(e, undefined)));
 export const chown = (path: string, uid: number, gid: number): Promise<void> => call((done) => fs.chown(path, uid, gid, (e) => done(e, undefined)));
 export const copyFile = (from: string, to: string, mode: number): Promise<void> => call((done) => fs.copyFile(from, to, mode, (e) => done(e, undefined)));
+export const writeFile = (path: string, data: string | Uint8Array, options: { mode: number; flag?: string }): Promise<void> => call((done) => fs.writeFile(path, data, options, (e) => done(e, undefined)));
 export const link = (existing: string, path: string): Promise<void> => call((done) => fs.link(existing, path, (e) => done(e, undefined)));
 
 /** An open file, as node:fs/promises' FileHandle offers the calls RootedFileSystem makes. */

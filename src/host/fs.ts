@@ -8,6 +8,7 @@ import * as fsp from './fs-calls.ts';
 import * as nodePath from 'node:path';
 import { once } from 'node:events';
 import { MachineadmError, ExitCode, UsageError } from '../errors.ts';
+import { WrittenRecords, fingerprintOf, type Fingerprint, type WrittenRecord } from './written.ts';
 
 export interface FileInfo {
   kind: 'file' | 'directory' | 'symlink' | 'other';
@@ -46,6 +47,12 @@ export interface FileSystemOptions {
    * Without one nothing is backed up: the operator's own files (fetch -o) and machineadm's state.
    */
   backupDir?: string;
+  /**
+   * A real directory where machineadm records, ahead of each write, what it does to a machine path
+   * (see written.ts): what `machineadm reset` undoes. Writes without a backup (reports, the resume
+   * unit) are machineadm's own and not recorded.
+   */
+  writtenDir?: string;
 }
 
 /** A file being written; nothing appears at its path until commit(). */
@@ -103,6 +110,8 @@ export class RootedFileSystem {
   readonly root: string;
   readonly platform: 'linux' | 'windows';
   readonly backupDir: string | undefined;
+  /** The records of what machineadm wrote (see FileSystemOptions.writtenDir). */
+  readonly written: WrittenRecords | undefined;
   private readonly path: typeof nodePath.posix;
   /** Directories renamed into by durable writes whose fsync waits for syncDirectories(); undefined: none waits. */
   private pendingDirectories: Set<string> | undefined;
@@ -112,6 +121,74 @@ export class RootedFileSystem {
     this.path = this.platform === 'windows' ? nodePath.win32 : nodePath.posix;
     this.root = this.path.resolve(root);
     this.backupDir = options.backupDir === undefined ? undefined : this.path.resolve(options.backupDir);
+    const onRename = async (dir: string): Promise<void> => {
+      if (this.pendingDirectories) this.pendingDirectories.add(dir);
+      else await syncDirectory(dir);
+    };
+    this.written = options.writtenDir === undefined ? undefined : new WrittenRecords(options.writtenDir, this.path, onRename);
+  }
+
+  /**
+   * The record of a machine path machineadm is about to change, written now when it has none: what
+   * is there (its bytes kept once under the backup directory), and the folders a write would create.
+   */
+  private async recordFirstTouch(machinePath: string, existing: { isFile(): boolean; mode: number; uid: number; gid: number } | undefined): Promise<WrittenRecord | undefined> {
+    if (!this.written) return undefined;
+    const found = await this.written.read(machinePath);
+    if (found) return found;
+    const dirs: string[] = [];
+    if (!existing) {
+      for (let d = this.path.dirname(machinePath); this.path.dirname(d) !== d; d = this.path.dirname(d)) {
+        if (await fsp.lstat(this.mapPath(d)).then(() => true, () => false)) break;
+        dirs.unshift(d);
+      }
+    }
+    const record: WrittenRecord = { path: machinePath, before: existing ? { mode: existing.mode & 0o7777, uid: existing.uid, gid: existing.gid } : null, dirs, written: [] };
+    const backup = this.backupPath(machinePath);
+    if (existing?.isFile() && backup !== undefined) await keepBackupOnce(this.mapPath(machinePath), backup, this.path);
+    await this.written.write(record);
+    return record;
+  }
+
+  /**
+   * A tool other than machineadm is about to change this machine file (adcli writes the keytab):
+   * recorded, and its bytes kept, as for a write of machineadm's own. Then noteWritten().
+   */
+  async keepOriginal(machinePath: string): Promise<void> {
+    const real = await this.resolve(machinePath);
+    await this.recordFirstTouch(machinePath, await fsp.lstat(real).catch(() => undefined));
+  }
+
+  /** What is at the path now is machineadm's doing (after a tool it ran wrote it): reset may restore over it. */
+  async noteWritten(machinePath: string): Promise<void> {
+    if (!this.written) return;
+    const real = await this.resolve(machinePath);
+    const st = await fsp.lstat(real).catch(() => undefined);
+    const record = await this.recordFirstTouch(machinePath, undefined);
+    if (!st || !record) return;
+    await this.written.write({ ...record, written: [...record.written, fingerprintOf(st)] });
+  }
+
+  /** The fingerprint of the file at a machine path now, or undefined when there is no regular file. */
+  async fingerprint(machinePath: string): Promise<Fingerprint | undefined> {
+    const st = await fsp.lstat(await this.resolve(machinePath)).catch(() => undefined);
+    return st?.isFile() ? fingerprintOf(st) : undefined;
+  }
+
+  /** The bytes machineadm kept of a machine path before it first replaced them, if any. */
+  async readBackup(machinePath: string): Promise<Buffer | undefined> {
+    const backup = this.backupPath(machinePath);
+    if (backup === undefined) return undefined;
+    return fsp.readFile(backup).catch(() => undefined);
+  }
+
+  /** Removes a folder when it is empty; says whether it is gone. */
+  async removeFolderIfEmpty(machinePath: string): Promise<boolean> {
+    const real = await this.resolve(machinePath);
+    return fsp.rmdir(real).then(
+      () => true,
+      (e: NodeJS.ErrnoException) => e.code === 'ENOENT',
+    );
   }
 
   /** Where the first replaced content of a machine path is kept, or undefined without a backup directory. */
@@ -373,6 +450,9 @@ export class RootedFileSystem {
       throw new FileSystemError(`cannot write ${machinePath}: it is a directory`);
     }
     const dir = this.path.dirname(real);
+    const backup = (options.backup ?? true) ? this.backupPath(machinePath) : undefined;
+    // Recorded before any folder is made or byte written (see written.ts).
+    const record = (options.backup ?? true) ? await this.recordFirstTouch(machinePath, existing) : undefined;
     // The first folder this write creates, if any: an aborted write removes what it made.
     const madeFrom = await fsp.mkdir(dir, { recursive: true, mode: 0o755 });
     await removeStaleTemporaries(dir, this.path.basename(real));
@@ -388,7 +468,6 @@ export class RootedFileSystem {
       stream.once('error', reject);
     });
     const owner = options.owner === undefined ? undefined : await this.resolveOwner(options.owner);
-    const backup = (options.backup ?? true) ? this.backupPath(machinePath) : undefined;
     const durable = options.durable ?? true;
     let sealed = false;
     let done = false;
@@ -407,6 +486,8 @@ export class RootedFileSystem {
         await handle.close();
       }
       if (backup !== undefined && existing?.isFile()) await keepBackupOnce(real, backup, this.path);
+      // The bytes about to be renamed into place are machineadm's: recorded before the rename.
+      if (record && this.written) await this.written.write({ ...record, written: [...record.written, fingerprintOf(await fsp.lstat(temp))] });
       sealed = true;
     };
     return {
@@ -513,9 +594,15 @@ export class RootedFileSystem {
     }
   }
 
-  /** Applies mode and owner to an existing file (used when only those differ). */
-  async setAttributes(machinePath: string, options: { mode?: number; owner?: string }): Promise<void> {
+  /** Applies mode and owner to an existing file (used when only those differ); `record: false` for machineadm's own folders. */
+  async setAttributes(machinePath: string, options: { mode?: number; owner?: string; record?: boolean }): Promise<void> {
     const real = await this.resolve(machinePath);
+    if (options.record ?? true) {
+      const st = await fsp.lstat(real).catch(() => undefined);
+      const record = await this.recordFirstTouch(machinePath, st);
+      // Only the attributes change: the bytes there are as machineadm leaves them.
+      if (record && st?.isFile() && record.written.length === 0 && this.written) await this.written.write({ ...record, written: [fingerprintOf(st)] });
+    }
     if (options.mode !== undefined) await fsp.chmod(real, options.mode);
     if (options.owner !== undefined && isRootUser()) {
       const o = await this.resolveOwner(options.owner);

@@ -72,6 +72,9 @@ function interruptibleSleep(ms: number, signal: AbortSignal | undefined): Promis
 
 /** The state directory on the machine (under --root) unless --state-dir says otherwise. */
 export const STATE_DIR = '/var/lib/machineadm';
+/** In the state directory: the bytes of files machineadm replaced, and the records of what it wrote (written.ts). */
+export const BACKUP_DIR = 'backup';
+export const WRITTEN_DIR = 'written';
 
 /**
  * The state directory's machine path on this platform. Windows: %ProgramData%\machineadm (the
@@ -90,8 +93,9 @@ export function createHost(options: HostOptions = {}): Host {
   const rooted = new RootedFileSystem(root);
   const machineStateDir = options.stateDir ?? defaultStateDir(rooted.platform, env);
   const stateDir = options.stateDir ?? rooted.mapPath(machineStateDir);
-  // Files machineadm replaces are kept under the state directory, at their machine paths.
-  const fs = new RootedFileSystem(root, { backupDir: join(stateDir, 'backup') });
+  // Files machineadm replaces are kept under the state directory, at their machine paths, and what
+  // it did to each is recorded there (for reset).
+  const fs = new RootedFileSystem(root, { backupDir: join(stateDir, BACKUP_DIR), writtenDir: join(stateDir, WRITTEN_DIR) });
   const proc = new ProcessRunner(env, options.signal);
   let facts: Promise<Facts> | undefined = options.facts === undefined ? undefined : Promise.resolve(options.facts);
   // Windows actions change the live machine: none under a scratch --root (the steps say they skip).
@@ -134,3 +138,6 @@ export { acquireRunLock, type LockAttempt, type LockHolder } from './run-lock.ts
 export { BlockDevices, parseMountInfo, type DeviceAccess, type BlockDevice, type DeviceLookup, type MountedFilesystem } from './block-devices.ts';
 export { ProcessRunner, type RunOptions, type RunResult, tail } from './exec.ts';
 export type { ResumeRegistration } from './resume.ts';
+export type { WrittenRecord, Fingerprint, Attributes } from './written.ts';
+export { sameFingerprint } from './written.ts';
+export { archiveDirectory, archivedName } from './archive.ts';

@@ -3,7 +3,7 @@
 // and the run ends the same way whether it finished, failed or was interrupted: events spooled or
 // delivered within the deadline, result files written, the exit code returned. The CLI turns flags
 // into a RunRequest and prints nothing of the run itself; tests drive this module directly.
-import { acquireRunLock, type Host, type RootedFileSystem } from '../host/index.ts';
+import { acquireRunLock, archiveDirectory, type Host, type RootedFileSystem } from '../host/index.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
 import { SecretScrubber } from '../config/secrets.ts';
 import { EventBus, type MachineIdentity } from '../report/events.ts';
@@ -13,13 +13,14 @@ import { openReporting, type ReportingResult } from '../report/session.ts';
 import { resultFilesOf, type RunResultDocument } from '../report/outcome.ts';
 import { ConfigError, ExitCode, InterruptedError, MachineadmError, RebootRequiredError, RunLockedError, type ConfigIssue } from '../errors.ts';
 import { ALL_PHASES, phasesNamed } from './registry.ts';
+import { resetPhase } from '../reset/phase.ts';
 import { computePlan, preflightRun, removeLeftovers, runPhases, type Plan, type RunnerInput, type RunOutcome } from './runner.ts';
 import { selectSteps, type Selection } from './select.ts';
 import { protectedResume } from './resume-record.ts';
 import { StateStore, rebootedSince, whyNotWritable } from './state.ts';
 import type { Phase, PhaseName } from './step.ts';
 
-export type RunCommand = 'init' | 'prepare' | 'provision' | 'report';
+export type RunCommand = 'init' | 'prepare' | 'provision' | 'report' | 'reset';
 
 export interface RunRequest {
   command: RunCommand;
@@ -30,6 +31,8 @@ export interface RunRequest {
   stateFs: RootedFileSystem;
   selection: Selection;
   force: boolean;
+  /** reset --keep-domain. */
+  keepDomain?: boolean;
   console: { mode: ConsoleMode; write(text: string): void; spinner?: SpinnerFactory };
   /** The phases to run; by default the registry's for the command. */
   phases?: readonly Phase[];
@@ -62,6 +65,8 @@ export interface RunRequest {
 
 export interface RunReport {
   exitCode: number;
+  /** reset: where the state directory went (renamed, with the time of the reset). */
+  archivedTo?: string;
   outcome: RunOutcome;
   /** result.json as written, and how the events went. */
   reported: ReportingResult;
@@ -81,7 +86,7 @@ async function runnerInput(request: Omit<RunRequest, 'console'>): Promise<{ inpu
   const host = launcher ? { ...request.host, resume: protectedResume(request.host.resume, request.stateFs, launcher.argv, launcher.selfLength, () => request.host.now()) } : request.host;
   const facts = await host.facts();
   const names: PhaseName[] = command === 'init' ? ['prepare', 'provision', 'report'] : [command];
-  const phases = request.phases ?? phasesNamed(names);
+  const phases = request.phases ?? (command === 'reset' ? [resetPhase] : phasesNamed(names));
   const secrets = new SecretScrubber();
   for (const source of request.sources ?? []) secrets.addUrl(source);
   const identity = await machineIdentity(config, facts, host, request.instanceId, request.machineValues);
@@ -100,6 +105,7 @@ async function runnerInput(request: Omit<RunRequest, 'console'>): Promise<{ inpu
     events,
     state,
     force: request.force,
+    ...(request.keepDomain ? { keepDomain: true } : {}),
     secrets,
     ...(request.resume ? { resume: request.resume } : {}),
     ...(request.notes ? { notes: request.notes } : {}),
@@ -186,7 +192,14 @@ export async function executeRun(request: RunRequest): Promise<RunReport> {
   const endpoints = await refuseBeforeChange(request, input, secrets);
   const release = await holdRunLock(request);
   try {
-    return await runLocked(request, input, secrets, endpoints, resumes);
+    const report = await runLocked(request, input, secrets, endpoints, resumes);
+    // A reset that finished leaves the records of what it undid, archived: the next run starts afresh.
+    if (request.command === 'reset' && report.exitCode === ExitCode.ok) {
+      const archivedTo = await archiveDirectory(request.stateFs.root, RUN_LOCK.slice(1), request.host.now());
+      if (request.console.mode !== 'json') request.console.write(`state directory archived to ${archivedTo}\n`);
+      return { ...report, archivedTo };
+    }
+    return report;
   } finally {
     await release();
   }

@@ -6,7 +6,7 @@ import { EventBus, worstResult, type ErrorInfo, type Result } from '../report/ev
 import { ConfigError, ExitCode, InterruptedError, MachineadmError, RebootRequiredError, StepError, UsageError, exitCodeOf, type ConfigIssue, type InterruptSignal } from '../errors.ts';
 import type { Change, CheckResult, Phase, PhaseName, RunSoFar, Step, StepContext } from './step.ts';
 import { selectSteps, type Selection, type SelectedStep } from './select.ts';
-import { DEFAULT_MAX_REBOOTS, StateWriter, rebootedSince, type MachineState, type StateStore, type StepRecord } from './state.ts';
+import { DEFAULT_MAX_REBOOTS, StateWriter, mergeUndoRecord, rebootedSince, type MachineState, type StateStore, type StepRecord } from './state.ts';
 import { resolveSecret, type SecretScrubber } from '../config/secrets.ts';
 import { provisionShortfall } from './provisioned.ts';
 import { sinceProcessStart, waitingMeter } from './timing.ts';
@@ -21,6 +21,8 @@ export interface RunnerInput {
   events: EventBus;
   state: StateStore;
   force?: boolean;
+  /** reset --keep-domain: the machine stays a member of its domain. */
+  keepDomain?: boolean;
   /** Registers secrets as steps read them, so events never carry them. */
   secrets: SecretScrubber;
   /**
@@ -113,14 +115,15 @@ function contextFor(input: RunnerInput, state: MachineState, fullId: string, dry
     config: input.config,
     facts: input.facts,
     host: input.host,
-    options: { dryRun, force: input.force ?? false },
+    options: { dryRun, force: input.force ?? false, keepDomain: input.keepDomain ?? false },
     previous: state.steps[fullId],
     startedBefore: state.started?.stepId === fullId && state.started.runId !== events.runId,
     log: (message, level = 'info') => events.emit({ type: 'log', step: fullId, message, level }),
     output: (line) => events.emit({ type: 'step.output', step: fullId, message: line }),
     emit: (event) => events.emit({ step: fullId, ...event }),
     secret: (source, field) => resolveSecret(source, input.host, field, input.secrets),
-    recordOf: (stepId) => state.steps[stepId] ?? Object.entries(state.steps).find(([id]) => id.endsWith('/' + stepId))?.[1],
+    recordOf: (stepId) => state.steps[stepId] ?? Object.entries(state.steps).find(([id]) => id.endsWith('/' + stepId) && !id.startsWith('reset/'))?.[1],
+    undoRecordOf: (id) => state.undo?.[id],
   };
 }
 
@@ -261,7 +264,11 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   // Reboots this run asked for before (it resumes as the same run): the loop guard counts them.
   let rebootsSoFar = 0;
   const pending = state.pendingReboot;
-  if (pending) {
+  if (pending && input.command === 'reset') {
+    // The run that asked for the reboot is being undone: nothing is left to resume.
+    delete state.pendingReboot;
+    writer.mark();
+  } else if (pending) {
     if (!input.force && !rebootedSince(pending, input.facts.bootId)) {
       outcome.error = new RebootRequiredError(pending.stepId, `${pending.reason} (the machine has not rebooted yet)`, { alreadyPending: true });
     } else {
@@ -377,6 +384,15 @@ async function runStep(s: SelectedStep, input: RunnerInput, writer: StateWriter,
     const check = await s.step.check(ctx);
     if (check.skipReason) return { outcome: await finish('skipped', { message: check.skipReason, changes: check.changes }) };
     if (check.done) return { outcome: await finish('skipped', { message: 'already done', upToDate: true }, check.record) };
+    if (s.step.undoRecord) {
+      // Before the change it is about: a run killed during apply() still leaves what reset needs.
+      const added = await s.step.undoRecord(ctx, check);
+      const merged = added && mergeUndoRecord(state.undo?.[s.fullId], added);
+      if (merged) {
+        state.undo = { ...state.undo, [s.fullId]: merged };
+        await writer.now();
+      }
+    }
     if (s.step.recordsStart) {
       state.started = { stepId: s.fullId, runId: events.runId, at: input.host.now().toISOString() };
       await writer.now();

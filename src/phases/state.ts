@@ -57,6 +57,32 @@ export interface MachineState {
   started?: { stepId: string; runId: string; at: string };
   /** The last run that went through the provision phase: the sentinel of a later `report` follows it. */
   provision?: ProvisionRecord;
+  /** What steps recorded for reset before their first change (Step.undoRecord), by full step id. */
+  undo?: Record<string, Record<string, unknown>>;
+}
+
+/**
+ * Merges a step's new undo record into what earlier runs recorded: in a map entry the earliest
+ * value of each key wins (the machine before the first run); other entries are kept once set.
+ * Returns undefined when nothing new was added (no state write needed).
+ */
+export function mergeUndoRecord(earlier: Record<string, unknown> | undefined, added: Record<string, unknown>): Record<string, unknown> | undefined {
+  const merged: Record<string, unknown> = { ...(earlier ?? {}) };
+  let changed = false;
+  const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  for (const [key, value] of Object.entries(added)) {
+    const old = merged[key];
+    if (old === undefined) {
+      merged[key] = value;
+      changed = true;
+    } else if (isMap(old) && isMap(value)) {
+      const fresh = Object.keys(value).filter((k) => !(k in old));
+      if (fresh.length === 0) continue;
+      merged[key] = { ...value, ...old };
+      changed = true;
+    }
+  }
+  return changed ? merged : undefined;
 }
 
 const MAX_RUNS = 50;

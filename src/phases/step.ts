@@ -56,7 +56,7 @@ export interface StepContext {
   readonly config: MachineConfig;
   readonly facts: Facts;
   readonly host: Host;
-  readonly options: { readonly dryRun: boolean; readonly force: boolean };
+  readonly options: { readonly dryRun: boolean; readonly force: boolean; readonly keepDomain?: boolean };
   /** What this step recorded in an earlier run, if anything. */
   readonly previous: StepRecord | undefined;
   /**
@@ -74,6 +74,39 @@ export interface StepContext {
   secret(source: SecretSource, field: string): Promise<string>;
   /** Other steps' records from this and earlier runs, by step id. */
   recordOf(stepId: string): StepRecord | undefined;
+  /** What a step recorded for its undo before its first change (Step.undoRecord), by full step id. */
+  undoRecordOf(fullId: string): Record<string, unknown> | undefined;
+}
+
+/**
+ * How `machineadm reset` undoes what a step did, from the step's records: a step of the reset
+ * phase of its own (reset/<step id>), with check() (is it undone already? what would change) and
+ * apply(). Files machineadm wrote need no undo of their own: reset/files restores every one from
+ * the records the file system keeps (src/host/written.ts).
+ */
+export interface Undo {
+  readonly summary: string;
+  /**
+   * Before machineadm's files are restored (the default: leave the domain while its krb5.conf is
+   * there, reset kubeadm while its files are), or after (restart containerd on its restored config,
+   * set sysctls back once their file is).
+   */
+  readonly when?: 'before-files' | 'after-files';
+  /** What would make this undo fail, found before reset changes anything (as Step.preflight). */
+  preflight?(ctx: UndoContext): Promise<void>;
+  /** Machine files this undo keeps as they are in this reset (--keep-domain keeps the keytab): reset/files leaves them. */
+  keeps?(ctx: UndoContext): string[];
+  check(ctx: UndoContext): Promise<CheckResult>;
+  apply(ctx: UndoContext, check: CheckResult): Promise<ApplyResult | void>;
+}
+
+export interface UndoContext extends StepContext {
+  /** The undone step's own record (from the last run that did or found it done), if any. */
+  readonly done: StepRecord | undefined;
+  /** What the undone step recorded before its first change (Step.undoRecord), if anything. */
+  readonly undoRecord: Record<string, unknown> | undefined;
+  /** The machine paths reset/files gives back in this reset (for plans, where it has not run yet). */
+  filesToGiveBack(): Promise<string[]>;
 }
 
 export interface Step {
@@ -109,9 +142,18 @@ export interface Step {
   readonly reportsRecordAs?: 'domainJoin';
   check(ctx: StepContext): Promise<CheckResult>;
   apply(ctx: StepContext, check: CheckResult): Promise<ApplyResult | void>;
+  /**
+   * What reset needs that apply() is about to destroy (a sysctl's value before it is set): the
+   * runner writes it to the state file before apply() begins. Each top-level entry that is a map is
+   * merged key by key with what earlier runs recorded, the earliest value winning, so the record
+   * keeps the machine as it was before the first run.
+   */
+  undoRecord?(ctx: StepContext, check: CheckResult): Promise<Record<string, unknown> | undefined>;
+  /** How reset undoes this step beyond restoring its files (see Undo). */
+  readonly undo?: Undo;
 }
 
-export type PhaseName = 'prepare' | 'provision' | 'report';
+export type PhaseName = 'prepare' | 'provision' | 'report' | 'reset';
 
 export interface Phase {
   readonly name: PhaseName;

@@ -301,7 +301,7 @@ export class OutcomeFiles {
       if (fs === this.fs && !this.runDirReady) {
         // Also tightened when it exists: an image or an older version may have made it 0755.
         await fs.mkdirp(RUN_DIR, RUN_DIR_MODE);
-        await fs.setAttributes(RUN_DIR, { mode: RUN_DIR_MODE });
+        await fs.setAttributes(RUN_DIR, { mode: RUN_DIR_MODE, record: false });
         this.runDirReady = true;
       }
       // /run is cleared at boot: its files need no flush to disk, only the copy in the state dir does.

@@ -46,9 +46,9 @@ export const sentinelStep: Step = {
   },
   async apply(ctx) {
     const path = sentinelPath(ctx.facts.os);
-    await ctx.host.fs.mkdirp(path.slice(0, Math.max(path.lastIndexOf('/'), path.lastIndexOf('\\'))));
-    // /run is cleared at boot: the Linux sentinel needs no flush to disk.
-    await ctx.host.fs.writeFile(path, SENTINEL_CONTENT, { mode: 0o644, backup: false, durable: ctx.facts.os === 'windows' });
+    // /run is cleared at boot: the Linux sentinel needs no flush to disk. Recorded as any file
+    // machineadm writes (with the folders made for it), so that reset removes it.
+    await ctx.host.fs.writeFile(path, SENTINEL_CONTENT, { mode: 0o644, durable: ctx.facts.os === 'windows' });
     return { record: { path } };
   },
 };

@@ -16,7 +16,7 @@ import { RESUME_RECORD } from '../../src/phases/resume-record.ts';
 import { SYSCTL_FILE } from '../../src/linux/sysctl.ts';
 import { MODULES_FILE } from '../../src/linux/modules.ts';
 import { FSTAB } from '../../src/linux/storage/fstab.ts';
-import { STATE_DIR } from '../../src/host/index.ts';
+import { BACKUP_DIR, STATE_DIR, WRITTEN_DIR, archivedName } from '../../src/host/index.ts';
 import { RESUMED_RESULT, RUN_LOCK } from '../../src/phases/run.ts';
 import { RESUME_UNIT } from '../../src/host/resume.ts';
 import { SUDOERS_DIR } from '../../src/linux/steps/users.ts';
@@ -88,6 +88,9 @@ describe('the files in docs/contract.md section 5', () => {
     SUDOERS_DIR,
     `${DEBIAN_SOURCES_DIR}/${SOURCES_FILE_NAME}`,
     TIMESYNCD_DROP_IN,
+    `${STATE_DIR}/${WRITTEN_DIR}/`,
+    `${STATE_DIR}/${BACKUP_DIR}/`,
+    `${archivedName(STATE_DIR, '<time>')}/`,
   ];
   const files = section(readFileSync(CONTRACT, 'utf8'), /^## 5\. /m);
   const listed = [...files.matchAll(/^\| `(\/[^`]+)`/gm)].map((m) => m[1]!);

@@ -4,7 +4,7 @@
 // land in a scratch folder, see fixtures/private-etc.sh) and a tmpfs /run, so machineadm runs with
 // --root / and the host's /etc, /run and network stay as they were.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -173,6 +173,43 @@ describe.skipIf(skip)('joining a Samba AD domain controller with the built binar
     expect(out.stdout).toMatch(/provision\/domain\/join skipped .*\(already done\)/);
     expect(readFileSync(keytab).equals(before)).toBe(true);
     expect(readFileSync(join(m.upper, 'krb5.conf'), 'utf8')).toBe(krb5);
+  });
+
+  it("reset leaves the domain with the join's credentials: the computer account is deleted (adcli testjoin with the old keytab fails), the keytab and krb5.conf are gone as before the join, and a second reset does nothing", async () => {
+    const m = machine('node-01');
+    const keytab = join(m.upper, 'krb5.keytab');
+    const oldKeytab = join(dir, 'node-01-keytab-before-reset');
+    copyFileSync(keytab, oldKeytab);
+    const configPath = config('good', { passwordFile });
+    const reset = (extra: string[] = []): Promise<Outcome> => timed('machineadm runs', () => onMachine(m, [binary, 'reset', '-c', configPath, '--root', '/', '--state-dir', m.state, ...extra]));
+    const plan = await reset(['--dry-run']);
+    expect(plan.exitCode, plan.stderr).toBe(0);
+    expect(plan.stdout).toMatch(/leave corp\.test \(adcli delete-computer NODE-01 as Administrator@CORP\.TEST, password on standard input\)/);
+    expect(plan.stdout).toMatch(/delete \/etc\/krb5\.keytab/);
+    const out = await reset();
+    expect(out.stderr + out.stdout).not.toContain(ADMIN_PASSWORD);
+    expect(out.exitCode, out.stderr + out.stdout).toBe(0);
+    expect(existsSync(keytab)).toBe(false);
+    expect(existsSync(join(m.upper, 'krb5.conf'))).toBe(false);
+    const test = await onMachine(m, ['adcli', 'testjoin', '--domain', DOMAIN, '--domain-controller', DC_IP, '--host-keytab', oldKeytab]);
+    expect(test.exitCode, test.stdout + test.stderr).not.toBe(0);
+    const again = await reset();
+    expect(again.exitCode).toBe(0);
+    expect(again.stderr).toMatch(/^nothing to reset/);
+  });
+
+  it('reset --keep-domain keeps the membership: the account, keytab and krb5.conf stay and adcli testjoin still succeeds', async () => {
+    const m = machine('node-02');
+    const joined = await machineadm(m, config('good', { passwordFile }));
+    expect(joined.exitCode, joined.stderr).toBe(0);
+    const keytab = readFileSync(join(m.upper, 'krb5.keytab'));
+    const out = await timed('machineadm runs', () => onMachine(m, [binary, 'reset', '--keep-domain', '--root', '/', '--state-dir', m.state]));
+    expect(out.exitCode, out.stderr + out.stdout).toBe(0);
+    expect(out.stdout).toMatch(/--keep-domain: the machine stays NODE-01 in corp\.test/);
+    expect(readFileSync(join(m.upper, 'krb5.keytab')).equals(keytab)).toBe(true);
+    expect(existsSync(join(m.upper, 'krb5.conf'))).toBe(true);
+    const test = await onMachine(m, ['adcli', 'testjoin', '--domain', DOMAIN]);
+    expect(test.exitCode, test.stderr).toBe(0);
   });
 
   it.each([

@@ -9,7 +9,7 @@ import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'n
 import { join, relative } from 'node:path';
 import { dump } from 'js-yaml';
 import { describe, expect, it } from 'vitest';
-import { binaryAndCollector, standinEnv } from '../support/machine-run.ts';
+import { binaryAndCollector, quiet, standinEnv } from '../support/machine-run.ts';
 import { scratchDir } from '../support/tmp.ts';
 import { REPO } from '../kubeadm/standin.ts';
 
@@ -67,24 +67,6 @@ function tree(root: string): Map<string, string> {
   };
   walk(root);
   return out;
-}
-
-/** Waits until no process started for this root is left (kubeadm outlives a killed machineadm). */
-async function quiet(root: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    const busy = readdirSync('/proc')
-      .filter((p) => /^\d+$/.test(p))
-      .some((pid) => {
-        try {
-          return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(root);
-        } catch {
-          return false;
-        }
-      });
-    if (!busy) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`processes for ${root} did not end`);
 }
 
 /** Runs machineadm to its end without blocking this process, where the machineRun.collector answers. */

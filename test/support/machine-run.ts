@@ -1,7 +1,7 @@
 // What the end-to-end tests of a whole run share: the packaged binary, a collector on 127.0.0.1
 // for its events, the environment that runs kubeadm's stand-in under --rootfs, and a look at
 // whether a process still runs.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll } from 'vitest';
 import { builtBinary } from './binary.ts';
 import { startCollector, type Collector } from '../report/collector.ts';
@@ -42,4 +42,22 @@ export function processRuns(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** Waits until no process started for this root is left (kubeadm outlives a killed machineadm). */
+export async function quiet(root: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const busy = readdirSync('/proc')
+      .filter((p) => /^\d+$/.test(p))
+      .some((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(root);
+        } catch {
+          return false;
+        }
+      });
+    if (!busy) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`processes for ${root} did not end`);
 }

@@ -84,10 +84,11 @@ function renderMachineValues(values: ResolvedMachineValue[]): string {
 }
 
 /** `detected`: this machine's facts, already being probed (without --facts and --os). */
-export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptions, io: Io, detected?: Promise<Facts>): Promise<number> {
+export async function runPhaseCommand(command: PhaseCommand | 'plan-reset', options: PhaseOptions, io: Io, detected?: Promise<Facts>): Promise<number> {
   const { facts: givenFacts, machine: givenMachine } = await factsFrom(options, io);
   const setValues = givenMachineValues((options.set ?? []).map((s) => [s.slice(0, s.indexOf('=')), s.slice(s.indexOf('=') + 1)]), '--set');
-  const planning = command === 'plan' || options.dryRun === true;
+  const planning = command === 'plan' || command === 'plan-reset' || options.dryRun === true;
+  const resetting = command === 'reset' || command === 'plan-reset';
   if (givenFacts && !planning) {
     throw new UsageError('--facts and --os only go with plan or --dry-run', { hint: 'facts describe another machine; nothing can be applied to it from here' });
   }
@@ -100,24 +101,26 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
     // configuration loads: every phase command needs both, and the probes mostly wait.
     const facts = host.facts();
     facts.catch(() => undefined);
-    const loaded = await loadConfig(host, options.config ?? [], { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
+    // reset works from its records: a configuration is needed only for credentials (the domain's).
+    const loaded = await loadConfig(host, options.config ?? [], { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd, ...(resetting ? { emptyWhenNone: true } : {}) });
     const { instanceId } = loaded;
     // Before anything changes: a value the machine lacks or gives unfit for its field ends the run here (exit 2).
     const { config, resolved } = await resolveMachineValues(host, loaded.config, { given: { ...givenMachine, ...setValues }, otherMachine: givenFacts !== undefined });
     if (config.spec.security.offline && !options.offline) host = hostOptions(true, await facts);
-    if (config.spec.security.requireSignedBinary && !planning) {
+    if (config.spec.security.requireSignedBinary && !planning && !resetting) {
       // Before anything changes: a binary that is not the signed release must not touch the machine.
       // Loaded here: signature checking (tweetnacl, the verifier) is for a run that asks for it.
       const { requireSignedSelf } = await import('./trust-run.ts');
       await requireSignedSelf(host, config.spec.security.releasePublicKey);
     }
     const request = {
-      command: command === 'plan' ? 'init' : command,
+      command: command === 'plan' ? 'init' : command === 'plan-reset' ? 'reset' : command,
       config,
       host,
       stateFs: stateFsFrom(options, io, host),
       selection: { only: options.only ?? [], skip: options.skip ?? [] },
       force: options.force ?? false,
+      ...(options.keepDomain ? { keepDomain: true } : {}),
       sources: options.config ?? [],
       ...(instanceId ? { instanceId } : {}),
       ...(loaded.warnings ? { notes: loaded.warnings } : {}),
@@ -139,6 +142,17 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
       return ExitCode.ok;
     }
     const mode = options.output === 'json' ? 'json' : io.interactive ? 'tty' : 'text';
+    if (resetting) {
+      // Nothing recorded, nothing to undo: a second reset (the first archived the state directory)
+      // changes nothing and writes nothing.
+      if (!(await request.stateFs.exists('/'))) {
+        io.stderr(`nothing to reset: no state directory at ${request.stateFs.root} (machineadm has not run here, or a reset archived it)\n`);
+        return ExitCode.ok;
+      }
+      const report = await executeRun({ ...request, console: { mode, write: io.stdout } });
+      if (report.error) io.stderr(`error: ${report.error.message}\n${report.error.hint ? `hint: ${report.error.hint}\n` : ''}`);
+      return report.exitCode;
+    }
     const spinner = mode === 'tty' ? await spinnerFactory() : undefined;
     // Exit codes above 255 exist on Windows only, and cloudbase-init is a Windows agent.
     if (options.cloudbaseInit && host.fs.platform !== 'windows') throw new UsageError('--cloudbase-init is for Windows machines, where cloudbase-init runs', { hint: 'on Linux, --no-reboot leaves the restart to the caller' });

@@ -8,7 +8,7 @@ import { UsageError } from '../../errors.ts';
 import { DEFAULT_MAX_REBOOTS } from '../../phases/state.ts';
 import { GIVEN_VALUE_NAMES } from '../../config/machine-names.ts';
 
-export const PHASE_COMMANDS = ['init', 'prepare', 'provision', 'report', 'plan'] as const;
+export const PHASE_COMMANDS = ['init', 'prepare', 'provision', 'report', 'plan', 'reset'] as const;
 export type PhaseCommand = (typeof PHASE_COMMANDS)[number];
 
 export interface PhaseOptions extends CommonOptions {
@@ -24,6 +24,8 @@ export interface PhaseOptions extends CommonOptions {
   reboot?: boolean;
   cloudbaseInit?: boolean;
   maxReboots?: number;
+  /** reset: stay a member of the domain. */
+  keepDomain?: boolean;
   set: string[];
   /** config validate --on-machine: the plan's refusals, without the plan. */
   validateOnly?: boolean;
@@ -39,7 +41,8 @@ const EXAMPLES: Record<PhaseCommand, string> = {
   prepare: 'machineadm prepare -c examples/linux-worker.yaml --only prepare/containerd',
   provision: 'machineadm provision -c /etc/machineadm/config.yaml',
   report: 'machineadm report -c /etc/machineadm/config.yaml   # also delivers events spooled by earlier runs',
-  plan: 'machineadm plan -c examples/quickstart.yaml -o json\n  $ machineadm plan -c node.yaml --os windows --facts windows-facts.json',
+  plan: 'machineadm plan -c examples/quickstart.yaml -o json\n  $ machineadm plan -c node.yaml --os windows --facts windows-facts.json\n  $ machineadm plan reset -c /etc/machineadm/config.yaml',
+  reset: 'machineadm reset --dry-run -c /etc/machineadm/config.yaml\n  $ machineadm reset -c /etc/machineadm/config.yaml --keep-domain',
 };
 
 const SUMMARIES: Record<PhaseCommand, string> = {
@@ -47,7 +50,8 @@ const SUMMARIES: Record<PhaseCommand, string> = {
   prepare: 'kernel modules, sysctls, disks and mounts, files, containerd configuration',
   provision: 'domain join (Linux, with adcli), then kubeadm init or join',
   report: 'result file, Cluster API sentinel, events to the configured endpoints',
-  plan: 'print every action init would take, in order, and what it would refuse (exit 2); touches nothing',
+  plan: 'print every action init (or reset) would take, in order, and what it would refuse (exit 2); touches nothing',
+  reset: "undo what machineadm's runs did on this machine, from its own records, and archive its state directory",
 };
 
 function parseCount(value: string): number {
@@ -64,7 +68,12 @@ export function registerPhaseCommands(program: Command, io: Io, setExit: (code: 
       .option('--force', 'redo steps that their own records say are done (e.g. a join)')
       .option('--devices', 'with --root: also partition, format and mount the block devices spec.storage names (mount points under the root)')
       .option('--set <name=value>', `a machine value instead of reading it (${GIVEN_VALUE_NAMES.join(', ')}); repeatable`, parseSet);
-    if (name !== 'plan') {
+    if (name === 'plan') command.argument('[command]', 'the command to plan: init (the default) or reset');
+    if (name === 'reset') {
+      command
+        .option('--dry-run', 'print the plan instead of changing anything (same as plan reset)')
+        .option('--keep-domain', 'stay a member of the domain: the computer account, keytab and krb5.conf are kept');
+    } else if (name !== 'plan') {
       command
         .option('--dry-run', 'print the plan instead of changing anything (same as plan)')
         .option('--no-reboot', 'when a step needs a reboot, register the resume and exit 4 without restarting (the caller restarts)')
@@ -75,14 +84,18 @@ export function registerPhaseCommands(program: Command, io: Io, setExit: (code: 
       .option('--facts <file>', `plan for the machine these facts (JSON) describe instead of this one${name === 'plan' ? '' : ' (with --dry-run)'}`)
       .addOption(new Option('--os <os>', `plan for this operating system${name === 'plan' ? '' : ' (with --dry-run)'}`).choices(['linux', 'windows']));
     command.addHelpText('after', `\nExample:\n  $ ${EXAMPLES[name]}\n`);
-    command.action(async (options: PhaseOptions) => {
+    command.action(async (...args: unknown[]) => {
+      // plan takes the command it plans as an argument; commander passes the options after it.
+      const planned = name === 'plan' ? (args[0] as string | undefined) : undefined;
+      const options = (name === 'plan' ? args[1] : args[0]) as PhaseOptions;
+      if (planned !== undefined && planned !== 'init' && planned !== 'reset') throw new UsageError(`plan ${planned}: plan shows init or reset`, { hint: 'machineadm plan (init) or machineadm plan reset; a single phase: --only prepare' });
       // This machine's facts are probed while the runner loads: the probes are processes starting
       // up (containerd --version), which run on another core. One turn of the event loop lets them
       // start before the runner's code is compiled. (--facts and --os decide later which facts apply.)
       const facts = options.facts === undefined && options.os === undefined ? (await import('../host-options.ts')).hostFrom(options, io).facts() : undefined;
       facts?.catch(() => undefined);
       if (facts) await new Promise((started) => setImmediate(started));
-      setExit(await (await import('./phase-run.ts')).runPhaseCommand(name, options, io, facts));
+      setExit(await (await import('./phase-run.ts')).runPhaseCommand(planned === 'reset' ? 'plan-reset' : name, options, io, facts));
     });
   }
 }

@@ -45,22 +45,52 @@ export const containerdRestartStep: Step = {
   },
   async apply(ctx) {
     const { changed, now: seen } = await pending(ctx);
-    if (!(await ctx.host.fs.exists('/run/systemd/system'))) {
-      return {
-        warning: 'containerd was not restarted: systemd is not running on this machine (no /run/systemd/system); restart containerd yourself so it loads the new configuration',
-        record: { seen, restarted: false },
-      };
-    }
-    // systemd reads drop-ins only on daemon-reload; a first restart has no record to tell, so it reloads too.
-    if (changed.includes(PROXY_DROPIN)) await ctx.host.proc.run(['systemctl', 'daemon-reload'], { timeoutMs: 60_000 });
-    await ctx.host.proc.run(['systemctl', 'restart', 'containerd'], { timeoutMs: 120_000 });
-    const active = await ctx.host.proc.run(['systemctl', 'is-active', 'containerd'], { timeoutMs: 30_000, allowFailure: true });
-    if (active.stdout.trim() !== 'active') {
-      throw new MachineadmError(`containerd is ${active.stdout.trim() || 'not active'} after the restart`, ExitCode.stepFailed, {
-        hint: 'see "journalctl -u containerd -n 50": a configuration containerd cannot load stops it at start',
-      });
-    }
-    ctx.log('restarted containerd');
-    return { record: { seen, restarted: true } };
+    return restartFor(ctx, changed, seen);
+  },
+  undo: {
+    summary: 'restart containerd when reset gave back its configuration',
+    when: 'after-files',
+    async check(ctx) {
+      // Only a containerd machineadm restarted for its files runs with them now.
+      if (ctx.done?.data?.seen === undefined) return { done: true, changes: [] };
+      const now = await digestsOf(ctx.host.fs, WATCHED.map((w) => w.path));
+      const changed = changedSince(ctx.previous?.data?.seen ?? ctx.done.data.seen, now);
+      // A plan restores no file: it asks reset/files which of the watched ones it would give back.
+      if (ctx.options.dryRun) {
+        const restored = await ctx.filesToGiveBack();
+        for (const { path } of WATCHED) if (restored.includes(path) && !changed.includes(path)) changed.push(path);
+      }
+      if (changed.length === 0) return { done: true, changes: [] };
+      const changes = [{ action: 'restart', target: 'containerd', detail: `to load ${changed.join(' and ')} as given back` }];
+      const skip = liveSkipReason(ctx.host);
+      if (skip) return { done: false, changes, skipReason: skip };
+      if (!ctx.facts.containerdVersion) return { done: false, changes, skipReason: 'containerd is not installed' };
+      return { done: false, changes };
+    },
+    async apply(ctx) {
+      const now = await digestsOf(ctx.host.fs, WATCHED.map((w) => w.path));
+      return restartFor(ctx, changedSince(ctx.previous?.data?.seen ?? ctx.done?.data?.seen, now), now);
+    },
   },
 };
+
+/** Restarts containerd so it loads `changed`; records the digests it now runs with. */
+async function restartFor(ctx: StepContext, changed: string[], seen: Record<string, string | null>) {
+  if (!(await ctx.host.fs.exists('/run/systemd/system'))) {
+    return {
+      warning: 'containerd was not restarted: systemd is not running on this machine (no /run/systemd/system); restart containerd yourself so it loads the new configuration',
+      record: { seen, restarted: false },
+    };
+  }
+  // systemd reads drop-ins only on daemon-reload; a first restart has no record to tell, so it reloads too.
+  if (changed.includes(PROXY_DROPIN)) await ctx.host.proc.run(['systemctl', 'daemon-reload'], { timeoutMs: 60_000 });
+  await ctx.host.proc.run(['systemctl', 'restart', 'containerd'], { timeoutMs: 120_000 });
+  const active = await ctx.host.proc.run(['systemctl', 'is-active', 'containerd'], { timeoutMs: 30_000, allowFailure: true });
+  if (active.stdout.trim() !== 'active') {
+    throw new MachineadmError(`containerd is ${active.stdout.trim() || 'not active'} after the restart`, ExitCode.stepFailed, {
+      hint: 'see "journalctl -u containerd -n 50": a configuration containerd cannot load stops it at start',
+    });
+  }
+  ctx.log('restarted containerd');
+  return { record: { seen, restarted: true } };
+}

@@ -10,6 +10,7 @@ import { adcliJoinArgv, adcliTestjoinArgv, classifyJoinFailure, joinPlacement, r
 import { keytabPrincipals, machineAccount } from '../keytab.ts';
 import { KRB5_CONF, renderKrb5Conf } from '../krb5-conf.ts';
 import { readJoinPassword } from '../password.ts';
+import { domainLeave } from '../leave.ts';
 import { DOWNLOADED_BLOB, windowsApply, windowsCheck, windowsPreflight } from '../windows-join.ts';
 
 const FIELD = 'spec.domainJoin';
@@ -114,6 +115,8 @@ export const domainJoinStep: Step = {
     return { done: false, changes };
   },
 
+  undo: domainLeave,
+
   async apply(ctx): Promise<ApplyResult> {
     const dj = domainJoinOf(ctx.config);
     if (ctx.facts.os === 'windows') return windowsApply(ctx, dj);
@@ -131,6 +134,8 @@ export const domainJoinStep: Step = {
     const source = dj.credentials!.password;
     const inheritedSecret = typeof source === 'object' && 'env' in source.valueFrom ? [source.valueFrom.env] : [];
     const keytabExisted = before !== undefined || (await fs.exists(dj.linux.keytab));
+    // adcli writes the keytab: what was there is recorded and kept first, for reset to give back.
+    await fs.keepOriginal(dj.linux.keytab);
     const lines: string[] = [];
     let exitCode: number | undefined;
     try {
@@ -165,6 +170,7 @@ export const domainJoinStep: Step = {
       }, { hint: failure.hint });
     }
     await fs.setAttributes(dj.linux.keytab, { mode: 0o600 });
+    await fs.noteWritten(dj.linux.keytab);
     const joined = await currentAccount(ctx, dj.linux.keytab);
     if (joined === undefined) {
       throw new StepDetailsError(`adcli join exited 0 but ${dj.linux.keytab} holds no machine account`, { domain: dj.domain, outputTail: tail(lines.join('\n'), OUTPUT_TAIL_LINES) }, { hint: 'read the output tail; check that nothing else writes the keytab' });

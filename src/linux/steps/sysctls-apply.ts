@@ -126,4 +126,48 @@ export const sysctlsApplyStep: Step = {
     }
     return { record: { sysctls: Object.fromEntries(Object.entries(outcome).map(([k, v]) => [k, v.result])) } };
   },
+  // The kernel's values before machineadm's first change of each key: what reset sets back.
+  async undoRecord(ctx) {
+    if (liveSkipReason(ctx.host)) return undefined;
+    const { states } = await readKeys(ctx);
+    const changing = states.filter((s) => s.current !== s.want);
+    return changing.length ? { before: Object.fromEntries(changing.map((s) => [s.key, s.current])) } : undefined;
+  },
+  undo: {
+    summary: 'set the sysctls back to their values before machineadm first changed them',
+    // After /etc/sysctl.d is given back, so the file and the kernel agree.
+    when: 'after-files',
+    async check(ctx) {
+      const before = (ctx.undoRecord?.before ?? {}) as Record<string, string>;
+      const keys = Object.keys(before).sort();
+      if (keys.length === 0) {
+        // Applied by a machineadm that kept no record of the values before.
+        const applied = Object.entries((ctx.done?.data?.sysctls ?? {}) as Record<string, string>).filter(([, r]) => r === 'applied').map(([k]) => k);
+        if (applied.length === 0) return { done: true, changes: [] };
+        return { done: false, changes: [], skipReason: `the values before the first run were not recorded (state from an older machineadm): ${applied.join(', ')} left as they are` };
+      }
+      const changes = [];
+      for (const key of keys) {
+        const now = normalizeSysctlValue((await ctx.host.fs.readText(procPath(key))) ?? '');
+        if (now !== before[key]) changes.push({ action: 'set', target: key, detail: `${now} -> ${before[key]}` });
+      }
+      const skip = liveSkipReason(ctx.host);
+      if (skip && changes.length) return { done: false, changes, skipReason: skip };
+      return { done: changes.length === 0, changes };
+    },
+    async apply(ctx) {
+      const before = (ctx.undoRecord?.before ?? {}) as Record<string, string>;
+      const kept: string[] = [];
+      for (const key of Object.keys(before).sort()) {
+        const path = procPath(key);
+        if (normalizeSysctlValue((await ctx.host.fs.readText(path)) ?? '') === before[key]) continue;
+        await ctx.host.proc.run(['sysctl', '-w', `${key}=${before[key]}`], { timeoutMs: 30_000, allowFailure: true });
+        const after = normalizeSysctlValue((await ctx.host.fs.readText(path)) ?? '');
+        if (after === before[key]) ctx.log(`${key}: set back to ${after}`);
+        else kept.push(`${key} (${after}, was ${before[key]})`);
+      }
+      if (kept.length) return { warning: `the kernel did not take back: ${kept.join(', ')}` };
+      return {};
+    },
+  },
 };
