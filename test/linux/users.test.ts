@@ -94,6 +94,18 @@ describe.skipIf(skip)('prepare/users', () => {
     expect((await prepare(m, 'plan')).stdout).toMatch(/prepare\/users: .*\[up to date\]/);
   });
 
+  it('creates a missing primary group, and uses an existing group named after the user rather than failing on it', async () => {
+    const m = machine();
+    execFileSync('groupadd', ['--prefix', m.root, 'web']);
+    configure(m, [{ name: 'app', primaryGroup: 'apps', homeDir: '/srv/app' }, { name: 'web' }]);
+    const out = await prepare(m);
+    expect(out.code, out.stderr).toBe(0);
+    const a = accounts(m);
+    expect(a.users.get('app')).toMatchObject({ gid: a.groups.get('apps')!.gid, home: '/srv/app' });
+    expect(a.users.get('web')!.gid).toBe(a.groups.get('web')!.gid);
+    expect(statSync(join(m.root, 'srv/app')).uid).toBe(a.users.get('app')!.uid);
+  });
+
   it('sets a password hash read from a file through chpasswd (never in an argument or the output), once', async () => {
     const m = machine();
     mkdirSync(join(m.root, 'etc/machineadm'));
