@@ -2,7 +2,7 @@
 // with --root) on a scratch root that holds a copy of this machine's /etc/passwd, /etc/group,
 // /etc/shadow and /etc/gshadow; sudo rules checked by the real visudo.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, lstatSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { describe, expect, it } from 'vitest';
@@ -97,6 +97,9 @@ describe.skipIf(skip)('prepare/users', () => {
   it('creates a missing primary group, and uses an existing group named after the user rather than failing on it', async () => {
     const m = machine();
     execFileSync('groupadd', ['--prefix', m.root, 'web']);
+    // The root's own skeleton, not this machine's /etc/skel.
+    mkdirSync(join(m.root, 'etc/skel'));
+    writeFileSync(join(m.root, 'etc/skel/.root-skel'), 'x\n');
     configure(m, [{ name: 'app', primaryGroup: 'apps', homeDir: '/srv/app' }, { name: 'web' }]);
     const out = await prepare(m);
     expect(out.code, out.stderr).toBe(0);
@@ -104,6 +107,7 @@ describe.skipIf(skip)('prepare/users', () => {
     expect(a.users.get('app')).toMatchObject({ gid: a.groups.get('apps')!.gid, home: '/srv/app' });
     expect(a.users.get('web')!.gid).toBe(a.groups.get('web')!.gid);
     expect(statSync(join(m.root, 'srv/app')).uid).toBe(a.users.get('app')!.uid);
+    expect(readdirSync(join(m.root, 'srv/app'))).toEqual(['.root-skel']);
   });
 
   it('sets a password hash read from a file through chpasswd (never in an argument or the output), once', async () => {
