@@ -139,7 +139,7 @@ describe.skipIf(skip)('prepare/users', () => {
     expect(lstatSync(join(m.root, 'etc/passwd')).isFile()).toBe(true);
   });
 
-  it('refuses a user named twice, a bad name and a passwordHash literal that is not a hash in validation, without quoting it', async () => {
+  it('refuses a user named twice, a bad name and a passwordHash literal that is not a hash in validation, without quoting it; config view redacts the hash', async () => {
     const m = machine();
     configure(m, [{ name: 'ops' }, { name: 'ops' }]);
     const twice = await runCli(['config', 'validate', '-c', m.config]);
@@ -151,6 +151,11 @@ describe.skipIf(skip)('prepare/users', () => {
     expect(out.stderr).toContain('spec.users[0].name: "Bad Name" is not valid');
     expect(out.stderr).toContain('spec.users[1].passwordHash: "<redacted>" is not valid');
     expect(out.stderr).not.toContain('plain-password');
+    configure(m, [{ name: 'ops', passwordHash: HASH }]);
+    const view = await runCli(['config', 'view', '-c', m.config]);
+    expect(view.code, view.stderr).toBe(0);
+    expect(view.stdout).toContain('passwordHash: <redacted>');
+    expect(view.stdout).not.toContain(HASH.slice(3));
   });
 
   it('is refused on Windows with a clear message', async () => {
