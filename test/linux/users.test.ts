@@ -2,7 +2,7 @@
 // with --root) on a scratch root that holds a copy of this machine's /etc/passwd, /etc/group,
 // /etc/shadow and /etc/gshadow; sudo rules checked by the real visudo.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, lstatSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { describe, expect, it } from 'vitest';
@@ -94,6 +94,22 @@ describe.skipIf(skip)('prepare/users', () => {
     expect((await prepare(m, 'plan')).stdout).toMatch(/prepare\/users: .*\[up to date\]/);
   });
 
+  it('creates a missing primary group, and uses an existing group named after the user rather than failing on it', async () => {
+    const m = machine();
+    execFileSync('groupadd', ['--prefix', m.root, 'web']);
+    // The root's own skeleton, not this machine's /etc/skel.
+    mkdirSync(join(m.root, 'etc/skel'));
+    writeFileSync(join(m.root, 'etc/skel/.root-skel'), 'x\n');
+    configure(m, [{ name: 'app', primaryGroup: 'apps', homeDir: '/srv/app' }, { name: 'web' }]);
+    const out = await prepare(m);
+    expect(out.code, out.stderr).toBe(0);
+    const a = accounts(m);
+    expect(a.users.get('app')).toMatchObject({ gid: a.groups.get('apps')!.gid, home: '/srv/app' });
+    expect(a.users.get('web')!.gid).toBe(a.groups.get('web')!.gid);
+    expect(statSync(join(m.root, 'srv/app')).uid).toBe(a.users.get('app')!.uid);
+    expect(readdirSync(join(m.root, 'srv/app'))).toEqual(['.root-skel']);
+  });
+
   it('sets a password hash read from a file through chpasswd (never in an argument or the output), once', async () => {
     const m = machine();
     mkdirSync(join(m.root, 'etc/machineadm'));
@@ -123,7 +139,7 @@ describe.skipIf(skip)('prepare/users', () => {
     expect(lstatSync(join(m.root, 'etc/passwd')).isFile()).toBe(true);
   });
 
-  it('refuses a user named twice, a bad name and a passwordHash literal that is not a hash in validation, without quoting it', async () => {
+  it('refuses a user named twice, a bad name and a passwordHash literal that is not a hash in validation, without quoting it; config view redacts the hash', async () => {
     const m = machine();
     configure(m, [{ name: 'ops' }, { name: 'ops' }]);
     const twice = await runCli(['config', 'validate', '-c', m.config]);
@@ -135,6 +151,11 @@ describe.skipIf(skip)('prepare/users', () => {
     expect(out.stderr).toContain('spec.users[0].name: "Bad Name" is not valid');
     expect(out.stderr).toContain('spec.users[1].passwordHash: "<redacted>" is not valid');
     expect(out.stderr).not.toContain('plain-password');
+    configure(m, [{ name: 'ops', passwordHash: HASH }]);
+    const view = await runCli(['config', 'view', '-c', m.config]);
+    expect(view.code, view.stderr).toBe(0);
+    expect(view.stdout).toContain('passwordHash: <redacted>');
+    expect(view.stdout).not.toContain(HASH.slice(3));
   });
 
   it('is refused on Windows with a clear message', async () => {

@@ -37,8 +37,11 @@ export const commandSpec = object(
 
 const commandList = (description: string) => optional(array(commandSpec, { description }));
 
-export const commandsSection = object({
-  boot: commandList('run early in prepare, on every machineadm run (cloud-init bootcmd\'s place), in order; a failing one stops the run'),
-  beforeKubeadm: commandList('run in provision right before kubeadm init or join, until that kubeadm has succeeded on this machine'),
-  afterKubeadm: commandList('run in provision right after kubeadm init or join succeeded, once per successful kubeadm run'),
-});
+export const commandsSection = object(
+  {
+    boot: commandList('run early in prepare, on every machineadm run (cloud-init bootcmd\'s place), in order; a failing one stops the run'),
+    beforeKubeadm: commandList('run in provision right before kubeadm init or join, until that kubeadm has succeeded on this machine'),
+    afterKubeadm: commandList('run in provision right after kubeadm init or join succeeded, once per successful kubeadm run'),
+  },
+  { description: 'the operator\'s commands at three points of a run, e.g. { boot: [{ argv: ["/sbin/swapoff", "-a"] }] }; each is an argv or a shell line with a timeout' },
+);

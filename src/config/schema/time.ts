@@ -10,10 +10,13 @@ function serverProblem(value: string): string | undefined {
   return `"${value.length > 80 ? value.slice(0, 77) + '...' : value}" is not a host name or IP address|give one server per item, e.g. 0.pool.ntp.org or 10.0.0.1`;
 }
 
-export const timeServersSection = object({
-  servers: array(string({ minLength: 1, maxLength: 253, check: serverProblem, description: 'an NTP server: a host name or an IP address' }), {
-    minItems: 1,
-    unique: true,
-    description: 'the NTP servers, in order of preference, e.g. ["0.pool.ntp.org", "10.0.0.1"]',
-  }),
-});
+export const timeServersSection = object(
+  {
+    servers: array(string({ minLength: 1, maxLength: 253, check: serverProblem, description: 'an NTP server: a host name or an IP address' }), {
+      minItems: 1,
+      unique: true,
+      description: 'the NTP servers, in order of preference, e.g. ["0.pool.ntp.org", "10.0.0.1"]',
+    }),
+  },
+  { description: 'NTP servers for the time client the machine has: chrony (a sources file, or a marked block in chrony.conf) or systemd-timesyncd (a drop-in); the client reloads only when they change' },
+);

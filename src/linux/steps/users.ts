@@ -240,7 +240,9 @@ export const usersStep: Step = {
     const planned = await planUsers(ctx, accounts);
     for (const p of planned) {
       const field = `spec.users[${p.index}]`;
-      if (p.create) await run(ctx, ['useradd', ...prefixArgs(root, live), ...useraddArgs(p.user, accounts), p.user.name], field);
+      // useradd --prefix still copies the host's /etc/skel: under a scratch root, the root's own.
+      const skel = live ? [] : ['--skel', ctx.host.fs.mapPath('/etc/skel')];
+      if (p.create) await run(ctx, ['useradd', ...prefixArgs(root, live), ...skel, ...useraddArgs(p.user, accounts), p.user.name], field);
       else if (p.updates.args.length) await run(ctx, ['usermod', ...prefixArgs(root, live), ...p.updates.args, p.user.name], field);
     }
     accounts = await readAccounts(ctx);

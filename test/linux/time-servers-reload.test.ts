@@ -1,0 +1,70 @@
+// prepare/time-servers/restart decides from the records: the client is reloaded for each write of
+// the file (by writtenAt), once; a reload that failed is tried again by a later run. The reload
+// runs a stand-in chronyc on PATH that records its arguments and can fail like the real one.
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createHost } from '../../src/host/index.ts';
+import { parseWith } from '../../src/config/schema/dsl.ts';
+import { machineConfigSchema, type MachineConfig } from '../../src/config/schema/index.ts';
+import type { StepContext } from '../../src/phases/step.ts';
+import type { StepRecord } from '../../src/phases/state.ts';
+import { timeServersRestartStep } from '../../src/linux/steps/time-servers.ts';
+import { StepDetailsError } from '../../src/errors.ts';
+import { scratchDir } from '../support/tmp.ts';
+
+const dir = scratchDir('machineadm-time-reload-');
+const bin = join(dir, 'bin');
+mkdirSync(bin);
+// Like chronyc: "reload sources" prints 200 OK; told to fail, it says what chronyc says without chronyd.
+writeFileSync(join(bin, 'chronyc'), `#!/bin/sh\necho "$@" >> "${dir}/chronyc.log"\nif [ -e "${dir}/fail" ]; then echo "506 Cannot talk to daemon" >&2; exit 1; fi\n[ "$1 $2" = "reload sources" ] || { echo "bad arguments: $*" >&2; exit 1; }\necho "200 OK"\n`);
+chmodSync(join(bin, 'chronyc'), 0o755);
+
+const root = join(dir, 'root');
+mkdirSync(join(root, 'etc/chrony'), { recursive: true });
+writeFileSync(join(root, 'etc/chrony/chrony.conf'), 'sourcedir /etc/chrony/sources.d\n');
+const config = parseWith(machineConfigSchema, { apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { timeServers: { servers: ['10.0.0.1'] } } }).value as MachineConfig;
+const host = createHost({ root, env: { PATH: `${bin}:/usr/bin:/bin` } });
+
+function context(fileWrittenAt: string | undefined, previous: StepRecord | undefined): StepContext {
+  const record = (data: Record<string, unknown>): StepRecord => ({ result: 'success', at: '2026-12-01T00:00:00.000Z', runId: 'r', durationMs: 1, data });
+  return {
+    config,
+    facts: { os: 'linux', arch: 'x64', hostname: 'node-1', privileged: true, liveRoot: false },
+    host,
+    options: { dryRun: false, force: false },
+    previous,
+    startedBefore: false,
+    log: () => undefined,
+    output: () => undefined,
+    emit: () => undefined,
+    run: { runId: 'r', command: 'prepare', failed: false, phases: [] },
+    secret: async () => '',
+    recordOf: (id) => (id === 'time-servers/file' && fileWrittenAt ? record({ writtenAt: fileWrittenAt }) : undefined),
+  } satisfies StepContext;
+}
+
+const done = (data: Record<string, unknown>): StepRecord => ({ result: 'success', at: '2026-12-01T00:00:00.000Z', runId: 'r', durationMs: 1, data });
+
+describe('prepare/time-servers/restart', () => {
+  it('reloads once for each write of the file, and again after a reload that failed', async () => {
+    // Never written by machineadm: nothing to reload.
+    expect((await timeServersRestartStep.check(context(undefined, undefined))).done).toBe(true);
+    // Written, never reloaded: the reload is due (shown as skipped under this scratch root).
+    const due = await timeServersRestartStep.check(context('T1', undefined));
+    expect(due).toMatchObject({ done: false, changes: [{ action: 'run', target: 'chronyc reload sources' }] });
+    expect(await timeServersRestartStep.apply(context('T1', undefined), due)).toEqual({ record: { reloadedFor: 'T1' } });
+    expect(readFileSync(join(dir, 'chronyc.log'), 'utf8')).toBe('reload sources\n');
+    expect((await timeServersRestartStep.check(context('T1', done({ reloadedFor: 'T1' })))).done).toBe(true);
+    // Written again by a later run.
+    expect((await timeServersRestartStep.check(context('T2', done({ reloadedFor: 'T1' })))).done).toBe(false);
+    writeFileSync(join(dir, 'fail'), '');
+    const failed = await timeServersRestartStep.apply(context('T2', done({ reloadedFor: 'T1' })), due).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(StepDetailsError);
+    expect((failed as StepDetailsError).message).toBe('chronyc reload sources exited with code 1: 506 Cannot talk to daemon');
+    expect((failed as StepDetailsError).hint).toContain('the next run tries the reload again');
+    // The failure left the earlier record: the next run's check still wants the reload.
+    expect((await timeServersRestartStep.check(context('T2', done({ reloadedFor: 'T1' })))).done).toBe(false);
+    expect(existsSync(join(root, 'etc/chrony/sources.d'))).toBe(false);
+  });
+});
