@@ -41,6 +41,7 @@ function context(fileWrittenAt: string | undefined, previous: StepRecord | undef
     run: { runId: 'r', command: 'prepare', failed: false, phases: [] },
     secret: async () => '',
     recordOf: (id) => (id === 'time-servers/file' && fileWrittenAt ? record({ writtenAt: fileWrittenAt }) : undefined),
+    undoRecordOf: () => undefined,
   } satisfies StepContext;
 }
 
