@@ -51,7 +51,7 @@ export function addOutputOption(command: Command): Command {
 }
 
 export function addStateDirOption(command: Command): Command {
-  return command.option('--state-dir <dir>', 'where machineadm keeps its state (default: /var/lib/machineadm under --root)');
+  return command.option('--state-dir <dir>', 'where machineadm keeps its state (default: /var/lib/machineadm under --root; Windows: %ProgramData%\\machineadm)');
 }
 
 export function addCommonOptions(command: Command, io: Io): Command {

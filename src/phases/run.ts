@@ -215,7 +215,7 @@ async function runLocked(request: RunRequest, input: RunnerInput, secrets: Secre
 
   // The spool listens first: an event is on disk before the console or a file shows it.
   const continues = resumes ? await previousResult(request.stateFs, input.events.runId) : undefined;
-  const results = resultFilesOf(request.command);
+  const results = resultFilesOf(request.command, request.host.fs.platform);
   const reporting = await openReporting({ bus: input.events, host, stateFs: request.stateFs, endpoints, deadlineSeconds: config.spec.report.deadlineSeconds, results, ...(continues ? { continues } : {}) });
   const { mode, write } = request.console;
   const detach = attachConsole(input.events, mode, { write }, mode === 'tty' ? request.console.spinner : undefined);

@@ -20,9 +20,24 @@ export const RESULT_COPY = '/result.json';
 export const REPORT_RESULT_FILE = `${RUN_DIR}/report-result.json`;
 export const REPORT_RESULT_COPY = '/report-result.json';
 
+/**
+ * Windows has no /run (a drive-less \run\machineadm would land on whatever drive the run started
+ * from): the run files go to machineadm's run directory under %ProgramData%, where kubeadm's
+ * rendered configuration also lives, locked to SYSTEM and Administrators.
+ */
+export const WINDOWS_RUN_DIR = 'C:\\ProgramData\\machineadm\\run';
+
+/** The run directory and the files in it, on this platform. */
+export function runFilesOf(platform: 'linux' | 'windows'): { dir: string; status: string; result: string; reportResult: string } {
+  if (platform !== 'windows') return { dir: RUN_DIR, status: STATUS_FILE, result: RESULT_FILE, reportResult: REPORT_RESULT_FILE };
+  const at = (name: string) => `${WINDOWS_RUN_DIR}\\${name}`;
+  return { dir: WINDOWS_RUN_DIR, status: at('status.json'), result: at('result.json'), reportResult: at('report-result.json') };
+}
+
 /** The result file and its state-dir copy for a command. */
-export function resultFilesOf(command: string): { file: string; copy: string } {
-  return command === 'report' ? { file: REPORT_RESULT_FILE, copy: REPORT_RESULT_COPY } : { file: RESULT_FILE, copy: RESULT_COPY };
+export function resultFilesOf(command: string, platform: 'linux' | 'windows' = 'linux'): { file: string; copy: string } {
+  const run = runFilesOf(platform);
+  return command === 'report' ? { file: run.reportResult, copy: REPORT_RESULT_COPY } : { file: run.result, copy: RESULT_COPY };
 }
 export const RESULT_SCHEMA_ID = 'https://machineadm.cluster.x-k8s.io/schemas/result-v1.json';
 
@@ -243,11 +258,13 @@ export class OutcomeFiles {
   readonly problems: string[] = [];
 
   private readonly results: { file: string; copy: string };
+  private readonly run: ReturnType<typeof runFilesOf>;
 
   constructor(options: { fs: RootedFileSystem; stateFs: RootedFileSystem; identity: MachineIdentity; continues?: RunResultDocument; results?: { file: string; copy: string } }) {
     this.fs = options.fs;
     this.stateFs = options.stateFs;
-    this.results = options.results ?? { file: RESULT_FILE, copy: RESULT_COPY };
+    this.run = runFilesOf(options.fs.platform);
+    this.results = options.results ?? { file: this.run.result, copy: RESULT_COPY };
     this.builder = new RunResultBuilder(options.identity, options.continues);
   }
 
@@ -271,7 +288,7 @@ export class OutcomeFiles {
     this.writing = this.writing.then(async () => {
       this.dirty = false;
       this.shown = this.folded;
-      await this.write(STATUS_FILE, this.fs);
+      await this.write(this.run.status, this.fs);
     });
   }
 
@@ -286,7 +303,7 @@ export class OutcomeFiles {
     const doc = this.builder.document;
     if (!doc) return undefined;
     if (delivery) doc.delivery = delivery;
-    if (delivery || this.shown !== this.folded) await this.write(STATUS_FILE, this.fs);
+    if (delivery || this.shown !== this.folded) await this.write(this.run.status, this.fs);
     // Together: their fsyncs share the file system's journal commits.
     if (doc.state === 'finished') await Promise.all([this.write(this.results.file, this.fs), this.write(this.results.copy, this.stateFs), alongside?.(doc)]);
     return doc;
@@ -300,8 +317,8 @@ export class OutcomeFiles {
     try {
       if (fs === this.fs && !this.runDirReady) {
         // Also tightened when it exists: an image or an older version may have made it 0755.
-        await fs.mkdirp(RUN_DIR, RUN_DIR_MODE);
-        await fs.setAttributes(RUN_DIR, { mode: RUN_DIR_MODE, record: false });
+        await fs.mkdirp(this.run.dir, RUN_DIR_MODE);
+        await fs.setAttributes(this.run.dir, { mode: RUN_DIR_MODE, record: false });
         this.runDirReady = true;
       }
       // /run is cleared at boot: its files need no flush to disk, only the copy in the state dir does.
@@ -316,7 +333,7 @@ export class OutcomeFiles {
 /** The last result: /run/machineadm/result.json under the root, else the copy in the state dir. */
 export async function readLastResult(fs: RootedFileSystem, stateFs: RootedFileSystem): Promise<RunResultDocument | undefined> {
   for (const [where, path] of [
-    [fs, RESULT_FILE],
+    [fs, runFilesOf(fs.platform).result],
     [stateFs, RESULT_COPY],
   ] as const) {
     const text = await where.readText(path).catch(() => undefined);

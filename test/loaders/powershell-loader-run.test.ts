@@ -71,7 +71,7 @@ interface Ran {
 
 function pwsh(args: string[], env: Record<string, string>, cwd = dir): Promise<Ran> {
   return new Promise((done) => {
-    execFile((tools as { pwsh: string }).pwsh, ['-NoLogo', '-NoProfile', '-NonInteractive', ...args], { env: { ...process.env, ...env }, cwd, timeout: 60_000 }, (error, stdout, stderr) => {
+    execFile((tools as { pwsh: string }).pwsh, ['-NoLogo', '-NoProfile', '-NonInteractive', ...args], { env: { ...process.env, ...env }, cwd, timeout: 150_000 }, (error, stdout, stderr) => {
       const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : -1) : 0;
       done({ code, stdout, stderr });
     });
@@ -104,7 +104,7 @@ describe.skipIf(skip)('the Windows loader, run by pwsh against an HTTP server', 
     expect(readFileSync(where.record, 'utf8').trim()).toBe('init -c C:\\ProgramData\\machineadm\\config.yaml --no-reboot');
     expect(ran.stderr).toContain(`machineadm-loader: verified SHA-256 ${SHA}`);
     expect(requests).toEqual(['/ok/machineadm-windows-x64.exe', '/ok/machineadm-windows-x64.exe.minisig']);
-  }, 60_000);
+  }, 180_000);
 
   it("hands on machineadm's exit code although it writes to stderr (the error records Windows PowerShell 5.1 makes of it do not stop the loader)", async () => {
     for (const exit of [0, 99]) {
@@ -114,7 +114,7 @@ describe.skipIf(skip)('the Windows loader, run by pwsh against an HTTP server', 
       expect(ran.stderr).toContain('machineadm: a progress line on stderr');
       expect(ran.stderr).toContain('NativeCommandError');
     }
-  }, 60_000);
+  }, 180_000);
 
   it('refuses a binary whose SHA-256 differs with exit 3: nothing installed, nothing run', async () => {
     const where = install();
@@ -125,7 +125,7 @@ describe.skipIf(skip)('the Windows loader, run by pwsh against an HTTP server', 
     expect(existsSync(where.record)).toBe(false);
     // The signature is not even asked for.
     expect(requests).toEqual(['/tampered/machineadm-windows-x64.exe']);
-  }, 60_000);
+  }, 180_000);
 
   it('retries a failed download and goes on when a later attempt succeeds', async () => {
     const where = install();
@@ -133,7 +133,7 @@ describe.skipIf(skip)('the Windows loader, run by pwsh against an HTTP server', 
     expect(ran.code, ran.stderr).toBe(0);
     expect(requests.filter((r) => r.endsWith('.exe'))).toEqual(['/flaky/machineadm-windows-x64.exe', '/flaky/machineadm-windows-x64.exe']);
     expect(readFileSync(where.destination)).toEqual(BINARY);
-  }, 60_000);
+  }, 180_000);
 
   it('ends with exit 1 after -Attempts failed downloads, naming the URL, with nothing installed', async () => {
     const where = install();
@@ -142,7 +142,7 @@ describe.skipIf(skip)('the Windows loader, run by pwsh against an HTTP server', 
     expect(ran.stderr).toMatch(/machineadm-loader: error: download of http:\/\/127\.0\.0\.1:\d+\/missing\/machineadm-windows-x64\.exe failed: /);
     expect(requests).toEqual(['/missing/machineadm-windows-x64.exe', '/missing/machineadm-windows-x64.exe']);
     expect(existsSync(where.destination)).toBe(false);
-  }, 60_000);
+  }, 180_000);
 
   it('installs without a .minisig when the mirror has none, says so, and removes an older one beside the binary', async () => {
     const where = install();
@@ -152,7 +152,7 @@ describe.skipIf(skip)('the Windows loader, run by pwsh against an HTTP server', 
     expect(ran.code, ran.stderr).toBe(0);
     expect(ran.stderr).toMatch(/machineadm-loader: warning: no signature at http:\/\/127\.0\.0\.1:\d+\/nosig\/machineadm-windows-x64\.exe\.minisig/);
     expect(existsSync(`${where.destination}.minisig`)).toBe(false);
-  }, 60_000);
+  }, 180_000);
 
   it.each([
     ['a -Sha256 that is not 64 hex digits', ['-Sha256', 'abc'], /-Sha256 must be 64 hexadecimal characters/],
@@ -166,7 +166,7 @@ describe.skipIf(skip)('the Windows loader, run by pwsh against an HTTP server', 
     expect(ran.code).toBe(2);
     expect(ran.stderr).toMatch(message);
     expect(requests).toEqual([]);
-  }, 60_000);
+  }, 180_000);
 });
 
 describe.skipIf(skip)('the cloudbase-init recipe, run by pwsh', () => {
@@ -196,5 +196,5 @@ describe.skipIf(skip)('the cloudbase-init recipe, run by pwsh', () => {
     writeFileSync(stopping, readFileSync(recipe, 'utf8').replace("$ErrorActionPreference = 'Continue'", "$ErrorActionPreference = 'Stop'"));
     const stopped = await pwsh(['-File', stopping], { STANDIN_RECORD: record, STANDIN_EXIT: '1003' }, work);
     expect(stopped.code).toBe(1);
-  }, 60_000);
+  }, 180_000);
 });

@@ -89,10 +89,10 @@ describe.skipIf(skip)('every Windows action runs in pwsh under Pester against th
       '-Pester', pester, '-TestFile', join(HERE, 'windows-actions.Tests.ps1'), '-ScriptsPath', join(dir, 'scripts.json'),
       '-StubsPath', join(HERE, 'windows-cmdlets.ps1'), '-NativeRecord', join(dir, 'native.jsonl'), '-Out', out], {
       env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, NATIVE_RECORD: join(dir, 'native.jsonl'), SystemRoot: 'C:\\Windows' },
-      timeout: 120_000,
+      timeout: 400_000,
     });
     ({ tests, ...run } = JSON.parse(readFileSync(out, 'utf8').replace(/^\uFEFF/, '')) as { result: string; containers: string[]; tests: PesterTest[] });
-  }, 150_000);
+  }, 450_000);
 
   it('Pester ran the file and every test passed', () => {
     expect(tests.filter((t) => t.result !== 'Passed')).toEqual([]);

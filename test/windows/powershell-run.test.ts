@@ -98,13 +98,13 @@ describe.skipIf(skip)('Windows actions run by pwsh against declared cmdlets', ()
     // The password is never in the command line, only its hex on standard input.
     expect(proc.argv.slice(0, -1)).toEqual(['powershell.exe', '-NoProfile', '-NonInteractive', '-ExecutionPolicy', 'Bypass', '-EncodedCommand']);
     expect(Buffer.from(proc.argv.at(-1)!, 'base64').toString('utf16le')).not.toContain('pä');
-  }, 30_000);
+  }, 120_000);
 
   it('domain.join leaves out the OU, new name and server when they are empty', async () => {
     const { run } = runner('join-succeeds');
     await run(withStubs(windowsScripts.domainJoin({ ...JOIN, ouPath: '', newName: '', server: '' })), { input: `${Buffer.from('p', 'utf8').toString('hex')}\n` });
     expect(Object.keys(received()[0]!.bound).sort()).toEqual(['Credential', 'DomainName', 'ErrorAction', 'Force', 'WarningAction']);
-  }, 30_000);
+  }, 120_000);
 
   it('domain.join prints joined false with the Win32 code found in the message of a failed join', async () => {
     const { run } = runner('join-fails');
@@ -112,7 +112,7 @@ describe.skipIf(skip)('Windows actions run by pwsh against declared cmdlets', ()
     expect(out).toMatchObject({ joined: false, code: 1326 });
     expect(out.errorId).toMatch(/^FailToJoinDomainFromWorkgroup,/);
     expect(out.message).toContain(`failed to join domain '${JOIN.domain}'`);
-  }, 30_000);
+  }, 120_000);
 
   it('domain.join without a password on standard input fails with exit code 1 and says so, before calling Add-Computer', async () => {
     const { run } = runner('join-succeeds');
@@ -121,19 +121,19 @@ describe.skipIf(skip)('Windows actions run by pwsh against declared cmdlets', ()
     expect((error as CommandError).commandExitCode).toBe(1);
     expect(plain((error as CommandError).message)).toMatch(/^Windows action domain\.join failed: domain\.join: no password on standard input\nAt line:/);
     expect(() => received()).toThrow(/ENOENT/);
-  }, 30_000);
+  }, 120_000);
 
   it('feature.install on a server calls Install-WindowsFeature with the name alone and reports the restart it needs', async () => {
     const { run } = runner('server');
     expect(await run(withStubs(windowsScripts.featureInstall('Containers')))).toEqual({ restartNeeded: true });
     expect(received()).toEqual([{ cmdlet: 'Install-WindowsFeature', bound: { Name: ['Containers'] } }]);
-  }, 30_000);
+  }, 120_000);
 
   it('feature.install on a client (no Install-WindowsFeature) enables the optional feature online, with its parents and no restart', async () => {
     const { run } = runner('client');
     expect(await run(withStubs(windowsScripts.featureInstall('Containers')))).toEqual({ restartNeeded: true });
     expect(received()).toEqual([{ cmdlet: 'Enable-WindowsOptionalFeature', bound: { FeatureName: ['Containers'], Online: true, All: true, NoRestart: true } }]);
-  }, 30_000);
+  }, 120_000);
 
   it('feature.install fails with exit code 1 and the cmdlet\'s exit code when Install-WindowsFeature does not succeed', async () => {
     const { run } = runner('install-fails');
@@ -141,7 +141,7 @@ describe.skipIf(skip)('Windows actions run by pwsh against declared cmdlets', ()
     expect(error).toBeInstanceOf(CommandError);
     expect((error as CommandError).commandExitCode).toBe(1);
     expect(plain((error as CommandError).message)).toMatch(/^Windows action feature\.install failed: Install-WindowsFeature did not succeed: exit code Failed\nAt line:/);
-  }, 30_000);
+  }, 120_000);
 
   // Through powershellRunner, each action fails as powershell.exe does on a terminating error:
   // exit code 1, the error's text on stderr, which the runner makes the message.
@@ -175,18 +175,18 @@ describe.skipIf(skip)('Windows actions run by pwsh against declared cmdlets', ()
     expect(error).toBeInstanceOf(CommandError);
     expect((error as CommandError).commandExitCode).toBe(1);
     expect(plain((error as CommandError).message).split('\n')[0]).toBe(`Windows action ${action} failed: ${reason}`);
-  }, 60_000);
+  }, 120_000);
 
   it('containerd.register, restart and domain.join-offline print their JSON line after the native tool succeeds', async () => {
     const run = nativeRunner(0);
     expect(await run(withStubs(windowsScripts.containerdRegister({ executable: join(bin, 'containerd.exe'), config: 'C:\\c.toml', logFile: 'C:\\c.log' })))).toEqual({});
     expect(await run(withStubs(windowsScripts.restart('machineadm: test')))).toEqual({});
     expect(await run(withStubs(windowsScripts.domainJoinOffline('C:\\blob.odj')))).toEqual({ joined: true, code: 0, message: '' });
-  }, 60_000);
+  }, 120_000);
 
   it('domain.join-offline exits 0 and reports djoin\'s exit code and its stderr when djoin fails', async () => {
     const out = await nativeRunner(2, 'The system cannot find the file specified.')(withStubs(windowsScripts.domainJoinOffline('C:\\missing.odj')));
     expect(out).toMatchObject({ joined: false, code: 2 });
     expect((out as { message: string }).message.trim()).toBe('The system cannot find the file specified.');
-  }, 60_000);
+  }, 120_000);
 });

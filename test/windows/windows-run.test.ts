@@ -168,6 +168,10 @@ describe('a Windows worker on the simulated machine', () => {
     expect(steps).toContain('prepare/windows/containers-feature=warning');
     expect(steps).toContain('provision/kubeadm/join=success');
     expect(existsSync(realPath(m.root, 'C:\\run\\cluster-api\\bootstrap-success.complete'))).toBe(true);
+    // The run's files are under %ProgramData%, never in a drive-less \run\machineadm.
+    expect(JSON.parse(readFileSync(realPath(m.root, 'C:\\ProgramData\\machineadm\\run\\result.json'), 'utf8'))).toMatchObject({ kind: 'MachineadmRunResult', result: 'success' });
+    expect(existsSync(realPath(m.root, 'C:\\ProgramData\\machineadm\\run\\status.json'))).toBe(true);
+    expect(existsSync(realPath(m.root, 'C:\\run\\machineadm'))).toBe(false);
   });
 
   it('installs the feature, stops for the restart, then prepares, joins and reports; a second run changes nothing', async () => {

@@ -189,37 +189,22 @@ Describe 'service.start, service.stop, service.restart' {
     Mock Get-Service { @() }
     { Invoke-Action 'service.start' } | Should -Throw -ExpectedMessage 'no service named kubelet'
   }
-  It 'service.stop stops a running service with -Force and waits for Stopped; a missing one is left alone' {
+  It '<Action> runs <Cmdlet> -Force on the running service and waits for <Status>' -ForEach @(
+    @{ Action = 'service.stop'; Cmdlet = 'Stop-Service'; Status = 'Stopped' }
+    @{ Action = 'service.restart'; Cmdlet = 'Restart-Service'; Status = 'Running' }
+  ) {
     $service = New-FakeService 'kubelet' 'Running'
     Mock Get-Service { @($service) }
+    Mock -CommandName $Cmdlet -MockWith { }
+    Invoke-Action $Action | Should -Be '{}'
+    Should -Invoke -CommandName $Cmdlet -Exactly -Times 1 -ParameterFilter { $Force -and $InputObject.Name -eq 'kubelet' }
+    $service.Waited | Should -Be @("$Status 00:01:00")
+  }
+  It 'service.stop leaves a service that does not exist alone' {
+    Mock Get-Service { @() }
     Mock Stop-Service { }
     Invoke-Action 'service.stop' | Should -Be '{}'
-    Should -Invoke Stop-Service -Exactly -Times 1 -ParameterFilter { $Force -and $InputObject.Name -eq 'kubelet' }
-    $service.Waited | Should -Be @('Stopped 00:01:00')
-    Mock Get-Service { @() }
-    Invoke-Action 'service.stop' | Should -Be '{}'
-    Should -Invoke Stop-Service -Exactly -Times 1
-  }
-  It 'service.restart restarts with -Force and waits for Running' {
-    $service = New-FakeService 'kubelet' 'Running'
-    Mock Get-Service { @($service) }
-    Mock Restart-Service { }
-    Invoke-Action 'service.restart' | Should -Be '{}'
-    Should -Invoke Restart-Service -Exactly -Times 1 -ParameterFilter { $Force -and $InputObject.Name -eq 'kubelet' }
-    $service.Waited | Should -Be @('Running 00:01:00')
-  }
-}
-
-Describe 'containerd.register' {
-  It 'containerd.register runs containerd --register-service with the config and log file' {
-    Invoke-Action 'containerd.register' | Should -Be '{}'
-    $calls = Get-NativeCalls
-    $calls | Should -HaveCount 1
-    $calls[0] | Should -Be @('containerd.exe', '--register-service', '--config', 'C:\Program Files\containerd\config.toml', '--log-file', 'C:\ProgramData\containerd\containerd.log')
-  }
-  It 'containerd.register throws with containerd''s exit code' {
-    $env:NATIVE_EXIT = '1'
-    { Invoke-Action 'containerd.register' } | Should -Throw -ExpectedMessage 'containerd --register-service exited with code 1'
+    Should -Invoke Stop-Service -Exactly -Times 0
   }
 }
 
@@ -388,14 +373,23 @@ Describe 'resume.register, resume.query, resume.remove' {
   }
 }
 
-Describe 'restart' {
-  It 'restart runs shutdown.exe /r after 5 s with a planned reason and the comment' {
-    Invoke-Action 'restart' | Should -Be '{}'
-    (Get-NativeCalls)[0] | Should -Be @('shutdown.exe', '/r', '/t', '5', '/d', 'p:4:1', '/c', 'machineadm: the Containers feature needs a restart')
+Describe 'containerd.register, restart' {
+  # The native tools' actions: the argument vector each gets, and the failure its exit code makes.
+  It '<Action> runs <Tool> with its arguments and prints {}' -ForEach @(
+    @{ Action = 'containerd.register'; Tool = 'containerd.exe'; Argv = @('--register-service', '--config', 'C:\Program Files\containerd\config.toml', '--log-file', 'C:\ProgramData\containerd\containerd.log') }
+    @{ Action = 'restart'; Tool = 'shutdown.exe'; Argv = @('/r', '/t', '5', '/d', 'p:4:1', '/c', 'machineadm: the Containers feature needs a restart') }
+  ) {
+    Invoke-Action $Action | Should -Be '{}'
+    $calls = Get-NativeCalls
+    $calls | Should -HaveCount 1
+    $calls[0] | Should -Be (@($Tool) + $Argv)
   }
-  It 'restart throws with shutdown.exe''s exit code' {
+  It '<Action> throws with the exit code of <Tool>' -ForEach @(
+    @{ Action = 'containerd.register'; Tool = 'containerd.exe'; Message = 'containerd --register-service exited with code 5' }
+    @{ Action = 'restart'; Tool = 'shutdown.exe'; Message = 'shutdown.exe exited with code 5' }
+  ) {
     $env:NATIVE_EXIT = '5'
-    { Invoke-Action 'restart' } | Should -Throw -ExpectedMessage 'shutdown.exe exited with code 5'
+    { Invoke-Action $Action } | Should -Throw -ExpectedMessage $Message
   }
 }
 

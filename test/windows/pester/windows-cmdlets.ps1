@@ -121,38 +121,23 @@ function New-Service {
   )
   Invoke-WindowsStub 'New-Service' $PSBoundParameters
 }
-function Start-Service {
+# Start-, Stop- and Restart-Service share their parameter sets; Stop adds -Force and -NoWait,
+# Restart -Force. Each is defined in this scope from one template.
+$serviceCmdlet = @'
+function VERB-Service {
   [CmdletBinding(DefaultParameterSetName = 'InputObject', SupportsShouldProcess = $true)]
   param(
     # [System.ServiceProcess.ServiceController[]]
     [Parameter(ParameterSetName = 'InputObject', Mandatory = $true, Position = 0, ValueFromPipeline = $true)] [object[]]$InputObject,
     [Parameter(ParameterSetName = 'Default', Mandatory = $true, Position = 0, ValueFromPipelineByPropertyName = $true)] [Alias('ServiceName')] [string[]]$Name,
     [Parameter(ParameterSetName = 'DisplayName', Mandatory = $true)] [string[]]$DisplayName,
-    [switch]$PassThru, [string[]]$Include, [string[]]$Exclude
+    EXTRA[switch]$PassThru, [string[]]$Include, [string[]]$Exclude
   )
-  process { Invoke-WindowsStub 'Start-Service' $PSBoundParameters }
+  process { Invoke-WindowsStub 'VERB-Service' $PSBoundParameters }
 }
-function Stop-Service {
-  [CmdletBinding(DefaultParameterSetName = 'InputObject', SupportsShouldProcess = $true)]
-  param(
-    # [System.ServiceProcess.ServiceController[]]
-    [Parameter(ParameterSetName = 'InputObject', Mandatory = $true, Position = 0, ValueFromPipeline = $true)] [object[]]$InputObject,
-    [Parameter(ParameterSetName = 'Default', Mandatory = $true, Position = 0, ValueFromPipelineByPropertyName = $true)] [Alias('ServiceName')] [string[]]$Name,
-    [Parameter(ParameterSetName = 'DisplayName', Mandatory = $true)] [string[]]$DisplayName,
-    [switch]$Force, [switch]$NoWait, [switch]$PassThru, [string[]]$Include, [string[]]$Exclude
-  )
-  process { Invoke-WindowsStub 'Stop-Service' $PSBoundParameters }
-}
-function Restart-Service {
-  [CmdletBinding(DefaultParameterSetName = 'InputObject', SupportsShouldProcess = $true)]
-  param(
-    # [System.ServiceProcess.ServiceController[]]
-    [Parameter(ParameterSetName = 'InputObject', Mandatory = $true, Position = 0, ValueFromPipeline = $true)] [object[]]$InputObject,
-    [Parameter(ParameterSetName = 'Default', Mandatory = $true, Position = 0, ValueFromPipelineByPropertyName = $true)] [Alias('ServiceName')] [string[]]$Name,
-    [Parameter(ParameterSetName = 'DisplayName', Mandatory = $true)] [string[]]$DisplayName,
-    [switch]$Force, [switch]$PassThru, [string[]]$Include, [string[]]$Exclude
-  )
-  process { Invoke-WindowsStub 'Restart-Service' $PSBoundParameters }
+'@
+foreach ($verb in @{ Start = ''; Stop = '[switch]$Force, [switch]$NoWait, '; Restart = '[switch]$Force, ' }.GetEnumerator()) {
+  . ([scriptblock]::Create($serviceCmdlet.Replace('VERB', $verb.Key).Replace('EXTRA', $verb.Value)))
 }
 
 # Microsoft.PowerShell.Security (ACLs: Windows only)
