@@ -399,7 +399,7 @@ async function bootFigure() {
     row(`boot: init with ${count} downloads of ${bytes / 1048576} MiB (50 ms away, 32 MiB/s each), sysctls, modules, containerd, kubeadm vs one download by curl + version`, r.ours.ms, r.baseline.ms + r.also.version.ms, 1.3, {
       rss: r.ours.rss,
       baselineRss: r.baseline.rss,
-      note: `curl ${r.baseline.ms.toFixed(0)} ms + version ${r.also.version.ms.toFixed(0)} ms; the ${count} downloads at once by curl: ${r.also.curls.ms.toFixed(0)} ms`,
+      note: `curl ${r.baseline.ms.toFixed(0)} ms + version ${r.also.version.ms.toFixed(0)} ms; the ${count} downloads at once by curl: ${r.also.curls.ms.toFixed(0)} ms, CPU ${r.also.curls.cpu.toFixed(2)} s against init's ${r.ours.cpu.toFixed(2)} s`,
       after:
         `critical path of one run: start ${path.startMs} ms, prepare/files ${files.durationMs} ms (${files.waitingMs} waiting), ` +
         `${kubeadm?.id ?? 'kubeadm'} ${kubeadm?.durationMs ?? 0} ms (${kubeadm?.waitingMs ?? 0} waiting), other steps ${others} ms, between steps ${path.betweenStepsMs} ms, end ${path.endMs} ms`,
