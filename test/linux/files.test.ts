@@ -14,6 +14,9 @@ import { runCli } from '../support/cli.ts';
 import { createHost } from '../../src/host/index.ts';
 import { fetchVerified } from '../../src/verify/fetch.ts';
 import { NotAvailableError } from '../../src/errors.ts';
+import { filesStep } from '../../src/linux/steps/files.ts';
+import type { StepContext } from '../../src/phases/step.ts';
+import { configFrom } from '../report/harness.ts';
 
 const base = scratchDir('machineadm-files-');
 let n = 0;
@@ -298,6 +301,24 @@ describe.skipIf(fetchProbe)('prepare/files with source', () => {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
     }
+  });
+
+  // Downloads are often large (images, binaries) and every run checks them: read whole, eight of
+  // 64 MiB held 64 MiB at a time in memory, for a check that needs only their hash.
+  it('checks a downloaded file already in place by hashing it block by block, never reading it whole', async () => {
+    const root = freshRoot();
+    const body = Buffer.alloc(3 * 1024 * 1024 + 17, 'machineadm ');
+    mkdirSync(join(root, 'opt/dl'), { recursive: true });
+    writeFileSync(join(root, 'opt/dl/big.bin'), body);
+    const facts = { os: 'linux', arch: 'x64', hostname: 'node', privileged: false, liveRoot: false } as const;
+    const host = createHost({ root, facts, env: {} });
+    const fs = Object.create(host.fs, { readFile: { value: async () => expect.unreachable('the file was read whole') } }) as typeof host.fs;
+    const sha256 = createHash('sha256').update(body).digest('hex');
+    const config = configFrom({ files: [{ path: '/opt/dl/big.bin', source: { url: 'http://127.0.0.1:9/big.bin', sha256 } }] });
+    const ctx = { config, facts, host: { ...host, fs }, options: { dryRun: true, force: false }, previous: undefined, run: { runId: 'r', command: 'plan', failed: false, phases: [] }, recordOf: () => undefined } as unknown as StepContext;
+    expect(await filesStep.check(ctx)).toEqual({ done: true, changes: [] });
+    writeFileSync(join(root, 'opt/dl/big.bin'), Buffer.concat([body, Buffer.from('x')]));
+    expect((await filesStep.check(ctx)).changes).toEqual([expect.objectContaining({ action: 'download', target: '/opt/dl/big.bin' })]);
   });
 
   it('downloads the file, checks its sha256, and a second run changes nothing; a wrong sha256 writes no file at all', async () => {

@@ -2,7 +2,8 @@ import { chmodSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ExitCode, StepDetailsError } from '../../src/errors.ts';
-import { RESULT_FILE, RUN_DIR, STATUS_DELAY_MS, STATUS_FILE, readLastResult, type RunResultDocument } from '../../src/report/outcome.ts';
+import { RESULT_FILE, RUN_DIR, RunResultBuilder, STATUS_DELAY_MS, STATUS_FILE, readLastResult, type RunResultDocument } from '../../src/report/outcome.ts';
+import type { MachineEvent } from '../../src/report/events.ts';
 import { validateJsonSchema } from './json-schema.ts';
 import { configFrom, runWithReporting, step } from './harness.ts';
 import { scratchDir } from '../support/tmp.ts';
@@ -95,6 +96,33 @@ describe('the result files', () => {
     expect(path.endMs).toBeGreaterThanOrEqual(last.startMs + last.durationMs);
     expect(path.betweenStepsMs).toBe(path.endMs! - path.startMs - path.steps.reduce((sum, s) => sum + s.durationMs, 0));
     expect(path.waitingMs).toBeGreaterThanOrEqual(waits!.waitingMs);
+  });
+
+  it('give, for a run resumed after a reboot, the critical path of the process that resumed it', () => {
+    let seq = 0;
+    const at = (ms: number): string => new Date(Date.UTC(2026, 0, 1) + ms).toISOString();
+    const event = (ms: number, fields: Partial<MachineEvent> & Pick<MachineEvent, 'type'>): MachineEvent => ({ id: `run1.${String(++seq).padStart(6, '0')}`, time: at(ms), runId: 'run1', command: 'init', ...fields });
+    const identity = { hostname: 'n', nodeName: 'n', machineadmVersion: '0.1.0' };
+    const first = new RunResultBuilder(identity);
+    for (const e of [
+      event(0, { type: 'run.started', sinceStartMs: 120 }),
+      event(0, { type: 'phase.started', phase: 'prepare' }),
+      event(10, { type: 'step.started', phase: 'prepare', step: 'prepare/feature' }),
+      event(40, { type: 'step.finished', phase: 'prepare', step: 'prepare/feature', result: 'warning', durationMs: 30, waitingMs: 25 }),
+      event(50, { type: 'run.finished', result: 'warning', durationMs: 50, waitingMs: 30, sinceStartMs: 170 }),
+    ]) first.add(e);
+    expect(first.document?.criticalPath).toEqual({ startMs: 120, endMs: 170, waitingMs: 30, betweenStepsMs: 20, steps: [{ id: 'prepare/feature', startMs: 130, durationMs: 30, waitingMs: 25 }] });
+    // After the reboot: a new process, started 80 ms before it resumed the run.
+    const resumed = new RunResultBuilder(identity, first.document);
+    for (const e of [
+      event(60_000, { type: 'run.started', sinceStartMs: 80 }),
+      event(60_000, { type: 'phase.started', phase: 'provision' }),
+      event(60_005, { type: 'step.started', phase: 'provision', step: 'provision/join' }),
+      event(60_105, { type: 'step.finished', phase: 'provision', step: 'provision/join', result: 'success', durationMs: 100, waitingMs: 90 }),
+      event(60_110, { type: 'run.finished', result: 'success', durationMs: 60_110, waitingMs: 95, sinceStartMs: 190 }),
+    ]) resumed.add(e);
+    expect(resumed.document?.criticalPath).toEqual({ startMs: 80, endMs: 190, waitingMs: 95, betweenStepsMs: 10, steps: [{ id: 'provision/join', startMs: 85, durationMs: 100, waitingMs: 90 }] });
+    expect(validateJsonSchema(schema, resumed.document)).toEqual([]);
   });
 
   it('are shown as a summary naming the failed step, its hint, and its output tail', async () => {

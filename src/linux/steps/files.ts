@@ -90,8 +90,10 @@ async function inspectSource(ctx: StepContext, file: SourceFile): Promise<Change
     const info = await inspectTarget(ctx.host.fs, file.spec.path);
     const detail = `from ${displayUrl(file.spec.source.url)} (sha256 ${file.spec.source.sha256.slice(0, 12)}...), mode ${formatMode(file.mode)}`;
     if (!info) return { action: 'download', target: file.spec.path, detail };
-    const bytes = (await ctx.host.fs.readFile(file.spec.path)) ?? Buffer.alloc(0);
-    const sha = createHash('sha256').update(bytes).digest('hex');
+    // Hashed block by block: a node's downloads are often large, and are checked at every run.
+    const hash = createHash('sha256');
+    for await (const block of ctx.host.fs.readBlocks(file.spec.path)) hash.update(block);
+    const sha = hash.digest('hex');
     if (sha !== file.spec.source.sha256) return { action: 'download', target: file.spec.path, detail: `${detail}; the file on disk has sha256 ${sha.slice(0, 12)}...` };
     const details: string[] = [];
     if (ctx.facts.os !== 'windows' && info.mode !== file.mode) details.push(`mode ${formatMode(info.mode)} -> ${formatMode(file.mode)}`);
