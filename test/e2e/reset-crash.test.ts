@@ -15,7 +15,7 @@ import { REPO } from '../kubeadm/standin.ts';
 import { ownReport, preparedMachine, snapshot } from '../reset/machine.ts';
 
 const KILLS = Number(process.env.MACHINEADM_RESET_CRASH_KILLS ?? 100);
-const BUDGET_MS = 480_000;
+const BUDGET_MS = 900_000;
 /** Kills in a row within one reset before it is let finish (each run gets further than the last). */
 const IN_A_ROW = 6;
 const QUICKSTART = join(REPO, 'examples', 'quickstart.yaml');
