@@ -132,7 +132,7 @@ export class RootedFileSystem {
    * The record of a machine path machineadm is about to change, written now when it has none: what
    * is there (its bytes kept once under the backup directory), and the folders a write would create.
    */
-  private async recordFirstTouch(machinePath: string, existing: { isFile(): boolean; mode: number; uid: number; gid: number } | undefined): Promise<WrittenRecord | undefined> {
+  private async recordFirstTouch(machinePath: string, existing: { isFile(): boolean; mode: number; uid: number; gid: number } | undefined, ahead = false): Promise<WrittenRecord | undefined> {
     if (!this.written) return undefined;
     const found = await this.written.read(machinePath);
     if (found) return found;
@@ -146,7 +146,10 @@ export class RootedFileSystem {
     const record: WrittenRecord = { path: machinePath, before: existing ? { mode: existing.mode & 0o7777, uid: existing.uid, gid: existing.gid } : null, dirs, written: [] };
     const backup = this.backupPath(machinePath);
     if (existing?.isFile() && backup !== undefined) await keepBackupOnce(this.mapPath(machinePath), backup, this.path);
-    await this.written.write(record);
+    // A write of machineadm's own records again, durably, before its rename: needed now only when
+    // folders are to be made first. A tool about to change the file (`ahead`) needs it on disk now.
+    if (ahead) await this.written.write(record);
+    else if (dirs.length > 0) await this.written.write(record, { folder: false });
     return record;
   }
 
@@ -156,7 +159,7 @@ export class RootedFileSystem {
    */
   async keepOriginal(machinePath: string): Promise<void> {
     const real = await this.resolve(machinePath);
-    await this.recordFirstTouch(machinePath, await fsp.lstat(real).catch(() => undefined));
+    await this.recordFirstTouch(machinePath, await fsp.lstat(real).catch(() => undefined), true);
   }
 
   /** What is at the path now is machineadm's doing (after a tool it ran wrote it): reset may restore over it. */
@@ -164,7 +167,7 @@ export class RootedFileSystem {
     if (!this.written) return;
     const real = await this.resolve(machinePath);
     const st = await fsp.lstat(real).catch(() => undefined);
-    const record = await this.recordFirstTouch(machinePath, undefined);
+    const record = await this.recordFirstTouch(machinePath, st);
     if (!st || !record) return;
     await this.written.write({ ...record, written: [...record.written, fingerprintOf(st)] });
   }

@@ -76,7 +76,12 @@ export class WrittenRecords {
     }
   }
 
-  async write(record: WrittenRecord): Promise<void> {
+  /**
+   * The record's bytes are on disk before its rename. `folder: false` for the intent written before
+   * machineadm creates folders, which is written again before the file's rename: its folder is
+   * flushed then, with the others the run writes into, once.
+   */
+  async write(record: WrittenRecord, options: { folder?: boolean } = {}): Promise<void> {
     const real = this.recordPath(record.path);
     const dir = this.path.dirname(real);
     await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
@@ -89,7 +94,7 @@ export class WrittenRecords {
       await handle.close();
     }
     await fsp.rename(temp, real);
-    await this.onRename(dir);
+    if (options.folder ?? true) await this.onRename(dir);
   }
 
   /** Every record, sorted by machine path. */

@@ -111,7 +111,8 @@ describe('what a power cut may find after init', () => {
     const fsyncs = calls.filter((c) => c.name === 'fsync');
     const renames = calls.filter((c) => c.name === 'rename');
     const durableFiles = renames.filter((r) => !r.path.startsWith('run/'));
-    const machineDirs = new Set(durableFiles.filter((r) => isMachineFile(r.path)).map((r) => dirname(r.path)));
+    // The records of what machineadm wrote (for reset) are files kept on disk too, in folders of their own.
+    const machineDirs = new Set(durableFiles.filter((r) => isMachineFile(r.path) || r.path.startsWith(`${STATE_DIR}/written/`)).map((r) => dirname(r.path)));
     // The contract's bound: one fsync per file kept on disk, one per directory written into (each
     // once: this run writes no record that must be kept at once, so the state file is written
     // once, at the end, and no directory twice).
