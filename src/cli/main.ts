@@ -9,6 +9,7 @@ import { registerStatusCommand } from './commands/status.ts';
 import { registerVersionCommand } from './commands/version.ts';
 import { registerTrustCommands, TRUST_COMMANDS } from './commands/trust.ts';
 import { registerBundleCommand } from './commands/bundle.ts';
+import { registerExplainCommand } from './commands/explain.ts';
 import { buildInfo } from '../version.ts';
 
 type Registrar = (program: Command, io: Io, setExit: (code: number) => void) => void;
@@ -17,6 +18,7 @@ type Registrar = (program: Command, io: Io, setExit: (code: number) => void) => 
 const COMMANDS: readonly { names: readonly string[]; register: Registrar }[] = [
   { names: PHASE_COMMANDS, register: registerPhaseCommands },
   { names: ['config'], register: registerConfigCommands },
+  { names: ['explain'], register: registerExplainCommand },
   { names: TRUST_COMMANDS, register: registerTrustCommands },
   { names: ['bundle'], register: registerBundleCommand },
   { names: ['status'], register: registerStatusCommand },

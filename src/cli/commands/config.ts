@@ -1,5 +1,5 @@
 // config validate | view | schema. The loader, the schema and YAML are loaded when a command runs.
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import type { Io } from '../io.ts';
 import { addConfigOptions, addOfflineOption, addOutputOption, addRootOption, type CommonOptions } from '../options.ts';
 import { resolve } from 'node:path';
@@ -73,6 +73,18 @@ export function registerConfigCommands(program: Command, io: Io, setExit: (code:
       }
       const redacted = redactConfig(loaded);
       io.stdout(options.output === 'json' ? JSON.stringify(redacted, null, 2) + '\n' : dump(redacted, { lineWidth: 120, noRefs: true }));
+      setExit(ExitCode.ok);
+    });
+
+  config
+    .command('print-defaults')
+    .description('print a valid MachineConfig with the default of every field that has one')
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['yaml', 'json']).default('yaml'))
+    .addHelpText('after', '\nExample:\n  $ machineadm config print-defaults > /etc/machineadm/config.yaml\n')
+    .action(async (options: { output: 'yaml' | 'json' }) => {
+      const [{ machineConfigJsonSchema }, { defaultMachineConfig, renderDefaults }] = await Promise.all([import('../../config/schema/index.ts'), import('../../config/schema/explain.ts')]);
+      const root = machineConfigJsonSchema();
+      io.stdout(options.output === 'json' ? JSON.stringify(defaultMachineConfig(root), null, 2) + '\n' : renderDefaults(root));
       setExit(ExitCode.ok);
     });
 

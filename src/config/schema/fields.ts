@@ -108,24 +108,32 @@ function child(schema: JsonSchema, name: string): { schema: JsonSchema; required
   return found ? { schema: (found.properties as Record<string, JsonSchema>)[name]!, required: ((found.required as string[] | undefined) ?? []).includes(name), name } : undefined;
 }
 
-/**
- * The field at a dotted path such as spec.kubernetes.node.taints (a map's key as any name or "*",
- * e.g. spec.containerd.registries.*.mirrors), or the longest path that exists and the segment
- * that does not.
- */
-export function findField(root: JsonSchema, path: string): { field: FieldInfo } | { known: string; missing: string; children: string[] } {
+/** Where a dotted path leads: the field's schema, or the longest path that exists and what is missing after it. */
+export function locateField(root: JsonSchema, path: string): { path: string; schema: JsonSchema; required: boolean } | { known: string; missing: string; children: string[] } {
   const segments = path.split('.').filter((s) => s !== '');
   let schema = root;
   let required = true;
   const at: string[] = [];
-  for (const segment of segments) {
-    const next = child(schema, segment);
-    if (!next) return { known: at.join('.'), missing: segment, children: info(at.join('.'), schema, required).children };
+  for (let i = 0; i < segments.length; i++) {
+    const next = child(schema, segments[i]!);
+    if (!next) return { known: at.join('.'), missing: segments[i]!, children: info(at.join('.'), schema, required).children };
+    // A map key may hold dots (docker.io): it runs on until a segment names a field of the value.
+    if (next.name === '*') while (i + 1 < segments.length && !child(next.schema, segments[i + 1]!)) i++;
     schema = next.schema;
     required = next.required;
     at.push(next.name);
   }
-  return { field: info(at.join('.'), schema, required) };
+  return { path: at.join('.'), schema, required };
+}
+
+/**
+ * The field at a dotted path such as spec.kubernetes.node.taints (a map's key as any name or "*",
+ * e.g. spec.containerd.registries.docker.io.mirrors), or the longest path that exists and the
+ * segment that does not.
+ */
+export function findField(root: JsonSchema, path: string): { field: FieldInfo } | { known: string; missing: string; children: string[] } {
+  const found = locateField(root, path);
+  return 'schema' in found ? { field: info(found.path, found.schema, found.required) } : found;
 }
 
 /** Every field, depth first in the schema's order (map keys as "*"). */
