@@ -10,6 +10,7 @@ import { registerVersionCommand } from './commands/version.ts';
 import { registerTrustCommands, TRUST_COMMANDS } from './commands/trust.ts';
 import { registerBundleCommand } from './commands/bundle.ts';
 import { registerExplainCommand } from './commands/explain.ts';
+import { registerCompletionCommand } from './commands/completion.ts';
 import { buildInfo } from '../version.ts';
 
 type Registrar = (program: Command, io: Io, setExit: (code: number) => void) => void;
@@ -23,6 +24,7 @@ const COMMANDS: readonly { names: readonly string[]; register: Registrar }[] = [
   { names: ['bundle'], register: registerBundleCommand },
   { names: ['status'], register: registerStatusCommand },
   { names: ['version'], register: registerVersionCommand },
+  { names: ['completion'], register: registerCompletionCommand },
 ];
 
 /**
@@ -63,7 +65,8 @@ Exit codes: 0 ok, 1 a step failed, 2 bad usage or configuration, 3 verification 
 4 reboot required (machineadm resumes after it). The contract: docs/contract.md.
 `,
     );
-  const named = COMMANDS.filter(({ names }) => command !== undefined && names.includes(command));
+  // completion describes every command, so it needs them all.
+  const named = COMMANDS.filter(({ names }) => command !== undefined && command !== 'completion' && names.includes(command));
   for (const { register } of named.length > 0 ? named : COMMANDS) register(program, io, setExit);
   const withHint = (command: Command, path: string): void => {
     command.showHelpAfterError(`hint: run "machineadm ${path} --help" for its usage`);
