@@ -12,7 +12,7 @@ export function registerCompletionCommand(program: Command, io: Io, setExit: (co
     .addArgument(new Argument('<shell>', 'the shell').choices(COMPLETION_SHELLS))
     .addHelpText(
       'after',
-      '\nExamples:\n  $ source <(machineadm completion bash)      # in ~/.bashrc\n  $ machineadm completion zsh > "${fpath[1]}/_machineadm"\n' +
+      '\nExamples:\n  $ machineadm completion bash > /etc/bash_completion.d/machineadm\n  $ source <(machineadm completion bash)      # in ~/.bashrc\n  $ machineadm completion zsh > "${fpath[1]}/_machineadm"\n' +
         '  $ machineadm completion fish > ~/.config/fish/completions/machineadm.fish\n  PS> machineadm completion powershell | Out-String | Invoke-Expression\n',
     )
     .action(async (shell: (typeof COMPLETION_SHELLS)[number]) => {

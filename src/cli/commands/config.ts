@@ -36,19 +36,19 @@ export function registerConfigCommands(program: Command, io: Io, setExit: (code:
   configOptions(config.command('validate').description('check the configuration and list every problem (exit 2 when invalid)'), io)
     .addHelpText('after', '\nExample:\n  $ machineadm config validate -c node.yaml -o json\n')
     .action(async (options: CommonOptions) => {
-      const [{ loadConfig, NoMachineConfigError }, host] = await Promise.all([import('../../config/load.ts'), configHost(options, io)]);
+      const [{ loadConfig, NoMachineConfigError }, host, { renderData }] = await Promise.all([import('../../config/load.ts'), configHost(options, io), import('../data-output.ts')]);
       try {
         const { sources } = await loadConfig(host, options.config ?? [], loadOptions(io));
-        io.stdout(options.output === 'json' ? JSON.stringify({ valid: true, sources, issues: [] }, null, 2) + '\n' : `configuration is valid (${sources.join(', ')})\n`);
+        io.stdout(options.output !== 'text' ? await renderData(options.output, { valid: true, sources, issues: [] }) : `configuration is valid (${sources.join(', ')})\n`);
         setExit(ExitCode.ok);
       } catch (error) {
         if (error instanceof NoMachineConfigError) {
-          io.stdout(options.output === 'json' ? JSON.stringify({ valid: true, optedIn: false, sources: [], issues: [], message: error.message }, null, 2) + '\n' : `${error.message}\n`);
+          io.stdout(options.output !== 'text' ? await renderData(options.output, { valid: true, optedIn: false, sources: [], issues: [], message: error.message }) : `${error.message}\n`);
           setExit(ExitCode.ok);
           return;
         }
-        if (!(error instanceof ConfigError) || options.output !== 'json') throw error;
-        io.stdout(JSON.stringify({ valid: false, issues: error.issues }, null, 2) + '\n');
+        if (!(error instanceof ConfigError) || options.output === 'text') throw error;
+        io.stdout(await renderData(options.output, { valid: false, issues: error.issues }));
         setExit(ExitCode.usage);
       }
     });
@@ -72,6 +72,7 @@ export function registerConfigCommands(program: Command, io: Io, setExit: (code:
         return;
       }
       const redacted = redactConfig(loaded);
+      // text and yaml: the configuration as it is written, in YAML.
       io.stdout(options.output === 'json' ? JSON.stringify(redacted, null, 2) + '\n' : dump(redacted, { lineWidth: 120, noRefs: true }));
       setExit(ExitCode.ok);
     });

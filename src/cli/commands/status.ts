@@ -57,8 +57,9 @@ export function registerStatusCommand(program: Command, io: Io, setExit: (code: 
       const lastResult = await readLastResult(host.fs, stateFs);
       const spool = (await spoolContents(stateFs)).filter((s) => s.events > 0);
       const resume = await host.resume.registered().catch(() => undefined);
-      if (options.output === 'json') {
-        io.stdout(JSON.stringify({ stateDir: store.directory, ...state, history, lastResult: lastResult ?? null, spool, resume: resume ?? null }, null, 2) + '\n');
+      if (options.output !== 'text') {
+        const { renderData } = await import('../data-output.ts');
+        io.stdout(await renderData(options.output, { stateDir: store.directory, ...state, history, lastResult: lastResult ?? null, spool, resume: resume ?? null }));
       } else {
         const lines = [`state: ${store.directory}`];
         const last = state.runs.at(-1);
