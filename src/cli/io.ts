@@ -1,6 +1,6 @@
 // What a command may use of the process it runs in. main() gets the real one; tests pass their own.
 import { InterruptedError, type InterruptSignal } from '../errors.ts';
-import { bestEffort, sameDestination, terminalColumns } from '../host/console.ts';
+import { bestEffort, isTerminal, sameDestination, terminalColumns } from '../host/console.ts';
 
 /** Signals asking machineadm to stop, while a run that must end cleanly goes on. */
 export interface Interrupts {
@@ -23,6 +23,8 @@ export interface Io {
    * frames into the terminal and leave the step lines out of the pipe.)
    */
   interactive: boolean;
+  /** Whether the stream is a terminal (colours may be shown on it unless NO_COLOR is set). */
+  isTerminal?(stream: 'stdout' | 'stderr'): boolean;
   /** Standard output and standard error are the same file or terminal (see sameDestination). */
   sameDestination?(): boolean;
   /** The width of the terminal the stream shows on; undefined when it is not a terminal. */
@@ -94,6 +96,7 @@ export function processIo(self?: readonly string[]): Io {
       return terminalColumns('stderr') !== undefined && terminalColumns('stdout') !== undefined;
     },
     terminalColumns,
+    isTerminal,
     sameDestination,
     watchInterrupts: () => watchProcessInterrupts(stderr),
     ...(self ? { self } : {}),

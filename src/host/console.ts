@@ -64,6 +64,11 @@ function mayBeTerminal(fd: number): boolean {
   }
 }
 
+/** Whether the stream is a terminal (whatever width it reports). */
+export function isTerminal(stream: 'stdout' | 'stderr'): boolean {
+  return mayBeTerminal(stream === 'stdout' ? 1 : 2) && process[stream].isTTY === true;
+}
+
 /** The stream's terminal width, undefined when it is not a terminal (or reports no width). */
 export function terminalColumns(stream: 'stdout' | 'stderr'): number | undefined {
   if (!mayBeTerminal(stream === 'stdout' ? 1 : 2)) return undefined;

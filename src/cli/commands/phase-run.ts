@@ -135,7 +135,8 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
       // The whole plan is shown, also when the run would refuse to start: then the refusal follows,
       // on stderr and in the JSON, and the plan exits with the run's code.
       const refused = refusal ? { refused: { message: refusal.message, exitCode: refusal.exitCode, ...(refusal.hint ? { hint: refusal.hint } : {}), ...(refusal instanceof ConfigError ? { issues: refusal.issues } : {}) } } : {};
-      const color = io.terminalColumns?.('stdout') !== undefined && !io.env.NO_COLOR;
+      // Colours on a terminal only, and never when NO_COLOR is set to anything (no-color.org).
+      const color = (io.isTerminal?.('stdout') ?? false) && !io.env.NO_COLOR;
       const text = options.output === 'text' ? renderMachineValues(resolved) + renderPlan(plan, { color }) : await renderData(options.output, { ...plan, machineValues: resolved, ...refused });
       if (!options.quiet) io.stdout(text);
       log?.write(options.output === 'text' && color ? renderMachineValues(resolved) + renderPlan(plan) : text);
