@@ -48,7 +48,7 @@ describe('an error that ends a run', () => {
     expect(all).toMatch(/prepare\/files failure \d+ms \(the summary below says why\)/);
   });
 
-  it('is printed once on each when they are apart: in the summary on stdout, as "error:" on stderr', () => {
+  it('is printed once on each when they are apart: in the summary on stdout, as error: on stderr', () => {
     const m = failingMachine();
     const run = spawnSync(NODE, [BIN, 'init', '-c', m.config, '--root', m.root], { encoding: 'utf8', env: { ...process.env, PATH: TEST_PATH } });
     expect(run.status).toBe(1);
