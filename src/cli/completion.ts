@@ -48,7 +48,18 @@ function shellLookups(all: Table[]): string {
   const fn = (name: string, pick: (t: Table) => string[]) =>
     [`_machineadm_${name}() {`, '  case "$1" in', ...all.filter((t) => pick(t).length).map((t) => `    '${t.key}') echo '${words(pick(t))}' ;;`), '  esac', '}'].join('\n');
   const choices = ['_machineadm_choices() {', '  case "$1" in', ...all.flatMap((t) => t.choices.map(([flag, values]) => `    '${t.key} ${flag}') echo '${words(values)}' ;;`)), '  esac', '}'].join('\n');
-  return [fn('subcommands', (t) => t.subcommands), fn('options', (t) => t.options), fn('valued', (t) => t.valued), fn('args', (t) => t.args), choices].join('\n');
+  // The command the words typed so far name (config/validate): options and their values are passed over.
+  const walk = `_machineadm_command() {
+  local key="" skip="" w
+  for w in "$@"; do
+    if [ -n "$skip" ]; then skip=""; continue; fi
+    if [[ " $(_machineadm_valued "$key") " == *" $w "* ]]; then skip=1; continue; fi
+    [[ "$w" == -* ]] && continue
+    [[ " $(_machineadm_subcommands "$key") " == *" $w "* ]] && key="\${key:+$key/}$w"
+  done
+  echo "$key"
+}`;
+  return [fn('subcommands', (t) => t.subcommands), fn('options', (t) => t.options), fn('valued', (t) => t.valued), fn('args', (t) => t.args), choices, walk].join('\n');
 }
 
 function bash(all: Table[]): string {
@@ -57,15 +68,10 @@ function bash(all: Table[]): string {
 # or install it: machineadm completion bash > /etc/bash_completion.d/machineadm
 ${shellLookups(all)}
 _machineadm() {
-  local cur="\${COMP_WORDS[COMP_CWORD]}" prev="" key="" i w
+  local cur="\${COMP_WORDS[COMP_CWORD]}" prev="" key
   [ "$COMP_CWORD" -gt 1 ] && prev="\${COMP_WORDS[COMP_CWORD-1]}"
   COMPREPLY=()
-  for ((i = 1; i < COMP_CWORD; i++)); do
-    w="\${COMP_WORDS[i]}"
-    if [[ " $(_machineadm_valued "$key") " == *" $w "* ]]; then i=$((i + 1)); continue; fi
-    [[ "$w" == -* ]] && continue
-    [[ " $(_machineadm_subcommands "$key") " == *" $w "* ]] && key="\${key:+$key/}$w"
-  done
+  key="$(_machineadm_command "\${COMP_WORDS[@]:1:COMP_CWORD-1}")"
   if [[ "$prev" == -* && " $(_machineadm_valued "$key") " == *" $prev "* ]]; then
     local values; values="$(_machineadm_choices "$key $prev")"
     if [ -n "$values" ]; then COMPREPLY=($(compgen -W "$values" -- "$cur")); else COMPREPLY=($(compgen -f -- "$cur")); fi
@@ -87,14 +93,9 @@ function zsh(all: Table[]): string {
 # after compinit, or install it as _machineadm in a directory of $fpath.
 ${shellLookups(all)}
 _machineadm() {
-  local cur="\${words[CURRENT]}" prev="\${words[CURRENT-1]}" key="" i w
+  local cur="\${words[CURRENT]}" prev="\${words[CURRENT-1]}" key
   local -a candidates
-  for ((i = 2; i < CURRENT; i++)); do
-    w="\${words[i]}"
-    if [[ " $(_machineadm_valued "$key") " == *" $w "* ]]; then i=$((i + 1)); continue; fi
-    [[ "$w" == -* ]] && continue
-    [[ " $(_machineadm_subcommands "$key") " == *" $w "* ]] && key="\${key:+$key/}$w"
-  done
+  key="$(_machineadm_command "\${(@)words[2,CURRENT-1]}")"
   if (( CURRENT > 2 )) && [[ "$prev" == -* && " $(_machineadm_valued "$key") " == *" $prev "* ]]; then
     candidates=(\${=$(_machineadm_choices "$key $prev")})
     if (( \${#candidates} )); then compadd -a candidates; else _files; fi
