@@ -106,8 +106,11 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
     // configuration loads: every phase command needs both, and the probes mostly wait.
     const facts = host.facts();
     facts.catch(() => undefined);
+    const loading = loadConfig(host, options.config ?? [], { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
+    loading.catch(() => undefined);
+    // Rights come first: a user without them learns that, whatever else is wrong.
     if (!planning && !givenFacts) refuseWithoutRights(command, await facts);
-    const loaded = await loadConfig(host, options.config ?? [], { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
+    const loaded = await loading;
     const { instanceId } = loaded;
     // Before anything changes: a value the machine lacks or gives unfit for its field ends the run here (exit 2).
     const { config, resolved } = await resolveMachineValues(host, loaded.config, { given: { ...givenMachine, ...setValues }, otherMachine: givenFacts !== undefined });
