@@ -1,7 +1,7 @@
 // The completion scripts load in real shells and complete machineadm's subcommands, flags and
 // flag values, as the command tree defines them.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.ts';
@@ -71,6 +71,31 @@ describe.each([
     const current = typed.at(-1)!;
     expect((await results_()).candidates[n]!.filter((c) => c.startsWith(current)).sort()).toEqual([...offered].sort());
   });
+});
+
+// The scripts in the shells' own line editors (readline, ZLE): a pseudo-terminal from zsh's zpty
+// module, Tab pressed where an operator would press it, and the command line that runs recorded.
+describe.skipIf(missingRequirement({ commands: ['zsh', 'bash'] }))('typing with Tab in an interactive shell', () => {
+  it.each([
+    ['bash', "bash --norc --noprofile -i", `machineadm() { printf '%s\\n' "$*" > "$RAN"; }`],
+    ['zsh', 'zsh -f -i', `autoload -U compinit; compinit -u -D; machineadm() { print -r -- "$*" > "$RAN"; }`],
+  ])('%s completes machineadm con<Tab>vali<Tab>--out<Tab>yaml to config validate --output yaml', async (shell, start, setup) => {
+    const file = await script(shell);
+    const ran = join(dir, `ran-${shell}`);
+    const driver = [
+      'zmodload zsh/zpty',
+      `zpty sh '${start}'`,
+      `zpty -w sh 'RAN=${ran}; ${setup.replace(/'/g, "'\\''")}; source ${file}'`,
+      "zpty -w -n sh $'machineadm con\\t'",
+      "zpty -w -n sh $'vali\\t'",
+      "zpty -w -n sh $'--out\\t'",
+      "zpty -w sh 'yaml'",
+      `for i in {1..150}; do [[ -s '${ran}' ]] && break; sleep 0.2; done`,
+      'zpty -d sh',
+    ].join('\n');
+    execFileSync('zsh', ['-f', '-c', driver], { timeout: 60_000 });
+    expect(readFileSync(ran, 'utf8')).toBe('config validate --output yaml\n');
+  }, 60_000);
 });
 
 describe.skipIf(missingRequirement({ commands: ['zsh'] }))('zsh completion loaded without compinit', () => {
