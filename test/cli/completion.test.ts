@@ -98,6 +98,15 @@ describe.skipIf(missingRequirement({ commands: ['zsh', 'bash'] }))('typing with 
   }, 60_000);
 });
 
+// fish answers `complete -C LINE` with what it would offer, one "candidate<TAB>description" a line.
+describe.skipIf(missingRequirement({ commands: ['fish'] }))('fish completion', () => {
+  it.each(CASES)('completes %s', async (_what, typed, offered) => {
+    const file = await script('fish');
+    const out = execFileSync('fish', ['--no-config', '-c', `source '${file}'; complete -C '${typed.slice(0, -1).join(' ')} ${typed.at(-1)}'`], { encoding: 'utf8' });
+    expect(out.split('\n').filter(Boolean).map((l) => l.split('\t')[0]).sort()).toEqual([...offered].sort());
+  });
+});
+
 describe.skipIf(missingRequirement({ commands: ['zsh'] }))('zsh completion loaded without compinit', () => {
   it('says to run compinit first', async () => {
     const file = await script('zsh');
