@@ -15,11 +15,11 @@ function yaml(value: unknown): string {
 
 /** kubectl explain's layout: the field, its description, default, example, then its child fields. */
 export function renderExplain(root: JsonSchema, field: FieldInfo, recursive = false): string {
-  const lines = [`FIELD: ${field.path || 'MachineConfig'} <${field.type}>${field.required ? ' -required-' : ''}`, ''];
-  lines.push('DESCRIPTION:', indent(field.description ?? '(no description)', '    '));
+  const lines = [`FIELD: ${field.path || 'MachineConfig'} <${field.type}>${field.required && field.path ? ' -required-' : ''}`, ''];
+  lines.push('DESCRIPTION:', indent(field.description ?? (field.path ? '(no description)' : ROOT_DESCRIPTION), '    '));
   if (field.secret) lines.push('    A secret: never printed; give it with valueFrom (a file or an environment variable) rather than as a literal.');
   if (field.default !== undefined) lines.push('', 'DEFAULT:', indent(yaml(field.default), '    '));
-  if (field.example !== undefined) lines.push('', 'EXAMPLE:', indent(yaml({ [field.path.split('.').at(-1) || 'spec']: field.example }), '    '));
+  if (field.example !== undefined) lines.push('', 'EXAMPLE:', indent(yaml(exampleAsWritten(field)), '    '));
   if (field.children.length > 0) {
     lines.push('', 'FIELDS:');
     const prefix = field.path ? `${field.path}.` : '';
@@ -41,6 +41,14 @@ export function renderExplain(root: JsonSchema, field: FieldInfo, recursive = fa
 }
 
 export { findField, locateField };
+
+const ROOT_DESCRIPTION = 'the configuration of one machine: what machineadm makes of it (apiVersion, kind, spec)';
+
+/** The example as it is written under its field's name (a map entry's value alone: its key is any name). */
+export function exampleAsWritten(field: FieldInfo): unknown {
+  const name = field.path.split('.').at(-1)!;
+  return name === '*' ? field.example : { [name]: field.example };
+}
 
 // A value for a field the default configuration must give (a join needs an endpoint, a token and
 // the CA pins): the field's own example, a placeholder to replace.

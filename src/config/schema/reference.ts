@@ -4,6 +4,7 @@
 import { dump } from 'js-yaml';
 import type { JsonSchema } from './dsl.ts';
 import { allFields } from './fields.ts';
+import { exampleAsWritten } from './explain.ts';
 import { API_VERSION } from './index.ts';
 
 function yaml(value: unknown): string {
@@ -35,7 +36,7 @@ export function renderApiReference(root: JsonSchema): string {
     out.push('', `### ${f.path}`, '');
     const facts = [code(f.type), f.required ? 'required' : 'optional', ...(f.default !== undefined ? [`default ${code(JSON.stringify(f.default))}`] : []), ...(f.secret ? ['secret: never printed'] : [])];
     out.push(facts.join(' · '), '', f.description ?? '');
-    if (f.example !== undefined) out.push('', '```yaml', yaml({ [f.path.split('.').at(-1)!]: f.example }), '```');
+    if (f.example !== undefined) out.push('', '```yaml', yaml(exampleAsWritten(f)), '```');
   }
   return out.join('\n') + '\n';
 }
