@@ -89,12 +89,13 @@ export async function main(args: readonly string[], io: Io): Promise<number> {
     await program.parseAsync([...args], { from: 'user' });
     return exitCode;
   } catch (error) {
-    return reportError(error, io);
+    // -v asks for detail: an unexpected error's stack too, as MACHINEADM_DEBUG does.
+    return reportError(error, io, { verbose: args.some((a) => a === '--verbose' || /^-v+$/.test(a)) });
   }
 }
 
 /** Writes the error as "error: ..." and "hint: ..." lines and returns its exit code. */
-export function reportError(error: unknown, io: Io): number {
+export function reportError(error: unknown, io: Io, options: { verbose?: boolean } = {}): number {
   if (error instanceof CommanderError) {
     // Help and --version end with a CommanderError too, and are not failures.
     if (['commander.helpDisplayed', 'commander.help', 'commander.version'].includes(error.code)) return ExitCode.ok;
@@ -115,6 +116,6 @@ export function reportError(error: unknown, io: Io): number {
   }
   const message = error instanceof Error ? error.message : String(error);
   io.stderr(`error: ${message}\nhint: this is a bug in machineadm; rerun with MACHINEADM_DEBUG=1 for details and report it\n`);
-  if (io.env.MACHINEADM_DEBUG && error instanceof Error) io.stderr(`${error.stack ?? ''}\n`);
+  if ((io.env.MACHINEADM_DEBUG || options.verbose) && error instanceof Error) io.stderr(`${error.stack ?? ''}\n`);
   return ExitCode.stepFailed;
 }

@@ -156,6 +156,12 @@ describe('errors to exit codes', () => {
     expect(io.out).toBe('');
   });
 
+  it('shows the stack of an unexpected error with -v as with MACHINEADM_DEBUG', () => {
+    const io = fakeIo();
+    reportError(new TypeError('boom'), io, { verbose: true });
+    expect(io.err).toMatch(/^error: boom\nhint: [^\n]*\nTypeError: boom\n {4}at /);
+  });
+
   it('shows the stack of an unexpected error only with MACHINEADM_DEBUG', () => {
     const quiet = fakeIo();
     reportError(new TypeError('boom'), quiet);
