@@ -1,6 +1,6 @@
 // What a command may use of the process it runs in. main() gets the real one; tests pass their own.
 import { InterruptedError, type InterruptSignal } from '../errors.ts';
-import { bestEffort, terminalColumns } from '../host/console.ts';
+import { bestEffort, isTerminal, sameDestination, terminalColumns } from '../host/console.ts';
 
 /** Signals asking machineadm to stop, while a run that must end cleanly goes on. */
 export interface Interrupts {
@@ -17,8 +17,16 @@ export interface Io {
   readStdin(maxBytes: number): Promise<Buffer>;
   env: NodeJS.ProcessEnv;
   cwd: string;
-  /** A real terminal with a known width: spinners and progress bars allowed. */
+  /**
+   * Standard output and standard error are both a real terminal with a known width: spinners
+   * allowed. (A spinner on a terminal while the output goes through a pipe, `| tee`, would mix its
+   * frames into the terminal and leave the step lines out of the pipe.)
+   */
   interactive: boolean;
+  /** Whether the stream is a terminal (colours may be shown on it unless NO_COLOR is set). */
+  isTerminal?(stream: 'stdout' | 'stderr'): boolean;
+  /** Standard output and standard error are the same file or terminal (see sameDestination). */
+  sameDestination?(): boolean;
   /** The width of the terminal the stream shows on; undefined when it is not a terminal. */
   terminalColumns?(stream: 'stdout' | 'stderr'): number | undefined;
   /** Starts watching for interrupting signals (absent where nothing can send one, as in tests). */
@@ -85,9 +93,11 @@ export function processIo(self?: readonly string[]): Io {
     // ora loops forever on a terminal that reports 0 columns. Asked when a command needs it:
     // process.stderr loads Node's streams (see bestEffort).
     get interactive() {
-      return terminalColumns('stderr') !== undefined;
+      return terminalColumns('stderr') !== undefined && terminalColumns('stdout') !== undefined;
     },
     terminalColumns,
+    isTerminal,
+    sameDestination,
     watchInterrupts: () => watchProcessInterrupts(stderr),
     ...(self ? { self } : {}),
   };

@@ -10,6 +10,8 @@ import { registerResumeCommand } from './commands/resume.ts';
 import { registerVersionCommand } from './commands/version.ts';
 import { registerTrustCommands, TRUST_COMMANDS } from './commands/trust.ts';
 import { registerBundleCommand } from './commands/bundle.ts';
+import { registerExplainCommand } from './commands/explain.ts';
+import { registerCompletionCommand } from './commands/completion.ts';
 import { buildInfo } from '../version.ts';
 
 type Registrar = (program: Command, io: Io, setExit: (code: number) => void) => void;
@@ -18,11 +20,13 @@ type Registrar = (program: Command, io: Io, setExit: (code: number) => void) => 
 const COMMANDS: readonly { names: readonly string[]; register: Registrar }[] = [
   { names: PHASE_COMMANDS, register: registerPhaseCommands },
   { names: ['config'], register: registerConfigCommands },
+  { names: ['explain'], register: registerExplainCommand },
   { names: TRUST_COMMANDS, register: registerTrustCommands },
   { names: ['bundle'], register: registerBundleCommand },
   { names: ['status'], register: registerStatusCommand },
   { names: ['resume'], register: registerResumeCommand },
   { names: ['version'], register: registerVersionCommand },
+  { names: ['completion'], register: registerCompletionCommand },
 ];
 
 /**
@@ -63,7 +67,8 @@ Exit codes: 0 ok, 1 a step failed, 2 bad usage or configuration, 3 verification 
 4 reboot required (machineadm resumes after it). The contract: docs/contract.md.
 `,
     );
-  const named = COMMANDS.filter(({ names }) => command !== undefined && names.includes(command));
+  // completion describes every command, so it needs them all.
+  const named = COMMANDS.filter(({ names }) => command !== undefined && command !== 'completion' && names.includes(command));
   for (const { register } of named.length > 0 ? named : COMMANDS) register(program, io, setExit);
   const withHint = (command: Command, path: string): void => {
     command.showHelpAfterError(`hint: run "machineadm ${path} --help" for its usage`);
@@ -86,12 +91,13 @@ export async function main(args: readonly string[], io: Io): Promise<number> {
     await program.parseAsync([...args], { from: 'user' });
     return exitCode;
   } catch (error) {
-    return reportError(error, io);
+    // -v asks for detail: an unexpected error's stack too, as MACHINEADM_DEBUG does.
+    return reportError(error, io, { verbose: args.some((a) => a === '--verbose' || /^-v+$/.test(a)) });
   }
 }
 
 /** Writes the error as "error: ..." and "hint: ..." lines and returns its exit code. */
-export function reportError(error: unknown, io: Io): number {
+export function reportError(error: unknown, io: Io, options: { verbose?: boolean } = {}): number {
   if (error instanceof CommanderError) {
     // Help and --version end with a CommanderError too, and are not failures.
     if (['commander.helpDisplayed', 'commander.help', 'commander.version'].includes(error.code)) return ExitCode.ok;
@@ -112,6 +118,6 @@ export function reportError(error: unknown, io: Io): number {
   }
   const message = error instanceof Error ? error.message : String(error);
   io.stderr(`error: ${message}\nhint: this is a bug in machineadm; rerun with MACHINEADM_DEBUG=1 for details and report it\n`);
-  if (io.env.MACHINEADM_DEBUG && error instanceof Error) io.stderr(`${error.stack ?? ''}\n`);
+  if ((io.env.MACHINEADM_DEBUG || options.verbose) && error instanceof Error) io.stderr(`${error.stack ?? ''}\n`);
   return ExitCode.stepFailed;
 }

@@ -5,12 +5,14 @@ import { Option, type Command } from 'commander';
 import { UsageError } from '../errors.ts';
 import type { Io } from './io.ts';
 
+export type OutputFormat = 'text' | 'json' | 'yaml';
+
 export interface CommonOptions {
   /** Absent when no -c was given (the default sources apply). */
   config?: string[];
   root: string;
   offline?: boolean;
-  output: 'text' | 'json';
+  output: OutputFormat;
   stateDir?: string;
 }
 
@@ -47,7 +49,28 @@ export function addOfflineOption(command: Command, what = 'never use the network
 }
 
 export function addOutputOption(command: Command): Command {
-  return command.addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'));
+  return command.addOption(new Option('-o, --output <format>', 'output format (json and yaml: the same data)').choices(['text', 'json', 'yaml']).default('text'));
+}
+
+function increase(_value: string, previous = 0): number {
+  return previous + 1;
+}
+
+export interface VerbosityOptions {
+  verbose?: number;
+  logFile?: string;
+}
+
+/** -v (repeatable) and --log-file, for the commands that run steps. */
+export function addVerbosityOptions(command: Command): Command {
+  return command
+    .option('-v, --verbose', 'say more; repeat for more: -v shows each step as it starts, -vv also runs kubeadm with --v=5, -vvv with --v=6 (MACHINEADM_DEBUG=1 is -v)', increase)
+    .option('--log-file <path>', 'also append everything the run shows, at the most detail, to this file (created 0600)');
+}
+
+/** The verbosity asked for: -v count, at least 1 when MACHINEADM_DEBUG is set (not empty). */
+export function verbosityOf(options: { verbose?: number }, env: NodeJS.ProcessEnv): number {
+  return Math.max(options.verbose ?? 0, env.MACHINEADM_DEBUG ? 1 : 0);
 }
 
 export function addStateDirOption(command: Command): Command {

@@ -3,7 +3,16 @@ import type { Plan } from '../phases/runner.ts';
 
 const MARK = { change: '~', 'up-to-date': '=', skipped: '-', 'not-selected': ' ', 'not-applicable': ' ' } as const;
 
-export function renderPlan(plan: Plan): string {
+// Diff lines in colour, as git shows them: added green, removed red, hunk headers cyan.
+const COLOR = { add: '\x1b[32m', remove: '\x1b[31m', hunk: '\x1b[36m', reset: '\x1b[0m' } as const;
+
+function colorDiffLine(line: string): string {
+  const color = line.startsWith('+') && !line.startsWith('+++') ? COLOR.add : line.startsWith('-') && !line.startsWith('---') ? COLOR.remove : line.startsWith('@@') ? COLOR.hunk : undefined;
+  return color ? `${color}${line}${COLOR.reset}` : line;
+}
+
+/** `color`: for a terminal that shows colours (the caller decides: a TTY, and NO_COLOR unset). */
+export function renderPlan(plan: Plan, options: { color?: boolean } = {}): string {
   const f = plan.facts;
   const tools = [`containerd ${f.containerdVersion ?? 'not installed'}`, `kubeadm ${f.kubeadmVersion ?? 'not installed'}`].join(', ');
   const lines = [`plan for "machineadm ${plan.command}" on ${plan.os}/${f.arch} (${tools})`];
@@ -20,7 +29,7 @@ export function renderPlan(plan: Plan): string {
       const indent = step.status === 'skipped' && step.changes.length ? (lines.push('      not done in this run; where it runs, it would:'), '  ') : '';
       for (const change of step.changes) {
         lines.push(`      ${indent}${change.action} ${change.target}${change.detail ? ` (${change.detail})` : ''}`);
-        if (change.diff) lines.push(...change.diff.replace(/\n$/, '').split('\n').map((l) => `        ${indent}${l}`));
+        if (change.diff) lines.push(...change.diff.replace(/\n$/, '').split('\n').map((l) => `        ${indent}${options.color ? colorDiffLine(l) : l}`));
       }
       // What the step would fetch: refused under --offline, so an operator sees it before.
       for (const use of step.network ?? []) lines.push(`      network: ${use}`);

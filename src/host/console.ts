@@ -1,6 +1,6 @@
 // The console of the process: its output written best effort, and whether it is a terminal, told
 // without loading Node's streams where the descriptor itself can tell.
-import { fstatSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
 
 /**
  * Console output is best effort: a reader that went away (`| head -1`, a closed terminal) must not
@@ -64,9 +64,57 @@ function mayBeTerminal(fd: number): boolean {
   }
 }
 
+/** Whether the stream is a terminal (whatever width it reports). */
+export function isTerminal(stream: 'stdout' | 'stderr'): boolean {
+  return mayBeTerminal(stream === 'stdout' ? 1 : 2) && process[stream].isTTY === true;
+}
+
 /** The stream's terminal width, undefined when it is not a terminal (or reports no width). */
 export function terminalColumns(stream: 'stdout' | 'stderr'): number | undefined {
   if (!mayBeTerminal(stream === 'stdout' ? 1 : 2)) return undefined;
   const s = process[stream];
   return s.isTTY && s.columns ? s.columns : undefined;
+}
+
+/**
+ * Whether standard output and standard error are one file (a terminal, `> log 2>&1`, `2>&1 | tee`):
+ * then what is said on one need not be said again on the other.
+ */
+export function sameDestination(): boolean {
+  try {
+    const out = fstatSync(1);
+    const err = fstatSync(2);
+    return out.dev === err.dev && out.ino === err.ino && out.rdev === err.rdev;
+  } catch {
+    return false;
+  }
+}
+
+/** An append-only log (--log-file): each write is one append (O_APPEND), whole lines at a time. */
+export interface AppendLog {
+  write(text: string): void;
+  close(): void;
+}
+
+/**
+ * Opens (creating it 0600: a log tells what the machine is) a file to append to. A log that
+ * cannot be written any more is left alone: the run goes on, as with a closed console.
+ */
+export function openAppendLog(path: string): AppendLog {
+  const fd = openSync(path, 'a', 0o600);
+  let usable = true;
+  return {
+    write(text) {
+      if (!usable) return;
+      try {
+        writeSync(fd, Buffer.from(text, 'utf8'));
+      } catch {
+        usable = false;
+      }
+    },
+    close() {
+      if (usable) closeSync(fd);
+      usable = false;
+    },
+  };
 }

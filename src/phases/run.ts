@@ -7,7 +7,7 @@ import { acquireRunLock, archiveDirectory, type Host, type RootedFileSystem } fr
 import type { MachineConfig } from '../config/schema/index.ts';
 import { SecretScrubber } from '../config/secrets.ts';
 import { EventBus, type MachineIdentity } from '../report/events.ts';
-import { attachConsole, renderResultSummary, type ConsoleMode, type SpinnerFactory } from '../report/console.ts';
+import { attachConsole, isDataMode, renderResultSummary, type ConsoleMode, type SpinnerFactory } from '../report/console.ts';
 import { machineIdentity, registerConfigSecrets, resolveEndpoints, type ResolvedEndpoint } from '../report/endpoints.ts';
 import { openReporting, type ReportingResult } from '../report/session.ts';
 import { resultFilesOf, type RunResultDocument } from '../report/outcome.ts';
@@ -33,7 +33,13 @@ export interface RunRequest {
   force: boolean;
   /** reset --keep-domain. */
   keepDomain?: boolean;
-  console: { mode: ConsoleMode; write(text: string): void; spinner?: SpinnerFactory };
+  /** 0 by default, 1 per -v: at 2 and above kubeadm gets --v (see StepContext.options). */
+  verbosity?: number;
+  /**
+   * How the run shows itself: `log` (--log-file) also gets every event as a text line, whatever
+   * the mode, and the summary; `verbosity` as StepContext.options says.
+   */
+  console: { mode: ConsoleMode; write(text: string): void; spinner?: SpinnerFactory; log?: (text: string) => void; verbosity?: number };
   /** The phases to run; by default the registry's for the command. */
   phases?: readonly Phase[];
   /** The configuration's sources as given (-c): a URL among them may carry a credential. */
@@ -72,6 +78,8 @@ export interface RunReport {
   reported: ReportingResult;
   /** The error that ended the run, secrets scrubbed, for the caller to show. */
   error?: { message: string; hint?: string };
+  /** The summary the console was given (text modes), which names a failed step's error. */
+  summary?: string;
 }
 
 /** cloudbase-init reboots the machine and runs the plugin's script again when it exits with this. */
@@ -106,6 +114,7 @@ async function runnerInput(request: Omit<RunRequest, 'console'>): Promise<{ inpu
     state,
     force: request.force,
     ...(request.keepDomain ? { keepDomain: true } : {}),
+    verbosity: request.verbosity ?? 0,
     secrets,
     ...(request.resume ? { resume: request.resume } : {}),
     ...(request.notes ? { notes: request.notes } : {}),
@@ -217,8 +226,12 @@ async function runLocked(request: RunRequest, input: RunnerInput, secrets: Secre
   const continues = resumes ? await previousResult(request.stateFs, input.events.runId) : undefined;
   const results = resultFilesOf(request.command, request.host.fs.platform);
   const reporting = await openReporting({ bus: input.events, host, stateFs: request.stateFs, endpoints, deadlineSeconds: config.spec.report.deadlineSeconds, results, ...(continues ? { continues } : {}) });
-  const { mode, write } = request.console;
-  const detach = attachConsole(input.events, mode, { write }, mode === 'tty' ? request.console.spinner : undefined);
+  const { mode, write: show, log } = request.console;
+  // What the console shows of the run's end goes to the log file too.
+  const write = log ? (text: string) => (show(text), log(text)) : show;
+  const detachConsole = attachConsole(input.events, mode, { write: show }, mode === 'tty' ? request.console.spinner : undefined, { verbosity: request.console.verbosity ?? 0 });
+  const detachLog = log ? attachConsole(input.events, 'text', { write: log }, undefined, { verbosity: Infinity }) : () => undefined;
+  const detach = () => (detachConsole(), detachLog());
   let outcome: RunOutcome;
   try {
     outcome = await runPhases(input);
@@ -236,13 +249,12 @@ async function runLocked(request: RunRequest, input: RunnerInput, secrets: Secre
   const interrupted = outcome.error instanceof InterruptedError;
   // Said only when delivery is slow, so a dead collector does not look like a hang.
   const note = setTimeout(() => {
-    if (mode === 'json' || interrupted) return;
+    if (isDataMode(mode) || interrupted) return;
     for (const b of reporting.backlog()) write(`waiting up to ${config.spec.report.deadlineSeconds}s for ${b.events} event${b.events === 1 ? '' : 's'} to reach ${b.url}\n`);
   }, 1_000);
   const reported = await reporting.finish(interrupted ? { deadlineMs: INTERRUPTED_DELIVERY_MS } : {}).finally(() => clearTimeout(note));
-  if (mode !== 'json' && reported.document) {
-    write(secrets.scrub(renderResultSummary(reported.document, { resultFile: host.fs.mapPath(results.file), problems: reported.problems })));
-  }
+  const summary = reported.document ? secrets.scrub(renderResultSummary(reported.document, { resultFile: host.fs.mapPath(results.file), problems: reported.problems })) : undefined;
+  if (summary !== undefined) (isDataMode(mode) ? (log ?? (() => undefined)) : write)(summary);
   if (outcome.error instanceof RebootRequiredError && !outcome.error.alreadyPending) {
     // The report so far, for the resumed run to go on from (result.json is rewritten by any rerun).
     if (reported.document) await request.stateFs.writeFile(RESUMED_RESULT, JSON.stringify(reported.document, null, 2) + '\n', { mode: 0o600, backup: false });
@@ -253,7 +265,7 @@ async function runLocked(request: RunRequest, input: RunnerInput, secrets: Secre
   const error = outcome.error ? { message: secrets.scrub(outcome.error.message), ...(outcome.error.hint ? { hint: secrets.scrub(outcome.error.hint) } : {}) } : undefined;
   // cloudbase-init's own code for "reboot, then run this script again".
   const exitCode = outcome.error instanceof RebootRequiredError && request.resume?.byCloudbaseInit ? CLOUDBASE_INIT_REBOOT_AND_RERUN : outcome.error ? outcome.error.exitCode : ExitCode.ok;
-  return { exitCode, outcome, reported, ...(error ? { error } : {}) };
+  return { exitCode, outcome, reported, ...(error ? { error } : {}), ...(summary !== undefined && !isDataMode(mode) ? { summary } : {}) };
 }
 
 /** The report of a run that stopped for a reboot, as it was then (in the state dir: /run is cleared at boot). */
@@ -281,7 +293,7 @@ async function rebootForResume(request: RunRequest, input: RunnerInput, reboot: 
     await input.state.save(state);
   }
   // -o json prints events only; the notes below are for people.
-  const write = request.console.mode === 'json' ? () => undefined : request.console.write;
+  const write = isDataMode(request.console.mode) ? (request.console.log ?? (() => undefined)) : (text: string) => (request.console.write(text), request.console.log?.(text));
   if (!request.resume) return;
   if (request.resume.byCloudbaseInit) {
     write(`not restarting (--cloudbase-init): exit ${CLOUDBASE_INIT_REBOOT_AND_RERUN} asks cloudbase-init to restart the machine and run this again\n`);

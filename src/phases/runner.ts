@@ -23,6 +23,8 @@ export interface RunnerInput {
   force?: boolean;
   /** reset --keep-domain: the machine stays a member of its domain. */
   keepDomain?: boolean;
+  /** How much the run tells: 0 by default, 1 per -v (StepContext.options.verbosity). */
+  verbosity?: number;
   /** Registers secrets as steps read them, so events never carry them. */
   secrets: SecretScrubber;
   /**
@@ -115,7 +117,7 @@ function contextFor(input: RunnerInput, state: MachineState, fullId: string, dry
     config: input.config,
     facts: input.facts,
     host: input.host,
-    options: { dryRun, force: input.force ?? false, keepDomain: input.keepDomain ?? false },
+    options: { dryRun, force: input.force ?? false, verbosity: input.verbosity ?? 0, keepDomain: input.keepDomain ?? false },
     previous: state.steps[fullId],
     startedBefore: state.started?.stepId === fullId && state.started.runId !== events.runId,
     log: (message, level = 'info') => events.emit({ type: 'log', step: fullId, message, level }),

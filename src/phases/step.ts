@@ -56,7 +56,8 @@ export interface StepContext {
   readonly config: MachineConfig;
   readonly facts: Facts;
   readonly host: Host;
-  readonly options: { readonly dryRun: boolean; readonly force: boolean; readonly keepDomain?: boolean };
+  /** verbosity: 0 by default, 1 per -v; at 2 and above a step passes its tools' own verbosity on (kubeadm --v). */
+  readonly options: { readonly dryRun: boolean; readonly force: boolean; readonly verbosity?: number; readonly keepDomain?: boolean };
   /** What this step recorded in an earlier run, if anything. */
   readonly previous: StepRecord | undefined;
   /**

@@ -1,11 +1,22 @@
 // How a run looks on the console: an ora spinner per step on a real terminal, plain timestamped
 // lines otherwise (cloud-init logs, CI), JSON lines with -o json. Writes through the given
 // functions only; the CLI decides where they go.
+import { dump } from 'js-yaml';
 import type { EventBus, MachineEvent, Result } from './events.ts';
 import type { RunResultDocument } from './outcome.ts';
 import type { DeliveryReport } from './delivery.ts';
 
-export type ConsoleMode = 'tty' | 'text' | 'json';
+export type ConsoleMode = 'tty' | 'text' | 'json' | 'yaml';
+
+/** Modes whose output is data (one event per JSON line or YAML document), never prose. */
+export function isDataMode(mode: ConsoleMode): mode is 'json' | 'yaml' {
+  return mode === 'json' || mode === 'yaml';
+}
+
+export interface ConsoleOptions {
+  /** 0 by default, 1 per -v: from 1 on, text mode also shows when each step starts. */
+  verbosity?: number;
+}
 
 export interface ConsoleOutput {
   write(text: string): void;
@@ -61,8 +72,10 @@ function phaseVerdict(event: MachineEvent): string {
   return event.phase === 'report' ? 'done: no step changed anything (the result file is written at the end of the run)' : 'done: no step changed anything';
 }
 
+// A failure's message is not repeated here: the summary at the end of the run shows it once, with
+// its hint and details.
 function stepNote(event: MachineEvent): string {
-  if (event.result === 'failure') return `: ${event.error?.message ?? event.message ?? ''}`;
+  if (event.result === 'failure') return ' (the summary below says why)';
   if (event.message) return ` (${event.message})`;
   if (event.changes?.length) return ` (${event.changes.map((c) => `${c.action} ${c.target}`).join(', ')})`;
   return '';
@@ -71,11 +84,16 @@ function stepNote(event: MachineEvent): string {
 const SYMBOL: Record<Result, 'succeed' | 'info' | 'warn' | 'fail'> = { success: 'succeed', skipped: 'info', warning: 'warn', failure: 'fail' };
 
 /** Shows the bus's events on the console; returns a function that detaches it. */
-export function attachConsole(bus: EventBus, mode: ConsoleMode, out: ConsoleOutput, spinnerFactory?: SpinnerFactory): () => void {
+export function attachConsole(bus: EventBus, mode: ConsoleMode, out: ConsoleOutput, spinnerFactory?: SpinnerFactory, options: ConsoleOptions = {}): () => void {
   if (mode === 'json') return bus.listen((event) => out.write(JSON.stringify(event) + '\n'));
+  // A YAML stream: one document per event, each whole in one write.
+  if (mode === 'yaml') return bus.listen((event) => out.write('---\n' + dump(event, { lineWidth: -1, noRefs: true })));
   if (mode === 'text' || !spinnerFactory) {
     return bus.listen((event) => {
-      if (event.type === 'step.started') return;
+      if (event.type === 'step.started') {
+        if ((options.verbosity ?? 0) >= 1) out.write(`${event.time} ${event.step} started: ${event.summary ?? ''}\n`);
+        return;
+      }
       const line = formatEventLine(event);
       if (line !== undefined) out.write(line + '\n');
     });

@@ -45,7 +45,8 @@ const allPaths = commandPaths(buildProgram(fakeIo(), () => undefined));
 describe('a run of one command builds only that command', () => {
   const everyCommand = buildProgram(fakeIo(), () => undefined).commands.map((c) => c.name());
 
-  it.each(everyCommand)('"%s" alone: its tree, without the others', (name) => {
+  // completion describes every command, so it builds them all (below).
+  it.each(everyCommand.filter((name) => name !== 'completion'))('"%s" alone: its tree, without the others', (name) => {
     const program = buildProgram(fakeIo(), () => undefined, name);
     const names = program.commands.map((c) => c.name());
     expect(names).toContain(name);
@@ -57,7 +58,7 @@ describe('a run of one command builds only that command', () => {
     expect(alone.options.map((o) => o.flags)).toEqual(full.options.map((o) => o.flags));
   });
 
-  it.each([['help'], ['--help'], ['-V'], ['verfiy'], [undefined]])('%s builds every command (help lists them, a misspelt one gets a suggestion)', (first) => {
+  it.each([['help'], ['--help'], ['-V'], ['verfiy'], ['completion'], [undefined]])('%s builds every command (help lists them, a misspelt one gets a suggestion, completion describes them)', (first) => {
     expect(buildProgram(fakeIo(), () => undefined, first).commands.map((c) => c.name())).toEqual(everyCommand);
   });
 
@@ -95,7 +96,7 @@ describe('usage errors', () => {
     ['an unknown command', ['inti'], /^error: unknown command 'inti' \(did you mean init\?\)$/, 'machineadm --help'],
     ['an unknown flag of a sub-command', ['config', 'view', '--bogus'], /^error: unknown option '--bogus'$/, 'machineadm config view --help'],
     ['a flag without its value', ['init', '--only'], /^error: option '--only <ids>' argument missing$/, 'machineadm init --help'],
-    ['a value not among the choices', ['version', '-o', 'yaml'], /^error: option '-o, --output <format>' argument 'yaml' is invalid/, 'machineadm version --help'],
+    ['a value not among the choices', ['version', '-o', 'xml'], /^error: option '-o, --output <format>' argument 'xml' is invalid/, 'machineadm version --help'],
   ])('%s exits 2 with one error line and one hint line', async (_name, args, error, hint) => {
     const { code, stdout, stderr } = await run(args);
     expect(code).toBe(2);
@@ -153,6 +154,12 @@ describe('errors to exit codes', () => {
     expect(reportError(error, io)).toBe(code);
     expect(io.err).toMatch(output);
     expect(io.out).toBe('');
+  });
+
+  it('shows the stack of an unexpected error with -v as with MACHINEADM_DEBUG', () => {
+    const io = fakeIo();
+    reportError(new TypeError('boom'), io, { verbose: true });
+    expect(io.err).toMatch(/^error: boom\nhint: [^\n]*\nTypeError: boom\n {4}at /);
   });
 
   it('shows the stack of an unexpected error only with MACHINEADM_DEBUG', () => {

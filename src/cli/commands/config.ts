@@ -1,5 +1,5 @@
 // config validate | view | schema. The loader, the schema and YAML are loaded when a command runs.
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import type { Io } from '../io.ts';
 import { addConfigOptions, addOfflineOption, addOutputOption, addRootOption, addStateDirOption, type CommonOptions } from '../options.ts';
 import { parseSet } from './phases.ts';
@@ -46,26 +46,27 @@ export function registerConfigCommands(program: Command, io: Io, setExit: (code:
         try {
           setExit(await runPhaseCommand('plan', { ...options, set: options.set ?? [], validateOnly: true }, io));
         } catch (error) {
-          if (!(error instanceof ConfigError) || options.output !== 'json') throw error;
-          io.stdout(JSON.stringify({ valid: false, onMachine: true, issues: error.issues }, null, 2) + '\n');
+          if (!(error instanceof ConfigError) || options.output === 'text') throw error;
+          const { renderData } = await import('../data-output.ts');
+          io.stdout(await renderData(options.output, { valid: false, onMachine: true, issues: error.issues }));
           setExit(error.exitCode);
         }
         return;
       }
       if (options.stateDir !== undefined || options.set !== undefined || options.devices) throw new UsageError('--state-dir, --set and --devices go with --on-machine', { hint: 'without it, validate checks the configuration alone' });
-      const [{ loadConfig, NoMachineConfigError }, host] = await Promise.all([import('../../config/load.ts'), configHost(options, io)]);
+      const [{ loadConfig, NoMachineConfigError }, host, { renderData }] = await Promise.all([import('../../config/load.ts'), configHost(options, io), import('../data-output.ts')]);
       try {
         const { sources } = await loadConfig(host, options.config ?? [], loadOptions(io));
-        io.stdout(options.output === 'json' ? JSON.stringify({ valid: true, sources, issues: [] }, null, 2) + '\n' : `configuration is valid (${sources.join(', ')})\n`);
+        io.stdout(options.output !== 'text' ? await renderData(options.output, { valid: true, sources, issues: [] }) : `configuration is valid (${sources.join(', ')})\n`);
         setExit(ExitCode.ok);
       } catch (error) {
         if (error instanceof NoMachineConfigError) {
-          io.stdout(options.output === 'json' ? JSON.stringify({ valid: true, optedIn: false, sources: [], issues: [], message: error.message }, null, 2) + '\n' : `${error.message}\n`);
+          io.stdout(options.output !== 'text' ? await renderData(options.output, { valid: true, optedIn: false, sources: [], issues: [], message: error.message }) : `${error.message}\n`);
           setExit(ExitCode.ok);
           return;
         }
-        if (!(error instanceof ConfigError) || options.output !== 'json') throw error;
-        io.stdout(JSON.stringify({ valid: false, issues: error.issues }, null, 2) + '\n');
+        if (!(error instanceof ConfigError) || options.output === 'text') throw error;
+        io.stdout(await renderData(options.output, { valid: false, issues: error.issues }));
         setExit(ExitCode.usage);
       }
     });
@@ -89,11 +90,24 @@ export function registerConfigCommands(program: Command, io: Io, setExit: (code:
         return;
       }
       const redacted = redactConfig(loaded);
+      // text and yaml: the configuration as it is written, in YAML.
       io.stdout(options.output === 'json' ? JSON.stringify(redacted, null, 2) + '\n' : dump(redacted, { lineWidth: 120, noRefs: true }));
       setExit(ExitCode.ok);
     });
 
   registerImportCommand(config, io, setExit);
+
+  config
+    .command('print-defaults')
+    .description('print a valid MachineConfig with the default of every field that has one')
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['yaml', 'json']).default('yaml'))
+    .addHelpText('after', '\nExample:\n  $ machineadm config print-defaults > /etc/machineadm/config.yaml\n')
+    .action(async (options: { output: 'yaml' | 'json' }) => {
+      const [{ machineConfigJsonSchema }, { defaultMachineConfig, renderDefaults }] = await Promise.all([import('../../config/schema/index.ts'), import('../../config/schema/explain.ts')]);
+      const root = machineConfigJsonSchema();
+      io.stdout(options.output === 'json' ? JSON.stringify(defaultMachineConfig(root), null, 2) + '\n' : renderDefaults(root));
+      setExit(ExitCode.ok);
+    });
 
   config
     .command('schema')

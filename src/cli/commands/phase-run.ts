@@ -8,8 +8,11 @@ import { executeRun, planRun } from '../../phases/run.ts';
 import { DEFAULT_MAX_REBOOTS } from '../../phases/state.ts';
 import { renderPlan } from '../render.ts';
 import type { Facts } from '../../host/index.ts';
-import { ConfigError, UsageError, ExitCode } from '../../errors.ts';
+import { ConfigError, UsageError, ExitCode, MachineadmError } from '../../errors.ts';
 import { spinnerFactory } from '../spinner.ts';
+import { verbosityOf } from '../options.ts';
+import { renderData } from '../data-output.ts';
+import { openAppendLog, type AppendLog } from '../../host/console.ts';
 import { resolveMachineValues } from '../../config/machine-source.ts';
 import { GIVEN_VALUE_NAMES, type ResolvedMachineValue } from '../../config/machine-values.ts';
 import type { InstanceValues } from '../../config/instance-values.ts';
@@ -32,7 +35,10 @@ function resumeCommand(command: string, options: PhaseOptions, io: Io): readonly
     ...(options.stateDir ? ['--state-dir', resolve(io.cwd, options.stateDir)] : []),
     ...(options.offline ? ['--offline'] : []),
     ...(options.devices ? ['--devices'] : []),
-    ...(options.output === 'json' ? ['-o', 'json'] : []),
+    ...(options.output !== 'text' ? ['-o', options.output] : []),
+    ...(options.verbose ? ['-' + 'v'.repeat(options.verbose)] : []),
+    ...(options.logFile ? ['--log-file', resolve(io.cwd, options.logFile)] : []),
+    ...(options.quiet ? ['--quiet'] : []),
     ...(options.only?.length ? ['--only', options.only.join(',')] : []),
     ...(options.skip?.length ? ['--skip', options.skip.join(',')] : []),
     ...(options.set ?? []).flatMap((value) => ['--set', value]),
@@ -92,6 +98,7 @@ export async function runPhaseCommand(command: PhaseCommand | 'plan-reset', opti
   if (givenFacts && !planning) {
     throw new UsageError('--facts and --os only go with plan or --dry-run', { hint: 'facts describe another machine; nothing can be applied to it from here' });
   }
+  const log = openLog(options, io);
   // Signals are watched from before anything can change until the run has reported.
   const interrupts = planning ? undefined : io.watchInterrupts?.();
   try {
@@ -102,7 +109,11 @@ export async function runPhaseCommand(command: PhaseCommand | 'plan-reset', opti
     const facts = host.facts();
     facts.catch(() => undefined);
     // reset works from its records: a configuration is needed only for credentials (the domain's).
-    const loaded = await loadConfig(host, options.config ?? [], { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd, ...(resetting ? { emptyWhenNone: true } : {}) });
+    const loading = loadConfig(host, options.config ?? [], { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd, ...(resetting ? { emptyWhenNone: true } : {}) });
+    loading.catch(() => undefined);
+    // Rights come first: a user without them learns that, whatever else is wrong.
+    if (!planning && !givenFacts) refuseWithoutRights(command, await facts);
+    const loaded = await loading;
     const { instanceId } = loaded;
     // Before anything changes: a value the machine lacks or gives unfit for its field ends the run here (exit 2).
     const { config, resolved } = await resolveMachineValues(host, loaded.config, { given: { ...givenMachine, ...setValues }, otherMachine: givenFacts !== undefined });
@@ -137,11 +148,15 @@ export async function runPhaseCommand(command: PhaseCommand | 'plan-reset', opti
         return ExitCode.ok;
       }
       const refused = refusal ? { refused: { message: refusal.message, exitCode: refusal.exitCode, ...(refusal.hint ? { hint: refusal.hint } : {}), ...(refusal instanceof ConfigError ? { issues: refusal.issues } : {}) } } : {};
-      io.stdout(options.output === 'json' ? JSON.stringify({ ...plan, machineValues: resolved, ...refused }, null, 2) + '\n' : renderMachineValues(resolved) + renderPlan(plan));
+      // Colours on a terminal only, and never when NO_COLOR is set to anything (no-color.org).
+      const color = (io.isTerminal?.('stdout') ?? false) && !io.env.NO_COLOR;
+      const text = options.output === 'text' ? renderMachineValues(resolved) + renderPlan(plan, { color }) : await renderData(options.output, { ...plan, machineValues: resolved, ...refused });
+      if (!options.quiet) io.stdout(text);
+      log?.write(options.output === 'text' && color ? renderMachineValues(resolved) + renderPlan(plan) : text);
       if (refusal) throw refusal;
       return ExitCode.ok;
     }
-    const mode = options.output === 'json' ? 'json' : io.interactive ? 'tty' : 'text';
+    const mode = options.output !== 'text' ? options.output : io.interactive && !options.quiet ? 'tty' : 'text';
     if (resetting) {
       // Nothing recorded, nothing to undo: a second reset (the first archived the state directory)
       // changes nothing and writes nothing.
@@ -169,12 +184,45 @@ export async function runPhaseCommand(command: PhaseCommand | 'plan-reset', opti
       ...(options.cloudbaseInit ? { byCloudbaseInit: true } : {}),
       ...(argv ? {} : { unavailable: 'the configuration came from standard input, which the resume after the reboot cannot read again' }),
     };
-    const report = await executeRun({ ...request, resume, console: { mode, write: io.stdout, ...(spinner ? { spinner } : {}) } });
-    // The summary is output; the error that ended the run goes where every error goes, for scripts that read stderr.
-    if (report.error) io.stderr(`error: ${report.error.message}\n${report.error.hint ? `hint: ${report.error.hint}\n` : ''}`);
+    const verbosity = verbosityOf(options, io.env);
+    const write = options.quiet ? () => undefined : io.stdout;
+    const report = await executeRun({ ...request, verbosity, resume, console: { mode, write, verbosity, ...(spinner ? { spinner } : {}), ...(log ? { log: log.write } : {}) } });
+    // The summary is output; the error that ended the run goes where every error goes, for scripts
+    // that read stderr; once: not again where the summary that names it was shown already.
+    const shown = !options.quiet && report.summary?.includes(report.error?.message ?? '\0') && io.sameDestination?.();
+    if (report.error && !shown) {
+      io.stderr(`error: ${report.error.message}\n${report.error.hint ? `hint: ${report.error.hint}\n` : ''}`);
+    }
     return report.exitCode;
+  } catch (error) {
+    // What ends the command before a run reports (a refusal, a bad configuration) reaches the log too.
+    if (log && error instanceof Error) log.write(`error: ${error.message}\n${error instanceof MachineadmError && error.hint ? `hint: ${error.hint}\n` : ''}`);
+    throw error;
   } finally {
     interrupts?.dispose();
+    log?.close();
   }
+}
+
+function openLog(options: PhaseOptions, io: Io): AppendLog | undefined {
+  if (options.logFile === undefined) return undefined;
+  const path = resolve(io.cwd, options.logFile);
+  try {
+    return openAppendLog(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? '';
+    throw new UsageError(`--log-file ${options.logFile}: cannot open ${path} to append to it (${code || (error as Error).message})`, { hint: 'give a file in a directory that exists and that machineadm may write' });
+  }
+}
+
+/**
+ * A run that changes this machine needs root; without it the first write fails halfway (or the
+ * state directory refuses). Said before anything is read or changed, with the two ways out.
+ */
+function refuseWithoutRights(command: PhaseCommand, facts: Facts): void {
+  if (facts.os === 'windows' || facts.privileged || !facts.liveRoot) return;
+  throw new UsageError(`machineadm ${command} changes this machine and needs root; it runs as an unprivileged user: nothing was changed`, {
+    hint: `run it as root (sudo machineadm ${command} ...), give --root DIR to work on a scratch directory instead of /, or see what it would do with "machineadm plan"`,
+  });
 }
 

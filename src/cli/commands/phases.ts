@@ -3,7 +3,7 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import type { Io } from '../io.ts';
-import { addCommonOptions, parseIds, type CommonOptions } from '../options.ts';
+import { addCommonOptions, addVerbosityOptions, parseIds, type CommonOptions, type VerbosityOptions } from '../options.ts';
 import { UsageError } from '../../errors.ts';
 import { DEFAULT_MAX_REBOOTS } from '../../phases/state.ts';
 import { GIVEN_VALUE_NAMES } from '../../config/machine-names.ts';
@@ -11,7 +11,8 @@ import { GIVEN_VALUE_NAMES } from '../../config/machine-names.ts';
 export const PHASE_COMMANDS = ['init', 'prepare', 'provision', 'report', 'plan', 'reset'] as const;
 export type PhaseCommand = (typeof PHASE_COMMANDS)[number];
 
-export interface PhaseOptions extends CommonOptions {
+export interface PhaseOptions extends CommonOptions, VerbosityOptions {
+  quiet?: boolean;
   only?: string[];
   skip?: string[];
   dryRun?: boolean;
@@ -68,6 +69,8 @@ export function registerPhaseCommands(program: Command, io: Io, setExit: (code: 
       .option('--force', 'redo steps that their own records say are done (e.g. a join)')
       .option('--devices', 'with --root: also partition, format and mount the block devices spec.storage names (mount points under the root)')
       .option('--set <name=value>', `a machine value instead of reading it (${GIVEN_VALUE_NAMES.join(', ')}); repeatable`, parseSet);
+    addVerbosityOptions(command);
+    if (name === 'init' || name === 'plan') command.option('-q, --quiet', 'print nothing on standard output; errors still go to standard error, and the exit code tells the outcome');
     if (name === 'plan') command.argument('[command]', 'the command to plan: init (the default) or reset');
     if (name === 'reset') {
       command

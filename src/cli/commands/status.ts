@@ -60,8 +60,9 @@ export function registerStatusCommand(program: Command, io: Io, setExit: (code: 
       // Only when and why: the command itself (it may hold a source's credentials) stays in the file.
       const { readResumeRecord } = await import('../../phases/resume-record.ts');
       const { args: _args, ...resumeRecord }: Partial<import('../../phases/resume-record.ts').ResumeRecord> = (await readResumeRecord(stateFs)) ?? {};
-      if (options.output === 'json') {
-        io.stdout(JSON.stringify({ stateDir: store.directory, ...state, history, lastResult: lastResult ?? null, spool, resume: resume ?? null, resumeRecord: Object.keys(resumeRecord).length ? resumeRecord : null }, null, 2) + '\n');
+      if (options.output !== 'text') {
+        const { renderData } = await import('../data-output.ts');
+        io.stdout(await renderData(options.output, { stateDir: store.directory, ...state, history, lastResult: lastResult ?? null, spool, resume: resume ?? null, resumeRecord: Object.keys(resumeRecord).length ? resumeRecord : null }));
       } else {
         const lines = [`state: ${store.directory}`];
         const last = state.runs.at(-1);

@@ -18,11 +18,11 @@ export function registerVersionCommand(program: Command, io: Io, setExit: (code:
   program
     .command('version')
     .description('print the version, commit, Node version and platform')
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json', 'yaml']).default('text'))
     .addHelpText('after', '\nExample:\n  $ machineadm version -o json\n')
-    .action((options: { output: 'text' | 'json' }) => {
+    .action(async (options: { output: 'text' | 'json' | 'yaml' }) => {
       const info = versionInfo();
-      io.stdout(options.output === 'json' ? JSON.stringify(info) + '\n' : `machineadm ${info.version} (commit ${info.commit}, node ${info.node}, ${info.platform})\n`);
+      io.stdout(options.output === 'text' ? `machineadm ${info.version} (commit ${info.commit}, node ${info.node}, ${info.platform})\n` : await (await import('../data-output.ts')).renderData(options.output, info, { compactJson: true }));
       setExit(ExitCode.ok);
     });
 }

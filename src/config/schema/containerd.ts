@@ -1,5 +1,5 @@
 // spec.containerd: containerd's runtime configuration in machineadm's own terms.
-import { array, boolean, enumOf, object, optional, record, string } from './dsl.ts';
+import { array, boolean, documented, enumOf, object, optional, record, string } from './dsl.ts';
 import { networkUrlProblem } from './url.ts';
 import { hasCredentials } from '../../redaction.ts';
 import { extraConfigProblems } from '../../containerd/extra-types.ts';
@@ -51,11 +51,11 @@ export function certificateProblem(pem: string): string | undefined {
 
 export const registryMirror = object(
   {
-    url: httpUrl,
-    capabilities: optional(array(enumOf(['pull', 'resolve', 'push'] as const), { unique: true, minItems: 1 })),
-    caFile: optional(machinePath('path of a PEM CA bundle on the machine for this mirror')),
-    skipVerify: optional(boolean({ description: 'disable TLS verification for this mirror (only when explicitly asked)' })),
-    overridePath: optional(boolean({ description: "the URL's path is the registry API root (it then ends in its /v2 part); for mirrors that serve the API under a prefix" })),
+    url: documented(httpUrl, { description: 'the mirror\'s http:// or https:// URL', example: 'https://mirror.internal:5000' }),
+    capabilities: optional(array(enumOf(['pull', 'resolve', 'push'] as const), { unique: true, minItems: 1, description: 'what the mirror is used for (containerd\'s hosts.toml capabilities; default pull and resolve)', example: ['pull', 'resolve'] })),
+    caFile: optional(machinePath('path of a PEM CA bundle on the machine for this mirror'), { example: '/etc/ssl/mirror.pem' }),
+    skipVerify: optional(boolean({ description: 'disable TLS verification for this mirror (only when explicitly asked)', example: false })),
+    overridePath: optional(boolean({ description: "the URL's path is the registry API root (it then ends in its /v2 part); for mirrors that serve the API under a prefix", example: true })),
   },
   {
     // With override_path containerd appends "<repo>/manifests/<tag>" to the URL as it is: without
@@ -72,16 +72,16 @@ export const registryMirror = object(
 );
 
 export const containerdSection = object({
-  version: optional(string({ pattern: /^\d+\.\d+(\.\d+)?$/, patternHint: 'a version such as 1.7 or 2.1.0', description: 'containerd version to render for, when containerd is not installed yet' })),
-  sandboxImage: optional(string({ minLength: 1 })),
-  cgroupDriver: optional(enumOf(['systemd', 'cgroupfs'] as const)),
+  version: optional(string({ pattern: /^\d+\.\d+(\.\d+)?$/, patternHint: 'a version such as 1.7 or 2.1.0', description: 'containerd version to render for, when containerd is not installed yet', example: '1.7' })),
+  sandboxImage: optional(string({ minLength: 1, description: 'the pause image every pod sandbox runs (default: containerd\'s own)', example: 'registry.k8s.io/pause:3.10' })),
+  cgroupDriver: optional(enumOf(['systemd', 'cgroupfs'] as const, { description: 'the cgroup driver runc uses; must match the kubelet\'s (systemd on systemd machines)', example: 'systemd' })),
   registries: optional(
     record(
       object(
         {
-          mirrors: optional(array(registryMirror)),
-          caFile: optional(machinePath('path of a PEM CA bundle on the machine for the registry itself')),
-          skipVerify: optional(boolean()),
+          mirrors: optional(array(registryMirror), { description: 'mirrors tried in order before the registry itself', example: [{ url: 'https://mirror.internal:5000' }] }),
+          caFile: optional(machinePath('path of a PEM CA bundle on the machine for the registry itself'), { example: '/etc/ssl/registry.pem' }),
+          skipVerify: optional(boolean({ description: 'disable TLS verification for the registry itself (only when explicitly asked)', example: false })),
         },
         {
           // hosts.toml keys its host tables by URL: a second mirror with the same URL would silently replace the first.
@@ -94,21 +94,25 @@ export const containerdSection = object({
               else seen.set(key, i);
             });
           },
+          description: 'one registry\'s mirrors and TLS settings',
+          example: { mirrors: [{ url: 'https://mirror.internal:5000' }] },
         },
       ),
       // The name is a directory under certs.d, so "." and ".." (and names starting with either) are not hosts.
       { key: { pattern: /^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:\d+)?$|^_default$/, patternHint: 'a registry host such as docker.io or registry.internal:5000' } },
     ),
+    { description: 'registries by host (docker.io, registry.internal:5000, or _default for every registry): each becomes certs.d/<host>/hosts.toml', example: { 'docker.io': { mirrors: [{ url: 'https://mirror.internal:5000' }] } } },
   ),
   proxy: optional(
     object({
-      httpProxy: optional(proxyUrl),
-      httpsProxy: optional(proxyUrl),
-      noProxy: optional(array(string({ pattern: /^[^\s,]+$/, patternHint: 'one host, domain, IP or CIDR per entry, without spaces or commas' }))),
+      httpProxy: optional(proxyUrl, { description: 'proxy for http:// pulls (HTTP_PROXY of the containerd service)', example: 'http://proxy.internal:3128' }),
+      httpsProxy: optional(proxyUrl, { description: 'proxy for https:// pulls (HTTPS_PROXY of the containerd service)', example: 'http://proxy.internal:3128' }),
+      noProxy: optional(array(string({ pattern: /^[^\s,]+$/, patternHint: 'one host, domain, IP or CIDR per entry, without spaces or commas' })), { description: 'hosts, domains, IPs and CIDRs reached without the proxy (NO_PROXY)', example: ['10.0.0.0/8', '.cluster.local'] }),
     }),
+    { description: 'the proxy containerd pulls through (a systemd drop-in for the service)', example: { httpsProxy: 'http://proxy.internal:3128', noProxy: ['10.0.0.0/8'] } },
   ),
-  caCertificates: optional(array(string({ pattern: /-----BEGIN CERTIFICATE-----/, patternHint: 'a PEM certificate', check: certificateProblem }))),
-  extraConfig: optional(string({ description: 'raw TOML deep-merged over what machineadm generates' })),
+  caCertificates: optional(array(string({ pattern: /-----BEGIN CERTIFICATE-----/, patternHint: 'a PEM certificate', check: certificateProblem })), { description: 'PEM certificates trusted for every registry, in addition to the system CAs', example: ['-----BEGIN CERTIFICATE-----\n...\n-----END CERTIFICATE-----\n'] }),
+  extraConfig: optional(string({ description: 'raw TOML deep-merged over what machineadm generates', example: '[plugins."io.containerd.grpc.v1.cri"]\n  enable_unprivileged_ports = true\n' })),
 }, {
   // extraConfig is checked against the keys containerd reads in both config versions, so a
   // problem shows at validation time whichever containerd the machine turns out to have.

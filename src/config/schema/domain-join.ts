@@ -16,12 +16,13 @@ const absolutePath = (example: string) =>
 
 const offlineBlob = object(
   {
-    file: optional(absolutePath('C:\\machineadm\\odj.txt')),
-    url: optional(sourceUrl({ description: 'where the djoin blob comes from', httpsOnly: true })),
-    sha256: optional(string({ pattern: /^[a-f0-9]{64}$/, patternHint: '64 lowercase hex digits (sha256sum prints them)' })),
+    file: optional(absolutePath('C:\\machineadm\\odj.txt'), { description: 'the blob as a file on the machine', example: 'C:\\machineadm\\odj.txt' }),
+    url: optional(sourceUrl({ description: 'where the djoin blob comes from', httpsOnly: true, example: 'https://config.example/odj/node-01.txt' })),
+    sha256: optional(string({ pattern: /^[a-f0-9]{64}$/, patternHint: '64 lowercase hex digits (sha256sum prints them)', description: 'the sha256 of the blob at url (required with url)', example: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' })),
   },
   {
     description: 'a djoin /provision blob: the computer account is pre-staged, so no domain credential reaches the machine',
+    example: { file: 'C:\\machineadm\\odj.txt' },
     check: (v, report) => {
       if ((v.file === undefined) === (v.url === undefined)) report([], 'give exactly one of file or url');
       if (v.url !== undefined && v.sha256 === undefined) report('sha256', 'is required with url', 'the blob holds the machine account secret: it is used only when its sha256 matches');
@@ -32,24 +33,26 @@ const offlineBlob = object(
 
 export const domainJoinSection = object(
   {
-    domain: string({ pattern: DOMAIN_NAME, patternHint: 'the DNS name of the Active Directory domain, e.g. corp.example', description: 'the Active Directory domain (DNS name) to join' }),
-    organizationalUnit: optional(string({ minLength: 1, pattern: /^(OU|CN)=/i, patternHint: 'the full distinguished name, e.g. OU=Nodes,DC=corp,DC=example', check: LINE, description: 'the OU the computer account is created in (default: the domain\'s Computers container)' })),
-    computerName: optional(string({ pattern: COMPUTER_NAME, patternHint: 'at most 15 letters, digits and "-" (a NetBIOS name), e.g. NODE-01', description: 'the computer account name (default: the first label of the host name)' })),
+    domain: string({ pattern: DOMAIN_NAME, patternHint: 'the DNS name of the Active Directory domain, e.g. corp.example', description: 'the Active Directory domain (DNS name) to join', example: 'corp.example' }),
+    organizationalUnit: optional(string({ minLength: 1, pattern: /^(OU|CN)=/i, patternHint: 'the full distinguished name, e.g. OU=Nodes,DC=corp,DC=example', check: LINE, description: 'the OU the computer account is created in (default: the domain\'s Computers container)', example: 'OU=Nodes,DC=corp,DC=example' })),
+    computerName: optional(string({ pattern: COMPUTER_NAME, patternHint: 'at most 15 letters, digits and "-" (a NetBIOS name), e.g. NODE-01', description: 'the computer account name (default: the first label of the host name)', example: 'NODE-01' })),
     credentials: optional(
       object({
-        username: string({ minLength: 1, check: LINE, description: 'an account allowed to join computers to the OU' }),
-        password: secret({ description: 'the account\'s password; read through valueFrom, sent to the join tool on standard input only' }),
+        username: string({ minLength: 1, check: LINE, description: 'an account allowed to join computers to the OU', example: 'joiner' }),
+        password: secret({ description: 'the account\'s password; read through valueFrom, sent to the join tool on standard input only', example: { valueFrom: { file: '/etc/machineadm/join-password' } } }),
       }),
+      { description: 'the account that joins the machine (or windows.offlineBlob instead)', example: { username: 'joiner', password: { valueFrom: { file: '/etc/machineadm/join-password' } } } },
     ),
-    dnsServers: optional(array(string({ pattern: HOST, patternHint: 'an IP address' }), { minItems: 1, description: 'DNS servers that serve the domain\'s SRV records, for a machine whose resolver does not' })),
-    domainController: optional(string({ pattern: HOST, patternHint: 'a host name or IP address, e.g. dc1.corp.example', description: 'the domain controller to join through, instead of finding one in DNS' })),
-    windows: optional(object({ offlineBlob: optional(offlineBlob) })),
+    dnsServers: optional(array(string({ pattern: HOST, patternHint: 'an IP address' }), { minItems: 1, description: 'DNS servers that serve the domain\'s SRV records, for a machine whose resolver does not', example: ['10.0.0.2'] })),
+    domainController: optional(string({ pattern: HOST, patternHint: 'a host name or IP address, e.g. dc1.corp.example', description: 'the domain controller to join through, instead of finding one in DNS', example: 'dc1.corp.example' })),
+    windows: optional(object({ offlineBlob: optional(offlineBlob) }), { description: 'Windows-only ways to join', example: { offlineBlob: { file: 'C:\\machineadm\\odj.txt' } } }),
     linux: withDefault(
       object({
-        keytab: withDefault(absolutePath('/etc/krb5.keytab'), '/etc/krb5.keytab'),
-        tool: withDefault(enumOf(['adcli', 'realm'] as const, { description: 'adcli joins and writes the keytab only; realm (realmd) also configures sssd' }), 'adcli'),
+        keytab: withDefault(absolutePath('/etc/krb5.keytab'), '/etc/krb5.keytab', { description: 'where the machine\'s Kerberos keytab is written', example: '/etc/krb5.keytab' }),
+        tool: withDefault(enumOf(['adcli', 'realm'] as const, { description: 'adcli joins and writes the keytab only; realm (realmd) also configures sssd', example: 'realm' }), 'adcli'),
       }),
       { keytab: '/etc/krb5.keytab', tool: 'adcli' },
+      { description: 'Linux-only settings of the join', example: { tool: 'realm' } },
     ),
   },
   {

@@ -35,6 +35,8 @@ export interface Schema<T, P extends Presence = 'required'> {
   readonly presence: P;
   readonly defaultValue?: T;
   readonly description?: string;
+  /** A value the field could hold, shown by explain and the API reference (JSON Schema's examples). */
+  readonly example?: unknown;
   /** Marks values never to be printed (see redact()). */
   readonly secret?: boolean;
   parse(value: unknown, path: FieldPath, ctx: ParseContext): T | undefined;
@@ -75,6 +77,8 @@ function typeName(value: unknown): string {
 
 interface Common {
   description?: string;
+  /** A value the field could hold, as it is written in YAML (e.g. '10.0.0.10:6443', ['overlay']). */
+  example?: unknown;
 }
 
 function base<T>(
@@ -85,14 +89,31 @@ function base<T>(
   return {
     presence: 'required',
     description: common.description,
+    example: common.example,
     secret: common.secret,
     parse,
-    json: (mode = 'full') => withDescription(json(mode), common.description),
+    json: (mode = 'full') => withDescription(json(mode), common),
   };
 }
 
-function withDescription(schema: JsonSchema, description: string | undefined): JsonSchema {
-  return description ? { description, ...schema } : schema;
+// The field's own words first in the JSON Schema (editors show them), over any the inner schema had.
+function withDescription(schema: JsonSchema, common: Common): JsonSchema {
+  const { description, examples, ...rest } = schema;
+  const said = common.description ?? description;
+  const shown = common.example !== undefined ? [common.example] : examples;
+  return { ...(said ? { description: said } : {}), ...(shown !== undefined ? { examples: shown } : {}), ...rest };
+}
+
+/** What a field says about itself: its description and an example value. */
+export type FieldDoc = Common;
+
+/**
+ * The same schema with this field's own description and example, for a schema shared by fields
+ * that mean different things (one URL rule for httpProxy and httpsProxy).
+ */
+export function documented<T, P extends Presence>(schema: Schema<T, P>, doc: FieldDoc): Schema<T, P> {
+  const merged: Common = { description: doc.description ?? schema.description, example: doc.example !== undefined ? doc.example : schema.example };
+  return { ...schema, description: merged.description, example: merged.example, json: (mode = 'full') => withDescription(schema.json(mode), merged) };
 }
 
 export interface StringOptions extends Common {
@@ -333,14 +354,14 @@ export function record<T>(
   );
 }
 
-/** A field that may be left out. */
-export function optional<T>(schema: Schema<T, Presence>): Schema<T, 'optional'> {
-  return { ...schema, presence: 'optional' };
+/** A field that may be left out; `doc` describes it where the schema is shared. */
+export function optional<T>(schema: Schema<T, Presence>, doc?: FieldDoc): Schema<T, 'optional'> {
+  return { ...(doc ? documented(schema, doc) : schema), presence: 'optional' };
 }
 
 /** A field that may be left out and then takes this value (in the merged configuration). */
-export function withDefault<T>(schema: Schema<T, Presence>, defaultValue: T): Schema<T, 'defaulted'> {
-  return { ...schema, presence: 'defaulted', defaultValue };
+export function withDefault<T>(schema: Schema<T, Presence>, defaultValue: T, doc?: FieldDoc): Schema<T, 'defaulted'> {
+  return { ...(doc ? documented(schema, doc) : schema), presence: 'defaulted', defaultValue };
 }
 
 /** A value is one of two schemas; `pick` says which one applies, so only that schema's issues are reported. */
@@ -356,15 +377,17 @@ export function either<A, B>(a: Schema<A, Presence>, b: Schema<B, Presence>, opt
 export type SecretSource = string | { valueFrom: { file: string } | { env: string } };
 
 export function secret(options: Common & Omit<StringOptions, 'format'> = {}): Schema<SecretSource> {
-  const { description, ...literal } = options;
-  const common: Common = description === undefined ? {} : { description };
+  const { description, example, ...literal } = options;
+  const common: Common = { ...(description === undefined ? {} : { description }), ...(example === undefined ? {} : { example }) };
   const ref = object({
     valueFrom: object(
-      { file: optional(string({ minLength: 1, description: 'absolute path of a file holding the secret' })), env: optional(string({ pattern: /^[A-Za-z_][A-Za-z0-9_]*$/, description: 'name of an environment variable holding the secret' })) },
+      { file: optional(string({ minLength: 1, description: 'absolute path of a file holding the secret', example: '/etc/machineadm/secret' })), env: optional(string({ pattern: /^[A-Za-z_][A-Za-z0-9_]*$/, description: 'name of an environment variable holding the secret', example: 'MACHINEADM_SECRET' })) },
       {
         check: (v, report) => {
           if ((v.file === undefined) === (v.env === undefined)) report([], 'give exactly one of file or env');
         },
+        description: 'where the secret is read from when the run starts: a file or an environment variable (exactly one)',
+        example: { file: '/etc/machineadm/secret' },
       },
     ),
   });

@@ -1,6 +1,6 @@
 // MachineConfig v1alpha1: the single source of truth for the configuration's types, validation and
 // JSON Schema. Each section lives in its own file.
-import { enumOf, object, optional, string, withDefault, type Infer } from './dsl.ts';
+import { documented, enumOf, object, optional, string, withDefault, type Infer } from './dsl.ts';
 import { systemFields } from './system.ts';
 import { containerdSection } from './containerd.ts';
 import { kubernetesSection } from './kubernetes.ts';
@@ -24,12 +24,12 @@ export const machineConfigSpec = object(
     users: optional(usersSection),
     timeServers: optional(timeServersSection),
     storage: optional(storageSection),
-    containerd: optional(containerdSection),
-    kubernetes: optional(kubernetesSection),
-    domainJoin: optional(domainJoinSection),
-    windows: optional(windowsSection),
-    report: withDefault(reportSection, { clusterAPISentinel: true, deadlineSeconds: 30 }),
-    security: withDefault(securitySection, { requireSignedBinary: false, offline: false }),
+    containerd: optional(containerdSection, { description: 'containerd\'s configuration: sandbox image, cgroup driver, registry mirrors, proxy, extra CAs', example: { sandboxImage: 'registry.k8s.io/pause:3.10', cgroupDriver: 'systemd' } }),
+    kubernetes: optional(kubernetesSection, { description: 'how this machine becomes a node: kubeadm init or join, rendered from these fields (kubeadm\'s own API is never exposed)', example: { role: 'worker', controlPlaneEndpoint: '10.0.0.10:6443', token: { valueFrom: { file: '/etc/machineadm/token' } }, caCertHashes: ['sha256:' + '0'.repeat(64)] } }),
+    domainJoin: optional(domainJoinSection, { description: 'join an Active Directory domain before kubeadm runs (Windows: Add-Computer or an offline djoin blob; Linux: adcli or realm)', example: { domain: 'corp.example', credentials: { username: 'joiner', password: { valueFrom: { file: '/etc/machineadm/join-password' } } } } }),
+    windows: optional(windowsSection, { description: 'Windows nodes only: kubelet and containerd paths, supported builds, host agents run as services', example: { supportedBuilds: [20348], kubeletPath: 'C:\\k\\kubelet.exe' } }),
+    report: withDefault(reportSection, { clusterAPISentinel: true, deadlineSeconds: 30 }, { description: 'how the outcome is told: the Cluster API sentinel and CloudEvents endpoints (the result file is always written)', example: { endpoints: [{ url: 'https://collector.example/events' }] } }),
+    security: withDefault(securitySection, { requireSignedBinary: false, offline: false }, { description: 'trust and network policy of a run', example: { requireSignedBinary: true } }),
   },
   {
     check: (spec, report) => {
@@ -48,10 +48,10 @@ export const machineConfigSpec = object(
 );
 
 export const machineConfigSchema = object({
-  apiVersion: enumOf(SUPPORTED_API_VERSIONS),
-  kind: enumOf(['MachineConfig'] as const),
-  metadata: optional(object({ name: optional(string()) })),
-  spec: machineConfigSpec,
+  apiVersion: enumOf(SUPPORTED_API_VERSIONS, { description: 'the version of this API; every source names it', example: API_VERSION }),
+  kind: enumOf(['MachineConfig'] as const, { description: 'always MachineConfig', example: 'MachineConfig' }),
+  metadata: optional(object({ name: optional(string({ description: 'a name for this configuration, for people reading it; machineadm does not use it', example: 'linux-workers' })) }), { description: 'information about the configuration itself', example: { name: 'linux-workers' } }),
+  spec: documented(machineConfigSpec, { description: 'what the machine should be: host preparation, containerd, Kubernetes, domain join, reporting', example: { kernelModules: ['overlay', 'br_netfilter'] } }),
 });
 
 export type MachineConfig = Infer<typeof machineConfigSchema>;

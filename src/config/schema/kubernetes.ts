@@ -157,7 +157,7 @@ const podSubnetSize: SubnetSizeRule = (part, family, prefix) => {
 
 /** A secret whose literal form is checked here; a value read through valueFrom is checked when it is read. */
 function checkedSecret(options: StringOptions): Schema<SecretSource> {
-  const inner = secret({ ...(options.description ? { description: options.description } : {}) });
+  const inner = secret({ ...(options.description ? { description: options.description } : {}), ...(options.example !== undefined ? { example: options.example } : {}) });
   const literal = string(options);
   return {
     ...inner,
@@ -173,9 +173,9 @@ function checkedSecret(options: StringOptions): Schema<SecretSource> {
   };
 }
 
-export const tokenSecret = checkedSecret({ pattern: TOKEN_PATTERN, patternHint: 'a bootstrap token has the form [a-z0-9]{6}.[a-z0-9]{16}, e.g. abcdef.0123456789abcdef (kubeadm token create prints one)', description: 'bootstrap token [a-z0-9]{6}.[a-z0-9]{16}' });
-export const caHashSecret = checkedSecret({ pattern: CA_HASH_PATTERN, patternHint: 'sha256: followed by 64 hex digits (kubeadm init prints it as --discovery-token-ca-cert-hash)', description: 'CA public key pin sha256:<64 hex>' });
-export const certificateKeySecret = checkedSecret({ pattern: CERTIFICATE_KEY_PATTERN, patternHint: '64 hex digits (kubeadm certs certificate-key prints one)', description: 'key that decrypts the uploaded control-plane certificates' });
+export const tokenSecret = checkedSecret({ pattern: TOKEN_PATTERN, patternHint: 'a bootstrap token has the form [a-z0-9]{6}.[a-z0-9]{16}, e.g. abcdef.0123456789abcdef (kubeadm token create prints one)', description: 'bootstrap token [a-z0-9]{6}.[a-z0-9]{16}', example: { valueFrom: { file: '/etc/machineadm/token' } } });
+export const caHashSecret = checkedSecret({ pattern: CA_HASH_PATTERN, patternHint: 'sha256: followed by 64 hex digits (kubeadm init prints it as --discovery-token-ca-cert-hash)', description: 'CA public key pin sha256:<64 hex>', example: `sha256:${'0'.repeat(64)}` });
+export const certificateKeySecret = checkedSecret({ pattern: CERTIFICATE_KEY_PATTERN, patternHint: '64 hex digits (kubeadm certs certificate-key prints one)', description: 'key that decrypts the uploaded control-plane certificates', example: { valueFrom: { file: '/etc/machineadm/certificate-key' } } });
 
 // kubeadm writes kubelet flags into kubeadm-flags.env as one space-separated line that systemd
 // (or StartKubelet.ps1 on Windows) splits into arguments: white space in a value starts another flag.
@@ -195,11 +195,11 @@ const quantityOrPercent = scalarString({
 
 export const taint = object(
   {
-    key: string({ minLength: 1, check: qualifiedNameProblem }),
-    value: optional(scalarString({ check: labelValueProblem })),
-    effect: enumOf(['NoSchedule', 'PreferNoSchedule', 'NoExecute'] as const),
+    key: string({ minLength: 1, check: qualifiedNameProblem, description: 'the taint key, a qualified name', example: 'dedicated' }),
+    value: optional(scalarString({ check: labelValueProblem, description: 'the taint value (may be left out)', example: 'gpu' })),
+    effect: enumOf(['NoSchedule', 'PreferNoSchedule', 'NoExecute'] as const, { description: 'what the taint does to pods that do not tolerate it', example: 'NoSchedule' }),
   },
-  { description: 'a node taint; on Windows the default is os=windows:NoSchedule' },
+  { description: 'a node taint; on Windows the default is os=windows:NoSchedule', example: { key: 'dedicated', value: 'gpu', effect: 'NoSchedule' } },
 );
 
 // kubeadm writes its own static pods under these names; a manifest with the same name would replace them.
@@ -221,35 +221,37 @@ function manifestProblem(text: string): string | undefined {
 }
 
 export const staticPod = object({
-  name: string({ pattern: DNS1123_LABEL, patternHint: 'a lower-case DNS label; the file is /etc/kubernetes/manifests/<name>.yaml', check: (n) => (KUBEADM_STATIC_PODS.includes(n) ? `"${n}" is kubeadm's own static pod|choose another name` : undefined) }),
-  manifest: string({ minLength: 1, check: manifestProblem, description: 'the Pod manifest as YAML text' }),
+  name: string({ pattern: DNS1123_LABEL, patternHint: 'a lower-case DNS label; the file is /etc/kubernetes/manifests/<name>.yaml', description: 'the file name: /etc/kubernetes/manifests/<name>.yaml', example: 'haproxy', check: (n) => (KUBEADM_STATIC_PODS.includes(n) ? `"${n}" is kubeadm's own static pod|choose another name` : undefined) }),
+  manifest: string({ minLength: 1, check: manifestProblem, description: 'the Pod manifest as YAML text', example: 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: haproxy\nspec:\n  containers:\n    - name: haproxy\n      image: haproxy:3.0\n' }),
 });
 
 const kubeletSection = object({
-  maxPods: optional(integer({ min: 1, max: 10_000 })),
-  systemReserved: optional(record(quantity, { key: { pattern: /^(cpu|memory|ephemeral-storage|pid)$/, patternHint: 'cpu, memory, ephemeral-storage or pid' } })),
-  kubeReserved: optional(record(quantity, { key: { pattern: /^(cpu|memory|ephemeral-storage|pid)$/, patternHint: 'cpu, memory, ephemeral-storage or pid' } })),
+  maxPods: optional(integer({ min: 1, max: 10_000, description: 'the most pods this node runs (kubelet maxPods; the kubelet\'s default is 110)', example: 110 })),
+  systemReserved: optional(record(quantity, { key: { pattern: /^(cpu|memory|ephemeral-storage|pid)$/, patternHint: 'cpu, memory, ephemeral-storage or pid' }, description: 'resources kept for the operating system\'s daemons', example: { cpu: '500m', memory: '512Mi' } })),
+  kubeReserved: optional(record(quantity, { key: { pattern: /^(cpu|memory|ephemeral-storage|pid)$/, patternHint: 'cpu, memory, ephemeral-storage or pid' }, description: 'resources kept for the kubelet and the container runtime', example: { cpu: '250m', memory: '256Mi' } })),
   evictionHard: optional(
     record(quantityOrPercent, {
       key: {
         pattern: /^(memory\.available|nodefs\.available|nodefs\.inodesFree|imagefs\.available|imagefs\.inodesFree|containerfs\.available|containerfs\.inodesFree|pid\.available)$/,
         patternHint: 'an eviction signal such as memory.available or nodefs.available',
       },
+      description: 'thresholds at which the kubelet evicts pods, by signal',
+      example: { 'memory.available': '100Mi', 'nodefs.available': '10%' },
     }),
   ),
-});
+}, { description: 'kubelet settings (rendered into its KubeletConfiguration)', example: { maxPods: 110 } });
 
 export const kubernetesSection = object(
   {
-    role: withDefault(enumOf(['worker', 'control-plane'] as const), 'worker'),
-    bootstrap: withDefault(enumOf(['join', 'init'] as const, { description: 'init only for the first control-plane machine' }), 'join'),
-    version: optional(string({ pattern: /^v?\d+\.\d+(\.\d+)?$/, patternHint: 'a Kubernetes version such as v1.31.2' })),
-    controlPlaneEndpoint: optional(envString(string({ minLength: 1, check: endpointProblem, jsonPattern: ENDPOINT_SHAPE, description: 'host:port of the API server (load balancer)' }))),
+    role: withDefault(enumOf(['worker', 'control-plane'] as const, { description: 'what the node is: a worker, or a control-plane machine (runs the API server and etcd)', example: 'control-plane' }), 'worker'),
+    bootstrap: withDefault(enumOf(['join', 'init'] as const, { description: 'init only for the first control-plane machine', example: 'init' }), 'join'),
+    version: optional(string({ pattern: /^v?\d+\.\d+(\.\d+)?$/, patternHint: 'a Kubernetes version such as v1.31.2', description: 'the Kubernetes version (init deploys it; default: the kubeadm found)', example: 'v1.31.2' })),
+    controlPlaneEndpoint: optional(envString(string({ minLength: 1, check: endpointProblem, jsonPattern: ENDPOINT_SHAPE, description: 'host:port of the API server (load balancer); or { valueFrom: { env: NAME } }', example: '10.0.0.10:6443' }))),
     token: optional(tokenSecret),
-    caCertHashes: optional(array(caHashSecret, { minItems: 1 })),
+    caCertHashes: optional(array(caHashSecret, { minItems: 1 }), { description: 'pins of the cluster CA\'s public key a join checks (kubeadm --discovery-token-ca-cert-hash); required to join', example: [`sha256:${'0'.repeat(64)}`] }),
     certificateKey: optional(certificateKeySecret),
-    podSubnet: optional(string({ check: (v) => cidrProblem(v, podSubnetSize), jsonPattern: CIDRS_SHAPE })),
-    serviceSubnet: optional(string({ check: (v) => cidrProblem(v, serviceSubnetSize), jsonPattern: CIDRS_SHAPE })),
+    podSubnet: optional(string({ check: (v) => cidrProblem(v, podSubnetSize), jsonPattern: CIDRS_SHAPE, description: 'the pods\' address range (init only): one CIDR, or an IPv4 and an IPv6 CIDR separated by a comma', example: '10.244.0.0/16' })),
+    serviceSubnet: optional(string({ check: (v) => cidrProblem(v, serviceSubnetSize), jsonPattern: CIDRS_SHAPE, description: 'the services\' address range (init only; kubeadm\'s default 10.96.0.0/12)', example: '10.96.0.0/12' })),
     dnsDomain: optional(string({ check: dns1123SubdomainProblem, description: 'the cluster\'s DNS domain for services (default cluster.local)' })),
     controlPlane: optional(controlPlaneSection),
     discoveryFile: optional(string({ pattern: /^\/[^\0]*$/, patternHint: 'an absolute path, e.g. /etc/kubernetes/discovery.conf', description: 'join: a kubeconfig file on the machine that holds the cluster CA and API server address, used instead of token discovery (kubeadm discovery.file)' })),
@@ -270,23 +272,24 @@ export const kubernetesSection = object(
     ),
     node: optional(
       object({
-        name: optional(machineString(string({ minLength: 1, check: dns1123SubdomainProblem }))),
-        ip: optional(array(string({ check: (v) => (ipFamily(v) === 0 || v.includes('%') ? `"${v}" is not an IP address|an address of this machine, e.g. 10.0.0.21 or fd00::21` : undefined) }), { minItems: 1, maxItems: 2, description: 'the node IP the kubelet reports (kubelet --node-ip): one address, or one IPv4 and one IPv6 for dual stack' })),
-        providerID: optional(string({ minLength: 1, check: providerIdProblem, description: 'auto (this cloud\'s format, from instance metadata) or the provider ID itself' })),
-        labels: optional(record(machineString(scalarString({ check: labelValueProblem })), { key: labelKey })),
-        taints: optional(array(taint)),
-        kubeletExtraArgs: optional(record(scalarString({ check: kubeletArgumentProblem }), { key: flagName })),
+        name: optional(machineString(string({ minLength: 1, check: dns1123SubdomainProblem, description: 'the node name (default: the host name); a literal or { fromMachine: NAME }', example: { fromMachine: 'instanceName' } }))),
+        ip: optional(array(string({ check: (v) => (ipFamily(v) === 0 || v.includes('%') ? `"${v}" is not an IP address|an address of this machine, e.g. 10.0.0.21 or fd00::21` : undefined) }), { minItems: 1, maxItems: 2, description: 'the node IP the kubelet reports (kubelet --node-ip): one address, or one IPv4 and one IPv6 for dual stack', example: ['10.0.0.21'] })),
+        providerID: optional(string({ minLength: 1, check: providerIdProblem, description: 'auto (this cloud\'s format, from instance metadata) or the provider ID itself', example: 'auto' })),
+        labels: optional(record(machineString(scalarString({ check: labelValueProblem })), { key: labelKey }), { description: 'labels the node registers with; a value may be { fromMachine: NAME }', example: { 'example.com/pool': 'general', 'topology.kubernetes.io/zone': { fromMachine: 'zone' } } }),
+        taints: optional(array(taint), { description: 'taints the node registers with', example: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }] }),
+        kubeletExtraArgs: optional(record(scalarString({ check: kubeletArgumentProblem }), { key: flagName }), { description: 'extra kubelet flags by name, without dashes (node-ip, node-labels and the like have fields of their own)', example: { 'max-pods': '110' } }),
         imagePullPolicy: optional(enumOf(['Always', 'IfNotPresent', 'Never'] as const, { description: 'when kubeadm pulls the control-plane images (default IfNotPresent)' })),
         imagePullSerial: optional(boolean({ description: 'pull images one at a time (kubeadm v1.31 and later; default true)' })),
       }),
+      { description: 'how this node registers: name, IPs, provider ID, labels, taints, kubelet flags', example: { labels: { 'example.com/pool': 'general' } } },
     ),
-    ignorePreflightChecks: optional(array(string({ pattern: /^(all|[A-Za-z][A-Za-z0-9._-]*)$/, patternHint: 'a kubeadm preflight check name as its error prints it, e.g. NumCPU or FileAvailable--etc-kubernetes-kubelet.conf, or all' }), { minItems: 1, description: 'kubeadm preflight checks whose failure is only a warning (kubeadm --ignore-preflight-errors)' })),
-    skipPhases: optional(array(string({ pattern: /^[a-z][a-z0-9-]*(\/[a-z][a-z0-9-]*)?$/, patternHint: 'a kubeadm phase name, e.g. addon/kube-proxy' }), { minItems: 1, description: 'kubeadm init or join phases not to run, e.g. addon/kube-proxy' })),
+    ignorePreflightChecks: optional(array(string({ pattern: /^(all|[A-Za-z][A-Za-z0-9._-]*)$/, patternHint: 'a kubeadm preflight check name as its error prints it, e.g. NumCPU or FileAvailable--etc-kubernetes-kubelet.conf, or all' }), { minItems: 1, description: 'kubeadm preflight checks whose failure is only a warning (kubeadm --ignore-preflight-errors)', example: ['NumCPU'] })),
+    skipPhases: optional(array(string({ pattern: /^[a-z][a-z0-9-]*(\/[a-z][a-z0-9-]*)?$/, patternHint: 'a kubeadm phase name, e.g. addon/kube-proxy' }), { minItems: 1, description: 'kubeadm init or join phases not to run, e.g. addon/kube-proxy', example: ['addon/kube-proxy'] })),
     kubelet: optional(kubeletSection),
-    staticPods: optional(array(staticPod)),
-    retries: withDefault(integer({ min: 0, max: 20, description: 'extra attempts after a join fails for a transient reason' }), 3),
-    backoffSeconds: withDefault(integer({ min: 0, max: 600, description: 'wait before the first retry; doubles each time, at most 5 minutes' }), 10),
-    timeoutSeconds: withDefault(integer({ min: 30, max: 7200, description: 'how long one kubeadm run may take' }), 600),
+    staticPods: optional(array(staticPod), { description: 'extra static pods written on control-plane machines (e.g. a load balancer for the API)', example: [{ name: 'haproxy', manifest: 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: haproxy\nspec:\n  containers:\n    - name: haproxy\n      image: haproxy:3.0\n' }] }),
+    retries: withDefault(integer({ min: 0, max: 20, description: 'extra attempts after a join fails for a transient reason', example: 5 }), 3),
+    backoffSeconds: withDefault(integer({ min: 0, max: 600, description: 'wait before the first retry; doubles each time, at most 5 minutes', example: 30 }), 10),
+    timeoutSeconds: withDefault(integer({ min: 30, max: 7200, description: 'how long one kubeadm run may take', example: 900 }), 600),
   },
   {
     check: (k, report) => {

@@ -29,6 +29,7 @@ export function machineString(literal: Schema<string>): Schema<MachineString> {
   return {
     presence: 'required',
     ...(literal.description ? { description: literal.description } : {}),
+    ...(literal.example !== undefined ? { example: literal.example } : {}),
     parse(value: unknown, path: FieldPath, ctx: ParseContext): MachineString | undefined {
       if (!isPlainObject(value)) return literal.parse(value, path, ctx);
       const keys = Object.keys(value);
@@ -44,7 +45,8 @@ export function machineString(literal: Schema<string>): Schema<MachineString> {
       return { fromMachine: name as MachineReferenceName };
     },
     // The reference is checked whole in every source (a drop-in too): it keeps its required key.
-    json: (mode) => ({ anyOf: [literal.json(mode), reference] }),
+    // The field's words stand beside the alternatives too, where readers of the schema look first.
+    json: (mode) => ({ ...(literal.description ? { description: literal.description } : {}), ...(literal.example !== undefined ? { examples: [literal.example] } : {}), anyOf: [literal.json(mode), reference] }),
   };
 }
 

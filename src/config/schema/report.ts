@@ -37,13 +37,13 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 export const reportEndpoint = object(
   {
-    url: string({ minLength: 1, check: endpointUrlProblem, jsonPattern: HTTP_SCHEME, description: 'where CloudEvents are POSTed (http:// or https://)' }),
-    bearerToken: optional(secret({ description: 'sent as "Authorization: Bearer <token>"' })),
-    caFile: optional(absolutePath('a PEM CA bundle that signs the collector certificate (replaces the system CAs for this endpoint)')),
-    clientCertFile: optional(absolutePath('a PEM client certificate for mutual TLS')),
-    clientKeyFile: optional(absolutePath('the PEM private key of clientCertFile')),
-    headers: optional(record(string({ check: (v) => (/[\r\n]/.test(v) ? 'a header value cannot hold a line break' : undefined) }), { key: { pattern: HEADER_NAME, patternHint: 'a header name such as X-Cluster' } })),
-    batch: optional(boolean({ description: 'send up to 100 events per request as application/cloudevents-batch+json' })),
+    url: string({ minLength: 1, check: endpointUrlProblem, jsonPattern: HTTP_SCHEME, description: 'where CloudEvents are POSTed (http:// or https://)', example: 'https://collector.example/events' }),
+    bearerToken: optional(secret({ description: 'sent as "Authorization: Bearer <token>"', example: { valueFrom: { file: '/etc/machineadm/collector-token' } } })),
+    caFile: optional(absolutePath('a PEM CA bundle that signs the collector certificate (replaces the system CAs for this endpoint)'), { description: 'a PEM CA bundle that signs the collector certificate (replaces the system CAs for this endpoint)', example: '/etc/machineadm/collector-ca.pem' }),
+    clientCertFile: optional(absolutePath('a PEM client certificate for mutual TLS'), { description: 'a PEM client certificate for mutual TLS', example: '/etc/machineadm/client.pem' }),
+    clientKeyFile: optional(absolutePath('the PEM private key of clientCertFile'), { description: 'the PEM private key of clientCertFile', example: '/etc/machineadm/client-key.pem' }),
+    headers: optional(record(string({ check: (v) => (/[\r\n]/.test(v) ? 'a header value cannot hold a line break' : undefined) }), { key: { pattern: HEADER_NAME, patternHint: 'a header name such as X-Cluster' }, description: 'extra HTTP headers sent with every request', example: { 'X-Cluster': 'prod-eu' } })),
+    batch: optional(boolean({ description: 'send up to 100 events per request as application/cloudevents-batch+json', example: true })),
   },
   {
     check: (v, report) => {
@@ -62,7 +62,7 @@ export const reportEndpoint = object(
 );
 
 export const reportSection = object({
-  endpoints: optional(array(reportEndpoint, { description: 'collectors that receive every run, phase and step event as a CloudEvent' })),
-  clusterAPISentinel: withDefault(boolean({ description: 'write /run/cluster-api/bootstrap-success.complete after a successful provisioning' }), true),
-  deadlineSeconds: withDefault(integer({ min: 1, max: 3600, description: 'the longest a run waits for endpoints at its end; what is left stays spooled' }), 30),
+  endpoints: optional(array(reportEndpoint, { description: 'collectors that receive every run, phase and step event as a CloudEvent', example: [{ url: 'https://collector.example/events', bearerToken: { valueFrom: { file: '/etc/machineadm/collector-token' } } }] })),
+  clusterAPISentinel: withDefault(boolean({ description: 'write /run/cluster-api/bootstrap-success.complete after a successful provisioning', example: false }), true),
+  deadlineSeconds: withDefault(integer({ min: 1, max: 3600, description: 'the longest a run waits for endpoints at its end; what is left stays spooled', example: 60 }), 30),
 });

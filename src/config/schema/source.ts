@@ -24,12 +24,13 @@ const HTTPS_ONLY = /^(https:\/\/|file:\/\/\/|(?![A-Za-z][A-Za-z0-9+.-]*:|[\\/])\
  * The url field of a source. `httpsOnly` for a file that holds a secret (the djoin blob): a
  * download is over https only, while a local copy is always allowed.
  */
-export function sourceUrl(options: { description: string; httpsOnly?: boolean }) {
+export function sourceUrl(options: { description: string; httpsOnly?: boolean; example?: string }) {
   const network = options.httpsOnly ? 'https://' : 'http(s)://';
   return string({
     check: networkUrlProblem,
     pattern: options.httpsOnly ? HTTPS_ONLY : ANY,
     patternHint: `an ${options.httpsOnly ? 'https://' : 'http:// or https://'} URL, a file:/// URL, or a path relative to the configuration file`,
     description: `${options.description}: ${network} is downloaded; file:/// and a path relative to the configuration file that names it are copied from this machine (no network, also with --offline)`,
+    ...(options.example ? { example: options.example } : {}),
   });
 }

@@ -32,20 +32,21 @@ export const fileMode = string({ pattern: /^0?[0-7]{3,4}$/, patternHint: 'an oct
 
 export const fileSpec = object(
   {
-    path: string({ minLength: 1, description: 'absolute path of the file on the machine', check: filePathProblem, jsonPattern: FILE_PATH }),
-    content: optional(string({ description: 'the content, encoded as "encoding" says' })),
-    encoding: withDefault(enumOf(['plain', 'base64', 'gzip+base64'] as const), 'plain'),
+    path: string({ minLength: 1, description: 'absolute path of the file on the machine', example: '/etc/example.conf', check: filePathProblem, jsonPattern: FILE_PATH }),
+    content: optional(string({ description: 'the content, encoded as "encoding" says', example: 'key = value\n' })),
+    encoding: withDefault(enumOf(['plain', 'base64', 'gzip+base64'] as const, { description: 'how content is encoded: plain text, base64, or gzip then base64', example: 'base64' }), 'plain'),
     source: optional(
       object({
-        url: sourceUrl({ description: 'where the file comes from' }),
-        sha256: string({ pattern: /^[a-f0-9]{64}$/, patternHint: '64 lowercase hex digits (sha256sum prints them)' }),
-        caFile: optional(string({ minLength: 1, description: 'path of a PEM CA bundle on the machine, trusted for this download in addition to the system CAs', check: filePathProblem })),
+        url: sourceUrl({ description: 'where the file comes from', example: 'https://downloads.example/tools/big.bin' }),
+        sha256: string({ pattern: /^[a-f0-9]{64}$/, patternHint: '64 lowercase hex digits (sha256sum prints them)', description: 'the sha256 of the file: it is put in place only when its bytes match', example: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' }),
+        caFile: optional(string({ minLength: 1, description: 'path of a PEM CA bundle on the machine, trusted for this download in addition to the system CAs', example: '/etc/ssl/site-ca.pem', check: filePathProblem })),
       }),
+      { description: 'download the file instead of giving its content (give exactly one of content or source)', example: { url: 'https://downloads.example/tools/big.bin', sha256: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' } },
     ),
-    mode: withDefault(fileMode, '0644'),
-    owner: optional(string({ pattern: /^[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)?$/, patternHint: '"user:group", e.g. root:root', description: 'owner and group of the file, by name or number, e.g. "ops:ops" or "1000:1000" (applied when machineadm runs as root)' })),
+    mode: withDefault(fileMode, '0644', { description: 'permissions, an octal mode in quotes', example: '0600' }),
+    owner: optional(string({ pattern: /^[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)?$/, patternHint: '"user:group", e.g. root:root', description: 'owner and group of the file, by name or number (applied when machineadm runs as root)', example: 'root:root' })),
     append: withDefault(
-      boolean({ description: 'add the content at the end of the file (created when missing) instead of replacing it; nothing is added when the file already holds the content, so a rerun does not add it twice' }),
+      boolean({ description: 'add the content at the end of the file (created when missing) instead of replacing it; nothing is added when the file already holds the content, so a rerun does not add it twice', example: true }),
       false,
     ),
   },
@@ -66,14 +67,15 @@ export const fileSpec = object(
 );
 
 export const systemFields = {
-  kernelModules: optional(array(kernelModuleName, { unique: true, description: 'kernel modules to load now and at every boot' })),
+  kernelModules: optional(array(kernelModuleName, { unique: true, description: 'kernel modules to load now and at every boot', example: ['overlay', 'br_netfilter'] })),
   rebootWhenRequired: optional(
-    boolean({ description: 'reboot at the end of prepare when the OS says a reboot is pending (/run/reboot-required, as Debian and Ubuntu packages such as a new kernel write it); machineadm resumes after it' }),
+    boolean({ description: 'reboot at the end of prepare when the OS says a reboot is pending (/run/reboot-required, as Debian and Ubuntu packages such as a new kernel write it); machineadm resumes after it', example: true }),
   ),
-  sysctls: optional(record(sysctlValue, { key: sysctlKeyOptions, description: 'kernel parameters, applied now and at every boot' })),
+  sysctls: optional(record(sysctlValue, { key: sysctlKeyOptions, description: 'kernel parameters, applied now and at every boot', example: { 'net.ipv4.ip_forward': '1' } })),
   files: optional(
     array(fileSpec, {
       description: 'files to write',
+      example: [{ path: '/etc/example.conf', content: 'key = value\n', mode: '0644' }],
     }),
   ),
 };

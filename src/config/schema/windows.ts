@@ -1,14 +1,15 @@
 // spec.windows: Windows-only preparation (builds, binaries, host agents). The domain join is
 // spec.domainJoin, for both systems.
-import { array, boolean, enumOf, integer, object, optional, string, withDefault } from './dsl.ts';
+import { array, boolean, documented, enumOf, integer, object, optional, string, withDefault } from './dsl.ts';
 import { networkUrlProblem } from './url.ts';
 import { isLocalSource, sourceUrl } from './source.ts';
 
 // A drive-letter path without "..", and without the characters Windows refuses in file names.
-export function windowsPath(description: string) {
+export function windowsPath(description: string, example?: string) {
   return string({
     minLength: 1,
     description,
+    ...(example ? { example } : {}),
     check: (p) =>
       !/^[A-Za-z]:\\/.test(p)
         ? `"${p}" is not an absolute Windows path|give the full path with its drive letter, e.g. C:\\k\\kubelet.exe`
@@ -24,18 +25,21 @@ const serviceName = string({ pattern: /^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/, patte
 
 export const hostAgent = object(
   {
-    name: serviceName,
-    displayName: optional(string({ minLength: 1, description: 'shown in the Services console; default the name' })),
+    name: documented(serviceName, { description: 'the Windows service name the agent runs as', example: 'csiproxy' }),
+    displayName: optional(string({ minLength: 1, description: 'shown in the Services console; default the name', example: 'CSI Proxy' })),
     source: object({
-      url: sourceUrl({ description: 'where the agent\'s binary comes from' }),
-      sha256: optional(string({ pattern: /^[a-f0-9]{64}$/, patternHint: '64 lowercase hex digits (sha256sum or Get-FileHash prints them)' })),
+      url: sourceUrl({ description: 'where the agent\'s binary comes from', example: 'https://downloads.example/csi-proxy/v1.1.3/csi-proxy.exe' }),
+      sha256: optional(string({ pattern: /^[a-f0-9]{64}$/, patternHint: '64 lowercase hex digits (sha256sum or Get-FileHash prints them)', description: 'the sha256 of the binary', example: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' })),
       signature: optional(
         object({
-          publicKey: string({ minLength: 1, description: 'minisign public key (base64 key line) the binary is signed with' }),
-          url: optional(string({ check: networkUrlProblem, pattern: /^https?:\/\//, patternHint: 'an http:// or https:// URL', description: 'default: the binary URL with .minisig appended' })),
+          publicKey: string({ minLength: 1, description: 'minisign public key (base64 key line) the binary is signed with', example: 'RWQf6LRCGA9i53mlYecO4IzT51TGPpvWucNSCh1CBM0QTaLn73Y7GFO3' }),
+          url: optional(string({ check: networkUrlProblem, pattern: /^https?:\/\//, patternHint: 'an http:// or https:// URL', description: 'default: the binary URL with .minisig appended', example: 'https://downloads.example/csi-proxy/v1.1.3/csi-proxy.exe.minisig' })),
         }),
+        { description: 'a minisign signature the binary is checked against', example: { publicKey: 'RWQf6LRCGA9i53mlYecO4IzT51TGPpvWucNSCh1CBM0QTaLn73Y7GFO3' } },
       ),
     }, {
+      description: 'where the binary comes from and how it is verified (sha256, signature, or both)',
+      example: { url: 'https://downloads.example/csi-proxy/v1.1.3/csi-proxy.exe', sha256: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' },
       check: (s, report) => {
         if (s.sha256 === undefined && s.signature === undefined) report([], 'give sha256, signature, or both', 'machineadm runs nothing it has not verified');
         // A signature is checked against a download; a copy from this machine (a bundle, whose
@@ -44,13 +48,14 @@ export const hostAgent = object(
         else if (s.url !== undefined && isLocalSource(s.url) && s.signature !== undefined) report('signature', 'applies only to a download', 'leave it out: a local file is checked by its sha256');
       },
     }),
-    installPath: windowsPath('where the binary is installed, e.g. C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe'),
-    args: withDefault(array(string()), []),
-    kubeletDependsOn: withDefault(boolean({ description: 'the kubelet service depends on this one (starts after it)' }), false),
+    installPath: windowsPath('where the binary is installed, e.g. C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe', 'C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe'),
+    args: withDefault(array(string()), [], { description: 'the service\'s command-line arguments', example: ['-v=2'] }),
+    kubeletDependsOn: withDefault(boolean({ description: 'the kubelet service depends on this one (starts after it)', example: true }), false),
     log: withDefault(
       enumOf(['kube-log-runner', 'own'] as const, {
         description:
           'where the agent\'s output goes (a service has no console): kube-log-runner runs it under kube-log-runner.exe (beside kubelet.exe) writing C:\\var\\log\\<name>\\<name>.log; own: the agent writes its own log (give its log flag in args, e.g. -log_file=C:\\var\\log\\csi-proxy.log)',
+        example: 'own',
       }),
       'kube-log-runner',
     ),
@@ -59,12 +64,12 @@ export const hostAgent = object(
 
 export const windowsSection = object({
   supportedBuilds: optional(
-    array(integer({ min: 14393, description: 'a Windows build number, e.g. 17763 (ltsc2019), 20348 (ltsc2022), 26100 (ltsc2025)' }), { minItems: 1, unique: true }),
+    array(integer({ min: 14393, description: 'a Windows build number, e.g. 17763 (ltsc2019), 20348 (ltsc2022), 26100 (ltsc2025)' }), { minItems: 1, unique: true, description: 'Windows builds this configuration is for; a machine of another build stops before any change', example: [20348, 26100] }),
   ),
-  kubeletPath: withDefault(windowsPath('the kubelet binary'), 'C:\\k\\kubelet.exe'),
-  containerdPath: withDefault(windowsPath('the containerd binary'), 'C:\\Program Files\\containerd\\containerd.exe'),
+  kubeletPath: withDefault(windowsPath('the kubelet binary', 'C:\\k\\kubelet.exe'), 'C:\\k\\kubelet.exe'),
+  containerdPath: withDefault(windowsPath('the containerd binary', 'C:\\Program Files\\containerd\\containerd.exe'), 'C:\\Program Files\\containerd\\containerd.exe'),
   hostAgents: optional(
-    array(hostAgent, {}),
+    array(hostAgent, { description: 'programs run as Windows services beside the kubelet (e.g. csi-proxy), downloaded and verified first', example: [{ name: 'csiproxy', source: { url: 'https://downloads.example/csi-proxy/v1.1.3/csi-proxy.exe', sha256: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' }, installPath: 'C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe' }] }),
   ),
 }, {
   check: (w, report) => {

@@ -43,8 +43,20 @@ function rootfsArgs(ctx: StepContext): string[] {
 function kubeadmArgv(command: Command, k: KubernetesSpec, paths: KubeadmPaths, ctx: StepContext): [string, ...string[]] {
   // --upload-certs with the key from the configuration lets further control planes join with it.
   const upload = command === 'init' && k.certificateKey !== undefined ? ['--upload-certs'] : [];
-  const verbosity = k.verbosity !== undefined ? [`--v=${k.verbosity}`] : [];
-  return ['kubeadm', command, '--config', paths.configFile(command), ...upload, ...verbosity, ...rootfsArgs(ctx)];
+  // -vv and -vvv on the command line win over spec.kubernetes.verbosity.
+  const cli = kubeadmVerbosity(ctx);
+  const verbosity = cli.length > 0 ? cli : k.verbosity !== undefined ? [`--v=${k.verbosity}`] : [];
+  return ['kubeadm', command, '--config', paths.configFile(command), ...upload, ...rootfsArgs(ctx), ...verbosity];
+}
+
+/**
+ * kubeadm's own log level at machineadm's higher verbosity: -vv gives --v=5 (kubeadm's level for
+ * debugging a join), -vvv --v=6 (also each API request's URL). Higher levels print request
+ * headers and bodies, which carry the bootstrap token: never passed.
+ */
+export function kubeadmVerbosity(ctx: Pick<StepContext, 'options'>): string[] {
+  const level = ctx.options.verbosity ?? 0;
+  return level >= 3 ? ['--v=6'] : level === 2 ? ['--v=5'] : [];
 }
 
 function render(ctx: StepContext, k: KubernetesSpec, choice: ApiChoice, secrets: KubeadmSecrets, kubeadmVersion: string | undefined): RenderedKubeadm {
