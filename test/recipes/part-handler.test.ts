@@ -3,6 +3,7 @@
 // claims the MachineConfig part, cloud-init logs no warning, and the file lands in a scratch
 // root's /etc/machineadm/config.d/, where a plain `machineadm init` reads it.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { missingRequirement } from '../support/environment.ts';
@@ -166,6 +167,46 @@ describe.skipIf(skip)('the cloud-init part handler for machineadm', () => {
     } else {
       expect(warnings(log)).toEqual([]);
       expect(readFileSync(join(m.root, 'etc/machineadm/config.d/user-data-01.yaml'), 'utf8')).toBe(body);
+    }
+  });
+
+  // A gzip MachineConfig part (base64, as EC2's 16 KB limit calls for): cloud-init hands a text/*
+  // part to the handler as str decoded with surrogateescape, so gzip bytes survive only if the
+  // handler encodes them back the same way.
+  it.each([
+    ['gzip', gzipSync(Buffer.from(machineConfig)), 'writes the MachineConfig decompressed', true],
+    ['cut-short gzip', gzipSync(Buffer.from(machineConfig)).subarray(0, 40), 'warns that the gzip cannot be read and writes nothing', false],
+  ])('with a %s MachineConfig part, it %s', (_, gz, __, good) => {
+    const m = machine();
+    const text = [
+      'MIME-Version: 1.0',
+      'Content-Type: multipart/mixed; boundary="BOUNDARY"',
+      '',
+      '--BOUNDARY',
+      'Content-Type: text/part-handler',
+      '',
+      handler,
+      '--BOUNDARY',
+      'Content-Type: text/x-machineadm-config',
+      'Content-Transfer-Encoding: base64',
+      'Content-Disposition: attachment; filename="machineconfig.yaml.gz"',
+      '',
+      gz.toString('base64').replace(/.{76}/g, '$&\n'),
+      '--BOUNDARY--',
+      '',
+    ].join('\n');
+    const file = writeScratch(dir, `gzip-${m.root.slice(-2)}.mime`, text);
+    const log = consumeUserData(file, m.cloud, m.root);
+    expect(log.filter((r) => r.message.includes('Failed calling handler'))).toEqual([]);
+    if (good) {
+      expect(warnings(log)).toEqual([]);
+      expect(readFileSync(join(m.root, 'etc/machineadm/config.d/user-data-01.yaml'), 'utf8')).toBe(machineConfig);
+      const own = machineadm('config', 'view', '-c', file, '-o', 'json');
+      expect(own.status, own.stderr).toBe(0);
+      expect(JSON.parse(own.stdout)).toMatchObject({ metadata: { name: 'worker' } });
+    } else {
+      expect(warnings(log)).toEqual([expect.stringMatching(/^machineadm part machineconfig\.yaml\.gz is gzip that cannot be read \(.+\): compress it again with gzip; nothing written to /)]);
+      expect(filesUnder(m.root)).toEqual([]);
     }
   });
 
