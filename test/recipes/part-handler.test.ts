@@ -174,9 +174,9 @@ describe.skipIf(skip)('the cloud-init part handler for machineadm', () => {
   // part to the handler as str decoded with surrogateescape, so gzip bytes survive only if the
   // handler encodes them back the same way.
   it.each([
-    ['gzip', gzipSync(Buffer.from(machineConfig)), 'writes the MachineConfig decompressed', true],
-    ['cut-short gzip', gzipSync(Buffer.from(machineConfig)).subarray(0, 40), 'warns that the gzip cannot be read and writes nothing', false],
-  ])('with a %s MachineConfig part, it %s', (_, gz, __, good) => {
+    ['gzip', 'writes the MachineConfig decompressed', gzipSync(Buffer.from(machineConfig)), true],
+    ['cut-short gzip', 'warns that the gzip cannot be read and writes nothing', gzipSync(Buffer.from(machineConfig)).subarray(0, 40), false],
+  ])('with a %s MachineConfig part, it %s', (_, __, gz, good) => {
     const m = machine();
     const text = [
       'MIME-Version: 1.0',
@@ -208,6 +208,52 @@ describe.skipIf(skip)('the cloud-init part handler for machineadm', () => {
       expect(warnings(log)).toEqual([expect.stringMatching(/^machineadm part machineconfig\.yaml\.gz is gzip that cannot be read \(.+\): compress it again with gzip; nothing written to /)]);
       expect(filesUnder(m.root)).toEqual([]);
     }
+  });
+
+  // A byte order mark before the headers: machineadm reads the MIME (content may start with one,
+  // 3.2); cloud-init reads the whole as text/plain, so its run says so, and its summary counts it.
+  it('reads MIME user data that starts with a byte order mark, and warns that cloud-init reads it as text', () => {
+    const text = `\ufeffMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="B"\n\n--B\nContent-Type: text/x-machineadm-config\n\n${machineConfig}--B--\n`;
+    const file = writeScratch(dir, 'bom.mime', text);
+    expect(cloudInitParts(file, join(dir, 'cloud-bom')).map((p) => p.type)).toEqual(['text/plain']);
+    const root = join(dir, 'own-bom');
+    const own = machineadm('prepare', '-c', file, '--root', root);
+    expect(own.status, own.stderr).toBe(0);
+    const result = JSON.parse(readFileSync(join(root, 'run/machineadm/result.json'), 'utf8')) as { warnings: { message: string }[] };
+    expect(result.warnings.map((w) => w.message)).toEqual([`${file}: MIME user data that starts with a byte order mark; machineadm read the MachineConfig, but cloud-init reads such user data as plain text and does not hand its parts to machineadm's part handler (save it as UTF-8 without a byte order mark)`]);
+    // The summary's count is the result file's.
+    expect(own.stdout).toMatch(/machineadm prepare: success in \S+ \(\d+ steps: \d+ changed, \d+ skipped, 1 warnings, 0 failed\)\n {2}warning: .*byte order mark/);
+  });
+
+  // cloud-init walks into a message/rfc822 part (and 22.4 hands its parts over twice); machineadm
+  // reads the part inside it too.
+  it('takes a MachineConfig inside a message/rfc822 part, as cloud-init does, into one file', () => {
+    const m = machine();
+    const text = [
+      'MIME-Version: 1.0',
+      'Content-Type: multipart/mixed; boundary="B"',
+      '',
+      '--B',
+      'Content-Type: text/part-handler',
+      '',
+      handler,
+      '--B',
+      'Content-Type: message/rfc822',
+      '',
+      'MIME-Version: 1.0',
+      'Content-Type: text/x-machineadm-config',
+      '',
+      machineConfig,
+      '--B--',
+      '',
+    ].join('\n');
+    const file = writeScratch(dir, 'rfc822.mime', text);
+    expect(warnings(consumeUserData(file, m.cloud, m.root))).toEqual([]);
+    expect(filesUnder(m.root)).toEqual(['etc/machineadm/config.d/user-data-01.yaml']);
+    expect(readFileSync(join(m.root, 'etc/machineadm/config.d/user-data-01.yaml'), 'utf8')).toBe(machineConfig);
+    const own = machineadm('config', 'view', '-c', file, '-o', 'json');
+    expect(own.status, own.stderr).toBe(0);
+    expect(JSON.parse(own.stdout)).toMatchObject({ metadata: { name: 'worker' } });
   });
 
   it('writes one file per part in order, and drops files of parts the user data no longer carries', () => {

@@ -26,6 +26,7 @@ NAME = re.compile(r"^user-data-\d+\.yaml$")
 MAX_BYTES = 8 * 1024 * 1024
 
 _written = []
+_bodies = []
 
 
 def list_types():
@@ -73,6 +74,7 @@ def handle_part(data, ctype, filename, payload, frequency=None):
     directory = _config_dir()
     if ctype == "__begin__":
         _written.clear()
+        _bodies.clear()
         return
     if ctype == "__end__":
         if os.path.isdir(directory):
@@ -98,7 +100,13 @@ def handle_part(data, ctype, filename, payload, frequency=None):
             "machineadm part %s has an empty body: put a blank line between its headers and the "
             "MachineConfig; nothing written to %s", filename, directory)
         return
+    if body in _bodies:
+        # cloud-init 22.4 hands the parts inside a message/rfc822 part over twice (once inside
+        # it, once copied out); the same MachineConfig merged twice is the same, so once is enough.
+        LOG.debug("machineadm part %s repeats one already written", filename)
+        return
     name = "user-data-%02d.yaml" % (len(_written) + 1)
     _write(directory, name, body)
     _written.append(name)
+    _bodies.append(body)
     LOG.info("machineadm part %s written to %s", filename, os.path.join(directory, name))
