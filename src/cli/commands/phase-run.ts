@@ -10,7 +10,7 @@ import { renderPlan } from '../render.ts';
 import type { Facts } from '../../host/index.ts';
 import { ConfigError, UsageError, ExitCode } from '../../errors.ts';
 import { spinnerFactory } from '../spinner.ts';
-import { resolveMachineValues } from '../../config/machine-source.ts';
+import { KNOWN_CLOUD_NAMES, resolveMachineValues } from '../../config/machine-source.ts';
 import { GIVEN_VALUE_NAMES, type ResolvedMachineValue } from '../../config/machine-values.ts';
 import type { InstanceValues } from '../../config/instance-values.ts';
 import type { PhaseCommand, PhaseOptions } from './phases.ts';
@@ -51,6 +51,8 @@ function givenMachineValues(entries: Array<[string, unknown]>, source: string): 
   for (const [name, value] of entries) {
     if (!(GIVEN_VALUE_NAMES as readonly string[]).includes(name)) throw new UsageError(`${source}: "${name}" is not a machine value`, { hint: `one of ${GIVEN_VALUE_NAMES.join(', ')}` });
     if (typeof value !== 'string') throw new UsageError(`${source}: "${name}" must be a string`);
+    // A misspelled cloud must not read as "no cloud": that would join under the OS hostname.
+    if (name === 'cloud' && !KNOWN_CLOUD_NAMES.includes(value)) throw new UsageError(`${source}: cloud "${value}" is not one machineadm knows`, { hint: `one of ${KNOWN_CLOUD_NAMES.join(', ')} (${KNOWN_CLOUD_NAMES.at(-1)}: read no metadata service; the hostname and the DMI product UUID are the machine's values)` });
     out[name] = { value, source };
   }
   return out;
