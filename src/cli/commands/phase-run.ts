@@ -7,7 +7,7 @@ import { loadConfig } from '../../config/load.ts';
 import { executeRun, planRun } from '../../phases/run.ts';
 import { DEFAULT_MAX_REBOOTS } from '../../phases/state.ts';
 import { renderPlan } from '../render.ts';
-import type { Facts } from '../../host/index.ts';
+import type { Facts, Host } from '../../host/index.ts';
 import { ConfigError, UsageError, ExitCode } from '../../errors.ts';
 import { spinnerFactory } from '../spinner.ts';
 import { KNOWN_CLOUD_NAMES, resolveMachineValues } from '../../config/machine-source.ts';
@@ -84,6 +84,32 @@ function renderMachineValues(values: ResolvedMachineValue[]): string {
   return 'values from the machine:\n' + values.map((v) => `  ${v.field} = ${v.value}\n      ${v.reference} from ${v.source}\n`).join('') + '\n';
 }
 
+/**
+ * The configuration sources: with --bundle, the bundle's config.yaml first, once the bundle as a
+ * whole is checked (and its signature, with a public key); before anything is read or changed.
+ */
+async function configSources(host: Host, options: PhaseOptions, io: Io): Promise<string[]> {
+  const given = options.config ?? [];
+  const keyGiven = options.bundlePublicKey !== undefined || options.bundlePublicKeyFile !== undefined;
+  if (options.bundle === undefined) {
+    if (keyGiven) throw new UsageError('--bundle-public-key and --bundle-public-key-file go with --bundle', { hint: 'give the bundle directory: --bundle DIR' });
+    return given;
+  }
+  if (options.bundlePublicKey !== undefined && options.bundlePublicKeyFile !== undefined) throw new UsageError('give the bundle\'s public key either with --bundle-public-key or with --bundle-public-key-file, not both');
+  const { parsePublicKey } = await import('../../verify/minisign.ts');
+  let publicKey;
+  if (options.bundlePublicKey !== undefined) publicKey = parsePublicKey(options.bundlePublicKey, 'given with --bundle-public-key');
+  else if (options.bundlePublicKeyFile !== undefined) {
+    const path = resolve(io.cwd, options.bundlePublicKeyFile);
+    const data = await host.local.readFile(path);
+    if (data === undefined) throw new UsageError(`--bundle-public-key-file ${path}: no such file`);
+    publicKey = parsePublicKey(data, path);
+  }
+  const { checkBundle } = await import('../../bundle/check.ts');
+  const checked = await checkBundle(host, resolve(io.cwd, options.bundle), publicKey);
+  return [checked.config, ...given];
+}
+
 /** `detected`: this machine's facts, already being probed (without --facts and --os). */
 export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptions, io: Io, detected?: Promise<Facts>): Promise<number> {
   const { facts: givenFacts, machine: givenMachine } = await factsFrom(options, io);
@@ -101,7 +127,8 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
     // configuration loads: every phase command needs both, and the probes mostly wait.
     const facts = host.facts();
     facts.catch(() => undefined);
-    const loaded = await loadConfig(host, options.config ?? [], { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
+    const sources = await configSources(host, options, io);
+    const loaded = await loadConfig(host, sources, { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
     const { instanceId } = loaded;
     // Before anything changes: a value the machine lacks or gives unfit for its field ends the run here (exit 2).
     const { config, resolved } = await resolveMachineValues(host, loaded.config, { given: { ...givenMachine, ...setValues }, otherMachine: givenFacts !== undefined });
@@ -119,7 +146,7 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
       stateFs: stateFsFrom(options, io, host),
       selection: { only: options.only ?? [], skip: options.skip ?? [] },
       force: options.force ?? false,
-      sources: options.config ?? [],
+      sources,
       ...(instanceId ? { instanceId } : {}),
       ...(loaded.warnings ? { notes: loaded.warnings } : {}),
       ...(resolved.length > 0 ? { machineValues: resolved } : {}),

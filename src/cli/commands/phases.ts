@@ -23,6 +23,9 @@ export interface PhaseOptions extends CommonOptions {
   cloudbaseInit?: boolean;
   maxReboots?: number;
   set: string[];
+  bundle?: string;
+  bundlePublicKey?: string;
+  bundlePublicKeyFile?: string;
 }
 
 function parseSet(value: string, previous: string[] = []): string[] {
@@ -58,7 +61,10 @@ export function registerPhaseCommands(program: Command, io: Io, setExit: (code: 
       .option('--only <ids>', 'run only these steps (comma-separated slash ids; a parent selects its children)', parseIds)
       .option('--skip <ids>', 'leave out these steps (beats --only)', parseIds)
       .option('--force', 'redo steps that their own records say are done (e.g. a join)')
-      .option('--set <name=value>', `a machine value instead of reading it (${GIVEN_VALUE_NAMES.join(', ')}); repeatable`, parseSet);
+      .option('--set <name=value>', `a machine value instead of reading it (${GIVEN_VALUE_NAMES.join(', ')}); repeatable`, parseSet)
+      .option('--bundle <dir>', 'use the air-gapped bundle machineadm bundle wrote: check it as a whole (SHA256SUMS names every file, each with its sum), then read its config.yaml before any -c')
+      .option('--bundle-public-key <base64>', "the operator's minisign public key the bundle's SHA256SUMS.minisig must be signed with")
+      .option('--bundle-public-key-file <file>', "the operator's minisign public key file the bundle's SHA256SUMS.minisig must be signed with");
     if (name !== 'plan') {
       command
         .option('--dry-run', 'print the plan instead of changing anything (same as plan)')
