@@ -54,6 +54,11 @@ function makeMime(name: string, parts: [string, string, string][]): string {
   return writeScratch(dir, name, r.stdout);
 }
 
+/** Multipart user data: the part handler, then one more part (its header and body lines). */
+function afterHandler(part: string[]): string {
+  return ['MIME-Version: 1.0', 'Content-Type: multipart/mixed; boundary="BOUNDARY"', '', '--BOUNDARY', 'Content-Type: text/part-handler', '', handler, '--BOUNDARY', ...part, '--BOUNDARY--', ''].join('\n');
+}
+
 describe.skipIf(skip)('the cloud-init part handler for machineadm', () => {
   it('lets cloud-init consume docs/recipes/user-data.mime with no warning and puts the MachineConfig in config.d, root only', () => {
     const m = machine();
@@ -139,20 +144,7 @@ describe.skipIf(skip)('the cloud-init part handler for machineadm', () => {
     ['starts with a comment', 'writes it whole', machineConfig],
   ])('with no blank line after the headers of a machineadm part that %s, it %s', (_, outcome, body) => {
     const m = machine();
-    const crammed = [
-      'Content-Type: multipart/mixed; boundary="BOUNDARY"',
-      'MIME-Version: 1.0',
-      '',
-      '--BOUNDARY',
-      'Content-Type: text/part-handler',
-      '',
-      handler,
-      '--BOUNDARY',
-      'Content-Type: text/x-machineadm-config',
-      ...body.split('\n'),
-      '--BOUNDARY--',
-      '',
-    ].join('\n');
+    const crammed = afterHandler(['Content-Type: text/x-machineadm-config', ...body.split('\n')]);
     const file = writeScratch(dir, `crammed-${m.root.slice(-2)}.mime`, crammed);
     const log = consumeUserData(file, m.cloud, m.root);
     // machineadm reading the same user data itself takes the MachineConfig either way, and its
@@ -178,23 +170,13 @@ describe.skipIf(skip)('the cloud-init part handler for machineadm', () => {
     ['cut-short gzip', 'warns that the gzip cannot be read and writes nothing', gzipSync(Buffer.from(machineConfig)).subarray(0, 40), false],
   ])('with a %s MachineConfig part, it %s', (_, __, gz, good) => {
     const m = machine();
-    const text = [
-      'MIME-Version: 1.0',
-      'Content-Type: multipart/mixed; boundary="BOUNDARY"',
-      '',
-      '--BOUNDARY',
-      'Content-Type: text/part-handler',
-      '',
-      handler,
-      '--BOUNDARY',
+    const text = afterHandler([
       'Content-Type: text/x-machineadm-config',
       'Content-Transfer-Encoding: base64',
       'Content-Disposition: attachment; filename="machineconfig.yaml.gz"',
       '',
       gz.toString('base64').replace(/.{76}/g, '$&\n'),
-      '--BOUNDARY--',
-      '',
-    ].join('\n');
+    ]);
     const file = writeScratch(dir, `gzip-${m.root.slice(-2)}.mime`, text);
     const log = consumeUserData(file, m.cloud, m.root);
     expect(log.filter((r) => r.message.includes('Failed calling handler'))).toEqual([]);
@@ -229,24 +211,7 @@ describe.skipIf(skip)('the cloud-init part handler for machineadm', () => {
   // reads the part inside it too.
   it('takes a MachineConfig inside a message/rfc822 part, as cloud-init does, into one file', () => {
     const m = machine();
-    const text = [
-      'MIME-Version: 1.0',
-      'Content-Type: multipart/mixed; boundary="B"',
-      '',
-      '--B',
-      'Content-Type: text/part-handler',
-      '',
-      handler,
-      '--B',
-      'Content-Type: message/rfc822',
-      '',
-      'MIME-Version: 1.0',
-      'Content-Type: text/x-machineadm-config',
-      '',
-      machineConfig,
-      '--B--',
-      '',
-    ].join('\n');
+    const text = afterHandler(['Content-Type: message/rfc822', '', 'MIME-Version: 1.0', 'Content-Type: text/x-machineadm-config', '', machineConfig]);
     const file = writeScratch(dir, 'rfc822.mime', text);
     expect(warnings(consumeUserData(file, m.cloud, m.root))).toEqual([]);
     expect(filesUnder(m.root)).toEqual(['etc/machineadm/config.d/user-data-01.yaml']);
