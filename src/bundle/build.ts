@@ -50,6 +50,8 @@ export const MANIFEST = 'SHA256SUMS';
 /** minisign's own name for a signature of SHA256SUMS: `minisign -Vm SHA256SUMS -p KEY` checks it. */
 export const MANIFEST_SIGNATURE = 'SHA256SUMS.minisig';
 export const BUNDLE_CONFIG = 'config.yaml';
+/** The first line of a bundle's config.yaml: a -c source with it is checked as its bundle. */
+export const BUNDLE_CONFIG_MARKER = '# Written by machineadm bundle: sources are paths relative to this file.';
 
 // A name that says what the file is and cannot collide: its folder, the entry's index, then the
 // target's file name.
@@ -127,7 +129,7 @@ export async function buildBundle(host: Host, request: BundleRequest): Promise<B
       source.point(source.path, result.sha256);
     }
     if (request.binaries) files.push(...(await bundleBinaries(host, dir, request.binaries, request.onFile)));
-    const text = `# Written by machineadm bundle: sources are paths relative to this file.\n${dump(config, { lineWidth: -1, noRefs: true })}`;
+    const text = `${BUNDLE_CONFIG_MARKER}\n${dump(config, { lineWidth: -1, noRefs: true })}`;
     // The configuration can carry secrets (a token given inline): owner only.
     await host.local.writeFile(join(dir, BUNDLE_CONFIG), text, { mode: 0o600, backup: false });
     const sums = [...files.map((f) => ({ path: f.path, sha256: f.sha256 })), { path: BUNDLE_CONFIG, sha256: createHash('sha256').update(text).digest('hex') }];

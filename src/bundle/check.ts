@@ -9,7 +9,7 @@ import type { Host } from '../host/index.ts';
 import { UsageError, VerificationError } from '../errors.ts';
 import { parseSignature, type PublicKey } from '../verify/minisign.ts';
 import { verifyStream, type VerifiedSignature } from '../verify/signature.ts';
-import { BUNDLE_CONFIG, MANIFEST, MANIFEST_SIGNATURE } from './build.ts';
+import { BUNDLE_CONFIG, BUNDLE_CONFIG_MARKER, MANIFEST, MANIFEST_SIGNATURE } from './build.ts';
 
 export interface BundleCheck {
   /** DIR/config.yaml, the configuration the bundle was made for. */
@@ -88,4 +88,15 @@ export async function checkBundle(host: Pick<Host, 'local'>, dir: string, public
     if (actual !== expected) throw new VerificationError(`bundle ${dir}: ${path} has sha256 ${actual}, but ${MANIFEST} says ${expected}`, { hint: 'the file was changed or damaged after the bundle was made: copy the bundle again from its source' });
   }
   return { config: at(dir, BUNDLE_CONFIG), files: sums.size, ...(signature ? { signature } : {}) };
+}
+
+/**
+ * The bundle directory a configuration file belongs to: a config.yaml that machineadm bundle
+ * wrote (its first line says so) with a SHA256SUMS beside it; undefined for any other file.
+ */
+export async function bundleOf(host: Pick<Host, 'local'>, path: string): Promise<string | undefined> {
+  const dir = path.replace(/[\\/][^\\/]*$/, '');
+  if (!path.endsWith(`/${BUNDLE_CONFIG}`) || (await host.local.stat(at(dir, MANIFEST)))?.kind !== 'file') return undefined;
+  const text = await host.local.readText(path);
+  return text?.startsWith(`${BUNDLE_CONFIG_MARKER}\n`) ? dir : undefined;
 }

@@ -126,6 +126,11 @@ describe.skipIf(skip)('a bundle checked as a whole, and signed with the operator
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/^error: bundle .*: files\/1-motd has sha256 [0-9a-f]{64}, but SHA256SUMS says [0-9a-f]{64}\nhint: the file was changed or damaged after the bundle was made/);
     expect(filesUnder(root)).toEqual([]);
+    // The same with the bundle's config.yaml given as -c, the way before --bundle.
+    const byConfig = await machineadm(['init', '--offline', '-c', join(dir, 'config.yaml'), '--root', root], work);
+    expect(byConfig.code).toBe(3);
+    expect(byConfig.stderr).toMatch(/^error: bundle .*: files\/1-motd has sha256/);
+    expect(filesUnder(root)).toEqual([]);
 
     // With SHA256SUMS rewritten to match, only the signature tells.
     const sums = readFileSync(join(dir, 'SHA256SUMS'), 'utf8')

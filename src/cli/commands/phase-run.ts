@@ -93,6 +93,14 @@ async function configSources(host: Host, options: PhaseOptions, io: Io): Promise
   const keyGiven = options.bundlePublicKey !== undefined || options.bundlePublicKeyFile !== undefined;
   if (options.bundle === undefined) {
     if (keyGiven) throw new UsageError('--bundle-public-key and --bundle-public-key-file go with --bundle', { hint: 'give the bundle directory: --bundle DIR' });
+    // -c DIR/config.yaml of a bundle (the way before --bundle): the bundle is checked as a whole too.
+    const files = given.filter((g) => !/^[a-z]+:\/\//.test(g) && g !== '-').map((g) => resolve(io.cwd, g)).filter((g) => g.endsWith('/config.yaml'));
+    if (files.length === 0) return given;
+    const { bundleOf, checkBundle } = await import('../../bundle/check.ts');
+    for (const file of files) {
+      const dir = await bundleOf(host, file);
+      if (dir !== undefined) await checkBundle(host, dir);
+    }
     return given;
   }
   if (options.bundlePublicKey !== undefined && options.bundlePublicKeyFile !== undefined) throw new UsageError('give the bundle\'s public key either with --bundle-public-key or with --bundle-public-key-file, not both');
