@@ -138,7 +138,8 @@ export async function runPhaseCommand(command: PhaseCommand, options: PhaseOptio
     const sources = await configSources(host, options, io);
     const loaded = await loadConfig(host, sources, { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
     const { instanceId } = loaded;
-    // Before anything changes: a value the machine lacks or gives unfit for its field ends the run here (exit 2).
+    // Before anything changes: a value the machine lacks or gives unfit for its field ends the run
+    // here (exit 2); a machine that cannot be read (its metadata service down) too (exit 6).
     const { config, resolved } = await resolveMachineValues(host, loaded.config, { given: { ...givenMachine, ...setValues }, otherMachine: givenFacts !== undefined });
     if (config.spec.security.offline && !options.offline) host = hostOptions(true, await facts);
     if (config.spec.security.requireSignedBinary && !planning) {
