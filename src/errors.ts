@@ -9,6 +9,8 @@ export const ExitCode = {
   rebootRequired: 4,
   /** Another run holds the state directory: nothing was changed. */
   locked: 5,
+  /** A value the configuration takes from the machine could not be read (the metadata service did not answer): nothing was changed. */
+  machineValuesUnavailable: 6,
   /** Interrupted by a signal: 128 + the signal's number, as a shell reports it. */
   interruptedHangup: 129,
   interruptedInterrupt: 130,
@@ -77,6 +79,17 @@ export function formatIssue(issue: ConfigIssue): string {
   // The same "hint:" line as every other error, indented under its problem.
   const hint = issue.hint ? `\n    hint: ${issue.hint}` : '';
   return `  ${where ? where + ': ' : ''}${issue.path ? issue.path + ': ' : ''}${issue.message}${hint}`;
+}
+
+/**
+ * The configuration takes values from the machine, and the machine could not give them: its
+ * metadata service did not answer, or no firmware string says whether it is in a cloud at all
+ * (exit 6). Not a fault of the configuration: the same run may succeed once the service answers.
+ */
+export class MachineValuesUnavailableError extends MachineadmError {
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(message, ExitCode.machineValuesUnavailable, options);
+  }
 }
 
 /** A signature or checksum did not match (exit 3). */

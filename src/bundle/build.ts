@@ -11,6 +11,8 @@ import type { MachineConfig } from '../config/schema/index.ts';
 import { fetchVerified, SIGNATURE_MAX_BYTES, type FetchRequest } from '../verify/fetch.ts';
 import { downloadSmall } from '../host/download.ts';
 import { errorForField } from '../linux/managed-file.ts';
+import { formatSignature, type SecretKey } from '../verify/minisign.ts';
+import { signStream } from '../verify/sign.ts';
 
 export interface BundleRequest {
   config: MachineConfig;
@@ -18,6 +20,8 @@ export interface BundleRequest {
   destination: string;
   /** machineadm's own binaries, each checked against its .minisig with this public key (base64 key line). */
   binaries?: { baseUrl: string; platforms: readonly Platform[]; publicKey: string };
+  /** Signs SHA256SUMS with the operator's minisign key (SHA256SUMS.minisig, prehashed). */
+  sign?: { secretKey: SecretKey; trustedComment: string };
   onFile?: (file: BundledFile) => void;
 }
 
@@ -38,10 +42,16 @@ export interface BundleResult {
   config: string;
   files: BundledFile[];
   manifest: string;
+  /** SHA256SUMS.minisig, when the bundle was signed. */
+  signature?: string;
 }
 
 export const MANIFEST = 'SHA256SUMS';
+/** minisign's own name for a signature of SHA256SUMS: `minisign -Vm SHA256SUMS -p KEY` checks it. */
+export const MANIFEST_SIGNATURE = 'SHA256SUMS.minisig';
 export const BUNDLE_CONFIG = 'config.yaml';
+/** The first line of a bundle's config.yaml: a -c source with it is checked as its bundle. */
+export const BUNDLE_CONFIG_MARKER = '# Written by machineadm bundle: sources are paths relative to this file.';
 
 // A name that says what the file is and cannot collide: its folder, the entry's index, then the
 // target's file name.
@@ -86,7 +96,7 @@ async function sourcesOf(host: Host, config: MachineConfig): Promise<BundleSourc
 }
 
 // What a bundle writes at its top level: removed again when building it fails.
-const BUNDLE_ENTRIES = [MANIFEST, BUNDLE_CONFIG, 'files', 'agents', 'domain-join', 'bin'];
+const BUNDLE_ENTRIES = [MANIFEST, MANIFEST_SIGNATURE, BUNDLE_CONFIG, 'files', 'agents', 'domain-join', 'bin'];
 
 function join(dir: string, relative: string): string {
   return `${dir.replace(/[\\/]+$/, '')}/${relative}`;
@@ -119,13 +129,18 @@ export async function buildBundle(host: Host, request: BundleRequest): Promise<B
       source.point(source.path, result.sha256);
     }
     if (request.binaries) files.push(...(await bundleBinaries(host, dir, request.binaries, request.onFile)));
-    const text = `# Written by machineadm bundle: sources are paths relative to this file.\n${dump(config, { lineWidth: -1, noRefs: true })}`;
+    const text = `${BUNDLE_CONFIG_MARKER}\n${dump(config, { lineWidth: -1, noRefs: true })}`;
     // The configuration can carry secrets (a token given inline): owner only.
     await host.local.writeFile(join(dir, BUNDLE_CONFIG), text, { mode: 0o600, backup: false });
     const sums = [...files.map((f) => ({ path: f.path, sha256: f.sha256 })), { path: BUNDLE_CONFIG, sha256: createHash('sha256').update(text).digest('hex') }];
     // sha256sum's own format: `cd DIR && sha256sum -c SHA256SUMS` checks a copy.
-    await host.local.writeFile(join(dir, MANIFEST), sums.map((s) => `${s.sha256}  ${s.path}\n`).join(''), { mode: 0o644, backup: false });
-    return { config: join(dir, BUNDLE_CONFIG), files, manifest: join(dir, MANIFEST) };
+    const manifest = sums.map((s) => `${s.sha256}  ${s.path}\n`).join('');
+    await host.local.writeFile(join(dir, MANIFEST), manifest, { mode: 0o644, backup: false });
+    if (!request.sign) return { config: join(dir, BUNDLE_CONFIG), files, manifest: join(dir, MANIFEST) };
+    // The manifest names every file with its sum: signing it signs the bundle as a whole.
+    const signature = await signStream([Buffer.from(manifest)], request.sign.secretKey, { trustedComment: request.sign.trustedComment, legacy: false });
+    await host.local.writeFile(join(dir, MANIFEST_SIGNATURE), formatSignature(signature), { mode: 0o644, backup: false });
+    return { config: join(dir, BUNDLE_CONFIG), files, manifest: join(dir, MANIFEST), signature: join(dir, MANIFEST_SIGNATURE) };
   } catch (error) {
     if (info) for (const name of BUNDLE_ENTRIES) await host.local.remove(join(dir, name));
     else await host.local.remove(dir);

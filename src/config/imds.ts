@@ -123,20 +123,37 @@ export async function readInstanceMetadata(host: ConfigHost, cloud: Cloud, optio
  * metadata protocol (the first that answers in its own way wins).
  */
 export async function detectCloud(host: ConfigHost, options: ImdsOptions): Promise<Cloud> {
-  const fromDmi = await cloudFromDmi(host);
+  const fromDmi = (await readDmi(host)).cloud;
   if (fromDmi) return fromDmi;
+  const found = await probeClouds(host, { retry: options.retry ?? {}, timeouts: options.timeouts ?? {}, maxBytes: options.maxBytes });
+  if (found.cloud) return found.cloud;
+  throw new ImdsError('cannot tell which cloud this machine runs in (no metadata service answered like AWS, Azure or GCE)', 'name the cloud: imds://aws/user-data, imds://azure/user-data or imds://gce/user-data');
+}
+
+export interface ProbeResult {
+  cloud?: Cloud;
+  /** Every protocol got an answer, and none was a metadata service's: no waiting changes that. */
+  noneIsMetadata: boolean;
+  elapsedMs: number;
+}
+
+/** Asks every cloud's metadata protocol at once, round after round within the retry policy. */
+export async function probeClouds(host: ConfigHost, options: { retry: Partial<RetryPolicy>; timeouts: Partial<HttpTimeouts>; maxBytes: number; roundDeadlineMs?: number }): Promise<ProbeResult> {
   const policy: RetryPolicy = { ...IMDS_RETRY, ...options.retry };
   const started = Date.now();
   const once: Partial<HttpTimeouts> = { ...IMDS_TIMEOUTS, ...options.timeouts };
+  // A round's own bound, over everything the requests cost (a first request also loads the HTTP
+  // client): a request still open then counts as unanswered.
+  const bounded = (answer: Promise<'yes' | 'no' | 'unreachable'>): Promise<'yes' | 'no' | 'unreachable'> =>
+    options.roundDeadlineMs === undefined ? answer : Promise.race([answer, new Promise<'unreachable'>((done) => setTimeout(() => done('unreachable'), options.roundDeadlineMs).unref())]);
   for (let round = 1; ; round++) {
-    const answers = await Promise.all(CLOUDS.map((cloud) => probe(host, cloud, once, options.maxBytes)));
+    const answers = await Promise.all(CLOUDS.map((cloud) => bounded(probe(host, cloud, once, options.maxBytes))));
     const found = CLOUDS.find((_, i) => answers[i] === 'yes');
-    if (found) return found;
-    // Every service answered and none is a metadata service: waiting will not change that.
+    if (found) return { cloud: found, noneIsMetadata: false, elapsedMs: Date.now() - started };
     const allAnswered = answers.every((a) => a === 'no');
     const wait = retryDelayMs(round, policy);
     if (allAnswered || round >= policy.attempts || (policy.deadlineMs !== undefined && Date.now() - started + wait > policy.deadlineMs)) {
-      throw new ImdsError('cannot tell which cloud this machine runs in (no metadata service answered like AWS, Azure or GCE)', 'name the cloud: imds://aws/user-data, imds://azure/user-data or imds://gce/user-data');
+      return { noneIsMetadata: allAnswered, elapsedMs: Date.now() - started };
     }
     await host.sleep(wait);
   }
@@ -164,13 +181,54 @@ async function probe(host: ConfigHost, cloud: Cloud, timeouts: Partial<HttpTimeo
 }
 
 const AZURE_ASSET_TAG = '7783-7084-3265-9085-8269-3286-77';
+// Hypervisors and clouds machineadm has no metadata protocol for: a machine whose DMI names one
+// is a virtual machine somewhere, not bare metal, so an unanswering metadata service is an
+// outage to report, never a reason to take the hostname.
+const VIRTUAL_PLATFORM = /qemu|kvm|xen|vmware|virtualbox|innotek|bochs|openstack|parallels|bhyve|nutanix|red hat|ovirt|cloudstack|hetzner|digitalocean|alibaba|tencent|linode|vultr|scaleway|equinix|microsoft corporation/i;
 
-async function cloudFromDmi(host: ConfigHost): Promise<Cloud | undefined> {
-  const read = async (name: string) => ((await host.fs.readText(`/sys/class/dmi/id/${name}`).catch(() => undefined)) ?? '').trim();
-  if (host.fs.platform !== 'linux') return undefined;
-  const [vendor, product, bios, asset] = await Promise.all([read('sys_vendor'), read('product_name'), read('bios_vendor'), read('chassis_asset_tag')]);
-  if (/amazon/i.test(vendor) || /amazon/i.test(bios)) return 'aws';
-  if (/google/i.test(vendor) || /google compute engine/i.test(product)) return 'gce';
-  if (asset === AZURE_ASSET_TAG || (/microsoft corporation/i.test(vendor) && /virtual machine/i.test(product))) return 'azure';
-  return undefined;
+export interface DmiReading {
+  /** The cloud the firmware names. */
+  cloud?: Cloud;
+  /** The firmware names a maker of physical machines (no hypervisor, no cloud). */
+  bareMetal: boolean;
+  /** What the firmware said, for messages: `sys_vendor "Dell Inc.", product_name "PowerEdge R650"`. */
+  evidence: string;
+}
+
+/** What the firmware's DMI strings say about where this machine runs (Linux; no network). */
+export async function readDmi(host: ConfigHost): Promise<DmiReading> {
+  if (host.fs.platform !== 'linux') return { bareMetal: false, evidence: 'no DMI strings read on this platform' };
+  const read = async (path: string) => ((await host.fs.readText(path).catch(() => undefined)) ?? '').trim();
+  const dmi = (name: string) => read(`/sys/class/dmi/id/${name}`);
+  const [vendor, product, version, bios, biosVersion, asset, uuid, serial, xenUuid] = await Promise.all([
+    dmi('sys_vendor'),
+    dmi('product_name'),
+    dmi('product_version'),
+    dmi('bios_vendor'),
+    dmi('bios_version'),
+    dmi('chassis_asset_tag'),
+    dmi('product_uuid'),
+    dmi('product_serial'),
+    read('/sys/hypervisor/uuid'),
+  ]);
+  const evidence = [['sys_vendor', vendor], ['product_name', product], ['product_version', version], ['bios_vendor', bios], ['bios_version', biosVersion]]
+    .filter(([, v]) => v !== '')
+    .map(([k, v]) => `${k} ${JSON.stringify(v)}`)
+    .join(', ');
+  // Nitro instances name Amazon; Xen-based ones (m4, c4, t2, ...) name Xen, with "amazon" in the
+  // version strings and an id that starts with ec2 (EC2 in upper case, or with its first group's
+  // bytes swapped, where firmware reads the UUID little-endian).
+  const xen = /xen/i.test(vendor) || /xen/i.test(bios) || /domU/i.test(product);
+  const ec2Id = [uuid, serial, xenUuid].some((id) => /^ec2/i.test(id) || /^ec2/i.test(swappedFirstGroup(id)));
+  if (/amazon/i.test(vendor) || /amazon/i.test(bios) || /amazon/i.test(version) || /amazon/i.test(biosVersion) || (xen && ec2Id)) return { cloud: 'aws', bareMetal: false, evidence };
+  if (/google/i.test(vendor) || /google compute engine/i.test(product)) return { cloud: 'gce', bareMetal: false, evidence };
+  if (asset === AZURE_ASSET_TAG || (/microsoft corporation/i.test(vendor) && /virtual machine/i.test(product))) return { cloud: 'azure', bareMetal: false, evidence };
+  if (vendor === '' && product === '') return { bareMetal: false, evidence: evidence || '/sys/class/dmi/id names no vendor' };
+  return { bareMetal: !VIRTUAL_PLATFORM.test(`${vendor} ${product} ${bios}`), evidence };
+}
+
+/** "2a3bc2ec-..." -> "ecc23b2a": the first group of a UUID with its bytes in the other order. */
+function swappedFirstGroup(uuid: string): string {
+  const group = /^([0-9a-f]{8})-/i.exec(uuid)?.[1];
+  return group ? (group.match(/../g) ?? []).reverse().join('') : '';
 }

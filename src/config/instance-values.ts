@@ -4,8 +4,8 @@
 //     placement/availability-zone, placement/region}
 //     https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/instancedata-data-categories.html
 //   Azure: /metadata/instance?api-version=2021-02-01 (JSON, header Metadata: true): compute.{vmId,
-//     name, osProfile.computerName, location, zone, platformFaultDomain, vmSize, subscriptionId,
-//     resourceGroupName, vmScaleSetName}, network.interface[0].ipv4.ipAddress[0].privateIpAddress
+//     name, osProfile.computerName, location, zone, platformFaultDomain, vmSize, resourceId},
+//     network.interface[0].ipv4.ipAddress[0].privateIpAddress
 //     https://learn.microsoft.com/azure/virtual-machines/instance-metadata-service
 //   GCE (Metadata-Flavor: Google): /computeMetadata/v1/instance/{id, name, hostname, zone,
 //     machine-type, network-interfaces/0/ip}, /computeMetadata/v1/project/project-id
@@ -66,7 +66,9 @@ export async function readInstanceValues(host: ConfigHost, cloud: Cloud, options
       // zone, else the fault domain.
       if (typeof compute.zone === 'string' && compute.zone !== '' && typeof compute.location === 'string') put('zone', `${compute.location}-${compute.zone}`, 'Azure IMDS compute.location + "-" + compute.zone');
       else put('zone', typeof compute.platformFaultDomain === 'string' ? compute.platformFaultDomain : undefined, from('platformFaultDomain'));
-      for (const field of ['name', 'subscriptionId', 'resourceGroupName', 'vmScaleSetName']) put(`azure.${field}`, compute[field], from(field));
+      // The VM's own Azure resource ID, which the provider ID is made of: never pieced together
+      // from names (a flexible scale set's VM may be named like a uniform one's instance).
+      put('azure.resourceId', compute.resourceId, from('resourceId'));
       put('instanceName', compute.name, from('name'));
     } else {
       const headers = { 'Metadata-Flavor': 'Google' };

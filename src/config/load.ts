@@ -456,6 +456,40 @@ function documentsOfParts(raw: RawSource, all: MimePart[]): { documents: ParsedD
   return { documents: out, userData: true, ...(warnings.length ? { warnings } : {}) };
 }
 
+const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+
+/**
+ * The MachineConfig documents of MIME content (multipart, or one part with its headers); undefined
+ * when the content is not MIME. Content may start with a UTF-8 byte order mark (3.2), MIME too;
+ * cloud-init then reads the headers as text, which a warning says.
+ */
+function mimeDocuments(raw: RawSource, content: Uint8Array, maxBytes: number): { documents: ParsedDocument[]; userData: boolean; warnings?: string[] } | undefined {
+  const bom = UTF8_BOM.equals(content.subarray(0, 3));
+  const bytes = bom ? content.subarray(3) : content;
+  let found: { documents: ParsedDocument[]; userData: boolean; warnings?: string[] };
+  const notes: string[] = [];
+  if (isMultipart(bytes)) {
+    found = documentsOfParts(raw, splitMultipart(bytes, maxBytes));
+    if (found.documents.length > 0 && !mimeForCloudInit(bytes)) {
+      notes.push(`${raw.name}: multipart user data without a MIME-Version header; machineadm read the MachineConfig, but cloud-init reads such user data as plain text and does not hand its parts to machineadm's part handler (put MIME-Version: 1.0 among the top headers)`);
+    }
+  } else {
+    // One part with no multipart around it (headers, a blank line, the body): read as that part,
+    // as cloud-init reads it, never as YAML with the headers in it.
+    const single = singlePart(bytes, maxBytes);
+    if (!single) return undefined;
+    found = documentsOfParts(raw, [single]);
+    if (!mimeForCloudInit(bytes) && machineConfigPart(single.contentType) === 'yes') {
+      notes.push(`${raw.name}: one MIME part without a MIME-Version header; machineadm read the MachineConfig, but cloud-init reads such user data as plain text and does not hand it to machineadm's part handler (put MIME-Version: 1.0 before Content-Type)`);
+    }
+  }
+  if (bom && found.documents.length > 0) {
+    notes.push(`${raw.name}: MIME user data that starts with a byte order mark; machineadm read the MachineConfig, but cloud-init reads such user data as plain text and does not hand its parts to machineadm's part handler (save it as UTF-8 without a byte order mark)`);
+  }
+  const warnings = [...(found.warnings ?? []), ...notes];
+  return { ...found, ...(warnings.length ? { warnings } : {}) };
+}
+
 /** The MachineConfig documents a source holds (none for user data that does not opt in). */
 function extractDocuments(raw: RawSource, maxBytes: number): { documents: ParsedDocument[]; userData: boolean; warnings?: string[] } {
   let bytes = raw.bytes;
@@ -463,21 +497,8 @@ function extractDocuments(raw: RawSource, maxBytes: number): { documents: Parsed
   if (isGzip(bytes)) bytes = gunzipLimited(bytes, maxBytes);
   const unwrapped = raw.userData ? unwrapBase64(bytes) : undefined;
   if (unwrapped) bytes = isGzip(unwrapped) ? gunzipLimited(unwrapped, maxBytes) : unwrapped;
-  if (isMultipart(bytes)) {
-    const found = documentsOfParts(raw, splitMultipart(bytes, maxBytes));
-    if (found.documents.length === 0 || mimeForCloudInit(bytes)) return found;
-    const warning = `${raw.name}: multipart user data without a MIME-Version header; machineadm read the MachineConfig, but cloud-init reads such user data as plain text and does not hand its parts to machineadm's part handler (put MIME-Version: 1.0 among the top headers)`;
-    return { ...found, warnings: [...(found.warnings ?? []), warning] };
-  }
-  // One part with no multipart around it (headers, a blank line, the body): read as that part, as
-  // cloud-init reads it, never as YAML with the headers in it.
-  const single = singlePart(bytes, maxBytes);
-  if (single) {
-    const found = documentsOfParts(raw, [single]);
-    if (mimeForCloudInit(bytes) || machineConfigPart(single.contentType) !== 'yes') return found;
-    const warning = `${raw.name}: one MIME part without a MIME-Version header; machineadm read the MachineConfig, but cloud-init reads such user data as plain text and does not hand it to machineadm's part handler (put MIME-Version: 1.0 before Content-Type)`;
-    return { ...found, warnings: [...(found.warnings ?? []), warning] };
-  }
+  const mime = mimeDocuments(raw, bytes, maxBytes);
+  if (mime) return mime;
   if (raw.userData) {
     // Whole (non-multipart) user data: a MachineConfig is taken whole; a shell script or a
     // cloud-config is someone else's, unless it plainly means to be ours.

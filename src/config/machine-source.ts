@@ -4,8 +4,9 @@
 // product UUID. Values are read only when the configuration references them, and all before the
 // first change of a run.
 import type { ConfigHost } from '../host/config-host.ts';
-import { ConfigError } from '../errors.ts';
-import { detectCloud, CLOUDS, ImdsError, type Cloud } from './imds.ts';
+import { MachineValuesUnavailableError } from '../errors.ts';
+import type { HttpTimeouts, RetryPolicy } from '../host/http.ts';
+import { CLOUDS, ImdsError, probeClouds, readDmi, type Cloud } from './imds.ts';
 import { readInstanceValues, type InstanceValues } from './instance-values.ts';
 import { applyMachineValues, referencedValues, type ResolvedMachineValue } from './machine-values.ts';
 import type { MachineConfig } from './schema/index.ts';
@@ -13,11 +14,22 @@ import { applyEnvValues } from './env-values.ts';
 
 const DMI_PRODUCT_UUID = '/sys/class/dmi/id/product_uuid';
 
+/** What `--set cloud=` (and a facts file's `cloud`) may name: a cloud, or bare metal (read no metadata service). */
+export const BARE_METAL = 'bare-metal';
+export const KNOWN_CLOUD_NAMES: readonly string[] = [...CLOUDS, BARE_METAL];
+
+// A machine whose firmware names a maker of physical machines asks the metadata services once,
+// briefly (a cloud whose firmware machineadm does not recognise still answers in well under a
+// second on its own network), instead of with a booting cloud machine's patience.
+const BARE_METAL_PROBE = { retry: { attempts: 1 }, timeouts: { connectMs: 250, responseMs: 500, totalMs: 600 }, roundDeadlineMs: 800 };
+
 export interface MachineValueInput {
   /** Values the operator gave; they win over anything read. */
   given: InstanceValues;
   /** Planning for another machine (plan --facts): only given values count, nothing is read here. */
   otherMachine: boolean;
+  /** Retry and timeout settings for the metadata services (default: a booting machine's patience). */
+  imds?: { retry?: Partial<RetryPolicy>; timeouts?: Partial<HttpTimeouts> };
 }
 
 export async function resolveMachineValues(host: ConfigHost, given: MachineConfig, input: MachineValueInput): Promise<{ config: MachineConfig; resolved: ResolvedMachineValue[] }> {
@@ -27,12 +39,7 @@ export async function resolveMachineValues(host: ConfigHost, given: MachineConfi
   if (needed.length === 0) return { config, resolved: [] };
   let values: InstanceValues = { ...input.given };
   if (!input.otherMachine && needed.some((name) => values[name] === undefined)) {
-    try {
-      values = { ...(await readMachine(host, values.cloud?.value)), ...values };
-    } catch (error) {
-      if (!(error instanceof ImdsError)) throw error;
-      throw new ConfigError([{ path: 'spec.kubernetes.node', message: `cannot read ${needed.join(', ')} from the machine: ${error.message}`, hint: error.hint ?? 'give the values with --set NAME=VALUE' }], { cause: error });
-    }
+    values = { ...(await readMachine(host, values.cloud?.value, needed, input.imds ?? {})), ...values };
   }
   const hint = input.otherMachine
     ? 'add "NAME" to the "machine" map of the --facts file, or give --set NAME=VALUE'
@@ -40,19 +47,44 @@ export async function resolveMachineValues(host: ConfigHost, given: MachineConfi
   return applyMachineValues(config, values, hint);
 }
 
-async function readMachine(host: ConfigHost, namedCloud: string | undefined): Promise<InstanceValues> {
-  let cloud: Cloud | undefined = (CLOUDS as readonly string[]).includes(namedCloud ?? '') ? (namedCloud as Cloud) : undefined;
-  if (cloud === undefined && namedCloud === undefined) {
-    try {
-      cloud = await detectCloud(host, { maxBytes: 64 * 1024 });
-    } catch (error) {
-      if (!(error instanceof ImdsError)) throw error;
-    }
+async function readMachine(host: ConfigHost, namedCloud: string | undefined, needed: string[], imds: NonNullable<MachineValueInput['imds']>): Promise<InstanceValues> {
+  const wanted = needed.join(', ');
+  if (namedCloud === BARE_METAL) return bareMetalValues(host, '--set cloud=bare-metal');
+  if (namedCloud !== undefined) {
+    // The command line refuses other names; a library caller gets the same word.
+    if (!(CLOUDS as readonly string[]).includes(namedCloud)) throw new MachineValuesUnavailableError(`cloud "${namedCloud}" is not one machineadm knows`, { hint: `name one of ${KNOWN_CLOUD_NAMES.join(', ')}` });
+    return cloudValues(host, namedCloud as Cloud, wanted, `the cloud named by --set cloud=${namedCloud}`, imds);
   }
-  if (cloud !== undefined) return readInstanceValues(host, cloud, {});
-  // Bare metal: no metadata service answered (or the operator named no known cloud).
+  const dmi = await readDmi(host);
+  if (dmi.cloud) return cloudValues(host, dmi.cloud, wanted, `the firmware (DMI ${dmi.evidence}) names ${dmi.cloud}`, imds);
+  const found = await probeClouds(host, { ...(dmi.bareMetal ? BARE_METAL_PROBE : { retry: imds.retry ?? {}, timeouts: imds.timeouts ?? {} }), maxBytes: 64 * 1024 });
+  if (found.cloud) return cloudValues(host, found.cloud, wanted, `the ${found.cloud} metadata service answered`, imds);
+  if (dmi.bareMetal) return bareMetalValues(host, `bare metal: DMI ${dmi.evidence} names no cloud, and no metadata service answered`);
+  if (found.noneIsMetadata) return bareMetalValues(host, 'bare metal: every metadata address answered, none as AWS, Azure or GCE');
+  // Neither the firmware nor a metadata service says where this machine is: taking the OS
+  // hostname here would join a cloud machine under the wrong name.
+  throw new MachineValuesUnavailableError(
+    `cannot read ${wanted} from the machine: its firmware (DMI: ${dmi.evidence}) names no cloud and no metadata service (AWS, Azure, GCE) answered within ${Math.round(found.elapsedMs / 1000)} s; nothing was changed`,
+    { hint: `in a cloud, run again once its metadata service answers (or name it: --set cloud=aws|azure|gce); on bare metal, say so with --set cloud=${BARE_METAL}; or give the values with --set NAME=VALUE` },
+  );
+}
+
+async function cloudValues(host: ConfigHost, cloud: Cloud, wanted: string, why: string, imds: NonNullable<MachineValueInput['imds']>): Promise<InstanceValues> {
+  try {
+    return await readInstanceValues(host, cloud, imds);
+  } catch (error) {
+    if (!(error instanceof ImdsError)) throw error;
+    throw new MachineValuesUnavailableError(`cannot read ${wanted} from the machine (${why}): ${error.message}; nothing was changed`, {
+      hint: `run again once the metadata service answers${error.hint ? ` (${error.hint})` : ''}, or give the values with --set NAME=VALUE`,
+      cause: error,
+    });
+  }
+}
+
+/** Bare metal: the hostname and the DMI product UUID, each source saying why no cloud gave it. */
+async function bareMetalValues(host: ConfigHost, why: string): Promise<InstanceValues> {
   const facts = await host.facts();
-  const values: InstanceValues = { localHostname: { value: facts.hostname, source: 'the machine\'s hostname' } };
+  const values: InstanceValues = { localHostname: { value: facts.hostname, source: `the machine's hostname (${why})` } };
   const uuid = host.fs.platform === 'linux' ? (await host.fs.readText(DMI_PRODUCT_UUID).catch(() => undefined))?.trim() : undefined;
   if (uuid) values.instanceId = { value: uuid, source: DMI_PRODUCT_UUID };
   return values;

@@ -225,15 +225,24 @@ function leaf(doc: Document, from: number, to: number, out: MimePart[], maxBytes
     return;
   }
   const index = out.length + 1;
+  if (contentType.startsWith('message/')) {
+    embeddedMessage(doc, { from, next, to, index, contentType, headers }, out, maxBytes, depth);
+    return;
+  }
   // The body is the bytes as sent: a gzip part without a transfer encoding holds CR and LF bytes
   // that are content. Only the line break before the next delimiter belongs to the delimiter.
   const bodyStart = next < doc.lines.length ? doc.lines[next]!.start : doc.text.length;
   const bodyEnd = to < doc.lines.length ? Math.max(bodyStart, doc.lines[to - 1]!.end) : doc.text.length;
   const raw = Buffer.from(doc.text.slice(bodyStart, Math.max(bodyStart, bodyEnd)), 'latin1');
-  const encoding = (header(headers, 'content-transfer-encoding') ?? '7bit').toLowerCase();
+  const declared = header(headers, 'content-transfer-encoding')?.toLowerCase();
+  const encoding = declared ?? '7bit';
   let body: Buffer;
   let firstLine: number | undefined = next + 1;
-  if (encoding === 'base64') {
+  const undeclaredBase64 = declared === undefined && machineConfigPart(contentType) === 'yes' ? base64WithoutHeader(raw) : undefined;
+  if (undeclaredBase64) {
+    body = undeclaredBase64;
+    firstLine = undefined;
+  } else if (encoding === 'base64') {
     const compact = raw.toString('latin1').replace(/\s+/g, '');
     if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact)) throw new MimeError(`part ${index} says base64 but holds other characters`, next + 1, 'encode the part with base64, or drop its Content-Transfer-Encoding header');
     body = Buffer.from(compact, 'base64');
@@ -259,6 +268,39 @@ function leaf(doc: Document, from: number, to: number, out: MimePart[], maxBytes
     firstLine = undefined;
   }
   out.push({ index, contentType, body, ...(firstLine !== undefined ? { firstLine } : {}), ...(otherwise ? { readOtherwiseByCloudInit: true } : {}) });
+}
+
+/**
+ * A message/rfc822 (or message/global) part holds a whole message: its headers, then one part or a
+ * multipart, read like the user data around it (cloud-init's parser walks into it too). Other
+ * message/* types (partial, external-body) hold a piece or a pointer machineadm cannot read, and
+ * may hold a MachineConfig: refused, never passed over.
+ */
+function embeddedMessage(doc: Document, part: { from: number; next: number; to: number; index: number; contentType: string; headers: Header[] }, out: MimePart[], maxBytes: number, depth: number): void {
+  const { from, next, to, index, contentType, headers } = part;
+  if (contentType !== 'message/rfc822' && contentType !== 'message/global') {
+    throw new MimeError(`part ${index} (${contentType}) is a piece of or a pointer to a message, which machineadm cannot read`, from + 1, 'send each part whole in one multipart/mixed document, as cloud-init make-mime writes it');
+  }
+  const encoding = (header(headers, 'content-transfer-encoding') ?? '7bit').toLowerCase();
+  if (encoding !== '7bit' && encoding !== '8bit' && encoding !== 'binary') {
+    throw new MimeError(`part ${index} (${contentType}) has Content-Transfer-Encoding ${encoding}; an embedded message must be sent as it is (RFC 2046)`, from + 1, 'drop the Content-Transfer-Encoding header of the message/rfc822 part and encode the parts inside it instead');
+  }
+  if (depth >= 5) throw new MimeError('multipart nested more than 5 levels deep', from + 1, 'put all parts in one multipart/mixed document, as cloud-init make-mime writes it');
+  const inner = readHeaders(doc.lines, next, to);
+  if (mediaType(header(inner.headers, 'content-type')).startsWith('multipart/')) collect(doc, next, to, out, maxBytes, depth + 1);
+  else leaf(doc, next, to, out, maxBytes, depth + 1);
+}
+
+/**
+ * A machineadm part with no Content-Transfer-Encoding header whose body is base64 (standard
+ * alphabet, padded, line breaks ignored): decoded, as nodeadm reads its NodeConfig parts. A
+ * MachineConfig in YAML or JSON always holds a character base64 has not (`:`, a space), so a
+ * plain body is never mistaken for one.
+ */
+function base64WithoutHeader(raw: Buffer): Buffer | undefined {
+  const compact = raw.toString('latin1').replace(/[\r\n]+/g, '');
+  if (compact.length === 0 || compact.length % 4 !== 0 || !/^[A-Za-z0-9+/]+={0,2}$/.test(compact)) return undefined;
+  return Buffer.from(compact, 'base64');
 }
 
 function textBody(lines: Line[], from: number, to: number): Buffer {

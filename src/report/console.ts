@@ -169,15 +169,20 @@ export function renderResultSummary(doc: RunResultDocument, notes: { resultFile?
   const by = (r: Result) => steps.filter((s) => s.result === r).length;
   // A run whose every step was skipped did not fail to run: it found nothing to do.
   const verdict = doc.exitCode === 4 ? 'reboot required' : doc.result === 'skipped' ? 'nothing to do' : (doc.result ?? 'unfinished');
+  // Every warning the result file lists counts: a step that ended with one, and each warning the
+  // run logged besides (the configuration's notes, a step's warning when it still succeeded).
+  const warnedSteps = new Set(steps.filter((s) => s.result === 'warning').map((s) => s.id));
+  const otherWarnings = (doc.warnings ?? []).filter((w) => !(w.step && warnedSteps.has(w.step)));
   const lines = [
     `machineadm ${doc.command}: ${verdict} in ${formatDuration(doc.durationMs ?? 0)} ` +
-      `(${steps.length} steps: ${by('success')} changed, ${by('skipped')} skipped, ${by('warning')} warnings, ${by('failure')} failed)`,
+      `(${steps.length} steps: ${by('success')} changed, ${by('skipped')} skipped, ${warnedSteps.size + otherWarnings.length} warnings, ${by('failure')} failed)`,
   ];
   for (const step of steps.filter((s) => s.result === 'failure' || s.result === 'warning')) {
     lines.push(`  ${step.result === 'failure' ? 'failed' : 'warning'}: ${step.id}: ${step.error?.message ?? step.message ?? ''}`);
     if (step.error?.hint) lines.push(`    what to do: ${step.error.hint}`);
     if (step.error?.details) lines.push(...detailLines(step.error.details));
   }
+  for (const w of otherWarnings) lines.push(`  warning: ${w.step ? `${w.step}: ` : ''}${w.message}`);
   if (doc.error && !doc.error.stepId && doc.failedSteps.length === 0) lines.push(`  error: ${doc.error.message}`);
   const resultFile = notes.resultFile ?? '/run/machineadm/result.json';
   if (doc.failedSteps.length) lines.push(`  look at: ${resultFile} (or "machineadm status -o json") for every step's result and error`);

@@ -9,7 +9,8 @@ import { createHost } from '../../src/host/index.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { resolveMachineValues } from '../../src/config/machine-source.ts';
 import type { InstanceValues } from '../../src/config/instance-values.ts';
-import { ConfigError } from '../../src/errors.ts';
+import { ConfigError, ExitCode, MachineValuesUnavailableError } from '../../src/errors.ts';
+import { readDmi } from '../../src/config/imds.ts';
 import { renderKubeadm, type RenderInput } from '../../src/kubeadm/render.ts';
 import { imdsHandler, startHttp, type Cloud, type ImdsBehaviour, type RunningServer } from './helpers/servers.ts';
 import { AWS_METADATA, azureMetadata, FLEET_EXPECTED, FLEET_MACHINES, GCE_METADATA } from './helpers/fleet-metadata.ts';
@@ -52,12 +53,21 @@ describe('examples/fleet-<cloud>.yaml on a machine of that cloud', () => {
     expect(renderKubeadm({ ...input, api: 'v1beta3', kubeletPatches: false }).config).toContain(`provider-id: ${node.providerID}\n`);
   });
 
-  it('an Azure uniform scale set instance gets the scale-set provider ID, with its index from the instance name', async () => {
-    const metadata = azureMetadata({ name: 'workers_12', vmScaleSetName: 'workers', osProfile: { computerName: 'workers00000c' } });
+  // The provider ID is the VM's own compute.resourceId: a uniform scale set's instance, and a
+  // flexible scale set's VM whose name merely looks like one (<set>_<n>) is still a VM.
+  it.each([
+    ['a uniform scale set instance', { name: 'workers_12', vmScaleSetName: 'workers', resourceId: '/subscriptions/8d10da13-8125-4ba9-a717-bf7490507b3d/resourceGroups/Fleet-RG/providers/Microsoft.Compute/virtualMachineScaleSets/workers/virtualMachines/12' }, 'virtualMachineScaleSets/workers/virtualMachines/12'],
+    ['a flexible scale set VM named like an instance', { name: 'workers_12', vmScaleSetName: 'workers', resourceId: '/subscriptions/8d10da13-8125-4ba9-a717-bf7490507b3d/resourceGroups/Fleet-RG/providers/Microsoft.Compute/virtualMachines/workers_12' }, 'virtualMachines/workers_12'],
+    ['a VM whose resource ID Azure writes in lower case', { resourceId: '/subscriptions/8d10da13-8125-4ba9-a717-bf7490507b3d/resourcegroups/fleet-rg/providers/microsoft.compute/virtualmachines/pool-vm-7' }, 'virtualMachines/pool-vm-7'],
+  ])('Azure: %s gets the provider ID of its compute.resourceId', async (_, compute, tail) => {
+    const metadata = azureMetadata({ osProfile: { computerName: 'workers00000c' }, ...compute });
     const { resolved } = await resolveExample('azure', await emulator('azure', { metadata }));
-    expect(resolved.find((r) => r.field === 'spec.kubernetes.node.providerID')?.value).toBe(
-      'azure:///subscriptions/8d10da13-8125-4ba9-a717-bf7490507b3d/resourceGroups/fleet-rg/providers/Microsoft.Compute/virtualMachineScaleSets/workers/virtualMachines/12',
-    );
+    expect(resolved.find((r) => r.field === 'spec.kubernetes.node.providerID')).toEqual({
+      field: 'spec.kubernetes.node.providerID',
+      reference: 'providerID: auto',
+      value: `azure:///subscriptions/8d10da13-8125-4ba9-a717-bf7490507b3d/resourceGroups/fleet-rg/providers/Microsoft.Compute/${tail}`,
+      source: 'Azure IMDS compute.resourceId',
+    });
   });
 
   it('an Azure VM outside an availability zone is labelled with its fault domain, as the Azure cloud controller manager does', async () => {
@@ -74,7 +84,9 @@ describe('hostile or missing metadata is refused before anything runs, naming th
     ['a hostname with a line break', 'gce', { metadata: { ...GCE_METADATA, 'instance/name': 'pool-a\nkubelet' } }, 'spec.kubernetes.node.name', /instanceName from GCE metadata instance\/name "pool-a\\nkubelet" is not one word/],
     ['a zone with a slash (label)', 'aws', { metadata: { ...AWS_METADATA, 'placement/availability-zone': 'us-east-1a/../i-other' } }, 'spec.kubernetes.node.labels["topology.kubernetes.io/zone"]', /zone from AWS IMDS meta-data\/placement\/availability-zone "us-east-1a\/..\/i-other" must be letters, digits/],
     ['a zone with a slash (provider ID)', 'aws', { metadata: { ...AWS_METADATA, 'placement/availability-zone': 'us-east-1a/../i-other' } }, 'spec.kubernetes.node.providerID', /zone from AWS IMDS meta-data\/placement\/availability-zone "us-east-1a\/..\/i-other" cannot be part of a provider ID/],
-    ['a resource group with a slash', 'azure', { metadata: azureMetadata({ resourceGroupName: 'rg/../other' }) }, 'spec.kubernetes.node.providerID', /azure.resourceGroupName from Azure IMDS compute.resourceGroupName "rg\/..\/other" cannot be part of a provider ID/],
+    ['a resource ID with a path in it', 'azure', { metadata: azureMetadata({ resourceId: '/subscriptions/s/resourceGroups/rg/../other/providers/Microsoft.Compute/virtualMachines/vm' }) }, 'spec.kubernetes.node.providerID', /azure.resourceId from Azure IMDS compute.resourceId ".*" is not the resource ID of a virtual machine/],
+    ['a resource ID with a part that cannot be in a provider ID', 'azure', { metadata: azureMetadata({ resourceId: '/subscriptions/s/resourceGroups/rg name/providers/Microsoft.Compute/virtualMachines/vm' }) }, 'spec.kubernetes.node.providerID', /"rg name" cannot be part of a provider ID/],
+    ['a resource ID that is missing', 'azure', { metadata: azureMetadata({ resourceId: undefined }) }, 'spec.kubernetes.node.providerID', /auto: needs compute.resourceId, which the Azure metadata service did not give/],
     ['a region that is missing (404)', 'aws', { metadata: Object.fromEntries(Object.entries(AWS_METADATA).filter(([k]) => k !== 'placement/region')) }, 'spec.kubernetes.node.labels["topology.kubernetes.io/region"]', /\{ fromMachine: region \}: this machine gave no region/],
     ['a project id that is missing', 'gce', { metadata: Object.fromEntries(Object.entries(GCE_METADATA).filter(([k]) => k !== 'project/project-id')) }, 'spec.kubernetes.node.providerID', /auto: needs gce.project, which gce did not give/],
   ];
@@ -87,11 +99,88 @@ describe('hostile or missing metadata is refused before anything runs, naming th
 });
 
 describe('a metadata service that refuses to answer', () => {
-  it('is a configuration error naming the values it should have given, not a crash', async () => {
+  it('is its own error (exit 6) naming the values it should have given, not an invalid configuration', async () => {
     const refusing = await startHttp((_, res) => res.writeHead(403).end('forbidden'));
     servers.push(refusing);
-    const error = await problemOf(resolveExample('aws', refusing.url, { cloud: { value: 'aws', source: '--set' } }));
-    expect(error.issues).toEqual([expect.objectContaining({ path: 'spec.kubernetes.node', message: expect.stringMatching(/^cannot read localHostname, providerID, zone, region, instanceType from the machine: aws instance metadata: .*403/) })]);
+    const error = await resolveExample('aws', refusing.url, { cloud: { value: 'aws', source: '--set' } }).then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(MachineValuesUnavailableError);
+    expect((error as MachineValuesUnavailableError).exitCode).toBe(ExitCode.machineValuesUnavailable);
+    expect((error as Error).message).toMatch(/^cannot read localHostname, providerID, zone, region, instanceType from the machine \(the cloud named by --set cloud=aws\): aws instance metadata: .*403.*; nothing was changed$/);
+  });
+});
+
+/** A scratch root whose firmware says these DMI strings (file name -> content). */
+function machineWithDmi(dmi: Record<string, string>): string {
+  const root = scratchDir();
+  mkdirSync(join(root, 'sys/class/dmi/id'), { recursive: true });
+  for (const [name, value] of Object.entries(dmi)) writeFileSync(join(root, 'sys/class/dmi/id', name), `${value}\n`);
+  return root;
+}
+
+const NITRO = { sys_vendor: 'Amazon EC2', product_name: 'm5.large', bios_vendor: 'Amazon EC2', product_uuid: 'ec2e1916-9099-7caf-fd21-012345678901' };
+const XEN_HVM = { sys_vendor: 'Xen', product_name: 'HVM domU', bios_vendor: 'Xen' };
+const DELL = { sys_vendor: 'Dell Inc.', product_name: 'PowerEdge R650', bios_vendor: 'Dell Inc.', product_uuid: '4c4c4544-0035-4b10-8052-b4c04f4e4d32' };
+const QEMU = { sys_vendor: 'QEMU', product_name: 'Standard PC (Q35 + ICH9, 2009)', bios_vendor: 'SeaBIOS', product_uuid: '0b5b3b1e-6a44-4c2a-9d3e-1f2a3b4c5d6e' };
+
+describe('where the firmware (DMI) says this machine runs', () => {
+  it.each([
+    ['a Nitro EC2 instance', NITRO, 'aws', false],
+    ['a Xen EC2 instance by its product_version', { ...XEN_HVM, product_version: '4.11.amazon' }, 'aws', false],
+    ['a Xen EC2 instance by its bios_version', { ...XEN_HVM, bios_version: '4.2.amazon' }, 'aws', false],
+    ['a Xen EC2 instance by a product_uuid starting with ec2', { ...XEN_HVM, product_uuid: 'ec2f3d3e-1c2b-4a5d-8e6f-0123456789ab' }, 'aws', false],
+    ['a Xen EC2 instance by a product_uuid starting with EC2', { ...XEN_HVM, product_uuid: 'EC2F3D3E-1C2B-4A5D-8E6F-0123456789AB' }, 'aws', false],
+    ['a Xen EC2 instance whose UUID the firmware reads little-endian', { ...XEN_HVM, product_uuid: '3e3d2fec-2b1c-5d4a-8e6f-0123456789ab' }, 'aws', false],
+    ['a Xen guest elsewhere (not bare metal, no cloud)', { ...XEN_HVM, product_uuid: '1f2e3d4c-2b1c-4a5d-8e6f-0123456789ab' }, undefined, false],
+    ['a QEMU virtual machine (not bare metal, no cloud)', QEMU, undefined, false],
+    ['a Dell server (bare metal)', DELL, undefined, true],
+    ['a machine without DMI strings', {}, undefined, false],
+  ])('reads %s', async (_, dmi, cloud, bareMetal) => {
+    const reading = await readDmi(createHost({ root: machineWithDmi(dmi) }));
+    expect({ cloud: reading.cloud, bareMetal: reading.bareMetal }).toEqual({ cloud, bareMetal });
+  });
+});
+
+describe('when the metadata service does not answer', () => {
+  // A closed port: every request is refused at once, as on a network with no metadata service.
+  const closed = 'http://127.0.0.1:9';
+  const quick = { retry: { attempts: 3, baseDelayMs: 10, maxDelayMs: 20, deadlineMs: 2_000 }, timeouts: { connectMs: 300, responseMs: 300, totalMs: 500 } };
+  const fleet = { apiVersion: 'v', kind: 'MachineConfig', spec: { kubernetes: { role: 'worker', bootstrap: 'join', node: { name: { fromMachine: 'localHostname' }, providerID: 'auto' } } } } as never;
+  const nameOnly = { apiVersion: 'v', kind: 'MachineConfig', spec: { kubernetes: { role: 'worker', bootstrap: 'join', node: { name: { fromMachine: 'localHostname' }, labels: { 'example.com/uuid': { fromMachine: 'instanceId' } } } } } } as never;
+
+  it.each([
+    ['the firmware names no cloud (a QEMU VM)', QEMU, /^cannot read localHostname, providerID from the machine: its firmware \(DMI: sys_vendor "QEMU", .*\) names no cloud and no metadata service \(AWS, Azure, GCE\) answered within \d+ s; nothing was changed$/],
+    ['there are no DMI strings', {}, /^cannot read localHostname, providerID from the machine: its firmware \(DMI: \/sys\/class\/dmi\/id names no vendor\) names no cloud/],
+    ['the firmware names Xen-based EC2', { ...XEN_HVM, product_version: '4.11.amazon' }, /^cannot read localHostname, providerID from the machine \(the firmware \(DMI sys_vendor "Xen", .*product_version "4\.11\.amazon".*\) names aws\): aws instance metadata: /],
+  ])('says so (exit 6) when %s, and never takes the OS hostname', async (_, dmi, message) => {
+    const host = createHost({ root: machineWithDmi(dmi), env: { MACHINEADM_IMDS_ENDPOINT: closed } });
+    const error = await resolveMachineValues(host, fleet, { given: {}, otherMachine: false, imds: quick }).then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(MachineValuesUnavailableError);
+    expect((error as Error).message).toMatch(message);
+    expect((error as MachineValuesUnavailableError).hint).toMatch(/run again once/);
+  });
+
+  it('takes the hostname and the DMI UUID on a machine the firmware marks as bare metal, and says why', async () => {
+    const host = createHost({ root: machineWithDmi(DELL), env: { MACHINEADM_IMDS_ENDPOINT: closed } });
+    const facts = await host.facts();
+    const { resolved } = await resolveMachineValues(host, nameOnly, { given: {}, otherMachine: false });
+    expect(resolved.map((r) => [r.value, r.source])).toEqual([
+      [facts.hostname, `the machine's hostname (bare metal: DMI sys_vendor "Dell Inc.", product_name "PowerEdge R650", bios_vendor "Dell Inc." names no cloud, and no metadata service answered)`],
+      ['4c4c4544-0035-4b10-8052-b4c04f4e4d32', '/sys/class/dmi/id/product_uuid'],
+    ]);
+  });
+
+  it('reads nothing from any metadata service with --set cloud=bare-metal', async () => {
+    let asked = 0;
+    const counting = await startHttp((_, res) => {
+      asked++;
+      res.writeHead(500).end();
+    });
+    servers.push(counting);
+    const host = createHost({ root: machineWithDmi(QEMU), env: { MACHINEADM_IMDS_ENDPOINT: counting.url } });
+    const facts = await host.facts();
+    const { resolved } = await resolveMachineValues(host, nameOnly, { given: { cloud: { value: 'bare-metal', source: '--set' } }, otherMachine: false });
+    expect(resolved[0]).toMatchObject({ value: facts.hostname, source: "the machine's hostname (--set cloud=bare-metal)" });
+    expect(asked).toBe(0);
   });
 });
 
@@ -135,7 +224,7 @@ describe('values given instead of read', () => {
     const facts = await host.facts();
     const { resolved } = await resolveMachineValues(host, config, { given: {}, otherMachine: false });
     expect(resolved.map((r) => [r.value, r.source])).toEqual([
-      [facts.hostname, "the machine's hostname"],
+      [facts.hostname, "the machine's hostname (bare metal: every metadata address answered, none as AWS, Azure or GCE)"],
       ['4c4c4544-0035-4b10-8052-b4c04f4e4d32', '/sys/class/dmi/id/product_uuid'],
     ]);
   });

@@ -79,4 +79,41 @@ describe('MIME multipart user data', () => {
     const text = multipart([{ type: MACHINECONFIG_CONTENT_TYPE, body: config }]).replace('MIME-Version: 1.0\n\napi', 'Content-Transfer-Encoding: base64\nMIME-Version: 1.0\n\napi');
     expect(() => ours(text)).toThrow(/says base64/);
   });
+
+  // nodeadm tries every NodeConfig part as base64 (line breaks ignored) whatever its headers say;
+  // machineadm does so for its own parts that name no transfer encoding.
+  it.each([
+    ['a MachineConfig', Buffer.from(config)],
+    ['a gzip MachineConfig', gzipSync(config)],
+  ])('decodes %s sent as base64 without a Content-Transfer-Encoding header', (_, bytes) => {
+    const text = multipart([{ type: MACHINECONFIG_CONTENT_TYPE, body: bytes.toString('base64').replace(/.{76}/g, '$&\n') }]);
+    expect(text).not.toContain('Content-Transfer-Encoding');
+    expect(ours(text)[0]!.body.toString()).toBe(config);
+  });
+
+  it('keeps a plain part, and another tool\'s base64-looking part, as sent when no transfer encoding is named', () => {
+    const token = 'QUJDRA==\n';
+    const parts = splitMultipart(Buffer.from(multipart([{ type: 'text/plain', body: token }, { type: MACHINECONFIG_CONTENT_TYPE, body: config }])), limit);
+    expect(parts.map((p) => p.body.toString())).toEqual([token, config]);
+  });
+
+  // cloud-init's parser walks into a message/rfc822 part and hands its parts to the handlers.
+  it.each([
+    ['one part', `MIME-Version: 1.0\nContent-Type: ${MACHINECONFIG_CONTENT_TYPE}\n\n${config}`],
+    ['a multipart', multipart([{ type: 'text/x-shellscript', body: script }, { type: MACHINECONFIG_CONTENT_TYPE, body: config }]).replace(/==BOUNDARY==/g, 'inner')],
+  ])('reads a message/rfc822 part holding %s', (_, message) => {
+    const outer = `MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=outer\n\n--outer\nContent-Type: text/x-shellscript\n\n${script}--outer\nContent-Type: message/rfc822\n\n${message}--outer--\n`;
+    const found = ours(outer);
+    expect(found).toHaveLength(1);
+    expect(found[0]!.body.toString()).toBe(config);
+  });
+
+  it.each([
+    ['message/partial', 'Content-Type: message/partial; id="x"; number=1; total=2', /part 1 \(message\/partial\) is a piece of or a pointer to a message, which machineadm cannot read/],
+    ['message/external-body', 'Content-Type: message/external-body; access-type=URL; URL="https://x"', /part 1 \(message\/external-body\) is a piece of/],
+    ['a base64 message/rfc822', 'Content-Type: message/rfc822\nContent-Transfer-Encoding: base64', /part 1 \(message\/rfc822\) has Content-Transfer-Encoding base64; an embedded message must be sent as it is/],
+  ])('refuses %s with the part named, never passing over it', (_, headers, message) => {
+    const outer = `Content-Type: multipart/mixed; boundary=outer\n\n--outer\n${headers}\n\nContent-Type: ${MACHINECONFIG_CONTENT_TYPE}\n\n${config}--outer--\n`;
+    expect(() => splitMultipart(Buffer.from(outer), limit)).toThrow(message);
+  });
 });

@@ -3,6 +3,7 @@
 // claims the MachineConfig part, cloud-init logs no warning, and the file lands in a scratch
 // root's /etc/machineadm/config.d/, where a plain `machineadm init` reads it.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { missingRequirement } from '../support/environment.ts';
@@ -51,6 +52,11 @@ function makeMime(name: string, parts: [string, string, string][]): string {
   const r = run('cloud-init', args);
   expect(r.status).toBe(0);
   return writeScratch(dir, name, r.stdout);
+}
+
+/** Multipart user data: the part handler, then one more part (its header and body lines). */
+function afterHandler(part: string[]): string {
+  return ['MIME-Version: 1.0', 'Content-Type: multipart/mixed; boundary="BOUNDARY"', '', '--BOUNDARY', 'Content-Type: text/part-handler', '', handler, '--BOUNDARY', ...part, '--BOUNDARY--', ''].join('\n');
 }
 
 describe.skipIf(skip)('the cloud-init part handler for machineadm', () => {
@@ -138,20 +144,7 @@ describe.skipIf(skip)('the cloud-init part handler for machineadm', () => {
     ['starts with a comment', 'writes it whole', machineConfig],
   ])('with no blank line after the headers of a machineadm part that %s, it %s', (_, outcome, body) => {
     const m = machine();
-    const crammed = [
-      'Content-Type: multipart/mixed; boundary="BOUNDARY"',
-      'MIME-Version: 1.0',
-      '',
-      '--BOUNDARY',
-      'Content-Type: text/part-handler',
-      '',
-      handler,
-      '--BOUNDARY',
-      'Content-Type: text/x-machineadm-config',
-      ...body.split('\n'),
-      '--BOUNDARY--',
-      '',
-    ].join('\n');
+    const crammed = afterHandler(['Content-Type: text/x-machineadm-config', ...body.split('\n')]);
     const file = writeScratch(dir, `crammed-${m.root.slice(-2)}.mime`, crammed);
     const log = consumeUserData(file, m.cloud, m.root);
     // machineadm reading the same user data itself takes the MachineConfig either way, and its
@@ -167,6 +160,65 @@ describe.skipIf(skip)('the cloud-init part handler for machineadm', () => {
       expect(warnings(log)).toEqual([]);
       expect(readFileSync(join(m.root, 'etc/machineadm/config.d/user-data-01.yaml'), 'utf8')).toBe(body);
     }
+  });
+
+  // A gzip MachineConfig part (base64, as EC2's 16 KB limit calls for): cloud-init hands a text/*
+  // part to the handler as str decoded with surrogateescape, so gzip bytes survive only if the
+  // handler encodes them back the same way.
+  it.each([
+    ['gzip', 'writes the MachineConfig decompressed', gzipSync(Buffer.from(machineConfig)), true],
+    ['cut-short gzip', 'warns that the gzip cannot be read and writes nothing', gzipSync(Buffer.from(machineConfig)).subarray(0, 40), false],
+  ])('with a %s MachineConfig part, it %s', (_, __, gz, good) => {
+    const m = machine();
+    const text = afterHandler([
+      'Content-Type: text/x-machineadm-config',
+      'Content-Transfer-Encoding: base64',
+      'Content-Disposition: attachment; filename="machineconfig.yaml.gz"',
+      '',
+      gz.toString('base64').replace(/.{76}/g, '$&\n'),
+    ]);
+    const file = writeScratch(dir, `gzip-${m.root.slice(-2)}.mime`, text);
+    const log = consumeUserData(file, m.cloud, m.root);
+    expect(log.filter((r) => r.message.includes('Failed calling handler'))).toEqual([]);
+    if (good) {
+      expect(warnings(log)).toEqual([]);
+      expect(readFileSync(join(m.root, 'etc/machineadm/config.d/user-data-01.yaml'), 'utf8')).toBe(machineConfig);
+      const own = machineadm('config', 'view', '-c', file, '-o', 'json');
+      expect(own.status, own.stderr).toBe(0);
+      expect(JSON.parse(own.stdout)).toMatchObject({ metadata: { name: 'worker' } });
+    } else {
+      expect(warnings(log)).toEqual([expect.stringMatching(/^machineadm part machineconfig\.yaml\.gz is gzip that cannot be read \(.+\): compress it again with gzip; nothing written to /)]);
+      expect(filesUnder(m.root)).toEqual([]);
+    }
+  });
+
+  // A byte order mark before the headers: machineadm reads the MIME (content may start with one,
+  // 3.2); cloud-init reads the whole as text/plain, so its run says so, and its summary counts it.
+  it('reads MIME user data that starts with a byte order mark, and warns that cloud-init reads it as text', () => {
+    const text = `\ufeffMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="B"\n\n--B\nContent-Type: text/x-machineadm-config\n\n${machineConfig}--B--\n`;
+    const file = writeScratch(dir, 'bom.mime', text);
+    expect(cloudInitParts(file, join(dir, 'cloud-bom')).map((p) => p.type)).toEqual(['text/plain']);
+    const root = join(dir, 'own-bom');
+    const own = machineadm('prepare', '-c', file, '--root', root);
+    expect(own.status, own.stderr).toBe(0);
+    const result = JSON.parse(readFileSync(join(root, 'run/machineadm/result.json'), 'utf8')) as { warnings: { message: string }[] };
+    expect(result.warnings.map((w) => w.message)).toEqual([`${file}: MIME user data that starts with a byte order mark; machineadm read the MachineConfig, but cloud-init reads such user data as plain text and does not hand its parts to machineadm's part handler (save it as UTF-8 without a byte order mark)`]);
+    // The summary's count is the result file's.
+    expect(own.stdout).toMatch(/machineadm prepare: success in \S+ \(\d+ steps: \d+ changed, \d+ skipped, 1 warnings, 0 failed\)\n {2}warning: .*byte order mark/);
+  });
+
+  // cloud-init walks into a message/rfc822 part (and 22.4 hands its parts over twice); machineadm
+  // reads the part inside it too.
+  it('takes a MachineConfig inside a message/rfc822 part, as cloud-init does, into one file', () => {
+    const m = machine();
+    const text = afterHandler(['Content-Type: message/rfc822', '', 'MIME-Version: 1.0', 'Content-Type: text/x-machineadm-config', '', machineConfig]);
+    const file = writeScratch(dir, 'rfc822.mime', text);
+    expect(warnings(consumeUserData(file, m.cloud, m.root))).toEqual([]);
+    expect(filesUnder(m.root)).toEqual(['etc/machineadm/config.d/user-data-01.yaml']);
+    expect(readFileSync(join(m.root, 'etc/machineadm/config.d/user-data-01.yaml'), 'utf8')).toBe(machineConfig);
+    const own = machineadm('config', 'view', '-c', file, '-o', 'json');
+    expect(own.status, own.stderr).toBe(0);
+    expect(JSON.parse(own.stdout)).toMatchObject({ metadata: { name: 'worker' } });
   });
 
   it('writes one file per part in order, and drops files of parts the user data no longer carries', () => {

@@ -1,11 +1,11 @@
 // bundle: what it does, loaded only when it runs.
-import { resolve } from 'node:path';
+import { basename, resolve } from 'node:path';
 import type { Io } from '../io.ts';
 import { createHost } from '../../host/index.ts';
 import { ExitCode, UsageError } from '../../errors.ts';
 import { loadConfig } from '../../config/load.ts';
 import { buildBundle, RELEASE_FILES, type Platform } from '../../bundle/build.ts';
-import { formatPublicKeyLine } from '../../verify/minisign.ts';
+import { formatPublicKeyLine, keyIdHex, parseSecretKey, type SecretKey } from '../../verify/minisign.ts';
 import { publicKeyFrom } from './trust-run.ts';
 import { displayUrl } from '../../redaction.ts';
 
@@ -16,6 +16,8 @@ export interface BundleOptions {
   platform: string;
   publicKey?: string;
   publicKeyFile?: string;
+  signKey?: string;
+  passwordFile?: string;
 }
 
 function platforms(list: string): Platform[] {
@@ -32,13 +34,33 @@ export async function runBundle(options: BundleOptions, io: Io): Promise<number>
   const host = createHost({ env: io.env, offline: false });
   if (options.binariesUrl !== undefined && !/^https?:\/\//.test(options.binariesUrl)) throw new UsageError(`--binaries-url ${options.binariesUrl}: give an http:// or https:// base URL`);
   const binaries = options.binariesUrl === undefined ? undefined : { baseUrl: options.binariesUrl, platforms: platforms(options.platform), publicKey: formatPublicKeyLine(await publicKeyFrom(host, io, options)) };
+  if (options.passwordFile !== undefined && options.signKey === undefined) throw new UsageError('--password-file goes with --sign-key', { hint: 'give the secret key to sign the bundle with: --sign-key KEY' });
+  // The key is read (and its password checked) before anything is downloaded.
+  const secretKey = options.signKey === undefined ? undefined : await secretKeyFrom(host, io, options.signKey, options.passwordFile);
   const { config } = await loadConfig(host, options.config, { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
+  const destination = resolve(io.cwd, options.destination);
   const result = await buildBundle(host, {
     config,
-    destination: resolve(io.cwd, options.destination),
+    destination,
     ...(binaries ? { binaries } : {}),
+    ...(secretKey ? { sign: { secretKey, trustedComment: `timestamp:${Math.floor(host.now().getTime() / 1000)}\tfile:SHA256SUMS\thashed\tbundle:${basename(destination)}` } } : {}),
     onFile: (file) => io.stdout(`bundled ${displayUrl(file.from)} -> ${file.path} (${file.bytes} bytes, sha256 ${file.sha256})\n`),
   });
-  io.stdout(`wrote ${result.config} and ${result.manifest}; on the target: machineadm init --offline -c ${result.config}\n`);
+  if (result.signature && secretKey) io.stdout(`signed ${result.manifest} with key ${keyIdHex(secretKey.keyId)}: ${result.signature}\n`);
+  const check = result.signature ? ` --bundle-public-key-file KEY.pub` : '';
+  io.stdout(`wrote ${result.config} and ${result.manifest}; on the target: machineadm init --offline --bundle ${destination}${check}\n`);
   return ExitCode.ok;
+}
+
+async function secretKeyFrom(host: ReturnType<typeof createHost>, io: Io, file: string, passwordFile: string | undefined): Promise<SecretKey> {
+  const path = resolve(io.cwd, file);
+  const data = await host.local.readFile(path);
+  if (data === undefined) throw new UsageError(`--sign-key ${path}: no such file`);
+  let password: string | undefined;
+  if (passwordFile !== undefined) {
+    const text = await host.local.readText(resolve(io.cwd, passwordFile));
+    if (text === undefined) throw new UsageError(`--password-file ${resolve(io.cwd, passwordFile)}: no such file`);
+    password = text.replace(/\r?\n$/, '');
+  }
+  return parseSecretKey(data, path, password);
 }

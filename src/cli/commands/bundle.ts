@@ -12,9 +12,11 @@ export function registerBundleCommand(program: Command, io: Io, setExit: (code: 
     .option('--platform <list>', 'the platforms whose binaries to bundle (comma-separated)', 'linux-x64,linux-arm64,windows-x64')
     .option('-P, --public-key <base64>', 'public key the binaries are signed with (default: the release key built into this binary)')
     .option('-p, --public-key-file <file>', 'public key file the binaries are signed with')
+    .option('--sign-key <file>', "sign the bundle (its SHA256SUMS, as SHA256SUMS.minisig) with this minisign secret key (machineadm keygen, or minisign -G); init --bundle-public-key checks it")
+    .option('--password-file <file>', 'password of an encrypted (minisign) secret key given with --sign-key')
     .addHelpText(
       'after',
-      '\nExit codes: 0 bundled, 1 a download failed, 2 bad usage or configuration, 3 a download did not match its sha256 (nothing is left in the directory).\n\nExample:\n  $ machineadm bundle -c node.yaml -d /media/usb/node-bundle\n  $ machineadm bundle -c node.yaml -d ./bundle --binaries-url https://releases.example/machineadm/v0.1.0 --platform linux-x64 -p machineadm.pub\n  $ machineadm init --offline -c /media/usb/node-bundle/config.yaml   # on the machine without a network\n',
+      '\nExit codes: 0 bundled, 1 a download failed, 2 bad usage or configuration, 3 a download did not match its sha256 (nothing is left in the directory).\n\nExample:\n  $ machineadm bundle -c node.yaml -d /media/usb/node-bundle\n  $ machineadm bundle -c node.yaml -d ./bundle --binaries-url https://releases.example/machineadm/v0.1.0 --platform linux-x64 -p machineadm.pub\n  $ machineadm bundle -c node.yaml -d ./bundle --sign-key operator.key\n  $ machineadm init --offline --bundle /media/usb/node-bundle --bundle-public-key-file operator.pub   # on the machine without a network\n',
     )
     .action(async (options: BundleOptions) => setExit(await (await import('./bundle-run.ts')).runBundle(options, io)));
 }

@@ -7,13 +7,13 @@ import { loadConfig } from '../../config/load.ts';
 import { executeRun, planRun } from '../../phases/run.ts';
 import { DEFAULT_MAX_REBOOTS } from '../../phases/state.ts';
 import { renderPlan } from '../render.ts';
-import type { Facts } from '../../host/index.ts';
+import type { Facts, Host } from '../../host/index.ts';
 import { ConfigError, UsageError, ExitCode, MachineadmError } from '../../errors.ts';
 import { spinnerFactory } from '../spinner.ts';
 import { verbosityOf } from '../options.ts';
 import { renderData } from '../data-output.ts';
 import { openAppendLog, type AppendLog } from '../../host/console.ts';
-import { resolveMachineValues } from '../../config/machine-source.ts';
+import { KNOWN_CLOUD_NAMES, resolveMachineValues } from '../../config/machine-source.ts';
 import { GIVEN_VALUE_NAMES, type ResolvedMachineValue } from '../../config/machine-values.ts';
 import type { InstanceValues } from '../../config/instance-values.ts';
 import type { PhaseCommand, PhaseOptions } from './phases.ts';
@@ -58,6 +58,8 @@ function givenMachineValues(entries: Array<[string, unknown]>, source: string): 
   for (const [name, value] of entries) {
     if (!(GIVEN_VALUE_NAMES as readonly string[]).includes(name)) throw new UsageError(`${source}: "${name}" is not a machine value`, { hint: `one of ${GIVEN_VALUE_NAMES.join(', ')}` });
     if (typeof value !== 'string') throw new UsageError(`${source}: "${name}" must be a string`);
+    // A misspelled cloud must not read as "no cloud": that would join under the OS hostname.
+    if (name === 'cloud' && !KNOWN_CLOUD_NAMES.includes(value)) throw new UsageError(`${source}: cloud "${value}" is not one machineadm knows`, { hint: `one of ${KNOWN_CLOUD_NAMES.join(', ')} (${KNOWN_CLOUD_NAMES.at(-1)}: read no metadata service; the hostname and the DMI product UUID are the machine's values)` });
     out[name] = { value, source };
   }
   return out;
@@ -89,6 +91,40 @@ function renderMachineValues(values: ResolvedMachineValue[]): string {
   return 'values from the machine:\n' + values.map((v) => `  ${v.field} = ${v.value}\n      ${v.reference} from ${v.source}\n`).join('') + '\n';
 }
 
+/**
+ * The configuration sources: with --bundle, the bundle's config.yaml first, once the bundle as a
+ * whole is checked (and its signature, with a public key); before anything is read or changed.
+ */
+async function configSources(host: Host, options: PhaseOptions, io: Io): Promise<string[]> {
+  const given = options.config ?? [];
+  const keyGiven = options.bundlePublicKey !== undefined || options.bundlePublicKeyFile !== undefined;
+  if (options.bundle === undefined) {
+    if (keyGiven) throw new UsageError('--bundle-public-key and --bundle-public-key-file go with --bundle', { hint: 'give the bundle directory: --bundle DIR' });
+    // -c DIR/config.yaml of a bundle (the way before --bundle): the bundle is checked as a whole too.
+    const files = given.filter((g) => !/^[a-z]+:\/\//.test(g) && g !== '-').map((g) => resolve(io.cwd, g)).filter((g) => g.endsWith('/config.yaml'));
+    if (files.length === 0) return given;
+    const { bundleOf, checkBundle } = await import('../../bundle/check.ts');
+    for (const file of files) {
+      const dir = await bundleOf(host, file);
+      if (dir !== undefined) await checkBundle(host, dir);
+    }
+    return given;
+  }
+  if (options.bundlePublicKey !== undefined && options.bundlePublicKeyFile !== undefined) throw new UsageError('give the bundle\'s public key either with --bundle-public-key or with --bundle-public-key-file, not both');
+  const { parsePublicKey } = await import('../../verify/minisign.ts');
+  let publicKey;
+  if (options.bundlePublicKey !== undefined) publicKey = parsePublicKey(options.bundlePublicKey, 'given with --bundle-public-key');
+  else if (options.bundlePublicKeyFile !== undefined) {
+    const path = resolve(io.cwd, options.bundlePublicKeyFile);
+    const data = await host.local.readFile(path);
+    if (data === undefined) throw new UsageError(`--bundle-public-key-file ${path}: no such file`);
+    publicKey = parsePublicKey(data, path);
+  }
+  const { checkBundle } = await import('../../bundle/check.ts');
+  const checked = await checkBundle(host, resolve(io.cwd, options.bundle), publicKey);
+  return [checked.config, ...given];
+}
+
 /** `detected`: this machine's facts, already being probed (without --facts and --os). */
 export async function runPhaseCommand(command: PhaseCommand | 'plan-reset', options: PhaseOptions, io: Io, detected?: Promise<Facts>): Promise<number> {
   const { facts: givenFacts, machine: givenMachine } = await factsFrom(options, io);
@@ -108,14 +144,16 @@ export async function runPhaseCommand(command: PhaseCommand | 'plan-reset', opti
     // configuration loads: every phase command needs both, and the probes mostly wait.
     const facts = host.facts();
     facts.catch(() => undefined);
+    const sources = await configSources(host, options, io);
     // reset works from its records: a configuration is needed only for credentials (the domain's).
-    const loading = loadConfig(host, options.config ?? [], { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd, ...(resetting ? { emptyWhenNone: true } : {}) });
+    const loading = loadConfig(host, sources, { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd, ...(resetting ? { emptyWhenNone: true } : {}) });
     loading.catch(() => undefined);
     // Rights come first: a user without them learns that, whatever else is wrong.
     if (!planning && !givenFacts) refuseWithoutRights(command, await facts);
     const loaded = await loading;
     const { instanceId } = loaded;
-    // Before anything changes: a value the machine lacks or gives unfit for its field ends the run here (exit 2).
+    // Before anything changes: a value the machine lacks or gives unfit for its field ends the run
+    // here (exit 2); a machine that cannot be read (its metadata service down) too (exit 6).
     const { config, resolved } = await resolveMachineValues(host, loaded.config, { given: { ...givenMachine, ...setValues }, otherMachine: givenFacts !== undefined });
     if (config.spec.security.offline && !options.offline) host = hostOptions(true, await facts);
     if (config.spec.security.requireSignedBinary && !planning && !resetting) {
@@ -132,7 +170,7 @@ export async function runPhaseCommand(command: PhaseCommand | 'plan-reset', opti
       selection: { only: options.only ?? [], skip: options.skip ?? [] },
       force: options.force ?? false,
       ...(options.keepDomain ? { keepDomain: true } : {}),
-      sources: options.config ?? [],
+      sources,
       ...(instanceId ? { instanceId } : {}),
       ...(loaded.warnings ? { notes: loaded.warnings } : {}),
       ...(resolved.length > 0 ? { machineValues: resolved } : {}),

@@ -30,6 +30,9 @@ export interface PhaseOptions extends CommonOptions, VerbosityOptions {
   set: string[];
   /** config validate --on-machine: the plan's refusals, without the plan. */
   validateOnly?: boolean;
+  bundle?: string;
+  bundlePublicKey?: string;
+  bundlePublicKeyFile?: string;
 }
 
 export function parseSet(value: string, previous: string[] = []): string[] {
@@ -68,7 +71,10 @@ export function registerPhaseCommands(program: Command, io: Io, setExit: (code: 
       .option('--skip <ids>', 'leave out these steps (beats --only)', parseIds)
       .option('--force', 'redo steps that their own records say are done (e.g. a join)')
       .option('--devices', 'with --root: also partition, format and mount the block devices spec.storage names (mount points under the root)')
-      .option('--set <name=value>', `a machine value instead of reading it (${GIVEN_VALUE_NAMES.join(', ')}); repeatable`, parseSet);
+      .option('--set <name=value>', `a machine value instead of reading it (${GIVEN_VALUE_NAMES.join(', ')}); repeatable`, parseSet)
+      .option('--bundle <dir>', 'use the air-gapped bundle machineadm bundle wrote: check it as a whole (SHA256SUMS names every file, each with its sum), then read its config.yaml before any -c')
+      .option('--bundle-public-key <base64>', "the operator's minisign public key the bundle's SHA256SUMS.minisig must be signed with")
+      .option('--bundle-public-key-file <file>', "the operator's minisign public key file the bundle's SHA256SUMS.minisig must be signed with");
     addVerbosityOptions(command);
     if (name === 'init' || name === 'plan') command.option('-q, --quiet', 'print nothing on standard output; errors still go to standard error, and the exit code tells the outcome');
     if (name === 'plan') command.argument('[command]', 'the command to plan: init (the default) or reset');

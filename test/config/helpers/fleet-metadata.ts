@@ -32,6 +32,8 @@ export function azureMetadata(compute: Record<string, unknown> = {}) {
       subscriptionId: '8d10da13-8125-4ba9-a717-bf7490507b3d',
       resourceGroupName: 'Fleet-RG',
       vmScaleSetName: '',
+      // The VM's resource ID as Azure gives it: the resource group as created (mixed case).
+      resourceId: '/subscriptions/8d10da13-8125-4ba9-a717-bf7490507b3d/resourceGroups/Fleet-RG/providers/Microsoft.Compute/virtualMachines/pool-vm-7',
       ...compute,
     },
     network: { interface: [{ ipv4: { ipAddress: [{ privateIpAddress: '10.1.0.4', publicIpAddress: '' }] } }] },
@@ -66,7 +68,7 @@ export const FLEET_EXPECTED: Record<Cloud, Record<string, [string, string]>> = {
     'spec.kubernetes.node.name': ['pool-vm-7', 'Azure IMDS compute.osProfile.computerName'],
     'spec.kubernetes.node.providerID': [
       'azure:///subscriptions/8d10da13-8125-4ba9-a717-bf7490507b3d/resourceGroups/fleet-rg/providers/Microsoft.Compute/virtualMachines/pool-vm-7',
-      'Azure IMDS compute.subscriptionId + Azure IMDS compute.resourceGroupName + Azure IMDS compute.name',
+      'Azure IMDS compute.resourceId',
     ],
     'spec.kubernetes.node.labels["topology.kubernetes.io/zone"]': ['westeurope-2', 'Azure IMDS compute.location + "-" + compute.zone'],
     'spec.kubernetes.node.labels["topology.kubernetes.io/region"]': ['westeurope', 'Azure IMDS compute.location'],
