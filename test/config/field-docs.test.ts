@@ -37,6 +37,6 @@ describe('the fields of MachineConfig', () => {
   });
 
   it('name the last known field and its children for a path that does not exist', () => {
-    expect(findField(root, 'spec.kubernetes.node.tains')).toEqual({ known: 'spec.kubernetes.node', missing: 'tains', children: ['name', 'ip', 'providerID', 'labels', 'taints', 'kubeletExtraArgs'] });
+    expect(findField(root, 'spec.kubernetes.node.tains')).toEqual({ known: 'spec.kubernetes.node', missing: 'tains', children: ['name', 'ip', 'providerID', 'labels', 'taints', 'kubeletExtraArgs', 'imagePullPolicy', 'imagePullSerial'] });
   });
 });

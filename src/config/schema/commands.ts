@@ -8,22 +8,22 @@ export const DEFAULT_COMMAND_TIMEOUT_SECONDS = 300;
 
 export const commandSpec = object(
   {
-    name: optional(string({ minLength: 1, maxLength: 100, check: oneLine('a name'), description: 'what the command is for, shown in plan, events and errors, e.g. "mount the etcd disk"' })),
+    name: optional(string({ minLength: 1, maxLength: 100, check: oneLine('a name'), description: 'what the command is for, shown in plan, events and errors, e.g. "mount the etcd disk"', example: 'mount the etcd disk' })),
     argv: optional(
       array(string({ check: (v) => (v.includes('\0') ? 'contains a NUL character' : undefined) }), {
         minItems: 1,
-        description: 'the program and its arguments, run without a shell, e.g. ["/usr/bin/systemctl", "restart", "kubelet"]',
+        description: 'the program and its arguments, run without a shell, e.g. ["/usr/bin/systemctl", "restart", "kubelet"]', example: ['/usr/bin/systemctl', 'restart', 'kubelet'],
       }),
     ),
     shell: optional(
       string({
         minLength: 1,
         check: (v) => (v.includes('\0') ? 'contains a NUL character' : undefined),
-        description: 'one shell line (may hold several lines), run by /bin/sh -c on Linux and by powershell.exe -NoProfile -NonInteractive -Command on Windows, e.g. "echo ready > /run/ready"',
+        description: 'one shell line (may hold several lines), run by /bin/sh -c on Linux and by powershell.exe -NoProfile -NonInteractive -Command on Windows, e.g. "echo ready > /run/ready"', example: 'echo ready > /run/ready',
       }),
     ),
     timeoutSeconds: withDefault(
-      integer({ min: 1, max: 86_400, description: 'seconds before the command and every process it started are stopped (TERM, then KILL) and the step fails, e.g. 60' }),
+      integer({ min: 1, max: 86_400, description: 'seconds before the command and every process it started are stopped (TERM, then KILL) and the step fails, e.g. 60', example: 60 }),
       DEFAULT_COMMAND_TIMEOUT_SECONDS,
     ),
   },
@@ -35,13 +35,13 @@ export const commandSpec = object(
   },
 );
 
-const commandList = (description: string) => optional(array(commandSpec, { description }));
+const commandList = (description: string, example: unknown) => optional(array(commandSpec, { description, example }));
 
 export const commandsSection = object(
   {
-    boot: commandList('run early in prepare, on every machineadm run (cloud-init bootcmd\'s place), in order; a failing one stops the run'),
-    beforeKubeadm: commandList('run in provision right before kubeadm init or join, until that kubeadm has succeeded on this machine'),
-    afterKubeadm: commandList('run in provision right after kubeadm init or join succeeded, once per successful kubeadm run'),
+    boot: commandList('run early in prepare, on every machineadm run (cloud-init bootcmd\'s place), in order; a failing one stops the run', [{ argv: ['/sbin/swapoff', '-a'] }]),
+    beforeKubeadm: commandList('run in provision right before kubeadm init or join, until that kubeadm has succeeded on this machine', [{ name: 'keepalived', shell: 'systemctl enable --now keepalived' }]),
+    afterKubeadm: commandList('run in provision right after kubeadm init or join succeeded, once per successful kubeadm run', [{ shell: 'mkdir -p /root/.kube && cp /etc/kubernetes/admin.conf /root/.kube/config', timeoutSeconds: 30 }]),
   },
-  { description: 'the operator\'s commands at three points of a run, e.g. { boot: [{ argv: ["/sbin/swapoff", "-a"] }] }; each is an argv or a shell line with a timeout' },
+  { description: 'the operator\'s commands at three points of a run, e.g. { boot: [{ argv: ["/sbin/swapoff", "-a"] }] }; each is an argv or a shell line with a timeout', example: { boot: [{ argv: ['/sbin/swapoff', '-a'] }] } },
 );

@@ -85,6 +85,7 @@ export function envString(literal: Schema<string>): Schema<EnvString> {
   return {
     presence: 'required',
     ...(literal.description ? { description: literal.description } : {}),
+    ...(literal.example !== undefined ? { example: literal.example } : {}),
     parse(value: unknown, path: FieldPath, ctx: ParseContext): EnvString | undefined {
       if (!isPlainObject(value)) return literal.parse(value, path, ctx);
       if (Object.keys(value).length !== 1 || !isEnvReference(value) || Object.keys(value.valueFrom).length !== 1 || !ENV_NAME.test(value.valueFrom.env)) {
@@ -93,7 +94,7 @@ export function envString(literal: Schema<string>): Schema<EnvString> {
       }
       return { valueFrom: { env: value.valueFrom.env } };
     },
-    json: (mode) => ({ anyOf: [literal.json(mode), reference] }),
+    json: (mode) => ({ ...(literal.description ? { description: literal.description } : {}), ...(literal.example !== undefined ? { examples: [literal.example] } : {}), anyOf: [literal.json(mode), reference] }),
   };
 }
 

@@ -12,8 +12,8 @@ export const LABEL_MAX: Record<FilesystemFormat, number> = { ext4: 16, xfs: 12, 
 
 // A device node: /dev/sdb, /dev/nvme1n1, /dev/disk/by-id/..., never with "..", spaces or a trailing "/".
 const DEVICE_PATH = /^\/dev\/(?!.*(?:^|\/)\.\.?(?:\/|$))[A-Za-z0-9._:+@\/-]*[A-Za-z0-9._:+@-]$/;
-const devicePath = (description: string) =>
-  string({ pattern: DEVICE_PATH, patternHint: 'an absolute device path under /dev, e.g. /dev/sdb or /dev/disk/by-id/nvme-Example_123', description });
+const devicePath = (description: string, example: string) =>
+  string({ pattern: DEVICE_PATH, patternHint: 'an absolute device path under /dev, e.g. /dev/sdb or /dev/disk/by-id/nvme-Example_123', description, example });
 
 // What mount(8) and fstab accept as the first field, besides a device path.
 const MOUNT_SOURCE = /^(\/dev\/[^\s\0]+|(LABEL|UUID|PARTUUID|PARTLABEL)=[^\s\0]+)$/;
@@ -21,19 +21,19 @@ const MOUNT_SOURCE = /^(\/dev\/[^\s\0]+|(LABEL|UUID|PARTUUID|PARTLABEL)=[^\s\0]+
 const MOUNT_OPTION = /^[^\s,\0#]+$/;
 
 const partitionSpec = object({
-  sizePercent: optional(integer({ min: 1, max: 100, description: 'the share of the disk this partition takes, in percent, e.g. 50; the last partition without it takes the rest' })),
-  type: withDefault(enumOf(['linux', 'swap', 'lvm'] as const, { description: 'the partition type, e.g. linux (GPT: Linux filesystem; MBR: 83)' }), 'linux'),
+  sizePercent: optional(integer({ min: 1, max: 100, description: 'the share of the disk this partition takes, in percent, e.g. 50; the last partition without it takes the rest', example: 50 })),
+  type: withDefault(enumOf(['linux', 'swap', 'lvm'] as const, { description: 'the partition type, e.g. linux (GPT: Linux filesystem; MBR: 83)', example: 'linux' }), 'linux'),
 });
 
 export const diskSpec = object(
   {
-    device: devicePath('the whole disk to partition, e.g. /dev/sdb'),
-    table: withDefault(enumOf(['gpt', 'mbr'] as const, { description: 'the partition table type, e.g. gpt' }), 'gpt'),
-    partitions: withDefault(array(partitionSpec, { minItems: 1, maxItems: 128, description: 'the partitions, in order: e.g. [{ sizePercent: 50 }, { type: swap }]' }), [{ type: 'linux' }]),
-    overwrite: withDefault(boolean({ description: 'repartition a disk that holds a partition table or a filesystem of another layout (its data is lost); without it such a disk is refused' }), false),
+    device: devicePath('the whole disk to partition, e.g. /dev/sdb', '/dev/sdb'),
+    table: withDefault(enumOf(['gpt', 'mbr'] as const, { description: 'the partition table type, e.g. gpt', example: 'gpt' }), 'gpt'),
+    partitions: withDefault(array(partitionSpec, { minItems: 1, maxItems: 128, description: 'the partitions, in order: e.g. [{ sizePercent: 50 }, { type: swap }]', example: [{ sizePercent: 50 }, { type: 'swap' }] }), [{ type: 'linux' }]),
+    overwrite: withDefault(boolean({ description: 'repartition a disk that holds a partition table or a filesystem of another layout (its data is lost); without it such a disk is refused', example: false }), false),
   },
   {
-    description: 'a disk to give a partition table, e.g. { device: /dev/sdb, partitions: [{ sizePercent: 100 }] }',
+    description: 'a disk to give a partition table, e.g. { device: /dev/sdb, partitions: [{ sizePercent: 100 }] }', example: { device: '/dev/sdb', partitions: [{ sizePercent: 100 }] },
     check: (disk, report) => {
       const parts = disk.partitions;
       parts.forEach((p, i) => {
@@ -49,15 +49,15 @@ export const diskSpec = object(
 
 export const filesystemSpec = object(
   {
-    device: devicePath('the device to format: a partition, e.g. /dev/sdb1, or a disk together with partition'),
-    partition: optional(integer({ min: 1, max: 128, description: 'the number of a partition of device, e.g. 1 (device is then the disk)' })),
-    format: enumOf(FILESYSTEM_FORMATS, { description: 'the filesystem to make, e.g. ext4' }),
-    label: optional(string({ pattern: /^[^\s\0\/"'\\]+$/, patternHint: 'letters, digits and punctuation without spaces, quotes or "/", e.g. etcd', description: 'the filesystem label, e.g. etcd (mount it with device: LABEL=etcd)' })),
-    options: optional(array(string({ pattern: /^[^\0\n]+$/, patternHint: 'one argument for mkfs, e.g. -m1' }), { description: "extra arguments for mkfs.<format>, before the device, e.g. ['-E', 'lazy_itable_init=1']" })),
-    overwrite: withDefault(boolean({ description: 'reformat a device that holds another filesystem or data (lost); a filesystem of the asked format and label is always kept' }), false),
+    device: devicePath('the device to format: a partition, e.g. /dev/sdb1, or a disk together with partition', '/dev/sdb1'),
+    partition: optional(integer({ min: 1, max: 128, description: 'the number of a partition of device, e.g. 1 (device is then the disk)', example: 1 })),
+    format: enumOf(FILESYSTEM_FORMATS, { description: 'the filesystem to make, e.g. ext4', example: 'ext4' }),
+    label: optional(string({ pattern: /^[^\s\0\/"'\\]+$/, patternHint: 'letters, digits and punctuation without spaces, quotes or "/", e.g. etcd', description: 'the filesystem label, e.g. etcd (mount it with device: LABEL=etcd)', example: 'etcd' })),
+    options: optional(array(string({ pattern: /^[^\0\n]+$/, patternHint: 'one argument for mkfs, e.g. -m1' }), { description: "extra arguments for mkfs.<format>, before the device, e.g. ['-E', 'lazy_itable_init=1']", example: ['-E', 'lazy_itable_init=1'] })),
+    overwrite: withDefault(boolean({ description: 'reformat a device that holds another filesystem or data (lost); a filesystem of the asked format and label is always kept', example: false }), false),
   },
   {
-    description: 'a filesystem to make, e.g. { device: /dev/sdb, partition: 1, format: ext4, label: etcd }',
+    description: 'a filesystem to make, e.g. { device: /dev/sdb, partition: 1, format: ext4, label: etcd }', example: { device: '/dev/sdb', partition: 1, format: 'ext4', label: 'etcd' },
     check: (fs, report) => {
       if (fs.label !== undefined && Buffer.byteLength(fs.label) > LABEL_MAX[fs.format]) {
         report('label', `"${fs.label}" is longer than the ${LABEL_MAX[fs.format]} bytes a ${fs.format} label holds`, 'use a shorter label');
@@ -68,19 +68,19 @@ export const filesystemSpec = object(
 
 export const mountSpec = object(
   {
-    device: string({ pattern: MOUNT_SOURCE, patternHint: 'a device path, LABEL=..., UUID=..., PARTUUID=... or PARTLABEL=..., without spaces, e.g. LABEL=etcd', description: 'what to mount, e.g. LABEL=etcd or /dev/sdb1' }),
+    device: string({ pattern: MOUNT_SOURCE, patternHint: 'a device path, LABEL=..., UUID=..., PARTUUID=... or PARTLABEL=..., without spaces, e.g. LABEL=etcd', description: 'what to mount, e.g. LABEL=etcd or /dev/sdb1', example: 'LABEL=etcd' }),
     path: string({
       minLength: 1,
-      description: 'where to mount it, e.g. /var/lib/etcd (created when missing)',
+      description: 'where to mount it, e.g. /var/lib/etcd (created when missing)', example: '/var/lib/etcd',
       check: (p) => (p === '/' ? 'the root file system cannot be mounted here|mount a directory below /, e.g. /var/lib/etcd' : (filePathProblem(p) ?? (/\s/.test(p) ? `"${p}" contains white space|choose a path without spaces` : undefined))),
     }),
-    format: withDefault(string({ pattern: /^[a-z0-9._-]+$/, patternHint: 'a filesystem type as fstab names it, e.g. ext4, or auto', description: 'the filesystem type, e.g. ext4' }), 'auto'),
-    options: withDefault(array(string({ pattern: MOUNT_OPTION, patternHint: 'one mount option without commas or spaces, e.g. noatime' }), { minItems: 1, description: 'mount options, e.g. [defaults, noatime]' }), ['defaults']),
-    dump: optional(integer({ min: 0, max: 9, description: 'fstab field 5 (dump), e.g. 0' })),
-    pass: optional(integer({ min: 0, max: 9, description: 'fstab field 6 (fsck order), e.g. 2' })),
+    format: withDefault(string({ pattern: /^[a-z0-9._-]+$/, patternHint: 'a filesystem type as fstab names it, e.g. ext4, or auto', description: 'the filesystem type, e.g. ext4', example: 'ext4' }), 'auto'),
+    options: withDefault(array(string({ pattern: MOUNT_OPTION, patternHint: 'one mount option without commas or spaces, e.g. noatime' }), { minItems: 1, description: 'mount options, e.g. [defaults, noatime]', example: ['defaults', 'noatime'] }), ['defaults']),
+    dump: optional(integer({ min: 0, max: 9, description: 'fstab field 5 (dump), e.g. 0', example: 0 })),
+    pass: optional(integer({ min: 0, max: 9, description: 'fstab field 6 (fsck order), e.g. 2', example: 2 })),
   },
   {
-    description: 'a mount, now and at every boot (/etc/fstab), e.g. { device: LABEL=etcd, path: /var/lib/etcd }',
+    description: 'a mount, now and at every boot (/etc/fstab), e.g. { device: LABEL=etcd, path: /var/lib/etcd }', example: { device: 'LABEL=etcd', path: '/var/lib/etcd' },
     check: (m, report) => {
       if (m.format === 'swap') report('format', 'a swap area is not mounted: machineadm makes it (spec.storage.filesystems) but does not turn it on', 'leave this mount out; the kubelet expects swap off unless it is configured for swap');
     },
@@ -94,12 +94,12 @@ export function filesystemTarget(fs: { device: string; partition?: number | unde
 
 export const storageSection = object(
   {
-    disks: optional(array(diskSpec, { description: 'partition tables to write' })),
-    filesystems: optional(array(filesystemSpec, { description: 'filesystems to make' })),
-    mounts: optional(array(mountSpec, { description: 'filesystems to mount now and at every boot' })),
+    disks: optional(array(diskSpec, { description: 'partition tables to write', example: [{ device: '/dev/sdb' }] })),
+    filesystems: optional(array(filesystemSpec, { description: 'filesystems to make', example: [{ device: '/dev/sdb', partition: 1, format: 'ext4', label: 'etcd' }] })),
+    mounts: optional(array(mountSpec, { description: 'filesystems to mount now and at every boot', example: [{ device: 'LABEL=etcd', path: '/var/lib/etcd' }] })),
   },
   {
-    description: 'disks, filesystems and mounts (Linux), made before files and containerd so that e.g. /var/lib/etcd is a mount first',
+    description: 'disks, filesystems and mounts (Linux), made before files and containerd so that e.g. /var/lib/etcd is a mount first', example: { disks: [{ device: '/dev/sdb' }], filesystems: [{ device: '/dev/sdb', partition: 1, format: 'ext4', label: 'etcd' }], mounts: [{ device: 'LABEL=etcd', path: '/var/lib/etcd' }] },
     check: (storage, report) => {
       const disks = storage.disks ?? [];
       const seenDisk = new Map<string, number>();

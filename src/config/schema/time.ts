@@ -12,11 +12,11 @@ function serverProblem(value: string): string | undefined {
 
 export const timeServersSection = object(
   {
-    servers: array(string({ minLength: 1, maxLength: 253, check: serverProblem, description: 'an NTP server: a host name or an IP address' }), {
+    servers: array(string({ minLength: 1, maxLength: 253, check: serverProblem, description: 'an NTP server: a host name or an IP address', example: '0.pool.ntp.org' }), {
       minItems: 1,
       unique: true,
-      description: 'the NTP servers, in order of preference, e.g. ["0.pool.ntp.org", "10.0.0.1"]',
+      description: 'the NTP servers, in order of preference, e.g. ["0.pool.ntp.org", "10.0.0.1"]', example: ['0.pool.ntp.org', '10.0.0.1'],
     }),
   },
-  { description: 'NTP servers for the time client the machine has: chrony (a sources file, or a marked block in chrony.conf) or systemd-timesyncd (a drop-in); the client reloads only when they change' },
+  { description: 'NTP servers for the time client the machine has: chrony (a sources file, or a marked block in chrony.conf) or systemd-timesyncd (a drop-in); the client reloads only when they change', example: { servers: ['0.pool.ntp.org'] } },
 );
