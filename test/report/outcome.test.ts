@@ -103,24 +103,24 @@ describe('the result files', () => {
     const at = (ms: number): string => new Date(Date.UTC(2026, 0, 1) + ms).toISOString();
     const event = (ms: number, fields: Partial<MachineEvent> & Pick<MachineEvent, 'type'>): MachineEvent => ({ id: `run1.${String(++seq).padStart(6, '0')}`, time: at(ms), runId: 'run1', command: 'init', ...fields });
     const identity = { hostname: 'n', nodeName: 'n', machineadmVersion: '0.1.0' };
+    // One process's part of the run: it starts `startMs` after the process, runs one step from
+    // `stepAt` for `durationMs` (waiting `waitingMs`), and ends at `endAt` (event times from `t0`).
+    const part = (builder: RunResultBuilder, t0: number, p: { startMs: number; phase: string; step: string; stepAt: number; durationMs: number; waitingMs: number; endAt: number; runWaitingMs: number }): void => {
+      for (const e of [
+        event(t0, { type: 'run.started', sinceStartMs: p.startMs }),
+        event(t0, { type: 'phase.started', phase: p.phase }),
+        event(t0 + p.stepAt, { type: 'step.started', phase: p.phase, step: p.step }),
+        event(t0 + p.stepAt + p.durationMs, { type: 'step.finished', phase: p.phase, step: p.step, result: 'success', durationMs: p.durationMs, waitingMs: p.waitingMs }),
+        event(t0 + p.endAt, { type: 'run.finished', result: 'success', durationMs: p.endAt, waitingMs: p.runWaitingMs, sinceStartMs: p.startMs + p.endAt }),
+      ])
+        builder.add(e);
+    };
     const first = new RunResultBuilder(identity);
-    for (const e of [
-      event(0, { type: 'run.started', sinceStartMs: 120 }),
-      event(0, { type: 'phase.started', phase: 'prepare' }),
-      event(10, { type: 'step.started', phase: 'prepare', step: 'prepare/feature' }),
-      event(40, { type: 'step.finished', phase: 'prepare', step: 'prepare/feature', result: 'warning', durationMs: 30, waitingMs: 25 }),
-      event(50, { type: 'run.finished', result: 'warning', durationMs: 50, waitingMs: 30, sinceStartMs: 170 }),
-    ]) first.add(e);
+    part(first, 0, { startMs: 120, phase: 'prepare', step: 'prepare/feature', stepAt: 10, durationMs: 30, waitingMs: 25, endAt: 50, runWaitingMs: 30 });
     expect(first.document?.criticalPath).toEqual({ startMs: 120, endMs: 170, waitingMs: 30, betweenStepsMs: 20, steps: [{ id: 'prepare/feature', startMs: 130, durationMs: 30, waitingMs: 25 }] });
     // After the reboot: a new process, started 80 ms before it resumed the run.
     const resumed = new RunResultBuilder(identity, first.document);
-    for (const e of [
-      event(60_000, { type: 'run.started', sinceStartMs: 80 }),
-      event(60_000, { type: 'phase.started', phase: 'provision' }),
-      event(60_005, { type: 'step.started', phase: 'provision', step: 'provision/join' }),
-      event(60_105, { type: 'step.finished', phase: 'provision', step: 'provision/join', result: 'success', durationMs: 100, waitingMs: 90 }),
-      event(60_110, { type: 'run.finished', result: 'success', durationMs: 60_110, waitingMs: 95, sinceStartMs: 190 }),
-    ]) resumed.add(e);
+    part(resumed, 60_000, { startMs: 80, phase: 'provision', step: 'provision/join', stepAt: 5, durationMs: 100, waitingMs: 90, endAt: 110, runWaitingMs: 95 });
     expect(resumed.document?.criticalPath).toEqual({ startMs: 80, endMs: 190, waitingMs: 95, betweenStepsMs: 10, steps: [{ id: 'provision/join', startMs: 85, durationMs: 100, waitingMs: 90 }] });
     expect(validateJsonSchema(schema, resumed.document)).toEqual([]);
   });
