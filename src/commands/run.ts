@@ -81,6 +81,8 @@ export async function runCommands(ctx: StepContext, list: CommandList, commands:
     const started = Date.now();
     const outcome: CommandOutcome = { field: commandField(list, index), ...(spec.name ? { name: spec.name } : {}), durationMs: 0, outputLines: 0 };
     let failure: string | undefined;
+    // Said before it starts: a long command shows what the run waits for.
+    ctx.log(`${what}: running ${displayArgv(argv)} (timeout ${spec.timeoutSeconds}s)`);
     try {
       const result = await ctx.host.proc.run(argv, {
         timeoutMs: spec.timeoutSeconds * 1000,

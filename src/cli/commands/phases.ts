@@ -51,8 +51,8 @@ const EXAMPLES: Record<PhaseCommand, string> = {
 
 const SUMMARIES: Record<PhaseCommand, string> = {
   init: 'make this machine a node: prepare, provision, report (the main job)',
-  prepare: 'kernel modules, sysctls, disks and mounts, files, containerd configuration',
-  provision: 'domain join (Linux, with adcli), then kubeadm init or join',
+  prepare: 'boot commands, kernel modules, sysctls, disks and mounts, users, files, time servers, containerd configuration',
+  provision: 'domain join (Linux, with adcli), then kubeadm init or join with the commands around it',
   report: 'result file, Cluster API sentinel, events to the configured endpoints',
   plan: 'print every action init (or reset) would take, in order, and what it would refuse (exit 2); touches nothing',
   reset: "undo what machineadm's runs did on this machine, from its own records, and archive its state directory",
