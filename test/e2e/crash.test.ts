@@ -51,8 +51,12 @@ const env = standinEnv();
 
 /** Files written by kubeadm (the stand-in) rather than machineadm: not machineadm's to keep whole. */
 const KUBEADM_OWNED = /^(etc\/kubernetes|var\/lib\/kubelet|var\/lib\/kubeadm-standin)\//;
-/** Records that differ from run to run by design (times, run ids, delivery counts; a killed run's lock, taken over by the next). */
-const RECORDS = /^(run\/machineadm\/(status|result)\.json|var\/lib\/machineadm\/(state|result|history)\.json|var\/lib\/machineadm\/run\.lock)$/;
+/**
+ * Records that differ from run to run by design (times, run ids, delivery counts; a killed run's
+ * lock, taken over by the next; the written/ record of each file, which names the inode and time
+ * of what was written): each must still parse, whatever moment the kill came.
+ */
+const RECORDS = /^(run\/machineadm\/(status|result)\.json|var\/lib\/machineadm\/(state|result|history)\.json|var\/lib\/machineadm\/run\.lock|var\/lib\/machineadm\/written\/.+)$/;
 const SPOOL = /^var\/lib\/machineadm\/spool\//;
 
 function tree(root: string): Map<string, string> {
@@ -158,7 +162,8 @@ describe('crash consistency of init', () => {
     const tokenHits = [...end].filter(([path, content]) => path !== 'etc/machineadm/token' && !KUBEADM_OWNED.test(path) && content.includes(TOKEN)).map(([p]) => p);
     console.log(
       `crash: ${kills} SIGKILLs over ${runs} runs in ${Math.round((Date.now() - started) / 1000)} s (a full run takes ${fullRunMs} ms); ` +
-        `${problems.length} torn files; ${printed.length} events printed, ${lost.length} lost; ${tokenHits.length} files holding the token`,
+        `${problems.length} torn files; ${printed.length} events printed, ${lost.length} lost; ${tokenHits.length} files holding the token` +
+        (problems.length ? `\n${[...new Set(problems.map((p) => p.replace(/^after kill \d+: /, '')))].slice(0, 10).join('\n')}` : ''),
     );
     expect(kills).toBeGreaterThanOrEqual(KILLS);
     expect(problems).toEqual([]);
@@ -173,8 +178,9 @@ describe('crash consistency of init', () => {
     // each step recorded, and that none failed, is what must agree.
     type Records = { steps: Record<string, { result: string; data?: unknown }> };
     const runIds = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
+    const times = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g;
     const records = (s: Records) =>
-      Object.fromEntries(Object.entries(s.steps).map(([id, r]) => [id, { ok: r.result === 'success' || r.result === 'skipped', data: JSON.stringify(r.data ?? null).replace(runIds, '<run>') }]));
+      Object.fromEntries(Object.entries(s.steps).map(([id, r]) => [id, { ok: r.result === 'success' || r.result === 'skipped', data: JSON.stringify(r.data ?? null).replace(runIds, '<run>').replace(times, '<time>') }]));
     expect(records(state)).toEqual(records(cleanState));
     expect(state.started).toBeUndefined();
     const result = JSON.parse(end.get('run/machineadm/result.json')!);
