@@ -37,7 +37,7 @@ describe('machineadm explain', () => {
     const { code, stdout, stderr } = await runCli(['explain', 'spec.kubernetes.node.tains']);
     expect(code).toBe(2);
     expect(stdout).toBe('');
-    expect(stderr).toBe('error: explain spec.kubernetes.node.tains: spec.kubernetes.node has no field "tains"\nhint: did you mean "taints"? its fields: name, ip, providerID, labels, taints, kubeletExtraArgs\n');
+    expect(stderr).toBe('error: explain spec.kubernetes.node.tains: spec.kubernetes.node has no field "tains"\nhint: did you mean "taints"? its fields: name, ip, providerID, labels, taints, kubeletExtraArgs, imagePullPolicy, imagePullSerial\n');
   });
 
   it('gives the field as data with -o json, and the fields below it with --recursive', async () => {

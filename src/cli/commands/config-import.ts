@@ -18,19 +18,15 @@ interface ImportCommandOptions {
 
 async function readInput(file: string, io: Io): Promise<Buffer> {
   if (file === '-') return io.readStdin(MAX_INPUT_BYTES);
-  const { open } = await import('node:fs/promises');
-  const path = resolve(io.cwd, file);
-  const handle = await open(path, 'r').catch((cause: NodeJS.ErrnoException) => {
-    throw new ConfigError([{ source: file, path: '', message: cause.code === 'ENOENT' ? 'does not exist' : `cannot be read: ${cause.message}`, unreadable: true }]);
+  // This machine's file, as -c reads one (not under --root: the object comes from the operator).
+  const { createConfigHost } = await import('../../host/config-host.ts');
+  const host = createConfigHost({ root: '/', offline: true, env: io.env });
+  const read = await host.local.readSmallFile(resolve(io.cwd, file), MAX_INPUT_BYTES).catch((cause: Error) => {
+    throw new ConfigError([{ source: file, path: '', message: `cannot be read: ${cause.message}`, unreadable: true }]);
   });
-  try {
-    const info = await handle.stat();
-    if (!info.isFile()) throw new ConfigError([{ source: file, path: '', message: 'is not a regular file', unreadable: true }]);
-    if (info.size > MAX_INPUT_BYTES) throw new ConfigError([{ source: file, path: '', message: `is larger than ${MAX_INPUT_BYTES / 1024 / 1024} MiB: not a KubeadmConfig` }]);
-    return await handle.readFile();
-  } finally {
-    await handle.close();
-  }
+  if ('bytes' in read) return read.bytes;
+  const why = { missing: 'does not exist', 'not-a-file': 'is not a regular file', 'too-large': `is larger than ${MAX_INPUT_BYTES / 1024 / 1024} MiB: not a KubeadmConfig` }[read.problem];
+  throw new ConfigError([{ source: file, path: '', message: why, ...(read.problem === 'too-large' ? {} : { unreadable: true as const }) }]);
 }
 
 export function registerImportCommand(config: Command, io: Io, setExit: (code: number) => void): void {
