@@ -51,8 +51,8 @@ const env = standinEnv();
 
 /** Files written by kubeadm (the stand-in) rather than machineadm: not machineadm's to keep whole. */
 const KUBEADM_OWNED = /^(etc\/kubernetes|var\/lib\/kubelet|var\/lib\/kubeadm-standin)\//;
-/** Records that differ from run to run by design (times, run ids, delivery counts; a killed run's lock, taken over by the next). */
-const RECORDS = /^(run\/machineadm\/(status|result)\.json|var\/lib\/machineadm\/(state|result|history)\.json|var\/lib\/machineadm\/run\.lock)$/;
+/** Records that differ from run to run by design (times, run ids, delivery counts; a killed run's lock, taken over by the next; the identities of written files). */
+const RECORDS = /^(run\/machineadm\/(status|result)\.json|var\/lib\/machineadm\/(state|result|history)\.json|var\/lib\/machineadm\/run\.lock|var\/lib\/machineadm\/written\/.+)$/;
 const SPOOL = /^var\/lib\/machineadm\/spool\//;
 
 function tree(root: string): Map<string, string> {
