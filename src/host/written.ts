@@ -85,7 +85,12 @@ export class WrittenRecords {
     const real = this.recordPath(record.path);
     const dir = this.path.dirname(real);
     await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
-    const temp = `${real}.machineadm-record-${process.pid}`;
+    // Named as every temporary file machineadm writes (fs.ts's temporaryName); what a killed
+    // writer left of this record goes first.
+    const base = this.path.basename(real);
+    const prefix = `.${base}.machineadm-tmp-`;
+    for (const name of await fsp.readdir(dir).catch(() => [] as string[])) if (name.startsWith(prefix)) await fsp.rm(this.path.join(dir, name), { force: true });
+    const temp = this.path.join(dir, `${prefix}${process.pid}-${process.getBuiltinModule('node:crypto').randomBytes(6).toString('hex')}`);
     await fsp.writeFile(temp, JSON.stringify({ ...record, written: record.written.slice(-KEPT) }) + '\n', { mode: 0o600 });
     const handle = await fsp.open(temp, 'r');
     try {
@@ -106,7 +111,7 @@ export class WrittenRecords {
         const child = this.path.join(real, name);
         const st = await fsp.lstat(child).catch(() => undefined);
         if (st?.isDirectory()) await walk(child);
-        else if (st?.isFile() && !name.includes('.machineadm-record-')) {
+        else if (st?.isFile() && !name.includes('.machineadm-tmp-')) {
           const text = await fsp.readFile(child).catch(() => undefined);
           try {
             if (text) out.push(JSON.parse(text.toString('utf8')) as WrittenRecord);
