@@ -120,7 +120,7 @@ export function importClusterApi(input: unknown, options: ImportOptions): Import
   const name = doc.string(['metadata', 'name']);
   for (const key of doc.keys(['metadata'])) doc.note(['metadata', key], 'the Cluster API object\'s own metadata');
   doc.note(['status'], 'written by Cluster API');
-  if (kind.spec.length > 2) for (const key of doc.keys(kind.spec.slice(0, -1))) if (key !== 'spec' && key !== 'kubeadmConfigSpec') doc.note([...kind.spec.slice(0, -1), key], 'template metadata for the objects Cluster API makes');
+  if (kind.kind.endsWith('Template')) for (const key of doc.keys(['spec', 'template'])) if (key !== 'spec') doc.note(['spec', 'template', key], 'template metadata for the objects Cluster API makes');
   if (kind.controlPlane) noteControlPlaneFields(doc, kind);
 
   const spec: Json = {};

@@ -81,6 +81,15 @@ describe('machineadm config import', () => {
     expect(run.stderr).toContain("note: spec.template.spec.diskSetup.filesystems[0].partition: cloud-init's default (any) picks the first partition");
   });
 
+  it('explains a template\'s own metadata and a control-plane template\'s rollout settings once each', async () => {
+    const kcpt = { apiVersion: 'controlplane.cluster.x-k8s.io/v1beta1', kind: 'KubeadmControlPlaneTemplate', metadata: { name: 't' }, spec: { template: { metadata: { labels: { a: 'b' } }, spec: { rolloutStrategy: { type: 'RollingUpdate' }, kubeadmConfigSpec: { clusterConfiguration: { clusterName: 'c1' } } } } } };
+    const run = await runCli(['config', 'import', '-f', write(kcpt)]);
+    expect(run.code, run.stderr).toBe(0);
+    const notes = run.stderr.split('\n').filter((l) => l.startsWith('note: spec.template.'));
+    expect(notes.filter((l) => l.startsWith('note: spec.template.metadata:'))).toHaveLength(1);
+    expect(notes.filter((l) => l.startsWith('note: spec.template.spec.rolloutStrategy:'))).toHaveLength(1);
+  });
+
   it('lists every refused field at once', async () => {
     const run = await runCli(['config', 'import', '-f', write(worker({ files: [{ path: '/a', contentFrom: { secret: { name: 's', key: 'k' } } }], joinConfiguration: { dryRun: true, caCertPath: '/other/ca.crt' } }))]);
     expect(run.code).toBe(2);
