@@ -367,6 +367,27 @@ ${DNS_NAMES.map((name) => `  get ${name}() { return dns().${name}; },`).join('\n
 };
 
 /**
+ * node:crypto loads ~30 internal modules as it loads (~15 ms of a plan, a third of it for argon2),
+ * and machineadm's modules import it at their top for what only some runs do (hash a download,
+ * check a signature, number a run's events). Here machineadm's own imports of it get functions
+ * that load it at their first call. Only functions can be had this way: importing anything else
+ * (a class, a constant) fails the build, with its name.
+ */
+export const lazyNodeCrypto = {
+  name: 'lazy-node-crypto',
+  setup(build) {
+    const crypto = require('node:crypto');
+    const functions = Object.keys(crypto).filter((name) => /^[a-z]/.test(name) && typeof crypto[name] === 'function');
+    const ownSource = (path) => !/[\\/]node_modules[\\/]/.test(path) && path.startsWith(join(ROOT, 'src'));
+    build.onResolve({ filter: /^(node:)?crypto$/ }, (args) => (ownSource(args.importer) ? { path: 'node:crypto', namespace: 'lazy-node-crypto' } : undefined));
+    build.onLoad({ filter: /.*/, namespace: 'lazy-node-crypto' }, () => ({
+      contents: `const crypto = () => process.getBuiltinModule("node:crypto");\n${functions.map((name) => `export function ${name}(...args) { return crypto().${name}(...args); }`).join('\n')}\n`,
+      loader: 'js',
+    }));
+  },
+};
+
+/**
  * The pieces esbuild made, as one CommonJS main script (a SEA main script must be one, in Node 24)
  * and the lazy pieces beside it. The main script holds the entry and the pieces it imports
  * statically (commander, the options of each command), as code. Every other piece (each command's
@@ -390,7 +411,7 @@ async function joinPieces(esbuild, result, outdir) {
     // dynamic-import off: import() of a piece becomes a require() of it, inside a promise.
     const out = await esbuild.transform(file.text, { format: 'cjs', loader: 'js', platform: 'node', target: 'node24', supported: { 'dynamic-import': false }, logLevel: 'silent' });
     if (out.warnings.length) throw new BuildError(`converting ${id} to CommonJS: ${out.warnings.map((w) => w.text).join('; ')}`);
-    pieces.push({ id, code: builtinNamespaces(await latin1(esbuild, out.code, id), id), eager: eager.has(id) });
+    pieces.push({ id, code: builtinNamespaces(await ascii(esbuild, out.code, id), id), eager: eager.has(id) });
   }
   const eagerPieces = pieces.filter((p) => p.eager).map((p) => `  ${JSON.stringify(p.id)}: function (exports, require, module) {\n${p.code}},`);
   return {
@@ -404,16 +425,18 @@ async function joinPieces(esbuild, result, outdir) {
 
 /**
  * V8 holds a source as a one-byte string only when every character is Latin-1; a single other one
- * (a "…" in a comment of got's) doubles the memory of a piece at each start, and its garbage. The
- * bundle escapes strings (charset ascii); what is left is escaped when it is only in comments, and
- * fails the build anywhere else (a regular expression: write the character as an escape).
+ * (a "..." in a comment of got's) doubles the memory of a piece at each start, and its garbage. The
+ * pieces are ASCII, so that the executable takes each from its bytes as they are (no UTF-8
+ * decoding, ~8 ms of a plan). The bundle escapes strings (charset ascii); what is left is escaped
+ * when it is only in comments, and fails the build anywhere else (a regular expression: write the
+ * character as an escape).
  */
-async function latin1(esbuild, code, id) {
-  if (!/[^\x00-\xff]/.test(code)) return code;
-  const wide = /[^\x00-\xff]/g;
+async function ascii(esbuild, code, id) {
+  if (!/[^\x00-\x7f]/.test(code)) return code;
+  const wide = /[^\x00-\x7f]/g;
   const bare = (await esbuild.transform(code, { minifyWhitespace: true, charset: 'utf8', legalComments: 'none', loader: 'js' })).code;
   const outside = bare.match(wide);
-  if (outside) throw new BuildError(`${id} holds characters beyond Latin-1 outside comments (${[...new Set(outside)].join(' ')}): write them as escapes`);
+  if (outside) throw new BuildError(`${id} holds characters beyond ASCII outside comments (${[...new Set(outside)].join(' ')}): write them as escapes`);
   return code.replace(wide, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
@@ -452,9 +475,10 @@ function mainScript({ producing }) {
   return `"use strict";
 const machineadmSea = require("node:sea");
 function machineadmAsset(name) {
-  if (machineadmSea.isSea()) return { source: machineadmSea.getAsset(name, "utf8"), cachedData: new Uint8Array(machineadmSea.getRawAsset(name + ".cache")) };
+  // The pieces are ASCII: their bytes are the characters (latin1 copies them, UTF-8 would decode).
+  if (machineadmSea.isSea()) return { source: Buffer.from(machineadmSea.getRawAsset(name)).toString("latin1"), cachedData: new Uint8Array(machineadmSea.getRawAsset(name + ".cache")) };
   const file = require("node:path").join(module.path, "pieces", name);
-  return { source: require("node:fs").readFileSync(file, "utf8"), cachedData: ${producing ? 'undefined' : 'require("node:fs").readFileSync(file + ".cache")'} };
+  return { source: require("node:fs").readFileSync(file, "utf8"), cachedData: ${producing ? 'machineadmEarlierCache(file)' : 'require("node:fs").readFileSync(file + ".cache")'} };
 }
 ${producing ? PRODUCING : ''}// The start piece is a script whose value is the pieces every start runs, by id; any other piece is
 // a script whose value is a function (exports, require, module): compiled as stored, the source is
@@ -484,16 +508,19 @@ const PIECE_HEAD = '(function (exports, require, module) {';
 const PIECE_TAIL = '\n})';
 
 // V8 finishes compiling in the background after the run: the caches are written once two rounds
-// taken 100 ms apart are the same bytes, so that two builds write the same. A piece that has its
-// cache already (from an earlier run) keeps it.
+// taken 100 ms apart are the same bytes, so that two builds write the same. A run starts from the
+// caches the earlier runs wrote, so the cache it writes holds their functions and its own.
 const PRODUCING = `const machineadmRan = [];
+function machineadmEarlierCache(file) {
+  return require("node:fs").existsSync(file + ".cache") ? require("node:fs").readFileSync(file + ".cache") : undefined;
+}
 function machineadmSettle(previous, tries) {
   setTimeout(() => {
     const caches = machineadmRan.map(([name, script]) => [name, script.createCachedData()]);
     if (!(previous && caches.every(([, data], i) => data.equals(previous[i][1]))) && tries < 50) return machineadmSettle(caches, tries + 1);
     for (const [name, data] of caches) {
       const file = require("node:path").join(module.path, "pieces", name + ".cache");
-      if (!require("node:fs").existsSync(file)) require("node:fs").writeFileSync(file, data);
+      require("node:fs").writeFileSync(file, data);
     }
   }, 100);
 }
@@ -522,7 +549,7 @@ export async function bundle(workDir, identity) {
     charset: 'ascii',
     logLevel: 'silent',
     define: { __MACHINEADM_BUILD__: JSON.stringify(identity) },
-    plugins: [lazyCommanderChildProcess, lazyListFormat, lazyGotNetwork, lazyGotOptional],
+    plugins: [lazyCommanderChildProcess, lazyListFormat, lazyGotNetwork, lazyGotOptional, lazyNodeCrypto],
   });
   const problems = [...result.errors, ...result.warnings].map((m) => `${m.location ? `${m.location.file}:${m.location.line}: ` : ''}${m.text}`);
   if (problems.length) throw new BuildError(`esbuild reported problems (the bundle must be clean):\n  ${problems.join('\n  ')}`);
@@ -567,21 +594,39 @@ for (const name of process.argv.slice(1)) {
 }
 
 /**
- * The code caches of the pieces that "machineadm --help" and "machineadm config validate" run,
- * taken after a run of each with the embedded Node: they hold the bytecode of every function the
- * run compiled (commander, registering the commands, help, reading and checking configuration),
- * which a cache made by compiling alone leaves to be parsed at each start.
+ * The code caches of the pieces that "machineadm --help", "config validate" and "plan" run,
+ * taken after a run of each with the embedded Node, each run starting from the caches of the runs
+ * before it: they hold the bytecode of every function those runs compiled (commander, registering
+ * the commands, help, reading and checking configuration, planning, the steps, running tools),
+ * which a cache made by compiling alone leaves to be parsed at each start (plan spent ~30 ms
+ * compiling). plan runs on a scratch root, with a PATH holding only a containerd that answers
+ * --version: the same functions run on every build machine, so the caches are the same. Not init:
+ * which of its functions run depends on timing (a file's times against the clock), and two builds
+ * would differ; its steps share plan's pieces.
  */
 async function writeRunCaches(workDir, producer) {
   const script = join(workDir, 'produce-caches.cjs');
   await fsp.writeFile(script, producer);
+  const machine = join(workDir, 'cache-machine');
+  const tools = join(machine, 'bin');
+  await fsp.mkdir(join(machine, 'plan', 'etc', 'machineadm'), { recursive: true });
+  await fsp.mkdir(tools, { recursive: true });
+  await fsp.writeFile(join(machine, 'plan', 'etc', 'machineadm', 'bootstrap-token'), 'abcdef.0123456789abcdef\n', { mode: 0o600 });
+  await fsp.writeFile(join(tools, 'containerd'), '#!/bin/sh\necho "containerd github.com/containerd/containerd v1.7.27 05044ec0a9a75232cad458027ca83437aae3f4da"\n', { mode: 0o755 });
+  const runs = [
+    ['--help'],
+    ['config', 'validate', '-c', join(ROOT, 'examples', 'linux-worker.yaml')],
+    ['plan', '-c', join(ROOT, 'examples', 'linux-worker.yaml'), '--root', join(machine, 'plan')],
+    ['plan', '-c', join(ROOT, 'examples', 'linux-worker.yaml'), '--root', join(machine, 'plan')],
+  ];
   try {
-    for (const args of [['--help'], ['config', 'validate', '-c', join(ROOT, 'examples', 'linux-worker.yaml')]]) {
-      const result = spawnSync(pinnedNode(), ['--random-seed=1', script, ...args], { cwd: workDir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    for (const args of runs) {
+      const result = spawnSync(pinnedNode(), ['--random-seed=1', script, ...args], { cwd: workDir, encoding: 'utf8', env: { PATH: tools }, stdio: ['ignore', 'ignore', 'pipe'] });
       if (result.status !== 0) throw new BuildError(`making the code caches with machineadm ${args.join(' ')} failed: ${(result.stderr ?? '').trim()}`);
     }
   } finally {
     await fsp.rm(script, { force: true });
+    await fsp.rm(machine, { recursive: true, force: true });
   }
   if (!existsSync(join(workDir, 'pieces', `${START_PIECE}.cache`))) throw new BuildError('a run of machineadm --help left no code cache of the start piece');
 }

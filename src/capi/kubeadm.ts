@@ -25,10 +25,10 @@ export interface KubeadmShape {
 
 /** Go's time.Duration text (20m0s, 1h, 90s) in whole seconds, or undefined. */
 export function durationSeconds(text: string): number | undefined {
-  if (!/^(\d+(\.\d+)?(h|m|s|ms|us|µs|ns))+$/.test(text)) return undefined;
+  if (!/^(\d+(\.\d+)?(h|m|s|ms|us|\u00b5s|ns))+$/.test(text)) return undefined;
   const unit: Record<string, number> = { h: 3600, m: 60, s: 1, ms: 1e-3, us: 1e-6, µs: 1e-6, ns: 1e-9 };
   let total = 0;
-  for (const m of text.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/g)) total += Number(m[1]) * unit[m[2]!]!;
+  for (const m of text.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us|\u00b5s|ns)/g)) total += Number(m[1]) * unit[m[2]!]!;
   return Number.isInteger(total) && total > 0 ? total : undefined;
 }
 

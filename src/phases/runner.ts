@@ -108,7 +108,10 @@ function contextFor(input: RunnerInput, state: MachineState, fullId: string, dry
   const events = input.events;
   return {
     run: {
-      runId: events.runId,
+      // Asked for by the steps that record it: a plan makes none.
+      get runId() {
+        return events.runId;
+      },
       command: input.command,
       failed: soFar.failed,
       phases: soFar.phases,

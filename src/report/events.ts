@@ -176,7 +176,7 @@ export interface EventListener {
 
 /** Assigns ids and times and hands every event to the listeners, in order. */
 export class EventBus {
-  readonly runId: string;
+  private id: string | undefined;
   private readonly listeners: EventListener[] = [];
   private readonly now: () => Date;
   private readonly scrub: <T>(value: T) => T;
@@ -187,11 +187,16 @@ export class EventBus {
   /** scrub removes secret values from every event before any listener sees it. */
   /** firstSeq continues a run's numbering (a run resumed after a reboot keeps its id). */
   constructor(options: { runId?: string; firstSeq?: number; now?: () => Date; scrub?: <T>(value: T) => T; identity?: MachineIdentity } = {}) {
-    this.runId = options.runId ?? randomUUID();
+    this.id = options.runId;
     this.seq = (options.firstSeq ?? 1) - 1;
     this.now = options.now ?? (() => new Date());
     this.scrub = options.scrub ?? ((value) => value);
     this.identity = options.identity;
+  }
+
+  /** Made when first asked for: a run that plans only emits nothing and needs none (node:crypto loads at its first use). */
+  get runId(): string {
+    return (this.id ??= randomUUID());
   }
 
   listen(listener: EventListener): () => void {
