@@ -13,8 +13,9 @@ import { registerBundleCommand } from './commands/bundle.ts';
 import { registerExplainCommand } from './commands/explain.ts';
 import { registerCompletionCommand } from './commands/completion.ts';
 import { buildInfo } from '../version.ts';
+import { startEarly, type Early } from './early.ts';
 
-type Registrar = (program: Command, io: Io, setExit: (code: number) => void) => void;
+type Registrar = (program: Command, io: Io, setExit: (code: number) => void, early: Early) => void;
 
 /** The top-level commands, each with what registers it (one registrar may add several). */
 const COMMANDS: readonly { names: readonly string[]; register: Registrar }[] = [
@@ -35,7 +36,7 @@ const COMMANDS: readonly { names: readonly string[]; register: Registrar }[] = [
  * run of one command shows nothing of the others. Anything else (help, an option, an unknown or
  * misspelt command, for the suggestion) gets them all.
  */
-export function buildProgram(io: Io, setExit: (code: number) => void, command?: string): Command {
+export function buildProgram(io: Io, setExit: (code: number) => void, command?: string, early: Early = {}): Command {
   const program = new Command('machineadm')
     .description('Turns a freshly booted Linux or Windows machine into a Kubernetes node.')
     .version(buildInfo.version, '-V, --version', 'print the version')
@@ -69,7 +70,7 @@ Exit codes: 0 ok, 1 a step failed, 2 bad usage or configuration, 3 verification 
     );
   // completion describes every command, so it needs them all.
   const named = COMMANDS.filter(({ names }) => command !== undefined && command !== 'completion' && names.includes(command));
-  for (const { register } of named.length > 0 ? named : COMMANDS) register(program, io, setExit);
+  for (const { register } of named.length > 0 ? named : COMMANDS) register(program, io, setExit, early);
   const withHint = (command: Command, path: string): void => {
     command.showHelpAfterError(`hint: run "machineadm ${path} --help" for its usage`);
     for (const sub of command.commands) withHint(sub, `${path} ${sub.name()}`);
@@ -81,7 +82,7 @@ Exit codes: 0 ok, 1 a step failed, 2 bad usage or configuration, 3 verification 
 /** Runs machineadm with these arguments (without node and script) and returns the exit code. */
 export async function main(args: readonly string[], io: Io): Promise<number> {
   let exitCode: number = ExitCode.ok;
-  const program = buildProgram(io, (code) => (exitCode = code), args[0]);
+  const program = buildProgram(io, (code) => (exitCode = code), args[0], startEarly(args, io, PHASE_COMMANDS));
   if (args.length === 0) {
     // No command is a usage error: say what there is to run.
     io.stderr(program.helpInformation());

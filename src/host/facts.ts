@@ -44,10 +44,19 @@ export function parseKubeadmVersion(output: string): string | undefined {
 
 const BOOT_ID = '/proc/sys/kernel/random/boot_id';
 
-export async function detectFacts(fs: RootedFileSystem, proc: ProcessRunner, windows?: WindowsHost): Promise<Facts> {
-  // Started first and both at once: each is mostly a process starting up (containerd's Go runtime
-  // takes 15-30 ms), which runs on another core while the rest of the facts and the configuration load.
-  const versions = Promise.all([versionOf(proc, ['containerd', '--version']), versionOf(proc, ['kubeadm', 'version', '-o', 'short'])]);
+/** What `containerd --version` and `kubeadm version -o short` printed (undefined: not installed, or it failed). */
+export type ToolVersions = Promise<[containerd: string | undefined, kubeadm: string | undefined]>;
+
+/**
+ * Runs the version probes, both at once: each is mostly a process starting up (containerd's Go
+ * runtime takes 20-75 ms here), which runs on another core while machineadm's own code loads.
+ */
+export function probeToolVersions(proc: ProcessRunner): ToolVersions {
+  return Promise.all([versionOf(proc, ['containerd', '--version']), versionOf(proc, ['kubeadm', 'version', '-o', 'short'])]);
+}
+
+/** `versions`: the probes, when the command started them before it got here (src/cli/main.ts). */
+export async function detectFacts(fs: RootedFileSystem, proc: ProcessRunner, windows?: WindowsHost, versions: ToolVersions = probeToolVersions(proc)): Promise<Facts> {
   const platform: OperatingSystem = process.platform === 'win32' ? 'windows' : 'linux';
   const facts: Facts = {
     os: platform,

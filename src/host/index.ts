@@ -3,7 +3,7 @@
 import { join } from 'node:path';
 import { operatorFileSystem, RootedFileSystem } from './fs.ts';
 import { ProcessRunner } from './exec.ts';
-import { detectFacts, type Facts } from './facts.ts';
+import { detectFacts, type Facts, type ToolVersions } from './facts.ts';
 import { systemdRestart, systemdResume, type ResumeRegistration } from './resume.ts';
 import { NotAvailableError } from '../errors.ts';
 import { BlockDevices } from './block-devices.ts';
@@ -43,6 +43,8 @@ export interface HostOptions {
   env?: NodeJS.ProcessEnv;
   /** Facts given instead of detected (plan for another machine), or detected already (by another Host of the same machine). */
   facts?: Facts | Promise<Facts>;
+  /** The tools' version probes, started already (see detectFacts). */
+  versions?: ToolVersions;
   /** machineadm's state directory, a real path (--state-dir); default STATE_DIR under the root. */
   stateDir?: string;
   /** Interrupts the run (see Host.signal). */
@@ -113,7 +115,7 @@ export function createHost(options: HostOptions = {}): Host {
     ...(options.signal ? { signal: options.signal } : {}),
     now: () => new Date(),
     sleep: (ms) => interruptibleSleep(ms, options.signal),
-    facts: () => (facts ??= detectFacts(fs, proc, windows)),
+    facts: () => (facts ??= detectFacts(fs, proc, windows, options.versions)),
     ...(windows ? { windows } : {}),
     ...(fs.platform === 'windows'
       ? windows
@@ -131,7 +133,7 @@ function windowsResumeNotAvailable(): Pick<Host, 'resume' | 'restart'> {
   return { resume: { register: no, remove: async () => undefined, registered: async () => undefined }, restart: no };
 }
 
-export type { Facts, OperatingSystem } from './facts.ts';
+export type { Facts, OperatingSystem, ToolVersions } from './facts.ts';
 export type { WindowsHost, ComputerSystem, DomainJoinOutcome } from './windows/index.ts';
 export { RootedFileSystem, type WriteOptions, type FileInfo, type FileSystemOptions, type PendingFile } from './fs.ts';
 export { acquireRunLock, type LockAttempt, type LockHolder } from './run-lock.ts';

@@ -138,7 +138,7 @@ export async function runPhaseCommand(command: PhaseCommand | 'plan-reset', opti
   // Signals are watched from before anything can change until the run has reported.
   const interrupts = planning ? undefined : io.watchInterrupts?.();
   try {
-    const hostOptions = (offline: boolean, facts = givenFacts ?? detected) => hostFrom({ ...options, offline, otherMachine: givenFacts !== undefined }, io, facts, interrupts?.signal);
+    const hostOptions = (offline: boolean, facts = givenFacts ?? detected) => hostFrom({ ...options, offline, otherMachine: givenFacts !== undefined }, io, { facts, ...(interrupts ? { signal: interrupts.signal } : {}) });
     let host = hostOptions(options.offline ?? false);
     // The machine's facts (probing them runs containerd and kubeadm) are gathered while the
     // configuration loads: every phase command needs both, and the probes mostly wait.

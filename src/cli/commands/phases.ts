@@ -3,6 +3,7 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import type { Io } from '../io.ts';
+import type { Early } from '../early.ts';
 import { addCommonOptions, addVerbosityOptions, parseIds, type CommonOptions, type VerbosityOptions } from '../options.ts';
 import { UsageError } from '../../errors.ts';
 import { DEFAULT_MAX_REBOOTS } from '../../phases/state.ts';
@@ -64,7 +65,7 @@ function parseCount(value: string): number {
   return n;
 }
 
-export function registerPhaseCommands(program: Command, io: Io, setExit: (code: number) => void): void {
+export function registerPhaseCommands(program: Command, io: Io, setExit: (code: number) => void, early: Early = {}): void {
   for (const name of PHASE_COMMANDS) {
     const command = addCommonOptions(program.command(name).description(SUMMARIES[name]), io)
       .option('--only <ids>', 'run only these steps (comma-separated slash ids; a parent selects its children)', parseIds)
@@ -101,7 +102,7 @@ export function registerPhaseCommands(program: Command, io: Io, setExit: (code: 
       // This machine's facts are probed while the runner loads: the probes are processes starting
       // up (containerd --version), which run on another core. One turn of the event loop lets them
       // start before the runner's code is compiled. (--facts and --os decide later which facts apply.)
-      const facts = options.facts === undefined && options.os === undefined ? (await import('../host-options.ts')).hostFrom(options, io).facts() : undefined;
+      const facts = options.facts === undefined && options.os === undefined ? (await import('../host-options.ts')).hostFrom(options, io, early.versions ? { versions: early.versions } : {}).facts() : undefined;
       facts?.catch(() => undefined);
       if (facts) await new Promise((started) => setImmediate(started));
       setExit(await (await import('./phase-run.ts')).runPhaseCommand(planned === 'reset' ? 'plan-reset' : name, options, io, facts));
