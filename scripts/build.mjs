@@ -594,30 +594,29 @@ for (const name of process.argv.slice(1)) {
 }
 
 /**
- * The code caches of the pieces that "machineadm --help", "config validate" and "plan" run,
+ * The code caches of the pieces that "machineadm --help", "config validate" and "verify" run,
  * taken after a run of each with the embedded Node, each run starting from the caches of the runs
- * before it: they hold the bytecode of every function those runs compiled (commander, registering
- * the commands, help, reading and checking configuration, planning, the steps, running tools),
- * which a cache made by compiling alone leaves to be parsed at each start (plan spent ~30 ms
- * compiling). plan runs on a scratch root, with a PATH holding only a containerd that answers
- * --version: the same functions run on every build machine, so the caches are the same. Not init:
- * which of its functions run depends on timing (a file's times against the clock), and two builds
- * would differ; its steps share plan's pieces.
+ * before it: they hold the bytecode of every function those runs compiled (commander, the commands,
+ * help, reading and checking configuration, checking a signature), which a cache made by compiling
+ * alone leaves to be parsed at each start. Not plan or init: caches taken after a plan held other
+ * functions of the file-system and plan pieces from one build to the next (4 builds in 6), and the
+ * build must be reproducible. The runs see a PATH of one empty folder: no tool of the build machine.
  */
 async function writeRunCaches(workDir, producer) {
   const script = join(workDir, 'produce-caches.cjs');
   await fsp.writeFile(script, producer);
   const machine = join(workDir, 'cache-machine');
   const tools = join(machine, 'bin');
-  await fsp.mkdir(join(machine, 'plan', 'etc', 'machineadm'), { recursive: true });
   await fsp.mkdir(tools, { recursive: true });
-  await fsp.writeFile(join(machine, 'plan', 'etc', 'machineadm', 'bootstrap-token'), 'abcdef.0123456789abcdef\n', { mode: 0o600 });
-  await fsp.writeFile(join(tools, 'containerd'), '#!/bin/sh\necho "containerd github.com/containerd/containerd v1.7.27 05044ec0a9a75232cad458027ca83437aae3f4da"\n', { mode: 0o755 });
+  // verify reads a file of a few blocks (1 MiB each), so that its loop runs as on a real file.
+  await fsp.writeFile(join(machine, 'signed'), Buffer.alloc(3 * 1048576 + 1, 7));
+  const key = ['-s', join(machine, 'cache.key')];
   const runs = [
     ['--help'],
     ['config', 'validate', '-c', join(ROOT, 'examples', 'linux-worker.yaml')],
-    ['plan', '-c', join(ROOT, 'examples', 'linux-worker.yaml'), '--root', join(machine, 'plan')],
-    ['plan', '-c', join(ROOT, 'examples', 'linux-worker.yaml'), '--root', join(machine, 'plan')],
+    ['keygen', '-p', join(machine, 'cache.pub'), ...key],
+    ['sign', ...key, '-t', 'code caches', join(machine, 'signed')],
+    ['verify', join(machine, 'signed'), '-p', join(machine, 'cache.pub'), '-q'],
   ];
   try {
     for (const args of runs) {

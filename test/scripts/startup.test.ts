@@ -215,6 +215,18 @@ process.stdout.write(String(cold.cachedData.length));`;
     expect(warmBytes).toBeGreaterThan(coldBytes * 2);
   });
 
+  it("of the pieces verify runs hold the functions it ran, not only their top level", () => {
+    const script = `const vm = require("node:vm");
+const cold = new vm.Script(require("node:fs").readFileSync(process.argv[1], "utf8"), { produceCachedData: true });
+process.stdout.write(String(cold.cachedData.length));`;
+    for (const fn of [/function runVerify\(/, /function verifyStream\(/]) {
+      const piece = pieceNames().find((n) => fn.test(readFileSync(join(dir, 'pieces', n), 'utf8')));
+      expect(piece, String(fn)).toBeDefined();
+      const coldBytes = Number(execFileSync(NODE, ['-e', script, '--', join(dir, 'pieces', piece!)], { encoding: 'utf8' }));
+      expect(readFileSync(join(dir, 'pieces', `${piece}.cache`)).length, piece).toBeGreaterThan(coldBytes * 2);
+    }
+  });
+
   it('are the same bytes in two builds of the same sources (the build is reproducible)', async () => {
     const again = scratchDir();
     await bundle(again, { version: '0.0.0-test', commit: 'test' });
