@@ -1,0 +1,224 @@
+// How `machineadm reset` undoes prepare/users, from what the step recorded before its first change
+// (Step.undoRecord): a user machineadm created is deleted (userdel), with its home folder only when
+// nothing is in it but what useradd copied from /etc/skel and files machineadm wrote; a user that
+// was there before is never deleted: the fields machineadm changed (comment, home, shell, primary
+// group, a password it locked) get their old values back, and it leaves the groups machineadm added
+// it to; a group machineadm created is deleted when no user is in it any more. The sudo rule and
+// ~/.ssh/authorized_keys are files: reset/files gives them back from their records.
+import type { UserSpec } from '../config/schema/index.ts';
+import type { Change, CheckResult, StepContext, Undo, UndoContext } from '../phases/step.ts';
+import { ConfigError, StepDetailsError } from '../errors.ts';
+import { isLocked, parseAccounts, prefixArgs, supplementaryGroups, type Accounts } from './accounts.ts';
+
+/** The backups the shadow tools keep of the files they rewrite: machine files they change for machineadm. */
+export const ACCOUNT_BACKUPS = ['/etc/passwd-', '/etc/group-', '/etc/shadow-', '/etc/gshadow-', '/etc/subuid-', '/etc/subgid-'];
+
+export type UserBefore =
+  | { existed: false; home: string; /** Folders that were not there, outermost first (the home and its missing parents). */ created: string[] }
+  | { existed: true; gecos: string; home: string; shell: string; gid: number; locked: boolean };
+
+export interface UsersUndoRecord {
+  users?: Record<string, UserBefore>;
+  /** Groups machineadm created (false: the group was not there). */
+  groups?: Record<string, false>;
+  /** "user:group": the user was not in the group before machineadm added it. */
+  memberships?: Record<string, false>;
+}
+
+export async function readAccounts(ctx: StepContext): Promise<Accounts> {
+  const { fs } = ctx.host;
+  return parseAccounts(await fs.readText('/etc/passwd'), await fs.readText('/etc/group'), await fs.readText('/etc/shadow'));
+}
+
+/**
+ * Runs a shadow tool (useradd, usermod, userdel, groupadd, groupdel, chpasswd). Its backups of the
+ * account files are recorded first and noted as machineadm's after, so reset gives them back.
+ */
+export async function runShadowTool(ctx: StepContext, argv: [string, ...string[]], field: string, options: { input?: string; hint?: string } = {}): Promise<void> {
+  const { fs } = ctx.host;
+  for (const path of ACCOUNT_BACKUPS) await fs.keepOriginal(path);
+  const result = await ctx.host.proc.run(argv, { timeoutMs: 60_000, allowFailure: true, ...(options.input !== undefined ? { input: options.input } : {}) });
+  for (const path of ACCOUNT_BACKUPS) await fs.noteWritten(path);
+  if (result.exitCode !== 0) {
+    // chpasswd's input is the hash: only the program and the first line of its complaint are shown.
+    const said = result.stderr.trim().split('\n')[0] ?? '';
+    throw new StepDetailsError(`${field}: ${argv[0]} exited with code ${result.exitCode}${said ? `: ${said}` : ''}`, { command: argv[0], exitCode: result.exitCode }, {
+      hint: options.hint ?? 'fix what the tool says (a user or group that clashes, a locked /etc/passwd) and run again',
+    });
+  }
+}
+
+/** Folders from `path` up that do not exist, outermost first. */
+async function missingFolders(ctx: StepContext, path: string): Promise<string[]> {
+  const out: string[] = [];
+  for (let d = path; d !== '/' && d !== ''; d = d.slice(0, d.lastIndexOf('/')) || '/') {
+    if (await ctx.host.fs.stat(d)) break;
+    out.unshift(d);
+  }
+  return out;
+}
+
+/** What reset needs to know of the accounts before prepare/users changes them. */
+export async function usersUndoRecord(ctx: StepContext, users: readonly UserSpec[], homeOf: (user: UserSpec, accounts: Accounts) => string): Promise<UsersUndoRecord> {
+  const accounts = await readAccounts(ctx);
+  const record: Required<UsersUndoRecord> = { users: {}, groups: {}, memberships: {} };
+  for (const user of users) {
+    const entry = accounts.users.get(user.name);
+    if (!entry) {
+      const home = homeOf(user, accounts);
+      record.users[user.name] = { existed: false, home, created: await missingFolders(ctx, home) };
+      if (user.primaryGroup === undefined && !accounts.groups.has(user.name)) record.groups[user.name] = false;
+    } else {
+      record.users[user.name] = { existed: true, gecos: entry.gecos, home: entry.home, shell: entry.shell, gid: entry.gid, locked: isLocked(accounts.passwords.get(user.name)) };
+      const have = supplementaryGroups(accounts, user.name);
+      for (const g of user.groups ?? []) if (!have.has(g)) record.memberships[`${user.name}:${g}`] = false;
+    }
+    for (const g of [user.primaryGroup, ...(user.groups ?? [])]) if (g !== undefined && !accounts.groups.has(g)) record.groups[g] = false;
+  }
+  return record;
+}
+
+interface HomeVerdict {
+  remove: boolean;
+  /** Entries neither /etc/skel nor machineadm put there (machine paths), at most a few. */
+  foreign: string[];
+}
+
+/**
+ * Whether a home folder machineadm's useradd made holds only what useradd copied from /etc/skel
+ * (the same bytes) and files machineadm wrote (they have records): then it goes with the user.
+ * Anything else is someone's data, and the folder stays.
+ */
+async function homeVerdict(ctx: StepContext, home: string): Promise<HomeVerdict> {
+  const { fs } = ctx.host;
+  const foreign: string[] = [];
+  const walk = async (dir: string, rel: string): Promise<void> => {
+    for (const name of await fs.list(dir)) {
+      if (foreign.length >= 5) return;
+      const path = `${dir}/${name}`;
+      const relPath = rel ? `${rel}/${name}` : name;
+      const info = await fs.stat(path);
+      if (info?.kind === 'directory') {
+        await walk(path, relPath);
+        continue;
+      }
+      if (await fs.written?.read(path)) continue;
+      const skel = info?.kind === 'file' ? await fs.readFile(`/etc/skel/${relPath}`) : undefined;
+      if (skel !== undefined && skel.equals((await fs.readFile(path)) ?? Buffer.alloc(0))) continue;
+      foreign.push(path);
+    }
+  };
+  const info = await fs.stat(home);
+  if (info?.kind !== 'directory') return { remove: false, foreign: [] };
+  await walk(home, '');
+  return { remove: foreign.length === 0, foreign };
+}
+
+interface Planned {
+  deleteUsers: { name: string; home?: { path: string; created: string[] }; kept?: string }[];
+  restoreUsers: { name: string; args: string[]; said: string[] }[];
+  deleteGroups: string[];
+  keptGroups: { name: string; why: string }[];
+  changes: Change[];
+}
+
+function recordOf(ctx: UndoContext): UsersUndoRecord {
+  return (ctx.undoRecord ?? {}) as UsersUndoRecord;
+}
+
+async function planUndo(ctx: UndoContext): Promise<Planned> {
+  const record = recordOf(ctx);
+  const accounts = await readAccounts(ctx);
+  const planned: Planned = { deleteUsers: [], restoreUsers: [], deleteGroups: [], keptGroups: [], changes: [] };
+  const deleted = new Set<string>();
+  for (const [name, before] of Object.entries(record.users ?? {}).sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const entry = accounts.users.get(name);
+    if (!entry) continue;
+    if (!before.existed) {
+      deleted.add(name);
+      // The home as the account names it now; machineadm's to remove only when useradd made it.
+      const created = before.created;
+      const verdict = created.includes(entry.home) ? await homeVerdict(ctx, entry.home) : { remove: false, foreign: [] };
+      const kept = !created.includes(entry.home)
+        ? `home ${entry.home} kept: it was there before machineadm created the user`
+        : verdict.remove
+          ? undefined
+          : `home ${entry.home} kept: it holds what neither /etc/skel nor machineadm put there (${verdict.foreign.join(', ')}${verdict.foreign.length >= 5 ? ', ...' : ''})`;
+      const home = kept === undefined && (await ctx.host.fs.stat(entry.home)) ? { path: entry.home, created: created.filter((d) => d === entry.home || entry.home.startsWith(`${d}/`)) } : undefined;
+      planned.deleteUsers.push({ name, ...(home ? { home } : {}), ...(kept ? { kept } : {}) });
+      planned.changes.push({ action: 'delete', target: `user ${name}`, detail: `created by machineadm (userdel); ${kept ?? (home ? `home ${entry.home} removed (only /etc/skel's files and machineadm's in it)` : 'no home folder left')}` });
+      continue;
+    }
+    const args: string[] = [];
+    const said: string[] = [];
+    if (entry.gecos !== before.gecos) (args.push('--comment', before.gecos), said.push(`gecos ${JSON.stringify(entry.gecos)} -> ${JSON.stringify(before.gecos)}`));
+    if (entry.home !== before.home) (args.push('--home', before.home), said.push(`home ${entry.home} -> ${before.home}`));
+    if (entry.shell !== before.shell) (args.push('--shell', before.shell), said.push(`shell ${entry.shell} -> ${before.shell}`));
+    if (entry.gid !== before.gid) (args.push('--gid', String(before.gid)), said.push(`primary group ${entry.gid} -> ${before.gid}`));
+    const have = supplementaryGroups(accounts, name);
+    const leave = Object.keys(record.memberships ?? {}).filter((k) => k.startsWith(`${name}:`)).map((k) => k.slice(name.length + 1)).filter((g) => have.has(g));
+    if (leave.length) (args.push('--groups', [...have].filter((g) => !leave.includes(g)).sort().join(',')), said.push(`groups - ${leave.join(', ')}`));
+    if (!before.locked && isLocked(accounts.passwords.get(name))) (args.push('--unlock'), said.push('password unlocked (machineadm locked it)'));
+    if (args.length === 0) continue;
+    planned.restoreUsers.push({ name, args, said });
+    planned.changes.push({ action: 'restore', target: `user ${name}`, detail: `as before machineadm's first run (it was there before: kept): ${said.join('; ')}` });
+  }
+  for (const name of Object.keys(record.groups ?? {}).sort()) {
+    const group = accounts.groups.get(name);
+    if (!group) continue;
+    const members = group.members.filter((m) => !deleted.has(m));
+    const primary = [...accounts.users.values()].filter((u) => u.gid === group.gid && !deleted.has(u.name)).map((u) => u.name);
+    if (members.length || primary.length) {
+      const why = `created by machineadm, kept: ${[...members.map((m) => `${m} is in it`), ...primary.map((u) => `it is ${u}'s primary group`)].join(', ')}`;
+      planned.keptGroups.push({ name, why });
+      planned.changes.push({ action: 'keep', target: `group ${name}`, detail: why });
+      continue;
+    }
+    planned.deleteGroups.push(name);
+    planned.changes.push({ action: 'delete', target: `group ${name}`, detail: 'created by machineadm (groupdel)' });
+  }
+  return planned;
+}
+
+
+export const usersUndo: Undo = {
+  summary: 'delete the users and groups machineadm created, give users that were there before back what machineadm changed',
+  async preflight(ctx) {
+    const planned = await planUndo(ctx);
+    const needed = [...(planned.deleteUsers.length ? ['userdel'] : []), ...(planned.deleteGroups.length ? ['groupdel'] : []), ...(planned.restoreUsers.length ? ['usermod'] : [])];
+    for (const tool of needed) {
+      if (!(await ctx.host.proc.which(tool))) {
+        throw new ConfigError([{ path: 'spec.users', message: `${tool} is not installed (not found on PATH): reset cannot undo the users machineadm made`, hint: 'install passwd (Debian) or shadow-utils' }]);
+      }
+    }
+  },
+  async check(ctx): Promise<CheckResult> {
+    const planned = await planUndo(ctx);
+    const pending = planned.deleteUsers.length + planned.restoreUsers.length + planned.deleteGroups.length;
+    return { done: pending === 0, changes: planned.changes };
+  },
+  async apply(ctx) {
+    const planned = await planUndo(ctx);
+    const root = ctx.host.fs.root;
+    const live = ctx.host.fs.isLiveRoot;
+    const warnings: string[] = [];
+    for (const u of planned.deleteUsers) {
+      // userdel refuses a user with running processes (exit 8): they are the operator's to stop.
+      await runShadowTool(ctx, ['userdel', ...prefixArgs(root, live), u.name], `user ${u.name}`, { hint: `stop the processes of ${u.name} (ps -u ${u.name}) or log it out, then run reset again` });
+      if (u.home) {
+        await ctx.host.fs.remove(u.home.path);
+        // The home's parents useradd made (/home on an image without one), when nothing else is in them.
+        for (const d of [...u.home.created].reverse()) if (d !== u.home.path) await ctx.host.fs.removeFolderIfEmpty(d);
+        ctx.log(`user ${u.name}: deleted, with its home ${u.home.path}`);
+      } else ctx.log(`user ${u.name}: deleted${u.kept ? `; ${u.kept}` : ''}`);
+      if (u.kept) warnings.push(`user ${u.name}: ${u.kept}`);
+    }
+    for (const u of planned.restoreUsers) {
+      await runShadowTool(ctx, ['usermod', ...prefixArgs(root, live), ...u.args, u.name], `user ${u.name}`);
+      ctx.log(`user ${u.name}: ${u.said.join('; ')}`);
+    }
+    for (const g of planned.deleteGroups) await runShadowTool(ctx, ['groupdel', ...prefixArgs(root, live), g], `group ${g}`);
+    for (const g of planned.keptGroups) warnings.push(`group ${g.name}: ${g.why}`);
+    return warnings.length ? { warning: warnings.join('; ') } : {};
+  },
+};
