@@ -131,6 +131,8 @@ async function planUndo(ctx: UndoContext): Promise<Planned> {
   const accounts = await readAccounts(ctx);
   const planned: Planned = { deleteUsers: [], restoreUsers: [], deleteGroups: [], keptGroups: [], changes: [] };
   const deleted = new Set<string>();
+  /** "user:group" memberships this undo takes away. */
+  const leaving = new Set<string>();
   for (const [name, before] of Object.entries(record.users ?? {}).sort(([a], [b]) => (a < b ? -1 : 1))) {
     const entry = accounts.users.get(name);
     if (!entry) continue;
@@ -157,6 +159,7 @@ async function planUndo(ctx: UndoContext): Promise<Planned> {
     if (entry.gid !== before.gid) (args.push('--gid', String(before.gid)), said.push(`primary group ${entry.gid} -> ${before.gid}`));
     const have = supplementaryGroups(accounts, name);
     const leave = Object.keys(record.memberships ?? {}).filter((k) => k.startsWith(`${name}:`)).map((k) => k.slice(name.length + 1)).filter((g) => have.has(g));
+    for (const g of leave) leaving.add(`${name}:${g}`);
     if (leave.length) (args.push('--groups', [...have].filter((g) => !leave.includes(g)).sort().join(',')), said.push(`groups - ${leave.join(', ')}`));
     if (!before.locked && isLocked(accounts.passwords.get(name))) (args.push('--unlock'), said.push('password unlocked (machineadm locked it)'));
     if (args.length === 0) continue;
@@ -166,7 +169,7 @@ async function planUndo(ctx: UndoContext): Promise<Planned> {
   for (const name of Object.keys(record.groups ?? {}).sort()) {
     const group = accounts.groups.get(name);
     if (!group) continue;
-    const members = group.members.filter((m) => !deleted.has(m));
+    const members = group.members.filter((m) => !deleted.has(m) && !leaving.has(`${m}:${name}`));
     const primary = [...accounts.users.values()].filter((u) => u.gid === group.gid && !deleted.has(u.name)).map((u) => u.name);
     if (members.length || primary.length) {
       const why = `created by machineadm, kept: ${[...members.map((m) => `${m} is in it`), ...primary.map((u) => `it is ${u}'s primary group`)].join(', ')}`;
