@@ -8,6 +8,7 @@
 import type { UserSpec } from '../config/schema/index.ts';
 import type { Change, CheckResult, StepContext, Undo, UndoContext } from '../phases/step.ts';
 import { ConfigError, StepDetailsError } from '../errors.ts';
+import { missingFolders } from './managed-file.ts';
 import { isLocked, parseAccounts, prefixArgs, supplementaryGroups, type Accounts } from './accounts.ts';
 
 /** The backups the shadow tools keep of the files they rewrite: machine files they change for machineadm. */
@@ -48,16 +49,6 @@ export async function runShadowTool(ctx: StepContext, argv: [string, ...string[]
   }
 }
 
-/** Folders from `path` up that do not exist, outermost first. */
-async function missingFolders(ctx: StepContext, path: string): Promise<string[]> {
-  const out: string[] = [];
-  for (let d = path; d !== '/' && d !== ''; d = d.slice(0, d.lastIndexOf('/')) || '/') {
-    if (await ctx.host.fs.stat(d)) break;
-    out.unshift(d);
-  }
-  return out;
-}
-
 /** What reset needs to know of the accounts before prepare/users changes them. */
 export async function usersUndoRecord(ctx: StepContext, users: readonly UserSpec[], homeOf: (user: UserSpec, accounts: Accounts) => string): Promise<UsersUndoRecord> {
   const accounts = await readAccounts(ctx);
@@ -66,7 +57,7 @@ export async function usersUndoRecord(ctx: StepContext, users: readonly UserSpec
     const entry = accounts.users.get(user.name);
     if (!entry) {
       const home = homeOf(user, accounts);
-      record.users[user.name] = { existed: false, home, created: await missingFolders(ctx, home) };
+      record.users[user.name] = { existed: false, home, created: await missingFolders(ctx.host.fs, home) };
       if (user.primaryGroup === undefined && !accounts.groups.has(user.name)) record.groups[user.name] = false;
     } else {
       record.users[user.name] = { existed: true, gecos: entry.gecos, home: entry.home, shell: entry.shell, gid: entry.gid, locked: isLocked(accounts.passwords.get(user.name)) };
