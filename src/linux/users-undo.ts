@@ -37,7 +37,7 @@ export async function readAccounts(ctx: StepContext): Promise<Accounts> {
  */
 export async function runShadowTool(ctx: StepContext, argv: [string, ...string[]], field: string, options: { input?: string; hint?: string } = {}): Promise<void> {
   const { fs } = ctx.host;
-  for (const path of ACCOUNT_BACKUPS) await fs.keepOriginal(path);
+  for (const path of ACCOUNT_BACKUPS) await fs.keepOriginal(path, { anyWriter: true });
   const result = await ctx.host.proc.run(argv, { timeoutMs: 60_000, allowFailure: true, ...(options.input !== undefined ? { input: options.input } : {}) });
   for (const path of ACCOUNT_BACKUPS) await fs.noteWritten(path);
   if (result.exitCode !== 0) {
@@ -106,7 +106,8 @@ async function homeVerdict(ctx: StepContext, home: string): Promise<HomeVerdict>
 }
 
 interface Planned {
-  deleteUsers: { name: string; home?: { path: string; created: string[] }; kept?: string }[];
+  /** `exists`: the account is still there (a reset killed after userdel left only its home). */
+  deleteUsers: { name: string; exists: boolean; home?: { path: string; created: string[] }; kept?: string }[];
   restoreUsers: { name: string; args: string[]; said: string[] }[];
   deleteGroups: string[];
   keptGroups: { name: string; why: string }[];
@@ -119,29 +120,47 @@ function recordOf(ctx: UndoContext): UsersUndoRecord {
 
 async function planUndo(ctx: UndoContext): Promise<Planned> {
   const record = recordOf(ctx);
-  const accounts = await readAccounts(ctx);
   const planned: Planned = { deleteUsers: [], restoreUsers: [], deleteGroups: [], keptGroups: [], changes: [] };
+  // Nothing recorded (spec.users never ran here, or on Windows): the account files are not read.
+  if (Object.keys(record.users ?? {}).length + Object.keys(record.groups ?? {}).length === 0) return planned;
+  const accounts = await readAccounts(ctx);
   const deleted = new Set<string>();
   /** "user:group" memberships this undo takes away. */
   const leaving = new Set<string>();
   for (const [name, before] of Object.entries(record.users ?? {}).sort(([a], [b]) => (a < b ? -1 : 1))) {
     const entry = accounts.users.get(name);
-    if (!entry) continue;
     if (!before.existed) {
+      // The home as the account names it (as recorded once the user is gone: a reset killed after
+      // userdel removes it on its next run); machineadm's to remove only when useradd made it.
+      const homePath = entry?.home ?? before.home;
+      const made = before.created.includes(homePath) && (await ctx.host.fs.stat(homePath))?.kind === 'directory';
+      const verdict = made ? await homeVerdict(ctx, homePath) : { remove: false, foreign: [] };
+      const home = verdict.remove ? { path: homePath, created: before.created.filter((d) => d === homePath || homePath.startsWith(`${d}/`)) } : undefined;
+      if (!entry) {
+        // Killed between the home and its parents: the parents useradd made, when empty now.
+        const parents = before.created.filter((d) => homePath.startsWith(`${d}/`));
+        const emptyParent = !made && (await Promise.all(parents.map(async (d) => (await ctx.host.fs.stat(d))?.kind === 'directory' && (await ctx.host.fs.list(d)).length === 0))).some(Boolean);
+        if (!home && !emptyParent) continue;
+        if (!home) {
+          planned.deleteUsers.push({ name, exists: false, home: { path: homePath, created: parents } });
+          planned.changes.push({ action: 'delete', target: `${parents.at(-1)}/`, detail: `made by useradd for the home of ${name}, a user machineadm created (already deleted), when empty` });
+          continue;
+        }
+        planned.deleteUsers.push({ name, exists: false, home });
+        planned.changes.push({ action: 'delete', target: `${homePath}/`, detail: `home of ${name}, a user machineadm created (already deleted): only /etc/skel's files and machineadm's in it` });
+        continue;
+      }
       deleted.add(name);
-      // The home as the account names it now; machineadm's to remove only when useradd made it.
-      const created = before.created;
-      const verdict = created.includes(entry.home) ? await homeVerdict(ctx, entry.home) : { remove: false, foreign: [] };
-      const kept = !created.includes(entry.home)
-        ? `home ${entry.home} kept: it was there before machineadm created the user`
-        : verdict.remove
-          ? undefined
-          : `home ${entry.home} kept: it holds what neither /etc/skel nor machineadm put there (${verdict.foreign.join(', ')}${verdict.foreign.length >= 5 ? ', ...' : ''})`;
-      const home = kept === undefined && (await ctx.host.fs.stat(entry.home)) ? { path: entry.home, created: created.filter((d) => d === entry.home || entry.home.startsWith(`${d}/`)) } : undefined;
-      planned.deleteUsers.push({ name, ...(home ? { home } : {}), ...(kept ? { kept } : {}) });
-      planned.changes.push({ action: 'delete', target: `user ${name}`, detail: `created by machineadm (userdel); ${kept ?? (home ? `home ${entry.home} removed (only /etc/skel's files and machineadm's in it)` : 'no home folder left')}` });
+      const kept = !before.created.includes(homePath)
+        ? `home ${homePath} kept: it was there before machineadm created the user`
+        : made && !verdict.remove
+          ? `home ${homePath} kept: it holds what neither /etc/skel nor machineadm put there (${verdict.foreign.join(', ')}${verdict.foreign.length >= 5 ? ', ...' : ''})`
+          : undefined;
+      planned.deleteUsers.push({ name, exists: true, ...(home ? { home } : {}), ...(kept ? { kept } : {}) });
+      planned.changes.push({ action: 'delete', target: `user ${name}`, detail: `created by machineadm (userdel); ${kept ?? (home ? `home ${homePath} removed (only /etc/skel's files and machineadm's in it)` : 'no home folder left')}` });
       continue;
     }
+    if (!entry) continue;
     const args: string[] = [];
     const said: string[] = [];
     if (entry.gecos !== before.gecos) (args.push('--comment', before.gecos), said.push(`gecos ${JSON.stringify(entry.gecos)} -> ${JSON.stringify(before.gecos)}`));
@@ -174,12 +193,11 @@ async function planUndo(ctx: UndoContext): Promise<Planned> {
   return planned;
 }
 
-
 export const usersUndo: Undo = {
   summary: 'delete the users and groups machineadm created, give users that were there before back what machineadm changed',
   async preflight(ctx) {
     const planned = await planUndo(ctx);
-    const needed = [...(planned.deleteUsers.length ? ['userdel'] : []), ...(planned.deleteGroups.length ? ['groupdel'] : []), ...(planned.restoreUsers.length ? ['usermod'] : [])];
+    const needed = [...(planned.deleteUsers.some((u) => u.exists) ? ['userdel'] : []), ...(planned.deleteGroups.length ? ['groupdel'] : []), ...(planned.restoreUsers.length ? ['usermod'] : [])];
     for (const tool of needed) {
       if (!(await ctx.host.proc.which(tool))) {
         throw new ConfigError([{ path: 'spec.users', message: `${tool} is not installed (not found on PATH): reset cannot undo the users machineadm made`, hint: 'install passwd (Debian) or shadow-utils' }]);
@@ -198,12 +216,12 @@ export const usersUndo: Undo = {
     const warnings: string[] = [];
     for (const u of planned.deleteUsers) {
       // userdel refuses a user with running processes (exit 8): they are the operator's to stop.
-      await runShadowTool(ctx, ['userdel', ...prefixArgs(root, live), u.name], `user ${u.name}`, { hint: `stop the processes of ${u.name} (ps -u ${u.name}) or log it out, then run reset again` });
+      if (u.exists) await runShadowTool(ctx, ['userdel', ...prefixArgs(root, live), u.name], `user ${u.name}`, { hint: `stop the processes of ${u.name} (ps -u ${u.name}) or log it out, then run reset again` });
       if (u.home) {
         await ctx.host.fs.remove(u.home.path);
         // The home's parents useradd made (/home on an image without one), when nothing else is in them.
         for (const d of [...u.home.created].reverse()) if (d !== u.home.path) await ctx.host.fs.removeFolderIfEmpty(d);
-        ctx.log(`user ${u.name}: deleted, with its home ${u.home.path}`);
+        ctx.log(`user ${u.name}: ${u.exists ? 'deleted, with' : 'removed'} its home ${u.home.path}`);
       } else ctx.log(`user ${u.name}: deleted${u.kept ? `; ${u.kept}` : ''}`);
       if (u.kept) warnings.push(`user ${u.name}: ${u.kept}`);
     }

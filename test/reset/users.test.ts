@@ -74,4 +74,20 @@ describe.skipIf(skip)('reset of spec.users', () => {
     expect(readdirSync(join(m.root, 'home/app'))).toContain('notes.txt');
     expect(existsSync(join(m.root, 'home/app/.ssh'))).toBe(false);
   });
+
+  it('goes on after a reset killed right after userdel: the home, its parents and the account files\' backups as userdel left them are given back', async () => {
+    const m = machine();
+    const before = snapshotTree(m.root);
+    writeFileSync(m.config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { users: [{ name: 'app', groups: ['adm'], sshAuthorizedKeys: [KEY] }] } }));
+    const init = await runCli(['prepare', '-c', m.config, '--root', m.root, '--state-dir', m.state, '--only', 'prepare/users']);
+    expect(init.code, init.stderr).toBe(0);
+    expect(existsSync(join(m.root, 'home/app/.ssh/authorized_keys'))).toBe(true);
+    // What a reset killed after its userdel leaves: the account gone, the backups rewritten by a
+    // tool machineadm had not yet noted, the home still there.
+    execFileSync('userdel', ['--prefix', m.root, 'app']);
+    const reset = await runCli(['reset', '--root', m.root, '--state-dir', m.state]);
+    expect(reset.code, reset.stdout + reset.stderr).toBe(0);
+    expect(reset.stdout).toContain('user app: removed its home /home/app');
+    expect(snapshotTree(m.root)).toEqual({ ...before, ...Object.fromEntries(Object.entries(snapshotTree(m.root)).filter(([k]) => k === 'run' || k.startsWith('run/'))) });
+  });
 });
