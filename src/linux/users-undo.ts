@@ -9,7 +9,7 @@ import type { UserSpec } from '../config/schema/index.ts';
 import type { Change, CheckResult, StepContext, Undo, UndoContext } from '../phases/step.ts';
 import { ConfigError, StepDetailsError } from '../errors.ts';
 import { missingFolders } from './managed-file.ts';
-import { isLocked, parseAccounts, prefixArgs, supplementaryGroups, type Accounts } from './accounts.ts';
+import { isLocked, parseAccounts, prefixArgs, supplementaryGroups, type Accounts, type PasswdEntry } from './accounts.ts';
 
 /** The backups the shadow tools keep of the files they rewrite: machine files they change for machineadm. */
 export const ACCOUNT_BACKUPS = ['/etc/passwd-', '/etc/group-', '/etc/shadow-', '/etc/gshadow-', '/etc/subuid-', '/etc/subgid-'];
@@ -108,7 +108,8 @@ async function homeVerdict(ctx: StepContext, home: string): Promise<HomeVerdict>
 interface Planned {
   /** `exists`: the account is still there (a reset killed after userdel left only its home). */
   deleteUsers: { name: string; exists: boolean; home?: { path: string; created: string[] }; kept?: string }[];
-  restoreUsers: { name: string; args: string[]; said: string[] }[];
+  /** `leave`: the groups it leaves; `gid`: its primary group after the undo. */
+  restoreUsers: { name: string; args: string[]; said: string[]; leave: string[]; gid: number }[];
   deleteGroups: string[];
   keptGroups: { name: string; why: string }[];
   changes: Change[];
@@ -118,69 +119,78 @@ function recordOf(ctx: UndoContext): UsersUndoRecord {
   return (ctx.undoRecord ?? {}) as UsersUndoRecord;
 }
 
+type CreatedUser = Extract<UserBefore, { existed: false }>;
+type ExistingUser = Extract<UserBefore, { existed: true }>;
+
+/**
+ * A user machineadm created: userdel, and its home when useradd made it and nothing of anyone else
+ * is in it. Once the account is gone (a reset killed after userdel), what is left of its home.
+ */
+async function planCreatedUser(ctx: UndoContext, name: string, before: CreatedUser, entry: PasswdEntry | undefined, planned: Planned): Promise<void> {
+  const homePath = entry?.home ?? before.home;
+  const made = before.created.includes(homePath) && (await ctx.host.fs.stat(homePath))?.kind === 'directory';
+  const verdict = made ? await homeVerdict(ctx, homePath) : { remove: false, foreign: [] };
+  const parents = before.created.filter((d) => homePath.startsWith(`${d}/`));
+  const home = verdict.remove ? { path: homePath, created: [...parents, homePath] } : undefined;
+  if (!entry) {
+    if (home) {
+      planned.deleteUsers.push({ name, exists: false, home });
+      planned.changes.push({ action: 'delete', target: `${homePath}/`, detail: `home of ${name}, a user machineadm created (already deleted): only /etc/skel's files and machineadm's in it` });
+      return;
+    }
+    // Killed between the home and its parents: the parents useradd made, when empty now.
+    const empty = async (d: string) => (await ctx.host.fs.stat(d))?.kind === 'directory' && (await ctx.host.fs.list(d)).length === 0;
+    if (made || !(await Promise.all(parents.map(empty))).some(Boolean)) return;
+    planned.deleteUsers.push({ name, exists: false, home: { path: homePath, created: parents } });
+    planned.changes.push({ action: 'delete', target: `${parents.at(-1)}/`, detail: `made by useradd for the home of ${name}, a user machineadm created (already deleted), when empty` });
+    return;
+  }
+  const kept = !before.created.includes(homePath)
+    ? `home ${homePath} kept: it was there before machineadm created the user`
+    : made && !verdict.remove
+      ? `home ${homePath} kept: it holds what neither /etc/skel nor machineadm put there (${verdict.foreign.join(', ')}${verdict.foreign.length >= 5 ? ', ...' : ''})`
+      : undefined;
+  planned.deleteUsers.push({ name, exists: true, ...(home ? { home } : {}), ...(kept ? { kept } : {}) });
+  planned.changes.push({ action: 'delete', target: `user ${name}`, detail: `created by machineadm (userdel); ${kept ?? (home ? `home ${homePath} removed (only /etc/skel's files and machineadm's in it)` : 'no home folder left')}` });
+}
+
+/** A user that was there: the fields machineadm changed back, out of the groups it added it to, unlocked. */
+function planExistingUser(name: string, before: ExistingUser, entry: PasswdEntry, accounts: Accounts, record: UsersUndoRecord, planned: Planned): void {
+  const args: string[] = [];
+  const said: string[] = [];
+  if (entry.gecos !== before.gecos) (args.push('--comment', before.gecos), said.push(`gecos ${JSON.stringify(entry.gecos)} -> ${JSON.stringify(before.gecos)}`));
+  if (entry.home !== before.home) (args.push('--home', before.home), said.push(`home ${entry.home} -> ${before.home}`));
+  if (entry.shell !== before.shell) (args.push('--shell', before.shell), said.push(`shell ${entry.shell} -> ${before.shell}`));
+  if (entry.gid !== before.gid) (args.push('--gid', String(before.gid)), said.push(`primary group ${entry.gid} -> ${before.gid}`));
+  const have = supplementaryGroups(accounts, name);
+  const leave = Object.keys(record.memberships ?? {}).filter((k) => k.startsWith(`${name}:`)).map((k) => k.slice(name.length + 1)).filter((g) => have.has(g));
+  if (leave.length) (args.push('--groups', [...have].filter((g) => !leave.includes(g)).sort().join(',')), said.push(`groups - ${leave.join(', ')}`));
+  if (!before.locked && isLocked(accounts.passwords.get(name))) (args.push('--unlock'), said.push('password unlocked (machineadm locked it)'));
+  if (args.length === 0) return;
+  planned.restoreUsers.push({ name, args, said, leave, gid: before.gid });
+  planned.changes.push({ action: 'restore', target: `user ${name}`, detail: `as before machineadm's first run (it was there before: kept): ${said.join('; ')}` });
+}
+
 async function planUndo(ctx: UndoContext): Promise<Planned> {
   const record = recordOf(ctx);
   const planned: Planned = { deleteUsers: [], restoreUsers: [], deleteGroups: [], keptGroups: [], changes: [] };
   // Nothing recorded (spec.users never ran here, or on Windows): the account files are not read.
   if (Object.keys(record.users ?? {}).length + Object.keys(record.groups ?? {}).length === 0) return planned;
   const accounts = await readAccounts(ctx);
-  const deleted = new Set<string>();
-  /** "user:group" memberships this undo takes away. */
-  const leaving = new Set<string>();
   for (const [name, before] of Object.entries(record.users ?? {}).sort(([a], [b]) => (a < b ? -1 : 1))) {
     const entry = accounts.users.get(name);
-    if (!before.existed) {
-      // The home as the account names it (as recorded once the user is gone: a reset killed after
-      // userdel removes it on its next run); machineadm's to remove only when useradd made it.
-      const homePath = entry?.home ?? before.home;
-      const made = before.created.includes(homePath) && (await ctx.host.fs.stat(homePath))?.kind === 'directory';
-      const verdict = made ? await homeVerdict(ctx, homePath) : { remove: false, foreign: [] };
-      const home = verdict.remove ? { path: homePath, created: before.created.filter((d) => d === homePath || homePath.startsWith(`${d}/`)) } : undefined;
-      if (!entry) {
-        // Killed between the home and its parents: the parents useradd made, when empty now.
-        const parents = before.created.filter((d) => homePath.startsWith(`${d}/`));
-        const emptyParent = !made && (await Promise.all(parents.map(async (d) => (await ctx.host.fs.stat(d))?.kind === 'directory' && (await ctx.host.fs.list(d)).length === 0))).some(Boolean);
-        if (!home && !emptyParent) continue;
-        if (!home) {
-          planned.deleteUsers.push({ name, exists: false, home: { path: homePath, created: parents } });
-          planned.changes.push({ action: 'delete', target: `${parents.at(-1)}/`, detail: `made by useradd for the home of ${name}, a user machineadm created (already deleted), when empty` });
-          continue;
-        }
-        planned.deleteUsers.push({ name, exists: false, home });
-        planned.changes.push({ action: 'delete', target: `${homePath}/`, detail: `home of ${name}, a user machineadm created (already deleted): only /etc/skel's files and machineadm's in it` });
-        continue;
-      }
-      deleted.add(name);
-      const kept = !before.created.includes(homePath)
-        ? `home ${homePath} kept: it was there before machineadm created the user`
-        : made && !verdict.remove
-          ? `home ${homePath} kept: it holds what neither /etc/skel nor machineadm put there (${verdict.foreign.join(', ')}${verdict.foreign.length >= 5 ? ', ...' : ''})`
-          : undefined;
-      planned.deleteUsers.push({ name, exists: true, ...(home ? { home } : {}), ...(kept ? { kept } : {}) });
-      planned.changes.push({ action: 'delete', target: `user ${name}`, detail: `created by machineadm (userdel); ${kept ?? (home ? `home ${homePath} removed (only /etc/skel's files and machineadm's in it)` : 'no home folder left')}` });
-      continue;
-    }
-    if (!entry) continue;
-    const args: string[] = [];
-    const said: string[] = [];
-    if (entry.gecos !== before.gecos) (args.push('--comment', before.gecos), said.push(`gecos ${JSON.stringify(entry.gecos)} -> ${JSON.stringify(before.gecos)}`));
-    if (entry.home !== before.home) (args.push('--home', before.home), said.push(`home ${entry.home} -> ${before.home}`));
-    if (entry.shell !== before.shell) (args.push('--shell', before.shell), said.push(`shell ${entry.shell} -> ${before.shell}`));
-    if (entry.gid !== before.gid) (args.push('--gid', String(before.gid)), said.push(`primary group ${entry.gid} -> ${before.gid}`));
-    const have = supplementaryGroups(accounts, name);
-    const leave = Object.keys(record.memberships ?? {}).filter((k) => k.startsWith(`${name}:`)).map((k) => k.slice(name.length + 1)).filter((g) => have.has(g));
-    for (const g of leave) leaving.add(`${name}:${g}`);
-    if (leave.length) (args.push('--groups', [...have].filter((g) => !leave.includes(g)).sort().join(',')), said.push(`groups - ${leave.join(', ')}`));
-    if (!before.locked && isLocked(accounts.passwords.get(name))) (args.push('--unlock'), said.push('password unlocked (machineadm locked it)'));
-    if (args.length === 0) continue;
-    planned.restoreUsers.push({ name, args, said });
-    planned.changes.push({ action: 'restore', target: `user ${name}`, detail: `as before machineadm's first run (it was there before: kept): ${said.join('; ')}` });
+    if (!before.existed) await planCreatedUser(ctx, name, before, entry, planned);
+    else if (entry) planExistingUser(name, before, entry, accounts, record, planned);
   }
+  // A group machineadm created goes once no user that stays is in it or has it as primary group,
+  // as they will be after this undo.
+  const deleted = new Set(planned.deleteUsers.filter((u) => u.exists).map((u) => u.name));
+  const restored = new Map(planned.restoreUsers.map((u) => [u.name, u]));
   for (const name of Object.keys(record.groups ?? {}).sort()) {
     const group = accounts.groups.get(name);
     if (!group) continue;
-    const members = group.members.filter((m) => !deleted.has(m) && !leaving.has(`${m}:${name}`));
-    const primary = [...accounts.users.values()].filter((u) => u.gid === group.gid && !deleted.has(u.name)).map((u) => u.name);
+    const members = group.members.filter((m) => !deleted.has(m) && !restored.get(m)?.leave.includes(name));
+    const primary = [...accounts.users.values()].filter((u) => !deleted.has(u.name) && (restored.get(u.name)?.gid ?? u.gid) === group.gid).map((u) => u.name);
     if (members.length || primary.length) {
       const why = `created by machineadm, kept: ${[...members.map((m) => `${m} is in it`), ...primary.map((u) => `it is ${u}'s primary group`)].join(', ')}`;
       planned.keptGroups.push({ name, why });

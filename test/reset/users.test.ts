@@ -90,4 +90,22 @@ describe.skipIf(skip)('reset of spec.users', () => {
     expect(reset.stdout).toContain('user app: removed its home /home/app');
     expect(snapshotTree(m.root)).toEqual({ ...before, ...Object.fromEntries(Object.entries(snapshotTree(m.root)).filter(([k]) => k === 'run' || k.startsWith('run/'))) });
   });
+
+  // usermod --prefix looks a --gid up in this machine's group database, not the root's (shadow
+  // 4.13): the groups here are ones both have.
+  it('gives a user that was there its primary group back', async () => {
+    const m = machine();
+    execFileSync('useradd', ['--prefix', m.root, '--no-create-home', '--gid', 'users', 'web']);
+    const before = snapshotTree(join(m.root, 'etc'));
+    writeFileSync(m.config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { users: [{ name: 'web', primaryGroup: 'adm' }] } }));
+    const init = await runCli(['prepare', '-c', m.config, '--root', m.root, '--state-dir', m.state, '--only', 'prepare/users']);
+    expect(init.code, init.stderr).toBe(0);
+    const a = accounts(m.root);
+    expect(a.users.get('web')!.gid).toBe(a.groups.get('adm')!.gid);
+    const plan = await runCli(['reset', '--dry-run', '--root', m.root, '--state-dir', m.state]);
+    expect(plan.stdout).toContain(`restore user web (as before machineadm's first run (it was there before: kept): primary group ${a.groups.get('adm')!.gid} -> ${a.groups.get('users')!.gid})`);
+    const reset = await runCli(['reset', '--root', m.root, '--state-dir', m.state]);
+    expect(reset.code, reset.stdout + reset.stderr).toBe(0);
+    expect(snapshotTree(join(m.root, 'etc'))).toEqual(before);
+  });
 });
