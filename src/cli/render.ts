@@ -25,8 +25,9 @@ export function renderPlan(plan: Plan, options: { color?: boolean } = {}): strin
       const status = step.status === 'change' ? 'will change' : notApplicable ? '' : step.status.replace(/-/g, ' ');
       const reason = [status, step.reason].filter(Boolean).join(': ');
       lines.push(`  ${notApplicable ? ' ' : MARK[step.status]} ${step.id}: ${step.summary} [${reason}]`);
-      // A skipped step changes nothing in this run; what it lists is what it would do where it runs.
-      const indent = step.status === 'skipped' && step.changes.length ? (lines.push('      not done in this run; where it runs, it would:'), '  ') : '';
+      // A skipped step changes nothing in this run; what it lists is what it would do where it runs
+      // (or, for reset's "not undone", what stays as it is).
+      const indent = step.status === 'skipped' && step.changes.length && !step.reason?.startsWith('not undone:') ? (lines.push('      not done in this run; where it runs, it would:'), '  ') : '';
       for (const change of step.changes) {
         lines.push(`      ${indent}${change.action} ${change.target}${change.detail ? ` (${change.detail})` : ''}`);
         if (change.diff) lines.push(...change.diff.replace(/\n$/, '').split('\n').map((l) => `        ${indent}${options.color ? colorDiffLine(l) : l}`));

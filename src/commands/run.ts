@@ -17,7 +17,7 @@ export const MAX_LINE_CHARS = 1000;
 /** Lines of output a failure's details carry. */
 export const FAILURE_TAIL_LINES = 20;
 
-export type CommandList = 'boot' | 'beforeKubeadm' | 'afterKubeadm';
+export type CommandList = 'boot' | 'beforeKubeadm' | 'afterKubeadm' | 'beforeReset';
 
 export interface CommandOutcome {
   field: string;
@@ -124,7 +124,7 @@ export async function runCommands(ctx: StepContext, list: CommandList, commands:
       throw new StepDetailsError(
         `${what} ${failure}${tail.length ? `; its last output line: ${tail[tail.length - 1]}` : ''}${left ? ` (${left} later command${left === 1 ? '' : 's'} of spec.commands.${list} not run)` : ''}`,
         { command: outcome.field, ...(spec.name ? { name: spec.name } : {}), ...(outcome.exitCode !== undefined ? { exitCode: outcome.exitCode } : {}), durationMs: outcome.durationMs, ...(outcome.timedOut ? { timedOut: true } : {}), outputTail: tail.join('\n'), commands: outcomes },
-        { hint: `read the output above (machineadm status shows the tail); fix the command or what it needs, and run again: ${list === 'boot' ? 'boot commands run on every run' : 'the commands run again until they succeed'}` },
+        { hint: `read the output above (machineadm status shows the tail); fix the command or what it needs, and run again: ${list === 'boot' ? 'boot commands run on every run' : list === 'beforeReset' ? 'reset undid nothing yet; its commands run again on every reset run' : 'the commands run again until they succeed'}` },
       );
     }
   }

@@ -4,10 +4,10 @@
 //   skips them with kubeadm (with --force, kubeadm runs again and so do they).
 // - afterKubeadm: once after each successful kubeadm init/join. A failure (or a kill) runs them all
 //   again on the next run, whose kubeadm step is then already done.
-import type { CheckResult, Step, StepContext } from '../phases/step.ts';
+import type { CheckResult, Step, StepContext, Undo } from '../phases/step.ts';
 import type { CommandSpec, MachineConfig } from '../config/schema/index.ts';
 import { kubeadmPaths } from '../kubeadm/paths.ts';
-import { commandsSkipReason, plannedChanges, runCommands, type CommandList } from './run.ts';
+import { commandsSkipReason, plannedChanges, runCommands, type CommandList, type CommandOutcome } from './run.ts';
 
 function listOf(config: MachineConfig, list: CommandList): readonly CommandSpec[] {
   return config.spec.commands?.[list] ?? [];
@@ -37,8 +37,31 @@ function plannedKubeadm(ctx: StepContext): 'run' | 'done' | 'not here' | undefin
   return planned.upToDate ? 'done' : 'not here';
 }
 
+/** Said by reset of commands that ran: a reason starting "not undone:" makes the plan list them as left as they are. */
+export const COMMANDS_NOT_UNDONE = 'not undone: machineadm cannot know what a command changed; put what undoes it in spec.commands.beforeReset, which reset runs first';
+
+/**
+ * reset's word on a list of commands that ran: nothing is undone, and the plan names each command
+ * the last run ran, so the operator sees what is left to them.
+ */
+function notUndone(list: CommandList): Undo {
+  return {
+    summary: `spec.commands.${list} ran: not undone (spec.commands.beforeReset is where an undo goes)`,
+    async check(ctx) {
+      const ran = (ctx.done?.data?.commands ?? []) as CommandOutcome[];
+      if (ran.length === 0) return { done: true, changes: [] };
+      const changes = ran.map((o) => ({ action: 'keep', target: `${o.field}${o.name ? ` (${o.name})` : ''}`, detail: `ran${o.exitCode !== undefined ? ` with exit code ${o.exitCode}` : ''}, last at ${ctx.done!.at}: what it changed stays` }));
+      return { done: false, changes, skipReason: COMMANDS_NOT_UNDONE };
+    },
+    async apply() {
+      // Never reached: check() skips.
+    },
+  };
+}
+
 function commandsStep(list: CommandList, id: string, summary: string, upToDate: (ctx: StepContext) => Promise<{ done: boolean; reason?: string; record?: Record<string, unknown> }>): Step {
   return {
+    ...(list === 'beforeReset' ? {} : { undo: notUndone(list) }),
     id,
     summary,
     applies: (config) => listOf(config, list).length > 0,
@@ -76,3 +99,6 @@ export const afterKubeadmCommandsStep = commandsStep('afterKubeadm', 'commands/a
   const done = ctx.previous?.data?.afterJoinAt === joined.joinedAt;
   return { done };
 });
+
+/** reset's first step: the operator's own undo of what the other lists did (on every reset run). */
+export const beforeResetCommandsStep = commandsStep('beforeReset', 'commands/before-reset', 'run spec.commands.beforeReset (before reset undoes anything)', async () => ({ done: false }));

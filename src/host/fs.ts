@@ -132,7 +132,7 @@ export class RootedFileSystem {
    * The record of a machine path machineadm is about to change, written now when it has none: what
    * is there (its bytes kept once under the backup directory), and the folders a write would create.
    */
-  private async recordFirstTouch(machinePath: string, existing: { isFile(): boolean; mode: number; uid: number; gid: number } | undefined, ahead = false): Promise<WrittenRecord | undefined> {
+  private async recordFirstTouch(machinePath: string, existing: { isFile(): boolean; mode: number; uid: number; gid: number } | undefined, ahead = false, anyWriter = false): Promise<WrittenRecord | undefined> {
     if (!this.written) return undefined;
     const found = await this.written.read(machinePath);
     if (found) return found;
@@ -143,7 +143,7 @@ export class RootedFileSystem {
         dirs.unshift(d);
       }
     }
-    const record: WrittenRecord = { path: machinePath, before: existing ? { mode: existing.mode & 0o7777, uid: existing.uid, gid: existing.gid } : null, dirs, written: [] };
+    const record: WrittenRecord = { path: machinePath, before: existing ? { mode: existing.mode & 0o7777, uid: existing.uid, gid: existing.gid } : null, dirs, written: [], ...(anyWriter ? { anyWriter: true } : {}) };
     const backup = this.backupPath(machinePath);
     if (existing?.isFile() && backup !== undefined) await keepBackupOnce(this.mapPath(machinePath), backup, this.path);
     // A write of machineadm's own records again, durably, before its rename: needed now only when
@@ -156,10 +156,12 @@ export class RootedFileSystem {
   /**
    * A tool other than machineadm is about to change this machine file (adcli writes the keytab):
    * recorded, and its bytes kept, as for a write of machineadm's own. Then noteWritten().
+   * `anyWriter`: a file the tools rewrite on their own at every change (the shadow tools' backups,
+   * /etc/passwd-): reset gives it back whoever wrote it last (see WrittenRecord.anyWriter).
    */
-  async keepOriginal(machinePath: string): Promise<void> {
+  async keepOriginal(machinePath: string, options: { anyWriter?: boolean } = {}): Promise<void> {
     const real = await this.resolve(machinePath);
-    await this.recordFirstTouch(machinePath, await fsp.lstat(real).catch(() => undefined), true);
+    await this.recordFirstTouch(machinePath, await fsp.lstat(real).catch(() => undefined), true, options.anyWriter ?? false);
   }
 
   /** What is at the path now is machineadm's doing (after a tool it ran wrote it): reset may restore over it. */

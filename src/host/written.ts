@@ -31,6 +31,12 @@ export interface WrittenRecord {
   dirs: string[];
   /** What machineadm wrote there, oldest first (the last few). */
   written: Fingerprint[];
+  /**
+   * A file that tools rewrite on their own at every change they make (the shadow tools' backups):
+   * nobody's edits live there, so reset gives it back whoever wrote it last, and a run killed
+   * between the tool's write and machineadm's note of it leaves nothing reset refuses.
+   */
+  anyWriter?: boolean;
 }
 
 /** Fingerprints kept per path: a run killed between its record and its rename leaves the one before on disk. */

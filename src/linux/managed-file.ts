@@ -133,3 +133,13 @@ export async function writeFiles(fs: RootedFileSystem, files: readonly DesiredFi
   return states;
 }
 
+
+/** The folders from `path` up that do not exist yet, outermost first: what a step is about to make (for reset). */
+export async function missingFolders(fs: RootedFileSystem, path: string): Promise<string[]> {
+  const out: string[] = [];
+  for (let d = path; d !== '/' && d !== ''; d = d.slice(0, d.lastIndexOf('/')) || '/') {
+    if (await fs.stat(d)) break;
+    out.unshift(d);
+  }
+  return out;
+}

@@ -225,7 +225,17 @@ async function runLocked(request: RunRequest, input: RunnerInput, secrets: Secre
   // The spool listens first: an event is on disk before the console or a file shows it.
   const continues = resumes ? await previousResult(request.stateFs, input.events.runId) : undefined;
   const results = resultFilesOf(request.command, request.host.fs.platform);
-  const reporting = await openReporting({ bus: input.events, host, stateFs: request.stateFs, endpoints, deadlineSeconds: config.spec.report.deadlineSeconds, results, ...(continues ? { continues } : {}) });
+  const reporting = await openReporting({
+    bus: input.events,
+    host,
+    stateFs: request.stateFs,
+    endpoints,
+    deadlineSeconds: config.spec.report.deadlineSeconds,
+    results,
+    ...(continues ? { continues } : {}),
+    // A reset sends what earlier runs spooled (older events first) before the spool is archived.
+    ...(request.command === 'reset' ? { archivesSpool: true } : {}),
+  });
   const { mode, write: show, log } = request.console;
   // What the console shows of the run's end goes to the log file too.
   const write = log ? (text: string) => (show(text), log(text)) : show;

@@ -146,17 +146,31 @@ function detailLines(details: Record<string, unknown>): string[] {
   return lines;
 }
 
-export function deliveryLines(delivery: DeliveryReport): string[] {
+/**
+ * How the events went. `archived`: a reset archives the state directory with its spool, so what
+ * is left there is never sent by a later run: said as unsent, with where it went.
+ */
+export function deliveryLines(delivery: DeliveryReport, archived = false): string[] {
   const lines: string[] = [];
   for (const e of delivery.endpoints) {
     if (e.spooled === 0) {
       lines.push(`events: ${e.delivered} delivered to ${e.url}`);
     } else {
       const why = delivery.offline ? 'offline' : e.refused ? `refused: ${e.lastError ?? ''}; fix the endpoint or its credentials` : (e.lastError ?? 'not delivered before the deadline');
-      lines.push(`events: ${e.delivered} delivered, ${e.spooled} kept in the spool for ${e.url} (${why}); "machineadm report" sends them`);
+      lines.push(
+        archived
+          ? `events: ${e.delivered} delivered, ${e.spooled} unsent for ${e.url} (${why}); they stay in the archived state directory's spool, which no later run sends`
+          : `events: ${e.delivered} delivered, ${e.spooled} kept in the spool for ${e.url} (${why}); "machineadm report" sends them`,
+      );
     }
   }
-  for (const o of delivery.orphaned) lines.push(`events: ${o.events} spooled for an endpoint no longer configured (spool/${o.key}); kept, remove the directory if they are not wanted`);
+  for (const o of delivery.orphaned) {
+    lines.push(
+      archived
+        ? `events: ${o.events} unsent, spooled for an endpoint this reset's configuration does not name (spool/${o.key}); they stay in the archived state directory; give reset the configuration with that endpoint (-c) to send them first`
+        : `events: ${o.events} spooled for an endpoint no longer configured (spool/${o.key}); kept, remove the directory if they are not wanted`,
+    );
+  }
   return lines;
 }
 
@@ -187,7 +201,7 @@ export function renderResultSummary(doc: RunResultDocument, notes: { resultFile?
   const resultFile = notes.resultFile ?? '/run/machineadm/result.json';
   if (doc.failedSteps.length) lines.push(`  look at: ${resultFile} (or "machineadm status -o json") for every step's result and error`);
   else if (!notes.problems?.some((p) => p.startsWith(`${resultFile}:`))) lines.push(`  result: ${resultFile} ("machineadm status" shows this and earlier runs)`);
-  if (doc.delivery) lines.push(...deliveryLines(doc.delivery).map((l) => `  ${l}`));
+  if (doc.delivery) lines.push(...deliveryLines(doc.delivery, doc.command === 'reset' && doc.exitCode === 0).map((l) => `  ${l}`));
   for (const p of notes.problems ?? []) lines.push(`  could not write ${p}`);
   return lines.join('\n') + '\n';
 }

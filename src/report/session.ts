@@ -6,6 +6,7 @@ import { createHttpPoster, type HttpPoster } from '../host/http-post.ts';
 import type { EventBus } from './events.ts';
 import type { ResolvedEndpoint } from './endpoints.ts';
 import { EventReporter, type DeliveryReport } from './delivery.ts';
+import { spoolContents } from './spool.ts';
 import { OutcomeFiles, type RunResultDocument } from './outcome.ts';
 import { appendHistory, HISTORY_FILE } from './history.ts';
 
@@ -20,6 +21,11 @@ export interface ReportingOptions {
   continues?: RunResultDocument;
   /** Where the result goes (resultFilesOf the command); result.json by default. */
   results?: { file: string; copy: string };
+  /**
+   * The state directory (and its spool) is archived after this run (reset): events spooled for
+   * endpoints this run does not know are reported as unsent, even when it has no endpoint itself.
+   */
+  archivesSpool?: boolean;
 }
 
 export interface ReportingResult {
@@ -60,7 +66,7 @@ export async function openReporting(options: ReportingOptions): Promise<Reportin
     backlog: () => reporter?.backlog() ?? [],
     async finish(finishOptions = {}): Promise<ReportingResult> {
       for (const d of detach) d();
-      const delivery = reporter ? await reporter.finish(finishOptions.deadlineMs) : undefined;
+      const delivery = reporter ? await reporter.finish(finishOptions.deadlineMs) : options.archivesSpool ? await unsentWithoutEndpoints(options.stateFs, host.offline) : undefined;
       // The run history for `status`: kept like the result files, never stopping the run.
       const historyProblems: string[] = [];
       const history = (doc: RunResultDocument) =>
@@ -71,4 +77,10 @@ export async function openReporting(options: ReportingOptions): Promise<Reportin
       return { document, delivery, problems: [...files.problems, ...historyProblems, ...(delivery?.spoolErrors ?? [])] };
     },
   };
+}
+
+/** What the spool holds when this run has no endpoint to send it to: every event there stays unsent. */
+async function unsentWithoutEndpoints(stateFs: RootedFileSystem, offline: boolean): Promise<DeliveryReport | undefined> {
+  const orphaned = (await spoolContents(stateFs).catch(() => [])).filter((s) => s.events > 0);
+  return orphaned.length ? { endpoints: [], orphaned, spoolErrors: [], offline } : undefined;
 }

@@ -77,8 +77,9 @@ async function planFiles(ctx: StepContext, kept: readonly string[]): Promise<Pla
       else action = { kind: 'missing', record };
     }
     if (action === undefined) continue;
-    // Gone or machineadm's own bytes: reset's to give back. Anything else someone else wrote.
-    const changedByOthers = info !== undefined && !ours && action.kind !== 'missing';
+    // Gone or machineadm's own bytes: reset's to give back. Anything else someone else wrote, but
+    // in a file tools rewrite at every change (the shadow tools' backups), which holds no one's edits.
+    const changedByOthers = info !== undefined && !ours && action.kind !== 'missing' && record.anyWriter !== true;
     planned.actions.push({ action, changedByOthers });
     if (action.kind === 'remove') removed.add(record.path);
     const target = record.path;

@@ -1,4 +1,5 @@
-// The reset phase: what `machineadm reset` runs, built from the init phases' own steps. Each step
+// The reset phase: what `machineadm reset` runs, built from the init phases' own steps, after the
+// operator's spec.commands.beforeReset. Each step
 // that changes more than files declares its undo (Step.undo); the files every step wrote are given
 // back by one step from the file system's records (./files.ts). Order: undos that need the
 // machine as init left it (kubeadm reset, leaving the domain) in the reverse of init's order, then
@@ -8,6 +9,7 @@ import type { Phase, Step, StepContext, Undo, UndoContext } from '../phases/step
 import { ALL_PHASES } from '../phases/registry.ts';
 import { resetFilesStep } from './files.ts';
 import { resetResumeStep } from './resume.ts';
+import { beforeResetCommandsStep } from '../commands/steps.ts';
 
 interface Declared {
   step: Step;
@@ -38,7 +40,8 @@ export function resetSteps(phases: readonly Phase[] = ALL_PHASES): Step[] {
   });
   const before = undos.filter((u) => (u.undo.when ?? 'before-files') === 'before-files').reverse();
   const after = undos.filter((u) => u.undo.when === 'after-files');
-  return [...before.map(undoStep), files, ...after.map(undoStep), resetResumeStep];
+  // The operator's own undo first, while the machine is still as machineadm left it.
+  return [beforeResetCommandsStep, ...before.map(undoStep), files, ...after.map(undoStep), resetResumeStep];
 }
 
 export const resetPhase: Phase = {

@@ -294,4 +294,52 @@ describe.skipIf(skip)('spec.storage on loop devices', { timeout: 240_000 }, () =
     expect(out.stdout).toMatch(/prepare\/storage\/filesystems skipped .*already done/);
     expect(blkid(`${device}p1`, 'UUID')).toBe(uuid);
   });
+
+  it('reset unmounts what machineadm mounted, gives fstab back and removes the mount point it made; the partitions and filesystems stay; a busy mount fails reset (exit 1) until --force detaches it', () => {
+    const device = disk(64);
+    const m = machine({
+      disks: [{ device, partitions: [{ type: 'linux' }] }],
+      filesystems: [{ device, partition: 1, format: 'ext4', label: tag('reset') }],
+      mounts: [{ device: `LABEL=${tag('reset')}`, path: '/srv/data/etcd', format: 'ext4' }],
+    });
+    // The image's fstab: given back byte for byte.
+    mkdirSync(join(m.root, 'srv'));
+    writeFileSync(join(m.root, 'etc/fstab'), 'proc /proc proc defaults 0 0\n');
+    const target = join(m.root, 'srv/data/etcd');
+    const reset = (extra: string[] = []) => [NODE, MACHINEADM, 'reset', '--root', m.root, '--state-dir', m.state, '--devices', ...extra];
+    const [init, plan, holder, busy, stillMounted, forced, afterReset, fstab, again] = inMountNamespace([
+      machineadm(m),
+      reset(['--dry-run']),
+      // A process whose working directory is in the mount keeps it busy.
+      ['sh', '-c', `cd '${target}' && (sleep 20 </dev/null >/dev/null 2>&1 &)`],
+      reset(),
+      ['findmnt', '-n', '-o', 'SOURCE', '--mountpoint', target],
+      reset(['--force']),
+      ['findmnt', '-n', '-o', 'SOURCE', '--mountpoint', target],
+      ['cat', join(m.root, 'etc/fstab')],
+      reset(),
+    ]);
+    expect(init!.code, init!.stderr + init!.stdout).toBe(0);
+    expect(plan!.code, plan!.stderr).toBe(0);
+    expect(plan!.stdout).toContain(`unmount /srv/data/etcd (LABEL=${tag('reset')}, mounted by machineadm)`);
+    expect(plan!.stdout).toContain('delete /srv/data/etcd/ (mount point made by machineadm, when empty)');
+    expect(plan!.stdout).toContain('delete /srv/data/ (mount point made by machineadm, when empty)');
+    expect(plan!.stdout).toContain('restore /etc/fstab');
+    expect(plan!.stdout).toMatch(/reset\/storage\/partitions: .*\[skipped: not undone: partition tables machineadm made are kept with the data on them/);
+    expect(plan!.stdout).toContain(`keep ${device} (partitioned by machineadm: `);
+    expect(plan!.stdout).toContain(`keep ${device}p1 (ext4 made by machineadm (UUID ${blkid(`${device}p1`, 'UUID')}))`);
+    expect(holder!.code).toBe(0);
+    expect(busy!.code, busy!.stdout + busy!.stderr).toBe(1);
+    expect(busy!.stdout + busy!.stderr).toContain('/srv/data/etcd: umount exited with code 32');
+    expect(busy!.stderr).toContain('run reset --force to detach it lazily');
+    expect(stillMounted!.stdout.trim()).toBe(`${device}p1`);
+    expect(forced!.code, forced!.stdout + forced!.stderr).toBe(0);
+    expect(forced!.stdout).toContain('/srv/data/etcd: busy, detached lazily (--force)');
+    expect(afterReset!.code).toBe(1);
+    expect(fstab!.stdout).toBe('proc /proc proc defaults 0 0\n');
+    expect(again!.stderr).toMatch(/^nothing to reset: no state directory at /);
+    // The mount points machineadm made are gone, the image's /srv stays; the disk keeps its filesystem.
+    expect(spawnSync('ls', ['-A', join(m.root, 'srv')], { encoding: 'utf8' }).stdout).toBe('');
+    expect(blkid(`${device}p1`, 'TYPE')).toBe('ext4');
+  });
 });

@@ -7,7 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { createHost } from '../../src/host/index.ts';
 import { parseWith } from '../../src/config/schema/dsl.ts';
 import { machineConfigSchema, type MachineConfig } from '../../src/config/schema/index.ts';
-import type { StepContext } from '../../src/phases/step.ts';
+import { createHash } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import type { StepContext, UndoContext } from '../../src/phases/step.ts';
 import type { StepRecord } from '../../src/phases/state.ts';
 import { timeServersRestartStep } from '../../src/linux/steps/time-servers.ts';
 import { StepDetailsError } from '../../src/errors.ts';
@@ -54,7 +56,7 @@ describe('prepare/time-servers/restart', () => {
     // Written, never reloaded: the reload is due (shown as skipped under this scratch root).
     const due = await timeServersRestartStep.check(context('T1', undefined));
     expect(due).toMatchObject({ done: false, changes: [{ action: 'run', target: 'chronyc reload sources' }] });
-    expect(await timeServersRestartStep.apply(context('T1', undefined), due)).toEqual({ record: { reloadedFor: 'T1' } });
+    expect(await timeServersRestartStep.apply(context('T1', undefined), due)).toEqual({ record: { reloadedFor: 'T1', digest: null } });
     expect(readFileSync(join(dir, 'chronyc.log'), 'utf8')).toBe('reload sources\n');
     expect((await timeServersRestartStep.check(context('T1', done({ reloadedFor: 'T1' })))).done).toBe(true);
     // Written again by a later run.
@@ -67,5 +69,44 @@ describe('prepare/time-servers/restart', () => {
     // The failure left the earlier record: the next run's check still wants the reload.
     expect((await timeServersRestartStep.check(context('T2', done({ reloadedFor: 'T1' })))).done).toBe(false);
     expect(existsSync(join(root, 'etc/chrony/sources.d'))).toBe(false);
+  });
+});
+
+describe('reset/time-servers/restart', () => {
+  const sources = '/etc/chrony/sources.d/machineadm.sources';
+  const written = '# Written by machineadm from spec.timeServers.\nserver 10.0.0.1 iburst\n';
+  const digest = createHash('sha256').update(written).digest('hex');
+  function undoContext(options: { previous?: StepRecord; dryRun?: boolean; givesBack?: string[] }): UndoContext {
+    const base = context('T1', options.previous);
+    return {
+      ...base,
+      // Reset is given no spec.timeServers: the client comes from the file step's record.
+      config: parseWith(machineConfigSchema, { apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: {} }).value as MachineConfig,
+      options: { dryRun: options.dryRun ?? false, force: false },
+      recordOf: (id) => (id === 'time-servers/file' ? done({ client: 'chrony-sources', path: sources, unit: 'chrony', writtenAt: 'T1' }) : undefined),
+      done: done({ reloadedFor: 'T1', digest }),
+      undoRecord: undefined,
+      filesToGiveBack: async () => options.givesBack ?? [],
+    };
+  }
+
+  it('reloads the client once reset gave its file back, only then, and a reset run again reloads nothing', async () => {
+    const undo = timeServersRestartStep.undo!;
+    rmSync(join(dir, 'fail'), { force: true });
+    rmSync(join(dir, 'chronyc.log'), { force: true });
+    mkdirSync(join(root, 'etc/chrony/sources.d'), { recursive: true });
+    writeFileSync(join(root, sources.slice(1)), written);
+    // The client reads machineadm's file, and reset gives nothing back: nothing to reload.
+    expect((await undo.check(undoContext({}))).done).toBe(true);
+    // A plan: the file is still there, and reset/files is to give it back.
+    expect(await undo.check(undoContext({ dryRun: true, givesBack: [sources] }))).toMatchObject({ done: false, changes: [{ action: 'run', target: 'chronyc reload sources', detail: `${sources} given back` }] });
+    // reset/files removed it: reloaded, and the record says what the client reads now.
+    rmSync(join(root, sources.slice(1)));
+    const due = await undo.check(undoContext({}));
+    expect(due.done).toBe(false);
+    const applied = await undo.apply(undoContext({}), due);
+    expect(applied).toEqual({ record: { digest: null } });
+    expect(readFileSync(join(dir, 'chronyc.log'), 'utf8')).toBe('reload sources\n');
+    expect((await undo.check(undoContext({ previous: done({ digest: null }) }))).done).toBe(true);
   });
 });

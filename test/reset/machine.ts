@@ -36,7 +36,30 @@ export function preparedMachine(dir: string): string {
   chmodSync(join(r, 'etc/containerd/config.toml'), 0o640);
   if (root) chownSync(join(r, 'etc/containerd/config.toml'), 1234, 5678);
   writeFileSync(join(r, 'etc/sysctl.d/10-image.conf'), 'vm.swappiness = 10\n');
+  accountFiles(r);
   return r;
+}
+
+/**
+ * The image's accounts, as every Linux machine has them (the shadow tools' backups too), and an
+ * /etc/skel that useradd copies into a new home: spec.users changes them, reset gives them back.
+ */
+function accountFiles(r: string): void {
+  mkdirSync(join(r, 'etc/skel'), { recursive: true });
+  writeFileSync(join(r, 'etc/skel/.profile'), '# the image\'s profile\n');
+  const files: Record<string, [string, number]> = {
+    passwd: ['root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n', 0o644],
+    group: ['root:x:0:\ndaemon:x:1:\nadm:x:4:\nshadow:x:42:\nnogroup:x:65534:\n', 0o644],
+    shadow: ['root:*:20000:0:99999:7:::\ndaemon:*:20000:0:99999:7:::\nnobody:*:20000:0:99999:7:::\n', 0o640],
+    gshadow: ['root:*::\ndaemon:*::\nadm:*::\nshadow:*::\nnogroup:*::\n', 0o640],
+  };
+  for (const [name, [content, mode]] of Object.entries(files)) {
+    for (const file of [name, `${name}-`]) {
+      writeFileSync(join(r, 'etc', file), content, { mode });
+      chmodSync(join(r, 'etc', file), mode);
+      if (root && mode === 0o640) chownSync(join(r, 'etc', file), 0, 42);
+    }
+  }
 }
 
 export const MACHINE_VALUES = ['--set', 'localHostname=ip-10-0-0-7.ec2.internal', '--set', 'instanceName=node-7', '--set', 'zone=zone-a', '--set', 'region=region-1', '--set', 'instanceType=m5.large', '--set', 'providerID=aws:///zone-a/i-0123456789abcdef0'];

@@ -1,5 +1,5 @@
 // spec.commands: the operator's own commands, at three points of a run (boot, before and after
-// kubeadm), each an argv or one shell line with a timeout.
+// kubeadm) and at the start of `machineadm reset`, each an argv or one shell line with a timeout.
 import { array, integer, object, optional, string, withDefault } from './dsl.ts';
 
 const oneLine = (what: string) => (value: string) => (/[\r\n\0]/.test(value) ? `${what} must be one line|remove the line break` : undefined);
@@ -42,6 +42,10 @@ export const commandsSection = object(
     boot: commandList('run early in prepare, on every machineadm run (cloud-init bootcmd\'s place), in order; a failing one stops the run', [{ argv: ['/sbin/swapoff', '-a'] }]),
     beforeKubeadm: commandList('run in provision right before kubeadm init or join, until that kubeadm has succeeded on this machine', [{ name: 'keepalived', shell: 'systemctl enable --now keepalived' }]),
     afterKubeadm: commandList('run in provision right after kubeadm init or join succeeded, once per successful kubeadm run', [{ shell: 'mkdir -p /root/.kube && cp /etc/kubernetes/admin.conf /root/.kube/config', timeoutSeconds: 30 }]),
+    beforeReset: commandList(
+      'run by machineadm reset before it undoes anything (what the other lists did cannot be undone by machineadm: undo it here), on every reset run, in order; a failing one stops the reset before any change. Taken from the configuration reset is given (-c, or the default sources)',
+      [{ name: 'drain local data', argv: ['/usr/local/sbin/node-teardown', '--keep-logs'], timeoutSeconds: 120 }],
+    ),
   },
-  { description: 'the operator\'s commands at three points of a run, e.g. { boot: [{ argv: ["/sbin/swapoff", "-a"] }] }; each is an argv or a shell line with a timeout', example: { boot: [{ argv: ['/sbin/swapoff', '-a'] }] } },
+  { description: 'the operator\'s commands at three points of a run and before a reset, e.g. { boot: [{ argv: ["/sbin/swapoff", "-a"] }] }; each is an argv or a shell line with a timeout', example: { boot: [{ argv: ['/sbin/swapoff', '-a'] }] } },
 );

@@ -4,13 +4,13 @@
 // that holds something else is refused before any change unless its entry says overwrite, and what
 // is already as asked is left alone, so a rerun changes nothing. The device steps change the
 // running kernel's devices: under a scratch --root they are shown and skipped, unless --devices.
-import type { ApplyResult, Change, CheckResult, Step, StepContext } from '../../phases/step.ts';
+import type { ApplyResult, Change, CheckResult, Step, StepContext, Undo, UndoContext } from '../../phases/step.ts';
 import { ConfigError, MachineadmError, ExitCode, type ConfigIssue } from '../../errors.ts';
 import type { Host } from '../../host/index.ts';
 import { partitionPath, sfdiskScript } from '../storage/layout.ts';
 import { mkfsArgv, planStorage, probeSignature, type StoragePlan } from '../storage/plan.ts';
 import { FSTAB, outsideEntries, renderFstab, mountOrder } from '../storage/fstab.ts';
-import { errorForField, inspectFile, inspectTarget, writeFiles, type DesiredFile } from '../managed-file.ts';
+import { errorForField, inspectFile, inspectTarget, missingFolders, writeFiles, type DesiredFile } from '../managed-file.ts';
 
 const TOOL_TIMEOUT_MS = 10 * 60_000;
 /** How long partition nodes may take to appear after the table is written (udev, a slow controller). */
@@ -64,8 +64,9 @@ async function waitForPartitions(host: Host, disk: string, count: number): Promi
  * A step that changes devices: its part of the storage plan, refused before any change when the
  * plan refuses it, shown and skipped when the devices are not this run's to change.
  */
-function deviceStep(part: Part, id: string, summary: string, changes: (plan: StoragePlan) => Change[], apply: (ctx: StepContext, plan: StoragePlan) => Promise<ApplyResult | void>): Step {
+function deviceStep(part: Part, id: string, summary: string, changes: (plan: StoragePlan) => Change[], apply: (ctx: StepContext, plan: StoragePlan) => Promise<ApplyResult | void>, atReset: Pick<Step, 'undo' | 'undoRecord'>): Step {
   return {
+    ...atReset,
     id,
     summary,
     platforms: ['linux'],
@@ -79,6 +80,24 @@ function deviceStep(part: Part, id: string, summary: string, changes: (plan: Sto
     },
     async apply(ctx) {
       return apply(ctx, await planOrRefuse(ctx, part));
+    },
+  };
+}
+
+/**
+ * reset's word on partition tables and filesystems: kept, with the data on them. A reset gives a
+ * machine back for reuse; erasing a disk is a decision of its own (wipefs), never a side effect.
+ */
+function keptAtReset(what: string, recorded: (data: Record<string, unknown>) => Change[]): Undo {
+  return {
+    summary: `${what}: kept (reset never wipes a disk)`,
+    async check(ctx) {
+      const changes = ctx.done?.data ? recorded(ctx.done.data) : [];
+      if (changes.length === 0) return { done: true, changes: [] };
+      return { done: false, changes, skipReason: `not undone: ${what} machineadm made are kept with the data on them (reset never wipes a disk; wipefs --all DEVICE erases one, when that is what you want)` };
+    },
+    async apply() {
+      // Never reached: check() skips.
     },
   };
 }
@@ -110,6 +129,9 @@ export const storagePartitionsStep = deviceStep(
     }
     return { record: { partitioned: record } };
   },
+  {
+    undo: keptAtReset('partition tables', (data) => Object.entries((data.partitioned ?? {}) as Record<string, string>).map(([device, detail]) => ({ action: 'keep', target: device, detail: `partitioned by machineadm: ${detail}` }))),
+  },
 );
 
 export const storageFilesystemsStep = deviceStep(
@@ -133,6 +155,11 @@ export const storageFilesystemsStep = deviceStep(
     }
     return { record: { formatted: made } };
   },
+  {
+    undo: keptAtReset('filesystems', (data) =>
+      Object.entries((data.formatted ?? {}) as Record<string, { format: string; uuid?: string }>).map(([node, f]) => ({ action: 'keep', target: node, detail: `${f.format} made by machineadm${f.uuid ? ` (UUID ${f.uuid})` : ''}` })),
+    ),
+  },
 );
 
 export const storageMountsStep = deviceStep(
@@ -149,7 +176,98 @@ export const storageMountsStep = deviceStep(
       ctx.log(`${m.spec.device}: mounted on ${m.spec.path}`);
     }
   },
+  {
+    // What reset unmounts: the mounts this step is about to make, and the folders it makes for them.
+    async undoRecord(ctx: StepContext) {
+      const plan = await planStorage(ctx);
+      const mounts: Record<string, RecordedMount> = {};
+      for (const m of plan.mounts) {
+        if (m.action !== 'mount') continue;
+        mounts[m.spec.path] = { device: m.spec.device, target: await ctx.host.fs.resolve(m.spec.path), created: await missingFolders(ctx.host.fs, m.spec.path) };
+      }
+      return Object.keys(mounts).length ? { mounts } : undefined;
+    },
+    undo: unmountAtReset(),
+  },
 );
+
+interface RecordedMount {
+  device: string;
+  /** The mount point on this machine (under --root), as mount was given it. */
+  target: string;
+  /** Folders made for the mount point, outermost first. */
+  created: string[];
+}
+
+interface PlannedUnmount {
+  path: string;
+  mount: RecordedMount;
+  mounted: boolean;
+  /** Folders machineadm made for it that are there now, deepest first. */
+  folders: string[];
+}
+
+async function plannedUnmounts(ctx: UndoContext): Promise<PlannedUnmount[]> {
+  const recorded = (ctx.undoRecord?.mounts ?? {}) as Record<string, RecordedMount>;
+  const inUse = ctx.host.devices.allowed ? await ctx.host.devices.mounted() : [];
+  const out: PlannedUnmount[] = [];
+  // Inner mounts first: a parent cannot be unmounted under a child.
+  for (const path of mountOrder(Object.keys(recorded), (p) => p).reverse()) {
+    const mount = recorded[path]!;
+    const mounted = inUse.some((m) => m.target === mount.target);
+    const folders: string[] = [];
+    for (const d of [...mount.created].reverse()) if ((await ctx.host.fs.stat(d))?.kind === 'directory') folders.push(d);
+    if (mounted || folders.length) out.push({ path, mount, mounted, folders });
+  }
+  return out;
+}
+
+/**
+ * reset: the mounts machineadm made are unmounted (after reset/files: fstab and the files
+ * machineadm wrote inside them are given back first), and the mount points it made removed when
+ * empty. A busy mount fails the step (exit 1, the state directory stays): what holds it is the
+ * operator's to stop; --force detaches it lazily (umount --lazy).
+ */
+function unmountAtReset(): Undo {
+  return {
+    summary: 'unmount what machineadm mounted, and remove the mount points it made',
+    when: 'after-files',
+    async check(ctx) {
+      const planned = await plannedUnmounts(ctx);
+      if (planned.length === 0) return { done: true, changes: [] };
+      const changes: Change[] = [];
+      for (const p of planned) {
+        if (p.mounted || !ctx.host.devices.allowed) changes.push({ action: 'unmount', target: p.path, detail: `${p.mount.device}, mounted by machineadm${ctx.options.force ? '; lazily when busy (--force)' : ''}` });
+        for (const d of p.folders) changes.push({ action: 'delete', target: `${d}/`, detail: 'mount point made by machineadm, when empty' });
+      }
+      const skip = deviceSkipReason(ctx);
+      return { done: false, changes, ...(skip ? { skipReason: skip } : {}) };
+    },
+    async apply(ctx) {
+      const kept: string[] = [];
+      for (const p of await plannedUnmounts(ctx)) {
+        if (p.mounted) {
+          const result = await ctx.host.proc.run(['umount', p.mount.target], { timeoutMs: TOOL_TIMEOUT_MS, allowFailure: true });
+          if (result.exitCode !== 0) {
+            const said = result.stderr.trim().split('\n')[0] ?? '';
+            const busy = /busy/i.test(said);
+            if (!(busy && ctx.options.force)) {
+              throw new MachineadmError(`${p.path}: umount exited with code ${result.exitCode}${said ? `: ${said}` : ''}`, ExitCode.stepFailed, {
+                hint: busy
+                  ? `something still uses ${p.path} (fuser -vm ${p.path} or lsof +f -- ${p.path} lists it): stop it and run reset again, or run reset --force to detach it lazily (umount --lazy: it goes once the last user is done)`
+                  : 'fix what umount says and run reset again',
+              });
+            }
+            await run(ctx.host, ['umount', '--lazy', p.mount.target]);
+            ctx.log(`${p.path}: busy, detached lazily (--force)`, 'warning');
+          } else ctx.log(`${p.path}: unmounted`);
+        }
+        for (const d of p.folders) if (!(await ctx.host.fs.removeFolderIfEmpty(d))) kept.push(d);
+      }
+      return kept.length ? { warning: `mount points left in place, something else is in them now: ${kept.join(', ')}` } : {};
+    },
+  };
+}
 
 interface FstabState {
   /** The file as it should be, or undefined when it is already so (or absent and nothing to add). */

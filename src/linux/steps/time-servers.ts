@@ -1,7 +1,8 @@
 // prepare/time-servers/file and prepare/time-servers/restart: the NTP servers for chrony or
 // systemd-timesyncd, whichever the machine has, and a reload of that client only when the file
 // changed (in this run, or in an earlier one whose reload did not happen).
-import type { CheckResult, Step, StepContext } from '../../phases/step.ts';
+import { createHash } from 'node:crypto';
+import type { ApplyResult, CheckResult, Step, StepContext, Undo, UndoContext } from '../../phases/step.ts';
 import { ConfigError, StepDetailsError } from '../../errors.ts';
 import { inspectFile, writeFiles, type DesiredFile } from '../managed-file.ts';
 import { liveSkipReason } from '../live.ts';
@@ -86,17 +87,71 @@ export const timeServersRestartStep: Step = {
   async apply(ctx) {
     const writtenAt = reloadNeeded(ctx)!;
     const client = await clientOf(ctx);
-    const argv = reloadArgv(client);
-    // In a container without systemd as init there is no service to restart: said, not failed.
-    if (argv[0] === 'systemctl' && !(await ctx.host.fs.exists('/run/systemd/system'))) {
-      return { record: { reloadedFor: writtenAt }, warning: `${client.unit} was not restarted: systemd is not running on this machine (no /run/systemd/system); restart it yourself so it reads ${client.path}` };
-    }
-    const result = await ctx.host.proc.run(argv, { timeoutMs: 60_000, allowFailure: true });
-    if (result.exitCode !== 0) {
-      throw new StepDetailsError(`${argv.join(' ')} exited with code ${result.exitCode}: ${result.stderr.trim().split('\n')[0] ?? ''}`, { command: argv.join(' '), exitCode: result.exitCode }, {
-        hint: `${client.path} is written; the next run tries the reload again`,
-      });
-    }
-    return { record: { reloadedFor: writtenAt } };
+    return reload(ctx, client, { reloadedFor: writtenAt }, `${client.path} is written; the next run tries the reload again`);
   },
+  undo: undoReload(),
 };
+
+/** The content the client was last made to read, by digest (null: the file was not there). */
+async function digestOf(ctx: StepContext, path: string): Promise<string | null> {
+  const content = await ctx.host.fs.readFile(path);
+  return content === undefined ? null : createHash('sha256').update(content).digest('hex');
+}
+
+/** Makes the client read its servers again; the record keeps the content it now reads (for reset). */
+async function reload(ctx: StepContext, client: TimeClient, record: Record<string, unknown>, hint: string): Promise<ApplyResult> {
+  const argv = reloadArgv(client);
+  const digest = await digestOf(ctx, client.path);
+  // In a container without systemd as init there is no service to restart: said, not failed.
+  if (argv[0] === 'systemctl' && !(await ctx.host.fs.exists('/run/systemd/system'))) {
+    return { record: { ...record, digest }, warning: `${client.unit} was not restarted: systemd is not running on this machine (no /run/systemd/system); restart it yourself so it reads ${client.path}` };
+  }
+  const result = await ctx.host.proc.run(argv, { timeoutMs: 60_000, allowFailure: true });
+  if (result.exitCode !== 0) {
+    throw new StepDetailsError(`${argv.join(' ')} exited with code ${result.exitCode}: ${result.stderr.trim().split('\n')[0] ?? ''}`, { command: argv.join(' '), exitCode: result.exitCode }, { hint });
+  }
+  ctx.log(`${argv.join(' ')}: ${client.unit} reads ${client.path} again`);
+  return { record: { ...record, digest } };
+}
+
+/** The client and file the file step wrote for, from its record (reset has no spec.timeServers). */
+function recordedClient(ctx: UndoContext): TimeClient | undefined {
+  const data = ctx.recordOf('time-servers/file')?.data;
+  if (typeof data?.client !== 'string' || typeof data.path !== 'string' || typeof data.unit !== 'string') return undefined;
+  return { kind: data.client as TimeClient['kind'], path: data.path, unit: data.unit } as TimeClient;
+}
+
+/**
+ * reset: once reset/files gave the time client's file back (or removed it), the client reads it
+ * again, only when machineadm made it read its own and the content now differs from that (as
+ * containerd's restart). A reset run again after that reloads nothing: its own record says so.
+ */
+function undoReload(): Undo {
+  const pending = async (ctx: UndoContext): Promise<{ client: TimeClient; digest: string | null } | undefined> => {
+    if (typeof ctx.done?.data?.reloadedFor !== 'string') return undefined;
+    const client = recordedClient(ctx);
+    if (!client) return undefined;
+    const digest = await digestOf(ctx, client.path);
+    const seen = ctx.previous?.data && 'digest' in ctx.previous.data ? ctx.previous.data.digest : ctx.done.data.digest;
+    // A record from before digests: reloaded once (then this step's own record has one).
+    if (seen === undefined) return { client, digest };
+    if (seen !== digest || (ctx.options.dryRun && (await ctx.filesToGiveBack()).includes(client.path))) return { client, digest };
+    return undefined;
+  };
+  return {
+    summary: 'make the time client read its servers again once reset gave its file back',
+    when: 'after-files',
+    async check(ctx) {
+      const found = await pending(ctx);
+      if (!found) return { done: true, changes: [] };
+      const changes = [{ action: 'run', target: reloadArgv(found.client).join(' '), detail: `${found.client.path} given back` }];
+      const skip = liveSkipReason(ctx.host);
+      return { done: false, changes, ...(skip ? { skipReason: skip } : {}) };
+    },
+    async apply(ctx) {
+      const found = await pending(ctx);
+      if (!found) return {};
+      return reload(ctx, found.client, {}, `${found.client.path} is given back; run reset again to reload ${found.client.unit}`);
+    },
+  };
+}

@@ -6,18 +6,14 @@ import type { Change, CheckResult, Step, StepContext } from '../../phases/step.t
 import type { UserSpec } from '../../config/schema/index.ts';
 import { CRYPT_HASH } from '../../config/schema/users.ts';
 import { ConfigError, MachineadmError, StepDetailsError, type ConfigIssue } from '../../errors.ts';
-import { chrootArgs, isLocked, parseAccounts, prefixArgs, supplementaryGroups, type Accounts } from '../accounts.ts';
+import { chrootArgs, isLocked, prefixArgs, supplementaryGroups, type Accounts } from '../accounts.ts';
 import { errorForField, inspectFile, inspectTarget, writeFiles, type DesiredFile } from '../managed-file.ts';
+import { readAccounts, runShadowTool, usersUndo, usersUndoRecord } from '../users-undo.ts';
 
 export const SUDOERS_DIR = '/etc/sudoers.d';
 
 function usersOf(ctx: StepContext): readonly UserSpec[] {
   return ctx.config.spec.users ?? [];
-}
-
-async function readAccounts(ctx: StepContext): Promise<Accounts> {
-  const { fs } = ctx.host;
-  return parseAccounts(await fs.readText('/etc/passwd'), await fs.readText('/etc/group'), await fs.readText('/etc/shadow'));
 }
 
 // sudo skips files in sudoers.d whose names hold a "." or end in "~"; user names hold neither.
@@ -169,12 +165,7 @@ async function visudoProblem(ctx: StepContext, file: DesiredFile): Promise<strin
 const TOOLS = { groupadd: 'passwd (Debian) or shadow-utils', useradd: 'passwd (Debian) or shadow-utils', usermod: 'passwd (Debian) or shadow-utils', chpasswd: 'passwd (Debian) or shadow-utils' } as const;
 
 async function run(ctx: StepContext, argv: [string, ...string[]], field: string, input?: string): Promise<void> {
-  const result = await ctx.host.proc.run(argv, { timeoutMs: 60_000, allowFailure: true, ...(input !== undefined ? { input } : {}) });
-  if (result.exitCode !== 0) {
-    // chpasswd's input is the hash: only the program and the first line of its complaint are shown.
-    const said = result.stderr.trim().split('\n')[0] ?? '';
-    throw new StepDetailsError(`${field}: ${argv[0]} exited with code ${result.exitCode}${said ? `: ${said}` : ''}`, { command: argv[0], exitCode: result.exitCode }, { hint: 'fix what the tool says (a user or group that clashes, a locked /etc/passwd) and run again' });
-  }
+  await runShadowTool(ctx, argv, field, input !== undefined ? { input } : {});
 }
 
 export const usersStep: Step = {
@@ -256,6 +247,8 @@ export const usersStep: Step = {
       if (sudo) {
         const problem = await visudoProblem(ctx, sudo);
         if (problem) throw new StepDetailsError(`${sudo.field}: visudo rejects the rule: ${problem}`, {});
+        // Recorded before the folder is made: reset removes a sudoers.d machineadm created.
+        await ctx.host.fs.keepOriginal(sudo.path);
         await ctx.host.fs.mkdirp(SUDOERS_DIR, 0o750);
         await writeFiles(ctx.host.fs, [sudo], ctx.facts.privileged);
       }
@@ -263,10 +256,16 @@ export const usersStep: Step = {
       if (keys) {
         const dir = `${homeOf(p.user, accounts)}/.ssh`;
         await sshDirChange(ctx, p, accounts);
+        await ctx.host.fs.keepOriginal(keys.path);
         await ctx.host.fs.mkdirp(dir, 0o700);
         await ctx.host.fs.setAttributes(dir, { mode: 0o700, ...(keys.owner ? { owner: keys.owner } : {}) });
         await writeFiles(ctx.host.fs, [keys], ctx.facts.privileged);
       }
     }
   },
+  // Which users and groups were there, and as what, before machineadm first changed them.
+  async undoRecord(ctx) {
+    return { ...(await usersUndoRecord(ctx, usersOf(ctx), homeOf)) };
+  },
+  undo: usersUndo,
 };
