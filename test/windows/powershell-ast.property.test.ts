@@ -86,6 +86,10 @@ function everyAction(v: string): WindowsScript[] {
     windowsScripts.restart(v),
     windowsScripts.domainJoin({ domain: v, user: v, ouPath: v, newName: v, server: v }),
     windowsScripts.domainJoinOffline(v),
+    windowsScripts.serviceRemove(v),
+    windowsScripts.firewallRemove(v),
+    windowsScripts.domainLeave({ user: v, workgroup: v, server: v }),
+    windowsScripts.domainLeaveLocal(v),
   ];
 }
 
