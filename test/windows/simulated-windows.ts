@@ -35,7 +35,7 @@
 //   blob file fails with 2 (ERROR_FILE_NOT_FOUND). Blobs here are JSON { domain, machine } (real
 //   ones are opaque base64 made by djoin /provision).
 import { join } from 'node:path';
-import { RootedFileSystem } from '../../src/host/index.ts';
+import { RootedFileSystem, type FileSystemOptions } from '../../src/host/index.ts';
 import type { AclState, BootIdentity, ComputerSystem, DomainJoinOutcome, DomainLeaveOutcome, OnlineDomainJoin, OnlineDomainLeave, FeatureState, FirewallRule, FirewallRuleState, ServiceSpec, ServiceState, WindowsHost } from '../../src/host/windows/index.ts';
 import { bootIdOf, windowsCommandLine } from '../../src/host/windows/index.ts';
 
@@ -73,6 +73,8 @@ export class SimulatedWindows implements WindowsHost {
   pendingLeave: string | undefined;
   /** Reads a machine file (the djoin blob); set by the test. */
   readFile: (path: string) => string | undefined = () => undefined;
+  /** Makes a directory on the machine's disk (createPrivateDirectory creates it, as on Windows); set by the test. */
+  makeDirectory: (path: string) => void = () => undefined;
   /** The passwords joinDomain was given (the test checks where they went). */
   passwords: string[] = [];
 
@@ -179,6 +181,7 @@ export class SimulatedWindows implements WindowsHost {
 
   async createPrivateDirectory(path: string): Promise<void> {
     this.calls.push(`createPrivateDirectory ${path}`);
+    this.makeDirectory(path);
     this.acls.set(path.toLowerCase(), PRIVATE_ACL);
   }
 
@@ -293,10 +296,11 @@ export class SimulatedWindows implements WindowsHost {
 /**
  * The Windows machine's files for the steps: a real RootedFileSystem under a scratch directory
  * that takes Windows paths (C:\a\b is <root>/C/a/b) and says it is a Windows one.
- * `onWrite` sees every file as it is written (to check the ACL it lands under).
+ * `onWrite` sees every file as it is written (to check the ACL it lands under); `options` give it
+ * the state directory's backup/ and written/ records, as machineadm's own file system has them.
  */
-export function windowsFiles(root: string, onWrite?: (path: string) => void): RootedFileSystem {
-  const real = new RootedFileSystem(root);
+export function windowsFiles(root: string, onWrite?: (path: string) => void, options: FileSystemOptions = {}): RootedFileSystem {
+  const real = new RootedFileSystem(root, options);
   const map = (p: unknown): unknown => (typeof p === 'string' && /^[A-Za-z]:\\/.test(p) ? `/${p[0]!.toUpperCase()}/${p.slice(3).replace(/\\/g, '/')}` : p);
   return new Proxy(real, {
     get(target, prop, receiver) {

@@ -6,7 +6,7 @@
 // otherwise be writable by any user, who could then run code as SYSTEM at the next service start.
 // The seam's private directory sets the ACL on the directory and resets what is already in it to
 // inherit it (icacls /reset), so files written before are covered too.
-import type { Change, Step, StepContext } from '../../phases/step.ts';
+import type { Change, Step, StepContext, Undo, UndoContext } from '../../phases/step.ts';
 import { CONTAINERD_LOG, KUBELET_CONFIG, KUBELET_LOG_DIR, kubeletPath, parentOf } from '../paths.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
 import type { AclState } from '../../host/windows/index.ts';
@@ -60,10 +60,80 @@ async function unlocked(ctx: StepContext): Promise<string[]> {
   return out;
 }
 
+/** Each folder to lock and the parents CreateDirectory would make with it, deepest first (never a drive root). */
+function withParents(path: string): string[] {
+  const out: string[] = [];
+  for (let p = path.replace(/\\+$/, ''); /^[A-Za-z]:\\./.test(p); p = p.slice(0, p.lastIndexOf('\\'))) out.push(p);
+  return out;
+}
+
+function isStateDir(ctx: StepContext, path: string): boolean {
+  const state = stateDirOf(ctx).toLowerCase();
+  return path.toLowerCase() === state || state.startsWith(`${path.toLowerCase()}\\`);
+}
+
+/**
+ * Before the first lock: which folders (with the parents made for them) were not there. reset
+ * removes those once empty; the state directory is archived by reset itself, never removed here.
+ */
+async function foldersBefore(ctx: StepContext): Promise<Record<string, unknown> | undefined> {
+  if (!seamOf(ctx) || ctx.host.fs.platform !== 'windows') return undefined;
+  const dirs: Record<string, string> = {};
+  for (const path of privatePaths(ctx)) {
+    for (const dir of withParents(path)) if (!isStateDir(ctx, dir) && !WINDOWS_OWNED.test(dir)) dirs[dir] = (await ctx.host.fs.exists(dir)) ? 'present' : 'absent';
+  }
+  return { dirs };
+}
+
+function recordedFolders(ctx: UndoContext): { made: string[]; there: string[] } | undefined {
+  const dirs = ctx.undoRecord?.dirs as Record<string, string> | undefined;
+  if (!dirs) return undefined;
+  const made = Object.keys(dirs).filter((d) => dirs[d] === 'absent').sort((a, b) => b.length - a.length);
+  return { made, there: Object.keys(dirs).filter((d) => dirs[d] === 'present').sort() };
+}
+
+const KEPT_ACL = 'keep their ACL for SYSTEM and Administrators only (machineadm keeps no copy of the ACL it replaced)';
+
+// After reset/files: the folders machineadm made for the locked paths go once nothing is left in
+// them; the ones that were there before stay, locked (their earlier ACL is not recorded).
+const removeMadeFolders: Undo = {
+  summary: 'remove the folders machineadm made to lock them, once empty; the folders that were there keep the lock',
+  when: 'after-files',
+  async check(ctx) {
+    const folders = recordedFolders(ctx);
+    if (!folders) return { done: true, changes: [] };
+    const planned = ctx.options.dryRun ? new Set((await ctx.filesToGiveBack()).map((f) => f.toLowerCase())) : new Set<string>();
+    const changes: Change[] = [];
+    const going = new Set<string>();
+    for (const dir of folders.made) {
+      if (!(await ctx.host.fs.exists(dir))) continue;
+      const names = await ctx.host.fs.list(dir);
+      // A plan has not removed the files yet: what reset/files gives back counts as gone.
+      if (names.every((n) => going.has(`${dir}\\${n}`.toLowerCase()) || planned.has(`${dir}\\${n}`.toLowerCase()))) {
+        going.add(dir.toLowerCase());
+        changes.push({ action: 'delete', target: `${dir}\\`, detail: 'folder machineadm made to lock it' });
+      }
+    }
+    const kept = folders.there.length ? `${folders.there.join(', ')} (there before machineadm) ${KEPT_ACL}` : undefined;
+    if (changes.length === 0) return kept ? { done: false, changes: [], skipReason: kept } : { done: true, changes: [] };
+    return { done: false, changes };
+  },
+  async apply(ctx) {
+    const folders = recordedFolders(ctx)!;
+    for (const dir of folders.made) {
+      if (!(await ctx.host.fs.exists(dir))) continue;
+      if (!(await ctx.host.fs.removeFolderIfEmpty(dir))) ctx.log(`${dir}: left in place, something else is in it (locked to SYSTEM and Administrators)`, 'warning');
+    }
+    if (folders.there.length) ctx.log(`${folders.there.join(', ')} ${KEPT_ACL}`);
+  },
+};
+
 export const privatePathsStep: Step = {
   id: 'windows/private-paths',
   summary: 'lock the directories SYSTEM services read (kubelet, containerd log, host agents, state) to SYSTEM and Administrators',
   platforms: ['windows'],
+  undoRecord: foldersBefore,
+  undo: removeMadeFolders,
   async check(ctx) {
     const changes: Change[] = (await unlocked(ctx)).map((path) => ({ action: 'lock', target: path, detail: 'ACL for SYSTEM and Administrators only (protected), inherited by what is in it' }));
     const skip = noSeamSkip(ctx);

@@ -1,0 +1,183 @@
+// `machineadm init` then `machineadm reset` for every Windows example, on the simulated Windows
+// machine (test/windows/simulated-windows.ts) through the run module, as the CLI runs them: the
+// real steps and runner, real files under a scratch root with the records of what machineadm
+// wrote, a real HTTP server for the host agent, and a kubeadm stand-in that does to the machine
+// what kubeadm join and reset do on Windows. After reset and the restart it asks for, the machine
+// is as before init (services, firewall rules, scheduled tasks, domain membership, files), except
+// what the contract says stays: the Containers feature and the ACLs on folders that were there.
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { load } from 'js-yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHost, RootedFileSystem, type Facts, type Host, type ProcessRunner } from '../../src/host/index.ts';
+import { executeRun } from '../../src/phases/run.ts';
+import { windowsRestart, windowsResume } from '../../src/host/windows/index.ts';
+import type { MachineConfig } from '../../src/config/schema/index.ts';
+import { configFrom } from '../report/harness.ts';
+import { scratchDir } from '../support/tmp.ts';
+import { snapshot } from '../reset/machine.ts';
+import { realPath, SimulatedWindows, windowsFiles } from './simulated-windows.ts';
+
+const EXAMPLES_DIR = resolve(import.meta.dirname, '..', '..', 'examples');
+const EXAMPLES = readdirSync(EXAMPLES_DIR).filter((n) => n.startsWith('windows-') && n.endsWith('.yaml')).sort();
+const AGENT = Buffer.from('MZ csi-proxy stand-in\n');
+const AGENT_SHA = createHash('sha256').update(AGENT).digest('hex');
+const TOKEN = 'abcdef.0123456789abcdef';
+const STATE = 'C:\\ProgramData\\machineadm';
+const SELF = ['C:\\Program Files\\machineadm\\machineadm.exe'];
+
+let server: http.Server;
+let base = '';
+beforeAll(async () => {
+  server = http.createServer((req, res) => (req.url === '/csi-proxy.exe' ? res.end(AGENT) : res.writeHead(404).end()));
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(() => new Promise<void>((done) => server.close(() => done())));
+
+/** The example as written, but its host agents downloaded from the local server (the example's URL is a placeholder). */
+function exampleConfig(name: string, change: (spec: Record<string, any>) => void = () => undefined): MachineConfig {
+  const doc = load(readFileSync(join(EXAMPLES_DIR, name), 'utf8')) as { spec: Record<string, any> };
+  for (const agent of doc.spec.windows?.hostAgents ?? []) agent.source = { url: `${base}/csi-proxy.exe`, sha256: AGENT_SHA };
+  change(doc.spec);
+  return configFrom(doc.spec);
+}
+
+/** A Windows Server 2022 machine as the image left it: the binaries in place, the join blob copied in. */
+function machine() {
+  const root = scratchDir('machineadm-windows-reset-');
+  const sim = new SimulatedWindows('20348');
+  const stateReal = realPath(root, STATE);
+  // machineadm's own file system keeps its records in the state directory, as on the machine.
+  const fs = windowsFiles(root, undefined, { backupDir: join(stateReal, 'backup'), writtenDir: join(stateReal, 'written') });
+  // kubeadm writes its files itself: nothing of machineadm records them.
+  const kubeadmFs = windowsFiles(root);
+  const put = (path: string, content: string | Buffer) => {
+    mkdirSync(dirname(realPath(root, path)), { recursive: true });
+    writeFileSync(realPath(root, path), content);
+  };
+  put('C:\\Program Files\\containerd\\containerd.exe', 'MZ');
+  put('C:\\k\\kubelet.exe', 'MZ');
+  put('C:\\k\\kubeadm.exe', 'MZ');
+  put(`${STATE}\\node.odj`, JSON.stringify({ domain: 'corp.example', machine: 'NODE-07' }));
+  sim.readFile = (path) => (existsSync(realPath(root, path)) ? readFileSync(realPath(root, path), 'utf8') : undefined);
+  sim.makeDirectory = (path) => mkdirSync(realPath(root, path), { recursive: true });
+  const kubeadm: string[] = [];
+  const proc = {
+    which: async (name: string) => (name === 'kubeadm' ? 'C:\\k\\kubeadm.exe' : undefined),
+    run: async (argv: string[]) => {
+      const ok = (stdout = '') => ({ argv, exitCode: 0, stdout, stderr: '', durationMs: 1 });
+      kubeadm.push(argv.slice(0, 3).join(' '));
+      if (argv[1] === 'version') return ok('v1.31.2\n');
+      if (argv[1] === 'join') {
+        await kubeadmFs.writeFile('C:\\var\\lib\\kubelet\\kubeadm-flags.env', 'KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=npipe:////./pipe/containerd-containerd --register-with-taints=os=windows:NoSchedule"\n');
+        await kubeadmFs.writeFile('C:\\var\\lib\\kubelet\\config.yaml', 'kind: KubeletConfiguration\n');
+        await kubeadmFs.writeFile('C:\\etc\\kubernetes\\kubelet.conf', 'kubeconfig\n');
+        await kubeadmFs.writeFile('C:\\etc\\kubernetes\\pki\\ca.crt', 'ca\n');
+        await sim.startService('kubelet');
+        return ok('This node has joined the cluster\n');
+      }
+      if (argv[1] === 'reset') {
+        // kubeadm reset: stops the kubelet, removes its kubeconfig files and empties its folders.
+        expect(argv).toEqual(['kubeadm', 'reset', '-f', '--cri-socket', 'npipe:////./pipe/containerd-containerd']);
+        await sim.stopService('kubelet');
+        for (const file of ['C:\\var\\lib\\kubelet\\kubeadm-flags.env', 'C:\\var\\lib\\kubelet\\config.yaml', 'C:\\etc\\kubernetes\\kubelet.conf', 'C:\\etc\\kubernetes\\pki\\ca.crt']) await kubeadmFs.remove(file);
+        await kubeadmFs.removeFolderIfEmpty('C:\\etc\\kubernetes\\pki');
+        await kubeadmFs.removeFolderIfEmpty('C:\\var\\lib\\kubelet\\pki');
+        return ok('[reset] Deleted contents of the kubelet\'s directories\n');
+      }
+      throw new Error(`unexpected command ${argv.join(' ')}`);
+    },
+  } as unknown as ProcessRunner;
+  return { root, sim, fs, proc, kubeadm, stateFs: new RootedFileSystem(stateReal) };
+}
+
+type Machine = ReturnType<typeof machine>;
+
+/** One machineadm process (init with its resume, or reset), as the CLI starts it on the live machine. */
+async function execute(m: Machine, command: 'init' | 'reset', config: MachineConfig, options: { keepDomain?: boolean } = {}) {
+  const facts: Facts = { os: 'windows', arch: 'x64', hostname: m.sim.computer.name, privileged: true, liveRoot: true, windowsBuild: '20348', bootId: await m.sim.bootId() };
+  const fs = new Proxy(m.fs, { get: (target, prop, receiver) => (prop === 'isLiveRoot' ? true : Reflect.get(target, prop, receiver)) });
+  const host: Host = { ...createHost({ root: m.root, facts, env: { MACHINEADM_JOIN_TOKEN: TOKEN }, windows: m.sim, stateDir: STATE }), fs, proc: m.proc, resume: windowsResume(m.sim), restart: windowsRestart(m.sim) };
+  let console = '';
+  const before = m.sim.calls.length;
+  const report = await executeRun({
+    command, config, host, stateFs: m.stateFs, selection: {}, force: false,
+    ...(options.keepDomain ? { keepDomain: true } : {}),
+    console: { mode: 'json', write: (t) => (console += t) },
+    ...(command === 'init' ? { resume: { argv: [...SELF, 'init', '-c', 'C:\\ProgramData\\machineadm\\config.yaml'], maxReboots: 3, reboot: true } } : {}),
+  });
+  return { ...report, console, calls: m.sim.calls.slice(before) };
+}
+
+/** init to the end: the restarts it asks for, the resume task running it on after each. */
+async function initToTheEnd(m: Machine, config: MachineConfig) {
+  for (let boot = 0; boot < 4; boot++) {
+    const run = await execute(m, 'init', config);
+    if (run.exitCode !== 4) return run;
+    m.sim.reboot();
+  }
+  throw new Error('init asked for more restarts than expected');
+}
+
+/** What reset must give back: the machine's state as the seam and the disk show it. */
+function machineState(m: Machine) {
+  const files = snapshot(m.root, (rel) => rel === 'C/ProgramData/machineadm' || rel.startsWith('C/ProgramData/machineadm/') || rel.startsWith('C/ProgramData/machineadm.reset-'));
+  return {
+    services: [...m.sim.services.keys()].sort(),
+    firewall: [...m.sim.firewall.keys()].sort(),
+    tasks: [...m.sim.tasks.keys()].sort(),
+    membership: { partOfDomain: m.sim.computer.partOfDomain, domain: m.sim.computer.domain },
+    files,
+  };
+}
+
+describe.each(EXAMPLES)('%s on the simulated Windows machine: init, then reset', (example) => {
+  it('gives back services, firewall rules, the resume task, the domain membership and the files as before init; after the restart, a second reset does nothing', async () => {
+    const m = machine();
+    const config = exampleConfig(example);
+    const before = machineState(m);
+    const init = await initToTheEnd(m, config);
+    expect(init.exitCode, init.console).toBe(0);
+    expect(m.sim.computer).toMatchObject({ partOfDomain: true, domain: 'corp.example', name: 'NODE-07' });
+    expect([...m.sim.services.keys()].sort()).toEqual(['containerd', 'csiproxy', 'kubelet']);
+
+    const reset = await execute(m, 'reset', config);
+    // Windows finishes leaving the domain at the next boot: reset says so with exit 4.
+    expect(reset.exitCode, reset.console).toBe(4);
+    expect(reset.error?.message).toMatch(/left corp\.example: Windows finishes leaving the domain at the next boot; restart the machine, then run machineadm reset again/);
+    expect(reset.calls).toEqual([
+      'stopService kubelet',
+      'leaveDomainLocally WORKGROUP',
+      'removeFirewallRule machineadm-kubelet',
+      'removeService kubelet',
+      'removeService csiproxy',
+      'removeService containerd',
+    ]);
+    // An offline join: no credential reached the machine, so the account stays in the directory and reset names it.
+    const events = reset.console.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; level?: string; message?: string });
+    expect(events.filter((e) => e.level === 'warning').map((e) => e.message)).toContainEqual(expect.stringMatching(/^left corp\.example on this machine only \(an offline join: no credential is on the machine\): the computer account NODE-07 stays in corp\.example; remove it in the directory/));
+    expect(m.sim.directory.accounts.has('NODE-07')).toBe(true);
+    expect(m.sim.directory.disabled.has('NODE-07')).toBe(false);
+
+    // Run again before the restart: nothing changes, the restart is still asked for.
+    const again = await execute(m, 'reset', config);
+    expect(again.exitCode).toBe(4);
+    expect(again.calls).toEqual([]);
+
+    m.sim.reboot();
+    const after = await execute(m, 'reset', config);
+    expect(after.exitCode, after.console).toBe(0);
+    expect(after.calls).toEqual([]);
+    expect(after.archivedTo).toMatch(/machineadm\.reset-\d{8}T\d{6}Z$/);
+    // What stays (documented): the Containers feature, the computer name the join gave, and the
+    // lock on the folder that was there before (C:\k, kubelet.exe's); everything else is as before.
+    expect(m.sim.features.get('Containers')).toBe('installed');
+    expect(m.sim.computer.name).toBe('NODE-07');
+    expect([...m.sim.acls.keys()].filter((dir) => existsSync(realPath(m.root, dir)))).toEqual(['c:\\k']);
+    expect(machineState(m)).toEqual(before);
+  }, 60_000);
+});
