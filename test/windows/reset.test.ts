@@ -17,6 +17,7 @@ import { executeRun } from '../../src/phases/run.ts';
 import { windowsRestart, windowsResume } from '../../src/host/windows/index.ts';
 import type { MachineConfig } from '../../src/config/schema/index.ts';
 import { configFrom } from '../report/harness.ts';
+import { exitCodeOf } from '../../src/errors.ts';
 import { scratchDir } from '../support/tmp.ts';
 import { snapshot } from '../reset/machine.ts';
 import { realPath, SimulatedWindows, windowsFiles } from './simulated-windows.ts';
@@ -26,6 +27,7 @@ const EXAMPLES = readdirSync(EXAMPLES_DIR).filter((n) => n.startsWith('windows-'
 const AGENT = Buffer.from('MZ csi-proxy stand-in\n');
 const AGENT_SHA = createHash('sha256').update(AGENT).digest('hex');
 const TOKEN = 'abcdef.0123456789abcdef';
+const PASSWORD = 'S3cret pass’word';
 const STATE = 'C:\\ProgramData\\machineadm';
 const SELF = ['C:\\Program Files\\machineadm\\machineadm.exe'];
 
@@ -179,5 +181,104 @@ describe.each(EXAMPLES)('%s on the simulated Windows machine: init, then reset',
     expect(m.sim.computer.name).toBe('NODE-07');
     expect([...m.sim.acls.keys()].filter((dir) => existsSync(realPath(m.root, dir)))).toEqual(['c:\\k']);
     expect(machineState(m)).toEqual(before);
+  }, 60_000);
+});
+
+describe('reset on Windows leaves a domain joined online with the join\'s credentials', () => {
+  /** The example joined online (Add-Computer) instead of from a blob. */
+  const online = (change: (dj: Record<string, unknown>) => void = () => undefined) => exampleConfig('windows-worker.yaml', (spec) => {
+    spec.domainJoin = { domain: 'corp.example', computerName: 'NODE-07', credentials: { username: 'k8s-joiner', password: PASSWORD } };
+    change(spec.domainJoin);
+  });
+
+  async function joined(config = online()) {
+    const m = machine();
+    const init = await initToTheEnd(m, config);
+    expect(init.exitCode, init.console).toBe(0);
+    expect(m.sim.computer).toMatchObject({ partOfDomain: true, domain: 'corp.example', name: 'NODE-07' });
+    m.sim.passwords.length = 0;
+    return m;
+  }
+
+  const warnings = (console: string) => console.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { level?: string; message?: string }).filter((e) => e.level === 'warning').map((e) => e.message);
+
+  it('disables the computer account with Remove-Computer, the password on standard input only, and the machine is in the workgroup after the restart', async () => {
+    const m = await joined();
+    const reset = await execute(m, 'reset', online());
+    expect(reset.exitCode, reset.console).toBe(4);
+    expect(reset.calls).toContain('leaveDomain WORKGROUP');
+    expect(m.sim.passwords).toEqual([PASSWORD]);
+    expect(reset.console).not.toContain(PASSWORD);
+    expect(readFileSync(join(realPath(m.root, STATE), 'state.json'), 'utf8')).not.toContain(PASSWORD);
+    expect(m.sim.directory.disabled.has('NODE-07')).toBe(true);
+    m.sim.reboot();
+    const after = await execute(m, 'reset', online());
+    expect(after.exitCode, after.console).toBe(0);
+    expect(m.sim.computer).toMatchObject({ partOfDomain: false, domain: 'WORKGROUP' });
+    expect(after.calls).toEqual([]);
+  }, 60_000);
+
+  it('leaves on this machine only when no domain controller answers, and names the computer account that stays', async () => {
+    const m = await joined();
+    m.sim.directory.reachable = false;
+    const reset = await execute(m, 'reset', online());
+    expect(reset.exitCode, reset.console).toBe(4);
+    expect(reset.calls.filter((c) => c.startsWith('leave'))).toEqual(['leaveDomain WORKGROUP', 'leaveDomainLocally WORKGROUP']);
+    expect(warnings(reset.console)).toContainEqual('left corp.example on this machine only (no domain controller of corp.example answered): the computer account NODE-07 stays in corp.example; remove it in the directory. Windows finishes leaving at the next boot');
+    expect(m.sim.directory.disabled.has('NODE-07')).toBe(false);
+  }, 60_000);
+
+  it('says a refused leave is the user\'s insufficient permissions (exit 1), and leaves the machine in the domain', async () => {
+    const m = await joined();
+    m.sim.directory.mayNotDisable.add('k8s-joiner');
+    const reset = await execute(m, 'reset', online());
+    expect(reset.exitCode).toBe(1);
+    expect(reset.error?.message).toMatch(/k8s-joiner has insufficient permissions to disable the computer account NODE-07 in corp\.example \(the directory denied the write\) \(Remove-Computer, code 5\)/);
+    expect(m.sim.pendingLeave).toBeUndefined();
+    expect(m.sim.directory.disabled.has('NODE-07')).toBe(false);
+  }, 60_000);
+
+  it('says when the computer account is gone from the directory, and leaves on this machine', async () => {
+    const m = await joined();
+    m.sim.directory.accounts.delete('NODE-07');
+    const reset = await execute(m, 'reset', online());
+    expect(reset.exitCode, reset.console).toBe(4);
+    expect(warnings(reset.console)).toContainEqual(expect.stringMatching(/^left corp\.example on this machine only \(the computer account NODE-07 does not exist in corp\.example \(someone deleted it in the directory\)\): nothing of it is left in the directory/));
+  }, 60_000);
+
+  it('refuses, before any change (exit 2), a reset whose configuration has no credentials to leave with', async () => {
+    const m = await joined();
+    const before = machineState(m);
+    const calls = m.sim.calls.length;
+    const refused = await execute(m, 'reset', configFrom({})).catch((e: unknown) => e);
+    const code = refused instanceof Error ? exitCodeOf(refused) : (refused as { exitCode: number }).exitCode;
+    expect(code).toBe(2);
+    expect(String((refused as Error).message ?? (refused as { error?: { message: string } }).error?.message)).toMatch(/spec\.domainJoin\.credentials/);
+    expect(m.sim.calls.slice(calls)).toEqual([]);
+    expect(machineState(m)).toEqual(before);
+  }, 60_000);
+
+  it('keeps the membership with --keep-domain: no leave, no restart, everything else undone', async () => {
+    const m = await joined();
+    const reset = await execute(m, 'reset', configFrom({}), { keepDomain: true });
+    expect(reset.exitCode, reset.console).toBe(0);
+    expect(reset.calls.filter((c) => c.startsWith('leave'))).toEqual([]);
+    expect(m.sim.computer).toMatchObject({ partOfDomain: true, domain: 'corp.example' });
+    expect([...m.sim.services.keys()]).toEqual([]);
+  }, 60_000);
+});
+
+describe('reset on Windows and what was there before machineadm', () => {
+  it('leaves a containerd service the image registered, and says so', async () => {
+    const m = machine();
+    await m.sim.registerContainerdService({ executable: 'C:\\Program Files\\containerd\\containerd.exe', config: 'C:\\Program Files\\containerd\\config.toml', logFile: 'C:\\ProgramData\\containerd\\containerd.log' });
+    await m.sim.startService('containerd');
+    const config = exampleConfig('windows-worker.yaml');
+    expect((await initToTheEnd(m, config)).exitCode).toBe(0);
+    const reset = await execute(m, 'reset', config);
+    expect(reset.calls).not.toContain('removeService containerd');
+    expect([...m.sim.services.keys()]).toEqual(['containerd']);
+    const steps = reset.console.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; step?: string; message?: string; result?: string });
+    expect(steps.find((e) => e.type === 'step.finished' && e.step === 'reset/windows/containerd-service')).toMatchObject({ result: 'skipped', message: "service containerd was there before machineadm's first run: left as it is" });
   }, 60_000);
 });

@@ -66,7 +66,7 @@ export class SimulatedWindows implements WindowsHost {
   restartRequested = false;
   computer: ComputerSystem = { partOfDomain: false, domain: 'WORKGROUP', name: 'WIN-NODE1' };
   /** The Active Directory domain this machine can reach. */
-  directory = { domain: 'corp.example', users: new Map([['k8s-joiner', 'S3cret pass’word']]), accounts: new Map<string, string>(), disabled: new Set<string>(), reachable: true };
+  directory = { domain: 'corp.example', users: new Map([['k8s-joiner', 'S3cret pass’word']]), accounts: new Map<string, string>(), disabled: new Set<string>(), reachable: true, mayNotDisable: new Set<string>() };
   /** A join done and waiting for the restart. */
   pendingJoin: { domain: string; name: string } | undefined;
   /** A leave done and waiting for the restart: the workgroup the machine goes to. */
@@ -240,6 +240,7 @@ export class SimulatedWindows implements WindowsHost {
     if (this.directory.users.get(leave.user) !== password) return fail(1326, 'The user name or password is incorrect.');
     const name = this.computer.name.toUpperCase();
     if (!this.directory.accounts.has(name)) return fail(2221, 'The user name could not be found.');
+    if (this.directory.mayNotDisable.has(leave.user)) return fail(5, 'Access is denied.');
     this.directory.disabled.add(name);
     this.pendingLeave = leave.workgroup;
     return { left: true, reachable: true };
