@@ -228,7 +228,7 @@ describe('reset on Windows leaves a domain joined online with the join\'s creden
     expect(m.sim.directory.disabled.has('NODE-07')).toBe(false);
   }, 60_000);
 
-  it('says a refused leave is the user\'s insufficient permissions (exit 1), and leaves the machine in the domain', async () => {
+  it('says a refused leave is insufficient permissions of the user (exit 1), and leaves the machine in the domain', async () => {
     const m = await joined();
     m.sim.directory.mayNotDisable.add('k8s-joiner');
     const reset = await execute(m, 'reset', online());
