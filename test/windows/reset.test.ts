@@ -14,6 +14,11 @@ import { load } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHost, RootedFileSystem, type Facts, type Host, type ProcessRunner } from '../../src/host/index.ts';
 import { executeRun } from '../../src/phases/run.ts';
+import { computePlan } from '../../src/phases/runner.ts';
+import { StateStore } from '../../src/phases/state.ts';
+import { resetPhase } from '../../src/reset/phase.ts';
+import { EventBus } from '../../src/report/events.ts';
+import { SecretScrubber } from '../../src/config/secrets.ts';
 import { windowsRestart, windowsResume } from '../../src/host/windows/index.ts';
 import type { MachineConfig } from '../../src/config/schema/index.ts';
 import { configFrom } from '../report/harness.ts';
@@ -115,6 +120,14 @@ async function execute(m: Machine, command: 'init' | 'reset', config: MachineCon
   return { ...report, console, calls: m.sim.calls.slice(before) };
 }
 
+/** reset --dry-run on the machine: each step that would change something, with its changes. */
+async function planReset(m: Machine, config: MachineConfig): Promise<string[]> {
+  const facts: Facts = { os: 'windows', arch: 'x64', hostname: m.sim.computer.name, privileged: true, liveRoot: true, windowsBuild: '20348', bootId: await m.sim.bootId() };
+  const host: Host = { ...createHost({ root: m.root, facts, env: { MACHINEADM_JOIN_TOKEN: TOKEN }, windows: m.sim, stateDir: STATE }), fs: m.fs, proc: m.proc };
+  const plan = await computePlan({ command: 'reset', phases: [resetPhase], selection: {}, config, facts, host, events: new EventBus(), state: new StateStore(m.stateFs), force: false, secrets: new SecretScrubber() });
+  return plan.phases.flatMap((p) => p.steps.filter((s) => s.status === 'change').map((s) => `${s.id}: ${s.changes.map((c) => `${c.action} ${c.target}`).join('; ')}`));
+}
+
 /** init to the end: the restarts it asks for, the resume task running it on after each. */
 async function initToTheEnd(m: Machine, config: MachineConfig) {
   for (let boot = 0; boot < 4; boot++) {
@@ -146,6 +159,23 @@ describe.each(EXAMPLES)('%s on the simulated Windows machine: init, then reset',
     expect(init.exitCode, init.console).toBe(0);
     expect(m.sim.computer).toMatchObject({ partOfDomain: true, domain: 'corp.example', name: 'NODE-07' });
     expect([...m.sim.services.keys()].sort()).toEqual(['containerd', 'csiproxy', 'kubelet']);
+
+    // The plan first (reset --dry-run): every undo, the leave and the restart, nothing changed.
+    const calls = m.sim.calls.length;
+    const planned = await planReset(m, config);
+    expect(m.sim.calls.length).toBe(calls);
+    expect(planned).toEqual([
+      'reset/kubeadm/join: run kubeadm reset -f --cri-socket npipe:////./pipe/containerd-containerd',
+      'reset/domain/join: leave corp.example; restart the machine',
+      'reset/windows/firewall: remove firewall rule machineadm-kubelet',
+      'reset/windows/kubelet-service: delete service kubelet',
+      'reset/windows/host-agents: delete service csiproxy',
+      'reset/windows/containerd-service: delete service containerd',
+      expect.stringMatching(/^reset\/files: (delete [^;]+; )*delete [^;]+$/),
+      // (A plan cannot count what kubeadm reset will empty: the kubelet's folders show in the run only.)
+      'reset/windows/private-paths: delete C:\\ProgramData\\containerd\\; delete C:\\var\\log\\kubelet\\; delete C:\\var\\log\\',
+      'reset/restart: restart the machine',
+    ]);
 
     const reset = await execute(m, 'reset', config);
     // Windows finishes leaving the domain at the next boot: reset says so with exit 4.
