@@ -52,11 +52,6 @@ export async function windowsLeavePreflight(ctx: UndoContext): Promise<void> {
   await readJoinPassword(ctx, credentials);
 }
 
-/** The leave of this reset, still waiting for the restart that finishes it (same boot). */
-export function leftThisBoot(ctx: UndoContext, record: Record<string, unknown> | undefined): boolean {
-  return typeof record?.left === 'string' && record.bootId !== undefined && record.bootId === ctx.facts.bootId;
-}
-
 function plannedChanges(ctx: UndoContext, joined: WindowsJoined, name: string): Change[] {
   const how = online(joined)
     ? `Remove-Computer as ${credentialsOf(ctx)?.username ?? '(no credentials)'}, password on standard input: the computer account ${name} is disabled in ${joined.domain} (Windows does not delete it); on this machine only if no domain controller answers`
@@ -107,7 +102,7 @@ export async function windowsLeaveApply(ctx: UndoContext): Promise<ApplyResult> 
   const joined = windowsJoinedOf(ctx.done?.data)!;
   const windows = requireSeam(ctx);
   const name = (await windows.computerSystem()).name;
-  const record = (account: 'disabled' | 'kept' | 'not-found') => ({ left: joined.domain, computerName: name, account, ...(ctx.facts.bootId ? { bootId: ctx.facts.bootId } : {}) });
+  const record = (account: 'disabled' | 'kept' | 'not-found' | 'left-before') => ({ left: joined.domain, computerName: name, account, ...(ctx.facts.bootId ? { bootId: ctx.facts.bootId } : {}) });
   const locally = async (why: string, account: 'kept' | 'not-found' = 'kept'): Promise<ApplyResult> => {
     const outcome = await windows.leaveDomainLocally(WORKGROUP);
     if (!outcome.left) {
@@ -130,6 +125,12 @@ export async function windowsLeaveApply(ctx: UndoContext): Promise<ApplyResult> 
     return { record: record('disabled') };
   }
   if (outcome.reachable === false) return locally(`no domain controller of ${joined.domain} answered`);
+  // 2692 (NERR_SetupNotJoined): a reset killed after Remove-Computer and before its record left
+  // already; Windows finishes at the next boot.
+  if (outcome.code === 2692) {
+    ctx.log(`left ${joined.domain} before (a reset that was stopped); Windows finishes leaving at the next boot`);
+    return { record: record('left-before') };
+  }
   const failure = leaveFailure(outcome, joined, name, credentials.username);
   // Nothing to disable: the leave on this machine is all that is left to do.
   if (failure.kind === 'account-not-found') return locally(failure.message, 'not-found');

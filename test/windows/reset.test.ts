@@ -298,6 +298,22 @@ describe('reset on Windows leaves a domain joined online with the join\'s creden
   }, 60_000);
 });
 
+describe('reset on Windows of a run waiting for its restart', () => {
+  it('removes the resume task through the seam, and what the first part of init did', async () => {
+    const m = machine();
+    const config = exampleConfig('windows-worker.yaml');
+    const before = machineState(m);
+    const init = await execute(m, 'init', config);
+    expect(init.exitCode).toBe(4);
+    expect(m.sim.tasks.has('\\machineadm\\resume')).toBe(true);
+    const reset = await execute(m, 'reset', config);
+    expect(reset.exitCode, reset.console).toBe(0);
+    expect(reset.calls).toEqual(['removeResume']);
+    expect(m.sim.tasks.size).toBe(0);
+    expect(machineState(m)).toEqual(before);
+  }, 60_000);
+});
+
 describe('reset on Windows and what was there before machineadm', () => {
   it('leaves a containerd service the image registered, and says so', async () => {
     const m = machine();
