@@ -248,6 +248,22 @@ describe('reset on Windows leaves a domain joined online with the join\'s creden
     expect(after.calls).toEqual([]);
   }, 60_000);
 
+  it('goes on after a reset stopped between Remove-Computer and its record: the leave is not tried twice into a failure', async () => {
+    const m = await joined();
+    expect((await execute(m, 'reset', online())).exitCode).toBe(4);
+    // As if killed after Remove-Computer and before the state recorded it.
+    const file = join(realPath(m.root, STATE), 'state.json');
+    const state = JSON.parse(readFileSync(file, 'utf8'));
+    delete state.steps['reset/domain/join'];
+    writeFileSync(file, JSON.stringify(state));
+    const again = await execute(m, 'reset', online());
+    expect(again.exitCode, again.console).toBe(4);
+    expect(again.calls).toEqual(['leaveDomain WORKGROUP']);
+    m.sim.reboot();
+    expect((await execute(m, 'reset', online())).exitCode).toBe(0);
+    expect(m.sim.computer).toMatchObject({ partOfDomain: false, domain: 'WORKGROUP' });
+  }, 60_000);
+
   it('leaves on this machine only when no domain controller answers, and names the computer account that stays', async () => {
     const m = await joined();
     m.sim.directory.reachable = false;

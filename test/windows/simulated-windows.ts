@@ -29,7 +29,8 @@
 //   answers (`directory.reachable`), and the leave is then not tried. Which code Windows gives
 //   for a computer account that no longer exists is not documented; here it is 2221
 //   (NERR_UserNotFound). UnjoinDomainOrWorkgroup with no options leaves only this machine: the
-//   account stays as it is. Sc.exe delete: the service is stopped first (with the ones that
+//   account stays as it is. A leave again before the restart is 2692 (NERR_SetupNotJoined): assumed,
+//   as whether PartOfDomain changes before the restart is not documented. Sc.exe delete: the service is stopped first (with the ones that
 //   depend on it) and goes.
 // - djoin /requestODJ /localos: queues the join the blob describes for the next boot; a missing
 //   blob file fails with 2 (ERROR_FILE_NOT_FOUND). Blobs here are JSON { domain, machine } (real
@@ -237,6 +238,7 @@ export class SimulatedWindows implements WindowsHost {
     this.passwords.push(password);
     if (!this.directory.reachable) return { left: false, reachable: false, message: 'The secure channel between the local computer and the domain is broken: no domain controller answered.' };
     const fail = (code: number, text: string): DomainLeaveOutcome => ({ left: false, reachable: true, code, errorId: 'FailToUnjoinDomain,Microsoft.PowerShell.Commands.RemoveComputerCommand', message: `Failed to unjoin computer '${this.computer.name}' from domain '${this.computer.domain}' with the following error message: ${text}` });
+    if (this.pendingLeave) return fail(2692, 'The machine is not currently joined to a domain.');
     if (this.directory.users.get(leave.user) !== password) return fail(1326, 'The user name or password is incorrect.');
     const name = this.computer.name.toUpperCase();
     if (!this.directory.accounts.has(name)) return fail(2221, 'The user name could not be found.');
