@@ -45,6 +45,7 @@ function scripts(): Record<string, string> {
     'acl.query': s.aclQuery(ACL_PATH).text,
     'acl.query.missing': s.aclQuery(join(dir, 'missing')).text,
     'acl.path': ACL_PATH,
+    'acl.restore': s.aclRestore({ path: 'C:\\k', sddl: 'O:BAG:SYD:AI(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)(A;ID;0x1301bf;;;AU)' }).text,
     'computer-system': s.computerSystem().text,
     'boot-identity': s.bootIdentity().text,
     // The registration runs `machineadm resume`, which reads the command from the state directory.

@@ -196,6 +196,7 @@ describe.skipIf(skip)('Windows actions run by pwsh against declared cmdlets', ()
     ['resume.remove', () => windowsScripts.resumeRemove({ taskName: 'resume', taskPath: '\\machineadm\\' }), 'Get-ScheduledTask is not stubbed in this test'],
     ['restart', () => windowsScripts.restart('machineadm: test'), 'shutdown.exe exited with code 3'],
     ['service.remove', () => windowsScripts.serviceRemove('kubelet'), 'Get-Service is not stubbed in this test'],
+    ['acl.restore', () => windowsScripts.aclRestore({ path: dir, sddl: 'D:P(A;;FA;;;SY)' }), 'Get-Acl is not stubbed in this test'],
     ['firewall.remove', () => windowsScripts.firewallRemove('machineadm-kubelet'), 'Get-NetFirewallRule is not stubbed in this test'],
     ['domain.leave-local', () => windowsScripts.domainLeaveLocal('WORKGROUP'), 'Get-CimInstance is not stubbed in this test'],
   ];

@@ -19,7 +19,7 @@ import { StateStore } from '../../src/phases/state.ts';
 import { resetPhase } from '../../src/reset/phase.ts';
 import { EventBus } from '../../src/report/events.ts';
 import { SecretScrubber } from '../../src/config/secrets.ts';
-import { windowsRestart, windowsResume } from '../../src/host/windows/index.ts';
+import { windowsRestart, windowsResume, type AclState } from '../../src/host/windows/index.ts';
 import type { MachineConfig } from '../../src/config/schema/index.ts';
 import { configFrom } from '../report/harness.ts';
 import { exitCodeOf } from '../../src/errors.ts';
@@ -35,6 +35,16 @@ const TOKEN = 'abcdef.0123456789abcdef';
 const PASSWORD = 'S3cret pass’word';
 const STATE = 'C:\\ProgramData\\machineadm';
 const SELF = ['C:\\Program Files\\machineadm\\machineadm.exe'];
+/** A folder's ACL as Windows gives one made under C:\\ (inherited; Authenticated Users may add files). */
+const IMAGE_ACL: AclState = {
+  protected: false,
+  entries: [
+    { sid: 'S-1-5-18', rights: 'FullControl', type: 'Allow', inherited: true },
+    { sid: 'S-1-5-32-544', rights: 'FullControl', type: 'Allow', inherited: true },
+    { sid: 'S-1-5-11', rights: 'Modify, Synchronize', type: 'Allow', inherited: true },
+  ],
+  sddl: 'O:BAG:SYD:AI(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)(A;OICIIOID;SDGXGWGR;;;AU)(A;ID;0x1301bf;;;AU)',
+};
 
 let server: http.Server;
 let base = '';
@@ -154,6 +164,9 @@ function machineState(m: Machine) {
 describe.each(EXAMPLES)('%s on the simulated Windows machine: init, then reset', (example) => {
   it('gives back services, firewall rules, the resume task, the domain membership and the files as before init; after the restart, a second reset does nothing', async () => {
     const m = machine();
+    // C:\k, where the image put kubelet.exe, has the ACL a folder under C:\ gets (users may add files).
+    m.sim.acls.set('c:\\k', IMAGE_ACL);
+    m.sim.sddls.set(IMAGE_ACL.sddl!, IMAGE_ACL);
     const config = exampleConfig(example);
     const before = machineState(m);
     const init = await initToTheEnd(m, config);
@@ -176,7 +189,7 @@ describe.each(EXAMPLES)('%s on the simulated Windows machine: init, then reset',
       'reset/windows/containerd-service: delete service containerd',
       expect.stringMatching(/^reset\/files: (delete [^;]+; )*delete [^;]+$/),
       // (A plan cannot count what kubeadm reset will empty: the kubelet's folders show in the run only.)
-      'reset/windows/private-paths: delete C:\\ProgramData\\containerd\\; delete C:\\var\\log\\kubelet\\; delete C:\\var\\log\\',
+      'reset/windows/private-paths: delete C:\\ProgramData\\containerd\\; delete C:\\var\\log\\kubelet\\; delete C:\\var\\log\\; restore ACL of C:\\k',
       'reset/restart: restart the machine',
     ]);
 
@@ -191,6 +204,7 @@ describe.each(EXAMPLES)('%s on the simulated Windows machine: init, then reset',
       'removeService kubelet',
       'removeService csiproxy',
       'removeService containerd',
+      'restoreAcl C:\\k',
     ]);
     // An offline join: no credential reached the machine, so the account stays in the directory and reset names it.
     const events = reset.console.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { type: string; level?: string; message?: string });

@@ -201,6 +201,17 @@ export class SimulatedWindows implements WindowsHost {
     return undefined;
   }
 
+  async restoreAcl(path: string, sddl: string): Promise<void> {
+    this.calls.push(`restoreAcl ${path}`);
+    // Set-Acl with the DACL of the SDDL: the entries it describes (the test keeps them with it).
+    const earlier = this.sddls.get(sddl);
+    if (!earlier) throw new Error(`Set-Acl: the SDDL ${sddl} is not one this machine had`);
+    this.acls.set(path.toLowerCase(), earlier);
+  }
+
+  /** The ACLs the test gave folders before machineadm, by their SDDL (restoreAcl gives them back). */
+  sddls = new Map<string, AclState>();
+
   async computerSystem(): Promise<ComputerSystem> {
     return this.computer;
   }

@@ -49,6 +49,8 @@ export interface AclState {
   /** Inheritance off (the DACL is protected). */
   protected: boolean;
   entries: { sid: string; rights: string; type: string; inherited: boolean }[];
+  /** The whole security descriptor (Get-Acl's .Sddl), to give the access rules back later. */
+  sddl?: string;
 }
 
 export interface BootIdentity {
@@ -131,6 +133,8 @@ export interface WindowsHost {
   /** Creates the directory (if missing) with a protected ACL for SYSTEM and Administrators only, inherited by what is created in it. */
   createPrivateDirectory(path: string): Promise<void>;
   acl(path: string): Promise<AclState | undefined>;
+  /** Gives a folder back the access rules (DACL) of this SDDL; the owner stays as it is. */
+  restoreAcl(path: string, sddl: string): Promise<void>;
   computerSystem(): Promise<ComputerSystem>;
   /** Add-Computer with a credential built from `password`, which reaches PowerShell on standard input only. */
   joinDomain(join: OnlineDomainJoin, password: string): Promise<DomainJoinOutcome>;
@@ -245,6 +249,9 @@ export function createWindowsHost(run: ScriptRunner): WindowsHost {
     async acl(path) {
       const a = asObject<AclState>(await run(windowsScripts.aclQuery(path)));
       return a ? { ...a, entries: [a.entries ?? []].flat() } : undefined;
+    },
+    async restoreAcl(path, sddl) {
+      await run(windowsScripts.aclRestore({ path, sddl }));
     },
     async computerSystem() {
       return (await run(windowsScripts.computerSystem())) as ComputerSystem;

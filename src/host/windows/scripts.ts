@@ -215,8 +215,19 @@ if (-not (Test-Path -LiteralPath $Path)) {
   $entries = @($acl.Access | ForEach-Object {
     [pscustomobject]@{ sid = $_.IdentityReference.Translate([System.Security.Principal.SecurityIdentifier]).Value; rights = [string]$_.FileSystemRights; type = [string]$_.AccessControlType; inherited = $_.IsInherited }
   })
-  [pscustomobject]@{ protected = $acl.AreAccessRulesProtected; entries = $entries } | ConvertTo-Json -Compress -Depth 4
+  [pscustomobject]@{ protected = $acl.AreAccessRulesProtected; entries = $entries; sddl = [string]$acl.Sddl } | ConvertTo-Json -Compress -Depth 4
 }
+`;
+
+// The access rules a folder had before machineadm locked it, given back from their SDDL (Get-Acl's
+// .Sddl, recorded then): only the DACL (AccessControlSections.Access); the owner machineadm set
+// (Administrators) stays, as setting another owner may need a privilege Administrators lack.
+// [ObjectSecurity.SetSecurityDescriptorSddlForm, AccessControlSections; Get-Acl.md, Set-Acl.md]
+const ACL_RESTORE = String.raw`
+$acl = Get-Acl -LiteralPath $Path
+$acl.SetSecurityDescriptorSddlForm($Sddl, [System.Security.AccessControl.AccessControlSections]::Access)
+Set-Acl -LiteralPath $Path -AclObject $acl
+'{}'
 `;
 
 // [Win32_ComputerSystem class: PartOfDomain, Domain, Name]
@@ -482,6 +493,7 @@ export const windowsScripts = {
     compose('firewall.add', FIREWALL_ADD, { Name: r.name, DisplayName: r.displayName, Protocol: r.protocol, LocalPort: r.localPort }),
   privateDirectory: (path: string) => compose('acl.private-directory', PRIVATE_DIRECTORY, { Path: path }),
   aclQuery: (path: string) => compose('acl.query', ACL_QUERY, { Path: path }),
+  aclRestore: (a: { path: string; sddl: string }) => compose('acl.restore', ACL_RESTORE, { Path: a.path, Sddl: a.sddl }),
   computerSystem: () => compose('computer-system', COMPUTER_SYSTEM),
   bootIdentity: () => compose('boot-identity', BOOT_IDENTITY),
   resumeRegister: (t: { taskName: string; taskPath: string; execute: string; argument: string; description: string }) =>

@@ -73,31 +73,50 @@ function isStateDir(ctx: StepContext, path: string): boolean {
 }
 
 /**
- * Before the first lock: which folders (with the parents made for them) were not there. reset
- * removes those once empty; the state directory is archived by reset itself, never removed here.
+ * Before the first lock: which folders (with the parents made for them) were not there, and the
+ * security descriptor of each one that was. reset removes the ones it made once empty, and gives
+ * the others their access rules back; the state directory is archived by reset itself.
  */
 async function foldersBefore(ctx: StepContext): Promise<Record<string, unknown> | undefined> {
-  if (!seamOf(ctx) || ctx.host.fs.platform !== 'windows') return undefined;
+  const windows = seamOf(ctx);
+  if (!windows || ctx.host.fs.platform !== 'windows') return undefined;
   const dirs: Record<string, string> = {};
+  const acls: Record<string, string> = {};
   for (const path of privatePaths(ctx)) {
     for (const dir of withParents(path)) if (!isStateDir(ctx, dir) && !WINDOWS_OWNED.test(dir)) dirs[dir] = (await ctx.host.fs.exists(dir)) ? 'present' : 'absent';
+    if (isStateDir(ctx, path) || dirs[path] !== 'present') continue;
+    const acl = await windows.acl(path);
+    if (acl?.sddl && !isPrivate(acl)) acls[path] = acl.sddl;
   }
-  return { dirs };
+  return { dirs, acls };
 }
 
-function recordedFolders(ctx: UndoContext): { made: string[]; there: string[] } | undefined {
+function recordedFolders(ctx: UndoContext): { made: string[]; there: string[]; acls: Record<string, string> } | undefined {
   const dirs = ctx.undoRecord?.dirs as Record<string, string> | undefined;
   if (!dirs) return undefined;
+  const acls = (ctx.undoRecord?.acls ?? {}) as Record<string, string>;
   const made = Object.keys(dirs).filter((d) => dirs[d] === 'absent').sort((a, b) => b.length - a.length);
-  return { made, there: Object.keys(dirs).filter((d) => dirs[d] === 'present').sort() };
+  return { made, there: Object.keys(dirs).filter((d) => dirs[d] === 'present' && !(d in acls) && privatePaths(ctx).some((p) => p.toLowerCase() === d.toLowerCase())).sort(), acls };
 }
 
-const KEPT_ACL = 'keep their ACL for SYSTEM and Administrators only (machineadm keeps no copy of the ACL it replaced)';
+const KEPT_ACL = 'keep their ACL for SYSTEM and Administrators only (no record of the one before)';
+
+/** Folders whose access rules reset gives back: still machineadm's lock (someone else's change stays). */
+async function aclsToRestore(ctx: UndoContext, acls: Record<string, string>): Promise<string[]> {
+  const windows = seamOf(ctx);
+  const out: string[] = [];
+  for (const dir of Object.keys(acls).sort()) {
+    if (!windows) out.push(dir);
+    else if (isPrivate(await windows.acl(dir))) out.push(dir);
+  }
+  return out;
+}
 
 // After reset/files: the folders machineadm made for the locked paths go once nothing is left in
-// them; the ones that were there before stay, locked (their earlier ACL is not recorded).
+// them; the ones that were there before get the access rules recorded before the first lock back,
+// unless someone changed the lock since (then it stays, as they left it).
 const removeMadeFolders: Undo = {
-  summary: 'remove the folders machineadm made to lock them, once empty; the folders that were there keep the lock',
+  summary: 'remove the folders machineadm made to lock them, once empty; give the folders that were there their access rules back',
   when: 'after-files',
   async check(ctx) {
     const folders = recordedFolders(ctx);
@@ -114,15 +133,22 @@ const removeMadeFolders: Undo = {
         changes.push({ action: 'delete', target: `${dir}\\`, detail: 'folder machineadm made to lock it' });
       }
     }
+    for (const dir of await aclsToRestore(ctx, folders.acls)) changes.push({ action: 'restore', target: `ACL of ${dir}`, detail: 'the access rules it had before machineadm locked it (the owner stays Administrators)' });
     const kept = folders.there.length ? `${folders.there.join(', ')} (there before machineadm) ${KEPT_ACL}` : undefined;
     if (changes.length === 0) return kept ? { done: false, changes: [], skipReason: kept } : { done: true, changes: [] };
-    return { done: false, changes };
+    const skip = noSeamSkip(ctx);
+    return { done: false, changes, ...(skip ? { skipReason: skip } : {}) };
   },
   async apply(ctx) {
     const folders = recordedFolders(ctx)!;
     for (const dir of folders.made) {
       if (!(await ctx.host.fs.exists(dir))) continue;
       if (!(await ctx.host.fs.removeFolderIfEmpty(dir))) ctx.log(`${dir}: left in place, something else is in it (locked to SYSTEM and Administrators)`, 'warning');
+    }
+    const windows = requireSeam(ctx);
+    for (const dir of await aclsToRestore(ctx, folders.acls)) {
+      await windows.restoreAcl(dir, folders.acls[dir]!);
+      ctx.log(`${dir}: access rules given back as before machineadm locked it`);
     }
     if (folders.there.length) ctx.log(`${folders.there.join(', ')} ${KEPT_ACL}`);
   },

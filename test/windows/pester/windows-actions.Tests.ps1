@@ -298,7 +298,7 @@ Describe 'acl.private-directory, acl.query' {
   It 'acl.query prints null for a missing path, and the protection and entries (as SIDs) of an existing one' {
     Mock Get-Acl {
       $entry = { param($sid) $identity = [pscustomobject]@{ Sid = $sid }; $identity | Add-Member ScriptMethod Translate { param($type) [pscustomobject]@{ Value = $this.Sid } }; $identity }
-      [pscustomobject]@{ AreAccessRulesProtected = $true; Access = @(
+      [pscustomobject]@{ AreAccessRulesProtected = $true; Sddl = 'O:BAG:SYD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)'; Access = @(
         [pscustomobject]@{ IdentityReference = (& $entry 'S-1-5-18'); FileSystemRights = 'FullControl'; AccessControlType = 'Allow'; IsInherited = $false },
         [pscustomobject]@{ IdentityReference = (& $entry 'S-1-5-32-544'); FileSystemRights = 'FullControl'; AccessControlType = 'Allow'; IsInherited = $true }) }
     }
@@ -310,7 +310,29 @@ Describe 'acl.private-directory, acl.query' {
     $out.entries | Should -HaveCount 2
     "$($out.entries[0].sid) $($out.entries[0].rights) $($out.entries[0].type) $($out.entries[0].inherited)" | Should -Be 'S-1-5-18 FullControl Allow False'
     "$($out.entries[1].sid) $($out.entries[1].inherited)" | Should -Be 'S-1-5-32-544 True'
+    $out.sddl | Should -BeExactly 'O:BAG:SYD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)'
     Should -Invoke Get-Acl -Exactly -Times 1 -ParameterFilter { "$LiteralPath" -eq $script:Scripts['acl.path'] }
+  }
+}
+
+Describe 'acl.restore' {
+  It 'acl.restore gives the folder the access rules of the recorded SDDL, the DACL only, through Set-Acl' {
+    $log = [System.Collections.Generic.List[string]]::new()
+    Mock Get-Acl {
+      $acl = [pscustomobject]@{ Kind = 'DirectorySecurity' }
+      $acl | Add-Member ScriptMethod SetSecurityDescriptorSddlForm { param($sddl, $sections) $log.Add("$sddl | $sections | $($sections.GetType().Name)") }
+      $acl
+    }
+    Mock Set-Acl { }
+    Invoke-Action 'acl.restore' | Should -Be '{}'
+    Should -Invoke Get-Acl -Exactly -Times 1 -ParameterFilter { "$LiteralPath" -eq 'C:\k' }
+    $log | Should -Be @('O:BAG:SYD:AI(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)(A;ID;0x1301bf;;;AU) | Access | AccessControlSections')
+    Should -Invoke Set-Acl -Exactly -Times 1 -ParameterFilter { "$LiteralPath" -eq 'C:\k' -and $AclObject.Kind -eq 'DirectorySecurity' }
+  }
+  It 'acl.restore fails when Set-Acl fails' {
+    Mock Get-Acl { $acl = [pscustomobject]@{}; $acl | Add-Member ScriptMethod SetSecurityDescriptorSddlForm { }; $acl }
+    Mock Set-Acl { throw 'Attempted to perform an unauthorized operation.' }
+    { Invoke-Action 'acl.restore' } | Should -Throw -ExpectedMessage 'Attempted to perform an unauthorized operation.'
   }
 }
 
