@@ -328,6 +328,8 @@ describe('reset on Windows leaves a domain joined online with the join\'s creden
     expect(reset.calls.filter((c) => c.startsWith('leave'))).toEqual([]);
     expect(m.sim.computer).toMatchObject({ partOfDomain: true, domain: 'corp.example' });
     expect([...m.sim.services.keys()]).toEqual([]);
+    // C:\\k had no ACL this machine could read before the lock: it stays locked, and reset says so.
+    expect(reset.console).toContain('C:\\\\k keep their ACL for SYSTEM and Administrators only (no record of the one before)');
   }, 60_000);
 });
 

@@ -85,8 +85,9 @@ async function foldersBefore(ctx: StepContext): Promise<Record<string, unknown> 
   for (const path of privatePaths(ctx)) {
     for (const dir of withParents(path)) if (!isStateDir(ctx, dir) && !WINDOWS_OWNED.test(dir)) dirs[dir] = (await ctx.host.fs.exists(dir)) ? 'present' : 'absent';
     if (isStateDir(ctx, path) || dirs[path] !== 'present') continue;
+    // '' when there is nothing to give back (no security descriptor read, or already locked).
     const acl = await windows.acl(path);
-    if (acl?.sddl && !isPrivate(acl)) acls[path] = acl.sddl;
+    acls[path] = acl?.sddl && !isPrivate(acl) ? acl.sddl : '';
   }
   return { dirs, acls };
 }
@@ -94,9 +95,12 @@ async function foldersBefore(ctx: StepContext): Promise<Record<string, unknown> 
 function recordedFolders(ctx: UndoContext): { made: string[]; there: string[]; acls: Record<string, string> } | undefined {
   const dirs = ctx.undoRecord?.dirs as Record<string, string> | undefined;
   if (!dirs) return undefined;
-  const acls = (ctx.undoRecord?.acls ?? {}) as Record<string, string>;
+  const recorded = (ctx.undoRecord?.acls ?? {}) as Record<string, string>;
   const made = Object.keys(dirs).filter((d) => dirs[d] === 'absent').sort((a, b) => b.length - a.length);
-  return { made, there: Object.keys(dirs).filter((d) => dirs[d] === 'present' && !(d in acls) && privatePaths(ctx).some((p) => p.toLowerCase() === d.toLowerCase())).sort(), acls };
+  // Locked folders that were there: with the access rules to give back, or without (kept locked).
+  const there = Object.keys(recorded).filter((d) => dirs[d] === 'present');
+  const acls = Object.fromEntries(there.filter((d) => recorded[d] !== '').map((d) => [d, recorded[d]!]));
+  return { made, there: there.filter((d) => recorded[d] === '').sort(), acls };
 }
 
 const KEPT_ACL = 'keep their ACL for SYSTEM and Administrators only (no record of the one before)';
