@@ -67,7 +67,8 @@ export async function windowsLeaveCheck(ctx: UndoContext): Promise<CheckResult> 
   if (!joined) return { done: true, changes: [] };
   const windows = seamOf(ctx);
   const system = windows ? await windows.computerSystem() : undefined;
-  const name = system?.name ?? joined.computerName ?? 'the machine\'s';
+  // A plan made elsewhere knows the name only when the configuration gave it (an offline join takes the blob's).
+  const name = system?.name ?? joined.computerName ?? '(the name in the offline blob)';
   if (ctx.options.keepDomain) return { done: false, changes: [], skipReason: `--keep-domain: the machine stays ${name} in ${joined.domain}` };
   // Left in an earlier reset (this boot or before), or not a member of that domain any more.
   if (typeof ctx.previous?.data?.left === 'string') return { done: true, changes: [] };
