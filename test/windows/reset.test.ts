@@ -131,9 +131,10 @@ async function execute(m: Machine, command: 'init' | 'reset', config: MachineCon
 }
 
 /** reset --dry-run on the machine: each step that would change something, with its changes. */
-async function planReset(m: Machine, config: MachineConfig, skipped?: Record<string, string>): Promise<string[]> {
+async function planReset(m: Machine, config: MachineConfig, skipped?: Record<string, string>, elsewhere = false): Promise<string[]> {
   const facts: Facts = { os: 'windows', arch: 'x64', hostname: m.sim.computer.name, privileged: true, liveRoot: true, windowsBuild: '20348', bootId: await m.sim.bootId() };
-  const host: Host = { ...createHost({ root: m.root, facts, env: { MACHINEADM_JOIN_TOKEN: TOKEN }, windows: m.sim, stateDir: STATE }), fs: m.fs, proc: m.proc };
+  // Elsewhere: planned from another machine (plan reset --os windows), with the state directory's records only.
+  const host: Host = elsewhere ? createHost({ root: m.root, facts, env: {} }) : { ...createHost({ root: m.root, facts, env: { MACHINEADM_JOIN_TOKEN: TOKEN }, windows: m.sim, stateDir: STATE }), fs: m.fs, proc: m.proc };
   const plan = await computePlan({ command: 'reset', phases: [resetPhase], selection: {}, config, facts, host, events: new EventBus(), state: new StateStore(m.stateFs), force: false, secrets: new SecretScrubber() });
   for (const step of plan.phases.flatMap((p) => p.steps)) if (skipped && step.status === 'skipped') skipped[step.id] = step.reason ?? '';
   return plan.phases.flatMap((p) => p.steps.filter((s) => s.status === 'change').map((s) => `${s.id}: ${s.changes.map((c) => `${c.action} ${c.target}`).join('; ')}`));
@@ -330,6 +331,24 @@ describe('reset on Windows leaves a domain joined online with the join\'s creden
     expect([...m.sim.services.keys()]).toEqual([]);
     // C:\\k had no ACL this machine could read before the lock: it stays locked, and reset says so.
     expect(reset.console).toContain('C:\\\\k keep their ACL for SYSTEM and Administrators only (no record of the one before)');
+  }, 60_000);
+});
+
+describe('reset on Windows planned from another machine', () => {
+  it('shows every undo the records name, the leave and the restart, from the state directory alone', async () => {
+    const m = machine();
+    const config = exampleConfig('windows-worker.yaml');
+    expect((await initToTheEnd(m, config)).exitCode).toBe(0);
+    const planned = await planReset(m, configFrom({}), undefined, true);
+    expect(planned).toEqual(expect.arrayContaining([
+      'reset/kubeadm/join: run kubeadm reset -f',
+      'reset/domain/join: leave corp.example; restart the machine',
+      'reset/windows/firewall: remove firewall rule machineadm-kubelet',
+      'reset/windows/kubelet-service: delete service kubelet',
+      'reset/windows/host-agents: delete service csiproxy',
+      'reset/windows/containerd-service: delete service containerd',
+      'reset/restart: restart the machine',
+    ]));
   }, 60_000);
 });
 

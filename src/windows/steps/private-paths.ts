@@ -128,7 +128,13 @@ const removeMadeFolders: Undo = {
     const planned = ctx.options.dryRun ? new Set((await ctx.filesToGiveBack()).map((f) => f.toLowerCase())) : new Set<string>();
     const changes: Change[] = [];
     const going = new Set<string>();
+    // A plan made on another machine cannot look at the Windows machine's folders: it shows the records.
+    const here = ctx.host.fs.platform === 'windows';
     for (const dir of folders.made) {
+      if (!here) {
+        changes.push({ action: 'delete', target: `${dir}\\`, detail: 'folder machineadm made to lock it, once empty' });
+        continue;
+      }
       if (!(await ctx.host.fs.exists(dir))) continue;
       const names = await ctx.host.fs.list(dir);
       // A plan has not removed the files yet: what reset/files gives back counts as gone.
