@@ -264,6 +264,10 @@ describe('reset on Windows leaves a domain joined online with the join\'s creden
     expect(after.exitCode, after.console).toBe(0);
     expect(m.sim.computer).toMatchObject({ partOfDomain: false, domain: 'WORKGROUP' });
     expect(after.calls).toEqual([]);
+    // Nothing machineadm wrote (reports, state, the archived state directory, events) holds the password.
+    const written = readdirSync(m.root, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => readFileSync(join(e.parentPath, e.name), 'utf8'));
+    expect(written.length).toBeGreaterThan(10);
+    expect(written.filter((text) => text.includes(PASSWORD))).toEqual([]);
   }, 60_000);
 
   it('goes on after a reset stopped between Remove-Computer and its record: the leave is not tried twice into a failure', async () => {
