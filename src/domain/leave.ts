@@ -1,7 +1,8 @@
 // The undo of domain/join (machineadm reset): the machine leaves the domain it joined, with the
 // credentials source the join used. Linux: `adcli delete-computer` removes the computer account
-// (the keytab and krb5.conf are then given back by reset/files from their records). With
-// --keep-domain nothing changes and reset/files keeps the keytab and krb5.conf as they are.
+// (the keytab and krb5.conf are then given back by reset/files from their records). Windows:
+// ./windows-leave.ts (Remove-Computer, or a leave on this machine only). With --keep-domain
+// nothing changes and reset/files keeps the keytab and krb5.conf as they are.
 import type { CheckResult, Undo, UndoContext } from '../phases/step.ts';
 import type { DomainJoinSpec } from '../config/schema/index.ts';
 import { ConfigError, StepDetailsError } from '../errors.ts';
@@ -9,6 +10,7 @@ import { tail } from '../host/index.ts';
 import { classifyJoinFailure, realmOf } from './adcli.ts';
 import { readJoinPassword } from './password.ts';
 import { KRB5_CONF } from './krb5-conf.ts';
+import { windowsLeaveApply, windowsLeaveCheck, windowsLeavePreflight } from './windows-leave.ts';
 
 const LEAVE_TIMEOUT_MS = 5 * 60_000;
 
@@ -52,9 +54,10 @@ export function domainFiles(ctx: UndoContext): string[] {
 }
 
 export const domainLeave: Undo = {
-  summary: 'leave the domain: the computer account is deleted with the credentials the join used (adcli delete-computer)',
+  summary: 'leave the domain with the credentials the join used: the computer account is deleted (Linux: adcli delete-computer) or disabled (Windows: Remove-Computer)',
   keeps: domainFiles,
   async preflight(ctx) {
+    if (ctx.facts.os === 'windows') return windowsLeavePreflight(ctx);
     if (!joinedOf(ctx) || ctx.options.keepDomain || !ctx.facts.liveRoot || ctx.facts.os !== 'linux') return;
     const credentials = credentialsOf(ctx);
     if (credentials === undefined) {
@@ -63,12 +66,12 @@ export const domainLeave: Undo = {
     await readJoinPassword(ctx, credentials);
   },
   async check(ctx): Promise<CheckResult> {
+    if (ctx.facts.os === 'windows') return windowsLeaveCheck(ctx);
     const joined = joinedOf(ctx);
     if (!joined) return { done: true, changes: [] };
     const username = credentialsOf(ctx)?.username ?? '(no credentials)';
     const changes = [{ action: 'leave', target: joined.domain, detail: `adcli delete-computer ${joined.computerName} as ${username}@${realmOf(joined.domain)}, password on standard input` }];
     if (ctx.options.keepDomain) return { done: false, changes: [], skipReason: `--keep-domain: the machine stays ${joined.computerName} in ${joined.domain}, with ${domainFiles(ctx).join(' and ')}` };
-    if (ctx.facts.os !== 'linux') return { done: false, changes, skipReason: 'leaving the domain on Windows is not done by this build: run Remove-Computer, then restart' };
     if (!ctx.facts.liveRoot) return { done: false, changes, skipReason: `leaving the domain changes the directory: not run under --root ${ctx.host.fs.root}` };
     // Left already (a reset killed after the account went): the keytab no longer works.
     if (!(await ctx.host.fs.exists(joined.keytab))) return { done: true, changes: [] };
@@ -81,6 +84,7 @@ export const domainLeave: Undo = {
     return { done: false, changes };
   },
   async apply(ctx) {
+    if (ctx.facts.os === 'windows') return windowsLeaveApply(ctx);
     const joined = joinedOf(ctx)!;
     const credentials = credentialsOf(ctx);
     if (credentials === undefined) throw new StepDetailsError('the configuration has no spec.domainJoin.credentials to leave the domain with', {}, { hint: 'give the configuration the join used (-c FILE), or --keep-domain' });

@@ -48,8 +48,13 @@ const CODES: Readonly<Record<number, JoinFailureKind>> = {
 
 export type WindowsJoinMethod = 'Add-Computer' | 'djoin';
 
+/** What a Win32 code of a join or leave means to the operator ('other' when it names nothing known). */
+export function windowsCodeKind(code: number | undefined): JoinFailureKind {
+  return (code !== undefined ? CODES[code] : undefined) ?? 'other';
+}
+
 export function classifyWindowsJoinFailure(outcome: DomainJoinOutcome, dj: DomainJoinSpec, method: WindowsJoinMethod): JoinFailure {
-  const kind = (outcome.code !== undefined ? CODES[outcome.code] : undefined) ?? 'other';
+  const kind = windowsCodeKind(outcome.code);
   const username = method === 'Add-Computer' ? dj.credentials?.username : undefined;
   return describeJoinFailure(kind, dj, username, {
     tool: method,

@@ -134,7 +134,7 @@ function windowsResumeNotAvailable(): Pick<Host, 'resume' | 'restart'> {
 }
 
 export type { Facts, OperatingSystem, ToolVersions } from './facts.ts';
-export type { WindowsHost, ComputerSystem, DomainJoinOutcome } from './windows/index.ts';
+export type { WindowsHost, ComputerSystem, DomainJoinOutcome, DomainLeaveOutcome } from './windows/index.ts';
 export { RootedFileSystem, type WriteOptions, type FileInfo, type FileSystemOptions, type PendingFile } from './fs.ts';
 export { acquireRunLock, type LockAttempt, type LockHolder } from './run-lock.ts';
 export { BlockDevices, parseMountInfo, type DeviceAccess, type BlockDevice, type DeviceLookup, type MountedFilesystem } from './block-devices.ts';

@@ -115,7 +115,8 @@ async function planFiles(ctx: StepContext, kept: readonly string[]): Promise<Pla
     const info = await fs.stat(folder).catch(() => undefined);
     if (info?.kind !== 'directory') continue;
     const names = await fs.list(folder);
-    const sep = fs.platform === 'windows' ? '\\' : '/';
+    // The record's own separator (a Windows machine path has a drive letter).
+    const sep = /^[A-Za-z]:\\/.test(folder) ? '\\' : '/';
     if (!names.every((n) => removed.has(`${folder}${sep}${n}`))) continue;
     removed.add(folder);
     planned.folders.push(folder);

@@ -4,12 +4,14 @@
 // back by one step from the file system's records (./files.ts). Order: undos that need the
 // machine as init left it (kubeadm reset, leaving the domain) in the reverse of init's order, then
 // the files, then undos that need the files back (containerd restarted on its old configuration,
-// sysctls set back), then the resume registration.
+// sysctls set back), then the resume registration, and last (Windows) the restart that finishes
+// leaving the domain.
 import type { Phase, Step, StepContext, Undo, UndoContext } from '../phases/step.ts';
 import { ALL_PHASES } from '../phases/registry.ts';
 import { resetFilesStep } from './files.ts';
 import { resetResumeStep } from './resume.ts';
 import { beforeResetCommandsStep } from '../commands/steps.ts';
+import { resetRestartStep } from './restart.ts';
 
 interface Declared {
   step: Step;
@@ -41,7 +43,7 @@ export function resetSteps(phases: readonly Phase[] = ALL_PHASES): Step[] {
   const before = undos.filter((u) => (u.undo.when ?? 'before-files') === 'before-files').reverse();
   const after = undos.filter((u) => u.undo.when === 'after-files');
   // The operator's own undo first, while the machine is still as machineadm left it.
-  return [beforeResetCommandsStep, ...before.map(undoStep), files, ...after.map(undoStep), resetResumeStep];
+  return [beforeResetCommandsStep, ...before.map(undoStep), files, ...after.map(undoStep), resetResumeStep, resetRestartStep];
 }
 
 export const resetPhase: Phase = {

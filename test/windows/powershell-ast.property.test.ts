@@ -86,6 +86,11 @@ function everyAction(v: string): WindowsScript[] {
     windowsScripts.restart(v),
     windowsScripts.domainJoin({ domain: v, user: v, ouPath: v, newName: v, server: v }),
     windowsScripts.domainJoinOffline(v),
+    windowsScripts.serviceRemove(v),
+    windowsScripts.aclRestore({ path: v, sddl: v }),
+    windowsScripts.firewallRemove(v),
+    windowsScripts.domainLeave({ user: v, workgroup: v, server: v }),
+    windowsScripts.domainLeaveLocal(v),
   ];
 }
 

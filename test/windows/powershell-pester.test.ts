@@ -19,6 +19,8 @@ const dir = scratchDir('machineadm-pester-');
 const bin = nativeToolsDir(dir);
 /** A directory whose name holds a Unicode quote: it must reach the cmdlets as written. */
 const ACL_PATH = join(dir, 'kubelet O’Brien');
+/** Markup in a value given to the task definition: it must stay text. */
+const MARKUP = 'a & b </Arguments></Exec><Exec><Command>evil.exe</Command> <![CDATA[x]]> "q" \'s\'';
 
 /** The scripts the Pester file runs, by key (an action, or an action and a variant). */
 function scripts(): Record<string, string> {
@@ -43,12 +45,20 @@ function scripts(): Record<string, string> {
     'acl.query': s.aclQuery(ACL_PATH).text,
     'acl.query.missing': s.aclQuery(join(dir, 'missing')).text,
     'acl.path': ACL_PATH,
+    'acl.restore': s.aclRestore({ path: 'C:\\k', sddl: 'O:BAG:SYD:AI(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)(A;ID;0x1301bf;;;AU)' }).text,
     'computer-system': s.computerSystem().text,
     'boot-identity': s.bootIdentity().text,
-    'resume.register': s.resumeRegister({ ...task, execute: 'C:\\Program Files\\machineadm\\machineadm.exe', argument: 'init -c "C:\\ProgramData\\machineadm\\resume config.yaml"', description }).text,
+    // The registration runs `machineadm resume`, which reads the command from the state directory.
+    'resume.register': s.resumeRegister({ ...task, execute: 'C:\\Program Files\\machineadm\\machineadm.exe', argument: 'resume --state-dir C:\\ProgramData\\machineadm --root C:\\', description }).text,
+    'resume.register.markup': s.resumeRegister({ ...task, execute: 'C:\\m.exe', argument: MARKUP, description }).text,
+    'resume.markup': MARKUP,
     'resume.description': description,
     'resume.query': s.resumeQuery(task).text,
     'resume.remove': s.resumeRemove(task).text,
+    'service.remove': s.serviceRemove('kubelet').text,
+    'firewall.remove': s.firewallRemove('machineadm-kubelet').text,
+    'domain.leave': s.domainLeave({ user: 'CORP\\k8s-joiner', workgroup: 'WORKGROUP', server: 'dc1.corp.example' }).text,
+    'domain.leave-local': s.domainLeaveLocal('WORKGROUP').text,
     'restart': s.restart('machineadm: the Containers feature needs a restart').text,
     'domain.join': s.domainJoin({ domain: 'corp.example', user: 'CORP\\k8s-joiner', ouPath: 'OU=Nodes,DC=corp,DC=example', newName: '', server: '' }).text,
     'domain.join-offline': s.domainJoinOffline('C:\\ProgramData\\machineadm\\run\\domain-join.odj').text,

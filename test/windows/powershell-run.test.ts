@@ -52,6 +52,16 @@ $global:StubAnswers = @{
     if ($env:STUB_BEHAVIOUR -eq 'install-fails') { return [pscustomobject]@{ Success = $false; RestartNeeded = 'No'; ExitCode = 'Failed' } }
     [pscustomobject]@{ Success = $true; RestartNeeded = 'Yes'; ExitCode = 'SuccessRestartRequired' }
   }
+  'Test-ComputerSecureChannel' = { $env:STUB_BEHAVIOUR -ne 'dc-unreachable' }
+  'Remove-Computer' = {
+    param($bound, $cmdlet)
+    if ($env:STUB_BEHAVIOUR -eq 'leave-denied') {
+      # As Remove-Computer reports a refused unjoin (FailToUnjoinDomain), here access denied (5).
+      $text = (New-Object System.ComponentModel.Win32Exception(5)).Message
+      $exception = New-Object System.InvalidOperationException("Failed to unjoin computer 'NODE-01' from domain 'corp.example' with the following error message: $text")
+      $cmdlet.WriteError((New-Object System.Management.Automation.ErrorRecord($exception, 'FailToUnjoinDomain', 'OperationStopped', 'NODE-01')))
+    }
+  }
   'Enable-WindowsOptionalFeature' = { param($bound) [pscustomobject]@{ RestartNeeded = $true; Online = [bool]$bound.Online } }
 }
 # A client SKU has no ServerManager module.
@@ -114,6 +124,27 @@ describe.skipIf(skip)('Windows actions run by pwsh against declared cmdlets', ()
     expect(out.message).toContain(`failed to join domain '${JOIN.domain}'`);
   }, 120_000);
 
+  it('domain.leave gives Remove-Computer a credential read from standard input, the workgroup and -Force (no -Restart), and prints left', async () => {
+    const { run, proc } = runner('leave-succeeds');
+    const out = await run(withStubs(windowsScripts.domainLeave({ user: JOIN.user, workgroup: 'WORKGROUP', server: '' })), { input: `${Buffer.from(PASSWORD, 'utf8').toString('hex')}\n` });
+    expect(out).toEqual({ left: true, reachable: true });
+    expect(received()).toEqual([
+      { cmdlet: 'Test-ComputerSecureChannel', bound: { ErrorAction: 'Stop' } },
+      { cmdlet: 'Remove-Computer', bound: { UnjoinDomainCredential: { user: JOIN.user, password: PASSWORD, secure: true }, WorkgroupName: 'WORKGROUP', Force: true, ErrorAction: 'Stop', WarningAction: 'SilentlyContinue' } },
+    ]);
+    expect(Buffer.from(proc.argv.at(-1)!, 'base64').toString('utf16le')).not.toContain('pä');
+  }, 120_000);
+
+  it('domain.leave names access denied (5) from Remove-Computer\'s message, and leaves nothing to Remove-Computer when no domain controller answers', async () => {
+    const denied = (await runner('leave-denied').run(withStubs(windowsScripts.domainLeave({ user: JOIN.user, workgroup: 'WORKGROUP', server: JOIN.server })), { input: '70\n' })) as Record<string, unknown>;
+    expect(denied).toMatchObject({ left: false, code: 5 });
+    expect(denied.errorId).toMatch(/^FailToUnjoinDomain/);
+    rmSync(RECORD, { force: true });
+    const unreachable = await runner('dc-unreachable').run(withStubs(windowsScripts.domainLeave({ user: JOIN.user, workgroup: 'WORKGROUP', server: JOIN.server })), { input: '70\n' });
+    expect(unreachable).toMatchObject({ left: false, reachable: false });
+    expect(received().map((r) => r.cmdlet)).toEqual(['Test-ComputerSecureChannel']);
+  }, 120_000);
+
   it('domain.join without a password on standard input fails with exit code 1 and says so, before calling Add-Computer', async () => {
     const { run } = runner('join-succeeds');
     const error = await run(withStubs(windowsScripts.domainJoin(JOIN)), { input: '\n' }).catch((e: unknown) => e);
@@ -160,10 +191,14 @@ describe.skipIf(skip)('Windows actions run by pwsh against declared cmdlets', ()
     ['acl.query', () => windowsScripts.aclQuery(dir), 'Get-Acl is not stubbed in this test'],
     ['computer-system', () => windowsScripts.computerSystem(), 'Get-CimInstance is not stubbed in this test'],
     ['boot-identity', () => windowsScripts.bootIdentity(), 'Get-CimInstance is not stubbed in this test'],
-    ['resume.register', () => windowsScripts.resumeRegister({ taskName: 'resume', taskPath: '\\machineadm\\', execute: 'C:\\m.exe', argument: 'init', description: '[]' }), 'New-ScheduledTaskAction is not stubbed in this test'],
+    ['resume.register', () => windowsScripts.resumeRegister({ taskName: 'resume', taskPath: '\\machineadm\\', execute: 'C:\\m.exe', argument: 'init', description: '[]' }), 'Register-ScheduledTask is not stubbed in this test'],
     ['resume.query', () => windowsScripts.resumeQuery({ taskName: 'resume', taskPath: '\\machineadm\\' }), 'Get-ScheduledTask is not stubbed in this test'],
     ['resume.remove', () => windowsScripts.resumeRemove({ taskName: 'resume', taskPath: '\\machineadm\\' }), 'Get-ScheduledTask is not stubbed in this test'],
     ['restart', () => windowsScripts.restart('machineadm: test'), 'shutdown.exe exited with code 3'],
+    ['service.remove', () => windowsScripts.serviceRemove('kubelet'), 'Get-Service is not stubbed in this test'],
+    ['acl.restore', () => windowsScripts.aclRestore({ path: dir, sddl: 'D:P(A;;FA;;;SY)' }), 'Get-Acl is not stubbed in this test'],
+    ['firewall.remove', () => windowsScripts.firewallRemove('machineadm-kubelet'), 'Get-NetFirewallRule is not stubbed in this test'],
+    ['domain.leave-local', () => windowsScripts.domainLeaveLocal('WORKGROUP'), 'Get-CimInstance is not stubbed in this test'],
   ];
 
   function nativeRunner(exit: number, stderr = ''): ScriptRunner {

@@ -55,6 +55,11 @@ function typical(v: { name: string; path: string; text: string; join?: { domain:
     windowsScripts.restart(v.text),
     windowsScripts.domainJoin({ domain: v.join?.domain ?? v.text, user: v.join?.user ?? v.text, ouPath: v.join?.ou ?? v.text, newName: v.join?.computer ?? v.name, server: v.join?.server ?? v.name }),
     windowsScripts.domainJoinOffline(v.join?.blob ?? v.path),
+    windowsScripts.serviceRemove(v.name),
+    windowsScripts.aclRestore({ path: v.path, sddl: 'O:BAG:SYD:AI(A;OICIID;FA;;;SY)' }),
+    windowsScripts.firewallRemove(v.name),
+    windowsScripts.domainLeave({ user: v.join?.user ?? v.text, workgroup: v.join ? 'WORKGROUP' : v.text, server: v.join?.server ?? v.name }),
+    windowsScripts.domainLeaveLocal(v.join ? 'WORKGROUP' : v.text),
   ];
 }
 

@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createHost, RootedFileSystem, type Facts, type Host, type ProcessRunner } from '../../src/host/index.ts';
 import { ALL_PHASES } from '../../src/phases/registry.ts';
+import { resetPhase } from '../../src/reset/phase.ts';
 import { executeRun } from '../../src/phases/run.ts';
 import { exitCodeOf } from '../../src/errors.ts';
 import { windowsRestart, windowsResume } from '../../src/host/windows/index.ts';
@@ -28,7 +29,13 @@ interface Refusal {
   build?: string;
   code: number;
   message: RegExp;
+  /** reset: the state an init that joined the domain online left (the walk runs init otherwise). */
+  command?: 'reset';
 }
+
+/** What an init that joined corp.example with Add-Computer recorded, for reset's refusals. */
+const JOINED_STATE = { version: 1, steps: { 'provision/domain/join': { result: 'warning', at: '2026-12-01T00:00:00.000Z', runId: 'earlier', durationMs: 1, data: { domain: 'corp.example', method: 'Add-Computer', computerName: 'NODE-07' } } }, runs: [{ runId: 'earlier', command: 'init', startedAt: '2026-12-01T00:00:00.000Z', finishedAt: '2026-12-01T00:00:01.000Z', result: 'success' }] };
+const member = (sim: SimulatedWindows) => (sim.computer = { partOfDomain: true, domain: 'corp.example', name: 'NODE-07' });
 
 const refusals: Refusal[] = [
   {
@@ -77,6 +84,22 @@ const refusals: Refusal[] = [
     code: 2,
     message: /spec\.kubernetes\.token/,
   },
+  {
+    by: 'reset/domain/join',
+    what: 'leaving a domain joined online with a configuration that has no credentials',
+    command: 'reset',
+    spec: (_root, sim) => (member(sim), {}),
+    code: 2,
+    message: /spec\.domainJoin\.credentials: reset leaves corp\.example with the credentials the join used/,
+  },
+  {
+    by: 'reset/domain/join',
+    what: 'leaving a domain with a password file that is not on the machine',
+    command: 'reset',
+    spec: (_root, sim) => (member(sim), { domainJoin: { domain: 'corp.example', credentials: { username: 'k8s-joiner', password: { valueFrom: { file: 'C:\\ProgramData\\machineadm\\join-password' } } } } }),
+    code: 2,
+    message: /spec\.domainJoin\.credentials\.password: secret file C:\\ProgramData\\machineadm\\join-password does not exist/,
+  },
 ];
 
 /** The simulated machine's calls that change it (reads such as feature or ACL queries are not). */
@@ -93,7 +116,7 @@ async function runOn(r: Refusal) {
   const stateDir = join(root, 'state');
   mkdirSync(stateDir);
   // An earlier run's records: a refused run must not add to them.
-  writeFileSync(join(stateDir, 'state.json'), JSON.stringify({ version: 1, steps: {}, runs: [{ runId: 'earlier', command: 'init', startedAt: '2026-12-01T00:00:00.000Z', finishedAt: '2026-12-01T00:00:01.000Z', result: 'success' }] }) + '\n');
+  writeFileSync(join(stateDir, 'state.json'), JSON.stringify(r.command === 'reset' ? JOINED_STATE : { version: 1, steps: {}, runs: [{ runId: 'earlier', command: 'init', startedAt: '2026-12-01T00:00:00.000Z', finishedAt: '2026-12-01T00:00:01.000Z', result: 'success' }] }) + '\n');
   const spec = r.spec(root, sim);
   const proc = {
     which: async (name: string) => (name === 'kubeadm' ? 'C:\\k\\kubeadm.exe' : undefined),
@@ -109,14 +132,14 @@ async function runOn(r: Refusal) {
   let message = '';
   try {
     const report = await executeRun({
-      command: 'init',
+      command: r.command ?? 'init',
       config: configFrom(spec),
       host,
       stateFs: new RootedFileSystem(stateDir),
       selection: {},
       force: false,
       console: { mode: 'text', write: () => undefined },
-      resume: { argv: ['machineadm.exe', 'init'], maxReboots: 3, reboot: true },
+      ...(r.command === 'reset' ? {} : { resume: { argv: ['machineadm.exe', 'init'], maxReboots: 3, reboot: true } }),
     });
     // A run that started: it was not refused before its first change.
     code = report.exitCode;
@@ -141,5 +164,11 @@ describe('a refusal before the first change, on Windows', () => {
     const refusing = ALL_PHASES.flatMap((phase) => phase.steps.filter((step) => step.preflight && step.platforms?.includes('windows')).map((step) => `${phase.name}/${step.id}`));
     expect(refusing.length).toBeGreaterThan(0);
     expect(refusing.filter((id) => !refusals.some((r) => r.by === id))).toEqual([]);
+  });
+
+  it('is walked for every reset step that has a preflight', () => {
+    const refusing = resetPhase.steps.filter((step) => step.preflight).map((step) => `reset/${step.id}`);
+    expect(refusing).toContain('reset/domain/join');
+    expect(refusing.filter((id) => !refusals.some((r) => r.by === id && r.command === 'reset'))).toEqual([]);
   });
 });

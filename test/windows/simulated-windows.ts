@@ -23,12 +23,21 @@
 //   created by another user (not a Domain Admin) 2732 (KB5020276); success needs a restart.
 //   Failures carry the FailToJoinDomainFromWorkgroup error id. Whether PartOfDomain changes before
 //   the restart is not documented; here it changes at the restart.
+// - Remove-Computer -UnjoinDomainCredential (5.1; Computer.cs): disables the computer account
+//   (NETSETUP_ACCT_DELETE) and moves the machine to the workgroup at the next restart; a wrong
+//   user or password is 1326. Test-ComputerSecureChannel is false when no domain controller
+//   answers (`directory.reachable`), and the leave is then not tried. Which code Windows gives
+//   for a computer account that no longer exists is not documented; here it is 2221
+//   (NERR_UserNotFound). UnjoinDomainOrWorkgroup with no options leaves only this machine: the
+//   account stays as it is. A leave again before the restart is 2692 (NERR_SetupNotJoined): assumed,
+//   as whether PartOfDomain changes before the restart is not documented. Sc.exe delete: the service is stopped first (with the ones that
+//   depend on it) and goes.
 // - djoin /requestODJ /localos: queues the join the blob describes for the next boot; a missing
 //   blob file fails with 2 (ERROR_FILE_NOT_FOUND). Blobs here are JSON { domain, machine } (real
 //   ones are opaque base64 made by djoin /provision).
 import { join } from 'node:path';
-import { RootedFileSystem } from '../../src/host/index.ts';
-import type { AclState, BootIdentity, ComputerSystem, DomainJoinOutcome, OnlineDomainJoin, FeatureState, FirewallRule, FirewallRuleState, ServiceSpec, ServiceState, WindowsHost } from '../../src/host/windows/index.ts';
+import { RootedFileSystem, type FileSystemOptions } from '../../src/host/index.ts';
+import type { AclState, BootIdentity, ComputerSystem, DomainJoinOutcome, DomainLeaveOutcome, OnlineDomainJoin, OnlineDomainLeave, FeatureState, FirewallRule, FirewallRuleState, ServiceSpec, ServiceState, WindowsHost } from '../../src/host/windows/index.ts';
 import { bootIdOf, windowsCommandLine } from '../../src/host/windows/index.ts';
 
 export interface SimulatedService extends ServiceState {
@@ -58,11 +67,15 @@ export class SimulatedWindows implements WindowsHost {
   restartRequested = false;
   computer: ComputerSystem = { partOfDomain: false, domain: 'WORKGROUP', name: 'WIN-NODE1' };
   /** The Active Directory domain this machine can reach. */
-  directory = { domain: 'corp.example', users: new Map([['k8s-joiner', 'S3cret pass’word']]), accounts: new Map<string, string>() };
+  directory = { domain: 'corp.example', users: new Map([['k8s-joiner', 'S3cret pass’word']]), accounts: new Map<string, string>(), disabled: new Set<string>(), reachable: true, mayNotDisable: new Set<string>() };
   /** A join done and waiting for the restart. */
   pendingJoin: { domain: string; name: string } | undefined;
+  /** A leave done and waiting for the restart: the workgroup the machine goes to. */
+  pendingLeave: string | undefined;
   /** Reads a machine file (the djoin blob); set by the test. */
   readFile: (path: string) => string | undefined = () => undefined;
+  /** Makes a directory on the machine's disk (createPrivateDirectory creates it, as on Windows); set by the test. */
+  makeDirectory: (path: string) => void = () => undefined;
   /** The passwords joinDomain was given (the test checks where they went). */
   passwords: string[] = [];
 
@@ -119,6 +132,15 @@ export class SimulatedWindows implements WindowsHost {
     s.state = 'Running';
   }
 
+  async removeService(name: string): Promise<void> {
+    this.calls.push(`removeService ${name}`);
+    const s = this.services.get(this.key(name));
+    if (!s) return;
+    // Stop-Service -Force stops the services that depend on it first.
+    for (const other of this.services.values()) if (other.dependsOn.some((d) => this.key(d) === this.key(name))) other.state = 'Stopped';
+    this.services.delete(this.key(name));
+  }
+
   async stopService(name: string): Promise<void> {
     this.calls.push(`stopService ${name}`);
     const s = this.services.get(this.key(name));
@@ -153,8 +175,14 @@ export class SimulatedWindows implements WindowsHost {
     this.firewall.set(rule.name, { name: rule.name, enabled: 'True', direction: 'Inbound', action: 'Allow', protocol: rule.protocol, localPort: String(rule.localPort) });
   }
 
+  async removeFirewallRule(name: string): Promise<void> {
+    this.calls.push(`removeFirewallRule ${name}`);
+    this.firewall.delete(name);
+  }
+
   async createPrivateDirectory(path: string): Promise<void> {
     this.calls.push(`createPrivateDirectory ${path}`);
+    this.makeDirectory(path);
     this.acls.set(path.toLowerCase(), PRIVATE_ACL);
   }
 
@@ -172,6 +200,17 @@ export class SimulatedWindows implements WindowsHost {
     }
     return undefined;
   }
+
+  async restoreAcl(path: string, sddl: string): Promise<void> {
+    this.calls.push(`restoreAcl ${path}`);
+    // Set-Acl with the DACL of the SDDL: the entries it describes (the test keeps them with it).
+    const earlier = this.sddls.get(sddl);
+    if (!earlier) throw new Error(`Set-Acl: the SDDL ${sddl} is not one this machine had`);
+    this.acls.set(path.toLowerCase(), earlier);
+  }
+
+  /** The ACLs the test gave folders before machineadm, by their SDDL (restoreAcl gives them back). */
+  sddls = new Map<string, AclState>();
 
   async computerSystem(): Promise<ComputerSystem> {
     return this.computer;
@@ -200,7 +239,30 @@ export class SimulatedWindows implements WindowsHost {
     if (text === undefined) return { joined: false, code: 2, message: `Failed to read the provisioning data from ${blobPath}.\r\nThe system cannot find the file specified.\r\n` };
     const blob = JSON.parse(text) as { domain: string; machine: string };
     this.pendingJoin = { domain: blob.domain, name: blob.machine };
+    // The directory administrators pre-staged the account (djoin /provision).
+    if (!this.directory.accounts.has(blob.machine.toUpperCase())) this.directory.accounts.set(blob.machine.toUpperCase(), 'Domain Admins');
     return { joined: true, code: 0, message: 'Loading provisioning data from the following file: [' + blobPath + '].\r\nThe provisioning request completed successfully.\r\nA reboot is required for changes to be applied.\r\nThe operation completed successfully.\r\n' };
+  }
+
+  async leaveDomain(leave: OnlineDomainLeave, password: string): Promise<DomainLeaveOutcome> {
+    this.calls.push(`leaveDomain ${leave.workgroup}`);
+    this.passwords.push(password);
+    if (!this.directory.reachable) return { left: false, reachable: false, message: 'The secure channel between the local computer and the domain is broken: no domain controller answered.' };
+    const fail = (code: number, text: string): DomainLeaveOutcome => ({ left: false, reachable: true, code, errorId: 'FailToUnjoinDomain,Microsoft.PowerShell.Commands.RemoveComputerCommand', message: `Failed to unjoin computer '${this.computer.name}' from domain '${this.computer.domain}' with the following error message: ${text}` });
+    if (this.pendingLeave) return fail(2692, 'The machine is not currently joined to a domain.');
+    if (this.directory.users.get(leave.user) !== password) return fail(1326, 'The user name or password is incorrect.');
+    const name = this.computer.name.toUpperCase();
+    if (!this.directory.accounts.has(name)) return fail(2221, 'The user name could not be found.');
+    if (this.directory.mayNotDisable.has(leave.user)) return fail(5, 'Access is denied.');
+    this.directory.disabled.add(name);
+    this.pendingLeave = leave.workgroup;
+    return { left: true, reachable: true };
+  }
+
+  async leaveDomainLocally(workgroup: string): Promise<DomainLeaveOutcome> {
+    this.calls.push(`leaveDomainLocally ${workgroup}`);
+    if (this.computer.partOfDomain) this.pendingLeave = workgroup;
+    return { left: true };
   }
 
   async bootIdentity(): Promise<BootIdentity> {
@@ -234,6 +296,8 @@ export class SimulatedWindows implements WindowsHost {
     for (const [name, state] of this.features) if (state === 'pending') this.features.set(name, 'installed');
     if (this.pendingJoin) this.computer = { partOfDomain: true, domain: this.pendingJoin.domain, name: this.pendingJoin.name };
     this.pendingJoin = undefined;
+    if (this.pendingLeave) this.computer = { partOfDomain: false, domain: this.pendingLeave, name: this.computer.name };
+    this.pendingLeave = undefined;
     for (const s of this.services.values()) s.state = 'Stopped';
     for (const s of this.services.values()) if (s.startMode === 'Auto') this.start(s.name, []);
   }
@@ -246,10 +310,11 @@ export class SimulatedWindows implements WindowsHost {
 /**
  * The Windows machine's files for the steps: a real RootedFileSystem under a scratch directory
  * that takes Windows paths (C:\a\b is <root>/C/a/b) and says it is a Windows one.
- * `onWrite` sees every file as it is written (to check the ACL it lands under).
+ * `onWrite` sees every file as it is written (to check the ACL it lands under); `options` give it
+ * the state directory's backup/ and written/ records, as machineadm's own file system has them.
  */
-export function windowsFiles(root: string, onWrite?: (path: string) => void): RootedFileSystem {
-  const real = new RootedFileSystem(root);
+export function windowsFiles(root: string, onWrite?: (path: string) => void, options: FileSystemOptions = {}): RootedFileSystem {
+  const real = new RootedFileSystem(root, options);
   const map = (p: unknown): unknown => (typeof p === 'string' && /^[A-Za-z]:\\/.test(p) ? `/${p[0]!.toUpperCase()}/${p.slice(3).replace(/\\/g, '/')}` : p);
   return new Proxy(real, {
     get(target, prop, receiver) {

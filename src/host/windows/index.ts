@@ -49,6 +49,8 @@ export interface AclState {
   /** Inheritance off (the DACL is protected). */
   protected: boolean;
   entries: { sid: string; rights: string; type: string; inherited: boolean }[];
+  /** The whole security descriptor (Get-Acl's .Sddl), to give the access rules back later. */
+  sddl?: string;
 }
 
 export interface BootIdentity {
@@ -77,6 +79,27 @@ export interface DomainJoinOutcome {
   message?: string;
 }
 
+/** What a leave action reports: left (a restart finishes it), or why not. */
+export interface DomainLeaveOutcome {
+  left: boolean;
+  /** False when no domain controller could be reached (Test-ComputerSecureChannel): nothing was changed. */
+  reachable?: boolean;
+  /** The Win32 code (UnjoinDomainOrWorkgroup), when one is known. */
+  code?: number;
+  /** Remove-Computer's error id, e.g. FailToUnjoinDomain,Microsoft.PowerShell.Commands.RemoveComputerCommand. */
+  errorId?: string;
+  message?: string;
+}
+
+export interface OnlineDomainLeave {
+  /** The account whose credentials disable the computer account (the join's). */
+  user: string;
+  /** The workgroup the machine goes to. */
+  workgroup: string;
+  /** A domain controller's FQDN (Test-ComputerSecureChannel -Server). */
+  server?: string;
+}
+
 export interface OnlineDomainJoin {
   domain: string;
   user: string;
@@ -96,6 +119,8 @@ export interface WindowsHost {
   /** Sets an existing service's command line, dependencies, automatic start and restart on failure. */
   configureService(spec: Omit<ServiceSpec, 'displayName'>): Promise<void>;
   startService(name: string): Promise<void>;
+  /** Stops the service (when running) and deletes it (sc.exe delete); nothing when there is none. */
+  removeService(name: string): Promise<void>;
   stopService(name: string): Promise<void>;
   restartService(name: string): Promise<void>;
   /** `containerd.exe --register-service --config ... --log-file ...` (creates service "containerd", not started). */
@@ -103,14 +128,26 @@ export interface WindowsHost {
   firewallRule(name: string): Promise<FirewallRuleState | undefined>;
   /** Adds an inbound allow rule under this name, replacing one of the same name. */
   addFirewallRule(rule: FirewallRule): Promise<void>;
+  /** Removes the rule of this name, when there is one. */
+  removeFirewallRule(name: string): Promise<void>;
   /** Creates the directory (if missing) with a protected ACL for SYSTEM and Administrators only, inherited by what is created in it. */
   createPrivateDirectory(path: string): Promise<void>;
   acl(path: string): Promise<AclState | undefined>;
+  /** Gives a folder back the access rules (DACL) of this SDDL; the owner stays as it is. */
+  restoreAcl(path: string, sddl: string): Promise<void>;
   computerSystem(): Promise<ComputerSystem>;
   /** Add-Computer with a credential built from `password`, which reaches PowerShell on standard input only. */
   joinDomain(join: OnlineDomainJoin, password: string): Promise<DomainJoinOutcome>;
   /** djoin /requestODJ /loadfile <blob> /windowspath %SystemRoot% /localos: the join happens at the next boot. */
   joinDomainOffline(blobPath: string): Promise<DomainJoinOutcome>;
+  /**
+   * Remove-Computer with a credential built from `password` (standard input only): the computer
+   * account is disabled and the machine moves to the workgroup at the next boot. Nothing changes
+   * when no domain controller answers (`reachable: false`).
+   */
+  leaveDomain(leave: OnlineDomainLeave, password: string): Promise<DomainLeaveOutcome>;
+  /** Leaves the domain on this machine only (the computer account stays in the directory as it is). */
+  leaveDomainLocally(workgroup: string): Promise<DomainLeaveOutcome>;
   bootIdentity(): Promise<BootIdentity>;
   /** The startup task (as SYSTEM) that runs this argument vector at the next boot. */
   registerResume(argv: readonly string[]): Promise<void>;
@@ -133,6 +170,23 @@ function checkName(what: string, name: string): string {
 
 function asObject<T>(value: unknown): T | undefined {
   return value === null || value === undefined ? undefined : (value as T);
+}
+
+function leaveOutcome(value: unknown): DomainLeaveOutcome {
+  const o = (value ?? {}) as { left?: unknown; reachable?: unknown; code?: unknown; errorId?: unknown; message?: unknown };
+  return {
+    left: o.left === true,
+    ...(typeof o.reachable === 'boolean' ? { reachable: o.reachable } : {}),
+    ...(typeof o.code === 'number' ? { code: o.code } : {}),
+    ...(typeof o.errorId === 'string' && o.errorId !== '' ? { errorId: o.errorId } : {}),
+    ...(typeof o.message === 'string' && o.message !== '' ? { message: o.message } : {}),
+  };
+}
+
+/** The password as the join and leave scripts read it: the hex of its UTF-8 bytes, one line. */
+function passwordInput(password: string): string {
+  if (password.includes('\0')) throw new UsageError('the domain password holds a NUL character', { hint: 'check the file or variable it comes from' });
+  return `${Buffer.from(password, 'utf8').toString('hex')}\n`;
 }
 
 function joinOutcome(value: unknown): DomainJoinOutcome {
@@ -165,6 +219,9 @@ export function createWindowsHost(run: ScriptRunner): WindowsHost {
     async configureService(spec) {
       await run(windowsScripts.serviceConfigure({ name: checkName('service', spec.name), commandLine: windowsCommandLine(spec.argv), dependsOn: spec.dependsOn.map((d) => checkName('service', d)) }));
     },
+    async removeService(name) {
+      await run(windowsScripts.serviceRemove(checkName('service', name)));
+    },
     async startService(name) {
       await run(windowsScripts.serviceStart(checkName('service', name)));
     },
@@ -183,6 +240,9 @@ export function createWindowsHost(run: ScriptRunner): WindowsHost {
     async addFirewallRule(rule) {
       await run(windowsScripts.firewallAdd({ ...rule, name: checkName('firewall rule', rule.name) }));
     },
+    async removeFirewallRule(name) {
+      await run(windowsScripts.firewallRemove(checkName('firewall rule', name)));
+    },
     async createPrivateDirectory(path) {
       await run(windowsScripts.privateDirectory(path));
     },
@@ -190,16 +250,25 @@ export function createWindowsHost(run: ScriptRunner): WindowsHost {
       const a = asObject<AclState>(await run(windowsScripts.aclQuery(path)));
       return a ? { ...a, entries: [a.entries ?? []].flat() } : undefined;
     },
+    async restoreAcl(path, sddl) {
+      await run(windowsScripts.aclRestore({ path, sddl }));
+    },
     async computerSystem() {
       return (await run(windowsScripts.computerSystem())) as ComputerSystem;
     },
     async joinDomain(join, password) {
-      if (password.includes('\0')) throw new UsageError('the domain password holds a NUL character', { hint: 'check the file or variable it comes from' });
       const script = windowsScripts.domainJoin({ domain: join.domain, user: join.user, ouPath: join.organizationalUnit ?? '', newName: join.newName ?? '', server: join.server ?? '' });
-      return joinOutcome(await run(script, { input: `${Buffer.from(password, 'utf8').toString('hex')}\n` }));
+      return joinOutcome(await run(script, { input: passwordInput(password) }));
     },
     async joinDomainOffline(blobPath) {
       return joinOutcome(await run(windowsScripts.domainJoinOffline(blobPath)));
+    },
+    async leaveDomain(leave, password) {
+      const script = windowsScripts.domainLeave({ user: leave.user, workgroup: leave.workgroup, server: leave.server ?? '' });
+      return leaveOutcome(await run(script, { input: passwordInput(password) }));
+    },
+    async leaveDomainLocally(workgroup) {
+      return leaveOutcome(await run(windowsScripts.domainLeaveLocal(workgroup)));
     },
     async bootIdentity() {
       const b = (await run(windowsScripts.bootIdentity())) as { bootId: string | null; lastBootUpTime: string; build: string };

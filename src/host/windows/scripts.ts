@@ -176,6 +176,13 @@ New-NetFirewallRule -Name $Name -DisplayName $DisplayName -Enabled True -Directi
 '{}'
 `;
 
+// [Remove-NetFirewallRule.md]
+const FIREWALL_REMOVE = String.raw`
+${lookup('rule', 'Get-NetFirewallRule -Name $Name')}
+if ($rule) { Remove-NetFirewallRule -Name $Name }
+'{}'
+`;
+
 // A protected DACL (inheritance off, inherited entries dropped) granting FullControl to
 // LocalSystem (S-1-5-18) and BUILTIN\Administrators (S-1-5-32-544) only, inherited by everything
 // created inside; owner Administrators. What the directory already holds keeps explicit entries
@@ -208,8 +215,19 @@ if (-not (Test-Path -LiteralPath $Path)) {
   $entries = @($acl.Access | ForEach-Object {
     [pscustomobject]@{ sid = $_.IdentityReference.Translate([System.Security.Principal.SecurityIdentifier]).Value; rights = [string]$_.FileSystemRights; type = [string]$_.AccessControlType; inherited = $_.IsInherited }
   })
-  [pscustomobject]@{ protected = $acl.AreAccessRulesProtected; entries = $entries } | ConvertTo-Json -Compress -Depth 4
+  [pscustomobject]@{ protected = $acl.AreAccessRulesProtected; entries = $entries; sddl = [string]$acl.Sddl } | ConvertTo-Json -Compress -Depth 4
 }
+`;
+
+// The access rules a folder had before machineadm locked it, given back from their SDDL (Get-Acl's
+// .Sddl, recorded then): only the DACL (AccessControlSections.Access); the owner machineadm set
+// (Administrators) stays, as setting another owner may need a privilege Administrators lack.
+// [ObjectSecurity.SetSecurityDescriptorSddlForm, AccessControlSections; Get-Acl.md, Set-Acl.md]
+const ACL_RESTORE = String.raw`
+$acl = Get-Acl -LiteralPath $Path
+$acl.SetSecurityDescriptorSddlForm($Sddl, [System.Security.AccessControl.AccessControlSections]::Access)
+Set-Acl -LiteralPath $Path -AclObject $acl
+'{}'
 `;
 
 // [Win32_ComputerSystem class: PartOfDomain, Domain, Name]
@@ -229,16 +247,58 @@ if ($null -ne $prefetch) { $bootId = [string]$prefetch.BootId }
 [pscustomobject]@{ bootId = $bootId; lastBootUpTime = $os.LastBootUpTime.ToUniversalTime().ToString('o'); build = [string]$os.BuildNumber } | ConvertTo-Json -Compress
 `;
 
-// A task at startup running as SYSTEM (ServiceAccount, Highest); no one needs to log on. The
-// command's argument vector is kept as JSON in the description, so it is read back exactly.
-// [Register-ScheduledTask.md, New-ScheduledTaskPrincipal.md, New-ScheduledTaskSettingsSet.md,
-// New-ScheduledTaskTrigger.md, New-ScheduledTaskAction.md]
+// A task at startup running as SYSTEM, registered from a task definition (Task Scheduler schema)
+// rather than from New-ScheduledTask* objects: only the definition carries the task's own
+// security descriptor (RegistrationInfo/SecurityDescriptor), here a protected DACL giving SYSTEM
+// and Administrators full access and no one else any (by default Authenticated Users may read a
+// task, its command line included). The definition is constant; the command, its arguments and
+// the description (the argument vector as JSON, read back by resume.query) go in as element text,
+// which the XML DOM escapes. Principal S-1-5-18 (LocalSystem) needs no password.
+// [Register-ScheduledTask.md (parameter set Xml); Task Scheduler schema: RegistrationInfo,
+// SecurityDescriptor (registrationInfoType), BootTrigger, Principal, RunLevel, Settings, Exec;
+// IRegistrationInfo::SecurityDescriptor; SDDL for SY, BA, FA]
+export const RESUME_TASK_SDDL = 'D:P(A;;FA;;;SY)(A;;FA;;;BA)';
+export const TASK_NAMESPACE = 'http://schemas.microsoft.com/windows/2004/02/mit/task';
 const RESUME_REGISTER = String.raw`
-$action = New-ScheduledTaskAction -Execute $Execute -Argument $Argument
-$trigger = New-ScheduledTaskTrigger -AtStartup
-$principal = New-ScheduledTaskPrincipal -UserId 'NT AUTHORITY\SYSTEM' -LogonType ServiceAccount -RunLevel Highest
-$settings = New-ScheduledTaskSettingsSet -ExecutionTimeLimit ([TimeSpan]::FromHours(4)) -MultipleInstances IgnoreNew -AllowStartIfOnBatteries -DontStopIfGoingOnBatteries
-Register-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath -Description $Description -Action $action -Trigger $trigger -Principal $principal -Settings $settings -Force | Out-Null
+[xml]$task = @'
+<?xml version="1.0" encoding="UTF-16"?>
+<Task version="1.2" xmlns="${TASK_NAMESPACE}">
+  <RegistrationInfo>
+    <Description></Description>
+    <SecurityDescriptor>${RESUME_TASK_SDDL}</SecurityDescriptor>
+  </RegistrationInfo>
+  <Triggers>
+    <BootTrigger>
+      <Enabled>true</Enabled>
+    </BootTrigger>
+  </Triggers>
+  <Principals>
+    <Principal id="Author">
+      <UserId>S-1-5-18</UserId>
+      <RunLevel>HighestAvailable</RunLevel>
+    </Principal>
+  </Principals>
+  <Settings>
+    <MultipleInstancesPolicy>IgnoreNew</MultipleInstancesPolicy>
+    <DisallowStartIfOnBatteries>false</DisallowStartIfOnBatteries>
+    <StopIfGoingOnBatteries>false</StopIfGoingOnBatteries>
+    <ExecutionTimeLimit>PT4H</ExecutionTimeLimit>
+    <Enabled>true</Enabled>
+  </Settings>
+  <Actions Context="Author">
+    <Exec>
+      <Command></Command>
+      <Arguments></Arguments>
+    </Exec>
+  </Actions>
+</Task>
+'@
+$names = New-Object System.Xml.XmlNamespaceManager($task.NameTable)
+$names.AddNamespace('t', '${TASK_NAMESPACE}')
+$task.SelectSingleNode('/t:Task/t:RegistrationInfo/t:Description', $names).InnerText = $Description
+$task.SelectSingleNode('/t:Task/t:Actions/t:Exec/t:Command', $names).InnerText = $Execute
+$task.SelectSingleNode('/t:Task/t:Actions/t:Exec/t:Arguments', $names).InnerText = $Argument
+Register-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath -Xml $task.OuterXml -Force | Out-Null
 '{}'
 `;
 
@@ -264,9 +324,44 @@ if ($LASTEXITCODE -ne 0) { throw ('shutdown.exe exited with code ' + $LASTEXITCO
 '{}'
 `;
 
-// Win32 codes the join actions name (NetJoinDomain / JoinDomainOrWorkgroup and the logon errors
-// they pass on); src/domain/windows-join.ts says what each means to the operator.
-export const JOIN_ERROR_CODES = [5, 53, 86, 1311, 1326, 1327, 1330, 1331, 1355, 1398, 1722, 1909, 2224, 2453, 2691, 2732, 8557] as const;
+// Win32 codes the join and leave actions name (NetJoinDomain / JoinDomainOrWorkgroup /
+// UnjoinDomainOrWorkgroup and the logon errors they pass on); src/domain/windows-join.ts says what
+// each means to the operator.
+export const JOIN_ERROR_CODES = [5, 53, 86, 1311, 1317, 1326, 1327, 1330, 1331, 1355, 1398, 1722, 1909, 2221, 2224, 2453, 2691, 2692, 2732, 8557] as const;
+
+// The password from standard input into a PSCredential for $User (domain.join, domain.leave).
+const CREDENTIAL_FROM_STDIN = String.raw`
+$hex = [string]((@($input) -join '').Trim())
+if ($hex.Length -eq 0 -or $hex.Length % 2 -ne 0) { throw ($Action + ': no password on standard input') }
+$bytes = New-Object byte[] ($hex.Length / 2)
+for ($i = 0; $i -lt $bytes.Length; $i++) { $bytes[$i] = [Convert]::ToByte($hex.Substring(2 * $i, 2), 16) }
+$chars = [System.Text.Encoding]::UTF8.GetChars($bytes)
+$secure = New-Object System.Security.SecureString
+foreach ($c in $chars) { $secure.AppendChar($c) }
+$secure.MakeReadOnly()
+[Array]::Clear($bytes, 0, $bytes.Length)
+[Array]::Clear($chars, 0, $chars.Length)
+$hex = $null
+$credential = New-Object System.Management.Automation.PSCredential($User, $secure)
+`;
+
+// In a catch block: the failed cmdlet's error id, its message and the Win32 code (from a
+// Win32Exception inside the error, or by finding Windows' text for a known code in the message),
+// printed as the action's result.
+const FAILURE_WITH_CODE = String.raw`
+  $failure = $_
+  $message = [string]$failure.Exception.Message
+  $code = $null
+  for ($e = $failure.Exception; $null -ne $e -and $null -eq $code; $e = $e.InnerException) {
+    if ($e -is [System.ComponentModel.Win32Exception]) { $code = $e.NativeErrorCode }
+  }
+  foreach ($known in @(${JOIN_ERROR_CODES.join(', ')})) {
+    if ($null -ne $code) { break }
+    $text = (New-Object System.ComponentModel.Win32Exception($known)).Message
+    if ($message.Contains($text)) { $code = $known }
+  }
+  [pscustomobject]@{ RESULT = $false; errorId = [string]$failure.FullyQualifiedErrorId; code = $code; message = $message } | ConvertTo-Json -Compress
+`;
 
 // Add-Computer exists only in Windows PowerShell 5.1. Its join failures are non-terminating, so
 // -ErrorAction Stop; without -Restart (machineadm restarts through its resume). The password
@@ -281,18 +376,8 @@ export const JOIN_ERROR_CODES = [5, 53, 86, 1311, 1326, 1327, 1330, 1331, 1355, 
 // PowerShell Computer.cs (FailToJoinDomainFromWorkgroup, AddComputerToSameDomain);
 // JoinDomainOrWorkgroup method of Win32_ComputerSystem (return codes)]
 const DOMAIN_JOIN = String.raw`
-$hex = [string]((@($input) -join '').Trim())
-if ($hex.Length -eq 0 -or $hex.Length % 2 -ne 0) { throw 'domain.join: no password on standard input' }
-$bytes = New-Object byte[] ($hex.Length / 2)
-for ($i = 0; $i -lt $bytes.Length; $i++) { $bytes[$i] = [Convert]::ToByte($hex.Substring(2 * $i, 2), 16) }
-$chars = [System.Text.Encoding]::UTF8.GetChars($bytes)
-$secure = New-Object System.Security.SecureString
-foreach ($c in $chars) { $secure.AppendChar($c) }
-$secure.MakeReadOnly()
-[Array]::Clear($bytes, 0, $bytes.Length)
-[Array]::Clear($chars, 0, $chars.Length)
-$hex = $null
-$credential = New-Object System.Management.Automation.PSCredential($User, $secure)
+$Action = 'domain.join'
+${CREDENTIAL_FROM_STDIN.trim()}
 $join = @{ DomainName = $Domain; Credential = $credential; Force = $true; ErrorAction = 'Stop'; WarningAction = 'SilentlyContinue' }
 if ($OUPath -ne '') { $join.OUPath = $OUPath }
 if ($NewName -ne '') { $join.NewName = $NewName }
@@ -301,19 +386,79 @@ try {
   Add-Computer @join
   [pscustomobject]@{ joined = $true } | ConvertTo-Json -Compress
 } catch {
-  $failure = $_
-  $message = [string]$failure.Exception.Message
-  $code = $null
-  for ($e = $failure.Exception; $null -ne $e -and $null -eq $code; $e = $e.InnerException) {
-    if ($e -is [System.ComponentModel.Win32Exception]) { $code = $e.NativeErrorCode }
-  }
-  foreach ($known in @(${JOIN_ERROR_CODES.join(', ')})) {
-    if ($null -ne $code) { break }
-    $text = (New-Object System.ComponentModel.Win32Exception($known)).Message
-    if ($message.Contains($text)) { $code = $known }
-  }
-  [pscustomobject]@{ joined = $false; errorId = [string]$failure.FullyQualifiedErrorId; code = $code; message = $message } | ConvertTo-Json -Compress
+${FAILURE_WITH_CODE.replace('RESULT', 'joined').replace(/^\n|\n$/g, '')}
 }
+`;
+
+// Remove-Computer (Windows PowerShell 5.1 only) with -UnjoinDomainCredential disables the computer
+// account in the directory (UnjoinDomainOrWorkgroup with NETSETUP_ACCT_DELETE) and moves the
+// machine to a workgroup; without -Restart (Windows finishes at the next boot; machineadm says a
+// restart is needed). With -Force it also falls back, silently, to leaving only locally when no
+// domain controller answers (1355, 53): so the domain is asked first (Test-ComputerSecureChannel,
+// the machine's secure channel to a domain controller), and a machine that cannot reach one
+// reports that instead of leaving, for the caller to leave locally and say the account stays.
+// The password arrives as in domain.join. Failures are non-terminating: -ErrorAction Stop.
+// [Remove-Computer.md (5.1); Test-ComputerSecureChannel.md (5.1); PowerShell Computer.cs
+// (RemoveComputerCommand: FUnjoinOptions 4, the retry with 0 under -Force, FailToUnjoinDomain);
+// UnjoinDomainOrWorkgroup method of Win32_ComputerSystem]
+const DOMAIN_LEAVE = String.raw`
+$Action = 'domain.leave'
+${CREDENTIAL_FROM_STDIN.trim()}
+$probe = @{ ErrorAction = 'Stop' }
+if ($Server -ne '') { $probe.Server = $Server }
+$reachable = $false
+$why = ''
+try { $reachable = [bool](Test-ComputerSecureChannel @probe) } catch { $why = [string]$_.Exception.Message }
+if (-not $reachable) {
+  [pscustomobject]@{ left = $false; reachable = $false; message = $why } | ConvertTo-Json -Compress
+  return
+}
+try {
+  Remove-Computer -UnjoinDomainCredential $credential -WorkgroupName $Workgroup -Force -ErrorAction Stop -WarningAction SilentlyContinue
+  [pscustomobject]@{ left = $true; reachable = $true } | ConvertTo-Json -Compress
+} catch {
+${FAILURE_WITH_CODE.replace('RESULT', 'left').replace(/^\n|\n$/g, '')}
+}
+`;
+
+// (PowerShell's variable names ignore case: none of the script's own may be $workgroup.)
+// Leaving only on this machine, as Remove-Computer does when no domain controller answers: the
+// Win32_ComputerSystem methods with no account (UnjoinDomainOrWorkgroup with no options leaves
+// the computer account in the directory as it is), then the workgroup. ReturnValue 0 is success.
+// [UnjoinDomainOrWorkgroup and JoinDomainOrWorkgroup methods of Win32_ComputerSystem; PowerShell
+// Computer.cs (RemoveComputerCommand)]
+const DOMAIN_LEAVE_LOCAL = String.raw`
+$system = Get-CimInstance -ClassName Win32_ComputerSystem
+if (-not $system.PartOfDomain) {
+  [pscustomobject]@{ left = $true } | ConvertTo-Json -Compress
+  return
+}
+$unjoin = Invoke-CimMethod -InputObject $system -MethodName UnjoinDomainOrWorkgroup -Arguments @{ FUnjoinOptions = [uint32]0 }
+if ($unjoin.ReturnValue -ne 0) {
+  [pscustomobject]@{ left = $false; code = [int]$unjoin.ReturnValue; message = 'UnjoinDomainOrWorkgroup returned ' + [string]$unjoin.ReturnValue } | ConvertTo-Json -Compress
+  return
+}
+$moved = Invoke-CimMethod -InputObject $system -MethodName JoinDomainOrWorkgroup -Arguments @{ Name = $Workgroup; FJoinOptions = [uint32]0 }
+if ($moved.ReturnValue -ne 0) { throw ('left the domain, but JoinDomainOrWorkgroup ' + $Workgroup + ' returned ' + [string]$moved.ReturnValue) }
+[pscustomobject]@{ left = $true } | ConvertTo-Json -Compress
+`;
+
+// Stopped first (Stop-Service -Force also stops the services that depend on it), then deleted
+// with sc.exe: Remove-Service exists only from PowerShell 6, and machineadm's scripts run in
+// Windows PowerShell 5.1. 1072 (already marked for deletion: a handle is still open; it goes when
+// that closes) and 1060 (gone meanwhile) are what was asked for.
+// [Stop-Service.md; sc-delete (Windows commands); System Error Codes 1000-1299]
+const SERVICE_REMOVE = String.raw`
+$service = Get-Service | Where-Object { $_.Name -eq $Name }
+if ($null -ne $service) {
+  if ($service.Status -ne 'Stopped') {
+    $service | Stop-Service -Force
+    $service.WaitForStatus('Stopped', [TimeSpan]::FromSeconds(60))
+  }
+  & sc.exe delete $Name | Out-Null
+  if ($LASTEXITCODE -ne 0 -and $LASTEXITCODE -ne 1072 -and $LASTEXITCODE -ne 1060) { throw ('sc.exe delete exited with code ' + $LASTEXITCODE) }
+}
+'{}'
 `;
 
 // djoin /requestODJ queues the join of the running OS (/localos) for its next boot from a blob
@@ -348,14 +493,19 @@ export const windowsScripts = {
     compose('firewall.add', FIREWALL_ADD, { Name: r.name, DisplayName: r.displayName, Protocol: r.protocol, LocalPort: r.localPort }),
   privateDirectory: (path: string) => compose('acl.private-directory', PRIVATE_DIRECTORY, { Path: path }),
   aclQuery: (path: string) => compose('acl.query', ACL_QUERY, { Path: path }),
+  aclRestore: (a: { path: string; sddl: string }) => compose('acl.restore', ACL_RESTORE, { Path: a.path, Sddl: a.sddl }),
   computerSystem: () => compose('computer-system', COMPUTER_SYSTEM),
   bootIdentity: () => compose('boot-identity', BOOT_IDENTITY),
   resumeRegister: (t: { taskName: string; taskPath: string; execute: string; argument: string; description: string }) =>
     compose('resume.register', RESUME_REGISTER, { TaskName: t.taskName, TaskPath: t.taskPath, Execute: t.execute, Argument: t.argument, Description: t.description }),
   resumeQuery: (t: { taskName: string; taskPath: string }) => compose('resume.query', RESUME_QUERY, { TaskName: t.taskName, TaskPath: t.taskPath }),
   resumeRemove: (t: { taskName: string; taskPath: string }) => compose('resume.remove', RESUME_REMOVE, { TaskName: t.taskName, TaskPath: t.taskPath }),
+  serviceRemove: (name: string) => compose('service.remove', SERVICE_REMOVE, { Name: name }),
+  firewallRemove: (name: string) => compose('firewall.remove', FIREWALL_REMOVE, { Name: name }),
   restart: (comment: string) => compose('restart', RESTART, { Comment: comment }),
   domainJoin: (j: { domain: string; user: string; ouPath: string; newName: string; server: string }) =>
     compose('domain.join', DOMAIN_JOIN, { Domain: j.domain, User: j.user, OUPath: j.ouPath, NewName: j.newName, Server: j.server }),
   domainJoinOffline: (blobPath: string) => compose('domain.join-offline', DOMAIN_JOIN_OFFLINE, { BlobPath: blobPath }),
+  domainLeave: (l: { user: string; workgroup: string; server: string }) => compose('domain.leave', DOMAIN_LEAVE, { User: l.user, Workgroup: l.workgroup, Server: l.server }),
+  domainLeaveLocal: (workgroup: string) => compose('domain.leave-local', DOMAIN_LEAVE_LOCAL, { Workgroup: workgroup }),
 } as const;

@@ -8,6 +8,7 @@ import { containerdPaths } from '../../containerd/paths.ts';
 import { CONTAINERD_LOG, containerdNeeded, containerdPath } from '../paths.ts';
 import { changedSince, digestsOf, type Digests } from '../../containerd/loaded.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
+import { recordExisting, removeCreated } from './undo.ts';
 
 const SERVICE = 'containerd';
 
@@ -37,6 +38,9 @@ export const windowsContainerdServiceStep: Step = {
   summary: 'register containerd as a Windows service and start it',
   platforms: ['windows'],
   applies: containerdNeeded,
+  // reset deletes the service only if machineadm registered it.
+  undoRecord: recordExisting('services', () => [SERVICE]),
+  undo: removeCreated('services', 'delete the containerd service, if machineadm registered it (stopped, then deleted)'),
   async check(ctx) {
     const changes = await plan(ctx);
     const skip = noSeamSkip(ctx);

@@ -24,6 +24,17 @@ export const containersFeatureStep: Step = {
   async preflight(ctx) {
     checkBuild(ctx);
   },
+  // reset leaves the feature: other software may use it, and removing it needs a restart of its own.
+  undo: {
+    summary: `leave the ${CONTAINERS_FEATURE} feature installed`,
+    async check(ctx) {
+      if (ctx.done === undefined) return { done: true, changes: [] };
+      return { done: false, changes: [], skipReason: `the ${CONTAINERS_FEATURE} feature stays installed (other software may use it; Uninstall-WindowsFeature ${CONTAINERS_FEATURE} removes it, with a restart)` };
+    },
+    async apply() {
+      // Never applied: check() always skips.
+    },
+  },
   async check(ctx) {
     const build = describeBuild(ctx.facts.windowsBuild);
     const tooOld = buildTooOld(ctx.facts.windowsBuild);

@@ -5,6 +5,7 @@ import type { Step, StepContext } from '../../phases/step.ts';
 import type { FirewallRule } from '../../host/windows/index.ts';
 import { KUBELET_FIREWALL_RULE, KUBELET_PORT } from '../paths.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
+import { recordExisting, removeCreated } from './undo.ts';
 
 export const KUBELET_RULE: FirewallRule = { name: KUBELET_FIREWALL_RULE, displayName: 'kubelet (machineadm)', protocol: 'TCP', localPort: KUBELET_PORT };
 
@@ -17,6 +18,8 @@ export const kubeletFirewallStep: Step = {
   id: 'windows/firewall',
   summary: `allow the kubelet port ${KUBELET_PORT}/TCP inbound in Windows Firewall`,
   platforms: ['windows'],
+  undoRecord: recordExisting('rules', () => [KUBELET_RULE.name]),
+  undo: removeCreated('rules', `remove the firewall rule ${KUBELET_RULE.name}, if machineadm added it`),
   async check(ctx) {
     if (await matches(ctx)) return { done: true, changes: [] };
     const skip = noSeamSkip(ctx);

@@ -15,6 +15,7 @@ import { displayUrl } from '../../redaction.ts';
 import { isLocalSource } from '../../config/schema/source.ts';
 import { checkLocalSource } from '../../bundle/local-source.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
+import { recordExisting, removeCreated } from './undo.ts';
 import { agentLogDir, agentLogFile, kubeLogRunnerPath } from '../paths.ts';
 
 interface AgentPlan {
@@ -82,6 +83,9 @@ export const hostAgentsStep: Step = {
   summary: 'download, verify, register and start the host agents (spec.windows.hostAgents) as services',
   platforms: ['windows'],
   applies: (config) => (config.spec.windows?.hostAgents?.length ?? 0) > 0,
+  // reset deletes the agents' services machineadm registered; their binaries go with reset/files.
+  undoRecord: recordExisting('services', (ctx) => agentsOf(ctx).map((a) => a.name)),
+  undo: removeCreated('services', 'delete the host agents\' services machineadm registered (stopped, then deleted)'),
   // A bundled binary that is not the one the configuration names fails the run (exit 3) before
   // anything changes, as spec.files does.
   async preflight(ctx) {

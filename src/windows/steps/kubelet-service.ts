@@ -10,6 +10,7 @@ import { windowsCommandLine } from '../../host/windows/index.ts';
 import { KUBEADM_FLAGS_ENV, KUBELET_LOG, KUBELET_LOG_DIR, kubeletPath, kubeLogRunnerPath } from '../paths.ts';
 import { expectedKubeadmFlags, kubeletServiceArgv, parseKubeadmFlags } from '../kubelet-flags.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
+import { recordExisting, removeCreated } from './undo.ts';
 
 const SERVICE = 'kubelet';
 
@@ -80,6 +81,8 @@ export const kubeletServiceStep: Step = {
   id: 'windows/kubelet-service',
   summary: 'register the kubelet as a Windows service (after containerd and host agents, restart on failure)',
   platforms: ['windows'],
+  undoRecord: recordExisting('services', () => [SERVICE]),
+  undo: removeCreated('services', 'delete the kubelet service machineadm registered (stopped, then deleted)'),
   async check(ctx) {
     const { changes } = await changesFor(ctx, true);
     const skip = noSeamSkip(ctx);

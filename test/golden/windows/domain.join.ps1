@@ -6,8 +6,9 @@ $User = 'CORP\k8s-joiner'
 $OUPath = 'OU=Nodes,DC=corp,DC=example'
 $NewName = 'NODE-01'
 $Server = 'dc1.corp.example'
+$Action = 'domain.join'
 $hex = [string]((@($input) -join '').Trim())
-if ($hex.Length -eq 0 -or $hex.Length % 2 -ne 0) { throw 'domain.join: no password on standard input' }
+if ($hex.Length -eq 0 -or $hex.Length % 2 -ne 0) { throw ($Action + ': no password on standard input') }
 $bytes = New-Object byte[] ($hex.Length / 2)
 for ($i = 0; $i -lt $bytes.Length; $i++) { $bytes[$i] = [Convert]::ToByte($hex.Substring(2 * $i, 2), 16) }
 $chars = [System.Text.Encoding]::UTF8.GetChars($bytes)
@@ -32,7 +33,7 @@ try {
   for ($e = $failure.Exception; $null -ne $e -and $null -eq $code; $e = $e.InnerException) {
     if ($e -is [System.ComponentModel.Win32Exception]) { $code = $e.NativeErrorCode }
   }
-  foreach ($known in @(5, 53, 86, 1311, 1326, 1327, 1330, 1331, 1355, 1398, 1722, 1909, 2224, 2453, 2691, 2732, 8557)) {
+  foreach ($known in @(5, 53, 86, 1311, 1317, 1326, 1327, 1330, 1331, 1355, 1398, 1722, 1909, 2221, 2224, 2453, 2691, 2692, 2732, 8557)) {
     if ($null -ne $code) { break }
     $text = (New-Object System.ComponentModel.Win32Exception($known)).Message
     if ($message.Contains($text)) { $code = $known }

@@ -6,9 +6,43 @@ $TaskPath = '\machineadm\'
 $Execute = 'C:\Program Files\containerd\containerd.exe'
 $Argument = 'machineadm: kubelet'
 $Description = '["C:\\Program Files\\containerd\\containerd.exe","machineadm: kubelet"]'
-$action = New-ScheduledTaskAction -Execute $Execute -Argument $Argument
-$trigger = New-ScheduledTaskTrigger -AtStartup
-$principal = New-ScheduledTaskPrincipal -UserId 'NT AUTHORITY\SYSTEM' -LogonType ServiceAccount -RunLevel Highest
-$settings = New-ScheduledTaskSettingsSet -ExecutionTimeLimit ([TimeSpan]::FromHours(4)) -MultipleInstances IgnoreNew -AllowStartIfOnBatteries -DontStopIfGoingOnBatteries
-Register-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath -Description $Description -Action $action -Trigger $trigger -Principal $principal -Settings $settings -Force | Out-Null
+[xml]$task = @'
+<?xml version="1.0" encoding="UTF-16"?>
+<Task version="1.2" xmlns="http://schemas.microsoft.com/windows/2004/02/mit/task">
+  <RegistrationInfo>
+    <Description></Description>
+    <SecurityDescriptor>D:P(A;;FA;;;SY)(A;;FA;;;BA)</SecurityDescriptor>
+  </RegistrationInfo>
+  <Triggers>
+    <BootTrigger>
+      <Enabled>true</Enabled>
+    </BootTrigger>
+  </Triggers>
+  <Principals>
+    <Principal id="Author">
+      <UserId>S-1-5-18</UserId>
+      <RunLevel>HighestAvailable</RunLevel>
+    </Principal>
+  </Principals>
+  <Settings>
+    <MultipleInstancesPolicy>IgnoreNew</MultipleInstancesPolicy>
+    <DisallowStartIfOnBatteries>false</DisallowStartIfOnBatteries>
+    <StopIfGoingOnBatteries>false</StopIfGoingOnBatteries>
+    <ExecutionTimeLimit>PT4H</ExecutionTimeLimit>
+    <Enabled>true</Enabled>
+  </Settings>
+  <Actions Context="Author">
+    <Exec>
+      <Command></Command>
+      <Arguments></Arguments>
+    </Exec>
+  </Actions>
+</Task>
+'@
+$names = New-Object System.Xml.XmlNamespaceManager($task.NameTable)
+$names.AddNamespace('t', 'http://schemas.microsoft.com/windows/2004/02/mit/task')
+$task.SelectSingleNode('/t:Task/t:RegistrationInfo/t:Description', $names).InnerText = $Description
+$task.SelectSingleNode('/t:Task/t:Actions/t:Exec/t:Command', $names).InnerText = $Execute
+$task.SelectSingleNode('/t:Task/t:Actions/t:Exec/t:Arguments', $names).InnerText = $Argument
+Register-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath -Xml $task.OuterXml -Force | Out-Null
 '{}'

@@ -298,7 +298,7 @@ Describe 'acl.private-directory, acl.query' {
   It 'acl.query prints null for a missing path, and the protection and entries (as SIDs) of an existing one' {
     Mock Get-Acl {
       $entry = { param($sid) $identity = [pscustomobject]@{ Sid = $sid }; $identity | Add-Member ScriptMethod Translate { param($type) [pscustomobject]@{ Value = $this.Sid } }; $identity }
-      [pscustomobject]@{ AreAccessRulesProtected = $true; Access = @(
+      [pscustomobject]@{ AreAccessRulesProtected = $true; Sddl = 'O:BAG:SYD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)'; Access = @(
         [pscustomobject]@{ IdentityReference = (& $entry 'S-1-5-18'); FileSystemRights = 'FullControl'; AccessControlType = 'Allow'; IsInherited = $false },
         [pscustomobject]@{ IdentityReference = (& $entry 'S-1-5-32-544'); FileSystemRights = 'FullControl'; AccessControlType = 'Allow'; IsInherited = $true }) }
     }
@@ -310,7 +310,29 @@ Describe 'acl.private-directory, acl.query' {
     $out.entries | Should -HaveCount 2
     "$($out.entries[0].sid) $($out.entries[0].rights) $($out.entries[0].type) $($out.entries[0].inherited)" | Should -Be 'S-1-5-18 FullControl Allow False'
     "$($out.entries[1].sid) $($out.entries[1].inherited)" | Should -Be 'S-1-5-32-544 True'
+    $out.sddl | Should -BeExactly 'O:BAG:SYD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)'
     Should -Invoke Get-Acl -Exactly -Times 1 -ParameterFilter { "$LiteralPath" -eq $script:Scripts['acl.path'] }
+  }
+}
+
+Describe 'acl.restore' {
+  It 'acl.restore gives the folder the access rules of the recorded SDDL, the DACL only, through Set-Acl' {
+    $log = [System.Collections.Generic.List[string]]::new()
+    Mock Get-Acl {
+      $acl = [pscustomobject]@{ Kind = 'DirectorySecurity' }
+      $acl | Add-Member ScriptMethod SetSecurityDescriptorSddlForm { param($sddl, $sections) $log.Add("$sddl | $sections | $($sections.GetType().Name)") }
+      $acl
+    }
+    Mock Set-Acl { }
+    Invoke-Action 'acl.restore' | Should -Be '{}'
+    Should -Invoke Get-Acl -Exactly -Times 1 -ParameterFilter { "$LiteralPath" -eq 'C:\k' }
+    $log | Should -Be @('O:BAG:SYD:AI(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)(A;ID;0x1301bf;;;AU) | Access | AccessControlSections')
+    Should -Invoke Set-Acl -Exactly -Times 1 -ParameterFilter { "$LiteralPath" -eq 'C:\k' -and $AclObject.Kind -eq 'DirectorySecurity' }
+  }
+  It 'acl.restore fails when Set-Acl fails' {
+    Mock Get-Acl { $acl = [pscustomobject]@{}; $acl | Add-Member ScriptMethod SetSecurityDescriptorSddlForm { }; $acl }
+    Mock Set-Acl { throw 'Attempted to perform an unauthorized operation.' }
+    { Invoke-Action 'acl.restore' } | Should -Throw -ExpectedMessage 'Attempted to perform an unauthorized operation.'
   }
 }
 
@@ -329,21 +351,51 @@ Describe 'computer-system, boot-identity' {
 }
 
 Describe 'resume.register, resume.query, resume.remove' {
-  It 'resume.register registers a startup task running as SYSTEM with the command, replacing one of the same name' {
-    Mock New-ScheduledTaskAction { [pscustomobject]@{ Kind = 'action'; Execute = $Execute; Argument = $Argument } }
-    Mock New-ScheduledTaskTrigger { [pscustomobject]@{ Kind = 'trigger'; AtStartup = [bool]$AtStartup } }
-    Mock New-ScheduledTaskPrincipal { [pscustomobject]@{ Kind = 'principal'; UserId = $UserId } }
-    Mock New-ScheduledTaskSettingsSet { [pscustomobject]@{ Kind = 'settings' } }
-    Mock Register-ScheduledTask { }
+  It 'resume.register registers the task from a definition: SYSTEM and Administrators only (its SDDL), run as S-1-5-18 at startup, the command and nothing else' {
+    $seen = [System.Collections.Generic.List[string]]::new()
+    Mock Register-ScheduledTask { $seen.Add($Xml) }
     Invoke-Action 'resume.register' | Should -Be '{}'
-    Should -Invoke New-ScheduledTaskAction -Exactly -Times 1 -ParameterFilter { $Execute -eq 'C:\Program Files\machineadm\machineadm.exe' -and $Argument -eq 'init -c "C:\ProgramData\machineadm\resume config.yaml"' }
-    Should -Invoke New-ScheduledTaskTrigger -Exactly -Times 1 -ParameterFilter { $AtStartup }
-    Should -Invoke New-ScheduledTaskPrincipal -Exactly -Times 1 -ParameterFilter { $UserId -eq 'NT AUTHORITY\SYSTEM' -and $LogonType -eq 'ServiceAccount' -and $RunLevel -eq 'Highest' }
-    Should -Invoke New-ScheduledTaskSettingsSet -Exactly -Times 1 -ParameterFilter { $ExecutionTimeLimit -eq [timespan]::FromHours(4) -and $MultipleInstances -eq 'IgnoreNew' -and $AllowStartIfOnBatteries -and $DontStopIfGoingOnBatteries }
     Should -Invoke Register-ScheduledTask -Exactly -Times 1 -ParameterFilter {
-      $TaskName -eq 'resume' -and $TaskPath -eq '\machineadm\' -and $Force -and $Action.Kind -eq 'action' -and $Trigger.Kind -eq 'trigger' -and
-      $Principal.Kind -eq 'principal' -and $Settings.Kind -eq 'settings' -and $Description -eq $script:Scripts['resume.description']
+      $TaskName -eq 'resume' -and $TaskPath -eq '\machineadm\' -and $Force -and $Xml -and
+      -not ($PSBoundParameters.Keys | Where-Object { $_ -in 'Action', 'Trigger', 'Principal', 'Settings', 'Description', 'User', 'Password' })
     }
+    [xml]$task = $seen[0]
+    $ns = New-Object System.Xml.XmlNamespaceManager($task.NameTable)
+    $ns.AddNamespace('t', 'http://schemas.microsoft.com/windows/2004/02/mit/task')
+    $one = { param($path) $nodes = @($task.SelectNodes($path, $ns)); $nodes | Should -HaveCount 1 -Because $path; $nodes[0] }
+    (& $one '/t:Task/t:RegistrationInfo/t:SecurityDescriptor').InnerText | Should -BeExactly 'D:P(A;;FA;;;SY)(A;;FA;;;BA)'
+    (& $one '/t:Task/t:Principals/t:Principal/t:UserId').InnerText | Should -BeExactly 'S-1-5-18'
+    (& $one '/t:Task/t:Principals/t:Principal/t:RunLevel').InnerText | Should -BeExactly 'HighestAvailable'
+    $principal = & $one '/t:Task/t:Principals/t:Principal'
+    (& $one '/t:Task/t:Actions').GetAttribute('Context') | Should -BeExactly $principal.GetAttribute('id')
+    @($task.SelectNodes('/t:Task/t:Triggers/*', $ns)).LocalName | Should -Be @('BootTrigger')
+    (& $one '/t:Task/t:Triggers/t:BootTrigger/t:Enabled').InnerText | Should -BeExactly 'true'
+    @($task.SelectNodes('/t:Task/t:Actions/*', $ns)).LocalName | Should -Be @('Exec')
+    (& $one '/t:Task/t:Actions/t:Exec/t:Command').InnerText | Should -BeExactly 'C:\Program Files\machineadm\machineadm.exe'
+    (& $one '/t:Task/t:Actions/t:Exec/t:Arguments').InnerText | Should -BeExactly 'resume --state-dir C:\ProgramData\machineadm --root C:\'
+    (& $one '/t:Task/t:RegistrationInfo/t:Description').InnerText | Should -BeExactly $script:Scripts['resume.description']
+    (& $one '/t:Task/t:Settings/t:MultipleInstancesPolicy').InnerText | Should -BeExactly 'IgnoreNew'
+    (& $one '/t:Task/t:Settings/t:ExecutionTimeLimit').InnerText | Should -BeExactly 'PT4H'
+    # Every value the definition holds is one of these: no source URL, token or password can ride along.
+    $constant = @('D:P(A;;FA;;;SY)(A;;FA;;;BA)', 'true', 'S-1-5-18', 'HighestAvailable', 'IgnoreNew', 'false', 'PT4H')
+    $given = @('C:\Program Files\machineadm\machineadm.exe', 'resume --state-dir C:\ProgramData\machineadm --root C:\', $script:Scripts['resume.description'])
+    @($task.SelectNodes('//text()') | ForEach-Object { $_.Value } | Where-Object { $_.Trim() -ne '' -and $_ -notin ($constant + $given) }) | Should -BeNullOrEmpty
+    ($seen[0] -replace [regex]::Escape('http://schemas.microsoft.com/windows/2004/02/mit/task'), '') | Should -Not -Match 'https?://|token|password|sig='
+  }
+  It 'resume.register keeps markup in a value as text: the definition''s shape does not change' {
+    $seen = [System.Collections.Generic.List[string]]::new()
+    Mock Register-ScheduledTask { $seen.Add($Xml) }
+    Invoke-Action 'resume.register.markup' | Should -Be '{}'
+    [xml]$task = $seen[0]
+    $ns = New-Object System.Xml.XmlNamespaceManager($task.NameTable)
+    $ns.AddNamespace('t', 'http://schemas.microsoft.com/windows/2004/02/mit/task')
+    $task.SelectSingleNode('/t:Task/t:Actions/t:Exec/t:Arguments', $ns).InnerText | Should -BeExactly $script:Scripts['resume.markup']
+    @($task.SelectNodes('/t:Task/t:Actions/t:Exec', $ns)) | Should -HaveCount 1
+    $task.SelectSingleNode('/t:Task/t:RegistrationInfo/t:SecurityDescriptor', $ns).InnerText | Should -BeExactly 'D:P(A;;FA;;;SY)(A;;FA;;;BA)'
+  }
+  It 'resume.register fails when Register-ScheduledTask fails' {
+    Mock Register-ScheduledTask { throw 'Access is denied.' }
+    { Invoke-Action 'resume.register' } | Should -Throw -ExpectedMessage 'Access is denied.'
   }
   It 'resume.query prints null without the task, and the task''s description with it' {
     Mock Get-ScheduledTask { }
@@ -370,6 +422,107 @@ Describe 'resume.register, resume.query, resume.remove' {
     Mock Get-ScheduledTask { }
     Invoke-Action 'resume.remove' | Should -Be '{}'
     Should -Invoke Unregister-ScheduledTask -Exactly -Times 1
+  }
+}
+
+Describe 'service.remove, firewall.remove' {
+  It 'service.remove stops a running service, waits for Stopped, then deletes it with sc.exe' {
+    $service = New-FakeService 'kubelet' 'Running'
+    Mock Get-Service { @($service, (New-FakeService 'kubelet2' 'Running')) }
+    Mock Stop-Service { }
+    Invoke-Action 'service.remove' | Should -Be '{}'
+    Should -Invoke Stop-Service -Exactly -Times 1 -ParameterFilter { $Force -and $InputObject.Name -eq 'kubelet' }
+    $service.Waited | Should -Be @('Stopped 00:01:00')
+    $calls = Get-NativeCalls
+    $calls | Should -HaveCount 1
+    $calls[0] | Should -Be @('sc.exe', 'delete', 'kubelet')
+  }
+  It 'service.remove deletes a stopped service without stopping it, and does nothing for a missing one' {
+    Mock Get-Service { @(New-FakeService 'kubelet' 'Stopped') }
+    Mock Stop-Service { }
+    Invoke-Action 'service.remove' | Should -Be '{}'
+    Should -Invoke Stop-Service -Exactly -Times 0
+    (Get-NativeCalls) | Should -HaveCount 1
+    Remove-Item -LiteralPath $NativeRecord -Force
+    Mock Get-Service { @(New-FakeService 'kubelet2' 'Running') }
+    Invoke-Action 'service.remove' | Should -Be '{}'
+    (Get-NativeCalls) | Should -HaveCount 0
+  }
+  It 'service.remove throws with the exit code of sc.exe delete' {
+    Mock Get-Service { @(New-FakeService 'kubelet' 'Stopped') }
+    $env:NATIVE_EXIT = '5'
+    { Invoke-Action 'service.remove' } | Should -Throw -ExpectedMessage 'sc.exe delete exited with code 5'
+  }
+  It 'firewall.remove removes the rule by name, does nothing without it, and fails on an error other than not found' {
+    Mock Get-NetFirewallRule { [pscustomobject]@{ Name = 'machineadm-kubelet' } }
+    Mock Remove-NetFirewallRule { }
+    Invoke-Action 'firewall.remove' | Should -Be '{}'
+    Should -Invoke Remove-NetFirewallRule -Exactly -Times 1 -ParameterFilter { "$Name" -eq 'machineadm-kubelet' -and $Name.Count -eq 1 }
+    Mock Get-NetFirewallRule { Write-Error -Message "No MSFT_NetFirewallRule objects found with property 'Name' equal to 'machineadm-kubelet'" -Category ObjectNotFound }
+    Invoke-Action 'firewall.remove' | Should -Be '{}'
+    Should -Invoke Remove-NetFirewallRule -Exactly -Times 1
+    Mock Get-NetFirewallRule { Write-Error -Message 'Access is denied.' -Category PermissionDenied }
+    { Invoke-Action 'firewall.remove' } | Should -Throw -ExpectedMessage 'Access is denied.'
+  }
+}
+
+Describe 'domain.leave, domain.leave-local' {
+  It 'domain.leave reads the password from the pipeline and gives Remove-Computer the credential, the workgroup and -Force, without -Restart' {
+    Mock Test-ComputerSecureChannel { $true }
+    Mock Remove-Computer { }
+    $hex = [Convert]::ToHexString([System.Text.Encoding]::UTF8.GetBytes('pä’’ss $(x)'))
+    Invoke-Action 'domain.leave' "$hex" | Should -Be '{"left":true,"reachable":true}'
+    Should -Invoke Test-ComputerSecureChannel -Exactly -Times 1 -ParameterFilter { $Server -eq 'dc1.corp.example' -and -not $Repair }
+    Should -Invoke Remove-Computer -Exactly -Times 1 -ParameterFilter {
+      $UnjoinDomainCredential.UserName -eq 'CORP\k8s-joiner' -and $UnjoinDomainCredential.GetNetworkCredential().Password -eq 'pä’’ss $(x)' -and
+      $WorkgroupName -eq 'WORKGROUP' -and $Force -and -not $Restart -and -not $PSBoundParameters.ContainsKey('ComputerName')
+    }
+  }
+  It 'domain.leave changes nothing and says so when no domain controller answers' {
+    Mock Test-ComputerSecureChannel { Write-Error -Message 'Cannot verify the secure channel: the domain controller could not be contacted.' -Category ConnectionError }
+    Mock Remove-Computer { }
+    $out = Invoke-ActionJson 'domain.leave' '41'
+    $out.left | Should -BeFalse
+    $out.reachable | Should -BeFalse
+    $out.message | Should -BeLike '*could not be contacted*'
+    Should -Invoke Remove-Computer -Exactly -Times 0
+    Mock Test-ComputerSecureChannel { $false }
+    (Invoke-ActionJson 'domain.leave' '41').reachable | Should -BeFalse
+    Should -Invoke Remove-Computer -Exactly -Times 0
+  }
+  It 'domain.leave reports Remove-Computer''s error id and the Win32 code found in its message' {
+    Mock Test-ComputerSecureChannel { $true }
+    Mock Remove-Computer {
+      $text = (New-Object System.ComponentModel.Win32Exception(5)).Message
+      $PSCmdlet.WriteError([System.Management.Automation.ErrorRecord]::new([InvalidOperationException]::new("Failed to unjoin computer 'NODE-01' from domain 'corp.example' with the following error message: $text"), 'FailToUnjoinDomain,Microsoft.PowerShell.Commands.RemoveComputerCommand', 'OperationStopped', 'NODE-01'))
+    }
+    $out = Invoke-ActionJson 'domain.leave' '41'
+    $out.left | Should -BeFalse
+    $out.code | Should -Be 5
+    $out.errorId | Should -BeLike 'FailToUnjoinDomain*'
+  }
+  It 'domain.leave fails without a password on standard input' {
+    { Invoke-Action 'domain.leave' '' } | Should -Throw -ExpectedMessage 'domain.leave: no password on standard input'
+  }
+  It 'domain.leave-local unjoins with no account and no options, then joins the workgroup' {
+    $system = [pscustomobject]@{ PartOfDomain = $true; Domain = 'corp.example'; Name = 'NODE-07' }
+    Mock Get-CimInstance { $system } -ParameterFilter { $ClassName -eq 'Win32_ComputerSystem' }
+    Mock Invoke-CimMethod { [pscustomobject]@{ ReturnValue = 0 } }
+    Invoke-Action 'domain.leave-local' | Should -Be '{"left":true}'
+    Should -Invoke Invoke-CimMethod -Exactly -Times 1 -ParameterFilter { $InputObject.Name -eq 'NODE-07' -and $MethodName -eq 'UnjoinDomainOrWorkgroup' -and $Arguments.Count -eq 1 -and $Arguments.FUnjoinOptions -eq 0 -and $Arguments.FUnjoinOptions -is [uint32] }
+    Should -Invoke Invoke-CimMethod -Exactly -Times 1 -ParameterFilter { $MethodName -eq 'JoinDomainOrWorkgroup' -and $Arguments.Name -eq 'WORKGROUP' -and $Arguments.FJoinOptions -eq 0 -and -not $Arguments.ContainsKey('Password') }
+  }
+  It 'domain.leave-local reports the return code, changes nothing on a machine in no domain, and fails when the workgroup cannot be joined' {
+    Mock Get-CimInstance { [pscustomobject]@{ PartOfDomain = $true; Name = 'NODE-07' } } -ParameterFilter { $ClassName -eq 'Win32_ComputerSystem' }
+    Mock Invoke-CimMethod { [pscustomobject]@{ ReturnValue = 5 } } -ParameterFilter { $MethodName -eq 'UnjoinDomainOrWorkgroup' }
+    $out = Invoke-ActionJson 'domain.leave-local'
+    "$($out.left) $($out.code)" | Should -Be 'False 5'
+    Mock Invoke-CimMethod { [pscustomobject]@{ ReturnValue = 0 } } -ParameterFilter { $MethodName -eq 'UnjoinDomainOrWorkgroup' }
+    Mock Invoke-CimMethod { [pscustomobject]@{ ReturnValue = 1326 } } -ParameterFilter { $MethodName -eq 'JoinDomainOrWorkgroup' }
+    { Invoke-Action 'domain.leave-local' } | Should -Throw -ExpectedMessage 'left the domain, but JoinDomainOrWorkgroup WORKGROUP returned 1326'
+    Mock Get-CimInstance { [pscustomobject]@{ PartOfDomain = $false; Name = 'NODE-07' } } -ParameterFilter { $ClassName -eq 'Win32_ComputerSystem' }
+    Invoke-Action 'domain.leave-local' | Should -Be '{"left":true}'
+    Should -Invoke Invoke-CimMethod -Exactly -Times 3
   }
 }
 

@@ -258,21 +258,29 @@ function New-ScheduledTaskSettingsSet {
   )
   Invoke-WindowsStub 'New-ScheduledTaskSettingsSet' $PSBoundParameters
 }
+# Parameter sets User (the default), Xml, Principal and Object as Register-ScheduledTask.md lists
+# them; -Description exists only in User and Principal (in Xml it is the definition's
+# RegistrationInfo/Description). Positions are left out where the documented ones collide
+# within a set (Password and Settings are both 4 in User): machineadm binds by name.
 function Register-ScheduledTask {
-  [CmdletBinding(DefaultParameterSetName = 'Simple')]
+  [CmdletBinding(DefaultParameterSetName = 'User')]
   param(
-    [Parameter(Mandatory = $true, Position = 0)] [string]$TaskName,
+    [switch]$Force,
+    [Parameter(ParameterSetName = 'User')] [Parameter(ParameterSetName = 'Xml')] [Parameter(ParameterSetName = 'Object')] [string]$Password,
+    [Parameter(ParameterSetName = 'User')] [Parameter(ParameterSetName = 'Xml')] [Parameter(ParameterSetName = 'Object')] [string]$User,
+    [Parameter(ParameterSetName = 'User', Mandatory = $true, Position = 0)] [Parameter(ParameterSetName = 'Xml', Mandatory = $true, Position = 0)]
+    [Parameter(ParameterSetName = 'Principal', Mandatory = $true, Position = 0)] [Parameter(ParameterSetName = 'Object')] [string]$TaskName,
     [Parameter(Position = 1)] [string]$TaskPath,
-    # Action, Trigger, Settings, Principal: [Microsoft.Management.Infrastructure.CimInstance]
-    [Parameter(ParameterSetName = 'Simple', Mandatory = $true, Position = 2)] [Parameter(ParameterSetName = 'Principal', Mandatory = $true, Position = 2)] [object[]]$Action,
-    [Parameter(Position = 3)] [object[]]$Trigger,
-    [Parameter(Position = 4)] [object]$Settings,
-    [Parameter(ParameterSetName = 'Simple', Position = 5)] [string]$User,
-    [Parameter(ParameterSetName = 'Simple', Position = 6)] [string]$Password,
-    [Parameter(ParameterSetName = 'Simple', Position = 7)] [ValidateSet('Limited', 'Highest')] [string]$RunLevel,
-    [Parameter(ParameterSetName = 'Principal', Mandatory = $true)] [object]$Principal,
-    [Parameter(ParameterSetName = 'Xml', Mandatory = $true)] [string]$Xml,
-    [string]$Description, [string]$SecurityDescriptorSddl, [switch]$Force
+    # Action, Trigger, Settings, Principal, InputObject: [Microsoft.Management.Infrastructure.CimInstance]
+    [Parameter(ParameterSetName = 'User', Mandatory = $true, Position = 2)] [Parameter(ParameterSetName = 'Principal', Mandatory = $true, Position = 2)] [object[]]$Action,
+    [Parameter(ParameterSetName = 'User')] [Parameter(ParameterSetName = 'Principal')] [string]$Description,
+    [Parameter(ParameterSetName = 'User')] [Parameter(ParameterSetName = 'Principal')] [object]$Settings,
+    [Parameter(ParameterSetName = 'User')] [Parameter(ParameterSetName = 'Principal')] [object[]]$Trigger,
+    [Parameter(ParameterSetName = 'User')] [ValidateSet('Limited', 'Highest')] [string]$RunLevel,
+    [Parameter(ParameterSetName = 'Principal')] [object]$Principal,
+    [Parameter(ParameterSetName = 'Xml', Mandatory = $true, Position = 2, ValueFromPipeline = $true)] [string]$Xml,
+    [Parameter(ParameterSetName = 'Object', Mandatory = $true, ValueFromPipeline = $true)] [object]$InputObject,
+    [Alias('Session')] [object[]]$CimSession, [int]$ThrottleLimit, [switch]$AsJob
   )
   Invoke-WindowsStub 'Register-ScheduledTask' $PSBoundParameters
 }
@@ -312,4 +320,23 @@ function Add-Computer {
     [switch]$Restart, [switch]$PassThru, [string]$NewName, [switch]$Force
   )
   Invoke-WindowsStub 'Add-Computer' $PSBoundParameters
+}
+
+# Microsoft.PowerShell.Management in Windows PowerShell 5.1 (Remove-Computer.md: parameter sets
+# Local, the default, and Remote; -UnjoinDomainCredential has the alias Credential)
+function Remove-Computer {
+  [CmdletBinding(DefaultParameterSetName = 'Local', SupportsShouldProcess = $true)]
+  param(
+    [Parameter(ParameterSetName = 'Local', Position = 0)] [Parameter(ParameterSetName = 'Remote', Mandatory = $true, Position = 0)] [Alias('Credential')] [pscredential]$UnjoinDomainCredential,
+    [Parameter(ParameterSetName = 'Remote')] [pscredential]$LocalCredential,
+    [Parameter(ParameterSetName = 'Remote', ValueFromPipeline = $true, ValueFromPipelineByPropertyName = $true)] [string[]]$ComputerName,
+    [switch]$Restart, [switch]$Force, [switch]$PassThru, [string]$WorkgroupName
+  )
+  Invoke-WindowsStub 'Remove-Computer' $PSBoundParameters
+}
+# Test-ComputerSecureChannel.md (5.1): returns a Boolean
+function Test-ComputerSecureChannel {
+  [CmdletBinding(SupportsShouldProcess = $true)]
+  param([switch]$Repair, [string]$Server, [pscredential]$Credential)
+  Invoke-WindowsStub 'Test-ComputerSecureChannel' $PSBoundParameters
 }
