@@ -204,6 +204,8 @@ async function planUndo(ctx: UndoContext): Promise<Planned> {
 }
 
 export const usersUndo: Undo = {
+  // prepare/users refuses on Windows, so no Windows run made a user to undo.
+  platforms: ['linux'],
   summary: 'delete the users and groups machineadm created, give users that were there before back what machineadm changed',
   async preflight(ctx) {
     const planned = await planUndo(ctx);

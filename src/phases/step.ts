@@ -93,6 +93,8 @@ export interface Undo {
    * set sysctls back once their file is).
    */
   readonly when?: 'before-files' | 'after-files';
+  /** Where the undo runs, when that is fewer platforms than its step's (a step that only refuses elsewhere). */
+  readonly platforms?: readonly OperatingSystem[];
   /** What would make this undo fail, found before reset changes anything (as Step.preflight). */
   preflight?(ctx: UndoContext): Promise<void>;
   /** Machine files this undo keeps as they are in this reset (--keep-domain keeps the keytab): reset/files leaves them. */

@@ -35,7 +35,7 @@ export function resetSteps(phases: readonly Phase[] = ALL_PHASES): Step[] {
   const undoStep = (u: Declared): Step => ({
     id: u.step.id,
     summary: u.undo.summary,
-    ...(u.step.platforms ? { platforms: u.step.platforms } : {}),
+    ...((u.undo.platforms ?? u.step.platforms) ? { platforms: u.undo.platforms ?? u.step.platforms } : {}),
     ...(u.undo.preflight ? { preflight: (ctx: StepContext) => u.undo.preflight!(context(ctx, u)) } : {}),
     check: (ctx) => u.undo.check(context(ctx, u)),
     apply: (ctx, check) => u.undo.apply(context(ctx, u), check),
