@@ -9,6 +9,9 @@ function desired(ctx: StepContext): DesiredFile {
 
 export const kernelModulesFileStep: Step = {
   id: 'kernel-modules/file',
+  // Kernel settings and their file: a download begun before them does not depend on them (one that
+  // fails is done again at its turn).
+  overtakable: true,
   summary: `write ${MODULES_FILE} so the modules load at boot`,
   platforms: ['linux'],
   applies: (config) => (config.spec.kernelModules?.length ?? 0) > 0,

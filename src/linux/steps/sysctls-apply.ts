@@ -60,6 +60,9 @@ async function readKeys(ctx: StepContext, awaitingModules = false): Promise<{ st
 
 export const sysctlsApplyStep: Step = {
   id: 'sysctls/apply',
+  // Kernel settings and their file: a download begun before them does not depend on them (one that
+  // fails is done again at its turn).
+  overtakable: true,
   summary: 'set the sysctls on the running kernel and read them back',
   platforms: ['linux'],
   applies: (config) => Object.keys(config.spec.sysctls ?? {}).length > 0,

@@ -10,6 +10,9 @@ function desired(ctx: StepContext): DesiredFile {
 
 export const sysctlsFileStep: Step = {
   id: 'sysctls/file',
+  // Kernel settings and their file: a download begun before them does not depend on them (one that
+  // fails is done again at its turn).
+  overtakable: true,
   summary: `write ${SYSCTL_FILE} so the values hold at boot`,
   platforms: ['linux'],
   applies: (config) => Object.keys(config.spec.sysctls ?? {}).length > 0,
