@@ -9,8 +9,7 @@ function desired(ctx: StepContext): DesiredFile {
 
 export const kernelModulesFileStep: Step = {
   id: 'kernel-modules/file',
-  // Kernel settings and their file: a download begun before them does not depend on them (one that
-  // fails is done again at its turn).
+  // One file of its own under /etc/modules-load.d: downloads may begin before it.
   overtakable: true,
   summary: `write ${MODULES_FILE} so the modules load at boot`,
   platforms: ['linux'],

@@ -32,8 +32,7 @@ async function missingModules(ctx: StepContext): Promise<{ name: string; index: 
 
 export const kernelModulesLoadStep: Step = {
   id: 'kernel-modules/load',
-  // Kernel settings and their file: a download begun before them does not depend on them (one that
-  // fails is done again at its turn).
+  // A module loaded changes no file: downloads of spec.files may begin before it (Step.overtakable).
   overtakable: true,
   summary: 'load the kernel modules that are not in the running kernel',
   platforms: ['linux'],

@@ -60,8 +60,7 @@ async function readKeys(ctx: StepContext, awaitingModules = false): Promise<{ st
 
 export const sysctlsApplyStep: Step = {
   id: 'sysctls/apply',
-  // Kernel settings and their file: a download begun before them does not depend on them (one that
-  // fails is done again at its turn).
+  // Kernel values only: downloads may begin before it (one that needed a value is done again).
   overtakable: true,
   summary: 'set the sysctls on the running kernel and read them back',
   platforms: ['linux'],

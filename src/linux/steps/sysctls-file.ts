@@ -10,8 +10,7 @@ function desired(ctx: StepContext): DesiredFile {
 
 export const sysctlsFileStep: Step = {
   id: 'sysctls/file',
-  // Kernel settings and their file: a download begun before them does not depend on them (one that
-  // fails is done again at its turn).
+  // One file of its own under /etc/sysctl.d: downloads may begin before it.
   overtakable: true,
   summary: `write ${SYSCTL_FILE} so the values hold at boot`,
   platforms: ['linux'],
