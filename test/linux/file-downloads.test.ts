@@ -3,11 +3,12 @@
 // step's turn, are not downloaded twice, are done again at the step's turn when they failed on
 // the network, and a wrong sha256 found early leaves the machine as it was.
 import { afterAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { scratchDir } from '../support/tmp.ts';
+import { snapshotTree } from '../support/tree.ts';
 import { createHost, RootedFileSystem, type Facts } from '../../src/host/index.ts';
 import { filesStep } from '../../src/linux/steps/files.ts';
 import { runPhases, type RunnerInput } from '../../src/phases/runner.ts';
@@ -48,16 +49,8 @@ function fresh(files: { path: string; url: string; sha256: string }[]): { root: 
   return { root, ctx };
 }
 
-/** Every machine path under the root (hidden temporaries included) with its content, or "/" for a folder; not machineadm's state. */
-function tree(root: string): Record<string, string> {
-  const entries: Record<string, string> = {};
-  for (const name of readdirSync(root, { recursive: true }) as string[]) {
-    if (name === 'var' || name.startsWith('var/')) continue;
-    const path = join(root, name);
-    entries[name] = statSync(path).isDirectory() ? '/' : readFileSync(path, 'utf8');
-  }
-  return entries;
-}
+/** Every machine path under the root, hidden temporaries included; not machineadm's state. */
+const tree = (root: string): Record<string, string> => Object.fromEntries(Object.entries(snapshotTree(root)).filter(([name]) => name !== 'var' && !name.startsWith('var/')));
 
 const twoFiles = () => [
   { path: '/opt/dl/a.bin', url: `http://127.0.0.1:${port}/a.bin`, sha256: sha(bodies['/a.bin']!) },
@@ -86,7 +79,9 @@ describe('prepare/files: downloads begun when the run starts', () => {
     await filesStep.apply(step, check);
     await early.cancel();
     expect(requests.map((r) => r.url).sort()).toEqual(['/a.bin', '/b.bin']);
-    expect(tree(root)).toEqual({ opt: '/', 'opt/dl': '/', 'opt/dl/a.bin': 'first download\n', 'opt/dl/b.bin': 'second download\n' });
+    expect(Object.keys(tree(root)).sort()).toEqual(['.', 'opt', 'opt/dl', 'opt/dl/a.bin', 'opt/dl/b.bin']);
+    expect(readFileSync(join(root, 'opt/dl/a.bin'), 'utf8')).toBe('first download\n');
+    expect(readFileSync(join(root, 'opt/dl/b.bin'), 'utf8')).toBe('second download\n');
   });
 
   it('begins nothing for a target that is already there: the step hashes it at its turn', async () => {
