@@ -401,7 +401,7 @@ async function bootFigure() {
       baselineRss: r.baseline.rss,
       note: `curl ${r.baseline.ms.toFixed(0)} ms + version ${r.also.version.ms.toFixed(0)} ms; the ${count} downloads at once by curl: ${r.also.curls.ms.toFixed(0)} ms, CPU ${r.also.curls.cpu.toFixed(2)} s against init's ${r.ours.cpu.toFixed(2)} s`,
       after:
-        `critical path of one run: start ${path.startMs} ms, prepare/files ${files.durationMs} ms (${files.waitingMs} waiting), ` +
+        `critical path of one run: start ${path.startMs} ms, prepare/files ${files.durationMs} ms (${files.waitingMs} waiting${files.earlyStartMs !== undefined ? `; its downloads began at ${files.earlyStartMs} ms, ${files.startMs - files.earlyStartMs} ms before its turn` : ''}), ` +
         `${kubeadm?.id ?? 'kubeadm'} ${kubeadm?.durationMs ?? 0} ms (${kubeadm?.waitingMs ?? 0} waiting), other steps ${others} ms, between steps ${path.betweenStepsMs} ms, end ${path.endMs} ms`,
     });
   } finally {

@@ -47,6 +47,11 @@ export class FileHandle {
     return call((done) => fs.fsync(this.fd, (e) => done(e, undefined)));
   }
 
+  /** The file's bytes (and what reading them back needs, such as its size) on disk; not its times. */
+  datasync(): Promise<void> {
+    return call((done) => fs.fdatasync(this.fd, (e) => done(e, undefined)));
+  }
+
   chmod(mode: number): Promise<void> {
     return call((done) => fs.fchmod(this.fd, mode, (e) => done(e, undefined)));
   }

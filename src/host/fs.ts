@@ -106,6 +106,15 @@ export const READ_AHEAD_BLOCKS = 8;
 /** How much a file being written may buffer before its writer waits. */
 export const WRITE_BUFFER_SIZE = 1024 * 1024;
 
+/**
+ * Bytes appended to a durable file (appendSync) between two flushes while it is written. On a
+ * machine with much memory the kernel keeps every byte of a download dirty until the final fsync,
+ * which then writes them all after the last byte arrived: eight downloads of 64 MiB waited
+ * ~0.45 s for their fsyncs. Flushed as they come, the disk works while the network does and the
+ * final fsync finds little left.
+ */
+export const WRITE_BEHIND_BYTES = 8 * 1024 * 1024;
+
 export class RootedFileSystem {
   readonly root: string;
   readonly platform: 'linux' | 'windows';
@@ -476,13 +485,45 @@ export class RootedFileSystem {
     const durable = options.durable ?? true;
     let sealed = false;
     let done = false;
+    // Write-behind (see WRITE_BEHIND_BYTES): one flush at a time, through a descriptor of its own
+    // (the stream's may close while a flush runs), which also makes the final fsync: a write-back
+    // error is reported to the descriptors open when it happened, so the one that saw the bytes
+    // go out is the one asked at the end. A flush that failed fails the seal.
+    let unflushed = 0;
+    let flusher: Promise<fsp.FileHandle> | undefined;
+    let flushing: Promise<void> | undefined;
+    let flushError: unknown;
+    const writeBehind = (): void => {
+      if (!durable || flushing !== undefined || unflushed < WRITE_BEHIND_BYTES) return;
+      unflushed = 0;
+      flusher ??= fsp.open(temp, 'r+');
+      flushing = flusher
+        .then((handle) => handle.datasync())
+        .catch((error: unknown) => {
+          flushError ??= error;
+        })
+        .finally(() => {
+          flushing = undefined;
+        });
+    };
+    const closeFlusher = async (): Promise<void> => {
+      const handle = flusher;
+      flusher = undefined;
+      await handle?.then((h) => h.close(), () => undefined);
+    };
     const seal = async (): Promise<void> => {
       if (sealed) return;
       if (!stream.writableEnded) stream.end();
       // Loaded here, by the commands that write: node:stream/promises loads all of Node's streams.
       await process.getBuiltinModule('node:stream/promises').finished(stream);
       if (!stream.closed) await once(stream, 'close');
-      const handle = await fsp.open(temp, 'r+');
+      await flushing;
+      if (flushError !== undefined) {
+        await closeFlusher();
+        throw flushError;
+      }
+      const handle = flusher ? await flusher : await fsp.open(temp, 'r+');
+      flusher = undefined;
       try {
         if (durable) await handle.sync();
         await handle.chmod(mode);
@@ -501,6 +542,8 @@ export class RootedFileSystem {
         // The stream's descriptor, while the stream holds it open.
         if (stream.destroyed || stream.writableEnded) throw stream.errored ?? new Error('the file is closed');
         writeAllSync(fd, bytes);
+        unflushed += bytes.length;
+        writeBehind();
       },
       seal,
       commit: async () => {
@@ -514,6 +557,8 @@ export class RootedFileSystem {
       abort: async () => {
         if (done) return;
         stream.destroy();
+        await flushing;
+        await closeFlusher();
         await fsp.rm(temp, { force: true });
         if (madeFrom !== undefined) await removeEmptyFolders(dir, madeFrom, this.root, this.path);
       },

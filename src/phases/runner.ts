@@ -4,7 +4,7 @@ import type { Host, Facts } from '../host/index.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
 import { EventBus, worstResult, type ErrorInfo, type Result } from '../report/events.ts';
 import { ConfigError, ExitCode, InterruptedError, MachineadmError, RebootRequiredError, StepError, UsageError, exitCodeOf, type ConfigIssue, type InterruptSignal } from '../errors.ts';
-import type { Change, CheckResult, Phase, PhaseName, RunSoFar, Step, StepContext } from './step.ts';
+import type { Change, CheckResult, EarlyWork, Phase, PhaseName, RunSoFar, Step, StepContext } from './step.ts';
 import { selectSteps, type Selection, type SelectedStep } from './select.ts';
 import { DEFAULT_MAX_REBOOTS, StateWriter, mergeUndoRecord, rebootedSince, type MachineState, type StateStore, type StepRecord } from './state.ts';
 import { resolveSecret, type SecretScrubber } from '../config/secrets.ts';
@@ -104,9 +104,10 @@ function applicability(step: Step, input: RunnerInput): string | undefined {
 
 type RunPhasesSoFar = { failed: boolean; phases: RunSoFar['phases'] };
 
-function contextFor(input: RunnerInput, state: MachineState, fullId: string, dryRun: boolean, soFar: RunPhasesSoFar): StepContext {
+function contextFor(input: RunnerInput, state: MachineState, fullId: string, dryRun: boolean, soFar: RunPhasesSoFar, early?: EarlyWork): StepContext {
   const events = input.events;
   return {
+    ...(early ? { early } : {}),
     run: {
       // Asked for by the steps that record it: a plan makes none.
       get runId() {
@@ -284,43 +285,14 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
     }
   }
   state.runs.push(runRecord);
-  await writer.flush();
-
-  for (const phase of input.phases) {
-    if (outcome.error instanceof RebootRequiredError || outcome.error instanceof InterruptedError) break;
-    if (outcome.error && !phase.runsAfterFailure) continue;
-    const steps = selected.filter((s) => s.phase === phase && s.selected && !applicability(s.step, input));
-    // Until its steps finish, a phase is what a phase without steps is.
-    const phaseOutcome: PhaseOutcome = { name: phase.name, result: worstResult([]), durationMs: 0, steps: [] };
-    outcome.phases.push(phaseOutcome);
-    const phaseStart = Date.now();
-    events.emit({ type: 'phase.started', phase: phase.name, summary: phase.summary });
-    for (const s of steps) {
-      const interrupted = interruption(input);
-      if (interrupted) {
-        outcome.error = interrupted;
-        break;
-      }
-      const stepOutcome = await runStep(s, input, writer, outcome, rebootsSoFar);
-      phaseOutcome.steps.push(stepOutcome.outcome);
-      if (stepOutcome.stop) {
-        // The first error decides the exit code; a failing report step does not hide it.
-        outcome.error ??= stepOutcome.stop;
-        break;
-      }
-    }
-    // A phase's changes are on disk before the next phase builds on them (provisioning joins a
-    // cluster on the prepared machine; reporting tells the world): one fsync per directory written.
-    await input.host.fs.syncDirectories();
-    phaseOutcome.durationMs = Date.now() - phaseStart;
-    phaseOutcome.result = worstResult(phaseOutcome.steps.map((s) => s.result));
-    if (phase.name === 'provision') {
-      // What a later `machineadm report` writes the sentinel by: this provisioning, failed or not.
-      const shortfall = outcome.error ? input.secrets.scrub(outcome.error.message) : provisionShortfall(phaseOutcome, input.config.spec.kubernetes !== undefined);
-      writer.state.provision = { runId: events.runId, at: input.host.now().toISOString(), provisioned: shortfall === undefined, ...(shortfall ? { reason: shortfall } : {}) };
-      writer.mark();
-    }
-    events.emit({ type: 'phase.finished', phase: phase.name, result: phaseOutcome.result, durationMs: phaseOutcome.durationMs });
+  // Begun before the first state write: the downloads of spec.files overlap everything up to their step.
+  const early = outcome.error ? new Map<string, EarlyWork>() : beginEarlyWork(input, state, selected);
+  try {
+    await writer.flush();
+    await runPhaseSteps(input, selected, writer, outcome, rebootsSoFar, early);
+  } finally {
+    // A run that ended before a step's turn (a failure, an interruption) undoes what it began.
+    for (const work of early.values()) await work.cancel();
   }
 
   // The run ended other than by asking for a reboot: a resume registered for it has done its job.
@@ -344,10 +316,79 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   return outcome;
 }
 
-async function runStep(s: SelectedStep, input: RunnerInput, writer: StateWriter, run: RunOutcome, rebootsSoFar: number): Promise<{ outcome: StepOutcome; stop?: MachineadmError }> {
+/** The phases' steps in order, stopping at the first failure (the report phase runs all the same). */
+async function runPhaseSteps(input: RunnerInput, selected: SelectedStep[], writer: StateWriter, outcome: RunOutcome, rebootsSoFar: number, early: Map<string, EarlyWork>): Promise<void> {
+  const { events } = input;
+  for (const phase of input.phases) {
+    if (outcome.error instanceof RebootRequiredError || outcome.error instanceof InterruptedError) break;
+    if (outcome.error && !phase.runsAfterFailure) continue;
+    const steps = selected.filter((s) => s.phase === phase && s.selected && !applicability(s.step, input));
+    // Until its steps finish, a phase is what a phase without steps is.
+    const phaseOutcome: PhaseOutcome = { name: phase.name, result: worstResult([]), durationMs: 0, steps: [] };
+    outcome.phases.push(phaseOutcome);
+    const phaseStart = Date.now();
+    events.emit({ type: 'phase.started', phase: phase.name, summary: phase.summary });
+    for (const s of steps) {
+      const interrupted = interruption(input);
+      if (interrupted) {
+        outcome.error = interrupted;
+        break;
+      }
+      const stepOutcome = await runStep(s, input, writer, outcome, rebootsSoFar, early.get(s.fullId));
+      // What the step's apply() did not take of its early work is undone now (see Step.begin).
+      await early.get(s.fullId)?.cancel();
+      early.delete(s.fullId);
+      phaseOutcome.steps.push(stepOutcome.outcome);
+      if (stepOutcome.stop) {
+        // The first error decides the exit code; a failing report step does not hide it.
+        outcome.error ??= stepOutcome.stop;
+        // The steps whose work began early will not have their turn: it is undone now, before
+        // the run reports.
+        for (const work of early.values()) await work.cancel();
+        early.clear();
+        break;
+      }
+    }
+    // A phase's changes are on disk before the next phase builds on them (provisioning joins a
+    // cluster on the prepared machine; reporting tells the world): one fsync per directory written.
+    await input.host.fs.syncDirectories();
+    phaseOutcome.durationMs = Date.now() - phaseStart;
+    phaseOutcome.result = worstResult(phaseOutcome.steps.map((s) => s.result));
+    if (phase.name === 'provision') {
+      // What a later `machineadm report` writes the sentinel by: this provisioning, failed or not.
+      const shortfall = outcome.error ? input.secrets.scrub(outcome.error.message) : provisionShortfall(phaseOutcome, input.config.spec.kubernetes !== undefined);
+      writer.state.provision = { runId: events.runId, at: input.host.now().toISOString(), provisioned: shortfall === undefined, ...(shortfall ? { reason: shortfall } : {}) };
+      writer.mark();
+    }
+    events.emit({ type: 'phase.finished', phase: phase.name, result: phaseOutcome.result, durationMs: phaseOutcome.durationMs });
+  }
+}
+
+/**
+ * Begins the early work (Step.begin) of every step that may begin it: one before which each step
+ * this run runs is overtakable. A step that cannot begin does its work at its turn, as always.
+ */
+function beginEarlyWork(input: RunnerInput, state: MachineState, selected: readonly SelectedStep[]): Map<string, EarlyWork> {
+  const began = new Map<string, EarlyWork>();
+  for (const s of selected) {
+    if (!s.selected || applicability(s.step, input)) continue;
+    if (s.step.begin) {
+      try {
+        const work = s.step.begin(contextFor(input, state, s.fullId, false, { failed: false, phases: [] }));
+        if (work) began.set(s.fullId, work);
+      } catch {
+        // Nothing begun: the step does all of its work at its turn.
+      }
+    }
+    if (!s.step.overtakable) break;
+  }
+  return began;
+}
+
+async function runStep(s: SelectedStep, input: RunnerInput, writer: StateWriter, run: RunOutcome, rebootsSoFar: number, early?: EarlyWork): Promise<{ outcome: StepOutcome; stop?: MachineadmError }> {
   const { events } = input;
   const state = writer.state;
-  const ctx = contextFor(input, state, s.fullId, false, { failed: run.error !== undefined, phases: run.phases });
+  const ctx = contextFor(input, state, s.fullId, false, { failed: run.error !== undefined, phases: run.phases }, early);
   const begin = Date.now();
   const waiting = waitingMeter();
   events.emit({ type: 'step.started', phase: s.phase.name, step: s.fullId, summary: s.step.summary });
@@ -378,6 +419,7 @@ async function runStep(s: SelectedStep, input: RunnerInput, writer: StateWriter,
       result,
       durationMs,
       waitingMs: Math.min(durationMs, waiting()),
+      ...(early ? { earlyStartMs: Math.round(early.startMs) } : {}),
       ...(outcome.message ? { message: outcome.message } : {}),
       ...(outcome.changes.length ? { changes: outcome.changes.map(({ action, target, detail }) => ({ action, target, ...(detail ? { detail } : {}) })) } : {}),
       ...(outcome.error ? { error: outcome.error } : {}),

@@ -77,6 +77,20 @@ export interface StepContext {
   recordOf(stepId: string): StepRecord | undefined;
   /** What a step recorded for its undo before its first change (Step.undoRecord), by full step id. */
   undoRecordOf(fullId: string): Record<string, unknown> | undefined;
+  /** In apply(): the work this step began when the run started (Step.begin), if it did. */
+  readonly early?: EarlyWork;
+}
+
+/**
+ * Work a step began when the run started, while the steps before it ran (Step.begin). The step's
+ * apply() takes what it needs of it; the runner cancels the rest when the step has finished, or
+ * when the run ends before the step's turn.
+ */
+export interface EarlyWork {
+  /** When it began, in milliseconds since the process started (the critical path shows it). */
+  readonly startMs: number;
+  /** Stops what still runs and undoes what apply() did not take: the machine is as if it never began. */
+  cancel(): Promise<void>;
 }
 
 /**
@@ -145,6 +159,19 @@ export interface Step {
   readonly reportsRecordAs?: 'domainJoin';
   check(ctx: StepContext): Promise<CheckResult>;
   apply(ctx: StepContext, check: CheckResult): Promise<ApplyResult | void>;
+  /**
+   * Begins, when the run starts, the part of the step's work that takes long and changes nothing
+   * the steps before it make or look at, and nothing at the step's targets (downloads into
+   * temporary files beside them); apply() finishes it. The runner calls it only in a run (never
+   * for a plan), and only when every step that runs before this one is `overtakable`. Returns
+   * undefined when there is nothing to begin.
+   */
+  begin?(ctx: StepContext): EarlyWork | undefined;
+  /**
+   * A later step's early work (begin) may run while this step does: it changes no file system
+   * layout (disks, mounts), no users or groups, and runs no command of the operator's.
+   */
+  readonly overtakable?: boolean;
   /**
    * What reset needs that apply() is about to destroy (a sysctl's value before it is set): the
    * runner writes it to the state file before apply() begins. Each top-level entry that is a map is

@@ -59,6 +59,11 @@ export interface MachineEvent {
    * the disk, another process) rather than worked.
    */
   waitingMs?: number;
+  /**
+   * step.finished of a step whose work began before its turn, when the run started (the downloads
+   * of spec.files): when it began, in milliseconds since the machineadm process started.
+   */
+  earlyStartMs?: number;
   /** run.started and run.finished: milliseconds since the machineadm process started. */
   sinceStartMs?: number;
   /** A skip reason, a log line or a line of command output. */

@@ -74,6 +74,12 @@ export interface CriticalStep {
   durationMs: number;
   /** Of durationMs, the time the process waited (network, disk, another process) rather than worked. */
   waitingMs: number;
+  /**
+   * When the step's work began ahead of its turn, while the steps before it ran (the downloads of
+   * spec.files begin when the run starts): durationMs is then the step's turn alone, the wait for
+   * that work to end and the rest of the step.
+   */
+  earlyStartMs?: number;
 }
 
 /**
@@ -201,7 +207,7 @@ export class RunResultBuilder {
         if (path && event.durationMs !== undefined) {
           // The step's start, from the run's own: both are event times, in milliseconds.
           const startMs = path.startMs + Date.parse(step.startedAt) - Date.parse(doc.resumedAt?.at(-1) ?? doc.startedAt);
-          path.steps.push({ id: step.id, startMs, durationMs: event.durationMs, waitingMs: event.waitingMs ?? 0 });
+          path.steps.push({ id: step.id, startMs, durationMs: event.durationMs, waitingMs: event.waitingMs ?? 0, ...(event.earlyStartMs !== undefined ? { earlyStartMs: event.earlyStartMs } : {}) });
         }
         break;
       }

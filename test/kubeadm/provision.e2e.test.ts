@@ -109,6 +109,20 @@ describe('machineadm init with the kubeadm stand-in', () => {
     expect(commands).toEqual(['join', 'reset', 'join']);
   });
 
+  // The facts ask kubeadm for its version when the run starts; the join step asks again only when
+  // an earlier step of the run may have put another kubeadm in place.
+  it.each([
+    ['only steps that leave kubeadm alone changed the machine', { sysctls: { 'net.ipv4.ip_forward': '1' }, files: [{ path: '/etc/example.conf', content: 'x\n' }] }, 1],
+    ['a file of the run is named kubeadm', { files: [{ path: '/usr/local/bin/kubeadm', content: '#!/bin/sh\n', mode: '0755' }] }, 2],
+  ])('asks kubeadm for its version again before joining only when it may have changed: %s', (_case, spec, times) => {
+    const m = machine(worker, spec);
+    const run = machineadm(m, ['init']);
+    expect(run.status, run.all).toBe(0);
+    expect(kubeadmCalls(m).map((c) => c.argv[0])).toEqual([...Array<string>(times).fill('version'), 'join']);
+    const state = JSON.parse(readFileSync(join(m.root, 'var/lib/machineadm/state.json'), 'utf8'));
+    expect(state.steps['provision/kubeadm/join'].data).toMatchObject({ apiVersion: 'kubeadm.k8s.io/v1beta4', kubeadmVersion: 'v1.31.2' });
+  });
+
   it.each(['/etc/kubernetes/kubelet.conf', '/etc/kubernetes/bootstrap-kubelet.conf', '/etc/kubernetes/pki/ca.crt'])(
     'refuses before any change to join over %s it has no record of (exit 2), and resets and joins with --force',
     (file) => {

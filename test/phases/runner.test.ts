@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { computePlan, runPhases, type RunnerInput } from '../../src/phases/runner.ts';
 import { StateStore, type MachineState } from '../../src/phases/state.ts';
-import type { ApplyResult, CheckResult, Phase, Step, StepContext } from '../../src/phases/step.ts';
+import type { ApplyResult, CheckResult, EarlyWork, Phase, Step, StepContext } from '../../src/phases/step.ts';
 import { createHost, RootedFileSystem, type Facts } from '../../src/host/index.ts';
 import { EventBus, type MachineEvent } from '../../src/report/events.ts';
 import { SecretScrubber } from '../../src/config/secrets.ts';
@@ -314,6 +314,71 @@ describe('runPhases', () => {
     expect(resumed.error).toBeUndefined();
     expect(journal).toEqual(['check a', 'check feature', 'check after', 'apply after', 'check result', 'apply result']);
     expect(env.readState().pendingReboot).toBeUndefined();
+  });
+});
+
+// A step may begin its long work (downloads) when the run starts, while the steps before it run,
+// only when each of them may be overtaken; whatever it does not take is undone.
+describe('runPhases: early work (Step.begin)', () => {
+  /** A step with early work: `begin` records itself; its apply records the work it was handed. */
+  function beginning(id: string, journal: Journal, seen: { early?: EarlyWork }): Step {
+    const step = fake(id, journal);
+    return {
+      ...step,
+      begin: () => {
+        journal.push(`begin ${id}`);
+        return { startMs: 7, cancel: async () => void journal.push(`cancel ${id}`) };
+      },
+      async apply(ctx, check) {
+        seen.early = ctx.early;
+        return step.apply(ctx, check);
+      },
+    };
+  }
+
+  it('begins it when the run starts, before the overtakable steps before it apply; hands it to its apply; then cancels what is left', async () => {
+    const journal: Journal = [];
+    const seen: { early?: EarlyWork } = {};
+    const { input, events } = setup(phases([{ ...fake('modules', journal), overtakable: true }, { ...fake('sysctls', journal), overtakable: true }, beginning('files', journal, seen), fake('containerd', journal)]));
+    const outcome = await runPhases(input);
+    expect(outcome.error).toBeUndefined();
+    expect(journal).toEqual(['begin files', 'check modules', 'apply modules', 'check sysctls', 'apply sysctls', 'check files', 'apply files', 'cancel files', 'check containerd', 'apply containerd']);
+    expect(seen.early?.startMs).toBe(7);
+    // The critical path tells the step's turn from when its work began.
+    const finished = events.filter((e) => e.type === 'step.finished');
+    expect(finished.find((e) => e.step === 'prepare/files')?.earlyStartMs).toBe(7);
+    expect(finished.filter((e) => e.earlyStartMs !== undefined).map((e) => e.step)).toEqual(['prepare/files']);
+  });
+
+  it.each<[string, (journal: Journal) => Step]>([
+    ['a step before it is not overtakable (it may mount a disk, make a user, run commands)', (journal) => fake('storage', journal)],
+    ['a step before it is not overtakable, even one the machine already matches', (journal) => fake('users', journal, { done: true })],
+  ])('does not begin it when %s', async (_case, before) => {
+    const journal: Journal = [];
+    const seen: { early?: EarlyWork } = {};
+    const { input } = setup(phases([{ ...fake('modules', journal), overtakable: true }, before(journal), beginning('files', journal, seen)]));
+    await runPhases(input);
+    expect(journal.filter((j) => j.startsWith('begin') || j.startsWith('cancel'))).toEqual([]);
+    expect(seen.early).toBeUndefined();
+  });
+
+  it('cancels it as soon as a step before it fails, before the report phase runs', async () => {
+    const journal: Journal = [];
+    const { input } = setup(phases([{ ...fake('sysctls', journal, { applyThrows: new Error('sysctl refused') }), overtakable: true }, beginning('files', journal, {})], [], [fake('result', journal)]));
+    const outcome = await runPhases(input);
+    expect(outcome.error).toBeInstanceOf(StepError);
+    expect(journal).toEqual(['begin files', 'check sysctls', 'apply sysctls', 'cancel files', 'check result', 'apply result']);
+  });
+
+  it('leaves out a step that is not selected or not asked for, and never begins anything for a plan', async () => {
+    const journal: Journal = [];
+    const list = phases([{ ...fake('modules', journal, { applies: false }) }, fake('other', journal), beginning('files', journal, {})]);
+    const { input } = setup(list, { selection: { skip: ['prepare/other'] } });
+    await runPhases(input);
+    expect(journal).toEqual(['begin files', 'check files', 'apply files', 'cancel files']);
+    journal.length = 0;
+    await computePlan(setup(list).input);
+    expect(journal.some((j) => j.startsWith('begin'))).toBe(false);
   });
 });
 

@@ -98,6 +98,25 @@ describe('the result files', () => {
     expect(path.waitingMs).toBeGreaterThanOrEqual(waits!.waitingMs);
   });
 
+  it('show when the work of a step began ahead of its turn, the step itself in turn', async () => {
+    const root = scratchDir();
+    await runWithReporting({
+      root,
+      config: configFrom({}),
+      prepare: [
+        step('before', { overtakable: true, apply: async () => (await new Promise((r) => setTimeout(r, 200)), {}) }),
+        step('downloads', { begin: () => ({ startMs: performance.now(), cancel: async () => undefined }) }),
+      ],
+    });
+    const result = read(root, RESULT_FILE);
+    expect(validateJsonSchema(schema, result)).toEqual([]);
+    const [before, downloads] = result.criticalPath!.steps;
+    expect(before!.earlyStartMs).toBeUndefined();
+    // Began with the run, before the step before it; its own turn comes after that step.
+    expect(downloads!.earlyStartMs).toBeLessThanOrEqual(before!.startMs);
+    expect(downloads!.startMs).toBeGreaterThanOrEqual(before!.startMs + before!.durationMs);
+  });
+
   it('give, for a run resumed after a reboot, the critical path of the process that resumed it', () => {
     let seq = 0;
     const at = (ms: number): string => new Date(Date.UTC(2026, 0, 1) + ms).toISOString();

@@ -109,7 +109,38 @@ function secretValues(secrets: KubeadmSecrets): string[] {
   return [secrets.token, secrets.certificateKey, ...secrets.caCertHashes].filter((v): v is string => v !== undefined);
 }
 
+/**
+ * Steps that never install, replace or hide kubeadm (nor change where it is looked for). The
+ * version the facts read at the run's start stands when, in this run, only these changed the
+ * machine before kubeadm's turn, and no spec.files target is named kubeadm: asking again costs a
+ * kubeadm start on the boot's critical path. Any other step that changed something (boot commands,
+ * disks and mounts, the commands before kubeadm, the Windows steps) makes it ask again.
+ */
+const LEAVE_KUBEADM = new Set([
+  'prepare/kernel-modules/load',
+  'prepare/kernel-modules/file',
+  'prepare/sysctls/apply',
+  'prepare/sysctls/file',
+  'prepare/users',
+  'prepare/files',
+  'prepare/time-servers/file',
+  'prepare/time-servers/restart',
+  'prepare/containerd/config',
+  'prepare/containerd/registries',
+  'prepare/containerd/proxy',
+  'prepare/containerd/restart',
+  'provision/domain/join',
+]);
+
+/** Whether this run may have put another kubeadm in place since the facts asked for its version. */
+function kubeadmMayHaveChanged(ctx: StepContext): boolean {
+  if (ctx.facts.kubeadmVersion === undefined || ctx.facts.os !== 'linux') return true;
+  if ((ctx.config.spec.files ?? []).some((f) => /(^|\/)kubeadm$/.test(f.path))) return true;
+  return ctx.run.phases.some((phase) => phase.steps.some((s) => s.result !== 'skipped' && !LEAVE_KUBEADM.has(s.id)));
+}
+
 async function currentKubeadmVersion(ctx: StepContext): Promise<string | undefined> {
+  if (!kubeadmMayHaveChanged(ctx)) return ctx.facts.kubeadmVersion;
   // The facts were read before the prepare phase, which may have installed or replaced kubeadm.
   const result = await ctx.host.proc.run(['kubeadm', 'version', '-o', 'short'], { timeoutMs: 15_000, allowFailure: true }).catch(() => undefined);
   return result && result.exitCode === 0 ? parseKubeadmVersion(result.stdout) : ctx.facts.kubeadmVersion;

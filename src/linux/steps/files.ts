@@ -1,24 +1,16 @@
 // prepare/files: the files listed in spec.files, from inline content or a verified download.
 // Every target is checked (paths, links planted at the target, decoding) before the first write.
 import { createHash } from 'node:crypto';
-import { posix } from 'node:path';
 import type { Change, Step, StepContext } from '../../phases/step.ts';
 import type { FileSpec } from '../../config/schema/index.ts';
-import { ConfigError, MachineadmError, ExitCode, VerificationError, type ConfigIssue } from '../../errors.ts';
-import { fetchVerifiedPending } from '../../verify/fetch.ts';
-import type { PendingFile } from '../../host/index.ts';
+import { ConfigError, MachineadmError, ExitCode, type ConfigIssue } from '../../errors.ts';
 import { displayUrl } from '../../redaction.ts';
 import { isLocalSource } from '../../config/schema/source.ts';
 import { checkLocalSource } from '../../bundle/local-source.ts';
 import { decodeContent } from '../file-content.ts';
 import { errorForField, formatMode, inspectFile, inspectTarget, writeFiles, type DesiredFile } from '../managed-file.ts';
 import { readPem } from '../../config/pem-file.ts';
-
-interface SourceFile {
-  index: number;
-  spec: FileSpec & { source: { url: string; sha256: string } };
-  mode: number;
-}
+import { downloadAll, EarlyDownloads, sourceFiles, type SourceFile } from './file-downloads.ts';
 
 // An owner that prepare/users makes (a user of spec.users, or one of their groups) may not exist
 // when a plan looks at the machine; the run makes it before this step.
@@ -113,97 +105,6 @@ function isLocal(file: SourceFile): boolean {
   return isLocalSource(file.spec.source.url);
 }
 
-// The field a failed download is about: a checksum that does not match names the checksum.
-function sourceField(file: SourceFile, error: unknown): string {
-  return `spec.files[${file.index}].source${error instanceof VerificationError ? '.sha256' : ''}`;
-}
-
-/** Removes the folders in `made` (deepest first) that are empty. */
-async function removeEmptyMade(ctx: StepContext, made: readonly string[]): Promise<void> {
-  for (const folder of made) if ((await ctx.host.fs.list(folder)).length === 0) await ctx.host.fs.remove(folder);
-}
-
-/** Makes the folders the files go into; returns those that did not exist, deepest first. */
-async function makeFolders(ctx: StepContext, files: readonly SourceFile[]): Promise<string[]> {
-  const missing = new Set<string>();
-  const deepestFirst = (): string[] => [...missing].sort((a, b) => b.split('/').length - a.split('/').length);
-  for (const file of files) {
-    const dir = posix.dirname(file.spec.path);
-    try {
-      for (let d = dir; d !== posix.dirname(d) && !missing.has(d) && !(await ctx.host.fs.exists(d)); d = posix.dirname(d)) missing.add(d);
-      await ctx.host.fs.mkdirp(dir);
-    } catch (error) {
-      await removeEmptyMade(ctx, deepestFirst());
-      throw errorForField(`spec.files[${file.index}].path`, error);
-    }
-  }
-  return deepestFirst();
-}
-
-/** Downloads at once: a node's downloads are independent, and a boot waits for the slowest, not the sum. */
-export const PARALLEL_DOWNLOADS = 8;
-
-// Every download is checked into a temporary file beside its target; only when all are checked
-// (and sealed: synced, mode, owner, backup) is any renamed into place. On a failure every temporary
-// goes and every target stays as it was. Up to PARALLEL_DOWNLOADS run at once, each sealed as soon
-// as it is checked (its fsync overlaps the downloads still running); the first failure stops the
-// others at once.
-async function downloadAll(ctx: StepContext, files: readonly SourceFile[]): Promise<void> {
-  // Parallel downloads into one new folder cannot tell which of them made it: the step makes the
-  // folders first and, on a failure, removes those it made once they are empty again.
-  const made = await makeFolders(ctx, files);
-  const pending: (PendingFile | undefined)[] = files.map(() => undefined);
-  const stop = new AbortController();
-  const signal = ctx.host.signal ? AbortSignal.any([ctx.host.signal, stop.signal]) : stop.signal;
-  const host = { ...ctx.host, signal };
-  let failed: { file: SourceFile; error: unknown } | undefined;
-  const one = async (i: number): Promise<void> => {
-    const file = files[i]!;
-    // Checked in the preflight; an inline file of this run may have written it since.
-    const issues: ConfigIssue[] = [];
-    const ca = file.spec.source.caFile ? await readPem(ctx.host, file.spec.source.caFile, `spec.files[${file.index}].source.caFile`, 'certificate', issues) : undefined;
-    if (issues.length) throw new ConfigError(issues);
-    const { pending: fetched } = await fetchVerifiedPending(host, {
-      urls: [file.spec.source.url],
-      ...(ca ? { ca } : {}),
-      destination: file.spec.path,
-      sha256: file.spec.source.sha256,
-      mode: file.mode,
-      ...(file.spec.owner ? { owner: file.spec.owner } : {}),
-    });
-    pending[i] = fetched;
-    await fetched.seal();
-  };
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (!failed && next < files.length) {
-      const i = next++;
-      try {
-        await one(i);
-      } catch (error) {
-        // The first failure is the one reported; the others were stopped because of it.
-        if (!failed) {
-          failed = { file: files[i]!, error };
-          stop.abort(error);
-        }
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(PARALLEL_DOWNLOADS, files.length) }, worker));
-  if (failed) {
-    for (const one of pending) await one?.abort();
-    await removeEmptyMade(ctx, made);
-    throw errorForField(sourceField(failed.file, failed.error), failed.error);
-  }
-  for (const [i, one] of pending.entries()) {
-    try {
-      await one!.commit();
-    } catch (error) {
-      throw errorForField(sourceField(files[i]!, error), error);
-    }
-  }
-}
-
 const WINDOWS_PATH = /^[A-Za-z]:\\/;
 
 // A path, owner or mode that cannot mean anything on this machine's system is refused, not dropped.
@@ -287,6 +188,16 @@ export const filesStep: Step = {
     }
     return { done: changes.length === 0, changes, ...(network.length ? { network } : {}) };
   },
+  // The downloads whose target is not there yet begin when the run starts, into temporary files
+  // beside their targets, while the steps before this one run (see src/linux/README.md); apply()
+  // takes them as they are, or as they end. A target that is there is hashed by check() at this
+  // step's turn, as before. Nothing appears at a target before this step's turn.
+  begin(ctx) {
+    if (otherMachine(ctx)) return undefined;
+    const candidates = sourceFiles(ctx).filter((f) => !(ctx.host.offline && !isLocal(f)));
+    if (candidates.length === 0) return undefined;
+    return new EarlyDownloads(ctx, candidates, async (f) => (await ctx.host.fs.stat(f.spec.path)) === undefined);
+  },
   async apply(ctx) {
     const { inline, sources } = await split(ctx);
     // Check every target first: a refused path must not leave the earlier files written.
@@ -306,7 +217,11 @@ export const filesStep: Step = {
     // Downloads first: they are what fails most (network, a wrong sha256), and a failure then
     // leaves the inline files unwritten too. All of them are downloaded and checked before the
     // first is put in place, so a failing one leaves every target as it was.
-    await downloadAll(ctx, pendingSources.filter((p) => p.change.action === 'download').map((p) => p.file));
+    await downloadAll(
+      ctx,
+      pendingSources.filter((p) => p.change.action === 'download').map((p) => p.file),
+      ctx.early instanceof EarlyDownloads ? ctx.early : undefined,
+    );
     for (const { file, change } of pendingSources) {
       if (change.action !== 'chmod') continue;
       try {

@@ -9,6 +9,8 @@ function desired(ctx: StepContext): DesiredFile {
 
 export const kernelModulesFileStep: Step = {
   id: 'kernel-modules/file',
+  // One file of its own under /etc/modules-load.d: downloads may begin before it.
+  overtakable: true,
   summary: `write ${MODULES_FILE} so the modules load at boot`,
   platforms: ['linux'],
   applies: (config) => (config.spec.kernelModules?.length ?? 0) > 0,

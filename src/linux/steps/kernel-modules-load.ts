@@ -32,6 +32,8 @@ async function missingModules(ctx: StepContext): Promise<{ name: string; index: 
 
 export const kernelModulesLoadStep: Step = {
   id: 'kernel-modules/load',
+  // A module loaded changes no file: downloads of spec.files may begin before it (Step.overtakable).
+  overtakable: true,
   summary: 'load the kernel modules that are not in the running kernel',
   platforms: ['linux'],
   applies: (config) => (config.spec.kernelModules?.length ?? 0) > 0,

@@ -60,6 +60,8 @@ async function readKeys(ctx: StepContext, awaitingModules = false): Promise<{ st
 
 export const sysctlsApplyStep: Step = {
   id: 'sysctls/apply',
+  // Kernel values only: downloads may begin before it (one that needed a value is done again).
+  overtakable: true,
   summary: 'set the sysctls on the running kernel and read them back',
   platforms: ['linux'],
   applies: (config) => Object.keys(config.spec.sysctls ?? {}).length > 0,

@@ -10,6 +10,8 @@ function desired(ctx: StepContext): DesiredFile {
 
 export const sysctlsFileStep: Step = {
   id: 'sysctls/file',
+  // One file of its own under /etc/sysctl.d: downloads may begin before it.
+  overtakable: true,
   summary: `write ${SYSCTL_FILE} so the values hold at boot`,
   platforms: ['linux'],
   applies: (config) => Object.keys(config.spec.sysctls ?? {}).length > 0,
