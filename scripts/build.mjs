@@ -405,13 +405,23 @@ async function joinPieces(esbuild, result, outdir) {
     eager.add(id);
     for (const imported of outputs[id].imports) if (!imported.external && imported.kind === 'import-statement') pending.push(idOf(imported.path));
   }
+  // What a phase command (init, plan, ...) loads: the pieces of its implementation and of the
+  // version probes it starts early, and every piece they import.
+  const phase = new Set();
+  for (const pending = Object.entries(outputs).filter(([, o]) => PHASE_ENTRIES.includes(o.entryPoint)).map(([id]) => id); pending.length; ) {
+    const id = pending.pop();
+    if (phase.has(id) || eager.has(id)) continue;
+    phase.add(id);
+    for (const imported of outputs[id].imports) if (!imported.external && imported.kind === 'import-statement') pending.push(idOf(imported.path));
+  }
+  if (phase.size < PHASE_ENTRIES.length) throw new BuildError(`esbuild made no piece for some of ${PHASE_ENTRIES.join(', ')}`);
   const pieces = [];
   for (const file of [...result.outputFiles].sort((a, b) => a.path.localeCompare(b.path))) {
     const id = `./${relative(outdir, file.path).split('\\').join('/')}`;
     // dynamic-import off: import() of a piece becomes a require() of it, inside a promise.
     const out = await esbuild.transform(file.text, { format: 'cjs', loader: 'js', platform: 'node', target: 'node24', supported: { 'dynamic-import': false }, logLevel: 'silent' });
     if (out.warnings.length) throw new BuildError(`converting ${id} to CommonJS: ${out.warnings.map((w) => w.text).join('; ')}`);
-    pieces.push({ id, code: builtinNamespaces(await ascii(esbuild, out.code, id), id), eager: eager.has(id) });
+    pieces.push({ id, code: builtinNamespaces(await ascii(esbuild, out.code, id), id), eager: eager.has(id), phase: phase.has(id) });
   }
   const eagerPieces = pieces.filter((p) => p.eager).map((p) => `  ${JSON.stringify(p.id)}: function (exports, require, module) {\n${p.code}},`);
   return {
@@ -419,7 +429,7 @@ async function joinPieces(esbuild, result, outdir) {
     producer: mainScript({ producing: true }),
     // A script whose value is the eager pieces, by id; it starts from V8's code cache too.
     start: `"use strict";\n({\n${eagerPieces.join('\n')}\n})\n`,
-    lazy: pieces.filter((p) => !p.eager).map((p) => ({ name: p.id.slice(2), code: `${PIECE_HEAD}${p.code}${PIECE_TAIL}` })),
+    lazy: pieces.filter((p) => !p.eager).map((p) => ({ name: p.id.slice(2), code: `${PIECE_HEAD}${p.code}${PIECE_TAIL}`, phase: p.phase })),
   };
 }
 
@@ -459,6 +469,9 @@ export function builtinNamespaces(code, id) {
   }
   return `${replaced}\nfunction __builtinNamespace(mod) {\n  return Object.create(mod, { default: { value: mod, enumerable: true } });\n}\n`;
 }
+
+/** The modules a phase command loads as it runs (their pieces get caches of every function, see writeCodeCaches). */
+const PHASE_ENTRIES = ['src/cli/commands/phase-run.ts', 'src/cli/host-options.ts', 'src/host/exec.ts', 'src/host/facts.ts', 'node_modules/execa/index.js'];
 
 /** The name of the asset holding every piece a start runs (the entry, commander, the command options). */
 const START_PIECE = 'machineadm-start.js';
@@ -571,7 +584,8 @@ export async function bundle(workDir, identity) {
   for (const piece of lazy) await fsp.writeFile(join(piecesDir, piece.name), piece.code);
   await fsp.writeFile(join(piecesDir, START_PIECE), start);
   await writeRunCaches(workDir, producer);
-  writeCodeCaches(piecesDir, lazy.map((p) => p.name).filter((name) => !existsSync(join(piecesDir, `${name}.cache`))));
+  writeCodeCaches(piecesDir, lazy.filter((p) => !p.phase).map((p) => p.name).filter((name) => !existsSync(join(piecesDir, `${name}.cache`))));
+  writeCodeCaches(piecesDir, lazy.filter((p) => p.phase).map((p) => p.name), { everyFunction: true });
   const hash = createHash('sha256').update(main).update(start);
   for (const piece of lazy) hash.update(`\0${piece.name}\0${piece.code.length}\0`).update(piece.code);
   return { bytes: Buffer.byteLength(start), lazyBytes: lazy.reduce((sum, p) => sum + Buffer.byteLength(p.code), 0), sha256: hash.digest('hex'), lazy: lazy.length, pieces: [START_PIECE, ...lazy.map((p) => p.name)] };
@@ -582,12 +596,23 @@ export async function bundle(workDir, identity) {
  * release: the piece then starts from the bytecode of its top level instead of parsing it
  * (compiling execa's piece alone took ~10 ms of a plan). Without --random-seed two caches of the
  * same source differ; V8 leaves that flag out of the flags it checks a cache against.
+ *
+ * everyFunction: the cache holds the bytecode of every function of the piece, compiled with V8's
+ * --no-lazy (which is set back before the cache is taken: a cache is only taken by a V8 with the
+ * flags it was made with). For the pieces a phase command loads (PHASE_ENTRIES): a plan compiled
+ * ~30 ms of their functions as it ran them, more than the larger caches take to read. Caches taken
+ * after a run of plan would hold only what it ran, but not the same functions from one build to
+ * the next (4 builds in 6); compiling every function is the same in every build.
  */
-function writeCodeCaches(dir, names) {
+function writeCodeCaches(dir, names, { everyFunction = false } = {}) {
   const script = `const { readFileSync, writeFileSync } = require("node:fs");
+const v8 = require("node:v8");
 for (const name of process.argv.slice(1)) {
-  const source = readFileSync(name, "utf8");
-  writeFileSync(name + ".cache", new (require("node:vm").Script)(source, { filename: "machineadm/" + name }).createCachedData());
+  const source = readFileSync(name, "latin1");
+  ${everyFunction ? 'v8.setFlagsFromString("--no-lazy");' : ''}
+  const compiled = new (require("node:vm").Script)(source, { filename: "machineadm/" + name });
+  ${everyFunction ? 'v8.setFlagsFromString("--lazy");' : ''}
+  writeFileSync(name + ".cache", compiled.createCachedData());
 }`;
   const result = spawnSync(pinnedNode(), ['--random-seed=1', '-e', script, '--', ...names], { cwd: dir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
   if (result.status !== 0) throw new BuildError(`making the code caches of the pieces failed: ${(result.stderr || result.stdout).trim()}`);
