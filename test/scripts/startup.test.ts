@@ -219,7 +219,7 @@ process.stdout.write(String(cold.cachedData.length));`;
     const script = `const vm = require("node:vm");
 const cold = new vm.Script(require("node:fs").readFileSync(process.argv[1], "utf8"), { produceCachedData: true });
 process.stdout.write(String(cold.cachedData.length));`;
-    for (const fn of [/function runVerify\(/, /function verifyStream\(/, /function runPhaseCommand\(/, /function execaCoreAsync\(/]) {
+    for (const fn of [/function runVerify\(/, /function verifyStream\(/, /function runPhaseCommand\(/, /\bexecaCoreAsync = /]) {
       const piece = pieceNames().find((n) => fn.test(readFileSync(join(dir, 'pieces', n), 'utf8')));
       expect(piece, String(fn)).toBeDefined();
       const coldBytes = Number(execFileSync(NODE, ['-e', script, '--', join(dir, 'pieces', piece!)], { encoding: 'utf8' }));
