@@ -600,9 +600,9 @@ export async function bundle(workDir, identity) {
  * everyFunction: the cache holds the bytecode of every function of the piece, compiled with V8's
  * --no-lazy (which is set back before the cache is taken: a cache is only taken by a V8 with the
  * flags it was made with). For the pieces a phase command loads (PHASE_ENTRIES): a plan compiled
- * ~30 ms of their functions as it ran them, more than the larger caches take to read. Caches taken
- * after a run of plan would hold only what it ran, but not the same functions from one build to
- * the next (4 builds in 6); compiling every function is the same in every build.
+ * ~30 ms of their functions as it ran them, more than the larger caches take to read (plan 290 ->
+ * 270 ms). Caches taken after a run of plan would hold only what it ran, but were not the same
+ * bytes from one build to the next (4 builds in 6); compiling every function is the same in every build.
  */
 function writeCodeCaches(dir, names, { everyFunction = false } = {}) {
   const script = `const { readFileSync, writeFileSync } = require("node:fs");
@@ -623,9 +623,10 @@ for (const name of process.argv.slice(1)) {
  * taken after a run of each with the embedded Node, each run starting from the caches of the runs
  * before it: they hold the bytecode of every function those runs compiled (commander, the commands,
  * help, reading and checking configuration, checking a signature), which a cache made by compiling
- * alone leaves to be parsed at each start. Not plan or init: caches taken after a plan held other
- * functions of the file-system and plan pieces from one build to the next (4 builds in 6), and the
- * build must be reproducible. The runs see a PATH of one empty folder: no tool of the build machine.
+ * alone leaves to be parsed at each start. Not plan or init: the caches of the file-system and plan
+ * pieces taken after a plan were not the same bytes from one build to the next (4 builds in 6),
+ * though the same functions ran, and the build must be reproducible (see writeCodeCaches for the
+ * pieces a phase command loads). The runs see a PATH of one empty folder: no tool of the build machine.
  */
 async function writeRunCaches(workDir, producer) {
   const script = join(workDir, 'produce-caches.cjs');
