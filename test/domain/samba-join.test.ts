@@ -4,7 +4,7 @@
 // land in a scratch folder, see fixtures/private-etc.sh) and a tmpfs /run, so machineadm runs with
 // --root / and the host's /etc, /run and network stay as they were.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,6 +21,10 @@ const NO_DC_IP = '10.99.0.9';
 const DOMAIN = 'corp.test';
 const ADMIN_PASSWORD = `Dj-${process.pid}-p4ss!`;
 const HOST_FILES = ['/etc/krb5.conf', '/etc/krb5.keytab'];
+// Where samba puts its pid files and sockets whatever its configuration says (built-in paths):
+// removed after the test when they were not there before it.
+const SAMBA_RUNTIME = ['/run/samba', '/var/lib/samba/ntp_signd'];
+const runtimeBefore = SAMBA_RUNTIME.filter((path) => existsSync(path));
 
 interface Outcome {
   exitCode: number;
@@ -141,6 +145,7 @@ describe.skipIf(skip)('joining a Samba AD domain controller with the built binar
       }
     }
     await run('ip', ['netns', 'del', NS]).catch(() => undefined);
+    for (const path of SAMBA_RUNTIME.filter((p) => !runtimeBefore.includes(p))) rmSync(path, { recursive: true, force: true });
     console.log(`samba domain join test: ${((Date.now() - started) / 1000).toFixed(1)} s in all; ${Object.entries(times).map(([k, v]) => `${k} ${(v / 1000).toFixed(1)} s`).join(', ')}`);
   });
 
