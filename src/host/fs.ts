@@ -162,7 +162,7 @@ export class RootedFileSystem {
     // A write of machineadm's own records again, durably, before its rename: needed now only when
     // folders are to be made first. A tool about to change the file (`ahead`) needs it on disk now.
     if (ahead) await this.written.write(record);
-    else if (dirs.length > 0) await this.written.write(record, { folder: false });
+    else if (dirs.length > 0) await this.written.write(record, { beforeFolders: true });
     return record;
   }
 

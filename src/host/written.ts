@@ -4,8 +4,12 @@
 // created for it, and the fingerprints of what machineadm wrote there. `machineadm reset` reads it
 // to give each path back as it was, and to tell a file someone else changed since from its own.
 //
-// Written ahead: the record of a path is on disk before machineadm creates a folder for it or
-// renames its bytes into place, so a run killed at any moment leaves nothing the record does not name.
+// Written ahead: the record of a path is written before machineadm creates a folder for it, and is
+// on disk before machineadm renames its bytes into place, so a run killed at any moment leaves
+// nothing the record does not name. The first of these writes (the folders about to be made) is
+// not flushed on its own: the second, made durable before the rename, carries the folders too. A
+// power cut between the two can leave a folder machineadm made that its record does not name
+// (reset then leaves it, empty); one fsync fewer for every file that needs a new folder.
 import * as nodePath from 'node:path';
 import * as fsp from './fs-calls.ts';
 
@@ -83,11 +87,11 @@ export class WrittenRecords {
   }
 
   /**
-   * The record's bytes are on disk before its rename. `folder: false` for the intent written before
-   * machineadm creates folders, which is written again before the file's rename: its folder is
-   * flushed then, with the others the run writes into, once.
+   * The record's bytes are on disk before its rename. `beforeFolders` for the intent written before
+   * machineadm creates folders, which is written again, durably, before the file's rename: neither
+   * its bytes nor its folder are flushed now (see the head of this file).
    */
-  async write(record: WrittenRecord, options: { folder?: boolean } = {}): Promise<void> {
+  async write(record: WrittenRecord, options: { beforeFolders?: boolean } = {}): Promise<void> {
     const real = this.recordPath(record.path);
     const dir = this.path.dirname(real);
     await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
@@ -98,14 +102,16 @@ export class WrittenRecords {
     for (const name of await fsp.readdir(dir).catch(() => [] as string[])) if (name.startsWith(prefix)) await fsp.rm(this.path.join(dir, name), { force: true });
     const temp = this.path.join(dir, `${prefix}${process.pid}-${process.getBuiltinModule('node:crypto').randomBytes(6).toString('hex')}`);
     await fsp.writeFile(temp, JSON.stringify({ ...record, written: record.written.slice(-KEPT) }) + '\n', { mode: 0o600 });
-    const handle = await fsp.open(temp, 'r');
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
+    if (!options.beforeFolders) {
+      const handle = await fsp.open(temp, 'r');
+      try {
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
     }
     await fsp.rename(temp, real);
-    if (options.folder ?? true) await this.onRename(dir);
+    if (!options.beforeFolders) await this.onRename(dir);
   }
 
   /** Every record, sorted by machine path. */

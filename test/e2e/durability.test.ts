@@ -82,10 +82,18 @@ function ruleBreaks(calls: Call[]): string[] {
   const problems: string[] = [];
   const fsyncs = calls.filter((c) => c.name === 'fsync');
   const renames = calls.filter((c) => c.name === 'rename');
+  const flushedBefore = (r: Call) => fsyncs.some((f) => f.path === r.from && f.end < r.start);
   for (const r of renames) {
     if (r.path.startsWith('run/')) continue;
+    // The record written before a file's new folders (the intent) is written again, flushed,
+    // before the file's rename: only that one is renamed without its own fsync.
+    const intent = r.path.startsWith(`${STATE_DIR}/written/`) && renames.some((later) => later.path === r.path && later.start > r.end && flushedBefore(later));
     // The file's bytes first: a power cut never finds a renamed file without them.
-    if (!fsyncs.some((f) => f.path === r.from && f.end < r.start)) problems.push(`${r.path} was renamed into place before its bytes were fsync'd`);
+    if (!intent && !flushedBefore(r)) problems.push(`${r.path} was renamed into place before its bytes were fsync'd`);
+    // A machine file's record (for reset) is on disk before the file is renamed into place.
+    if (isMachineFile(r.path) && !renames.some((w) => w.path === `${STATE_DIR}/written/${r.path}` && w.end < r.start && flushedBefore(w))) {
+      problems.push(`${r.path} was renamed into place before its record was on disk`);
+    }
   }
   for (const f of fsyncs) if (f.path.startsWith('run/')) problems.push(`${f.path} is under /run (cleared at boot) and was fsync'd`);
   // The run's end record (the result copy) says the run finished: every directory the run
