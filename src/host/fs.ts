@@ -526,6 +526,11 @@ export class RootedFileSystem {
         await closeFlusher();
         throw flushError;
       }
+      // The bytes about to be renamed into place are machineadm's: recorded before the rename, while
+      // the bytes' own fsync runs (both are on disk before the rename; neither needs the other first).
+      const records = this.written;
+      const recorded = record && records ? fsp.lstat(temp).then((st) => records.write({ ...record, written: [...record.written, fingerprintOf(st)] })) : undefined;
+      recorded?.catch(() => undefined);
       const handle = flusher ? await flusher : await fsp.open(temp, 'r+');
       flusher = undefined;
       try {
@@ -536,8 +541,7 @@ export class RootedFileSystem {
         await handle.close();
       }
       if (backup !== undefined && existing?.isFile()) await keepBackupOnce(real, backup, this.path);
-      // The bytes about to be renamed into place are machineadm's: recorded before the rename.
-      if (record && this.written) await this.written.write({ ...record, written: [...record.written, fingerprintOf(await fsp.lstat(temp))] });
+      await recorded;
       sealed = true;
     };
     return {

@@ -2,10 +2,13 @@
 // the name exists, so two runs that start together cannot both take it. It names its holder by an
 // identity that a reboot or a reused pid cannot fake (boot, pid and the process's start time), so
 // the lock of a run that was killed, or of a machine that went down, is taken over, never waited on.
-import * as fsp from 'node:fs/promises';
+import * as fsp from './fs-calls.ts';
 import { readFileSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { temporaryName, type RootedFileSystem } from './fs.ts';
+
+/** The lock file's text, or undefined when there is none (or it cannot be read). */
+const readLock = (path: string): Promise<string | undefined> => fsp.readFile(path).then((bytes) => bytes.toString('utf8'), () => undefined);
 
 export interface LockHolder {
   pid: number;
@@ -79,17 +82,17 @@ export async function acquireRunLock(fs: RootedFileSystem, machinePath: string, 
           held: true,
           release: async () => {
             // Only our own lock: never one a later run took over after this one was given up for dead.
-            if (parse(await fsp.readFile(path, 'utf8').catch(() => undefined))?.identity === mine.identity) await fsp.rm(path, { force: true });
+            if (parse(await readLock(path))?.identity === mine.identity) await fsp.rm(path, { force: true });
           },
         };
       }
-      const found = await fsp.readFile(path, 'utf8').catch(() => undefined);
+      const found = await readLock(path);
       const holder = parse(found);
       if (holder && holder.identity !== mine.identity && processIdentity(holder.pid) === holder.identity) return { held: false, holder };
       // A dead holder's lock: removed only while it is still the same file, then taken again.
-      if ((await fsp.readFile(path, 'utf8').catch(() => undefined)) === found) await fsp.rm(path, { force: true });
+      if ((await readLock(path)) === found) await fsp.rm(path, { force: true });
     }
-    const holder = parse(await fsp.readFile(path, 'utf8').catch(() => undefined));
+    const holder = parse(await readLock(path));
     return { held: false, holder: holder ?? { pid: 0, command: 'unknown', startedAt: '', identity: '' } };
   } finally {
     await fsp.rm(temp, { force: true });

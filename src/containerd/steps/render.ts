@@ -6,7 +6,29 @@ import { ExtraConfigError } from '../extra.ts';
 import { renderContainerdFiles, type ContainerdFiles, type RenderedFile } from '../files.ts';
 import type { DesiredFile } from '../../linux/managed-file.ts';
 
+/**
+ * The containerd steps render the same files from the same configuration and facts, in the run's
+ * preflight and in each step's check and apply (six renders of an init; each makes and checks
+ * containerd's TOML): made once per configuration and facts, and shared, read-only.
+ */
+const rendered = new WeakMap<object, WeakMap<object, ContainerdFiles>>();
+
 export function renderFor(ctx: StepContext): ContainerdFiles {
+  let byFacts = rendered.get(ctx.config);
+  if (!byFacts) rendered.set(ctx.config, (byFacts = new WeakMap()));
+  let files = byFacts.get(ctx.facts);
+  if (!files) byFacts.set(ctx.facts, (files = freeze(render(ctx))));
+  return files;
+}
+
+function freeze(files: ContainerdFiles): ContainerdFiles {
+  for (const file of [files.config, files.caBundle, files.proxy, ...files.hosts]) if (file) Object.freeze(file);
+  Object.freeze(files.hosts);
+  Object.freeze(files.target);
+  return Object.freeze(files);
+}
+
+function render(ctx: StepContext): ContainerdFiles {
   try {
     return renderContainerdFiles(ctx.config.spec.containerd, ctx.facts);
   } catch (error) {
