@@ -388,6 +388,26 @@ export const lazyNodeCrypto = {
 };
 
 /**
+ * execa reads process.stdin as it loads (a list of the standard streams it compares options
+ * against), and Node makes that stream when first asked for: a file, pipe or terminal stream and
+ * the modules behind it, ~3 ms of the version probes a phase command starts first. Each stream is
+ * read from process when execa first looks at the list (an option that is a stream), not before.
+ * The build fails when the module no longer makes the list so, rather than ship without knowing.
+ */
+export const lazyExecaStandardStreams = {
+  name: 'lazy-execa-standard-streams',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]node_modules[\\/]execa[\\/]lib[\\/]utils[\\/]standard-stream\.js$/ }, async (args) => {
+      const text = await fsp.readFile(args.path, 'utf8');
+      const eager = 'export const STANDARD_STREAMS = [process.stdin, process.stdout, process.stderr];';
+      if (!text.includes(eager)) throw new BuildError(`${args.path}: the standard streams are no longer listed as the lazy-execa-standard-streams plugin expects; update or drop it`);
+      const lazy = "export const STANDARD_STREAMS = Object.defineProperties([], Object.fromEntries(['stdin', 'stdout', 'stderr'].map((name, fd) => [fd, { get: () => process[name], enumerable: true }])));";
+      return { contents: text.replace(eager, lazy), loader: 'js' };
+    });
+  },
+};
+
+/**
  * The pieces esbuild made, as one CommonJS main script (a SEA main script must be one, in Node 24)
  * and the lazy pieces beside it. The main script holds the entry and the pieces it imports
  * statically (commander, the options of each command), as code. Every other piece (each command's
@@ -562,7 +582,7 @@ export async function bundle(workDir, identity) {
     charset: 'ascii',
     logLevel: 'silent',
     define: { __MACHINEADM_BUILD__: JSON.stringify(identity) },
-    plugins: [lazyCommanderChildProcess, lazyListFormat, lazyGotNetwork, lazyGotOptional, lazyNodeCrypto],
+    plugins: [lazyCommanderChildProcess, lazyListFormat, lazyGotNetwork, lazyGotOptional, lazyNodeCrypto, lazyExecaStandardStreams],
   });
   const problems = [...result.errors, ...result.warnings].map((m) => `${m.location ? `${m.location.file}:${m.location.line}: ` : ''}${m.text}`);
   if (problems.length) throw new BuildError(`esbuild reported problems (the bundle must be clean):\n  ${problems.join('\n  ')}`);

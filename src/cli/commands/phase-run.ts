@@ -148,6 +148,9 @@ export async function runPhaseCommand(command: PhaseCommand | 'plan-reset', opti
     // reset works from its records: a configuration is needed only for credentials (the domain's).
     const loading = loadConfig(host, sources, { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd, ...(resetting ? { emptyWhenNone: true } : {}) });
     loading.catch(() => undefined);
+    // A run needs node:crypto (its id, its temporary files' names), ~4 ms to load: loaded while
+    // the configuration is read and the probes run, which the run waits for anyway.
+    if (!planning) setImmediate(() => process.getBuiltinModule('node:crypto'));
     // Rights come first: a user without them learns that, whatever else is wrong.
     if (!planning && !givenFacts) refuseWithoutRights(command, await facts);
     const loaded = await loading;
