@@ -15,7 +15,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { createReadStream, existsSync, readFileSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { dirname, join, relative, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { createGunzip } from 'node:zlib';
@@ -389,19 +389,27 @@ export const lazyNodeCrypto = {
 
 /**
  * execa reads process.stdin as it loads (a list of the standard streams it compares options
- * against), and Node makes that stream when first asked for: a file, pipe or terminal stream and
- * the modules behind it, ~3 ms of the version probes a phase command starts first. Each stream is
- * read from process when execa first looks at the list (an option that is a stream), not before.
- * The build fails when the module no longer makes the list so, rather than ship without knowing.
+ * against) and again at every call (is this option standard input?), and Node makes that stream
+ * when first asked for: a file, pipe or terminal stream and the modules behind it, ~3 ms of the
+ * version probes a phase command starts first. Here the list reads each stream from process when
+ * execa first looks into it, and the check at each call compares only an option that is an object
+ * with process.stdin: machineadm never passes one, so the stream is never made. The build fails
+ * when either line is no longer as expected, rather than ship without knowing.
  */
 export const lazyExecaStandardStreams = {
   name: 'lazy-execa-standard-streams',
   setup(build) {
-    build.onLoad({ filter: /[\\/]node_modules[\\/]execa[\\/]lib[\\/]utils[\\/]standard-stream\.js$/ }, async (args) => {
+    const rewrites = {
+      'standard-stream.js': [
+        'export const STANDARD_STREAMS = [process.stdin, process.stdout, process.stderr];',
+        "export const STANDARD_STREAMS = Object.defineProperties([], Object.fromEntries(['stdin', 'stdout', 'stderr'].map((name, fd) => [fd, { get: () => process[name], enumerable: true }])));",
+      ],
+      'direction.js': ['if ([0, process.stdin].includes(value)) {', "if (value === 0 || (typeof value === 'object' && value !== null && value === process.stdin)) {"],
+    };
+    build.onLoad({ filter: /[\\/]node_modules[\\/]execa[\\/]lib[\\/](utils[\\/]standard-stream|stdio[\\/]direction)\.js$/ }, async (args) => {
       const text = await fsp.readFile(args.path, 'utf8');
-      const eager = 'export const STANDARD_STREAMS = [process.stdin, process.stdout, process.stderr];';
-      if (!text.includes(eager)) throw new BuildError(`${args.path}: the standard streams are no longer listed as the lazy-execa-standard-streams plugin expects; update or drop it`);
-      const lazy = "export const STANDARD_STREAMS = Object.defineProperties([], Object.fromEntries(['stdin', 'stdout', 'stderr'].map((name, fd) => [fd, { get: () => process[name], enumerable: true }])));";
+      const [eager, lazy] = rewrites[basename(args.path)];
+      if (!text.includes(eager)) throw new BuildError(`${args.path}: no longer reads the standard streams as the lazy-execa-standard-streams plugin expects; update or drop it`);
       return { contents: text.replace(eager, lazy), loader: 'js' };
     });
   },

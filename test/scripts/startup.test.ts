@@ -135,6 +135,18 @@ describe('what starting machineadm loads', () => {
     }
   });
 
+  it('plan and init never make process.stdin (a stream Node makes when first asked for): the process runner compares no option with it', () => {
+    // A preload that notes every read of process.stdin, before the program runs.
+    const spy = join(dir, 'stdin-spy.cjs');
+    writeFileSync(spy, "const d = Object.getOwnPropertyDescriptor(process, 'stdin'); Object.defineProperty(process, 'stdin', { configurable: true, enumerable: d.enumerable, get() { require('fs').appendFileSync(process.env.STDIN_OUT, 'read\\n'); return d.get.call(this); } });\n");
+    for (const args of [['plan', '-c', 'examples/linux-worker.yaml', '--root', workerRoot()], ['init', '-c', 'examples/quickstart.yaml', '--root', scratchDir()]]) {
+      const out = join(scratchDir(), 'stdin-reads');
+      writeFileSync(out, '');
+      execFileSync(process.execPath, ['-r', spy, join(dir, 'machineadm.cjs'), ...args], { env: { PATH: process.env.PATH ?? '', STDIN_OUT: out }, stdio: 'ignore' });
+      expect(readFileSync(out, 'utf8'), args[0]).toBe('');
+    }
+  });
+
   it('a command that needs them still gets them when it runs (plan spawns tools; init also hashes: its temporary names and run id)', () => {
     const planned = loadedBy(['plan', '-c', 'examples/linux-worker.yaml', '--root', workerRoot()]);
     expect(planned).toContain('child_process');
