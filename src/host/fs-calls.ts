@@ -2,7 +2,7 @@
 // node:fs/promises. node:fs/promises itself loads a dozen more modules (readline, watchers,
 // directory streams) at the first file any command reads: ~1.5 ms of every start.
 //
-// Calls on names and small files (stat, realpath, readdir, mkdir, rename, a record's bytes) are
+// Calls on names and regular files (stat, realpath, readdir, mkdir, rename, a record's bytes) are
 // made at once: each takes microseconds, while a trip through libuv's thread pool costs a turn of
 // the event loop and a thread woken on another core. A plan makes ~70 of them; made at once, plan
 // and init start 10-24 ms sooner (medians of 21 runs each, side by side). What can take long stays
@@ -29,7 +29,20 @@ function now<T>(work: () => T): Promise<T> {
 export const realpath = (path: string): Promise<string> => now(() => fs.realpathSync.native(path));
 export const lstat = (path: string): Promise<fs.Stats> => now(() => fs.lstatSync(path));
 export const stat = (path: string): Promise<fs.Stats> => now(() => fs.statSync(path));
-export const readFile = (path: string): Promise<Buffer> => now(() => fs.readFileSync(path));
+/**
+ * A regular file is read at once. Anything else (a FIFO, a device) may wait for a writer for ever:
+ * it is read in the pool, where the run stays interruptible (Ctrl-C, deadlines), as before.
+ */
+export const readFile = (path: string): Promise<Buffer> =>
+  now(() => {
+    // Opened without waiting: a FIFO's open would wait for a writer.
+    const fd = fs.openSync(path, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
+    try {
+      return fs.fstatSync(fd).isFile() ? fs.readFileSync(fd) : undefined;
+    } finally {
+      fs.closeSync(fd);
+    }
+  }).then((bytes) => bytes ?? call<Buffer>((done) => fs.readFile(path, done)));
 export const readdir = (path: string): Promise<string[]> => now(() => fs.readdirSync(path));
 /** With `recursive`, the first directory it created, or undefined when all existed. */
 export const mkdir = (path: string, options: { recursive: true; mode?: number }): Promise<string | undefined> => now(() => fs.mkdirSync(path, options));
