@@ -138,11 +138,17 @@ describe('the source tree', () => {
     expect(offenders, 'return a result or throw a MachineadmError; src/cli/ decides the exit code').toEqual([]);
   });
 
-  it('reads process.argv only in the entry point, and never calls process.exit', () => {
+  it('reads process.argv only in the entry point, and calls process.exit only once nothing is pending', () => {
     const offenders = files
       .filter((f) => f.startsWith('cli/'))
-      .flatMap((f) => processControl(f, readFileSync(join(SRC, f), 'utf8')).filter((x) => !(f === 'cli/bin.ts' && x.what === 'uses process.argv')).map((x) => `src/${f}:${x.line} ${x.what}`));
-    // process.exit would cut off output still being written; the entry point sets process.exitCode.
+      .flatMap((f) => {
+        const text = readFileSync(join(SRC, f), 'utf8');
+        const lines = text.split('\n');
+        // The entry point may exit on 'beforeExit': Node emits it once no write, timer or request is left.
+        const allowed = (x: Finding) => f === 'cli/bin.ts' && (x.what === 'uses process.argv' || (x.what === 'uses process.exit' && /^if \(isSea\(\)\) process\.once\('beforeExit', \(\) => process\.exit\(\)\);$/.test(lines[x.line - 1]!.trim())));
+        return processControl(f, text).filter((x) => !allowed(x)).map((x) => `src/${f}:${x.line} ${x.what}`);
+      });
+    // process.exit anywhere else would cut off output still being written; the entry point sets process.exitCode.
     expect(offenders).toEqual([]);
   });
 
