@@ -3,7 +3,7 @@
 // deferDirectorySyncs) and a file that machineadm replaces is
 // kept once under the backup directory (the state directory's backup/), at its machine path: never
 // beside the file, where the kubelet, systemd and sysctl would read it as one more live file.
-import { closeSync, constants, createWriteStream, fsyncSync, mkdirSync, openSync, realpathSync, renameSync, rmSync, writeSync, type WriteStream } from 'node:fs';
+import { closeSync, constants, createWriteStream, fchmodSync, fchownSync, fsyncSync, mkdirSync, openSync, realpathSync, renameSync, rmSync, writeSync, type WriteStream } from 'node:fs';
 import * as fsp from './fs-calls.ts';
 import * as nodePath from 'node:path';
 import { once } from 'node:events';
@@ -73,6 +73,35 @@ export interface PendingFile {
   commit(): Promise<void>;
   /** Remove the temporary file, and the folders made for it when they are empty; the path is untouched. */
   abort(): Promise<void>;
+}
+
+/**
+ * Data up to this size is written to its temporary file at once, as one write(2) to the page
+ * cache (microseconds), and only its fsync waits in the thread pool: a configuration file takes one
+ * trip through the pool instead of the seven of a stream (open, write, close, open, fsync, chmod,
+ * close). Larger data goes through a stream, so that timers and downloads go on while it is written.
+ */
+const WRITTEN_AT_ONCE_BYTES = 1024 * 1024;
+
+/** An atomic write's paths and what its seal and rename need (see prepareWrite). */
+interface WriteTarget {
+  real: string;
+  dir: string;
+  temp: string;
+  mode: number;
+  owner: Owner | undefined;
+  durable: boolean;
+  /** Where the file replaced is kept once; undefined when nothing is replaced or nothing is kept. */
+  backup: string | undefined;
+  record: WrittenRecord | undefined;
+  /** The first folder the write created (undefined: all existed). */
+  madeFrom: string | undefined;
+}
+
+/** An aborted write: its temporary file removed, and the folders made for it when they are empty. */
+async function discard(target: WriteTarget, root: string, path: typeof nodePath.posix): Promise<void> {
+  await fsp.rm(target.temp, { force: true });
+  if (target.madeFrom !== undefined) await removeEmptyFolders(target.dir, target.madeFrom, root, path);
 }
 
 /** Writes every byte at the descriptor's position, however many calls write(2) takes. */
@@ -442,6 +471,25 @@ export class RootedFileSystem {
 
   /** Writes a whole file atomically; the old content stays intact until the rename. */
   async writeFile(machinePath: string, data: string | Uint8Array, options: WriteOptions = {}): Promise<void> {
+    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    if (bytes.length > WRITTEN_AT_ONCE_BYTES) return this.writeFileStreamed(machinePath, bytes, options);
+    const target = await this.prepareWrite(machinePath, options);
+    try {
+      const handle = fsp.openAtOnce(target.temp, 'wx', target.mode);
+      try {
+        writeAllSync(handle.fd, bytes);
+        await this.sealTemporary(target, handle);
+      } finally {
+        handle.closeNow();
+      }
+      await this.place(target);
+    } catch (error) {
+      await discard(target, this.root, this.path);
+      throw error;
+    }
+  }
+
+  private async writeFileStreamed(machinePath: string, data: Uint8Array, options: WriteOptions): Promise<void> {
     const pending = await this.openWrite(machinePath, options);
     try {
       await new Promise<void>((resolve, reject) => {
@@ -455,8 +503,11 @@ export class RootedFileSystem {
     }
   }
 
-  /** Starts an atomic write to be streamed into (downloads); see PendingFile. */
-  async openWrite(machinePath: string, options: WriteOptions = {}): Promise<PendingFile> {
+  /**
+   * What every atomic write does before its first byte: refuses a link or a folder at the path,
+   * records the path (see written.ts), makes the folders, and names the temporary file.
+   */
+  private async prepareWrite(machinePath: string, options: WriteOptions): Promise<WriteTarget> {
     const real = await this.resolve(machinePath);
     const existing = await fsp.lstat(real).catch(() => undefined);
     if (existing?.isSymbolicLink()) {
@@ -474,8 +525,49 @@ export class RootedFileSystem {
     // The first folder this write creates, if any: an aborted write removes what it made.
     const madeFrom = await fsp.mkdir(dir, { recursive: true, mode: 0o755 });
     await removeStaleTemporaries(dir, this.path.basename(real));
-    const temp = this.path.join(dir, temporaryName(this.path.basename(real)));
-    const mode = options.mode ?? (existing ? existing.mode & 0o7777 : 0o644);
+    return {
+      real,
+      dir,
+      temp: this.path.join(dir, temporaryName(this.path.basename(real))),
+      mode: options.mode ?? (existing ? existing.mode & 0o7777 : 0o644),
+      owner: options.owner === undefined ? undefined : await this.resolveOwner(options.owner),
+      durable: options.durable ?? true,
+      backup: existing?.isFile() ? backup : undefined,
+      record,
+      madeFrom,
+    };
+  }
+
+  /**
+   * Everything that can fail before the rename: the bytes on disk (fsync) while the record naming
+   * them is written (both are on disk before the rename; neither needs the other first), the mode
+   * and owner, the backup of the file replaced.
+   */
+  private async sealTemporary(target: WriteTarget, handle: fsp.FileHandle): Promise<void> {
+    const { record, temp } = target;
+    const records = this.written;
+    const recorded = record && records ? fsp.lstat(temp).then((st) => records.write({ ...record, written: [...record.written, fingerprintOf(st)] })) : undefined;
+    recorded?.catch(() => undefined);
+    if (target.durable) await handle.sync();
+    // The file was created with the mode, less the umask.
+    fchmodSync(handle.fd, target.mode);
+    if (target.owner && isRootUser()) fchownSync(handle.fd, target.owner.uid, target.owner.gid);
+    if (target.backup !== undefined) await keepBackupOnce(target.real, target.backup, this.path);
+    await recorded;
+  }
+
+  /** The sealed temporary file renamed into place; the rename made durable, or left to syncDirectories. */
+  private async place(target: WriteTarget): Promise<void> {
+    await fsp.rename(target.temp, target.real);
+    if (!target.durable) return;
+    if (this.pendingDirectories) this.pendingDirectories.add(target.dir);
+    else await syncDirectory(target.dir);
+  }
+
+  /** Starts an atomic write to be streamed into (downloads); see PendingFile. */
+  async openWrite(machinePath: string, options: WriteOptions = {}): Promise<PendingFile> {
+    const target = await this.prepareWrite(machinePath, options);
+    const { temp, mode, durable } = target;
     // Created with the final mode so a secret is never readable by others, even for a moment.
     // A buffer of a few network chunks: a writer through the stream waits for the disk only when it
     // falls behind, not after every chunk (at the default 64 KiB, every write waited). A download
@@ -485,8 +577,6 @@ export class RootedFileSystem {
       stream.once('open', resolve);
       stream.once('error', reject);
     });
-    const owner = options.owner === undefined ? undefined : await this.resolveOwner(options.owner);
-    const durable = options.durable ?? true;
     let sealed = false;
     let done = false;
     // Write-behind (see WRITE_BEHIND_BYTES): one flush at a time, through a descriptor of its own
@@ -526,22 +616,13 @@ export class RootedFileSystem {
         await closeFlusher();
         throw flushError;
       }
-      // The bytes about to be renamed into place are machineadm's: recorded before the rename, while
-      // the bytes' own fsync runs (both are on disk before the rename; neither needs the other first).
-      const records = this.written;
-      const recorded = record && records ? fsp.lstat(temp).then((st) => records.write({ ...record, written: [...record.written, fingerprintOf(st)] })) : undefined;
-      recorded?.catch(() => undefined);
       const handle = flusher ? await flusher : await fsp.open(temp, 'r+');
       flusher = undefined;
       try {
-        if (durable) await handle.sync();
-        await handle.chmod(mode);
-        if (owner && isRootUser()) await handle.chown(owner.uid, owner.gid);
+        await this.sealTemporary(target, handle);
       } finally {
         await handle.close();
       }
-      if (backup !== undefined && existing?.isFile()) await keepBackupOnce(real, backup, this.path);
-      await recorded;
       sealed = true;
     };
     return {
@@ -556,19 +637,15 @@ export class RootedFileSystem {
       seal,
       commit: async () => {
         await seal();
-        await fsp.rename(temp, real);
+        await this.place(target);
         done = true;
-        if (!durable) return;
-        if (this.pendingDirectories) this.pendingDirectories.add(dir);
-        else await syncDirectory(dir);
       },
       abort: async () => {
         if (done) return;
         stream.destroy();
         await flushing;
         await closeFlusher();
-        await fsp.rm(temp, { force: true });
-        if (madeFrom !== undefined) await removeEmptyFolders(dir, madeFrom, this.root, this.path);
+        await discard(target, this.root, this.path);
       },
     };
   }
@@ -769,10 +846,10 @@ async function removeStaleTemporaries(dir: string, base: string): Promise<void> 
 
 async function syncDirectory(dir: string): Promise<void> {
   if (process.platform === 'win32') return;
-  const handle = await fsp.open(dir, 'r');
+  const handle = fsp.openAtOnce(dir, 'r');
   try {
     await handle.sync();
   } finally {
-    await handle.close();
+    handle.closeNow();
   }
 }

@@ -103,11 +103,11 @@ export class WrittenRecords {
     const temp = this.path.join(dir, `${prefix}${process.pid}-${process.getBuiltinModule('node:crypto').randomBytes(6).toString('hex')}`);
     await fsp.writeFile(temp, JSON.stringify({ ...record, written: record.written.slice(-KEPT) }) + '\n', { mode: 0o600 });
     if (!options.beforeFolders) {
-      const handle = await fsp.open(temp, 'r');
+      const handle = fsp.openAtOnce(temp, 'r');
       try {
         await handle.sync();
       } finally {
-        await handle.close();
+        handle.closeNow();
       }
     }
     await fsp.rename(temp, real);

@@ -167,6 +167,41 @@ describe('RootedFileSystem writes', () => {
     mkdirSync(join(root, 'etc'));
     await expect(new RootedFileSystem(root).writeFile('/etc', 'x')).rejects.toThrow(/is a directory/);
   });
+
+  // Up to 1 MiB the bytes are written at once, beyond through a stream: the same file either way.
+  it.each([
+    ['a configuration file', 100],
+    ['1 MiB exactly', 1024 * 1024],
+    ['1 MiB and a byte', 1024 * 1024 + 1],
+  ])('writes %s whole, with its mode and a backup of the file it replaces', async (_case, size) => {
+    const root = scratchDir();
+    const backups = scratchDir('machineadm-state-');
+    const fs = new RootedFileSystem(root, { backupDir: backups });
+    const bytes = Buffer.alloc(size, 'k');
+    bytes.write('first');
+    await fs.writeFile('/etc/app/secret.key', 'original');
+    await fs.writeFile('/etc/app/secret.key', bytes, { mode: 0o600 });
+    expect(readFileSync(join(root, 'etc', 'app', 'secret.key')).equals(bytes)).toBe(true);
+    expect(statSync(join(root, 'etc', 'app', 'secret.key')).mode & 0o777).toBe(0o600);
+    expect(readFileSync(join(backups, 'etc', 'app', 'secret.key'), 'utf8')).toBe('original');
+    expect(readdirSync(join(root, 'etc', 'app'))).toEqual(['secret.key']);
+  });
+
+  // The backup folder cannot be made (a file is in its way): the write fails before its rename.
+  it.each([
+    ['at once', 100],
+    ['through a stream', 1024 * 1024 + 1],
+  ])('leaves the file as it was when a write %s fails before its rename', async (_case, size) => {
+    const root = scratchDir();
+    const state = scratchDir('machineadm-state-');
+    writeFileSync(join(state, 'backup'), 'not a folder');
+    const fs = new RootedFileSystem(root, { backupDir: join(state, 'backup') });
+    mkdirSync(join(root, 'etc'));
+    writeFileSync(join(root, 'etc', 'app.conf'), 'original');
+    await expect(fs.writeFile('/etc/app.conf', Buffer.alloc(size, 'n'))).rejects.toThrow(/ENOTDIR|EEXIST/);
+    expect(readFileSync(join(root, 'etc', 'app.conf'), 'utf8')).toBe('original');
+    expect(readdirSync(join(root, 'etc'))).toEqual(['app.conf']);
+  });
 });
 
 describe('RootedFileSystem writes killed with SIGKILL', () => {
