@@ -9,7 +9,7 @@ import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error the build script is plain JavaScript (it runs before anything is installed)
-import { builtinNamespaces, bundle, SEA_EXEC_ARGV } from '../../scripts/build.mjs';
+import { builtinNamespaces, bundle, lazyExecaVerbose, SEA_EXEC_ARGV } from '../../scripts/build.mjs';
 import { scratchDir } from '../support/tmp.ts';
 
 const HEAVY = ['child_process', 'net', 'tls', 'http', 'https', 'zlib', 'crypto', 'dgram'];
@@ -145,6 +145,29 @@ describe('what starting machineadm loads', () => {
       execFileSync(process.execPath, ['-r', spy, join(dir, 'machineadm.cjs'), ...args], { env: { PATH: process.env.PATH ?? '', STDIN_OUT: out }, stdio: 'ignore' });
       expect(readFileSync(out, 'utf8'), args[0]).toBe('');
     }
+  });
+
+  // The logger's colors ask the terminal stream's class whether it has colors as they load.
+  it('plan and init load no part of the process runner\'s verbose logger (its colors, its icons): machineadm never asks for its output', () => {
+    const spy = join(dir, 'colors-spy.cjs');
+    writeFileSync(spy, "const { WriteStream } = require('tty'); const has = WriteStream.prototype.hasColors; WriteStream.prototype.hasColors = function (...a) { require('fs').appendFileSync(process.env.COLORS_OUT, 'asked\\n'); return has.apply(this, a); };\n");
+    for (const args of [['plan', '-c', 'examples/linux-worker.yaml', '--root', workerRoot()], ['init', '-c', 'examples/quickstart.yaml', '--root', scratchDir()]]) {
+      const out = join(scratchDir(), 'colors-asked');
+      writeFileSync(out, '');
+      execFileSync(process.execPath, ['-r', spy, join(dir, 'machineadm.cjs'), ...args], { env: { PATH: process.env.PATH ?? '', COLORS_OUT: out }, stdio: 'ignore' });
+      expect(readFileSync(out, 'utf8'), args[0]).toBe('');
+    }
+  });
+
+  it('the process runner\'s verbose logger still logs when asked, loaded at its first line', async () => {
+    const esbuild = await import('esbuild');
+    const program = join(scratchDir(), 'verbose.cjs');
+    await esbuild.build({
+      stdin: { contents: "import { execa } from 'execa';\nawait execa('true', [], { verbose: 'short' });\n", resolveDir: process.cwd(), loader: 'js' },
+      bundle: true, platform: 'node', format: 'esm', outfile: program.replace(/cjs$/, 'mjs'), logLevel: 'silent', plugins: [lazyExecaVerbose],
+    });
+    const { stderr } = await promisify(execFile)(process.execPath, [program.replace(/cjs$/, 'mjs')], { env: { PATH: process.env.PATH ?? '' } });
+    expect(stderr).toMatch(/\[\d\d:\d\d:\d\d\.\d{3}\] \[\d+\] \$ true\n/);
   });
 
   it('a command that needs them still gets them when it runs (plan spawns tools; init also hashes: its temporary names and run id)', () => {
