@@ -22,6 +22,25 @@ beforeAll(async () => {
   writeFileSync(join(dir, 'loaded.cjs'), "process.on('exit', () => require('fs').writeFileSync(process.env.LOADED_OUT, process.moduleLoadList.filter((m) => m.startsWith('NativeModule ') && !m.includes('internal/')).map((m) => m.slice(13)).join('\\n')));\n");
 }, 120_000);
 
+/**
+ * Runs plan and init with `spy` loaded first, a script that calls note() at what it watches; by
+ * command, what was noted ('' for nothing).
+ */
+function notedByPlanAndInit(spy: string): { plan: string; init: string } {
+  const script = join(scratchDir(), 'spy.cjs');
+  writeFileSync(script, `const note = () => require('fs').appendFileSync(process.env.NOTES_OUT, 'noted\\n');\n${spy}\n`);
+  const noted = (args: string[]): string => {
+    const out = join(scratchDir(), 'notes');
+    writeFileSync(out, '');
+    execFileSync(process.execPath, ['-r', script, join(dir, 'machineadm.cjs'), ...args], { env: { PATH: process.env.PATH ?? '', NOTES_OUT: out }, stdio: 'ignore' });
+    return readFileSync(out, 'utf8');
+  };
+  return {
+    plan: noted(['plan', '-c', 'examples/linux-worker.yaml', '--root', workerRoot()]),
+    init: noted(['init', '-c', 'examples/quickstart.yaml', '--root', scratchDir()]),
+  };
+}
+
 /** What every start runs: the entry, commander and the options of the commands. */
 const START = 'machineadm-start.js';
 
@@ -136,27 +155,15 @@ describe('what starting machineadm loads', () => {
   });
 
   it('plan and init never make process.stdin (a stream Node makes when first asked for): the process runner compares no option with it', () => {
-    // A preload that notes every read of process.stdin, before the program runs.
-    const spy = join(dir, 'stdin-spy.cjs');
-    writeFileSync(spy, "const d = Object.getOwnPropertyDescriptor(process, 'stdin'); Object.defineProperty(process, 'stdin', { configurable: true, enumerable: d.enumerable, get() { require('fs').appendFileSync(process.env.STDIN_OUT, 'read\\n'); return d.get.call(this); } });\n");
-    for (const args of [['plan', '-c', 'examples/linux-worker.yaml', '--root', workerRoot()], ['init', '-c', 'examples/quickstart.yaml', '--root', scratchDir()]]) {
-      const out = join(scratchDir(), 'stdin-reads');
-      writeFileSync(out, '');
-      execFileSync(process.execPath, ['-r', spy, join(dir, 'machineadm.cjs'), ...args], { env: { PATH: process.env.PATH ?? '', STDIN_OUT: out }, stdio: 'ignore' });
-      expect(readFileSync(out, 'utf8'), args[0]).toBe('');
-    }
+    // Notes every read of process.stdin, before the program runs.
+    const noted = notedByPlanAndInit("const d = Object.getOwnPropertyDescriptor(process, 'stdin'); Object.defineProperty(process, 'stdin', { configurable: true, enumerable: d.enumerable, get() { note(); return d.get.call(this); } });");
+    expect(noted).toEqual({ plan: '', init: '' });
   });
 
   // The logger's colors ask the terminal stream's class whether it has colors as they load.
   it('plan and init load no part of the process runner\'s verbose logger (its colors, its icons): machineadm never asks for its output', () => {
-    const spy = join(dir, 'colors-spy.cjs');
-    writeFileSync(spy, "const { WriteStream } = require('tty'); const has = WriteStream.prototype.hasColors; WriteStream.prototype.hasColors = function (...a) { require('fs').appendFileSync(process.env.COLORS_OUT, 'asked\\n'); return has.apply(this, a); };\n");
-    for (const args of [['plan', '-c', 'examples/linux-worker.yaml', '--root', workerRoot()], ['init', '-c', 'examples/quickstart.yaml', '--root', scratchDir()]]) {
-      const out = join(scratchDir(), 'colors-asked');
-      writeFileSync(out, '');
-      execFileSync(process.execPath, ['-r', spy, join(dir, 'machineadm.cjs'), ...args], { env: { PATH: process.env.PATH ?? '', COLORS_OUT: out }, stdio: 'ignore' });
-      expect(readFileSync(out, 'utf8'), args[0]).toBe('');
-    }
+    const noted = notedByPlanAndInit("const { WriteStream } = require('tty'); const has = WriteStream.prototype.hasColors; WriteStream.prototype.hasColors = function (...a) { note(); return has.apply(this, a); };");
+    expect(noted).toEqual({ plan: '', init: '' });
   });
 
   it('the process runner\'s verbose logger still logs when asked, loaded at its first line', async () => {
