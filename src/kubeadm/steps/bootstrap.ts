@@ -71,6 +71,26 @@ function render(ctx: StepContext, k: KubernetesSpec, choice: ApiChoice, secrets:
   });
 }
 
+/**
+ * What a check shows: the configuration rendered with placeholders for its secrets. The same for
+ * the same configuration and facts, it is made in the run's preflight and again in the step's
+ * check (a plan's too): rendered once (js-yaml's dump, 1.5-3 ms) and shared, read-only.
+ */
+const shown = new WeakMap<object, WeakMap<object, RenderedKubeadm>>();
+
+function renderShown(ctx: StepContext, k: KubernetesSpec, choice: ApiChoice): RenderedKubeadm {
+  let byFacts = shown.get(ctx.config);
+  if (!byFacts) shown.set(ctx.config, (byFacts = new WeakMap()));
+  let rendered = byFacts.get(ctx.facts);
+  if (!rendered) {
+    rendered = render(ctx, k, choice, placeholderSecrets(k, REDACTED), ctx.facts.kubeadmVersion);
+    for (const patch of rendered.patches) Object.freeze(patch);
+    Object.freeze(rendered.patches);
+    byFacts.set(ctx.facts, Object.freeze(rendered));
+  }
+  return rendered;
+}
+
 function chooseOrFail(kubeadmVersion: string | undefined, k: KubernetesSpec): ApiChoice {
   try {
     return chooseApi(kubeadmVersion, k.version);
@@ -286,7 +306,7 @@ export function kubeadmStep(command: Command): Step {
       const hasKubeletConf = ctx.host.fs.platform === ctx.facts.os && (await ctx.host.fs.exists(paths.kubeletConf));
       if (ctx.previous?.data?.joined === true && hasKubeletConf && !ctx.options.force) return { done: true, changes: [] };
       const choice = chooseOrFail(ctx.facts.kubeadmVersion, k);
-      const rendered = render(ctx, k, choice, placeholderSecrets(k, REDACTED), ctx.facts.kubeadmVersion);
+      const rendered = renderShown(ctx, k, choice);
       const changes = planChanges(ctx, command, k, paths, choice, rendered, await kubeadmLeftover(ctx, command, paths));
       if (!ctx.facts.liveRoot && !kubeadmUnderRoot(ctx)) {
         return { done: false, changes, skipReason: `kubeadm ${command} changes the live machine: not run under --root ${ctx.host.fs.root} (${KUBEADM_ROOTFS_ENV}=1 runs it with --rootfs)` };
