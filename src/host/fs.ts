@@ -520,6 +520,8 @@ export class RootedFileSystem {
     }
     const dir = this.path.dirname(real);
     const backup = (options.backup ?? true) ? this.backupPath(machinePath) : undefined;
+    // An owner that does not exist is refused before anything is recorded or made.
+    const owner = options.owner === undefined ? undefined : await this.resolveOwner(options.owner);
     // Recorded before any folder is made or byte written (see written.ts).
     const record = (options.backup ?? true) ? await this.recordFirstTouch(machinePath, existing) : undefined;
     // The first folder this write creates, if any: an aborted write removes what it made.
@@ -530,7 +532,7 @@ export class RootedFileSystem {
       dir,
       temp: this.path.join(dir, temporaryName(this.path.basename(real))),
       mode: options.mode ?? (existing ? existing.mode & 0o7777 : 0o644),
-      owner: options.owner === undefined ? undefined : await this.resolveOwner(options.owner),
+      owner,
       durable: options.durable ?? true,
       backup: existing?.isFile() ? backup : undefined,
       record,

@@ -187,6 +187,15 @@ describe('RootedFileSystem writes', () => {
     expect(readdirSync(join(root, 'etc', 'app'))).toEqual(['secret.key']);
   });
 
+  it('refuses an owner that does not exist before it records the path or makes a folder', async () => {
+    const root = scratchDir();
+    const state = scratchDir('machineadm-state-');
+    const fs = new RootedFileSystem(root, { backupDir: join(state, 'backup'), writtenDir: join(state, 'written') });
+    await expect(fs.writeFile('/etc/app/app.conf', 'x', { owner: 'no-such-user:no-such-group' })).rejects.toThrow(/user "no-such-user" does not exist/);
+    expect(readdirSync(root)).toEqual([]);
+    expect(readdirSync(state)).toEqual([]);
+  });
+
   // The backup folder cannot be made (a file is in its way): the write fails before its rename.
   it.each([
     ['at once', 100],
