@@ -43,6 +43,29 @@ export const readFile = (path: string): Promise<Buffer> =>
       fs.closeSync(fd);
     }
   }).then((bytes) => bytes ?? call<Buffer>((done) => fs.readFile(path, done)));
+/**
+ * A regular file's bytes read at once, in blocks, stopping once they pass `maxBytes` ('too-large');
+ * undefined for anything else (a FIFO, a device, a directory), which the caller reads in the pool.
+ */
+export const readRegularUpTo = (path: string, maxBytes: number, blockSize: number): Promise<Buffer | 'too-large' | undefined> =>
+  now(() => {
+    const fd = fs.openSync(path, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
+    try {
+      if (!fs.fstatSync(fd).isFile()) return undefined;
+      const blocks: Buffer[] = [];
+      let size = 0;
+      for (;;) {
+        const block = Buffer.allocUnsafe(blockSize);
+        const bytesRead = fs.readSync(fd, block, 0, block.length, null);
+        if (bytesRead === 0) return Buffer.concat(blocks, size);
+        size += bytesRead;
+        if (size > maxBytes) return 'too-large';
+        blocks.push(bytesRead === block.length ? block : block.subarray(0, bytesRead));
+      }
+    } finally {
+      fs.closeSync(fd);
+    }
+  });
 export const readdir = (path: string): Promise<string[]> => now(() => fs.readdirSync(path));
 /** With `recursive`, the first directory it created, or undefined when all existed. */
 export const mkdir = (path: string, options: { recursive: true; mode?: number }): Promise<string | undefined> => now(() => fs.mkdirSync(path, options));

@@ -365,10 +365,14 @@ export class RootedFileSystem {
   /**
    * The file's bytes, or undefined once they pass `maxBytes`. Read block by block to the end: a
    * link, a pipe (-c <(...)) or a device has no size to check first, and must not fill memory.
-   * Plain reads, not a read stream: streams load a dozen of Node's modules into every start.
+   * Plain reads, not a read stream: streams load a dozen of Node's modules into every start. A
+   * regular file is read at once (a configuration, as a run starts: its six trips through the
+   * thread pool cost plan and init ~10 ms); a pipe or a device in the pool, which may wait.
    */
   async readUpTo(machinePath: string, maxBytes: number): Promise<Buffer | undefined> {
     const real = await this.resolve(machinePath);
+    const regular = await fsp.readRegularUpTo(real, maxBytes, READ_UP_TO_BLOCK);
+    if (regular !== undefined) return regular === 'too-large' ? undefined : regular;
     // A FIFO's open waits for a writer, for ever if none comes: opened without waiting, a FIFO
     // nobody writes to reads as empty, and one whose writer goes quiet is given up (PIPE_IDLE_MS).
     const fifo = process.platform !== 'win32' && (await fsp.stat(real).then((st) => st.isFIFO(), () => false));
