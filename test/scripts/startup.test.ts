@@ -182,6 +182,11 @@ describe('what starting machineadm loads', () => {
     expect(planned).toContain('child_process');
     // A plan numbers no run and writes nothing: node:crypto's ~30 modules stay unloaded.
     expect(planned).not.toContain('crypto');
+    // Nor does it hash a containerd configuration it would rewrite anyway (a distribution's default).
+    const withDefaults = workerRoot();
+    mkdirSync(join(withDefaults, 'etc/containerd'), { recursive: true });
+    writeFileSync(join(withDefaults, 'etc/containerd/config.toml'), 'version = 2\n');
+    expect(loadedBy(['plan', '-c', 'examples/linux-worker.yaml', '--root', withDefaults])).not.toContain('crypto');
     const initialized = loadedBy(['init', '-c', 'examples/quickstart.yaml', '--root', scratchDir()]);
     expect(initialized).toEqual(expect.arrayContaining(['child_process', 'crypto']));
   });

@@ -15,18 +15,22 @@ const WATCHED = [
   { step: containerdProxyStep, path: PROXY_DROPIN },
 ];
 
-/** The watched files changed since containerd's last restart, and their digests now. */
-async function pending(ctx: StepContext): Promise<{ changed: string[]; now: Record<string, string | null> }> {
-  const now = await digestsOf(ctx.host.fs, WATCHED.map((w) => w.path));
-  const changed = changedSince(ctx.previous?.data?.seen, now);
-  // A plan runs no step, so it asks the watched steps whether they would write.
+/**
+ * The watched files changed since containerd's last restart, in WATCHED order. A plan runs no
+ * step, so it asks the watched steps whether they would write: a file its step would rewrite has
+ * changed whatever it holds now, and is not hashed (a digest loads node:crypto: ~8 ms of a plan).
+ */
+async function changedFiles(ctx: StepContext): Promise<string[]> {
+  const rewritten: string[] = [];
   if (ctx.options.dryRun) {
     for (const { step, path } of WATCHED) {
-      if (changed.includes(path) || (step.applies && !step.applies(ctx.config, ctx.facts))) continue;
-      if (!(await step.check(ctx)).done) changed.push(path);
+      if (step.applies && !step.applies(ctx.config, ctx.facts)) continue;
+      if (!(await step.check(ctx)).done) rewritten.push(path);
     }
   }
-  return { changed, now };
+  const now = await digestsOf(ctx.host.fs, WATCHED.map((w) => w.path).filter((path) => !rewritten.includes(path)));
+  const changed = changedSince(ctx.previous?.data?.seen, now);
+  return WATCHED.map((w) => w.path).filter((path) => rewritten.includes(path) || changed.includes(path));
 }
 
 export const containerdRestartStep: Step = {
@@ -35,7 +39,7 @@ export const containerdRestartStep: Step = {
   platforms: ['linux'],
   applies: (config) => config.spec.containerd !== undefined,
   async check(ctx) {
-    const { changed } = await pending(ctx);
+    const changed = await changedFiles(ctx);
     if (changed.length === 0) return { done: true, changes: [] };
     const changes = [{ action: 'restart', target: 'containerd', detail: `to load ${changed.join(' and ')}` }];
     const skip = liveSkipReason(ctx.host);
@@ -44,8 +48,8 @@ export const containerdRestartStep: Step = {
     return { done: false, changes };
   },
   async apply(ctx) {
-    const { changed, now: seen } = await pending(ctx);
-    return restartFor(ctx, changed, seen);
+    const now = await digestsOf(ctx.host.fs, WATCHED.map((w) => w.path));
+    return restartFor(ctx, changedSince(ctx.previous?.data?.seen, now), now);
   },
   undo: {
     summary: 'restart containerd when reset gave back its configuration',
