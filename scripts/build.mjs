@@ -367,25 +367,39 @@ ${DNS_NAMES.map((name) => `  get ${name}() { return dns().${name}; },`).join('\n
 };
 
 /**
+ * A builtin module whose functions load it at their first call, for the importers `importedBy`
+ * accepts. Only functions can be had this way: importing anything else (a class, a constant, an
+ * object) fails the build, with its name.
+ */
+function lazyBuiltinFunctions(name, builtin, importedBy) {
+  return {
+    name,
+    setup(build) {
+      const loaded = require(`node:${builtin}`);
+      const functions = Object.keys(loaded).filter((key) => /^[a-z]/.test(key) && typeof loaded[key] === 'function');
+      build.onResolve({ filter: new RegExp(`^(node:)?${builtin}$`) }, (args) => (importedBy(args.importer) ? { path: `node:${builtin}`, namespace: name } : undefined));
+      build.onLoad({ filter: /.*/, namespace: name }, () => ({
+        contents: `const builtin = () => process.getBuiltinModule("node:${builtin}");\n${functions.map((f) => `export function ${f}(...args) { return builtin().${f}(...args); }`).join('\n')}\n`,
+        loader: 'js',
+      }));
+    },
+  };
+}
+
+/**
  * node:crypto loads ~30 internal modules as it loads (~15 ms of a plan, a third of it for argon2),
  * and machineadm's modules import it at their top for what only some runs do (hash a download,
  * check a signature, number a run's events). Here machineadm's own imports of it get functions
- * that load it at their first call. Only functions can be had this way: importing anything else
- * (a class, a constant) fails the build, with its name.
+ * that load it at their first call.
  */
-export const lazyNodeCrypto = {
-  name: 'lazy-node-crypto',
-  setup(build) {
-    const crypto = require('node:crypto');
-    const functions = Object.keys(crypto).filter((name) => /^[a-z]/.test(name) && typeof crypto[name] === 'function');
-    const ownSource = (path) => !/[\\/]node_modules[\\/]/.test(path) && path.startsWith(join(ROOT, 'src'));
-    build.onResolve({ filter: /^(node:)?crypto$/ }, (args) => (ownSource(args.importer) ? { path: 'node:crypto', namespace: 'lazy-node-crypto' } : undefined));
-    build.onLoad({ filter: /.*/, namespace: 'lazy-node-crypto' }, () => ({
-      contents: `const crypto = () => process.getBuiltinModule("node:crypto");\n${functions.map((name) => `export function ${name}(...args) { return crypto().${name}(...args); }`).join('\n')}\n`,
-      loader: 'js',
-    }));
-  },
-};
+export const lazyNodeCrypto = lazyBuiltinFunctions('lazy-node-crypto', 'crypto', (path) => !/[\\/]node_modules[\\/]/.test(path) && path.startsWith(join(ROOT, 'src')));
+
+/**
+ * execa imports node:v8 (with its heap and profiler modules: ~1.5 ms) for one function, which
+ * checks a message for a subprocess's IPC channel: machineadm opens none. Loaded as the version
+ * probes every phase command starts first load execa, it delayed their start.
+ */
+export const lazyExecaV8 = lazyBuiltinFunctions('lazy-execa-v8', 'v8', (path) => /[\\/]node_modules[\\/]execa[\\/]lib[\\/]/.test(path));
 
 /**
  * execa reads process.stdin as it loads (a list of the standard streams it compares options
@@ -618,7 +632,7 @@ export async function bundle(workDir, identity) {
     charset: 'ascii',
     logLevel: 'silent',
     define: { __MACHINEADM_BUILD__: JSON.stringify(identity) },
-    plugins: [lazyCommanderChildProcess, lazyListFormat, lazyGotNetwork, lazyGotOptional, lazyNodeCrypto, lazyExecaStandardStreams, lazyExecaVerbose],
+    plugins: [lazyCommanderChildProcess, lazyListFormat, lazyGotNetwork, lazyGotOptional, lazyNodeCrypto, lazyExecaStandardStreams, lazyExecaVerbose, lazyExecaV8],
   });
   const problems = [...result.errors, ...result.warnings].map((m) => `${m.location ? `${m.location.file}:${m.location.line}: ` : ''}${m.text}`);
   if (problems.length) throw new BuildError(`esbuild reported problems (the bundle must be clean):\n  ${problems.join('\n  ')}`);

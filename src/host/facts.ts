@@ -4,7 +4,8 @@ import * as os from 'node:os';
 import { readFile } from './fs-calls.ts';
 import type { ProcessRunner } from './exec.ts';
 import type { RootedFileSystem } from './fs.ts';
-import { bootIdOf, type WindowsHost } from './windows/index.ts';
+import type { WindowsHost } from './windows/index.ts';
+import { bootIdOf } from './windows/boot-id.ts';
 
 export type OperatingSystem = 'linux' | 'windows';
 

@@ -3,8 +3,6 @@
 // collected; V8 collects it on heap pressure, which such small objects hardly make, so ~100 MiB of
 // read buffers piled up whatever the file size. A young-generation collection every few MiB
 // received returns them (it costs well under a millisecond: the young generation is nearly empty).
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 
 type Collect = (options: { type: 'minor'; execution: 'sync' }) => void;
 
@@ -21,9 +19,10 @@ function collector(): Collect | undefined {
   if (collect === undefined) {
     try {
       // The documented way to reach V8's collector from a running program (as Jest does): expose
-      // it, then read it from a fresh context, which is created with the flag in effect.
-      setFlagsFromString('--expose-gc');
-      collect = runInNewContext('gc') as Collect;
+      // it, then read it from a fresh context, which is created with the flag in effect. node:v8
+      // and node:vm load here, at the first download, not in every run that might download.
+      process.getBuiltinModule('node:v8').setFlagsFromString('--expose-gc');
+      collect = process.getBuiltinModule('node:vm').runInNewContext('gc') as Collect;
     } catch {
       collect = () => undefined;
     }

@@ -7,6 +7,7 @@ import type { ProcessRunner } from '../exec.ts';
 import { powershellRunner, type ScriptRunner } from './powershell.ts';
 import { windowsCommandLine } from './quote.ts';
 import { windowsScripts } from './scripts.ts';
+import type { BootIdentity } from './boot-id.ts';
 
 export type FeatureState = 'installed' | 'pending' | 'available' | 'absent';
 
@@ -53,14 +54,6 @@ export interface AclState {
   sddl?: string;
 }
 
-export interface BootIdentity {
-  /** HKLM\...\PrefetchParameters BootId, when present. */
-  bootId?: string;
-  /** Win32_OperatingSystem.LastBootUpTime, ISO 8601 UTC. */
-  lastBootUpTime: string;
-  /** Win32_OperatingSystem.BuildNumber. */
-  build: string;
-}
 
 export interface ComputerSystem {
   partOfDomain: boolean;
@@ -325,11 +318,7 @@ export function windowsRestart(windows: WindowsHost): (reason: string) => Promis
   return (reason) => windows.restart(reason);
 }
 
-/** One value that changes at every boot: BootId and LastBootUpTime together (either changing means a reboot). */
-export function bootIdOf(identity: BootIdentity): string {
-  return `${identity.bootId ?? '-'}@${identity.lastBootUpTime}`;
-}
-
+export { bootIdOf, type BootIdentity } from './boot-id.ts';
 export type { ScriptRunner } from './powershell.ts';
 export { windowsScripts, type WindowsScript } from './scripts.ts';
 export { psLiteral, windowsCommandLine } from './quote.ts';
