@@ -3,7 +3,7 @@
 // of its own (Linux) so that a timeout or an interruption stops the whole tree it started, and
 // nothing it left behind can keep machineadm waiting on a pipe.
 import * as nodePath from 'node:path';
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, statSync } from 'node:fs';
 import { CommandError } from '../errors.ts';
 
 export interface RunOptions {
@@ -197,6 +197,8 @@ export class ProcessRunner {
       for (const ext of exts) {
         const candidate = nodePath.join(dir, name + ext);
         try {
+          // Most PATH entries lack the name: asked first without the error a missing path throws.
+          if (!statSync(candidate, { throwIfNoEntry: false })) continue;
           accessSync(candidate, constants.X_OK);
           return candidate;
         } catch {

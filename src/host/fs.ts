@@ -181,7 +181,7 @@ export class RootedFileSystem {
     const dirs: string[] = [];
     if (!existing) {
       for (let d = this.path.dirname(machinePath); this.path.dirname(d) !== d; d = this.path.dirname(d)) {
-        if (await fsp.lstat(this.mapPath(d)).then(() => true, () => false)) break;
+        if (await fsp.lstatIfAny(this.mapPath(d)).then((st) => st !== undefined, () => false)) break;
         dirs.unshift(d);
       }
     }
@@ -203,14 +203,14 @@ export class RootedFileSystem {
    */
   async keepOriginal(machinePath: string, options: { anyWriter?: boolean } = {}): Promise<void> {
     const real = await this.resolve(machinePath);
-    await this.recordFirstTouch(machinePath, await fsp.lstat(real).catch(() => undefined), true, options.anyWriter ?? false);
+    await this.recordFirstTouch(machinePath, await fsp.lstatIfAny(real).catch(() => undefined), true, options.anyWriter ?? false);
   }
 
   /** What is at the path now is machineadm's doing (after a tool it ran wrote it): reset may restore over it. */
   async noteWritten(machinePath: string): Promise<void> {
     if (!this.written) return;
     const real = await this.resolve(machinePath);
-    const st = await fsp.lstat(real).catch(() => undefined);
+    const st = await fsp.lstatIfAny(real).catch(() => undefined);
     const record = await this.recordFirstTouch(machinePath, st);
     if (!st || !record) return;
     await this.written.write({ ...record, written: [...record.written, fingerprintOf(st)] });
@@ -218,7 +218,7 @@ export class RootedFileSystem {
 
   /** The fingerprint of the file at a machine path now, or undefined when there is no regular file. */
   async fingerprint(machinePath: string): Promise<Fingerprint | undefined> {
-    const st = await fsp.lstat(await this.resolve(machinePath)).catch(() => undefined);
+    const st = await fsp.lstatIfAny(await this.resolve(machinePath)).catch(() => undefined);
     return st?.isFile() ? fingerprintOf(st) : undefined;
   }
 
@@ -282,13 +282,13 @@ export class RootedFileSystem {
 
   private async assertInsideRoot(real: string, machinePath: string): Promise<void> {
     if (this.isLiveRoot) return;
-    this.rootReal ??= await fsp.realpath(this.root).catch(() => undefined);
+    this.rootReal ??= await fsp.realpathIfAny(this.root);
     const rootReal = this.rootReal ?? this.root;
     // The deepest ancestor that exists decides where the rest of the path lands.
     let probe = real;
     // Ancestors above the root (which may not exist yet) are the operator's choice, not checked.
     while (probe !== this.root && !this.path.relative(this.root, probe).startsWith('..')) {
-      const resolved = await fsp.realpath(probe).catch(() => undefined);
+      const resolved = await fsp.realpathIfAny(probe);
       if (resolved !== undefined) {
         const rel = this.path.relative(rootReal, resolved);
         if (rel.startsWith('..') || this.path.isAbsolute(rel)) {
@@ -304,10 +304,7 @@ export class RootedFileSystem {
 
   async stat(machinePath: string): Promise<FileInfo | undefined> {
     const real = await this.resolve(machinePath);
-    const st = await fsp.lstat(real).catch((e: NodeJS.ErrnoException) => {
-      if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return undefined;
-      throw e;
-    });
+    const st = await fsp.lstatIfAny(real);
     if (!st) return undefined;
     const kind = st.isSymbolicLink() ? 'symlink' : st.isFile() ? 'file' : st.isDirectory() ? 'directory' : 'other';
     return { kind, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, size: st.size, modifiedMs: st.mtimeMs };
@@ -513,7 +510,7 @@ export class RootedFileSystem {
    */
   private async prepareWrite(machinePath: string, options: WriteOptions): Promise<WriteTarget> {
     const real = await this.resolve(machinePath);
-    const existing = await fsp.lstat(real).catch(() => undefined);
+    const existing = await fsp.lstatIfAny(real).catch(() => undefined);
     if (existing?.isSymbolicLink()) {
       throw new FileSystemError(`refusing to write ${machinePath}: it is a symbolic link`, {
         hint: 'remove the link first, or write to the path it points to',
@@ -739,7 +736,7 @@ export class RootedFileSystem {
   async setAttributes(machinePath: string, options: { mode?: number; owner?: string; record?: boolean }): Promise<void> {
     const real = await this.resolve(machinePath);
     if (options.record ?? true) {
-      const st = await fsp.lstat(real).catch(() => undefined);
+      const st = await fsp.lstatIfAny(real).catch(() => undefined);
       const record = await this.recordFirstTouch(machinePath, st);
       // Only the attributes change: the bytes there are as machineadm leaves them.
       if (record && st?.isFile() && record.written.length === 0 && this.written) await this.written.write({ ...record, written: [fingerprintOf(st)] });

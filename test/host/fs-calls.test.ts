@@ -2,7 +2,7 @@
 // codes. A file that may wait for a writer for ever (a FIFO) is read in the pool, where the run
 // stays interruptible (a read made at once would stop the whole process, and this test with it).
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import * as fsp from '../../src/host/fs-calls.ts';
@@ -46,6 +46,21 @@ describe('the file calls', () => {
     expect(turned).toBe(false);
     expect(bytes?.length).toBe(100_000);
     expect(await new RootedFileSystem(root).readUpTo('/etc/config.yaml', 99_999)).toBeUndefined();
+  });
+
+  it('answer for a path that may not be there without an error: lstat, and the real path', async () => {
+    const dir = scratchDir();
+    writeFileSync(join(dir, 'a'), 'bytes');
+    symlinkSync(join(dir, 'a'), join(dir, 'link'));
+    symlinkSync(join(dir, 'missing'), join(dir, 'dangling'));
+    symlinkSync(join(dir, 'loop'), join(dir, 'loop'));
+    expect((await fsp.lstatIfAny(join(dir, 'a')))?.isFile()).toBe(true);
+    expect((await fsp.lstatIfAny(join(dir, 'dangling')))?.isSymbolicLink()).toBe(true);
+    expect(await fsp.lstatIfAny(join(dir, 'missing'))).toBeUndefined();
+    // A path through a file (ENOTDIR) is not there either.
+    expect(await fsp.lstatIfAny(join(dir, 'a', 'below'))).toBeUndefined();
+    expect(await fsp.realpathIfAny(join(dir, 'link'))).toBe(realpathSync(join(dir, 'a')));
+    for (const nowhere of ['missing', 'dangling', 'loop', 'a/below']) expect(await fsp.realpathIfAny(join(dir, nowhere))).toBeUndefined();
   });
 
   it.skipIf(missingRequirement({ commands: ['mkfifo'] }))('read a FIFO nobody writes to without holding up the event loop', async () => {
