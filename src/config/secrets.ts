@@ -10,11 +10,15 @@ export { REDACTED };
 
 export class SecretScrubber {
   private readonly values = new Set<string>();
+  /** The values longest first, sorted once per registration rather than for every string scrubbed. */
+  private longestFirst: string[] | undefined;
 
   add(value: string): void {
     // Very short values would scrub ordinary words out of every line, so a secret shorter than
     // 4 characters is not scrubbed (validation does not refuse one: it is the user's choice).
-    if (value.length >= 4) this.values.add(value);
+    if (value.length < 4 || this.values.has(value)) return;
+    this.values.add(value);
+    this.longestFirst = undefined;
   }
 
   /** Registers what a URL holds that displayUrl hides (password, token-like query values). */
@@ -25,7 +29,8 @@ export class SecretScrubber {
   scrub(text: string): string {
     let out = text;
     // Longest first: a secret that holds another (a password and its decoded form) goes whole.
-    for (const value of [...this.values].sort((a, b) => b.length - a.length)) if (out.includes(value)) out = out.split(value).join(REDACTED);
+    this.longestFirst ??= [...this.values].sort((a, b) => b.length - a.length);
+    for (const value of this.longestFirst) if (out.includes(value)) out = out.split(value).join(REDACTED);
     return out;
   }
 

@@ -34,6 +34,17 @@ describe('event ids', () => {
     expect(seen.join('')).not.toContain('hunter2-very-secret');
     expect(seen.join('')).toContain('<redacted>');
   });
+
+  it('scrub a secret that holds another whole, whichever was registered first, after scrubbing has begun', () => {
+    const secrets = new SecretScrubber();
+    secrets.add('pass');
+    expect(secrets.scrub('a pass')).toBe('a <redacted>');
+    // Registered later, longer, holding the first: it still goes first, so none of it shows.
+    secrets.add('user:password');
+    expect(secrets.scrub('user:password and pass')).toBe('<redacted> and <redacted>');
+    secrets.add('pass');
+    expect(secrets.scrub('x user:password')).toBe('x <redacted>');
+  });
 });
 
 describe('the result of a phase', () => {
