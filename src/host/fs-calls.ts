@@ -2,9 +2,9 @@
 // node:fs/promises. node:fs/promises itself loads a dozen more modules (readline, watchers,
 // directory streams) at the first file any command reads: ~1.5 ms of every start.
 //
-// Calls on names and regular files (stat, realpath, readdir, mkdir, rename, a record's bytes) are
-// made at once: each takes microseconds, while a trip through libuv's thread pool costs a turn of
-// the event loop and a thread woken on another core. A plan makes ~70 of them; made at once, plan
+// Calls on names and regular files (stat, realpath, readdir, mkdir, rename, the bytes of a record
+// or a configuration) are made at once: each takes microseconds, while a trip through libuv's
+// thread pool costs a turn of the event loop and a thread woken on another core. A plan makes ~70 of them; made at once, plan
 // and init start 10-24 ms sooner (medians of 21 runs each, side by side). What can take long stays
 // in the pool, so that downloads and timers go on meanwhile: fsync, copying a file, removing a tree,
 // and reading or writing through an open file.
