@@ -78,7 +78,7 @@ export async function runCommands(ctx: StepContext, list: CommandList, commands:
     const argv = commandArgv(spec, ctx.facts.os);
     const tail: string[] = [];
     let lines = 0;
-    const started = Date.now();
+    const started = performance.now();
     const outcome: CommandOutcome = { field: commandField(list, index), ...(spec.name ? { name: spec.name } : {}), durationMs: 0, outputLines: 0 };
     let failure: string | undefined;
     // Said before it starts: a long command shows what the run waits for.
@@ -113,7 +113,7 @@ export async function runCommands(ctx: StepContext, list: CommandList, commands:
         failure = `could not start: ${error.message.split('\n')[0]}`;
       }
     }
-    outcome.durationMs = Date.now() - started;
+    outcome.durationMs = Math.round(performance.now() - started);
     outcome.outputLines = lines;
     outcomes.push(outcome);
     const result = outcome.timedOut ? `timed out after ${outcome.durationMs} ms` : outcome.exitCode === undefined ? 'did not start' : `exit code ${outcome.exitCode} in ${outcome.durationMs} ms`;

@@ -140,7 +140,8 @@ export interface ProbeResult {
 /** Asks every cloud's metadata protocol at once, round after round within the retry policy. */
 export async function probeClouds(host: ConfigHost, options: { retry: Partial<RetryPolicy>; timeouts: Partial<HttpTimeouts>; maxBytes: number; roundDeadlineMs?: number }): Promise<ProbeResult> {
   const policy: RetryPolicy = { ...IMDS_RETRY, ...options.retry };
-  const started = Date.now();
+  // Elapsed on the process's clock: a boot's first time sync may set the wall clock meanwhile.
+  const started = performance.now();
   const once: Partial<HttpTimeouts> = { ...IMDS_TIMEOUTS, ...options.timeouts };
   // A round's own bound, over everything the requests cost (a first request also loads the HTTP
   // client): a request still open then counts as unanswered.
@@ -149,11 +150,11 @@ export async function probeClouds(host: ConfigHost, options: { retry: Partial<Re
   for (let round = 1; ; round++) {
     const answers = await Promise.all(CLOUDS.map((cloud) => bounded(probe(host, cloud, once, options.maxBytes))));
     const found = CLOUDS.find((_, i) => answers[i] === 'yes');
-    if (found) return { cloud: found, noneIsMetadata: false, elapsedMs: Date.now() - started };
+    if (found) return { cloud: found, noneIsMetadata: false, elapsedMs: Math.round(performance.now() - started) };
     const allAnswered = answers.every((a) => a === 'no');
     const wait = retryDelayMs(round, policy);
-    if (allAnswered || round >= policy.attempts || (policy.deadlineMs !== undefined && Date.now() - started + wait > policy.deadlineMs)) {
-      return { noneIsMetadata: allAnswered, elapsedMs: Date.now() - started };
+    if (allAnswered || round >= policy.attempts || (policy.deadlineMs !== undefined && performance.now() - started + wait > policy.deadlineMs)) {
+      return { noneIsMetadata: allAnswered, elapsedMs: Math.round(performance.now() - started) };
     }
     await host.sleep(wait);
   }

@@ -78,7 +78,7 @@ export class ProcessRunner {
     }
     // Loaded on first use: importing execa costs ~20 ms of startup that most commands never need.
     const { execa } = await import('execa');
-    const started = Date.now();
+    const started = performance.now();
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const graceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
     const windows = process.platform === 'win32';
@@ -159,7 +159,7 @@ export class ProcessRunner {
     // The leader exited; members of its group that outlived it must not linger after a stop.
     if (stopped) signalTree('SIGKILL');
     const { stdout, stderr } = output;
-    const durationMs = Date.now() - started;
+    const durationMs = Math.round(performance.now() - started);
     const exitCode = result?.exitCode ?? -1;
     const couldNotRun = result !== undefined && result.exitCode === undefined && result.signal === undefined && !stopped;
     if (stopped || couldNotRun || result === undefined || result.exitCode === undefined || (result.failed && !options.allowFailure)) {

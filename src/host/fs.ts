@@ -377,7 +377,8 @@ export class RootedFileSystem {
     try {
       const blocks: Buffer[] = [];
       let size = 0;
-      let idleSince = Date.now();
+      // On the process's clock: a boot's first time sync may set the wall clock while this waits.
+      let idleSince = performance.now();
       for (;;) {
         const block = Buffer.allocUnsafe(READ_UP_TO_BLOCK);
         const bytesRead = await handle.read(block, 0, block.length, null).then(
@@ -388,11 +389,11 @@ export class RootedFileSystem {
           },
         );
         if (bytesRead < 0) {
-          if (Date.now() - idleSince > PIPE_IDLE_MS) throw new UsageError(`${machinePath}: nothing arrived through the pipe for ${PIPE_IDLE_MS / 1000} s`, { hint: 'give a file, or a pipe whose writer sends the configuration at once' });
+          if (performance.now() - idleSince > PIPE_IDLE_MS) throw new UsageError(`${machinePath}: nothing arrived through the pipe for ${PIPE_IDLE_MS / 1000} s`, { hint: 'give a file, or a pipe whose writer sends the configuration at once' });
           await new Promise((resolve) => setTimeout(resolve, 10));
           continue;
         }
-        idleSince = Date.now();
+        idleSince = performance.now();
         if (bytesRead === 0) return Buffer.concat(blocks, size);
         size += bytesRead;
         if (size > maxBytes) return undefined;

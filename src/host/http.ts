@@ -162,11 +162,12 @@ export async function httpRequest(request: HttpRequest): Promise<HttpResponse> {
   const scheme = safeProtocol(request.url);
   if (scheme !== 'https:' && scheme !== 'http:') throw new UsageError(`${shown}: only http:// and https:// URLs can be fetched`);
   const policy: RetryPolicy = { ...DEFAULT_RETRY, ...request.retry };
-  const started = Date.now();
+  // Elapsed on the process's clock: a boot's first time sync may set the wall clock meanwhile.
+  const started = performance.now();
   for (let attempt = 1; ; attempt++) {
     const outcome = await attemptOnce(request, shown, attempt);
     if (!(outcome instanceof Attempt)) return outcome;
-    const elapsed = Date.now() - started;
+    const elapsed = performance.now() - started;
     const wait = retryDelayMs(attempt, policy, outcome.retryAfterMs, request.random);
     const pastDeadline = policy.deadlineMs !== undefined && elapsed + wait > policy.deadlineMs;
     if (!outcome.retryable || attempt >= policy.attempts || pastDeadline) throw outcome.error;

@@ -263,7 +263,8 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   const started = input.host.now();
   const runRecord = { runId: events.runId, command: input.command, startedAt: started.toISOString() };
   const outcome: RunOutcome = { runId: events.runId, command: input.command, result: 'success', startedAt: runRecord.startedAt, finishedAt: '', durationMs: 0, phases: [] };
-  events.emit({ type: 'run.started', command: input.command, sinceStartMs: sinceProcessStart() });
+  const runStart = sinceProcessStart();
+  events.emit({ type: 'run.started', command: input.command, sinceStartMs: runStart });
   const runWaiting = waitingMeter();
   for (const note of input.notes ?? []) events.emit({ type: 'log', level: 'warning', message: note });
 
@@ -299,7 +300,7 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   if (input.resume && !(outcome.error instanceof RebootRequiredError) && (await input.host.resume.registered())) await input.host.resume.remove();
   const finished = input.host.now();
   outcome.finishedAt = finished.toISOString();
-  outcome.durationMs = finished.getTime() - started.getTime();
+  outcome.durationMs = sinceProcessStart() - runStart;
   outcome.result = outcome.error && !(outcome.error instanceof RebootRequiredError) ? 'failure' : worstResult(outcome.phases.map((p) => p.result));
   const recorded = outcome.error instanceof RebootRequiredError ? 'reboot-required' : outcome.error instanceof InterruptedError ? 'interrupted' : outcome.result;
   Object.assign(runRecord, { finishedAt: outcome.finishedAt, result: recorded });
@@ -326,7 +327,7 @@ async function runPhaseSteps(input: RunnerInput, selected: SelectedStep[], write
     // Until its steps finish, a phase is what a phase without steps is.
     const phaseOutcome: PhaseOutcome = { name: phase.name, result: worstResult([]), durationMs: 0, steps: [] };
     outcome.phases.push(phaseOutcome);
-    const phaseStart = Date.now();
+    const phaseStart = sinceProcessStart();
     events.emit({ type: 'phase.started', phase: phase.name, summary: phase.summary });
     for (const s of steps) {
       const interrupted = interruption(input);
@@ -352,7 +353,7 @@ async function runPhaseSteps(input: RunnerInput, selected: SelectedStep[], write
     // A phase's changes are on disk before the next phase builds on them (provisioning joins a
     // cluster on the prepared machine; reporting tells the world): one fsync per directory written.
     await input.host.fs.syncDirectories();
-    phaseOutcome.durationMs = Date.now() - phaseStart;
+    phaseOutcome.durationMs = sinceProcessStart() - phaseStart;
     phaseOutcome.result = worstResult(phaseOutcome.steps.map((s) => s.result));
     if (phase.name === 'provision') {
       // What a later `machineadm report` writes the sentinel by: this provisioning, failed or not.
@@ -389,13 +390,15 @@ async function runStep(s: SelectedStep, input: RunnerInput, writer: StateWriter,
   const { events } = input;
   const state = writer.state;
   const ctx = contextFor(input, state, s.fullId, false, { failed: run.error !== undefined, phases: run.phases }, early);
-  const begin = Date.now();
+  // On the process's own clock, as the run's start and end: the wall clock may be set mid-run (a
+  // boot's first time sync), and one clock keeps a step's start, end and early work in order.
+  const begin = sinceProcessStart();
   const waiting = waitingMeter();
-  events.emit({ type: 'step.started', phase: s.phase.name, step: s.fullId, summary: s.step.summary });
+  events.emit({ type: 'step.started', phase: s.phase.name, step: s.fullId, summary: s.step.summary, sinceStartMs: begin });
   // `lasting`: the record cannot be rebuilt by checking the machine again (what an apply found or
   // did, which later runs read; a reboot asked for), so it is written before the run goes on.
   const finish = async (result: Result, extra: Partial<StepOutcome>, data?: Record<string, unknown>, lasting = false): Promise<StepOutcome> => {
-    const durationMs = Date.now() - begin;
+    const durationMs = sinceProcessStart() - begin;
     const outcome: StepOutcome = { id: s.fullId, summary: s.step.summary, result, durationMs, changes: [], ...extra };
     // Ended in this run, unless interrupted: a later run redoes the interrupted step's half-done work.
     const ended = state.started?.stepId === s.fullId && !interruption(input);

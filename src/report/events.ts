@@ -64,7 +64,7 @@ export interface MachineEvent {
    * of spec.files): when it began, in milliseconds since the machineadm process started.
    */
   earlyStartMs?: number;
-  /** run.started and run.finished: milliseconds since the machineadm process started. */
+  /** run.started, step.started and run.finished: milliseconds since the machineadm process started. */
   sinceStartMs?: number;
   /** A skip reason, a log line or a line of command output. */
   message?: string;

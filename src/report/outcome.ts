@@ -138,6 +138,8 @@ export interface RunResultDocument {
 export class RunResultBuilder {
   private doc: RunResultDocument | undefined;
   private readonly identity: MachineIdentity;
+  /** When each step of this process's part of the run started, on the process's clock. */
+  private readonly stepStartMs = new Map<string, number>();
 
   /** `continues`: the document of a run that stopped for a reboot and resumes now. */
   constructor(identity: MachineIdentity, continues?: RunResultDocument) {
@@ -174,6 +176,7 @@ export class RunResultBuilder {
     }
     const doc = this.doc;
     if (event.type === 'run.started') {
+      this.stepStartMs.clear();
       if (event.sinceStartMs !== undefined) doc.criticalPath = { startMs: event.sinceStartMs, steps: [] };
       else delete doc.criticalPath;
     }
@@ -189,6 +192,8 @@ export class RunResultBuilder {
         break;
       case 'step.started':
         phase?.steps.push({ id: event.step ?? '', ...(event.summary ? { summary: event.summary } : {}), state: 'running', startedAt: event.time });
+        if (event.sinceStartMs !== undefined) this.stepStartMs.set(event.step ?? '', event.sinceStartMs);
+        else this.stepStartMs.delete(event.step ?? '');
         break;
       case 'step.finished': {
         const step = phase?.steps.findLast((s) => s.id === event.step);
@@ -205,8 +210,9 @@ export class RunResultBuilder {
         if (event.record && event.recordAs) doc[event.recordAs] = event.record;
         const path = doc.criticalPath;
         if (path && event.durationMs !== undefined) {
-          // The step's start, from the run's own: both are event times, in milliseconds.
-          const startMs = path.startMs + Date.parse(step.startedAt) - Date.parse(doc.resumedAt?.at(-1) ?? doc.startedAt);
+          // The step's start on the process's clock; from events that do not carry it, from the
+          // run's start and the two event times.
+          const startMs = this.stepStartMs.get(step.id) ?? path.startMs + Date.parse(step.startedAt) - Date.parse(doc.resumedAt?.at(-1) ?? doc.startedAt);
           path.steps.push({ id: step.id, startMs, durationMs: event.durationMs, waitingMs: event.waitingMs ?? 0, ...(event.earlyStartMs !== undefined ? { earlyStartMs: event.earlyStartMs } : {}) });
         }
         break;

@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { HttpError, httpRequest, parseRetryAfter, retryDelayMs, isRetryableStatus, tlsOptions } from '../../src/host/http.ts';
 import { makeTestCa, startHttps, type RunningServer, type TestCa } from '../config/helpers/servers.ts';
 import { missingRequirement } from '../support/environment.ts';
 import { streamChunks } from '../support/stream.ts';
 import { scratchDir } from '../support/tmp.ts';
+import { stubWallClock } from '../support/wall-clock.ts';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const fast = { attempts: 4, baseDelayMs: 20, maxDelayMs: 2_000, deadlineMs: 10_000 };
@@ -53,6 +54,7 @@ describe('retry timing', () => {
 const skip = missingRequirement({ commands: ['openssl'] });
 
 describe.skipIf(skip)('requests against a real HTTPS server with a test CA', () => {
+  afterEach(() => vi.unstubAllGlobals());
   let ca: TestCa;
   let server: RunningServer;
   let flaky = 0;
@@ -164,6 +166,19 @@ describe.skipIf(skip)('requests against a real HTTPS server with a test CA', () 
     expect(error.status).toBe(500);
     expect(error.message).toMatch(/after 3 attempts/);
     expect(server.requests.length).toBe(before + 3);
+  });
+
+  it('stops retrying at its deadline though the wall clock is set back an hour before each retry', async () => {
+    const clock = stubWallClock();
+    const before = server.requests.length;
+    const started = performance.now();
+    const setBack = async (ms: number) => (clock.shift(-3_600_000), sleep(ms));
+    const error = (await httpRequest({ url: `${server.url}/always-500`, ca: ca.caPem, offline: false, sleep: setBack, retry: { attempts: 100, baseDelayMs: 100, maxDelayMs: 100, deadlineMs: 600 } }).catch((e: unknown) => e)) as HttpError;
+    vi.unstubAllGlobals();
+    expect(error.status).toBe(500);
+    // Waits of 50-100 ms within 600 ms: at most 13 attempts, not 100.
+    expect(server.requests.length - before).toBeLessThanOrEqual(13);
+    expect(performance.now() - started).toBeLessThan(5_000);
   });
 
   it('retries a refused connection and reports it', async () => {

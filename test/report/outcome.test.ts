@@ -1,17 +1,20 @@
 import { chmodSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ExitCode, StepDetailsError } from '../../src/errors.ts';
 import { RESULT_FILE, RUN_DIR, RunResultBuilder, STATUS_DELAY_MS, STATUS_FILE, readLastResult, type RunResultDocument } from '../../src/report/outcome.ts';
 import type { MachineEvent } from '../../src/report/events.ts';
 import { validateJsonSchema } from './json-schema.ts';
 import { configFrom, runWithReporting, step } from './harness.ts';
 import { scratchDir } from '../support/tmp.ts';
+import { stubWallClock } from '../support/wall-clock.ts';
 
 const schema = JSON.parse(readFileSync(new URL('../../docs/schema/result-v1.json', import.meta.url), 'utf8')) as Record<string, unknown>;
 const read = (root: string, path: string) => JSON.parse(readFileSync(join(root, path), 'utf8')) as RunResultDocument;
 
 describe('the result files', () => {
+  afterEach(() => vi.unstubAllGlobals());
+
   it('hold a failed run with its phases, steps, error details and timings, valid against the published schema', async () => {
     const root = scratchDir();
     let statusSeen: RunResultDocument | undefined;
@@ -115,6 +118,32 @@ describe('the result files', () => {
     // Began with the run, before the step before it; its own turn comes after that step.
     expect(downloads!.earlyStartMs).toBeLessThanOrEqual(before!.startMs);
     expect(downloads!.startMs).toBeGreaterThanOrEqual(before!.startMs + before!.durationMs);
+  });
+
+  it('keep each step in its place and length when the wall clock is set back an hour mid-run', async () => {
+    // A boot's first time sync may set the clock while machineadm runs: here, during a step.
+    const clock = stubWallClock();
+    const root = scratchDir();
+    const pause = async () => (await new Promise((r) => setTimeout(r, 60)), {});
+    await runWithReporting({
+      root,
+      config: configFrom({}),
+      prepare: [
+        step('first', { apply: pause }),
+        step('synced', { apply: async () => (clock.shift(-3_600_000), pause()) }),
+        step('after', { apply: pause }),
+      ],
+    });
+    const result = read(root, RESULT_FILE);
+    expect(validateJsonSchema(schema, result)).toEqual([]);
+    const steps = result.criticalPath!.steps.filter((s) => s.id.startsWith('prepare/'));
+    expect(steps.map((s) => s.id)).toEqual(['prepare/first', 'prepare/synced', 'prepare/after']);
+    for (const [i, s] of steps.entries()) {
+      expect(s.durationMs).toBeGreaterThanOrEqual(59);
+      expect(s.durationMs).toBeLessThan(10_000);
+      if (i > 0) expect(s.startMs).toBeGreaterThanOrEqual(steps[i - 1]!.startMs + steps[i - 1]!.durationMs);
+    }
+    expect(result.criticalPath!.endMs! - result.criticalPath!.startMs).toBeLessThan(10_000);
   });
 
   it('give, for a run resumed after a reboot, the critical path of the process that resumed it', () => {

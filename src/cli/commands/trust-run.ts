@@ -177,7 +177,7 @@ export interface FetchOptions {
 }
 
 function progressBar(io: Io): { update: (received: number, total: number | undefined) => void; done: () => void } {
-  let last = 0;
+  let last = Number.NEGATIVE_INFINITY;
   let shown = false;
   const mib = (n: number): string => (n / 1024 / 1024).toFixed(1);
   const draw = (received: number, total: number | undefined): void => {
@@ -192,7 +192,7 @@ function progressBar(io: Io): { update: (received: number, total: number | undef
   };
   return {
     update: (received, total) => {
-      const now = Date.now();
+      const now = performance.now();
       if (now - last < 100 && received !== total) return;
       last = now;
       draw(received, total);

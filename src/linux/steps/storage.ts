@@ -45,13 +45,14 @@ async function run(host: Host, argv: [string, ...string[]], input?: string): Pro
 
 /** Waits until the kernel shows every partition node (devtmpfs makes them, udev may add links later). */
 async function waitForPartitions(host: Host, disk: string, count: number): Promise<void> {
-  const deadline = host.now().getTime() + PARTITION_WAIT_MS;
+  // On the process's clock: a boot's first time sync may set the wall clock while this waits.
+  const deadline = performance.now() + PARTITION_WAIT_MS;
   const nodes = Array.from({ length: count }, (_, i) => partitionPath(disk, i + 1));
   for (;;) {
     const missing: string[] = [];
     for (const node of nodes) if ((await host.devices.lookup(node)).kind !== 'block') missing.push(node);
     if (missing.length === 0) return;
-    if (host.now().getTime() > deadline) {
+    if (performance.now() > deadline) {
       throw new MachineadmError(`the partition table of ${disk} was written, but ${missing.join(', ')} did not appear within ${PARTITION_WAIT_MS / 1000} s`, ExitCode.stepFailed, {
         hint: 'the kernel did not take the new table (is the disk in use?); run partx -u on the disk or reboot, then run machineadm again',
       });
