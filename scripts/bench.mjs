@@ -439,7 +439,7 @@ async function initFigure() {
   const r = await sideBySide([BINARY, 'init', '-c', quickstart, '--root', scratch], [BINARY, 'version'], repeats, { before: fresh, also: { floor } });
   fresh();
   row('init -c examples/quickstart.yaml --root (first run) vs version', r.ours.ms, r.baseline.ms, 2.5, {
-    note: `${fsyncs} fsyncs for ${files} files written (fsync floor ${fsyncFloor}: ${kept.length} files kept outside /run, ${folders.size} folders renamed into, a record for reset beside each machine file)`,
+    note: `${fsyncs} fsyncs for ${files} files written (fsync floor ${fsyncFloor}: ${kept.length} files kept outside /run, ${folders.size} folders renamed into, a record for reset of each machine file, the records side by side in one folder)`,
     goalNote: ', fsyncs <= files + 3',
     ok: [fsyncs <= files + 3],
     floor: floorNote(r.also.floor.ms, r.baseline.ms, `a program of commander, js-yaml and execa, packaged as machineadm is, that parses its command line and the configuration, runs containerd --version and writes ${files} files atomically and durably, nothing else`),

@@ -8,6 +8,7 @@ import * as fsp from './fs-calls.ts';
 import * as nodePath from 'node:path';
 import { once } from 'node:events';
 import { MachineadmError, ExitCode, UsageError } from '../errors.ts';
+import { processRuns } from './process-runs.ts';
 import { WrittenRecords, fingerprintOf, type Fingerprint, type WrittenRecord } from './written.ts';
 
 export interface FileInfo {
@@ -830,16 +831,6 @@ export function temporaryName(base: string): string {
 
 /** The writer's pid in a temporary name (TEMP_MARK, then the pid). */
 const TEMP_WRITER = /\.machineadm-tmp-(\d+)-[0-9a-f]+$/;
-
-function processRuns(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    // EPERM: it runs, as another user.
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 // A crash between write and rename leaves a temporary file behind; the next write cleans it up.
 async function removeStaleTemporaries(dir: string, base: string): Promise<void> {

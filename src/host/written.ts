@@ -1,8 +1,9 @@
 // The record of what machineadm did to each machine file it wrote, kept in the state directory's
-// written/ folder at the file's machine path (one small JSON file each): what was there before
-// (nothing, or a file with this mode and owner, whose bytes are in backup/), the folders machineadm
-// created for it, and the fingerprints of what machineadm wrote there. `machineadm reset` reads it
-// to give each path back as it was, and to tell a file someone else changed since from its own.
+// written/ folder (one small JSON file each, named after the file's machine path): what was there
+// before (nothing, or a file with this mode and owner, whose bytes are in backup/), the folders
+// machineadm created for it, and the fingerprints of what machineadm wrote there. `machineadm
+// reset` reads it to give each path back as it was, and to tell a file someone else changed since
+// from its own.
 //
 // Written ahead: the record of a path is written before machineadm creates a folder for it, and is
 // on disk before machineadm renames its bytes into place, so a run killed at any moment leaves
@@ -10,8 +11,14 @@
 // not flushed on its own: the second, made durable before the rename, carries the folders too. A
 // power cut between the two can leave a folder machineadm made that its record does not name
 // (reset then leaves it, empty); one fsync fewer for every file that needs a new folder.
+//
+// The records lie side by side in written/ itself, so that the folder is flushed once however many
+// folders the files are in. Earlier versions kept each at the file's machine path below written/
+// (written/etc/sysctl.d/90-machineadm.conf): such a record is still read, and replaced by one side
+// by side at the path's next write.
 import * as nodePath from 'node:path';
 import * as fsp from './fs-calls.ts';
+import { processRuns } from './process-runs.ts';
 
 /** What identifies the bytes machineadm put at a path: the inode its rename brought, with size and time. */
 export interface Fingerprint {
@@ -46,6 +53,23 @@ export interface WrittenRecord {
 /** Fingerprints kept per path: a run killed between its record and its rename leaves the one before on disk. */
 const KEPT = 8;
 
+/** A temporary record file this old was left by a killed writer, whatever runs under its pid now. */
+const ABANDONED_AFTER_MS = 10 * 60_000;
+
+/** A record's name at most, in bytes (file systems allow 255; a temporary name adds to it). */
+const NAME_MAX = 200;
+
+/**
+ * The name of a machine path's record in written/: the path with every byte but letters, digits,
+ * `.`, `_` and `-` written %XX (/etc/sysctl.d/90-machineadm.conf is %2Fetc%2Fsysctl.d%2F90-machineadm.conf),
+ * or for a longer path `~` and the SHA-256 of it.
+ */
+export function recordName(machinePath: string): string {
+  const name = Array.from(Buffer.from(machinePath, 'utf8'), (b) => (/[A-Za-z0-9._-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`)).join('');
+  if (name.length <= NAME_MAX && name !== '.' && name !== '..') return name;
+  return `~${process.getBuiltinModule('node:crypto').createHash('sha256').update(machinePath).digest('hex')}`;
+}
+
 export function fingerprintOf(st: { ino: number; size: number; mtimeMs: number }): Fingerprint {
   return { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
 }
@@ -67,8 +91,13 @@ export class WrittenRecords {
     this.onRename = onRename;
   }
 
-  /** Where the record of a machine path is kept (C:\x and D:\x apart, as backups). */
+  /** Where the record of a machine path is kept. */
   recordPath(machinePath: string): string {
+    return this.path.join(this.dir, recordName(this.path.normalize(machinePath)));
+  }
+
+  /** Where an earlier version kept it: at the machine path below written/ (C:\x and D:\x apart, as backups). */
+  private earlierPath(machinePath: string): string {
     const p = this.path;
     const parsed = p.parse(p.normalize(machinePath));
     const drive = /^[A-Za-z]:/.test(parsed.root) ? parsed.root[0]! : '';
@@ -76,14 +105,7 @@ export class WrittenRecords {
   }
 
   async read(machinePath: string): Promise<WrittenRecord | undefined> {
-    const text = await fsp.readFile(this.recordPath(machinePath)).catch(() => undefined);
-    if (text === undefined) return undefined;
-    try {
-      return JSON.parse(text.toString('utf8')) as WrittenRecord;
-    } catch {
-      // A torn record cannot exist (written atomically); a damaged one names no change of its own.
-      return undefined;
-    }
+    return (await readRecord(this.recordPath(machinePath))) ?? (await readRecord(this.earlierPath(machinePath)));
   }
 
   /**
@@ -93,14 +115,10 @@ export class WrittenRecords {
    */
   async write(record: WrittenRecord, options: { beforeFolders?: boolean } = {}): Promise<void> {
     const real = this.recordPath(record.path);
-    const dir = this.path.dirname(real);
-    await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
-    // Named as every temporary file machineadm writes (fs.ts's temporaryName); what a killed
-    // writer left of this record goes first.
-    const base = this.path.basename(real);
-    const prefix = `.${base}.machineadm-tmp-`;
-    for (const name of await fsp.readdir(dir).catch(() => [] as string[])) if (name.startsWith(prefix)) await fsp.rm(this.path.join(dir, name), { force: true });
-    const temp = this.path.join(dir, `${prefix}${process.pid}-${process.getBuiltinModule('node:crypto').randomBytes(6).toString('hex')}`);
+    const dir = this.dir;
+    await this.clearedOnce(dir);
+    // Named as every temporary file machineadm writes (fs.ts's temporaryName).
+    const temp = this.path.join(dir, `.${this.path.basename(real)}.machineadm-tmp-${process.pid}-${process.getBuiltinModule('node:crypto').randomBytes(6).toString('hex')}`);
     await fsp.writeFile(temp, JSON.stringify({ ...record, written: record.written.slice(-KEPT) }) + '\n', { mode: 0o600 });
     if (!options.beforeFolders) {
       const handle = fsp.openAtOnce(temp, 'r');
@@ -112,11 +130,38 @@ export class WrittenRecords {
     }
     await fsp.rename(temp, real);
     if (!options.beforeFolders) await this.onRename(dir);
+    // The record in an earlier version's place goes once this one holds what it held.
+    const earlier = this.earlierPath(record.path);
+    if (!options.beforeFolders && earlier !== real && (await fsp.lstatIfAny(earlier).catch(() => undefined))?.isFile()) await fsp.rm(earlier, { force: true });
   }
 
-  /** Every record, sorted by machine path. */
+  private cleared: Promise<void> | undefined;
+
+  /**
+   * Makes the folder, the first time this process writes a record, and removes the temporary files
+   * that writers killed before their rename left in it: their process is gone, or the file is older
+   * than any write takes (its pid is another process's since a reboot).
+   */
+  private clearedOnce(dir: string): Promise<void> {
+    this.cleared ??= (async () => {
+      await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+      for (const name of await fsp.readdir(dir).catch(() => [] as string[])) {
+        const pid = /^\..*\.machineadm-tmp-(\d+)-[0-9a-f]+$/.exec(name)?.[1];
+        if (pid === undefined || Number(pid) === process.pid) continue;
+        const path = this.path.join(dir, name);
+        const old = async () => ((await fsp.lstatIfAny(path).catch(() => undefined))?.mtimeMs ?? Date.now()) < Date.now() - ABANDONED_AFTER_MS;
+        if (!processRuns(Number(pid)) || (await old())) await fsp.rm(path, { force: true });
+      }
+    })();
+    return this.cleared.catch((e: unknown) => {
+      this.cleared = undefined;
+      throw e;
+    });
+  }
+
+  /** Every record, sorted by machine path; of a path with records in both places, the one side by side. */
   async all(): Promise<WrittenRecord[]> {
-    const out: WrittenRecord[] = [];
+    const found = new Map<string, WrittenRecord>();
     const walk = async (real: string): Promise<void> => {
       const names = await fsp.readdir(real).catch(() => [] as string[]);
       for (const name of names.sort()) {
@@ -124,16 +169,23 @@ export class WrittenRecords {
         const st = await fsp.lstat(child).catch(() => undefined);
         if (st?.isDirectory()) await walk(child);
         else if (st?.isFile() && !name.includes('.machineadm-tmp-')) {
-          const text = await fsp.readFile(child).catch(() => undefined);
-          try {
-            if (text) out.push(JSON.parse(text.toString('utf8')) as WrittenRecord);
-          } catch {
-            // See read().
-          }
+          const record = await readRecord(child);
+          if (record && (!found.has(record.path) || child === this.recordPath(record.path))) found.set(record.path, record);
         }
       }
     };
     await walk(this.dir);
-    return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    return [...found.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  }
+}
+
+async function readRecord(real: string): Promise<WrittenRecord | undefined> {
+  const text = await fsp.readFile(real).catch(() => undefined);
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text.toString('utf8')) as WrittenRecord;
+  } catch {
+    // A torn record cannot exist (written atomically); a damaged one names no change of its own.
+    return undefined;
   }
 }

@@ -16,6 +16,7 @@ import { standinEnv } from '../support/machine-run.ts';
 import { scratchDir } from '../support/tmp.ts';
 import { REPO } from '../kubeadm/standin.ts';
 import { STATUS_DELAY_MS } from '../../src/report/outcome.ts';
+import { recordName } from '../../src/host/written.ts';
 
 const skip = missingRequirement({ commands: ['strace'] });
 
@@ -77,6 +78,8 @@ function tracedInit(binary: string, config: string, root: string, env: NodeJS.Pr
 
 const STATE_DIR = 'var/lib/machineadm';
 const isMachineFile = (path: string) => !path.startsWith('run/') && !path.startsWith(`${STATE_DIR}/`);
+/** Where the record for reset of a machine file (a path relative to the root) is kept. */
+const recordOf = (path: string) => `${STATE_DIR}/written/${recordName(`/${path}`)}`;
 
 /** Problems with the rules every run keeps, whatever it wrote. */
 function ruleBreaks(calls: Call[]): string[] {
@@ -92,7 +95,7 @@ function ruleBreaks(calls: Call[]): string[] {
     // The file's bytes first: a power cut never finds a renamed file without them.
     if (!intent && !flushedBefore(r)) problems.push(`${r.path} was renamed into place before its bytes were fsync'd`);
     // A machine file's record (for reset) is on disk before the file is renamed into place.
-    if (isMachineFile(r.path) && !renames.some((w) => w.path === `${STATE_DIR}/written/${r.path}` && w.end < r.start && flushedBefore(w))) {
+    if (isMachineFile(r.path) && !renames.some((w) => w.path === recordOf(r.path) && w.end < r.start && flushedBefore(w))) {
       problems.push(`${r.path} was renamed into place before its record was on disk`);
     }
   }
@@ -120,13 +123,15 @@ describe('what a power cut may find after init', () => {
     const fsyncs = calls.filter((c) => c.name === 'fsync');
     const renames = calls.filter((c) => c.name === 'rename');
     const durableFiles = renames.filter((r) => !r.path.startsWith('run/'));
-    // The records of what machineadm wrote (for reset) are files kept on disk too, in folders of their own.
+    // The records of what machineadm wrote (for reset) are files kept on disk too, side by side in a folder of their own.
     const machineDirs = new Set(durableFiles.filter((r) => isMachineFile(r.path) || r.path.startsWith(`${STATE_DIR}/written/`)).map((r) => dirname(r.path)));
     // The contract's bound: one fsync per file kept on disk, one per directory written into (each
     // once: this run writes no record that must be kept at once, so the state file is written
     // once, at the end, and no directory twice).
     expect(fsyncs.length).toBeLessThanOrEqual(durableFiles.length + machineDirs.size);
     for (const dir of machineDirs) expect(fsyncs.filter((f) => f.path === dir).length, dir).toBe(1);
+    // However many folders the machine files are in, their records share one: flushed once.
+    expect(new Set(renames.filter((r) => r.path.startsWith(`${STATE_DIR}/written/`)).map((r) => dirname(r.path)))).toEqual(new Set([`${STATE_DIR}/written`]));
     expect(renames.filter((r) => r.path === `${STATE_DIR}/state.json`)).toHaveLength(1);
     // status.json: at the run's start, at each phase's end, at the end; more only for a slow run.
     const result = JSON.parse(readFileSync(join(root, 'run/machineadm/result.json'), 'utf8')) as { durationMs: number; phases: unknown[] };
