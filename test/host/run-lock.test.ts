@@ -17,25 +17,32 @@ describe('the run lock', () => {
   it('is held by one of 12 processes that try at the same moment; the others are told who holds it', async () => {
     const dir = scratchDir();
     const go = Date.now() + 1_500;
-    // Each process waits for the same instant, tries, and keeps what it got until the others have tried.
+    // Each process waits for the same instant, tries, and keeps what it got until every other has
+    // tried (its standard input is closed then): a holder that ended sooner would leave a dead
+    // holder's lock, which a late process rightly takes over.
     const script = `
       const { acquireRunLock } = await import(${JSON.stringify(LOCK_MODULE)});
       const { RootedFileSystem } = await import(${JSON.stringify(FS_MODULE)});
       while (Date.now() < ${go}) {}
       const got = await acquireRunLock(new RootedFileSystem(${JSON.stringify(dir)}), '/run.lock', { command: 'init', startedAt: 'now' });
       console.log(JSON.stringify(got.held ? { held: true } : { held: false, holder: got.holder.pid }));
-      await new Promise((r) => setTimeout(r, 1500));`;
-    const children = Array.from({ length: 12 }, () => spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] }));
+      process.stdin.resume();
+      await new Promise((r) => process.stdin.on('end', r));`;
+    const children = Array.from({ length: 12 }, () => spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'inherit'] }));
     const answers = await Promise.all(
       children.map(
         (child) =>
-          new Promise<{ pid: number; answer: { held: boolean; holder?: number } }>((resolve) => {
+          new Promise<{ pid: number; answer: { held: boolean; holder?: number } }>((resolve, reject) => {
             let out = '';
-            child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-            child.on('exit', () => resolve({ pid: child.pid!, answer: JSON.parse(out) }));
+            child.stdout.on('data', (c: Buffer) => {
+              out += c.toString();
+              if (out.endsWith('\n')) resolve({ pid: child.pid!, answer: JSON.parse(out) });
+            });
+            child.on('exit', (code) => reject(new Error(`a process ended before it answered (exit ${code})`)));
           }),
       ),
     );
+    await Promise.all(children.map((child) => (child.stdin.end(), new Promise((r) => child.on('exit', r)))));
     const holders = answers.filter((a) => a.answer.held);
     expect(holders).toHaveLength(1);
     for (const other of answers.filter((a) => !a.answer.held)) expect(other.answer.holder).toBe(holders[0]!.pid);
