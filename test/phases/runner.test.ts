@@ -121,6 +121,11 @@ describe('runPhases', () => {
     const finished = events.filter((e) => e.type === 'step.finished');
     expect(finished.map((e) => e.step)).toEqual(['prepare/a', 'prepare/b/c', 'provision/join', 'report/result']);
     for (const e of finished) expect(e.durationMs).toBeGreaterThanOrEqual(0);
+    // Each step's start, on the process's clock: after the run's, each at or after the end of the one before.
+    const starts = events.filter((e) => e.type === 'step.started').map((e) => e.sinceStartMs!);
+    expect(starts).toHaveLength(4);
+    expect(starts[0]).toBeGreaterThanOrEqual(events[0]!.sinceStartMs!);
+    for (let i = 1; i < starts.length; i++) expect(starts[i]).toBeGreaterThanOrEqual(starts[i - 1]! + finished[i - 1]!.durationMs!);
     expect(finished[0]?.changes).toEqual([{ action: 'update', target: '/etc/a', detail: 'a detail' }]);
   });
 
