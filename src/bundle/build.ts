@@ -2,7 +2,7 @@
 // once on a connected machine, put in one directory with a manifest of sha256 sums and a
 // configuration whose sources are paths relative to it. Copied anywhere (a USB stick, a share),
 // `machineadm init --offline -c DIR/config.yaml` needs nothing else. May import config/, verify/,
-// host/ (through the Host only) and linux/managed-file's errorForField.
+// host/ (through the Host only) and engine/managed-file's errorForField.
 import { createHash } from 'node:crypto';
 import { dump } from 'js-yaml';
 import type { Host } from '../host/index.ts';
@@ -10,7 +10,7 @@ import { UsageError } from '../errors.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
 import { fetchVerified, SIGNATURE_MAX_BYTES, type FetchRequest } from '../verify/fetch.ts';
 import { downloadSmall } from '../host/download.ts';
-import { errorForField } from '../linux/managed-file.ts';
+import { errorForField } from '../engine/managed-file.ts';
 import { formatSignature, type SecretKey } from '../verify/minisign.ts';
 import { signStream } from '../verify/sign.ts';
 

@@ -3,7 +3,8 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError, ExitCode, MachineadmError } from '../errors.ts';
 import type { Io } from './io.ts';
-import { PHASE_COMMANDS, registerPhaseCommands } from './commands/phases.ts';
+import { registerPhaseCommands } from './commands/phases.ts';
+import { PHASE_COMMANDS } from './commands/phase-options.ts';
 import { registerConfigCommands } from './commands/config.ts';
 import { registerStatusCommand } from './commands/status.ts';
 import { registerResumeCommand } from './commands/resume.ts';
@@ -25,7 +26,8 @@ const COMMANDS: readonly { names: readonly string[]; register: Registrar }[] = [
   { names: TRUST_COMMANDS, register: registerTrustCommands },
   { names: ['bundle'], register: registerBundleCommand },
   { names: ['status'], register: registerStatusCommand },
-  { names: ['resume'], register: registerResumeCommand },
+  // resume runs the stopped command in this process, through main itself.
+  { names: ['resume'], register: (program, io, setExit) => registerResumeCommand(program, io, setExit, main) },
   { names: ['version'], register: registerVersionCommand },
   { names: ['completion'], register: registerCompletionCommand },
 ];

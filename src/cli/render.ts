@@ -1,5 +1,5 @@
 // Text renderings of plans and run outcomes. JSON output prints the same data as it is.
-import type { Plan } from '../phases/runner.ts';
+import type { Plan } from '../engine/runner.ts';
 
 const MARK = { change: '~', 'up-to-date': '=', skipped: '-', 'not-selected': ' ', 'not-applicable': ' ' } as const;
 

@@ -3,7 +3,7 @@
 // are scrubbed of every configured secret by the event bus; this module keeps the output bounded
 // and never puts raw output into an error message of its own making.
 // May import: config types, host (through the step context), errors, phases' step types.
-import type { Change, StepContext } from '../phases/step.ts';
+import type { Change, StepContext } from '../engine/step.ts';
 import type { CommandSpec } from '../config/schema/index.ts';
 import { secretSources } from '../config/redact.ts';
 import { CommandError, StepDetailsError } from '../errors.ts';

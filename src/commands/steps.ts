@@ -4,7 +4,7 @@
 //   skips them with kubeadm (with --force, kubeadm runs again and so do they).
 // - afterKubeadm: once after each successful kubeadm init/join. A failure (or a kill) runs them all
 //   again on the next run, whose kubeadm step is then already done.
-import type { CheckResult, Step, StepContext, Undo } from '../phases/step.ts';
+import type { CheckResult, Step, StepContext, Undo } from '../engine/step.ts';
 import type { CommandSpec, MachineConfig } from '../config/schema/index.ts';
 import { kubeadmPaths } from '../kubeadm/paths.ts';
 import { commandsSkipReason, plannedChanges, runCommands, type CommandList, type CommandOutcome } from './run.ts';

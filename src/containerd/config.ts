@@ -2,10 +2,10 @@
 import type { ContainerdSpec } from '../config/schema/index.ts';
 import { containerdPaths } from './paths.ts';
 import { cniBinDirs, kernelBefore411, type ContainerdTarget } from './target.ts';
-import { ExtraConfigError, mergeExtraConfig, parseExtraConfig, wrongVersionSections } from './extra.ts';
-import { extraConfigTypeProblems } from './extra-types.ts';
-import { V2_CRI, V3_IMAGES, V3_RUNTIME } from './keys.ts';
-import { stringifyToml, type TomlTable } from './toml.ts';
+import { ExtraConfigError, mergeExtraConfig, parseExtraConfig, wrongVersionSections } from '../config/containerd-toml/extra.ts';
+import { extraConfigTypeProblems } from '../config/containerd-toml/extra-types.ts';
+import { V2_CRI, V3_IMAGES, V3_RUNTIME } from '../config/containerd-toml/keys.ts';
+import { stringifyToml, type TomlTable } from '../config/containerd-toml/toml.ts';
 
 /** kubelet's default cgroup driver since Kubernetes 1.22; containerd must use the same one. */
 export const DEFAULT_CGROUP_DRIVER = 'systemd';

@@ -1,7 +1,7 @@
 // certs.d/<registry>/hosts.toml: registry mirrors, CAs and TLS settings, read by containerd on every
 // pull (no restart needed). Pure.
 import type { ContainerdSpec } from '../config/schema/index.ts';
-import { stringifyToml, type TomlTable } from './toml.ts';
+import { stringifyToml, type TomlTable } from '../config/containerd-toml/toml.ts';
 
 export type RegistrySpec = NonNullable<ContainerdSpec['registries']>[string];
 

@@ -6,6 +6,6 @@ export { renderContainerdConfig, containerdConfigTable, generatedConfig, DEFAULT
 export { renderHostsToml } from './hosts.ts';
 export { renderProxyDropIn } from './proxy.ts';
 export { renderContainerdFiles, type ContainerdFiles, type RenderedFile } from './files.ts';
-export { ExtraConfigError, parseExtraConfig, mergeExtraConfig } from './extra.ts';
-export { stringifyToml, type TomlTable, type TomlValue } from './toml.ts';
+export { ExtraConfigError, parseExtraConfig, mergeExtraConfig } from '../config/containerd-toml/extra.ts';
+export { stringifyToml, type TomlTable, type TomlValue } from '../config/containerd-toml/toml.ts';
 export * from './paths.ts';

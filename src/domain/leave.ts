@@ -3,7 +3,7 @@
 // (the keytab and krb5.conf are then given back by reset/files from their records). Windows:
 // ./windows-leave.ts (Remove-Computer, or a leave on this machine only). With --keep-domain
 // nothing changes and reset/files keeps the keytab and krb5.conf as they are.
-import type { CheckResult, Undo, UndoContext } from '../phases/step.ts';
+import type { CheckResult, Undo, UndoContext } from '../engine/step.ts';
 import type { DomainJoinSpec } from '../config/schema/index.ts';
 import { ConfigError, StepDetailsError } from '../errors.ts';
 import { tail } from '../host/index.ts';

@@ -1,7 +1,7 @@
 // The join account's password, read through its secret reference when the join needs it (the
 // value is scrubbed from every event from then on). Both systems hand it to the join tool on
 // standard input, where a NUL would cut it short.
-import type { StepContext } from '../phases/step.ts';
+import type { StepContext } from '../engine/step.ts';
 import type { DomainJoinSpec } from '../config/schema/index.ts';
 import { ConfigError } from '../errors.ts';
 

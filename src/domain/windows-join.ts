@@ -4,7 +4,7 @@
 // against its sha256). Both finish at the next boot, so a join asks the runner for a reboot;
 // membership is read from Win32_ComputerSystem (PartOfDomain, Domain, Name) and never changed
 // once it names a domain.
-import type { Change, CheckResult, ApplyResult, StepContext } from '../phases/step.ts';
+import type { Change, CheckResult, ApplyResult, StepContext } from '../engine/step.ts';
 import type { DomainJoinSpec } from '../config/schema/index.ts';
 import type { ComputerSystem, DomainJoinOutcome, WindowsHost } from '../host/index.ts';
 import { tail } from '../host/index.ts';

@@ -6,7 +6,7 @@
 // computer account that stays in the directory for its administrators to remove. Windows finishes
 // leaving at the next boot: the record keeps the boot the leave happened in, and reset/restart
 // ends the reset with "restart required" (exit 4), as a join ends init.
-import type { CheckResult, Change, UndoContext, ApplyResult } from '../phases/step.ts';
+import type { CheckResult, Change, UndoContext, ApplyResult } from '../engine/step.ts';
 import type { DomainJoinSpec } from '../config/schema/index.ts';
 import type { DomainLeaveOutcome } from '../host/index.ts';
 import { tail } from '../host/index.ts';

@@ -6,9 +6,9 @@
 // it to; a group machineadm created is deleted when no user is in it any more. The sudo rule and
 // ~/.ssh/authorized_keys are files: reset/files gives them back from their records.
 import type { UserSpec } from '../config/schema/index.ts';
-import type { Change, CheckResult, StepContext, Undo, UndoContext } from '../phases/step.ts';
+import type { Change, CheckResult, StepContext, Undo, UndoContext } from '../engine/step.ts';
 import { ConfigError, StepDetailsError } from '../errors.ts';
-import { missingFolders } from './managed-file.ts';
+import { missingFolders } from '../engine/managed-file.ts';
 import { isLocked, parseAccounts, prefixArgs, supplementaryGroups, type Accounts, type PasswdEntry } from './accounts.ts';
 
 /** The backups the shadow tools keep of the files they rewrite: machine files they change for machineadm. */

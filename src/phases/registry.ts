@@ -1,6 +1,6 @@
 // The phases as explicit, ordered lists of steps. No auto-discovery: adding a step means adding
 // it here, in the order it must run.
-import type { Phase, PhaseName } from './step.ts';
+import type { Phase, PhaseName } from '../engine/step.ts';
 import { kernelModulesLoadStep } from '../linux/steps/kernel-modules-load.ts';
 import { kernelModulesFileStep } from '../linux/steps/kernel-modules-file.ts';
 import { sysctlsApplyStep } from '../linux/steps/sysctls-apply.ts';

@@ -6,19 +6,19 @@
 import { acquireRunLock, archiveDirectory, type Host, type RootedFileSystem } from '../host/index.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
 import { SecretScrubber } from '../config/secrets.ts';
-import { EventBus, type MachineIdentity } from '../report/events.ts';
+import { EventBus, type MachineIdentity } from '../engine/events.ts';
 import { attachConsole, isDataMode, renderResultSummary, type ConsoleMode, type SpinnerFactory } from '../report/console.ts';
 import { machineIdentity, registerConfigSecrets, resolveEndpoints, type ResolvedEndpoint } from '../report/endpoints.ts';
 import { openReporting, type ReportingResult } from '../report/session.ts';
 import { resultFilesOf, type RunResultDocument } from '../report/outcome.ts';
 import { ConfigError, ExitCode, InterruptedError, MachineadmError, RebootRequiredError, RunLockedError, type ConfigIssue } from '../errors.ts';
 import { ALL_PHASES, phasesNamed } from './registry.ts';
-import { resetPhase } from '../reset/phase.ts';
-import { computePlan, preflightRun, removeLeftovers, runPhases, type Plan, type RunnerInput, type RunOutcome } from './runner.ts';
-import { selectSteps, type Selection } from './select.ts';
-import { protectedResume } from './resume-record.ts';
-import { StateStore, rebootedSince, whyNotWritable } from './state.ts';
-import type { Phase, PhaseName } from './step.ts';
+import { resetPhase } from './reset.ts';
+import { computePlan, preflightRun, removeLeftovers, runPhases, type Plan, type RunnerInput, type RunOutcome } from '../engine/runner.ts';
+import { selectSteps, type Selection } from '../engine/select.ts';
+import { protectedResume } from '../engine/resume-record.ts';
+import { StateStore, rebootedSince, whyNotWritable } from '../engine/state.ts';
+import type { Phase, PhaseName } from '../engine/step.ts';
 
 export type RunCommand = 'init' | 'prepare' | 'provision' | 'report' | 'reset';
 

@@ -1,7 +1,7 @@
 // machineadm events as CloudEvents 1.0 in structured JSON mode: the envelope carries who sent it
 // (source, extension attributes) and what it is about (type, subject); data is the event itself.
 // Pure: no I/O.
-import { EVENT_SIZE_LIMIT, limitEventSize, type MachineEvent, type MachineIdentity } from './events.ts';
+import { EVENT_SIZE_LIMIT, limitEventSize, type MachineEvent, type MachineIdentity } from '../engine/events.ts';
 
 export const CLOUDEVENT_CONTENT_TYPE = 'application/cloudevents+json';
 export const CLOUDEVENT_BATCH_CONTENT_TYPE = 'application/cloudevents-batch+json';

@@ -2,7 +2,7 @@
 // lines otherwise (cloud-init logs, CI), JSON lines with -o json. Writes through the given
 // functions only; the CLI decides where they go.
 import { dump } from 'js-yaml';
-import type { EventBus, MachineEvent, Result } from './events.ts';
+import type { EventBus, MachineEvent, Result } from '../engine/events.ts';
 import type { RunResultDocument } from './outcome.ts';
 import type { DeliveryReport } from './delivery.ts';
 

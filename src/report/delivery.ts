@@ -5,7 +5,7 @@
 import type { RootedFileSystem } from '../host/index.ts';
 import type { HttpPoster } from '../host/http-post.ts';
 import { batchBody, CLOUDEVENT_BATCH_CONTENT_TYPE, CLOUDEVENT_CONTENT_TYPE, isReportedEvent, toCloudEvent } from './cloudevents.ts';
-import type { MachineEvent, MachineIdentity } from './events.ts';
+import type { MachineEvent, MachineIdentity } from '../engine/events.ts';
 import type { ResolvedEndpoint } from './endpoints.ts';
 import { EndpointSpool, nextRunStamp, spoolContents, spoolName } from './spool.ts';
 

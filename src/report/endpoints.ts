@@ -12,7 +12,7 @@ import { resolveSecret, type SecretScrubber } from '../config/secrets.ts';
 import { ConfigError, type ConfigIssue } from '../errors.ts';
 import { readPem } from '../config/pem-file.ts';
 import { buildInfo } from '../version.ts';
-import type { MachineIdentity } from './events.ts';
+import type { MachineIdentity } from '../engine/events.ts';
 import { endpointKey } from './spool.ts';
 
 export interface ResolvedEndpoint {

@@ -3,7 +3,7 @@
 // holds no more than the events, which are scrubbed of secrets). A no-op rerun adds an entry
 // instead of hiding what the run before it did.
 import type { RootedFileSystem } from '../host/index.ts';
-import type { ChangeInfo, Result } from './events.ts';
+import type { ChangeInfo, Result } from '../engine/events.ts';
 import type { RunResultDocument } from './outcome.ts';
 
 /** In the state dir. */

@@ -3,7 +3,7 @@
 // events, which are already scrubbed of secrets, so the files can never hold more than the events.
 // Schema: docs/schema/result-v1.json.
 import type { RootedFileSystem } from '../host/index.ts';
-import type { ChangeInfo, ErrorInfo, MachineEvent, MachineIdentity, Result } from './events.ts';
+import type { ChangeInfo, ErrorInfo, MachineEvent, MachineIdentity, Result } from '../engine/events.ts';
 import type { DeliveryReport } from './delivery.ts';
 
 export const RUN_DIR = '/run/machineadm';

@@ -2,8 +2,8 @@
 // to mark the machine bootstrapped, so it is written on success and only on success. The other
 // outputs (result files, CloudEvents) are sinks on the event bus, attached by the CLI, because they
 // must also carry the run's last events and run for every phase command.
-import type { Step, StepContext } from '../phases/step.ts';
-import { provisionShortfall } from '../phases/provisioned.ts';
+import type { Step, StepContext } from '../engine/step.ts';
+import { provisionShortfall } from '../engine/provisioned.ts';
 
 export const SENTINEL_LINUX = '/run/cluster-api/bootstrap-success.complete';
 export const SENTINEL_WINDOWS = 'C:\\run\\cluster-api\\bootstrap-success.complete';

@@ -3,7 +3,7 @@
 // end of the run (wait for delivery at most the deadline, write result.json and the run history).
 import type { Host, RootedFileSystem } from '../host/index.ts';
 import { createHttpPoster, type HttpPoster } from '../host/http-post.ts';
-import type { EventBus } from './events.ts';
+import type { EventBus } from '../engine/events.ts';
 import type { ResolvedEndpoint } from './endpoints.ts';
 import { EventReporter, type DeliveryReport } from './delivery.ts';
 import { spoolContents } from './spool.ts';

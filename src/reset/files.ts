@@ -4,9 +4,9 @@
 // since machineadm wrote it is named and left alone unless --force (the plan and the preflight
 // refuse it: exit 2, nothing changed).
 import { sameFingerprint, type RootedFileSystem, type WrittenRecord } from '../host/index.ts';
-import type { Change, CheckResult, Step, StepContext } from '../phases/step.ts';
-import { unifiedDiff } from '../linux/diff.ts';
-import { formatMode } from '../linux/managed-file.ts';
+import type { Change, CheckResult, Step, StepContext } from '../engine/step.ts';
+import { unifiedDiff } from '../engine/diff.ts';
+import { formatMode } from '../engine/managed-file.ts';
 
 type Action =
   | { kind: 'remove'; record: WrittenRecord }

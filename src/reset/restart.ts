@@ -4,7 +4,7 @@
 // reset does not restart the machine itself: the operator (or whatever ran reset) restarts it and
 // runs reset again, which finds everything undone and archives the state directory. A reset run
 // again in the same boot ends the same way, changing nothing.
-import type { Step, StepContext } from '../phases/step.ts';
+import type { Step, StepContext } from '../engine/step.ts';
 import { windowsJoinedOf } from '../domain/windows-leave.ts';
 
 const LEAVE_STEP = 'reset/domain/join';

@@ -1,6 +1,6 @@
 // reset/resume: removes the registration that resumes a run after a reboot (the systemd unit, or
 // the Windows startup task), if one is left: the run it would resume is being undone.
-import type { Step } from '../phases/step.ts';
+import type { Step } from '../engine/step.ts';
 
 export const resetResumeStep: Step = {
   id: 'resume',

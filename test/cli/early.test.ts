@@ -4,7 +4,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startEarly } from '../../src/cli/early.ts';
-import { PHASE_COMMANDS } from '../../src/cli/commands/phases.ts';
+import { PHASE_COMMANDS } from '../../src/cli/commands/phase-options.ts';
 import type { Io } from '../../src/cli/io.ts';
 import { runCli } from '../support/cli.ts';
 import { scratchDir } from '../support/tmp.ts';

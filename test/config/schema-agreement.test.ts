@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import { splitMultipart } from '../../src/config/mime.ts';
 import { endpointProblem } from '../../src/config/schema/kubernetes.ts';
-import { filePathProblem } from '../../src/linux/file-content.ts';
+import { filePathProblem } from '../../src/config/schema/file-content.ts';
 import { scratchDir } from '../support/tmp.ts';
 
 const schema = JSON.parse(readFileSync('docs/schema/machineconfig-v1alpha1.json', 'utf8'));

@@ -8,10 +8,10 @@ import { parse } from '@iarna/toml';
 import { CERTS_DIR, CONTAINERD_CONFIG } from '../../src/containerd/paths.ts';
 import { DEFAULT_CGROUP_DRIVER } from '../../src/containerd/config.ts';
 import { renderContainerdConfig } from '../../src/containerd/config.ts';
-import { extraConfigTypeProblems } from '../../src/containerd/extra-types.ts';
+import { extraConfigTypeProblems } from '../../src/config/containerd-toml/extra-types.ts';
 import { chooseTarget, type TargetFacts } from '../../src/containerd/target.ts';
 import type { ContainerdSpec } from '../../src/config/schema/index.ts';
-import type { TomlTable } from '../../src/containerd/toml.ts';
+import type { TomlTable } from '../../src/config/containerd-toml/toml.ts';
 import { expectedFiles, goldenCases, renderCase } from './cases.ts';
 
 const update = process.env.UPDATE_GOLDEN === '1';
@@ -77,7 +77,7 @@ describe('containerd golden cases', () => {
 
 // The golden files and the assertions above share the test's own spelling of each key; this
 // checks what the renderer writes against containerd's key table and the fields of its runc
-// Options message (src/containerd/keys.ts), which containerd itself never checks for options.
+// Options message (src/config/containerd-toml/keys.ts), which containerd itself never checks for options.
 describe('what the containerd renderer writes', () => {
   const inputs: [string, ContainerdSpec, TargetFacts][] = [
     ...cases.map((c): [string, ContainerdSpec, TargetFacts] => [c.name, c.spec, c.facts]),

@@ -1,4 +1,4 @@
-// The key table (src/containerd/keys.ts) and the extraConfig type check against the real containerd
+// The key table (src/config/containerd-toml/keys.ts) and the extraConfig type check against the real containerd
 // (1.6 from Debian): the table has every key `config default` prints with the type of its value;
 // what machineadm accepts, containerd loads; what machineadm refuses for its type, containerd
 // refuses too (except runtime options, which containerd never checks: they are dropped).
@@ -10,12 +10,12 @@ import { promisify } from 'node:util';
 import { parse } from '@iarna/toml';
 import { missingRequirement } from '../support/environment.ts';
 import { scratchDir } from '../support/tmp.ts';
-import { CONFIG_V2, CONFIG_V3, RUNC_OPTIONS, type Shape, type ValueType } from '../../src/containerd/keys.ts';
-import { extraConfigProblems, extraConfigTypeProblems } from '../../src/containerd/extra-types.ts';
-import { refusedKeys } from '../../src/containerd/extra.ts';
+import { CONFIG_V2, CONFIG_V3, RUNC_OPTIONS, type Shape, type ValueType } from '../../src/config/containerd-toml/keys.ts';
+import { extraConfigProblems, extraConfigTypeProblems } from '../../src/config/containerd-toml/extra-types.ts';
+import { refusedKeys } from '../../src/config/containerd-toml/extra.ts';
 import { renderContainerdConfig } from '../../src/containerd/config.ts';
 import { chooseTarget } from '../../src/containerd/target.ts';
-import { stringifyToml, type TomlTable, type TomlValue } from '../../src/containerd/toml.ts';
+import { stringifyToml, type TomlTable, type TomlValue } from '../../src/config/containerd-toml/toml.ts';
 import { leaves, roundTrip } from './roundtrip.ts';
 
 const run = promisify(execFile);

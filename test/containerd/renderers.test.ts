@@ -2,9 +2,9 @@
 // the proxy drop-in.
 import { describe, expect, it } from 'vitest';
 import { parse } from '@iarna/toml';
-import { stringifyToml } from '../../src/containerd/toml.ts';
+import { stringifyToml } from '../../src/config/containerd-toml/toml.ts';
 import { chooseTarget, describeTarget, kernelBefore411 } from '../../src/containerd/target.ts';
-import { ExtraConfigError, mergeExtraConfig, parseExtraConfig } from '../../src/containerd/extra.ts';
+import { ExtraConfigError, mergeExtraConfig, parseExtraConfig } from '../../src/config/containerd-toml/extra.ts';
 import { renderProxyDropIn } from '../../src/containerd/proxy.ts';
 import { renderContainerdConfig } from '../../src/containerd/config.ts';
 

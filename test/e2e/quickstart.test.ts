@@ -3,8 +3,8 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import type { MachineEvent } from '../../src/report/events.ts';
-import type { Plan } from '../../src/phases/runner.ts';
+import type { MachineEvent } from '../../src/engine/events.ts';
+import type { Plan } from '../../src/engine/runner.ts';
 import { scratchDir } from '../support/tmp.ts';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));

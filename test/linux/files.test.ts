@@ -15,7 +15,7 @@ import { createHost } from '../../src/host/index.ts';
 import { fetchVerified } from '../../src/verify/fetch.ts';
 import { NotAvailableError } from '../../src/errors.ts';
 import { filesStep } from '../../src/linux/steps/files.ts';
-import type { StepContext } from '../../src/phases/step.ts';
+import type { StepContext } from '../../src/engine/step.ts';
 import { configFrom } from '../report/harness.ts';
 
 const base = scratchDir('machineadm-files-');

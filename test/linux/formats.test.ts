@@ -2,10 +2,10 @@
 // lists, content decoding, file path rules and plan diffs.
 import { describe, expect, it } from 'vitest';
 import { gzipSync } from 'node:zlib';
-import { normalizeSysctlValue, procPath, renderSysctlFile, sysctlKeyProblem } from '../../src/linux/sysctl.ts';
+import { normalizeSysctlValue, procPath, renderSysctlFile, sysctlKeyProblem } from '../../src/config/schema/sysctl-key.ts';
 import { builtinModules, moduleEvidence, renderModulesFile } from '../../src/linux/modules.ts';
-import { decodeContent, filePathProblem } from '../../src/linux/file-content.ts';
-import { redactSecrets, unifiedDiff } from '../../src/linux/diff.ts';
+import { decodeContent, filePathProblem } from '../../src/config/schema/file-content.ts';
+import { redactSecrets, unifiedDiff } from '../../src/engine/diff.ts';
 
 describe('sysctl keys', () => {
   it.each([

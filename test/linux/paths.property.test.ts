@@ -4,8 +4,8 @@
 import fc from 'fast-check';
 import { posix } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { filePathProblem } from '../../src/linux/file-content.ts';
-import { procPath, renderSysctlFile, sysctlKeyProblem } from '../../src/linux/sysctl.ts';
+import { filePathProblem } from '../../src/config/schema/file-content.ts';
+import { procPath, renderSysctlFile, sysctlKeyProblem } from '../../src/config/schema/sysctl-key.ts';
 import { RootedFileSystem } from '../../src/host/index.ts';
 import { holds } from '../support/property.ts';
 

@@ -7,7 +7,7 @@ import { createHost, RootedFileSystem } from '../../src/host/index.ts';
 import { CLOUDBASE_INIT_REBOOT_AND_RERUN, executeRun, type RunRequest } from '../../src/phases/run.ts';
 import { reportPhase } from '../../src/phases/registry.ts';
 import { InterruptedError } from '../../src/errors.ts';
-import type { Step } from '../../src/phases/step.ts';
+import type { Step } from '../../src/engine/step.ts';
 import { configFrom } from '../report/harness.ts';
 import { scratchDir } from '../support/tmp.ts';
 

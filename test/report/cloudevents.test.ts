@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CLOUDEVENT_SIZE_LIMIT, batchBody, isReportedEvent, toCloudEvent } from '../../src/report/cloudevents.ts';
-import { EventBus, type MachineEvent, type MachineIdentity } from '../../src/report/events.ts';
+import { EventBus, type MachineEvent, type MachineIdentity } from '../../src/engine/events.ts';
 
 const identity: MachineIdentity = { hostname: 'Node-7.example', nodeName: 'worker-7', instanceId: 'i-0abc', machineadmVersion: '0.1.0', os: 'linux', arch: 'x64' };
 

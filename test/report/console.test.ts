@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { attachConsole, formatDuration, type SpinnerFactory } from '../../src/report/console.ts';
-import { EventBus } from '../../src/report/events.ts';
+import { EventBus } from '../../src/engine/events.ts';
 
 function fakeSpinners(): { factory: SpinnerFactory; calls: string[] } {
   const calls: string[] = [];

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RootedFileSystem, createHost } from '../../src/host/index.ts';
 import { createHttpPoster } from '../../src/host/http-post.ts';
-import { EventBus } from '../../src/report/events.ts';
+import { EventBus } from '../../src/engine/events.ts';
 import { EventReporter } from '../../src/report/delivery.ts';
 import { endpointKey } from '../../src/report/spool.ts';
 import { resolveEndpoints } from '../../src/report/endpoints.ts';

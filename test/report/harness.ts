@@ -6,10 +6,10 @@ import { parseWith } from '../../src/config/schema/dsl.ts';
 import { machineConfigSchema, type MachineConfig } from '../../src/config/schema/index.ts';
 import { renderResultSummary } from '../../src/report/console.ts';
 import type { ReportingResult } from '../../src/report/session.ts';
-import type { RunOutcome } from '../../src/phases/runner.ts';
+import type { RunOutcome } from '../../src/engine/runner.ts';
 import { executeRun } from '../../src/phases/run.ts';
 import { reportPhase } from '../../src/phases/registry.ts';
-import type { Phase, Step } from '../../src/phases/step.ts';
+import type { Phase, Step } from '../../src/engine/step.ts';
 
 export const facts: Facts = { os: 'linux', arch: 'x64', hostname: 'test-node', privileged: true, liveRoot: false };
 

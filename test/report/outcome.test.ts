@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ExitCode, StepDetailsError } from '../../src/errors.ts';
 import { RESULT_FILE, RUN_DIR, RunResultBuilder, STATUS_DELAY_MS, STATUS_FILE, readLastResult, type RunResultDocument } from '../../src/report/outcome.ts';
-import type { MachineEvent } from '../../src/report/events.ts';
+import type { MachineEvent } from '../../src/engine/events.ts';
 import { validateJsonSchema } from './json-schema.ts';
 import { configFrom, runWithReporting, step } from './harness.ts';
 import { scratchDir } from '../support/tmp.ts';

@@ -7,7 +7,7 @@ import { renderContainerdFiles } from '../../src/containerd/files.ts';
 import { containerdSection } from '../../src/config/schema/containerd.ts';
 import { windowsContainerdConfigStep, IGNORED_ON_WINDOWS } from '../../src/windows/steps/containerd-config.ts';
 import { createHost, type Facts } from '../../src/host/index.ts';
-import type { StepContext } from '../../src/phases/step.ts';
+import type { StepContext } from '../../src/engine/step.ts';
 import { configFrom } from '../report/harness.ts';
 
 const facts: Facts = { os: 'windows', arch: 'x64', hostname: 'WIN-NODE1', privileged: true, liveRoot: true, windowsBuild: '20348' };

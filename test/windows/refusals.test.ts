@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createHost, RootedFileSystem, type Facts, type Host, type ProcessRunner } from '../../src/host/index.ts';
 import { ALL_PHASES } from '../../src/phases/registry.ts';
-import { resetPhase } from '../../src/reset/phase.ts';
+import { resetPhase } from '../../src/phases/reset.ts';
 import { executeRun } from '../../src/phases/run.ts';
 import { exitCodeOf } from '../../src/errors.ts';
 import { windowsRestart, windowsResume } from '../../src/host/windows/index.ts';

@@ -5,7 +5,7 @@ import type { Io } from '../io.ts';
 import { hostFrom, stateFsFrom } from '../host-options.ts';
 import { loadConfig } from '../../config/load.ts';
 import { executeRun, planRun } from '../../phases/run.ts';
-import { DEFAULT_MAX_REBOOTS } from '../../phases/state.ts';
+import { DEFAULT_MAX_REBOOTS } from '../../engine/state.ts';
 import { renderPlan } from '../render.ts';
 import type { Facts, Host } from '../../host/index.ts';
 import { ConfigError, UsageError, ExitCode, MachineadmError } from '../../errors.ts';
@@ -16,7 +16,7 @@ import { openAppendLog, type AppendLog } from '../../host/console.ts';
 import { KNOWN_CLOUD_NAMES, resolveMachineValues } from '../../config/machine-source.ts';
 import { GIVEN_VALUE_NAMES, type ResolvedMachineValue } from '../../config/machine-values.ts';
 import type { InstanceValues } from '../../config/instance-values.ts';
-import type { PhaseCommand, PhaseOptions } from './phases.ts';
+import type { PhaseCommand, PhaseOptions } from './phase-options.ts';
 
 /**
  * The command the next boot runs to resume this one: the same command and options, with paths
@@ -215,7 +215,7 @@ export async function runPhaseCommand(command: PhaseCommand | 'plan-reset', opti
     const argv = resumeCommand(command, options, io);
     const self = io.self ?? ['machineadm'];
     // The registration runs `machineadm resume`, which reads argv from the state directory: argv
-    // may carry a -c URL with credentials (src/phases/resume-record.ts).
+    // may carry a -c URL with credentials (src/engine/resume-record.ts).
     const launcher = { argv: [...self, 'resume', '--state-dir', request.stateFs.root, '--root', resolve(io.cwd, options.root)], selfLength: self.length };
     const resume = {
       launcher,

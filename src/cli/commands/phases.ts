@@ -4,37 +4,11 @@ import type { Command } from 'commander';
 import { Option } from 'commander';
 import type { Io } from '../io.ts';
 import type { Early } from '../early.ts';
-import { addCommonOptions, addVerbosityOptions, parseIds, type CommonOptions, type VerbosityOptions } from '../options.ts';
+import { addCommonOptions, addVerbosityOptions, parseIds } from '../options.ts';
+import { PHASE_COMMANDS, type PhaseCommand, type PhaseOptions } from './phase-options.ts';
 import { UsageError } from '../../errors.ts';
-import { DEFAULT_MAX_REBOOTS } from '../../phases/state.ts';
+import { DEFAULT_MAX_REBOOTS } from '../../engine/state.ts';
 import { GIVEN_VALUE_NAMES } from '../../config/machine-names.ts';
-
-export const PHASE_COMMANDS = ['init', 'prepare', 'provision', 'report', 'plan', 'reset'] as const;
-export type PhaseCommand = (typeof PHASE_COMMANDS)[number];
-
-export interface PhaseOptions extends CommonOptions, VerbosityOptions {
-  quiet?: boolean;
-  only?: string[];
-  skip?: string[];
-  dryRun?: boolean;
-  force?: boolean;
-  /** Under --root, change the real block devices spec.storage names too. */
-  devices?: boolean;
-  facts?: string;
-  os?: 'linux' | 'windows';
-  /** --no-reboot sets it false. */
-  reboot?: boolean;
-  cloudbaseInit?: boolean;
-  maxReboots?: number;
-  /** reset: stay a member of the domain. */
-  keepDomain?: boolean;
-  set: string[];
-  /** config validate --on-machine: the plan's refusals, without the plan. */
-  validateOnly?: boolean;
-  bundle?: string;
-  bundlePublicKey?: string;
-  bundlePublicKeyFile?: string;
-}
 
 export function parseSet(value: string, previous: string[] = []): string[] {
   if (!/^[A-Za-z]+=/.test(value)) throw new UsageError(`--set ${value}: expected NAME=VALUE`, { hint: `NAME is one of ${GIVEN_VALUE_NAMES.join(', ')}` });

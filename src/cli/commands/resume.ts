@@ -1,5 +1,5 @@
 // resume: what the registration made for a reboot runs at the next boot. It reads the command the
-// stopped run left in the state directory (resume.json, see src/phases/resume-record.ts), counts
+// stopped run left in the state directory (resume.json, see src/engine/resume-record.ts), counts
 // this boot, and runs the command; after MAX_RESUME_BOOTS boots without the run ending or
 // registering anew it removes the registration instead and says so (stderr, resume.json, status).
 import type { Command } from 'commander';
@@ -7,12 +7,13 @@ import type { Io } from '../io.ts';
 import { addRootOption, addStateDirOption, type CommonOptions } from '../options.ts';
 import { ExitCode } from '../../errors.ts';
 
-export function registerResumeCommand(program: Command, io: Io, setExit: (code: number) => void): void {
+/** `run` is the command line's own entry (main), which runs the stopped command's arguments. */
+export function registerResumeCommand(program: Command, io: Io, setExit: (code: number) => void, run: (args: readonly string[], io: Io) => Promise<number>): void {
   const command = program.command('resume').description('run the command a run that stopped for a reboot left in the state directory (what the resume registration runs at boot)');
   addStateDirOption(addRootOption(command, io))
     .addHelpText('after', '\nExample:\n  $ machineadm resume --state-dir /var/lib/machineadm\n')
     .action(async (options: CommonOptions) => {
-      const [{ hostFrom, stateFsFrom }, { readResumeRecord, writeResumeRecord, MAX_RESUME_BOOTS }] = await Promise.all([import('../host-options.ts'), import('../../phases/resume-record.ts')]);
+      const [{ hostFrom, stateFsFrom }, { readResumeRecord, writeResumeRecord, MAX_RESUME_BOOTS }] = await Promise.all([import('../host-options.ts'), import('../../engine/resume-record.ts')]);
       const host = hostFrom(options, io);
       const stateFs = stateFsFrom(options, io, host);
       const record = await readResumeRecord(stateFs);
@@ -34,7 +35,6 @@ export function registerResumeCommand(program: Command, io: Io, setExit: (code: 
       }
       await writeResumeRecord(stateFs, { ...record, boots });
       // The command runs in this process, as if it had been given on the command line.
-      const { main } = await import('../main.ts');
-      setExit(await main(record.args, io));
+      setExit(await run(record.args, io));
     });
 }

@@ -8,7 +8,7 @@ import { HISTORY_LIMIT, isMeaningful, type RunHistoryEntry } from '../../report/
 
 // Loaded when status runs, not at every start of machineadm.
 const implementation = () =>
-  Promise.all([import('../host-options.ts'), import('../../phases/state.ts'), import('../../report/outcome.ts'), import('../../report/spool.ts'), import('../../report/history.ts')]);
+  Promise.all([import('../host-options.ts'), import('../../engine/state.ts'), import('../../report/outcome.ts'), import('../../report/spool.ts'), import('../../report/history.ts')]);
 
 interface StatusOptions extends CommonOptions {
   all?: boolean;
@@ -58,8 +58,8 @@ export function registerStatusCommand(program: Command, io: Io, setExit: (code: 
       const spool = (await spoolContents(stateFs)).filter((s) => s.events > 0);
       const resume = await host.resume.registered().catch(() => undefined);
       // Only when and why: the command itself (it may hold a source's credentials) stays in the file.
-      const { readResumeRecord } = await import('../../phases/resume-record.ts');
-      const { args: _args, ...resumeRecord }: Partial<import('../../phases/resume-record.ts').ResumeRecord> = (await readResumeRecord(stateFs)) ?? {};
+      const { readResumeRecord } = await import('../../engine/resume-record.ts');
+      const { args: _args, ...resumeRecord }: Partial<import('../../engine/resume-record.ts').ResumeRecord> = (await readResumeRecord(stateFs)) ?? {};
       if (options.output !== 'text') {
         const { renderData } = await import('../data-output.ts');
         io.stdout(await renderData(options.output, { stateDir: store.directory, ...state, history, lastResult: lastResult ?? null, spool, resume: resume ?? null, resumeRecord: Object.keys(resumeRecord).length ? resumeRecord : null }));

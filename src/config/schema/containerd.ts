@@ -2,7 +2,7 @@
 import { array, boolean, documented, enumOf, object, optional, record, string } from './dsl.ts';
 import { networkUrlProblem } from './url.ts';
 import { hasCredentials } from '../../redaction.ts';
-import { extraConfigProblems } from '../../containerd/extra-types.ts';
+import { extraConfigProblems } from '../containerd-toml/extra-types.ts';
 
 const HTTP_URL = /^https?:\/\/[^\s/]+(\/\S*)?$/;
 

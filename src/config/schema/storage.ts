@@ -2,7 +2,7 @@
 // bootstrap provider calls diskSetup and mounts). The rules here are the pure ones; what the disks
 // hold is looked at by the steps (src/linux/steps/storage.ts), before any change.
 import { array, boolean, enumOf, integer, object, optional, string, withDefault } from './dsl.ts';
-import { filePathProblem } from '../../linux/file-content.ts';
+import { filePathProblem } from './file-content.ts';
 
 export const FILESYSTEM_FORMATS = ['ext4', 'xfs', 'btrfs', 'vfat', 'swap'] as const;
 export type FilesystemFormat = (typeof FILESYSTEM_FORMATS)[number];

@@ -1,7 +1,7 @@
 // spec.kernelModules, spec.sysctls, spec.files: the host preparation inputs.
 import { array, boolean, enumOf, object, optional, record, scalarString, string, withDefault, type StringOptions } from './dsl.ts';
-import { decodeContent, filePathProblem } from '../../linux/file-content.ts';
-import { sysctlKeyProblem } from '../../linux/sysctl.ts';
+import { decodeContent, filePathProblem } from './file-content.ts';
+import { sysctlKeyProblem } from './sysctl-key.ts';
 import { sourceUrl } from './source.ts';
 
 export const kernelModuleName = string({

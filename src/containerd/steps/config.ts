@@ -1,8 +1,8 @@
 // prepare/containerd/config: /etc/containerd/config.toml, in the format of the containerd version
 // found (or configured). prepare/containerd/restart restarts containerd when the file's content changed.
-import type { Step } from '../../phases/step.ts';
+import type { Step } from '../../engine/step.ts';
 import { describeTarget } from '../target.ts';
-import { inspectFile, writeFiles } from '../../linux/managed-file.ts';
+import { inspectFile, writeFiles } from '../../engine/managed-file.ts';
 import { desiredFile, renderFor } from './render.ts';
 
 export const containerdConfigStep: Step = {

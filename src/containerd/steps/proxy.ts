@@ -1,7 +1,7 @@
 // prepare/containerd/proxy: the systemd drop-in that gives containerd HTTP(S)_PROXY and NO_PROXY.
 // When the proxy is taken out of the configuration, the drop-in machineadm wrote is removed.
-import type { Step, StepContext } from '../../phases/step.ts';
-import { inspectFile, writeFiles } from '../../linux/managed-file.ts';
+import type { Step, StepContext } from '../../engine/step.ts';
+import { inspectFile, writeFiles } from '../../engine/managed-file.ts';
 import { PROXY_DROPIN } from '../paths.ts';
 import { desiredFile, renderFor, WRITTEN_BY_MACHINEADM } from './render.ts';
 

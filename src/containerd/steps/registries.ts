@@ -1,8 +1,8 @@
 // prepare/containerd/registries: certs.d/<registry>/hosts.toml for every configured registry, and the
 // CA bundle from spec.containerd.caCertificates. containerd reads these on every pull: no restart.
 // hosts.toml files machineadm wrote earlier for registries no longer configured are removed.
-import type { Change, Step, StepContext } from '../../phases/step.ts';
-import { inspectFiles, writeFiles, errorForField, type DesiredFile } from '../../linux/managed-file.ts';
+import type { Change, Step, StepContext } from '../../engine/step.ts';
+import { inspectFiles, writeFiles, errorForField, type DesiredFile } from '../../engine/managed-file.ts';
 import { desiredFile, renderFor, WRITTEN_BY_MACHINEADM } from './render.ts';
 import { CA_BUNDLE, CERTS_DIR, hostsTomlPath } from '../paths.ts';
 

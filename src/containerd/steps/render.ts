@@ -1,10 +1,10 @@
 // The rendered containerd files for a step, with extraConfig problems turned into configuration
 // errors that name the field.
-import type { StepContext } from '../../phases/step.ts';
+import type { StepContext } from '../../engine/step.ts';
 import { ConfigError } from '../../errors.ts';
-import { ExtraConfigError } from '../extra.ts';
+import { ExtraConfigError } from '../../config/containerd-toml/extra.ts';
 import { renderContainerdFiles, type ContainerdFiles, type RenderedFile } from '../files.ts';
-import type { DesiredFile } from '../../linux/managed-file.ts';
+import type { DesiredFile } from '../../engine/managed-file.ts';
 
 /**
  * The containerd steps render the same files from the same configuration and facts, in the run's

@@ -2,7 +2,7 @@
 // since containerd was last restarted for them (containerd reads both only at start), judged by
 // the files' content (see ../loaded.ts). hosts.toml changes need no restart. Without systemd as
 // init, nothing is restarted and the step says so.
-import type { Step, StepContext } from '../../phases/step.ts';
+import type { Step, StepContext } from '../../engine/step.ts';
 import { MachineadmError, ExitCode } from '../../errors.ts';
 import { liveSkipReason } from '../../linux/live.ts';
 import { CONTAINERD_CONFIG, PROXY_DROPIN } from '../paths.ts';

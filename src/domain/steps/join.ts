@@ -2,7 +2,7 @@
 // the membership). Linux joins with adcli: the password on standard input only, the keytab 0600 at
 // spec.domainJoin.linux.keytab, a minimal /etc/krb5.conf only where none exists. Windows joins
 // through the Windows seam (../windows-join.ts) and asks for a reboot; plan shows the step on both.
-import type { Step, StepContext, CheckResult, Change, ApplyResult } from '../../phases/step.ts';
+import type { Step, StepContext, CheckResult, Change, ApplyResult } from '../../engine/step.ts';
 import type { DomainJoinSpec, MachineConfig } from '../../config/schema/index.ts';
 import { CommandError, ConfigError, NotAvailableError, StepDetailsError } from '../../errors.ts';
 import { tail } from '../../host/index.ts';

@@ -1,7 +1,7 @@
 // The kubeadm/init and kubeadm/join steps: render the configuration (secrets redacted for the
 // plan, real for the run), write it 0600 only for the time kubeadm runs, run kubeadm with a
 // timeout and retries for transient join failures, and turn a failure into report data.
-import type { Step, StepContext, CheckResult, Change, ApplyResult, Undo, UndoContext } from '../../phases/step.ts';
+import type { Step, StepContext, CheckResult, Change, ApplyResult, Undo, UndoContext } from '../../engine/step.ts';
 import type { KubernetesSpec, MachineConfig } from '../../config/schema/index.ts';
 import { CA_HASH_PATTERN, CERTIFICATE_KEY_PATTERN, TOKEN_PATTERN } from '../../config/schema/kubernetes.ts';
 import { REDACTED } from '../../config/secrets.ts';

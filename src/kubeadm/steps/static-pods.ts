@@ -1,7 +1,7 @@
 // kubernetes.staticPods: extra manifests for the kubelet on a control plane, written after a
 // successful init or control-plane join (the runner stops before this step when that failed).
 // machineadm itself never depends on them.
-import type { Step, Change } from '../../phases/step.ts';
+import type { Step, Change } from '../../engine/step.ts';
 import type { MachineConfig } from '../../config/schema/index.ts';
 import { kubeadmPaths } from '../paths.ts';
 

@@ -3,14 +3,14 @@
 // begin when the run starts (EarlyDownloads, the step's early work), while the steps before
 // prepare/files run; the step then only waits for them and places them. See src/linux/README.md.
 import { posix } from 'node:path';
-import type { EarlyWork, StepContext } from '../../phases/step.ts';
+import type { EarlyWork, StepContext } from '../../engine/step.ts';
 import type { FileSpec } from '../../config/schema/index.ts';
 import { ConfigError, VerificationError, type ConfigIssue } from '../../errors.ts';
 import { fetchVerifiedPending } from '../../verify/fetch.ts';
 import type { Host, PendingFile } from '../../host/index.ts';
-import { sinceProcessStart } from '../../phases/timing.ts';
+import { sinceProcessStart } from '../../engine/timing.ts';
 import { readPem } from '../../config/pem-file.ts';
-import { errorForField } from '../managed-file.ts';
+import { errorForField } from '../../engine/managed-file.ts';
 
 export interface SourceFile {
   index: number;

@@ -1,14 +1,14 @@
 // prepare/files: the files listed in spec.files, from inline content or a verified download.
 // Every target is checked (paths, links planted at the target, decoding) before the first write.
 import { createHash } from 'node:crypto';
-import type { Change, Step, StepContext } from '../../phases/step.ts';
+import type { Change, Step, StepContext } from '../../engine/step.ts';
 import type { FileSpec } from '../../config/schema/index.ts';
 import { ConfigError, MachineadmError, ExitCode, type ConfigIssue } from '../../errors.ts';
 import { displayUrl } from '../../redaction.ts';
 import { isLocalSource } from '../../config/schema/source.ts';
 import { checkLocalSource } from '../../bundle/local-source.ts';
-import { decodeContent } from '../file-content.ts';
-import { errorForField, formatMode, inspectFile, inspectTarget, writeFiles, type DesiredFile } from '../managed-file.ts';
+import { decodeContent } from '../../config/schema/file-content.ts';
+import { errorForField, formatMode, inspectFile, inspectTarget, writeFiles, type DesiredFile } from '../../engine/managed-file.ts';
 import { readPem } from '../../config/pem-file.ts';
 import { downloadAll, EarlyDownloads, sourceFiles, type SourceFile } from './file-downloads.ts';
 

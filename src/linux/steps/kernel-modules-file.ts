@@ -1,7 +1,7 @@
 // prepare/kernel-modules/file: /etc/modules-load.d/machineadm.conf, so the modules load at every boot.
-import type { Step, StepContext } from '../../phases/step.ts';
+import type { Step, StepContext } from '../../engine/step.ts';
 import { MODULES_FILE, renderModulesFile } from '../modules.ts';
-import { inspectFile, writeFiles, type DesiredFile } from '../managed-file.ts';
+import { inspectFile, writeFiles, type DesiredFile } from '../../engine/managed-file.ts';
 
 function desired(ctx: StepContext): DesiredFile {
   return { path: MODULES_FILE, content: Buffer.from(renderModulesFile(ctx.config.spec.kernelModules ?? [])), mode: 0o644, field: 'spec.kernelModules' };

@@ -1,7 +1,7 @@
 // prepare/kernel-modules/load: loads each configured module that is not in the running kernel yet.
 // Runs before the modules-load.d file is written, so a module that does not exist stops the run
 // before anything is persisted.
-import type { Step, StepContext } from '../../phases/step.ts';
+import type { Step, StepContext } from '../../engine/step.ts';
 import { MachineadmError, ExitCode } from '../../errors.ts';
 import { builtinModules, moduleEvidence } from '../modules.ts';
 import { liveSkipReason } from '../live.ts';

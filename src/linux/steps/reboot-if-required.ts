@@ -2,7 +2,7 @@
 // kernel, libc) write /run/reboot-required, and the package names to /run/reboot-required.pkgs.
 // A node that joins before that reboot joins with the old kernel and goes down soon after; with
 // spec.rebootWhenRequired the run reboots at the end of prepare and resumes after it.
-import type { Step } from '../../phases/step.ts';
+import type { Step } from '../../engine/step.ts';
 
 const MARKER = '/run/reboot-required';
 const PACKAGES = '/run/reboot-required.pkgs';

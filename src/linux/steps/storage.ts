@@ -4,13 +4,13 @@
 // that holds something else is refused before any change unless its entry says overwrite, and what
 // is already as asked is left alone, so a rerun changes nothing. The device steps change the
 // running kernel's devices: under a scratch --root they are shown and skipped, unless --devices.
-import type { ApplyResult, Change, CheckResult, Step, StepContext, Undo, UndoContext } from '../../phases/step.ts';
+import type { ApplyResult, Change, CheckResult, Step, StepContext, Undo, UndoContext } from '../../engine/step.ts';
 import { ConfigError, MachineadmError, ExitCode, type ConfigIssue } from '../../errors.ts';
 import type { Host } from '../../host/index.ts';
 import { partitionPath, sfdiskScript } from '../storage/layout.ts';
 import { mkfsArgv, planStorage, probeSignature, type StoragePlan } from '../storage/plan.ts';
 import { FSTAB, outsideEntries, renderFstab, mountOrder } from '../storage/fstab.ts';
-import { errorForField, inspectFile, inspectTarget, missingFolders, writeFiles, type DesiredFile } from '../managed-file.ts';
+import { errorForField, inspectFile, inspectTarget, missingFolders, writeFiles, type DesiredFile } from '../../engine/managed-file.ts';
 
 const TOOL_TIMEOUT_MS = 10 * 60_000;
 /** How long partition nodes may take to appear after the table is written (udev, a slow controller). */

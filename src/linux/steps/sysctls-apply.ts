@@ -2,10 +2,10 @@
 // back from /proc/sys, because sysctl's exit status is not reliable (a rejected value can still exit 0).
 // A key that fails puts the keys already changed in this step back to their old values, so a bad
 // value leaves the kernel as it was and the persistent file is never written.
-import type { Step, StepContext } from '../../phases/step.ts';
+import type { Step, StepContext } from '../../engine/step.ts';
 import { ConfigError, StepDetailsError, type ConfigIssue } from '../../errors.ts';
 import { formatPath } from '../../config/schema/dsl.ts';
-import { normalizeSysctlValue, procPath } from '../sysctl.ts';
+import { normalizeSysctlValue, procPath } from '../../config/schema/sysctl-key.ts';
 import { liveSkipReason } from '../live.ts';
 import { kernelModulesLoadStep } from './kernel-modules-load.ts';
 

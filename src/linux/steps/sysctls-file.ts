@@ -1,8 +1,8 @@
 // prepare/sysctls/file: /etc/sysctl.d/90-machineadm.conf, so the values hold after a reboot. Runs
 // after the live apply, which has already proven every key and value on the running kernel.
-import type { Step, StepContext } from '../../phases/step.ts';
-import { SYSCTL_FILE, renderSysctlFile } from '../sysctl.ts';
-import { inspectFile, writeFiles, type DesiredFile } from '../managed-file.ts';
+import type { Step, StepContext } from '../../engine/step.ts';
+import { SYSCTL_FILE, renderSysctlFile } from '../../config/schema/sysctl-key.ts';
+import { inspectFile, writeFiles, type DesiredFile } from '../../engine/managed-file.ts';
 
 function desired(ctx: StepContext): DesiredFile {
   return { path: SYSCTL_FILE, content: Buffer.from(renderSysctlFile(ctx.config.spec.sysctls ?? {})), mode: 0o644, field: 'spec.sysctls' };

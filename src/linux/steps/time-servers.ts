@@ -2,9 +2,9 @@
 // systemd-timesyncd, whichever the machine has, and a reload of that client only when the file
 // changed (in this run, or in an earlier one whose reload did not happen).
 import { createHash } from 'node:crypto';
-import type { ApplyResult, CheckResult, Step, StepContext, Undo, UndoContext } from '../../phases/step.ts';
+import type { ApplyResult, CheckResult, Step, StepContext, Undo, UndoContext } from '../../engine/step.ts';
 import { ConfigError, StepDetailsError } from '../../errors.ts';
-import { inspectFile, writeFiles, type DesiredFile } from '../managed-file.ts';
+import { inspectFile, writeFiles, type DesiredFile } from '../../engine/managed-file.ts';
 import { liveSkipReason } from '../live.ts';
 import { TIMESYNCD_DROP_IN, detectTimeClient, reloadArgv, renderChronySources, renderTimesyncd, withChronyBlock, type TimeClient } from '../time-servers.ts';
 

@@ -2,12 +2,12 @@
 // usermod, chpasswd; --prefix / --root under a scratch root). An existing user is updated, never
 // recreated; groups are added, never taken away. The sudo rule (checked by visudo when it is
 // installed) and ~/.ssh/authorized_keys are files machineadm owns.
-import type { Change, CheckResult, Step, StepContext } from '../../phases/step.ts';
+import type { Change, CheckResult, Step, StepContext } from '../../engine/step.ts';
 import type { UserSpec } from '../../config/schema/index.ts';
 import { CRYPT_HASH } from '../../config/schema/users.ts';
 import { ConfigError, MachineadmError, StepDetailsError, type ConfigIssue } from '../../errors.ts';
 import { chrootArgs, isLocked, prefixArgs, supplementaryGroups, type Accounts } from '../accounts.ts';
-import { errorForField, inspectFile, inspectTarget, writeFiles, type DesiredFile } from '../managed-file.ts';
+import { errorForField, inspectFile, inspectTarget, writeFiles, type DesiredFile } from '../../engine/managed-file.ts';
 import { readAccounts, runShadowTool, usersUndo, usersUndoRecord } from '../users-undo.ts';
 
 export const SUDOERS_DIR = '/etc/sudoers.d';

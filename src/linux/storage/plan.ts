@@ -3,7 +3,7 @@
 // and mount together, because a filesystem on a partition this run writes is new, and a mount of
 // LABEL=x is of a filesystem this run may make. The steps take their part; refusals are data
 // (issues), found before any step changes anything.
-import type { StepContext } from '../../phases/step.ts';
+import type { StepContext } from '../../engine/step.ts';
 import type { DiskSpec, FilesystemSpec, MountSpec } from '../../config/schema/index.ts';
 import type { ConfigIssue } from '../../errors.ts';
 import type { BlockDevice, Host, MountedFilesystem } from '../../host/index.ts';

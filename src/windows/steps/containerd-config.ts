@@ -3,7 +3,7 @@
 // (with Windows facts: runhcs runtime, named pipe, C:\opt\cni\bin and C:\etc\cni\net.d).
 // Nothing under spec.containerd is dropped without a word: `proxy` (a systemd drop-in on Linux)
 // is refused on Windows, `cgroupDriver` has no meaning there and the plan says it is ignored.
-import type { Change, Step, StepContext } from '../../phases/step.ts';
+import type { Change, Step, StepContext } from '../../engine/step.ts';
 import { containerdNeeded } from '../paths.ts';
 import { ConfigError } from '../../errors.ts';
 import { describeTarget } from '../../containerd/target.ts';

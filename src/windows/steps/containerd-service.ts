@@ -2,7 +2,7 @@
 // `containerd.exe --register-service` creates it (with --config and --log-file baked in: without
 // a log file its output is discarded) but does not start it; machineadm starts it, and restarts
 // it when config.toml's content changed since containerd last started for it (see loaded.ts).
-import type { Change, Step, StepContext } from '../../phases/step.ts';
+import type { Change, Step, StepContext } from '../../engine/step.ts';
 import { MachineadmError, ExitCode } from '../../errors.ts';
 import { containerdPaths } from '../../containerd/paths.ts';
 import { CONTAINERD_LOG, containerdNeeded, containerdPath } from '../paths.ts';

@@ -2,7 +2,7 @@
 // the Windows build checked against spec.windows.supportedBuilds before anything changes.
 // Server: Install-WindowsFeature; client SKUs: Enable-WindowsOptionalFeature (the seam picks).
 // When Windows says a restart is needed, the step asks the runner for one (exit 4, resume after).
-import type { Step, StepContext } from '../../phases/step.ts';
+import type { Step, StepContext } from '../../engine/step.ts';
 import { ConfigError, NotAvailableError } from '../../errors.ts';
 import { CONTAINERS_FEATURE } from '../paths.ts';
 import { buildTooOld, describeBuild, MINIMUM_BUILD, unsupportedBuild, windowsRelease } from '../build.ts';

@@ -1,7 +1,7 @@
 // prepare/windows/firewall: an inbound rule for the kubelet's port (10250/TCP), under a fixed
 // name so a rerun finds it (display names are localized; a rule made without -Name gets a random
 // one). A rule of that name with other settings is replaced.
-import type { Step, StepContext } from '../../phases/step.ts';
+import type { Step, StepContext } from '../../engine/step.ts';
 import type { FirewallRule } from '../../host/windows/index.ts';
 import { KUBELET_FIREWALL_RULE, KUBELET_PORT } from '../paths.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';

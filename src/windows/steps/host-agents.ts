@@ -6,10 +6,10 @@
 // started, before the kubelet service. A binary that changed is verified first, then the service
 // is stopped, the binary replaced and the service started again.
 import { createHash } from 'node:crypto';
-import type { Change, Step, StepContext } from '../../phases/step.ts';
+import type { Change, Step, StepContext } from '../../engine/step.ts';
 import type { HostAgentSpec } from '../../config/schema/index.ts';
 import { windowsCommandLine } from '../../host/windows/index.ts';
-import { errorForField } from '../../linux/managed-file.ts';
+import { errorForField } from '../../engine/managed-file.ts';
 import { fetchVerifiedPending } from '../../verify/fetch.ts';
 import { displayUrl } from '../../redaction.ts';
 import { isLocalSource } from '../../config/schema/source.ts';

@@ -4,7 +4,7 @@
 // kubelet-flags.ts). Not started here: kubeadm join starts it once its configuration is in place.
 // provision/windows/kubelet-flags runs after kubeadm: it puts the flags kubeadm actually wrote on
 // the service's command line and restarts the kubelet when they differ.
-import type { Change, Step, StepContext } from '../../phases/step.ts';
+import type { Change, Step, StepContext } from '../../engine/step.ts';
 import { MachineadmError, ExitCode } from '../../errors.ts';
 import { windowsCommandLine } from '../../host/windows/index.ts';
 import { KUBEADM_FLAGS_ENV, KUBELET_LOG, KUBELET_LOG_DIR, kubeletPath, kubeLogRunnerPath } from '../paths.ts';

@@ -6,7 +6,7 @@
 // otherwise be writable by any user, who could then run code as SYSTEM at the next service start.
 // The seam's private directory sets the ACL on the directory and resets what is already in it to
 // inherit it (icacls /reset), so files written before are covered too.
-import type { Change, Step, StepContext, Undo, UndoContext } from '../../phases/step.ts';
+import type { Change, Step, StepContext, Undo, UndoContext } from '../../engine/step.ts';
 import { CONTAINERD_LOG, KUBELET_CONFIG, KUBELET_LOG_DIR, kubeletPath, parentOf } from '../paths.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
 import type { AclState } from '../../host/windows/index.ts';

@@ -1,6 +1,6 @@
 // The Windows seam for a step. A plan made elsewhere (--os windows on Linux) has none: the step
 // then shows everything it would do, as for a machine where nothing is there yet.
-import type { StepContext } from '../../phases/step.ts';
+import type { StepContext } from '../../engine/step.ts';
 import type { WindowsHost } from '../../host/index.ts';
 import { MachineadmError, ExitCode } from '../../errors.ts';
 

@@ -2,7 +2,7 @@
 // step recorded before its first change (Step.undoRecord, the earliest record kept), only what
 // machineadm created goes: a service is stopped and deleted, a rule removed. A service or rule that
 // was there before machineadm's first run is left as it is, and reset names it.
-import type { Change, Step, Undo, UndoContext } from '../../phases/step.ts';
+import type { Change, Step, Undo, UndoContext } from '../../engine/step.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
 
 type Kind = 'services' | 'rules';

@@ -3,7 +3,7 @@
 import type { Host, Facts, OperatingSystem } from '../host/index.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
 import type { SecretSource } from '../config/schema/dsl.ts';
-import type { EventInput } from '../report/events.ts';
+import type { EventInput } from './events.ts';
 import type { StepRecord } from './state.ts';
 import type { ProvisionRecord } from './provisioned.ts';
 

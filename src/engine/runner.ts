@@ -2,7 +2,7 @@
 // and reboot-and-resume. Steps only check and apply.
 import type { Host, Facts } from '../host/index.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
-import { EventBus, worstResult, type ErrorInfo, type Result } from '../report/events.ts';
+import { EventBus, worstResult, type ErrorInfo, type Result } from './events.ts';
 import { ConfigError, ExitCode, InterruptedError, MachineadmError, RebootRequiredError, StepError, UsageError, exitCodeOf, type ConfigIssue, type InterruptSignal } from '../errors.ts';
 import type { Change, CheckResult, EarlyWork, Phase, PhaseName, RunSoFar, Step, StepContext } from './step.ts';
 import { selectSteps, type Selection, type SelectedStep } from './select.ts';

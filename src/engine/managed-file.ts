@@ -2,7 +2,7 @@
 // "already done"), then write everything only after every target has been checked, so one bad
 // target leaves the others untouched.
 import type { FileInfo, RootedFileSystem } from '../host/index.ts';
-import type { Change } from '../phases/step.ts';
+import type { Change } from './step.ts';
 import { ExitCode, MachineadmError } from '../errors.ts';
 import { unifiedDiff } from './diff.ts';
 

@@ -2,7 +2,7 @@
 // when it changes in a way a later run relies on (see StateWriter), so a crash or reboot resumes
 // where the run stopped.
 import type { RootedFileSystem } from '../host/index.ts';
-import type { Result } from '../report/events.ts';
+import type { Result } from './events.ts';
 import { MachineadmError, ExitCode } from '../errors.ts';
 import type { ProvisionRecord } from './provisioned.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { EVENT_SIZE_LIMIT, EventBus, limitEventSize, worstResult, type MachineEvent, type Result } from '../../src/report/events.ts';
+import { EVENT_SIZE_LIMIT, EventBus, limitEventSize, worstResult, type MachineEvent, type Result } from '../../src/engine/events.ts';
 import { SecretScrubber } from '../../src/config/secrets.ts';
 
 const bytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v));

@@ -1,8 +1,8 @@
 // Step selection by slash ids, with the cases of kubeadm's workflow runner tests: a parent selects
 // its children, skip beats only, an unknown id is an error that lists the known ids.
 import { describe, expect, it } from 'vitest';
-import { selectSteps, type Selection } from '../../src/phases/select.ts';
-import type { Phase, Step } from '../../src/phases/step.ts';
+import { selectSteps, type Selection } from '../../src/engine/select.ts';
+import type { Phase, Step } from '../../src/engine/step.ts';
 import { UsageError } from '../../src/errors.ts';
 
 function step(id: string): Step {

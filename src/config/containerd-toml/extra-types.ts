@@ -1,7 +1,7 @@
 // spec.containerd.extraConfig checked against the keys containerd reads (keys.ts): a value of the
 // wrong type would make containerd refuse the whole file at start, and a misspelled runc option
 // would be dropped without a word. Keys containerd does not know are left alone. Pure.
-import { suggest } from '../config/schema/dsl.ts';
+import { suggest } from '../schema/dsl.ts';
 import { CONFIG_SHAPES, RUNC_OPTIONS, isRuncRuntime, type Shape, type ValueType } from './keys.ts';
 import { ExtraConfigError, dottedKey, lineOf, parseExtraConfig, refusedKeys, type ExtraConfigProblem } from './extra.ts';
 import { isTable, type TomlTable, type TomlValue } from './toml.ts';

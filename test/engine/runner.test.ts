@@ -3,11 +3,11 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { computePlan, runPhases, type RunnerInput } from '../../src/phases/runner.ts';
-import { StateStore, type MachineState } from '../../src/phases/state.ts';
-import type { ApplyResult, CheckResult, EarlyWork, Phase, Step, StepContext } from '../../src/phases/step.ts';
+import { computePlan, runPhases, type RunnerInput } from '../../src/engine/runner.ts';
+import { StateStore, type MachineState } from '../../src/engine/state.ts';
+import type { ApplyResult, CheckResult, EarlyWork, Phase, Step, StepContext } from '../../src/engine/step.ts';
 import { createHost, RootedFileSystem, type Facts } from '../../src/host/index.ts';
-import { EventBus, type MachineEvent } from '../../src/report/events.ts';
+import { EventBus, type MachineEvent } from '../../src/engine/events.ts';
 import { SecretScrubber } from '../../src/config/secrets.ts';
 import { parseWith } from '../../src/config/schema/dsl.ts';
 import { machineConfigSchema, type MachineConfig } from '../../src/config/schema/index.ts';

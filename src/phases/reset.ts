@@ -6,12 +6,12 @@
 // the files, then undos that need the files back (containerd restarted on its old configuration,
 // sysctls set back), then the resume registration, and last (Windows) the restart that finishes
 // leaving the domain.
-import type { Phase, Step, StepContext, Undo, UndoContext } from '../phases/step.ts';
-import { ALL_PHASES } from '../phases/registry.ts';
-import { resetFilesStep } from './files.ts';
-import { resetResumeStep } from './resume.ts';
+import type { Phase, Step, StepContext, Undo, UndoContext } from '../engine/step.ts';
+import { ALL_PHASES } from './registry.ts';
+import { resetFilesStep } from '../reset/files.ts';
+import { resetResumeStep } from '../reset/resume.ts';
 import { beforeResetCommandsStep } from '../commands/steps.ts';
-import { resetRestartStep } from './restart.ts';
+import { resetRestartStep } from '../reset/restart.ts';
 
 interface Declared {
   step: Step;
