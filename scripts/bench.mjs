@@ -429,7 +429,7 @@ async function initFigure() {
   const files = written.length;
   // The fewest fsyncs that make these files survive a power cut (POSIX): each file kept outside
   // /run, and each folder one of them was renamed into but the state directory, whose end record
-  // is left to the file system's commit (docs/contract.md, Durability).
+  // is left to the file system's commit (docs/contract/files.md, Durability).
   const kept = written.filter((f) => !f.startsWith('run/'));
   const folders = new Set(kept.map((f) => dirname(f)).filter((d) => d !== 'var/lib/machineadm'));
   const fsyncFloor = kept.length + folders.size;

@@ -1,10 +1,13 @@
-// docs/contract.md must say what the code does: its command reference (section 1) is the CLI's own
-// help, its exit codes (section 2) are src/errors.ts's ExitCode, and its files (section 5) are the
-// paths the code writes. UPDATE_GOLDEN=1 rewrites the command reference; a reviewer reads the diff.
+// The contract (docs/contract.md, the index, and its pages in docs/contract/) must say what the code
+// does: its command reference (section 1.1, docs/contract/command-reference.md) is the CLI's own
+// help, its exit codes (section 2, exit-codes.md) are src/errors.ts's ExitCode, and its files
+// (section 5, files.md) are the paths the code writes. UPDATE_GOLDEN=1 rewrites the command
+// reference; a reviewer reads the diff.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BEGIN, END, commandPaths, exitCodes, renderCommandReference } from '../support/contract-reference.ts';
+import { REPO, contractPage, contractPages, readContractPage } from '../support/contract-pages.ts';
 import { CA_BUNDLE, CERTS_DIR, CONTAINERD_CONFIG, PROXY_DROPIN } from '../../src/containerd/paths.ts';
 import { DEFAULT_SOURCES } from '../../src/config/load.ts';
 import { HISTORY_FILE } from '../../src/report/history.ts';
@@ -22,46 +25,48 @@ import { RESUME_UNIT } from '../../src/host/resume.ts';
 import { SUDOERS_DIR } from '../../src/linux/steps/users.ts';
 import { DEBIAN_SOURCES_DIR, SOURCES_FILE_NAME, TIMESYNCD_DROP_IN } from '../../src/linux/time-servers.ts';
 
-const CONTRACT = join(import.meta.dirname, '..', '..', 'docs', 'contract.md');
+const REFERENCE = contractPage('command-reference.md');
 
 function section(text: string, heading: RegExp): string {
   const start = text.search(heading);
-  if (start < 0) throw new Error(`docs/contract.md has no heading ${heading}`);
+  if (start < 0) throw new Error(`the contract page has no heading ${heading}`);
   const rest = text.slice(start + 1);
   const next = rest.search(/^## /m);
   return next < 0 ? rest : rest.slice(0, next);
 }
 
-describe('the command reference in docs/contract.md', () => {
+describe('the command reference in docs/contract/command-reference.md', () => {
   it('is what the command line prints for --help, command by command', async () => {
-    const text = readFileSync(CONTRACT, 'utf8');
+    const text = readFileSync(REFERENCE, 'utf8');
     const generated = await renderCommandReference();
     const begin = text.indexOf(BEGIN);
     const end = text.indexOf(END);
     if (process.env.UPDATE_GOLDEN === '1' && begin >= 0 && end > begin) {
-      writeFileSync(CONTRACT, text.slice(0, begin) + generated + text.slice(end + END.length));
+      writeFileSync(REFERENCE, text.slice(0, begin) + generated + text.slice(end + END.length));
       return;
     }
-    expect(begin, 'docs/contract.md section 1 lacks the generated command reference markers').toBeGreaterThan(-1);
-    expect(section(text, /^## 1\. /m), 'the generated command reference belongs in section 1').toContain(BEGIN);
-    expect(text.slice(begin, end + END.length), 'docs/contract.md section 1 is out of date: run UPDATE_GOLDEN=1 npx vitest run test/docs/contract-reference.test.ts and commit it').toBe(generated);
+    expect(begin, 'docs/contract/command-reference.md lacks the generated command reference markers').toBeGreaterThan(-1);
+    const heading = text.search(/^### 1\.1 Command reference$/m);
+    expect(heading, 'docs/contract/command-reference.md lacks its heading, ### 1.1 Command reference').toBeGreaterThan(-1);
+    expect(begin, 'the generated command reference belongs in section 1.1 (of section 1)').toBeGreaterThan(heading);
+    expect(text.slice(begin, end + END.length), 'docs/contract/command-reference.md is out of date: run UPDATE_GOLDEN=1 npx vitest run test/docs/contract-reference.test.ts and commit it').toBe(generated);
   });
 
   it.each(commandPaths().map((path) => [path.join(' ')]))('names machineadm %s in its summary', (path) => {
-    const summary = section(readFileSync(CONTRACT, 'utf8'), /^## 1\. /m).split(BEGIN)[0]!;
+    const summary = section(readContractPage('cli.md'), /^## 1\. /m).split(BEGIN)[0]!;
     expect(summary).toMatch(new RegExp(`machineadm (\\S+ )*${path.split(' ').at(-1)}\\b`));
   });
 });
 
-describe('the exit codes in docs/contract.md', () => {
+describe('the exit codes in docs/contract/exit-codes.md', () => {
   it('are exactly the ones in src/errors.ts', () => {
-    const table = section(readFileSync(CONTRACT, 'utf8'), /^## 2\. /m);
+    const table = section(readContractPage('exit-codes.md'), /^## 2\. /m);
     const documented = [...table.matchAll(/^\| ([\d, ]+) \|/gm)].flatMap((m) => m[1]!.split(',').map((n) => Number(n.trim())));
     expect(documented.sort((a, b) => a - b)).toEqual(exitCodes());
   });
 });
 
-describe('the files in docs/contract.md section 5', () => {
+describe('the files in docs/contract/files.md (section 5)', () => {
   const written = [
     ...DEFAULT_SOURCES.map((p) => p.replace(/\/$/, '')),
     STATE_DIR + STATE_FILE,
@@ -92,7 +97,7 @@ describe('the files in docs/contract.md section 5', () => {
     `${STATE_DIR}/${BACKUP_DIR}/`,
     `${archivedName(STATE_DIR, '<time>')}/`,
   ];
-  const files = section(readFileSync(CONTRACT, 'utf8'), /^## 5\. /m);
+  const files = section(readContractPage('files.md'), /^## 5\. /m);
   const listed = [...files.matchAll(/^\| `(\/[^`]+)`/gm)].map((m) => m[1]!);
 
   it.each(written.map((p) => [p]))('list %s, a path the code writes or reads', (path) => {
@@ -104,9 +109,9 @@ describe('the files in docs/contract.md section 5', () => {
   });
 });
 
-describe('the numbered promises in docs/contract.md', () => {
-  // Each item of a numbered list, up to the next item or a blank line.
-  const items = [...readFileSync(CONTRACT, 'utf8').matchAll(/^\d+\. [\s\S]*?(?=\n\d+\. |\n\n|\n#)/gm)].map((m) => m[0]);
+describe('the numbered promises in docs/contract/*.md', () => {
+  // Each item of a numbered list, up to the next item, a blank line or the end of its page, on every page.
+  const items = contractPages().flatMap((page) => [...readContractPage(page).matchAll(/^\d+\. [\s\S]*?(?=\n\d+\. |\n\n|\n#|\s*$(?![\s\S]))/gm)].map((m) => m[0]));
   const reference = /\(checked by (test\/[\w./-]+\.test\.ts): "([^"]+)"\)/g;
 
   it('are there to check', () => {
@@ -117,7 +122,7 @@ describe('the numbered promises in docs/contract.md', () => {
     const refs = [...item.matchAll(reference)];
     expect(refs.length, `no "(checked by test/...: "title")" in:\n${item}`).toBeGreaterThan(0);
     for (const [, file, title] of refs) {
-      const path = join(import.meta.dirname, '..', '..', file!);
+      const path = join(REPO, file!);
       expect(existsSync(path), file).toBe(true);
       expect(readFileSync(path, 'utf8'), `${file} has no test titled "${title}"`).toContain(title!);
     }

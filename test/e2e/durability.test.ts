@@ -1,6 +1,6 @@
 // What a power cut may find after a first `init`: the packaged binary is run under strace, and
-// every fsync, rename and exec it makes is checked against the rules of docs/contract.md (files on
-// the machine): a file's bytes, and its record for reset, are on disk before it is renamed into
+// every fsync, rename and exec it makes is checked against the rules of docs/contract/files.md (files
+// on the machine): a file's bytes, and its record for reset, are on disk before it is renamed into
 // place (only the record written before a file's new folders is not flushed itself); the
 // directories a phase wrote into are fsync'd, once each, before the run records its end or runs
 // kubeadm; a record the next run cannot rebuild is on disk before the run goes on; nothing under

@@ -89,7 +89,7 @@ describe.skipIf(skip)('the Windows recipes', () => {
     const validated = spawnSync(process.execPath, [join(REPO, 'bin/machineadm.js'), 'config', 'validate', '-c', config], { encoding: 'utf8', cwd: REPO });
     expect(validated.status, validated.stderr).toBe(0);
     // The code machineadm ends with for cloudbase-init, as the contract gives it.
-    expect(readFileSync(join(REPO, 'docs/contract.md'), 'utf8')).toContain('`--cloudbase-init`');
+    expect(readFileSync(join(REPO, 'docs/contract/cli.md'), 'utf8')).toContain('`--cloudbase-init`');
     expect(CLOUDBASE_INIT_REBOOT_AND_RERUN).toBe(1003);
   });
 });

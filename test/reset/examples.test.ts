@@ -12,7 +12,7 @@ import { MACHINE_VALUES, ownReport, preparedMachine, snapshot, standin } from '.
 
 // Every example a Linux machine can run (a Windows example's init and reset run on the simulated
 // Windows machine, test/windows), but the one that makes local users, which reset does not undo
-// yet (docs/contract.md, Reset).
+// yet (docs/contract/reset.md).
 const EXAMPLES = readdirSync(join(REPO, 'examples')).filter((n) => n.endsWith('.yaml') && !n.startsWith('windows-')).sort();
 
 describe('init then reset under --root, for every example configuration', () => {

@@ -1,6 +1,7 @@
 // The contract's command reference, made from the command line itself: every command's --help
 // (usage, arguments, options with their defaults, examples), walked from main.ts's commander tree,
-// and the exit codes of src/errors.ts. docs/contract.md carries it between generated markers.
+// and the exit codes of src/errors.ts. docs/contract/command-reference.md carries it between generated
+// markers.
 import type { Command } from 'commander';
 import { buildProgram } from '../../src/cli/main.ts';
 import { ExitCode } from '../../src/errors.ts';

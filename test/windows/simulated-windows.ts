@@ -1,6 +1,6 @@
 // A simulated Windows machine behind the WindowsHost seam: features, services, firewall rules,
 // scheduled tasks, ACLs, boot identity and restarts, with state. Its behaviour follows Microsoft's
-// documentation of the cmdlets and APIs the real seam calls (docs/contract.md lists them):
+// documentation of the cmdlets and APIs the real seam calls (docs/contract/windows.md lists them):
 // - Install-WindowsFeature (ServerManager): a feature that needs a restart reports
 //   RestartNeeded = Yes and is "InstallPending" until the machine restarts; installing an installed
 //   feature changes nothing (ExitCode NoChangeNeeded). Containers needs a restart.

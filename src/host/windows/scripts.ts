@@ -6,7 +6,7 @@
 // Only domain.join takes a secret, and it reads it from standard input ($input): script block
 // logging (event 4104) records the script text, and module logging (4103) records the values
 // bound to cmdlet parameters.
-// The documentation each body follows is named above it (the sources table is in docs/contract.md).
+// The documentation each body follows is named above it (the sources table is in docs/contract/windows.md).
 import { psValue, type PsValue } from './quote.ts';
 
 export interface WindowsScript {
