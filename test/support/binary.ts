@@ -58,6 +58,7 @@ async function sourceHash(targetAndKey: string): Promise<string> {
     join(REPO, 'package.json'),
     join(REPO, 'package-lock.json'),
     join(REPO, 'scripts', 'build.mjs'),
+    ...(await filesUnder(join(REPO, 'scripts', 'build'))),
   ].sort();
   const hash = createHash('sha256');
   for (const file of files) {
