@@ -9,7 +9,7 @@ import type { Host } from '../host/index.ts';
 import { UsageError } from '../errors.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
 import { fetchVerified, SIGNATURE_MAX_BYTES, type FetchRequest } from '../verify/fetch.ts';
-import { downloadSmall } from '../host/download.ts';
+import { downloadSmall } from '../host/download-small.ts';
 import { errorForField } from '../engine/managed-file.ts';
 import { formatSignature, type SecretKey } from '../verify/minisign.ts';
 import { signStream } from '../verify/sign.ts';

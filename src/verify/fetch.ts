@@ -1,7 +1,10 @@
 // Verified downloads: stream to a temporary file while hashing, check, and only then rename into
 // place. Used by `machineadm fetch`, files[].source and anything else that downloads.
 import type { Host, PendingFile, RootedFileSystem } from '../host/index.ts';
-import { copyLocal, download, DownloadError, downloadSmall, type ByteObserver } from '../host/download.ts';
+import { download } from '../host/download.ts';
+import { DownloadError, type ByteObserver } from '../host/download-copy.ts';
+import { downloadSmall } from '../host/download-small.ts';
+import { copyLocal } from '../host/copy-local.ts';
 import { displayUrl } from '../host/http.ts';
 import { MachineadmError, UsageError, VerificationError } from '../errors.ts';
 import { parsePublicKey, parseSignature, type PublicKey, type Signature } from './minisign.ts';

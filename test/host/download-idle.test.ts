@@ -5,7 +5,8 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHost } from '../../src/host/index.ts';
-import { download, DownloadError } from '../../src/host/download.ts';
+import { download } from '../../src/host/download.ts';
+import { DownloadError } from '../../src/host/download-copy.ts';
 import { scratchDir } from '../support/tmp.ts';
 
 const BODY = Buffer.alloc(3 * 1024 * 1024, 9);
