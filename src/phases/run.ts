@@ -262,7 +262,10 @@ async function runLocked(request: RunRequest, input: RunnerInput, secrets: Secre
     if (isDataMode(mode) || interrupted) return;
     for (const b of reporting.backlog()) write(`waiting up to ${config.spec.report.deadlineSeconds}s for ${b.events} event${b.events === 1 ? '' : 's'} to reach ${b.url}\n`);
   }, 1_000);
-  const reported = await reporting.finish(interrupted ? { deadlineMs: INTERRUPTED_DELIVERY_MS } : {}).finally(() => clearTimeout(note));
+  // A signal after the last step cuts the wait for the endpoints as one during the run does.
+  const cut = !interrupted && host.signal ? { signal: host.signal, withinMs: INTERRUPTED_DELIVERY_MS } : undefined;
+  const reported = await reporting.finish(interrupted ? { deadlineMs: INTERRUPTED_DELIVERY_MS } : cut ? { cut } : {}).finally(() => clearTimeout(note));
+  const lateInterrupt = cut?.signal.aborted && cut.signal.reason instanceof InterruptedError ? cut.signal.reason : undefined;
   const summary = reported.document ? secrets.scrub(renderResultSummary(reported.document, { resultFile: host.fs.mapPath(results.file), problems: reported.problems })) : undefined;
   if (summary !== undefined) (isDataMode(mode) ? (log ?? (() => undefined)) : write)(summary);
   if (outcome.error instanceof RebootRequiredError && !outcome.error.alreadyPending) {
@@ -272,9 +275,15 @@ async function runLocked(request: RunRequest, input: RunnerInput, secrets: Secre
   } else if (resumes && !(outcome.error instanceof RebootRequiredError)) {
     await request.stateFs.remove(RESUMED_RESULT);
   }
-  const error = outcome.error ? { message: secrets.scrub(outcome.error.message), ...(outcome.error.hint ? { hint: secrets.scrub(outcome.error.hint) } : {}) } : undefined;
+  const error = outcome.error
+    ? { message: secrets.scrub(outcome.error.message), ...(outcome.error.hint ? { hint: secrets.scrub(outcome.error.hint) } : {}) }
+    : lateInterrupt
+      ? { message: `${lateInterrupt.message} while the finished run waited for its endpoints`, hint: 'the run itself finished (result.json); what was not delivered stays spooled for the next run or "machineadm report"' }
+      : undefined;
   // cloudbase-init's own code for "reboot, then run this script again".
-  const exitCode = outcome.error instanceof RebootRequiredError && request.resume?.byCloudbaseInit ? CLOUDBASE_INIT_REBOOT_AND_RERUN : outcome.error ? outcome.error.exitCode : ExitCode.ok;
+  // A run that finished well but was interrupted while it reported exits as interrupted; a failure
+  // or a reboot says more than the signal, and keeps its own code.
+  const exitCode = outcome.error instanceof RebootRequiredError && request.resume?.byCloudbaseInit ? CLOUDBASE_INIT_REBOOT_AND_RERUN : outcome.error ? outcome.error.exitCode : lateInterrupt ? lateInterrupt.exitCode : ExitCode.ok;
   return { exitCode, outcome, reported, ...(error ? { error } : {}), ...(summary !== undefined && !isDataMode(mode) ? { summary } : {}) };
 }
 

@@ -89,6 +89,12 @@ class EndpointQueue {
   }
 }
 
+/** An interruption that shortens the end-of-run wait: once `signal` aborts, at most `withinMs` more. */
+export interface DeliveryCut {
+  signal: AbortSignal;
+  withinMs: number;
+}
+
 export class EventReporter {
   private readonly options: ReporterOptions;
   private readonly queues: EndpointQueue[];
@@ -141,17 +147,29 @@ export class EventReporter {
     return this.options.offline ? [] : this.queues.filter((q) => q.queue.length > 0 && !q.refused).map((q) => ({ url: q.endpoint.display, events: q.queue.length }));
   }
 
-  /** Waits for delivery at most the deadline, then stops; returns what was delivered and what is left. */
-  /** Waits for delivery up to the deadline (or a shorter one, after an interruption). */
-  async finish(deadlineMs = this.options.deadlineMs): Promise<DeliveryReport> {
+  /**
+   * Waits for delivery up to the deadline (or a shorter one, after an interruption), then stops;
+   * returns what was delivered and what is left. When `cut` aborts during the wait (a signal after
+   * the run's last step), what is left of the wait shrinks to at most `cut.withinMs`.
+   */
+  async finish(deadlineMs = this.options.deadlineMs, cut?: DeliveryCut): Promise<DeliveryReport> {
     this.closing = true;
     this.deadline = this.now() + deadlineMs;
-    const timer = setTimeout(() => this.stop.abort(), deadlineMs);
+    let timer = setTimeout(() => this.stop.abort(), deadlineMs);
+    const shorten = (): void => {
+      const left = Math.max(0, Math.min(this.deadline - this.now(), cut!.withinMs));
+      this.deadline = this.now() + left;
+      clearTimeout(timer);
+      timer = setTimeout(() => this.stop.abort(), left);
+    };
+    if (cut?.signal.aborted) shorten();
+    else cut?.signal.addEventListener('abort', shorten, { once: true });
     for (const q of this.queues) q.poke();
     try {
       await Promise.all(this.loops);
     } finally {
       clearTimeout(timer);
+      cut?.signal.removeEventListener('abort', shorten);
       this.stop.abort();
       this.options.poster.close();
     }

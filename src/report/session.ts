@@ -5,7 +5,7 @@ import type { Host, RootedFileSystem } from '../host/index.ts';
 import { createHttpPoster, type HttpPoster } from '../host/http-post.ts';
 import type { EventBus } from '../engine/events.ts';
 import type { ResolvedEndpoint } from './endpoints.ts';
-import { EventReporter, type DeliveryReport } from './delivery.ts';
+import { EventReporter, type DeliveryCut, type DeliveryReport } from './delivery.ts';
 import { spoolContents } from './spool.ts';
 import { OutcomeFiles, type RunResultDocument } from './outcome.ts';
 import { appendHistory, HISTORY_FILE } from './history.ts';
@@ -38,8 +38,11 @@ export interface ReportingResult {
 export interface ReportingSession {
   /** Events still on their way, per endpoint: what finish() waits for, up to the deadline. */
   backlog(): { url: string; events: number }[];
-  /** Ends reporting; `deadlineMs` shortens the wait for delivery (the rest stays spooled). */
-  finish(options?: { deadlineMs?: number }): Promise<ReportingResult>;
+  /**
+   * Ends reporting; `deadlineMs` shortens the wait for delivery, and so does `cut` when its signal
+   * aborts during the wait (the rest stays spooled).
+   */
+  finish(options?: { deadlineMs?: number; cut?: DeliveryCut }): Promise<ReportingResult>;
 }
 
 export async function openReporting(options: ReportingOptions): Promise<ReportingSession> {
@@ -66,7 +69,7 @@ export async function openReporting(options: ReportingOptions): Promise<Reportin
     backlog: () => reporter?.backlog() ?? [],
     async finish(finishOptions = {}): Promise<ReportingResult> {
       for (const d of detach) d();
-      const delivery = reporter ? await reporter.finish(finishOptions.deadlineMs) : options.archivesSpool ? await unsentWithoutEndpoints(options.stateFs, host.offline) : undefined;
+      const delivery = reporter ? await reporter.finish(finishOptions.deadlineMs, finishOptions.cut) : options.archivesSpool ? await unsentWithoutEndpoints(options.stateFs, host.offline) : undefined;
       // The run history for `status`: kept like the result files, never stopping the run.
       const historyProblems: string[] = [];
       const history = (doc: RunResultDocument) =>

@@ -205,6 +205,34 @@ describe('a second signal', () => {
   });
 });
 
+describe('a signal while a finished run waits for its endpoints', () => {
+  it('cuts the wait to at most 2 s, keeps what was not delivered spooled and the run finished, and exits 143', async () => {
+    const m = machine({ kubernetes: worker, report: { deadlineSeconds: 60, endpoints: [{ url: machineRun.collector.url }] } });
+    machineRun.collector.mode = { kind: 'hang' };
+    try {
+      const child = spawn(machineRun.binary, ['init', '-c', m.config, '--root', m.root], { cwd: REPO, env: env(m), stdio: ['ignore', 'pipe', 'pipe'] });
+      let output = '';
+      child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+      // Every step is done; the run says it waits for the hung collector.
+      for (let i = 0; i < 600 && !output.includes('waiting up to 60s for'); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(output).toContain('waiting up to 60s for');
+      const signalled = Date.now();
+      child.kill('SIGTERM');
+      const end = await exited;
+      expect(end, output).toEqual({ code: 143, signal: null });
+      expect(Date.now() - signalled).toBeLessThan(4_000);
+      expect(output).toContain('error: interrupted by SIGTERM while the finished run waited for its endpoints');
+      expect(json(join(m.root, 'run/machineadm/result.json'))).toMatchObject({ state: 'finished', result: 'success' });
+      expect(existsSync(join(m.root, 'run/cluster-api/bootstrap-success.complete'))).toBe(true);
+      expect(files(join(m.root, 'var/lib/machineadm/spool')).filter((f) => f.endsWith('.json')).length).toBeGreaterThan(0);
+    } finally {
+      machineRun.collector.mode = { kind: 'ok' };
+    }
+  });
+});
+
 describe('a kubeadm that never finishes', () => {
   it('is stopped with its children at timeoutSeconds, and the run ends then, not when the pipes close', async () => {
     const m = machine({ kubernetes: { ...worker, timeoutSeconds: 30 } });
