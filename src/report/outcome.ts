@@ -3,7 +3,7 @@
 // events, which are already scrubbed of secrets, so the files can never hold more than the events.
 // Schema: docs/schema/result-v1.json.
 import type { RootedFileSystem } from '../host/index.ts';
-import type { ChangeInfo, ErrorInfo, MachineEvent, MachineIdentity, Result } from '../engine/events.ts';
+import { worstResult, type ChangeInfo, type ErrorInfo, type MachineEvent, type MachineIdentity, type Result } from '../engine/events.ts';
 import type { DeliveryReport } from './delivery.ts';
 
 export const RUN_DIR = '/run/machineadm';
@@ -134,12 +134,26 @@ export interface RunResultDocument {
   criticalPath?: CriticalPath;
 }
 
+/**
+ * The result of a run that went on after a reboot: the worst of every step of every part and of
+ * the last part's own end. A step's warning counts unless the same step ran again later in the run
+ * and ended without one: the warning of a step that asked for a reboot (or waited on something a
+ * reboot settles) is answered once the run resumed and found it done.
+ */
+function resumedRunResult(phases: readonly PhaseResult[], lastPart: Result): Result {
+  const steps = phases.flatMap((p) => p.steps);
+  const settled = (step: StepResult, i: number): boolean => steps.slice(i + 1).some((later) => later.id === step.id && later.result !== undefined && later.result !== 'warning');
+  return worstResult([lastPart, ...steps.map((step, i) => (step.result === 'warning' && settled(step, i) ? 'success' : (step.result ?? 'skipped')))]);
+}
+
 /** Folds events into a result document; pure. */
 export class RunResultBuilder {
   private doc: RunResultDocument | undefined;
   private readonly identity: MachineIdentity;
   /** When each step of this process's part of the run started, on the process's clock. */
   private readonly stepStartMs = new Map<string, number>();
+  /** A resumed run: how long its parts before the last reboot took. */
+  private beforeMs: number | undefined;
 
   /** `continues`: the document of a run that stopped for a reboot and resumes now. */
   constructor(identity: MachineIdentity, continues?: RunResultDocument) {
@@ -155,9 +169,11 @@ export class RunResultBuilder {
     if (event.type === 'step.output') return false;
     if (event.type === 'run.started' && this.doc?.runId === event.runId && this.doc.state === 'finished') {
       // The same run, resumed after a reboot: what it did before stays, the rest follows it.
-      const { result: _result, exitCode: _exitCode, finishedAt: _finishedAt, durationMs: _durationMs, error: _error, ...before } = this.doc;
+      const { result: _result, exitCode: _exitCode, finishedAt: _finishedAt, durationMs, error: _error, ...before } = this.doc;
+      this.beforeMs = durationMs ?? 0;
       this.doc = { ...before, state: 'running', resumedAt: [...(before.resumedAt ?? []), event.time] };
     } else if (event.type === 'run.started' || !this.doc) {
+      this.beforeMs = undefined;
       this.doc = {
         $schema: RESULT_SCHEMA_ID,
         kind: 'MachineadmRunResult',
@@ -223,8 +239,9 @@ export class RunResultBuilder {
       case 'run.finished':
         Object.assign(doc, {
           state: 'finished',
-          result: event.result,
-          durationMs: event.durationMs,
+          // A resumed run is one run: what it did before the reboot counts, and so does its time.
+          result: this.beforeMs !== undefined && event.result ? resumedRunResult(doc.phases, event.result) : event.result,
+          durationMs: this.beforeMs !== undefined && event.durationMs !== undefined ? this.beforeMs + event.durationMs : event.durationMs,
           finishedAt: event.time,
           exitCode: event.error?.code ?? 0,
           ...(event.error ? { error: event.error } : {}),

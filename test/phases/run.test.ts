@@ -72,12 +72,19 @@ describe('executeRun', () => {
     const first = await executeRun(request(root, [needsReboot], { resume }));
     expect(first.exitCode).toBe(CLOUDBASE_INIT_REBOOT_AND_RERUN);
     expect(await createHost({ root }).resume.registered()).toBeUndefined();
+    const before = json(join(root, 'var/lib/machineadm/result.json'));
     bootAs(root, 'second-boot');
     rebooted = true;
     const second = await executeRun(request(root, [needsReboot], { resume }));
     expect(second.exitCode).toBe(0);
     expect(second.outcome.runId).toBe(first.outcome.runId);
-    // After the reboot nothing was left to do (the feature was done): the resumed part is "skipped".
-    expect(json(join(root, 'var/lib/machineadm/result.json'))).toMatchObject({ runId: first.outcome.runId, result: 'skipped', resumedAt: [expect.any(String)] });
+    // After the reboot nothing was left to do (the feature was done), but the run installed it
+    // before the reboot: one run, whose result is the worst of both parts (the warning that asked
+    // for the reboot is answered by the resumed part) and whose time is theirs. Each part's phases
+    // keep what they saw.
+    const result = json(join(root, 'var/lib/machineadm/result.json'));
+    expect(result).toMatchObject({ runId: first.outcome.runId, result: 'success', exitCode: 0, resumedAt: [expect.any(String)] });
+    expect(result.phases.map((p: { name: string; result: string }) => [p.name, p.result])).toEqual([['prepare', 'warning'], ['prepare', 'skipped'], ['report', 'skipped']]);
+    expect(result.durationMs).toBeGreaterThanOrEqual(before.durationMs + second.outcome.durationMs);
   });
 });

@@ -181,6 +181,35 @@ describe('the result files', () => {
     expect(validateJsonSchema(schema, resumed.document)).toEqual([]);
   });
 
+  it.each<[string, [string, string][], [string, string][], string]>([
+    ['the reboot step done after the reboot, the rest skipped', [['prepare/feature', 'warning']], [['prepare/feature', 'skipped'], ['provision/join', 'skipped']], 'success'],
+    ['a warning of another step before the reboot', [['prepare/sysctls', 'warning'], ['prepare/feature', 'warning']], [['prepare/feature', 'skipped']], 'warning'],
+    ['the same step warning again after the reboot', [['prepare/feature', 'warning']], [['prepare/feature', 'warning']], 'warning'],
+    ['a failure after the reboot', [['prepare/feature', 'warning']], [['prepare/feature', 'skipped'], ['provision/join', 'failure']], 'failure'],
+    ['nothing changed before the reboot but the step that asked for it', [['prepare/modules', 'skipped'], ['prepare/feature', 'warning']], [['prepare/feature', 'skipped']], 'success'],
+  ])('give a resumed run one result over both parts: %s', (_name, before, after, expected) => {
+    let seq = 0;
+    const at = (ms: number): string => new Date(Date.UTC(2026, 0, 1) + ms).toISOString();
+    const event = (ms: number, fields: Partial<MachineEvent> & Pick<MachineEvent, 'type'>): MachineEvent => ({ id: `run1.${String(++seq).padStart(6, '0')}`, time: at(ms), runId: 'run1', command: 'init', ...fields });
+    const identity = { hostname: 'n', nodeName: 'n', machineadmVersion: '0.1.0' };
+    const worst = (steps: [string, string][]) => (['failure', 'warning', 'success', 'skipped'] as const).find((r) => steps.some(([, x]) => x === r)) ?? 'skipped';
+    const part = (builder: RunResultBuilder, t0: number, steps: [string, string][], durationMs: number): void => {
+      builder.add(event(t0, { type: 'run.started' }));
+      builder.add(event(t0, { type: 'phase.started', phase: 'prepare' }));
+      for (const [step, result] of steps) {
+        builder.add(event(t0 + 1, { type: 'step.started', phase: 'prepare', step }));
+        builder.add(event(t0 + 2, { type: 'step.finished', phase: 'prepare', step, result: result as MachineEvent['result'], durationMs: 1 }));
+      }
+      builder.add(event(t0 + durationMs, { type: 'run.finished', result: worst(steps), durationMs }));
+    };
+    const first = new RunResultBuilder(identity);
+    part(first, 0, before, 700);
+    const resumed = new RunResultBuilder(identity, first.document);
+    part(resumed, 60_000, after, 300);
+    expect(resumed.document).toMatchObject({ result: expected, durationMs: 1000 });
+    expect(validateJsonSchema(schema, resumed.document)).toEqual([]);
+  });
+
   it('are shown as a summary naming the failed step, its hint, and its output tail', async () => {
     const root = scratchDir();
     const run = await runWithReporting({
