@@ -42,6 +42,11 @@ export function containerdNeeded(config: MachineConfig): boolean {
   return config.spec.containerd !== undefined || config.spec.kubernetes !== undefined;
 }
 
+/** Whether this Windows machine becomes a node: only then does it get the kubelet, its port and its folders. */
+export function kubernetesNeeded(config: MachineConfig): boolean {
+  return config.spec.kubernetes !== undefined;
+}
+
 /** The folder a Windows path is in (C:\\k for C:\\k\\kubelet.exe). */
 export function parentOf(path: string): string {
   const at = path.lastIndexOf('\\');

@@ -440,6 +440,22 @@ describe('a Windows worker on the simulated machine', () => {
   });
 });
 
+describe('a Windows machine that only joins the Active Directory domain', () => {
+  it('gets no kubelet service, no firewall rule for it, no Containers feature and no kubelet or containerd folders locked', async () => {
+    const m = machine();
+    const facts: Facts = { os: 'windows', arch: 'x64', hostname: 'WIN-DJ1', privileged: true, liveRoot: true, windowsBuild: '20348' };
+    const host = createHost({ root: m.root, facts, env: {} });
+    const config = configFrom({ domainJoin: { domain: 'corp.example', computerName: 'WIN-DJ1', credentials: { username: 'joiner', password: 'pw' } } });
+    const plan = await computePlan({ command: 'init', phases: ALL_PHASES, selection: {}, config, facts, host, events: new EventBus(), state: new StateStore(m.stateFs), force: false, secrets: new SecretScrubber() });
+    const steps = new Map(plan.phases.flatMap((p) => p.steps.map((s) => [s.id, s] as const)));
+    for (const id of ['prepare/windows/kubelet-service', 'prepare/windows/firewall', 'prepare/windows/containers-feature', 'prepare/windows/containerd-config', 'prepare/windows/containerd-service', 'provision/windows/kubelet-flags']) {
+      expect(steps.get(id), id).toMatchObject({ status: 'not-applicable', reason: 'not asked for by the configuration' });
+    }
+    expect(steps.get('prepare/windows/private-paths')!.changes.map((c) => `${c.action} ${c.target}`)).toEqual(['lock C:\\ProgramData\\machineadm']);
+    expect(steps.get('provision/domain/join')!.status).toBe('change');
+  });
+});
+
 describe('a Windows worker that joins the Active Directory domain', () => {
   const PASSWORD = 'S3cret pass’word';
   const RESUME = ['C:\\Program Files\\machineadm\\machineadm.exe', 'init', '-c', 'C:\\machineadm\\config.yaml'];

@@ -4,7 +4,7 @@
 // When Windows says a restart is needed, the step asks the runner for one (exit 4, resume after).
 import type { Step, StepContext } from '../../engine/step.ts';
 import { ConfigError, NotAvailableError } from '../../errors.ts';
-import { CONTAINERS_FEATURE } from '../paths.ts';
+import { CONTAINERS_FEATURE, containerdNeeded } from '../paths.ts';
 import { buildTooOld, describeBuild, MINIMUM_BUILD, unsupportedBuild, windowsRelease } from '../build.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
 
@@ -21,6 +21,9 @@ export const containersFeatureStep: Step = {
   id: 'windows/containers-feature',
   summary: 'install the Windows Containers feature (restart when Windows asks for one)',
   platforms: ['windows'],
+  // The feature is for containers: a machine with neither containerd nor Kubernetes goes without it
+  // (and without the restart it asks for).
+  applies: containerdNeeded,
   async preflight(ctx) {
     checkBuild(ctx);
   },

@@ -3,7 +3,7 @@
 // one). A rule of that name with other settings is replaced.
 import type { Step, StepContext } from '../../engine/step.ts';
 import type { FirewallRule } from '../../host/windows/index.ts';
-import { KUBELET_FIREWALL_RULE, KUBELET_PORT } from '../paths.ts';
+import { KUBELET_FIREWALL_RULE, KUBELET_PORT, kubernetesNeeded } from '../paths.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
 import { recordExisting, removeCreated } from './undo.ts';
 
@@ -18,6 +18,8 @@ export const kubeletFirewallStep: Step = {
   id: 'windows/firewall',
   summary: `allow the kubelet port ${KUBELET_PORT}/TCP inbound in Windows Firewall`,
   platforms: ['windows'],
+  // No kubelet, no port to open.
+  applies: kubernetesNeeded,
   undoRecord: recordExisting('rules', () => [KUBELET_RULE.name]),
   undo: removeCreated('rules', `remove the firewall rule ${KUBELET_RULE.name}, if machineadm added it`),
   async check(ctx) {

@@ -7,7 +7,7 @@
 import type { Change, Step, StepContext } from '../../engine/step.ts';
 import { MachineadmError, ExitCode } from '../../errors.ts';
 import { windowsCommandLine } from '../../host/windows/index.ts';
-import { KUBEADM_FLAGS_ENV, KUBELET_LOG, KUBELET_LOG_DIR, kubeletPath, kubeLogRunnerPath } from '../paths.ts';
+import { KUBEADM_FLAGS_ENV, KUBELET_LOG, KUBELET_LOG_DIR, kubeletPath, kubeLogRunnerPath, kubernetesNeeded } from '../paths.ts';
 import { expectedKubeadmFlags, kubeletServiceArgv, parseKubeadmFlags } from '../kubelet-flags.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
 import { recordExisting, removeCreated } from './undo.ts';
@@ -81,6 +81,8 @@ export const kubeletServiceStep: Step = {
   id: 'windows/kubelet-service',
   summary: 'register the kubelet as a Windows service (after containerd and host agents, restart on failure)',
   platforms: ['windows'],
+  // A machine that only joins the domain (no spec.kubernetes) gets no kubelet that could never start.
+  applies: kubernetesNeeded,
   undoRecord: recordExisting('services', () => [SERVICE]),
   undo: removeCreated('services', 'delete the kubelet service machineadm registered (stopped, then deleted)'),
   async check(ctx) {
@@ -97,7 +99,7 @@ export const kubeletFlagsStep: Step = {
   id: 'windows/kubelet-flags',
   summary: 'put the flags kubeadm wrote on the kubelet service and restart it when they changed',
   platforms: ['windows'],
-  applies: (config) => config.spec.kubernetes?.bootstrap !== undefined,
+  applies: kubernetesNeeded,
   async check(ctx) {
     // Before kubeadm ran (a plan), there is nothing of kubeadm's to carry over.
     const written = ctx.host.fs.platform === 'windows' && (await ctx.host.fs.exists(KUBEADM_FLAGS_ENV));

@@ -7,7 +7,7 @@
 // The seam's private directory sets the ACL on the directory and resets what is already in it to
 // inherit it (icacls /reset), so files written before are covered too.
 import type { Change, Step, StepContext, Undo, UndoContext } from '../../engine/step.ts';
-import { CONTAINERD_LOG, KUBELET_CONFIG, KUBELET_LOG_DIR, kubeletPath, parentOf } from '../paths.ts';
+import { CONTAINERD_LOG, KUBELET_CONFIG, KUBELET_LOG_DIR, containerdNeeded, kubeletPath, kubernetesNeeded, parentOf } from '../paths.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
 import type { AclState } from '../../host/windows/index.ts';
 import { defaultStateDir } from '../../host/index.ts';
@@ -28,13 +28,12 @@ function stateDirOf(ctx: StepContext): string {
 /** The directories to lock, each once (paths compare case-insensitively on Windows). */
 export function privatePaths(ctx: StepContext): string[] {
   const agents = ctx.config.spec.windows?.hostAgents ?? [];
+  // The kubelet's and containerd's folders only where they run: a machine that only joins the
+  // domain gets its state directory (and its agents' folders) locked, nothing made for a kubelet.
   const wanted = [
     stateDirOf(ctx),
-    parentOf(KUBELET_CONFIG),
-    'C:\\etc\\kubernetes',
-    KUBELET_LOG_DIR,
-    parentOf(kubeletPath(ctx.config)),
-    parentOf(CONTAINERD_LOG),
+    ...(kubernetesNeeded(ctx.config) ? [parentOf(KUBELET_CONFIG), 'C:\\etc\\kubernetes', KUBELET_LOG_DIR, parentOf(kubeletPath(ctx.config))] : []),
+    ...(containerdNeeded(ctx.config) ? [parentOf(CONTAINERD_LOG)] : []),
     ...agents.map((a) => parentOf(a.installPath)),
   ];
   const seen = new Set<string>();
