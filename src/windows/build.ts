@@ -45,8 +45,24 @@ export function unsupportedBuild(build: string | undefined, supported: readonly 
  */
 export const MINIMUM_BUILD = 20348;
 
-/** Undefined when this build is new enough (or not known, as in a plan for another machine); else why not. */
-export function buildTooOld(build: string | undefined): string | undefined {
+/**
+ * Windows Server 2019, still in extended support: made a node only when spec.windows.supportedBuilds
+ * lists its build, since the cluster must then have images of exactly that build.
+ */
+export const LISTED_ONLY_BUILD = 17763;
+
+/**
+ * Undefined when this build is new enough, or is LISTED_ONLY_BUILD and `supported` lists it (or
+ * the build is not known, as in a plan for another machine); else why not.
+ */
+export function buildTooOld(build: string | undefined, supported?: readonly number[]): string | undefined {
   if (build === undefined || !/^\d+$/.test(build) || Number(build) >= MINIMUM_BUILD) return undefined;
+  if (Number(build) === LISTED_ONLY_BUILD && supported?.includes(LISTED_ONLY_BUILD)) return undefined;
   return `this machine is Windows ${describeBuild(build)}; machineadm needs Windows build ${MINIMUM_BUILD} (Windows Server 2022, ltsc2022) or later`;
+}
+
+/** What a node of an accepted build below MINIMUM_BUILD goes without, for the plan; undefined otherwise. */
+export function buildLacks(build: string | undefined): string | undefined {
+  if (build !== String(LISTED_ONLY_BUILD)) return undefined;
+  return `accepted because spec.windows.supportedBuilds lists ${LISTED_ONLY_BUILD}: it runs container images of build ${LISTED_ONLY_BUILD} only (a host from ${MINIMUM_BUILD} runs images from ${MINIMUM_BUILD} up to its own build), and Kubernetes gives Windows Server 2019 reduced support`;
 }

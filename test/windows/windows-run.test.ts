@@ -396,6 +396,7 @@ describe('a Windows worker on the simulated machine', () => {
   it.each([
     ['26100', [17763], /build 26100 \(ltsc2025\), which cannot run container images of build 17763 \(ltsc2019\)/],
     ['17763', undefined, /^this machine is Windows build 17763 \(ltsc2019\); machineadm needs Windows build 20348 \(Windows Server 2022, ltsc2022\) or later$/],
+    ['17763', [20348], /^this machine is Windows build 17763 \(ltsc2019\); machineadm needs Windows build 20348 \(Windows Server 2022, ltsc2022\) or later$/],
     ['14393', [14393], /^this machine is Windows build 14393 \(ltsc2016\); machineadm needs Windows build 20348/],
     ['20348', [26100], /build 20348 \(ltsc2022\), which cannot run container images of build 26100 \(ltsc2025\)/],
   ] as [string, number[] | undefined, RegExp][])('refuses a build %s node for supportedBuilds %j before anything changes (exit 2)', async (build, supported, message) => {
@@ -413,6 +414,28 @@ describe('a Windows worker on the simulated machine', () => {
     expect(exitCodeOf(refusal)).toBe(2);
     expect((refusal as Error).message.replace(/^.*?: /, (p) => (p.startsWith('step ') || p.startsWith('spec.') ? '' : p))).toMatch(message);
     expect(sim.calls).toEqual([]);
+  });
+
+  it('makes a node of Windows Server 2019 (build 17763) when supportedBuilds lists it, saying in the plan what it goes without', async () => {
+    const m = machine();
+    const sim = new SimulatedWindows('17763');
+    const facts: Facts = { os: 'windows', arch: 'x64', hostname: 'WIN-NODE1', privileged: true, liveRoot: true, windowsBuild: '17763', bootId: await sim.bootId() };
+    const input = (supportedBuilds: number[]) => {
+      const config = workerConfig();
+      config.spec.windows!.supportedBuilds = supportedBuilds;
+      const host: Host = { ...createHost({ root: m.root, facts, env: {}, windows: sim }), fs: m.fs, proc: m.proc };
+      return { command: 'init' as const, phases: ALL_PHASES, selection: {}, config, facts, host, events: new EventBus(), state: new StateStore(m.stateFs), force: false, secrets: new SecretScrubber() };
+    };
+    const { preflightRun } = await import('../../src/engine/runner.ts');
+    await expect(preflightRun(input([17763]))).resolves.toBeUndefined();
+    const plan = await computePlan(input([17763]));
+    const feature = plan.phases[0]!.steps.find((s) => s.id === 'prepare/windows/containers-feature')!;
+    expect(feature.changes.map((c) => c.action)).toEqual(['install']);
+    expect(feature.changes[0]!.detail).toContain('build 17763 (ltsc2019) (accepted because spec.windows.supportedBuilds lists 17763: it runs container images of build 17763 only');
+    // Not listed: refused, and the hint says how to accept it.
+    const refusal = await preflightRun(input([20348])).catch((e: unknown) => e);
+    expect(exitCodeOf(refusal)).toBe(2);
+    expect((refusal as { hint?: string }).hint).toContain('or list 17763 in spec.windows.supportedBuilds');
   });
 
   it('plans, in order, the feature, containerd, the host agent, the kubelet service, the firewall rule, the join and the sentinel', async () => {

@@ -5,12 +5,13 @@
 import type { Step, StepContext } from '../../engine/step.ts';
 import { ConfigError, NotAvailableError } from '../../errors.ts';
 import { CONTAINERS_FEATURE, containerdNeeded } from '../paths.ts';
-import { buildTooOld, describeBuild, MINIMUM_BUILD, unsupportedBuild, windowsRelease } from '../build.ts';
+import { buildLacks, buildTooOld, describeBuild, LISTED_ONLY_BUILD, MINIMUM_BUILD, unsupportedBuild, windowsRelease } from '../build.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
 
 function checkBuild(ctx: StepContext): void {
-  const tooOld = buildTooOld(ctx.facts.windowsBuild);
-  if (tooOld) throw new NotAvailableError(tooOld, { hint: `install Windows Server 2022 (build ${MINIMUM_BUILD}) or later on this machine; nothing was changed` });
+  const tooOld = buildTooOld(ctx.facts.windowsBuild, ctx.config.spec.windows?.supportedBuilds);
+  const orList = ctx.facts.windowsBuild === String(LISTED_ONLY_BUILD) ? `, or list ${LISTED_ONLY_BUILD} in spec.windows.supportedBuilds to make a node of Windows Server 2019 with images of its build` : '';
+  if (tooOld) throw new NotAvailableError(tooOld, { hint: `install Windows Server 2022 (build ${MINIMUM_BUILD}) or later on this machine${orList}; nothing was changed` });
   const problem = unsupportedBuild(ctx.facts.windowsBuild, ctx.config.spec.windows?.supportedBuilds);
   if (problem) {
     throw new ConfigError([{ path: 'spec.windows.supportedBuilds', message: problem, hint: 'run this configuration on a supported build, or add builds whose images this node can run (from 20348 a host runs images from 20348 up to its own build; below it only its own)' }]);
@@ -40,7 +41,7 @@ export const containersFeatureStep: Step = {
   },
   async check(ctx) {
     const build = describeBuild(ctx.facts.windowsBuild);
-    const tooOld = buildTooOld(ctx.facts.windowsBuild);
+    const tooOld = buildTooOld(ctx.facts.windowsBuild, ctx.config.spec.windows?.supportedBuilds);
     if (tooOld) return { done: false, changes: [{ action: 'refuse', target: `Windows ${build}`, detail: tooOld }] };
     const unsupported = unsupportedBuild(ctx.facts.windowsBuild, ctx.config.spec.windows?.supportedBuilds);
     if (unsupported) return { done: false, changes: [{ action: 'refuse', target: 'spec.windows.supportedBuilds', detail: unsupported }] };
@@ -50,9 +51,10 @@ export const containersFeatureStep: Step = {
     if (state === 'absent') {
       return { done: false, changes: [{ action: 'refuse', target: `feature ${CONTAINERS_FEATURE}`, detail: `Windows ${build} does not offer it` }] };
     }
+    const lacks = buildLacks(ctx.facts.windowsBuild);
     const change = state === 'pending'
-      ? { action: 'restart', target: `feature ${CONTAINERS_FEATURE}`, detail: `installed, waiting for a restart (Windows ${build})` }
-      : { action: 'install', target: `feature ${CONTAINERS_FEATURE}`, detail: `Windows ${build}; a restart follows when Windows asks for one` };
+      ? { action: 'restart', target: `feature ${CONTAINERS_FEATURE}`, detail: `installed, waiting for a restart (Windows ${build}${lacks ? `; ${lacks}` : ''})` }
+      : { action: 'install', target: `feature ${CONTAINERS_FEATURE}`, detail: `Windows ${build}${lacks ? ` (${lacks})` : ''}; a restart follows when Windows asks for one` };
     const skip = noSeamSkip(ctx);
     return { done: false, changes: [change], ...(skip ? { skipReason: skip } : {}) };
   },
