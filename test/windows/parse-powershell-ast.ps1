@@ -1,7 +1,8 @@
 # Parses scripts with PowerShell's own parser and reports what a quoting check needs: the parse
-# errors, the number of top-level statements, and for each top-level `$Name = ...` the shape of its
-# right-hand side ('string' for one string constant, 'list' for @(...) of string constants, else
-# the syntax node's type) with its string constants (kind and value).
+# errors, the kind of every token of the whole script (a breakout anywhere, in a block as much as
+# at the top, adds or changes tokens), the number of top-level statements, and for each top-level
+# `$Name = ...` the shape of its right-hand side ('string' for one string constant, 'list' for
+# @(...) of string constants, else the syntax node's type) with its string constants (kind and value).
 # One process serves many batches: each line on standard input is one batch, the scripts as the
 # base64 of their UTF-16LE text separated by commas, and each answer is one JSON line. Texts and
 # values travel as UTF-16 code units because UTF-8 (and ConvertFrom-Json) would replace a lone
@@ -66,6 +67,8 @@ while ($null -ne ($line = $reader.ReadLine())) {
     }
     [pscustomobject]@{
       errors = @($errors | ForEach-Object { '{0} at {1}:{2}' -f $_.ErrorId, $_.Extent.StartLineNumber, $_.Extent.StartColumnNumber })
+      # Member enumeration: no script block per token.
+      tokens = (@($tokens).Kind -join ' ')
       statements = $statements.Count
       assignments = @($assignments)
     }

@@ -22,6 +22,8 @@ const skip = 'skip' in tools ? tools.skip : undefined;
 
 type Answer = {
   errors: string[];
+  /** The kind of every token of the script, in order. */
+  tokens: string;
   statements: number;
   assignments: { name: string; shape: string; strings: { kind: string; utf16: string }[] }[];
 };
@@ -110,6 +112,13 @@ function quoted(v: string, quote: (value: PsValue) => string = psValue): Windows
 function judge(script: WindowsScript, answer: Answer, plain: Answer): string[] {
   const problems = answer.errors.map((e) => `parse error ${e}`);
   if (answer.statements !== plain.statements) problems.push(`${answer.statements} statements instead of ${plain.statements}`);
+  if (answer.tokens !== plain.tokens) {
+    // Anywhere in the script, not only at the top: each value is one string token, so the kinds match.
+    const got = answer.tokens.split(' ');
+    const want = plain.tokens.split(' ');
+    const at = got.findIndex((kind, i) => kind !== want[i]);
+    problems.push(`the tokens differ from the plain script's from token ${at < 0 ? want.length : at}: ${got.slice(Math.max(0, at), Math.max(0, at) + 4).join(' ')} instead of ${want.slice(Math.max(0, at), Math.max(0, at) + 4).join(' ')}`);
+  }
   for (const [name, value] of Object.entries(script.values)) {
     if (typeof value !== 'string' && !Array.isArray(value)) continue;
     const expected = typeof value === 'string' ? [value] : value;
@@ -210,6 +219,15 @@ describe.skipIf(skip)('quoting judged by PowerShell 7 (pwsh) parsing the scripts
     expect(problems.filter((p) => p.startsWith('list:')).length).toBeGreaterThan(0);
     // The same value through psLiteral passes the same judge.
     expect(await problemsOf(quoted(value))).toEqual([]);
+  });
+
+  it('catches a quote-balanced breakout inside a block of an action, where the top-level statements and assignments stay the same', async () => {
+    const script = windowsScripts.domainJoin({ domain: 'x', user: 'x', ouPath: 'x', newName: 'x', server: 'x' });
+    const block = "if ($OUPath -ne '') { $join.OUPath = $OUPath }";
+    expect(script.text).toContain(block);
+    const spliced = { ...script, text: script.text.replace(block, "if ($OUPath -ne '') { $join.OUPath = 'x'; Restart-Computer -Force; 'x' }") };
+    expect(await problemsOf([spliced])).toEqual([expect.stringMatching(/^domain\.join: the tokens differ from the plain script's from token \d+: /)]);
+    expect(await problemsOf([script])).toEqual([]);
   });
 
   it('lets the naive quoter pass with an ASCII quote, so the judge is not refusing quotes as such', async () => {

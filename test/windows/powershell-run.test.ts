@@ -49,7 +49,13 @@ $global:StubAnswers = @{
     }
   }
   'Install-WindowsFeature' = {
+    param($bound, $cmdlet)
     if ($env:STUB_BEHAVIOUR -eq 'install-fails') { return [pscustomobject]@{ Success = $false; RestartNeeded = 'No'; ExitCode = 'Failed' } }
+    if ($env:STUB_BEHAVIOUR -eq 'install-writes-error') {
+      # A non-terminating error, after which the cmdlet goes on and returns as if it had succeeded.
+      $exception = New-Object System.InvalidOperationException('the servicing stack is busy')
+      $cmdlet.WriteError((New-Object System.Management.Automation.ErrorRecord($exception, 'ServicingBusy', 'ResourceBusy', $bound.Name)))
+    }
     [pscustomobject]@{ Success = $true; RestartNeeded = 'Yes'; ExitCode = 'SuccessRestartRequired' }
   }
   'Test-ComputerSecureChannel' = { $env:STUB_BEHAVIOUR -ne 'dc-unreachable' }
@@ -172,6 +178,19 @@ describe.skipIf(skip)('Windows actions run by pwsh against declared cmdlets', ()
     expect(error).toBeInstanceOf(CommandError);
     expect((error as CommandError).commandExitCode).toBe(1);
     expect(plain((error as CommandError).message)).toMatch(/^Windows action feature\.install failed: Install-WindowsFeature did not succeed: exit code Failed\nAt line:/);
+  }, 120_000);
+
+  it('stops an action at a cmdlet\'s non-terminating error (the prelude\'s Stop), which without it would report success', async () => {
+    const { run } = runner('install-writes-error');
+    const script = windowsScripts.featureInstall('Containers');
+    const error = await run(withStubs(script)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CommandError);
+    expect((error as CommandError).commandExitCode).toBe(1);
+    expect(plain((error as CommandError).message).split('\n')[0]).toBe('Windows action feature.install failed: Install-WindowsFeature : the servicing stack is busy');
+    // The same script without the prelude's first line goes on past the error and says it installed.
+    const withoutStop = { ...script, text: script.text.replace("$ErrorActionPreference = 'Stop'\n", '') };
+    expect(withoutStop.text).not.toContain('Stop');
+    await expect(run(withStubs(withoutStop))).resolves.toEqual({ restartNeeded: true });
   }, 120_000);
 
   // Through powershellRunner, each action fails as powershell.exe does on a terminating error:
