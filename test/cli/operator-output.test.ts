@@ -3,10 +3,11 @@
 // through a pipe, and the refusal of a non-root run on the live machine. Real processes: the
 // terminal is a pseudo-terminal from script(1), the unprivileged user is nobody via setpriv.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump, loadAll, load } from 'js-yaml';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { builtBinary } from '../support/binary.ts';
 import { runCli } from '../support/cli.ts';
 import { scratchDir } from '../support/tmp.ts';
 import { isRoot, missingRequirement } from '../support/environment.ts';
@@ -229,13 +230,25 @@ describe.skipIf(noScript)('on a terminal (script(1) gives the run a pseudo-termi
 
 const noSetpriv = !isRoot ? 'needs root to become nobody' : missingRequirement({ commands: ['setpriv'] });
 describe.skipIf(noSetpriv)('a run by a user without root rights', () => {
+  // nobody runs the packaged binary, copied beside its configuration into a folder anyone may read:
+  // the checkout (its Node, its sources) may be in a folder only its owner enters, as under /root.
+  let binary = '';
+  beforeAll(async () => {
+    const built = await builtBinary();
+    const dir = scratchDir();
+    chmodSync(dir, 0o755);
+    binary = join(dir, 'machineadm');
+    copyFileSync(built, binary);
+    chmodSync(binary, 0o755);
+  }, 600_000);
+
   function asNobody(args: string[]): { status: number | null; stdout: string; stderr: string } {
     const dir = scratchDir();
     chmodSync(dir, 0o755);
     const config = join(dir, 'node.yaml');
     writeFileSync(config, dump({ ...HEAD, spec: { files: [{ path: '/etc/machineadm-nobody-test.conf', content: 'a' }] } }));
     chmodSync(config, 0o644);
-    const run = spawnSync('setpriv', ['--reuid=nobody', '--regid=nogroup', '--clear-groups', NODE, BIN, ...args, '-c', config], { cwd: '/tmp', encoding: 'utf8', timeout: 60_000, env: { PATH: TEST_PATH, HOME: '/nonexistent' } });
+    const run = spawnSync('setpriv', ['--reuid=nobody', '--regid=nogroup', '--clear-groups', binary, ...args, '-c', config], { cwd: '/tmp', encoding: 'utf8', timeout: 60_000, env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', HOME: '/nonexistent' } });
     return { status: run.status, stdout: run.stdout, stderr: run.stderr };
   }
 
