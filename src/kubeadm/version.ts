@@ -1,11 +1,13 @@
 // Which kubeadm configuration API to write. kubeadm v1.31 enabled v1beta4 and deprecated v1beta3
 // (removed in v1.36), so the kubeadm on the machine decides; spec.kubernetes.version stands in
 // when kubeadm is not installed yet (a plan made before the prepare phase installs it).
+import { OLDEST_KUBERNETES_MINOR } from '../config/schema/kubernetes-version.ts';
+
 export type KubeadmApi = 'v1beta3' | 'v1beta4';
 
 export const KUBEADM_GROUP = 'kubeadm.k8s.io';
 /** The first kubeadm minor with v1beta3 (v1.22) and with v1beta4 (v1.31). */
-export const V1BETA3_SINCE = 22;
+export const V1BETA3_SINCE = OLDEST_KUBERNETES_MINOR;
 export const V1BETA4_SINCE = 31;
 /** kubeadm v1.25 added the kubeletconfiguration patch target (per-node kubelet settings on join). */
 export const KUBELET_PATCH_SINCE = 25;

@@ -13,6 +13,32 @@ function issues(value: Record<string, unknown>): string[] {
   return parseWith(kubernetesSection, value).issues.map((i) => `${formatPath(i.path)}: ${i.message}${i.hint ? ` (${i.hint})` : ""}`);
 }
 
+describe('spec.kubernetes.version', () => {
+  it.each(['v1.31.2', '1.31', 'v1.22.0', 'v1.37.0-rc.1', 'v1.37.0-alpha.3', 'v1.37.0-beta.0'])('accepts %s for a join', (version) => {
+    expect(issues({ ...worker, version })).toEqual([]);
+  });
+
+  it.each(['v1.31.2', 'v1.37.0-rc.1', 'v1.37.0-alpha.1'])('accepts %s for an init, which deploys it exactly', (version) => {
+    expect(issues({ role: 'control-plane', bootstrap: 'init', version })).toEqual([]);
+  });
+
+  it.each([
+    ['ci/latest', 'version: "ci/latest" is a CI build, not a Kubernetes release: give a release such as v1.31.2 (or a pre-release such as v1.37.0-rc.1)'],
+    ['ci-cross/latest-1.37', 'version: "ci-cross/latest-1.37" is a CI build, not a Kubernetes release: give a release such as v1.31.2 (or a pre-release such as v1.37.0-rc.1)'],
+    ['v1.20.0', 'version: v1.20.0 is older than v1.22, the oldest kubeadm machineadm can configure'],
+    ['v2.0.0', 'version: v2.0.0 is older than v1.22, the oldest kubeadm machineadm can configure'],
+    ['v1.37.0-rc', 'version: "v1.37.0-rc" is not a Kubernetes version: give one such as v1.31.2 (pre-releases such as v1.37.0-rc.1 too)'],
+    ['v1.37.0-gamma.1', 'version: "v1.37.0-gamma.1" is not a Kubernetes version: give one such as v1.31.2 (pre-releases such as v1.37.0-rc.1 too)'],
+    ['latest', 'version: "latest" is not a Kubernetes version: give one such as v1.31.2 (pre-releases such as v1.37.0-rc.1 too)'],
+  ])('refuses %s, saying why', (version, message) => {
+    expect(issues({ ...worker, version })).toEqual([message]);
+  });
+
+  it('wants an exact version for an init', () => {
+    expect(issues({ role: 'control-plane', bootstrap: 'init', version: 'v1.37' })).toEqual(['version: init deploys an exact version: give major.minor.patch, e.g. v1.31.2 (or a pre-release such as v1.37.0-rc.1)']);
+  });
+});
+
 describe('spec.kubernetes validation', () => {
   it.each([
     ['a worker join', worker],
