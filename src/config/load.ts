@@ -1,23 +1,27 @@
 // Loading: read every source (file, directory, stdin, https, instance metadata), take the
 // MachineConfig out of MIME user data, parse each document with its positions, check each on its
 // own (so a problem is reported with its source, line and column), merge in order, then validate
-// the merged whole. Every problem is collected and reported at once.
-import { dirname, join as joinPath, resolve as resolvePath } from 'node:path';
+// the merged whole. Every problem is collected and reported at once. The sources as given are
+// ./source-specs.ts's, reading each kind ./source-reading.ts's, bytes into documents
+// ./source-documents.ts's.
+import { resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { FileInfo, RootedFileSystem } from '../host/index.ts';
 import type { ConfigHost } from '../host/config-host.ts';
-import { HttpError, displayUrl, formatBytes, httpRequest, type HttpTimeouts, type RetryPolicy } from '../host/http.ts';
 import { ConfigError, ExitCode, MachineadmError, type ConfigIssue } from '../errors.ts';
 import { formatPath, isPlainObject, parseWith, type SchemaIssue } from './schema/dsl.ts';
 import { API_GROUP, API_VERSION, SUPPORTED_API_VERSIONS, machineConfigSchema, type MachineConfig } from './schema/index.ts';
 import { mergeConfigs } from './merge.ts';
 import { isRelativeSource } from './schema/source.ts';
-import { DocumentError, decodeUtf8, parseDocument, type ParsedDocument } from './document.ts';
-import { MACHINECONFIG_CONTENT_TYPE, MimeError, gunzipLimited, isGzip, isMultipart, machineConfigPart, mimeForCloudInit, singlePart, splitMultipart, unwrapBase64, type MimePart } from './mime.ts';
-import { ImdsError, detectCloud, readInstanceMetadata, type Cloud } from './imds.ts';
+import type { ParsedDocument } from './document.ts';
+import { MACHINECONFIG_CONTENT_TYPE } from './mime.ts';
 import { secretLiterals } from './redact.ts';
 import { REDACTED } from './secrets.ts';
 import { machineFileIssues } from './machine-files.ts';
+import { isNetwork, parseSources, type LoadOptions, type RawSource, type SourceSpec } from './source-specs.ts';
+import { readSource, sourceIssues } from './source-reading.ts';
+import { extractDocuments } from './source-documents.ts';
+
+export { parseSources, type LoadOptions, type SourceSpec } from './source-specs.ts';
 
 export const DEFAULT_SOURCES = ['/etc/machineadm/config.yaml', '/etc/machineadm/config.d/'];
 
@@ -34,22 +38,6 @@ export interface LoadedConfig {
   warnings?: string[];
 }
 
-export interface LoadOptions {
-  /** Reads all of standard input (for the source "-"). */
-  readStdin?: (maxBytes: number) => Promise<Buffer>;
-  /** Relative -c paths are resolved against this directory (default: the process's). */
-  cwd?: string;
-  maxBytes?: number;
-  /** Retry and timeout settings for https:// sources (tests shorten them). */
-  http?: { retry?: Partial<RetryPolicy>; timeouts?: Partial<HttpTimeouts> };
-  /** Retry and timeout settings for imds:// sources. */
-  imds?: { retry?: Partial<RetryPolicy>; timeouts?: Partial<HttpTimeouts> };
-  /**
-   * Without -c and with nothing at the default sources: an empty MachineConfig instead of an error
-   * (reset, which works from its records and needs a configuration only for credentials).
-   */
-  emptyWhenNone?: boolean;
-}
 
 /**
  * The sources were read and hold no MachineConfig, because user data (instance metadata or a MIME
@@ -63,103 +51,6 @@ export class NoMachineConfigError extends MachineadmError {
     });
     this.sources = sources;
   }
-}
-
-export type SourceSpec =
-  | { kind: 'stdin'; name: string }
-  | { kind: 'path'; name: string; path: string; fs: 'local' | 'root'; optional: boolean; sha256?: string }
-  | { kind: 'https'; name: string; url: string; sha256?: string; caFile?: string }
-  | { kind: 'imds'; name: string; cloud?: Cloud };
-
-interface RawSource {
-  name: string;
-  bytes: Buffer;
-  /** Instance metadata: a document that is not a MachineConfig is not an error there. */
-  userData: boolean;
-  instanceId?: string;
-  /** The real directory of a file source: relative file sources in it are resolved against it. */
-  directory?: string;
-}
-
-const SCHEMES = ['file://', 'https://', 'imds://'];
-
-// What each scheme's fragment may carry; anything else would be silently ignored (a pin that is
-// never checked), so it is refused.
-const FRAGMENT_PARAMETERS: Record<string, { names: string[]; hint: string }> = {
-  'file:': { names: ['sha256'], hint: 'a file:// fragment takes only sha256=<hex>' },
-  'https:': { names: ['sha256', 'ca'], hint: 'an https:// fragment takes sha256=<hex> and ca=<path of a PEM CA file>' },
-  'imds:': { names: [], hint: 'instance metadata takes no fragment: its content cannot be pinned' },
-};
-
-/** Reads the source strings of -c into specs, collecting every malformed one. */
-export function parseSources(sources: readonly string[], cwd: string): { specs: SourceSpec[]; issues: ConfigIssue[] } {
-  const specs: SourceSpec[] = [];
-  const issues: ConfigIssue[] = [];
-  let stdin = 0;
-  for (const source of sources) {
-    const bad = (message: string, hint?: string) => issues.push({ source: safeName(source), path: '', message, ...(hint ? { hint } : {}) });
-    if (source === '-') {
-      if (++stdin > 1) bad('standard input can be read only once', 'give "-" a single time');
-      else specs.push({ kind: 'stdin', name: 'stdin' });
-    } else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(source)) {
-      let url: URL;
-      try {
-        url = new URL(source);
-      } catch {
-        bad('not a valid URL', 'write it like https://config.example/node.yaml');
-        continue;
-      }
-      const fragment = new URLSearchParams(url.hash.replace(/^#/, ''));
-      const sha256 = fragment.get('sha256') ?? undefined;
-      const allowed = FRAGMENT_PARAMETERS[url.protocol];
-      const unknown = allowed ? [...fragment.keys()].filter((k) => !allowed.names.includes(k)) : [];
-      if (unknown.length) bad(`unknown URL fragment parameter ${unknown.map((k) => JSON.stringify(k)).join(', ')}`, allowed!.hint);
-      if (sha256 !== undefined && !/^[a-f0-9]{64}$/i.test(sha256)) bad('the sha256 pin is not 64 hex digits', 'write #sha256=<64 hex digits> (sha256sum prints them)');
-      const pin = sha256?.toLowerCase();
-      if (url.protocol === 'file:') {
-        const path = url.host && url.host !== 'localhost' ? undefined : decodedPath(url);
-        if (path === undefined) bad('not a valid file:// URL', 'name a local path, e.g. file:///etc/x.yaml (with %XX escapes only for bytes such as a space)');
-        else specs.push({ kind: 'path', name: path, path, fs: 'local', optional: false, ...(pin ? { sha256: pin } : {}) });
-      } else if (url.protocol === 'https:') {
-        const ca = fragment.get('ca') ?? undefined;
-        const clean = new URL(url);
-        clean.hash = '';
-        specs.push({ kind: 'https', name: displayUrl(source), url: clean.toString(), ...(pin ? { sha256: pin } : {}), ...(ca ? { caFile: resolvePath(cwd, ca) } : {}) });
-      } else if (url.protocol === 'imds:') {
-        const where = `${url.host}${url.pathname}`.replace(/\/+$/, '');
-        const match = /^(?:(aws|azure|gce)\/)?user-data$/.exec(where);
-        if (!match) bad('unknown instance metadata source', 'use imds://user-data (cloud detected) or imds://aws/user-data, imds://azure/user-data, imds://gce/user-data');
-        else specs.push({ kind: 'imds', name: `imds://${where}`, ...(match[1] ? { cloud: match[1] as Cloud } : {}) });
-      } else if (url.protocol === 'http:') {
-        bad('plain http:// is not accepted for configuration (it can be changed on the way and may carry secrets)', 'serve it over https://, or copy it to a local file');
-      } else {
-        bad(`unknown kind of source ${JSON.stringify(url.protocol.replace(/:$/, ''))}`, `use a path, "-", or a URL starting with ${SCHEMES.join(', ')}`);
-      }
-    } else if (source === '') {
-      bad('an empty source', 'give a path, "-", or a URL');
-    } else {
-      const path = resolvePath(cwd, source);
-      specs.push({ kind: 'path', name: source.endsWith('/') && !path.endsWith('/') ? `${path}/` : path, path, fs: 'local', optional: false });
-    }
-  }
-  return { specs, issues };
-}
-
-function decodedPath(url: URL): string | undefined {
-  try {
-    return decodeURIComponent(url.pathname);
-  } catch {
-    return undefined;
-  }
-}
-
-// Sources are named in messages; a URL's query may hold a token, so it is shown as displayUrl shows it.
-function safeName(source: string): string {
-  return /^https?:\/\//i.test(source) ? displayUrl(source) : source;
-}
-
-function isNetwork(spec: SourceSpec): boolean {
-  return spec.kind === 'https' || spec.kind === 'imds';
 }
 
 export async function loadConfig(host: ConfigHost, sources: readonly string[], options: LoadOptions = {}): Promise<LoadedConfig> {
@@ -267,134 +158,6 @@ function inSourceOrder(issues: ConfigIssue[], documents: ParsedDocument[]): Conf
     .map((x) => x.issue);
 }
 
-async function readSource(host: ConfigHost, spec: SourceSpec, options: LoadOptions, maxBytes: number): Promise<RawSource[]> {
-  switch (spec.kind) {
-    case 'stdin': {
-      if (!options.readStdin) throw new SourceError('standard input is not available here');
-      const bytes = await options.readStdin(maxBytes);
-      if (bytes.length > maxBytes) throw new SourceError(`larger than the limit of ${formatBytes(maxBytes)}`, 'a configuration is never that large');
-      return [{ name: 'stdin', bytes, userData: false }];
-    }
-    case 'path':
-      return readPath(spec.fs === 'root' ? host.fs : host.local, spec, maxBytes);
-    case 'https': {
-      let ca: Buffer | undefined;
-      if (spec.caFile) {
-        ca = await host.local.readFile(spec.caFile);
-        if (!ca) throw new SourceError(`the CA file ${spec.caFile} does not exist`, 'give the path of a PEM file with #ca=<path>');
-      }
-      const response = await httpRequest({
-        url: spec.url,
-        offline: host.offline,
-        sleep: (ms) => host.sleep(ms),
-        maxBytes,
-        headers: { accept: 'application/yaml, application/json;q=0.9, */*;q=0.5' },
-        ...(ca ? { ca } : {}),
-        ...(options.http?.retry ? { retry: options.http.retry } : {}),
-        ...(options.http?.timeouts ? { timeouts: options.http.timeouts } : {}),
-      });
-      checkPin(response.body, spec.sha256);
-      const type = String(response.headers['content-type'] ?? '');
-      if (/^text\/html\b/i.test(type) && !isMultipart(response.body)) {
-        throw new SourceError(`the server answered ${response.status} with an HTML page (Content-Type: ${type.split(';')[0]}), not a configuration`, 'check the URL: a login page, a proxy or an error page answered instead');
-      }
-      return [{ name: spec.name, bytes: response.body, userData: false }];
-    }
-    case 'imds': {
-      const imdsOptions = { maxBytes, ...(options.imds?.retry ? { retry: options.imds.retry } : {}), ...(options.imds?.timeouts ? { timeouts: options.imds.timeouts } : {}) };
-      const cloud = spec.cloud ?? (await detectCloud(host, imdsOptions));
-      const { userData, instanceId } = await readInstanceMetadata(host, cloud, imdsOptions);
-      return [{ name: spec.cloud ? spec.name : `${spec.name} (${cloud})`, bytes: userData ?? Buffer.alloc(0), userData: true, ...(instanceId ? { instanceId } : {}) }];
-    }
-  }
-}
-
-async function readPath(fs: RootedFileSystem, spec: Extract<SourceSpec, { kind: 'path' }>, maxBytes: number): Promise<RawSource[]> {
-  const info = await fs.stat(spec.path);
-  if (!info) {
-    if (spec.optional) return [];
-    throw new SourceError('no such file or directory', 'check the -c/--config path');
-  }
-  if (info.kind === 'directory') return readDirectory(fs, spec, maxBytes);
-  const bytes = await readLimited(fs, spec.path, info, maxBytes);
-  // stat does not follow links: a config.d that is a link to a directory is read as that directory.
-  if (bytes === 'directory') return readDirectory(fs, spec, maxBytes);
-  checkPin(bytes, spec.sha256);
-  return [{ name: spec.name, bytes, userData: false, directory: joinPath(fs.root, dirname(spec.path)) }];
-}
-
-async function readDirectory(fs: RootedFileSystem, spec: Extract<SourceSpec, { kind: 'path' }>, maxBytes: number): Promise<RawSource[]> {
-  if (spec.sha256) throw new SourceError('a sha256 pin names one file, not a directory');
-  // Lexical order, so an image's 10-defaults.yaml comes before a user's 50-site.yaml; hidden files
-  // (editor backups) are left out.
-  const names = (await fs.list(spec.path)).filter((n) => /\.(ya?ml|json)$/i.test(n) && !n.startsWith('.'));
-  const out: RawSource[] = [];
-  for (const name of names) {
-    const child = `${spec.path.replace(/[\\/]+$/, '')}/${name}`;
-    const childInfo = await fs.stat(child);
-    if (!childInfo || childInfo.kind === 'directory') continue;
-    try {
-      const bytes = await readLimited(fs, child, childInfo, maxBytes);
-      // A link to a subdirectory is left out like a subdirectory.
-      if (bytes !== 'directory') out.push({ name: child, bytes, userData: false, directory: joinPath(fs.root, dirname(child)) });
-    } catch (error) {
-      // The problem is the entry's, so the message names the entry rather than the directory.
-      throw new ConfigError(sourceIssues(error, child));
-    }
-  }
-  return out;
-}
-
-/** The file's bytes, stopping at the limit (see RootedFileSystem.readUpTo). */
-async function readLimited(fs: RootedFileSystem, path: string, info: FileInfo, maxBytes: number): Promise<Buffer | 'directory'> {
-  const tooLarge = (size?: number): SourceError =>
-    new SourceError(`larger than the limit of ${formatBytes(maxBytes)}${size === undefined ? '' : ` (${formatBytes(size)})`}`, 'a configuration is never that large');
-  if (info.kind === 'file' && info.size > maxBytes) throw tooLarge(info.size);
-  try {
-    const bytes = await fs.readUpTo(path, maxBytes);
-    if (bytes === undefined) throw tooLarge();
-    return bytes;
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'EISDIR') return 'directory';
-    if (code === 'ENOENT') throw new SourceError('no such file or directory', 'check the -c/--config path (a link may point to nothing)');
-    throw error;
-  }
-}
-
-// The pin is checked on the bytes as delivered, before anything parses them.
-function checkPin(bytes: Buffer, pin: string | undefined): void {
-  if (pin === undefined) return;
-  // node:crypto only when a source is pinned: loading it is a good part of a start.
-  const actual = process.getBuiltinModule('node:crypto').createHash('sha256').update(bytes).digest('hex');
-  if (actual !== pin) {
-    throw new SourceError(`the content's sha256 is ${actual}, not the pinned ${pin}`, 'the content changed or the pin is wrong; nothing from this source was used');
-  }
-}
-
-class SourceError extends Error {
-  readonly hint: string | undefined;
-  constructor(message: string, hint?: string) {
-    super(message);
-    this.hint = hint;
-  }
-}
-
-function sourceIssues(error: unknown, source: string): ConfigIssue[] {
-  if (error instanceof DocumentError) return error.issues.map((i) => ({ ...i, source: i.source ?? source }));
-  if (error instanceof ConfigError) return error.issues.map((i) => ({ ...i, source: i.source ?? source }));
-  if (error instanceof MimeError) return [{ source, ...(error.line ? { line: error.line } : {}), path: '', message: `MIME user data: ${error.message}`, ...(error.hint ? { hint: error.hint } : {}) }];
-  if (error instanceof HttpError || error instanceof MachineadmError || error instanceof SourceError || error instanceof ImdsError) {
-    const hint = (error as { hint?: string }).hint;
-    const unreadable = error instanceof HttpError || error instanceof ImdsError ? { unreadable: true as const } : {};
-    return [{ source, path: '', message: error.message, ...(hint ? { hint } : {}), ...unreadable }];
-  }
-  const code = (error as NodeJS.ErrnoException).code;
-  if (code === 'EACCES' || code === 'EPERM') return [{ source, path: '', message: 'permission denied', hint: 'run machineadm as a user that may read it', unreadable: true }];
-  if (code === 'EISDIR') return [{ source, path: '', message: 'is a directory' }];
-  return [{ source, path: '', message: `cannot be read: ${(error as Error).message}`, unreadable: true }];
-}
-
 /** The objects whose `url` may name a file beside the configuration, with their field paths. */
 function sourcesOf(spec: unknown): [string, Record<string, unknown>][] {
   if (!isPlainObject(spec)) return [];
@@ -427,98 +190,6 @@ function resolveRelativeSources(doc: ParsedDocument, directory: string | undefin
     source.url = pathToFileURL(resolvePath(directory, source.url)).href;
   }
   return issues;
-}
-
-/** The MachineConfig documents among MIME parts: machineadm's parts parsed, a mistyped one refused. */
-function documentsOfParts(raw: RawSource, all: MimePart[]): { documents: ParsedDocument[]; userData: boolean; warnings?: string[] } {
-  const out: ParsedDocument[] = [];
-  const issues: ConfigIssue[] = [];
-  // A part that plainly means to be machineadm's but has another type would otherwise leave the
-  // machine silently unconfigured ("nothing to do").
-  for (const part of all.filter((p) => machineConfigPart(p.contentType) === 'mistyped')) {
-    issues.push({ source: `${raw.name} (part ${part.index})`, path: '', message: `has Content-Type ${part.contentType}, which machineadm does not read`, hint: `use Content-Type: ${MACHINECONFIG_CONTENT_TYPE}` });
-  }
-  for (const part of all.filter((p) => machineConfigPart(p.contentType) === 'yes')) {
-    const name = `${raw.name} (part ${part.index})`;
-    try {
-      const lineOffset = (part.firstLine ?? 1) - 1;
-      const doc = parseDocument(stripBom(decodeUtf8(part.body, name, lineOffset)), name, lineOffset);
-      if (!doc) throw new DocumentError([{ source: name, path: '', message: `the ${MACHINECONFIG_CONTENT_TYPE} part is empty`, hint: 'put the MachineConfig in the part, or remove the part' }]);
-      out.push(doc);
-    } catch (error) {
-      issues.push(...sourceIssues(error, name));
-    }
-  }
-  if (issues.length) throw new ConfigError(issues);
-  const warnings = all
-    .filter((p) => machineConfigPart(p.contentType) === 'yes' && p.readOtherwiseByCloudInit)
-    .map((p) => `${raw.name} (part ${p.index}): no blank line after the part's headers; machineadm read the MachineConfig, but cloud-init reads its first line as a header and the part as empty (put a blank line after the headers)`);
-  return { documents: out, userData: true, ...(warnings.length ? { warnings } : {}) };
-}
-
-const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
-
-/**
- * The MachineConfig documents of MIME content (multipart, or one part with its headers); undefined
- * when the content is not MIME. Content may start with a UTF-8 byte order mark (3.2), MIME too;
- * cloud-init then reads the headers as text, which a warning says.
- */
-function mimeDocuments(raw: RawSource, content: Uint8Array, maxBytes: number): { documents: ParsedDocument[]; userData: boolean; warnings?: string[] } | undefined {
-  const bom = UTF8_BOM.equals(content.subarray(0, 3));
-  const bytes = bom ? content.subarray(3) : content;
-  let found: { documents: ParsedDocument[]; userData: boolean; warnings?: string[] };
-  const notes: string[] = [];
-  if (isMultipart(bytes)) {
-    found = documentsOfParts(raw, splitMultipart(bytes, maxBytes));
-    if (found.documents.length > 0 && !mimeForCloudInit(bytes)) {
-      notes.push(`${raw.name}: multipart user data without a MIME-Version header; machineadm read the MachineConfig, but cloud-init reads such user data as plain text and does not hand its parts to machineadm's part handler (put MIME-Version: 1.0 among the top headers)`);
-    }
-  } else {
-    // One part with no multipart around it (headers, a blank line, the body): read as that part,
-    // as cloud-init reads it, never as YAML with the headers in it.
-    const single = singlePart(bytes, maxBytes);
-    if (!single) return undefined;
-    found = documentsOfParts(raw, [single]);
-    if (!mimeForCloudInit(bytes) && machineConfigPart(single.contentType) === 'yes') {
-      notes.push(`${raw.name}: one MIME part without a MIME-Version header; machineadm read the MachineConfig, but cloud-init reads such user data as plain text and does not hand it to machineadm's part handler (put MIME-Version: 1.0 before Content-Type)`);
-    }
-  }
-  if (bom && found.documents.length > 0) {
-    notes.push(`${raw.name}: MIME user data that starts with a byte order mark; machineadm read the MachineConfig, but cloud-init reads such user data as plain text and does not hand its parts to machineadm's part handler (save it as UTF-8 without a byte order mark)`);
-  }
-  const warnings = [...(found.warnings ?? []), ...notes];
-  return { ...found, ...(warnings.length ? { warnings } : {}) };
-}
-
-/** The MachineConfig documents a source holds (none for user data that does not opt in). */
-function extractDocuments(raw: RawSource, maxBytes: number): { documents: ParsedDocument[]; userData: boolean; warnings?: string[] } {
-  let bytes = raw.bytes;
-  // cloud-init accepts gzip-compressed user data; so does machineadm, from any source.
-  if (isGzip(bytes)) bytes = gunzipLimited(bytes, maxBytes);
-  const unwrapped = raw.userData ? unwrapBase64(bytes) : undefined;
-  if (unwrapped) bytes = isGzip(unwrapped) ? gunzipLimited(unwrapped, maxBytes) : unwrapped;
-  const mime = mimeDocuments(raw, bytes, maxBytes);
-  if (mime) return mime;
-  if (raw.userData) {
-    // Whole (non-multipart) user data: a MachineConfig is taken whole; a shell script or a
-    // cloud-config is someone else's, unless it plainly means to be ours.
-    if (bytes.length === 0) return { documents: [], userData: true };
-    const text = stripBom(Buffer.from(bytes).toString('utf8'));
-    // cloud-init's own formats start with a marker line; one that only mentions machineadm (a
-    // cloud-config writing a MachineConfig file with write_files) is still cloud-init's.
-    const cloudInit = /^#(!|cloud-|include|part-handler|upstart-job)/.test(text);
-    const ours = !cloudInit && (text.includes(API_GROUP) || /^\s*kind:\s*["']?MachineConfig\b/m.test(text));
-    if (!ours) return { documents: [], userData: true };
-    const doc = parseDocument(stripBom(decodeUtf8(bytes, raw.name)), raw.name);
-    return { documents: doc ? [doc] : [], userData: true };
-  }
-  const doc = parseDocument(stripBom(decodeUtf8(bytes, raw.name)), raw.name);
-  if (!doc) throw new DocumentError([{ source: raw.name, path: '', message: 'is empty', hint: `write a MachineConfig (apiVersion: ${SUPPORTED_API_VERSIONS[0]}, kind: MachineConfig, spec: ...)` }]);
-  return { documents: [doc], userData: false };
-}
-
-function stripBom(text: string): string {
-  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
 /** A source's own problems: not a MachineConfig, an unsupported apiVersion, unknown fields, types. */
@@ -600,4 +271,3 @@ function scrub(issues: ConfigIssue[], documents: ParsedDocument[]): ConfigIssue[
   const clean = (text: string) => secrets.reduce((t, s) => (t.includes(s) ? t.split(s).join(REDACTED) : t), text);
   return issues.map((i) => ({ ...i, message: clean(i.message), ...(i.hint ? { hint: clean(i.hint) } : {}) }));
 }
-
