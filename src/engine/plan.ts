@@ -1,0 +1,96 @@
+// What a run would do and what it refuses, before anything changes: the plan (every step's
+// check as data, for plan and --dry-run), the preflight (every refusal at once, exit 2), and the
+// leftovers of a killed run removed before the next one starts.
+import type { Host, Facts } from '../host/index.ts';
+import { worstResult, type Result } from './events.ts';
+import { ConfigError, StepError, UsageError, type ConfigIssue } from '../errors.ts';
+import type { Phase, PhaseName } from './step.ts';
+import { selectSteps } from './select.ts';
+import type { Plan, PlannedStatus, RunnerInput } from './runner-input.ts';
+import { applicability, checkStep, contextFor, runnable } from './step-context.ts';
+
+/** Every action the run would take, in order; touches nothing. `plan` and `--dry-run` both use it. */
+export async function computePlan(input: RunnerInput): Promise<Plan> {
+  const selected = selectSteps(input.phases, input.selection);
+  const state = await input.state.load();
+  const phases: Plan['phases'] = input.phases.map((p) => ({ name: p.name, summary: p.summary, steps: [] }));
+  // What the run would have been through when it reaches each step, so that a step that depends
+  // on earlier ones (the sentinel after provisioning) plans what the run would then do.
+  const planned: { name: PhaseName; result: Result; steps: { id: string; result: Result; upToDate?: boolean }[] }[] = [];
+  for (const s of selected) {
+    const target = phases.find((p) => p.name === s.phase.name)!;
+    // As in a run, every phase up to this one has been entered, also those without steps.
+    for (const phase of input.phases.slice(0, input.phases.indexOf(s.phase) + 1)) {
+      if (!planned.some((p) => p.name === phase.name)) planned.push({ name: phase.name, result: 'skipped', steps: [] });
+    }
+    const soFar = planned.find((p) => p.name === s.phase.name)!;
+    const base = { id: s.fullId, phase: s.phase.name, summary: s.step.summary };
+    const notApplicable = applicability(s.step, input);
+    if (notApplicable) {
+      target.steps.push({ ...base, status: 'not-applicable', reason: notApplicable, changes: [] });
+      continue;
+    }
+    if (!s.selected) {
+      target.steps.push({ ...base, status: 'not-selected', reason: 'left out by --only/--skip', changes: [] });
+      continue;
+    }
+    const check = await checkStep(s.step, contextFor(input, state, s.fullId, true, { failed: false, phases: planned }), s.fullId);
+    const status: PlannedStatus = check.skipReason ? 'skipped' : check.done ? 'up-to-date' : 'change';
+    const network = status === 'change' && check.network?.length ? { network: check.network } : {};
+    target.steps.push({ ...base, status, ...(check.skipReason ? { reason: check.skipReason } : {}), changes: check.changes, ...network });
+    soFar.steps.push({ id: s.fullId, result: status === 'change' ? 'success' : 'skipped', ...(status === 'up-to-date' ? { upToDate: true } : {}) });
+    soFar.result = worstResult(soFar.steps.map((x) => x.result));
+  }
+  return { command: input.command, os: input.facts.os, facts: input.facts, phases };
+}
+
+/**
+ * Everything that can be found wrong before the first change, found at once: each step's own
+ * preflight (secrets read and checked, files it needs), every refusal a step's check shows (a
+ * "refuse" change: the plan shows it, the run would stop there), and, under --offline, every
+ * network use a step would make. Throws a ConfigError (exit 2) listing all, or a UsageError for
+ * --offline.
+ */
+export async function preflightRun(input: RunnerInput): Promise<void> {
+  const steps = runnable(input);
+  const state = await input.state.load();
+  const issues: ConfigIssue[] = [];
+  const refusedBy = new Set<string>();
+  for (const s of steps) {
+    if (!s.step.preflight) continue;
+    try {
+      await s.step.preflight(contextFor(input, state, s.fullId, true, { failed: false, phases: [] }));
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw new StepError(s.fullId, error);
+      issues.push(...error.issues);
+      refusedBy.add(s.fullId);
+    }
+  }
+  const needs: string[] = [];
+  for (const s of steps) {
+    // A check that fails here fails again, with its own message, when the step runs.
+    const check = await s.step.check(contextFor(input, state, s.fullId, true, { failed: false, phases: [] })).catch(() => undefined);
+    if (!check || check.done || check.skipReason) continue;
+    if (!refusedBy.has(s.fullId)) {
+      for (const c of check.changes.filter((c) => c.action === 'refuse')) issues.push({ path: '', message: `step ${s.fullId} would refuse ${c.target}${c.detail ? `: ${c.detail}` : ''}`, refused: true });
+    }
+    if (input.host.offline) needs.push(...(check.network ?? []).map((n) => `${s.fullId}: ${n}`));
+  }
+  if (issues.length) throw new ConfigError(issues);
+  if (needs.length) {
+    throw new UsageError(`--offline: this run would use the network, so nothing was changed:\n${needs.map((n) => `  ${n}`).join('\n')}`, {
+      hint: 'put those files on the machine beforehand (their sha256 is checked), or run without --offline',
+    });
+  }
+}
+
+/**
+ * Removes what steps of a run that was killed left behind (files holding secrets), for every step
+ * that could have run: a killed `init` leaves files that a later `prepare` must not keep.
+ */
+export async function removeLeftovers(host: Host, facts: Facts, phases: readonly Phase[]): Promise<void> {
+  if (host.fs.platform !== facts.os) return;
+  for (const step of phases.flatMap((p) => p.steps)) {
+    for (const path of step.leftovers?.(facts) ?? []) await host.fs.remove(path);
+  }
+}
