@@ -3,7 +3,8 @@
 // written: it names where the secret is, never the secret itself, and that is what an operator
 // needs to see when something is wrong.
 import { machineConfigSchema, type MachineConfig } from './schema/index.ts';
-import { isPlainObject, type SecretSource } from './schema/dsl.ts';
+import { isPlainObject } from './schema/dsl.ts';
+import type { SecretSource } from './schema/secret-field.ts';
 import { REDACTED } from './secrets.ts';
 import { displayUrl, hasCredentials } from '../redaction.ts';
 export { REDACTED };

@@ -2,7 +2,7 @@
 // never needs the secret). Every value read is registered with a scrubber that removes it from
 // every event, log line and report.
 import type { ConfigHost } from '../host/config-host.ts';
-import type { SecretSource } from './schema/dsl.ts';
+import type { SecretSource } from './schema/secret-field.ts';
 import { ConfigError } from '../errors.ts';
 import { REDACTED, urlSecrets } from '../redaction.ts';
 

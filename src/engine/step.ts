@@ -2,7 +2,7 @@
 // (then it is skipped, so reruns converge) and what would change; apply() makes it match.
 import type { Host, Facts, OperatingSystem } from '../host/index.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
-import type { SecretSource } from '../config/schema/dsl.ts';
+import type { SecretSource } from '../config/schema/secret-field.ts';
 import type { EventInput } from './events.ts';
 import type { StepRecord } from './state.ts';
 import type { ProvisionRecord } from './provisioned.ts';

@@ -1,7 +1,8 @@
 // spec.domainJoin: membership of an Active Directory domain, for both operating systems. The
 // directory itself (accounts, OUs, DNS records) is prepared by its administrators; machineadm only
 // joins this machine to it.
-import { array, enumOf, object, optional, secret, string, withDefault } from './dsl.ts';
+import { array, enumOf, object, optional, string, withDefault } from './dsl.ts';
+import { secret } from './secret-field.ts';
 import { sourceUrl } from './source.ts';
 
 // A DNS domain name: labels of letters, digits and "-", at least two of them.

@@ -2,6 +2,7 @@
 // (parse, collecting every issue with its field path) and the published JSON Schema (json).
 // Pure: imports nothing that does I/O.
 import { redactUrlsIn } from '../../redaction.ts';
+import { suggest } from './suggest.ts';
 
 export type PathSegment = string | number;
 export type FieldPath = readonly PathSegment[];
@@ -173,7 +174,7 @@ function checkString(value: string, options: StringOptions, path: FieldPath, ctx
   return value;
 }
 
-function truncate(value: string): string {
+export function truncate(value: string): string {
   return value.length > 80 ? value.slice(0, 77) + '...' : value;
 }
 
@@ -373,75 +374,10 @@ export function either<A, B>(a: Schema<A, Presence>, b: Schema<B, Presence>, opt
   );
 }
 
-/** A secret: a literal, or a reference `{ valueFrom: { file: PATH } }` / `{ valueFrom: { env: NAME } }`. */
-export type SecretSource = string | { valueFrom: { file: string } | { env: string } };
-
-export function secret(options: Common & Omit<StringOptions, 'format'> = {}): Schema<SecretSource> {
-  const { description, example, ...literal } = options;
-  const common: Common = { ...(description === undefined ? {} : { description }), ...(example === undefined ? {} : { example }) };
-  const ref = object({
-    valueFrom: object(
-      { file: optional(string({ minLength: 1, description: 'absolute path of a file holding the secret', example: '/etc/machineadm/secret' })), env: optional(string({ pattern: /^[A-Za-z_][A-Za-z0-9_]*$/, description: 'name of an environment variable holding the secret', example: 'MACHINEADM_SECRET' })) },
-      {
-        check: (v, report) => {
-          if ((v.file === undefined) === (v.env === undefined)) report([], 'give exactly one of file or env');
-        },
-        description: 'where the secret is read from when the run starts: a file or an environment variable (exactly one)',
-        example: { file: '/etc/machineadm/secret' },
-      },
-    ),
-  });
-  const schema = either<string, { valueFrom: { file?: string; env?: string } }>(string({ minLength: 1, ...literal }), ref, {
-    ...common,
-    pick: (value) => (typeof value === 'string' ? 'a' : 'b'),
-  });
-  // x-secret tells readers of the JSON Schema (and redaction) that the value is never shown.
-  return {
-    ...(schema as Schema<SecretSource>),
-    secret: true,
-    // A rule on a literal (pattern, check) must never quote the value it rejects.
-    parse: (value, path, ctx) => {
-      const inner: ParseContext = { issues: [], partial: ctx.partial };
-      const parsed = schema.parse(value, path, inner);
-      const hide = typeof value === 'string' && value !== '' ? [value, JSON.stringify(value), JSON.stringify(truncate(value))] : [];
-      const clean = (text: string) => hide.reduce((t, h) => t.split(h).join('<redacted>'), text);
-      for (const found of inner.issues) ctx.issues.push({ ...found, message: clean(found.message), ...(found.hint !== undefined ? { hint: clean(found.hint) } : {}) });
-      return parsed as SecretSource | undefined;
-    },
-    json: (mode) => ({ ...schema.json(mode), 'x-secret': true }),
-  };
-}
-
-/** The closest known name, as a hint for a misspelled field or value. */
-export function suggest(input: string, known: readonly string[]): string | undefined {
-  let best: string | undefined;
-  let bestDistance = Infinity;
-  for (const candidate of known) {
-    const d = editDistance(input.toLowerCase(), candidate.toLowerCase());
-    if (d < bestDistance) {
-      bestDistance = d;
-      best = candidate;
-    }
-  }
-  return best !== undefined && bestDistance <= Math.max(2, Math.floor(input.length / 3)) ? `did you mean "${best}"?` : undefined;
-}
-
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const cur = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = cur;
-    }
-  }
-  return row[b.length]!;
-}
-
 export function parseWith<T>(schema: Schema<T, Presence>, value: unknown, options: { partial?: boolean } = {}): { value: T | undefined; issues: SchemaIssue[] } {
   const ctx: ParseContext = { issues: [], partial: options.partial ?? false };
   const parsed = schema.parse(value, [], ctx);
   return { value: ctx.issues.length ? undefined : parsed, issues: ctx.issues };
 }
+
+export { suggest } from './suggest.ts';

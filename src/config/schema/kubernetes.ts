@@ -14,16 +14,15 @@ import {
   optional,
   record,
   scalarString,
-  secret,
   string,
   withDefault,
-  type SecretSource,
   type Schema,
   type StringOptions,
 } from './dsl.ts';
 import { envString, machineString } from './machine.ts';
 import { controlPlaneSection } from './control-plane.ts';
 import { isExactKubernetesVersion, KUBERNETES_VERSION_SHAPE, kubernetesVersionProblem } from './kubernetes-version.ts';
+import { secret, type SecretSource } from './secret-field.ts';
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const QUALIFIED_NAME_PART = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;

@@ -2,7 +2,8 @@
 // token files) are machine paths, read under --root; their contents are checked before the run
 // changes anything (src/report/endpoints.ts).
 import { redactUrlsIn } from '../../redaction.ts';
-import { array, boolean, integer, object, optional, record, secret, string, withDefault } from './dsl.ts';
+import { array, boolean, integer, object, optional, record, string, withDefault } from './dsl.ts';
+import { secret } from './secret-field.ts';
 import { networkUrlProblem } from './url.ts';
 
 const absolutePath = (what: string) =>

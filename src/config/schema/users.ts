@@ -1,5 +1,6 @@
 // spec.users: local Linux users with their groups, sudo rule, SSH keys and password state.
-import { array, boolean, object, optional, secret, string, withDefault } from './dsl.ts';
+import { array, boolean, object, optional, string, withDefault } from './dsl.ts';
+import { secret } from './secret-field.ts';
 
 // What useradd accepts on Debian and Red Hat alike (a trailing $ for Samba machine accounts).
 const USER_NAME = /^[a-z_][a-z0-9_-]{0,30}\$?$/;
