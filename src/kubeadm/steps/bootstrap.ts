@@ -1,7 +1,8 @@
 // The kubeadm/init and kubeadm/join steps: render the configuration (secrets redacted for the
 // plan, real for the run), write it 0600 only for the time kubeadm runs, run kubeadm with a
-// timeout and retries for transient join failures, and turn a failure into report data. What it gives kubeadm is ./kubeadm-inputs.ts's, what it finds
-// on the machine ./kubeadm-machine.ts's, its undo for reset ./kubeadm-undo.ts's.
+// timeout and retries for transient join failures, and turn a failure into report data. What it
+// gives kubeadm is ./kubeadm-inputs.ts's, what it finds on the machine ./kubeadm-machine.ts's, its
+// undo for reset ./kubeadm-undo.ts's.
 import type { Step, CheckResult, ApplyResult } from '../../engine/step.ts';
 import { CommandError, ConfigError, StepDetailsError, type ConfigIssue, type FailureDetails } from '../../errors.ts';
 import { tail } from '../../host/index.ts';
