@@ -8,6 +8,7 @@ import { API_VERSION, machineConfigJsonSchema } from '../config/schema/index.ts'
 import { TrackedDocument, type ImportNote, type Path } from './tracked.ts';
 import { clusterConfiguration, initConfiguration, joinConfiguration, type KubeadmShape } from './kubeadm.ts';
 import { machinePreparation } from './machine.ts';
+import type { SecretMapping } from './secret-mapping.ts';
 
 type Json = Record<string, unknown>;
 
@@ -37,6 +38,8 @@ export interface ImportOptions {
   os?: 'linux' | 'windows';
   /** Names the input in messages. */
   source: string;
+  /** Where the values of the Kubernetes Secrets the object reads come from on the machine (default: files). */
+  secrets?: SecretMapping;
 }
 
 export interface ImportResult {
@@ -124,7 +127,7 @@ export function importClusterApi(input: unknown, options: ImportOptions): Import
   if (kind.controlPlane) noteControlPlaneFields(doc, kind);
 
   const spec: Json = {};
-  machinePreparation(doc, kind.spec, os, spec);
+  machinePreparation(doc, kind.spec, os, spec, options.secrets);
   const kubernetes: Json = { role: shape.role, bootstrap: shape.bootstrap };
   // KubeadmControlPlane's version is the cluster's; CABPK writes it as kubernetesVersion.
   if (kind.controlPlane) {

@@ -4,6 +4,7 @@ import { load as loadYaml } from 'js-yaml';
 import { formatPath, isPlainObject } from '../config/schema/dsl.ts';
 import type { TrackedDocument, Path } from './tracked.ts';
 import { hasTemplate } from './templates.ts';
+import { referenceForSecret, whereToPut, type SecretMapping } from './secret-mapping.ts';
 
 type Json = Record<string, unknown>;
 
@@ -37,7 +38,26 @@ function windowsPath(path: string): string {
   return path[0]!.toUpperCase() + path.slice(1).replaceAll('/', '\\');
 }
 
-function files(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: Json): void {
+/**
+ * A { secret: { name, key } } the object reads, as the machineadm reference the mapping gives it
+ * (the value is read on the machine, never carried in the bootstrap data); a note says where the
+ * value goes.
+ */
+function secretOf(doc: TrackedDocument, path: Path, os: 'linux' | 'windows', mapping: SecretMapping): Json | undefined {
+  if (doc.peek(path) === undefined) return undefined;
+  const name = doc.string([...path, 'secret', 'name']);
+  const key = doc.string([...path, 'secret', 'key']);
+  if (name === undefined || key === undefined || !/^[A-Za-z0-9._-]+$/.test(name) || !/^[A-Za-z0-9._-]+$/.test(key)) {
+    doc.take(path);
+    doc.refuse(path, 'names no Secret (secret.name and secret.key, as Kubernetes names them)', 'give { secret: { name, key } }');
+    return undefined;
+  }
+  const reference = referenceForSecret(name, key, mapping, os);
+  doc.notes.push({ path: formatPath(path), message: whereToPut(name, key, reference) });
+  return reference;
+}
+
+function files(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: Json, mapping: SecretMapping): void {
   const path = [...base, 'files'];
   const n = doc.length(path);
   const out: Json[] = [];
@@ -47,9 +67,8 @@ function files(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: 
     const target = doc.string([...at, 'path']);
     if (target !== undefined) file.path = os === 'windows' && /^[A-Za-z]:[\\/]/.test(target) ? windowsPath(target) : target;
     const content = doc.string([...at, 'content']);
-    if (doc.take([...at, 'contentFrom']) !== undefined) {
-      doc.refuse([...at, 'contentFrom'], "reads a Kubernetes Secret, which Cluster API puts into the bootstrap data; machineadm's configuration carries files itself", 'give the content, a source URL with its sha256, or write the file before machineadm runs');
-    }
+    const fromSecret = secretOf(doc, [...at, 'contentFrom'], os, mapping);
+    if (fromSecret !== undefined) file.content = fromSecret;
     const format = doc.string([...at, 'contentFormat']);
     if (format !== undefined) doc.refuse([...at, 'contentFormat'], `${format}: machineadm writes content as it is (no template engine)`, 'render the content before it goes into the configuration');
     if (content !== undefined) {
@@ -60,14 +79,17 @@ function files(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: 
     if (encoding === 'base64' || encoding === 'gzip+base64') file.encoding = encoding;
     else if (encoding !== undefined) doc.refuse([...at, 'encoding'], `${encoding}: machineadm takes content as plain, base64 or gzip+base64`, 'encode the gzip output with base64 and write gzip+base64');
     setIf(file, 'mode', doc.string([...at, 'permissions']));
-    setIf(file, 'owner', doc.string([...at, 'owner']));
+    const owner = doc.string([...at, 'owner']);
+    // A Windows file takes its folder's ACL: Cluster API templates still say root:root there.
+    if (owner !== undefined && os === 'windows') doc.notes.push({ path: formatPath([...at, 'owner']), message: `${owner}: a Windows file takes the ACL of its folder; not carried` });
+    else setIf(file, 'owner', owner);
     if (doc.boolean([...at, 'append']) === true) file.append = true;
     out.push(file);
   }
   if (out.length > 0) spec.files = out;
 }
 
-function users(doc: TrackedDocument, base: Path, spec: Json): void {
+function users(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: Json, mapping: SecretMapping): void {
   const path = [...base, 'users'];
   const n = doc.length(path);
   const out: Json[] = [];
@@ -81,9 +103,7 @@ function users(doc: TrackedDocument, base: Path, spec: Json): void {
     setIf(user, 'sshAuthorizedKeys', doc.strings([...at, 'sshAuthorizedKeys']));
     setIf(user, 'lockPassword', doc.boolean([...at, 'lockPassword']));
     setIf(user, 'passwordHash', doc.string([...at, 'passwd']));
-    if (doc.take([...at, 'passwdFrom']) !== undefined) {
-      doc.refuse([...at, 'passwdFrom'], 'reads a Kubernetes Secret', 'give passwordHash as { valueFrom: { file: PATH } } or { valueFrom: { env: NAME } } in the imported configuration');
-    }
+    setIf(user, 'passwordHash', secretOf(doc, [...at, 'passwdFrom'], os, mapping));
     if (doc.boolean([...at, 'inactive']) === true) doc.refuse([...at, 'inactive'], 'an inactive (expired) account has no machineadm equivalent', 'remove the user, or lock its password (lockPassword: true)');
     out.push(user);
   }
@@ -256,10 +276,10 @@ function ignition(doc: TrackedDocument, base: Path, spec: Json): void {
   }
 }
 
-export function machinePreparation(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: Json): void {
+export function machinePreparation(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: Json, mapping: SecretMapping = { store: 'files' }): void {
   commands(doc, base, spec);
-  files(doc, base, os, spec);
-  users(doc, base, spec);
+  files(doc, base, os, spec, mapping);
+  users(doc, base, os, spec, mapping);
   ntp(doc, base, spec);
   storage(doc, base, spec);
   ignition(doc, base, spec);

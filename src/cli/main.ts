@@ -11,6 +11,7 @@ import { registerResumeCommand } from './commands/resume.ts';
 import { registerVersionCommand } from './commands/version.ts';
 import { registerTrustCommands, TRUST_COMMANDS } from './commands/trust.ts';
 import { registerBundleCommand } from './commands/bundle.ts';
+import { registerSealCommand } from './commands/seal.ts';
 import { registerExplainCommand } from './commands/explain.ts';
 import { registerCompletionCommand } from './commands/completion.ts';
 import { buildInfo } from '../version.ts';
@@ -24,6 +25,7 @@ const COMMANDS: readonly { names: readonly string[]; register: Registrar }[] = [
   { names: ['config'], register: registerConfigCommands },
   { names: ['explain'], register: registerExplainCommand },
   { names: TRUST_COMMANDS, register: registerTrustCommands },
+  { names: ['seal'], register: registerSealCommand },
   { names: ['bundle'], register: registerBundleCommand },
   { names: ['status'], register: registerStatusCommand },
   // resume runs the stopped command in this process, through main itself.

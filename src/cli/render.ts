@@ -16,6 +16,10 @@ export function renderPlan(plan: Plan, options: { color?: boolean } = {}): strin
   const f = plan.facts;
   const tools = [`containerd ${f.containerdVersion ?? 'not installed'}`, `kubeadm ${f.kubeadmVersion ?? 'not installed'}`].join(', ');
   const lines = [`plan for "machineadm ${plan.command}" on ${plan.os}/${f.arch} (${tools})`];
+  if (plan.secrets.length) {
+    lines.push('', 'secrets: read when the step that needs them runs, never shown');
+    for (const s of plan.secrets) lines.push(`  ${s.field}: ${s.from}`);
+  }
   for (const phase of plan.phases) {
     lines.push('', `${phase.name}: ${phase.summary}`);
     if (phase.steps.length === 0) lines.push('  (no steps)');

@@ -76,11 +76,26 @@ export function secretLiterals(value: unknown): string[] {
 
 /** Every secret field's value, literal or reference, in document order. */
 export function secretSources(value: unknown): SecretSource[] {
-  const found: SecretSource[] = [];
-  walk(schema(), value, (secret) => {
-    found.push(secret as SecretSource);
+  return secretFields(value).map((s) => s.source);
+}
+
+/**
+ * Every secret of the configuration with the field it is for (spec.kubernetes.token), in
+ * document order: the secret fields, and each file whose content is a secret reference.
+ */
+export function secretFields(value: unknown): { field: string; source: SecretSource }[] {
+  const found: { field: string; source: SecretSource }[] = [];
+  walk(schema(), value, (secret, path) => {
+    found.push({ field: path, source: secret as SecretSource });
     return secret;
   });
+  const files = (value as { spec?: { files?: unknown } } | undefined)?.spec?.files;
+  if (Array.isArray(files)) {
+    files.forEach((file: unknown, i) => {
+      const content = isPlainObject(file) ? file.content : undefined;
+      if (isReference(content)) found.push({ field: `spec.files[${i}].content`, source: content as SecretSource });
+    });
+  }
   return found;
 }
 
@@ -88,9 +103,9 @@ function isReference(value: unknown): boolean {
   return isPlainObject(value) && 'valueFrom' in value;
 }
 
-function walk(node: JsonSchema, value: unknown, onSecret: (value: unknown) => unknown): unknown {
-  if (node['x-secret'] === true) return value === undefined || value === null ? value : onSecret(value);
-  if (Array.isArray(value)) return value.map((v) => walk((node.items as JsonSchema) ?? {}, v, onSecret));
+function walk(node: JsonSchema, value: unknown, onSecret: (value: unknown, path: string) => unknown, path = ''): unknown {
+  if (node['x-secret'] === true) return value === undefined || value === null ? value : onSecret(value, path);
+  if (Array.isArray(value)) return value.map((v, i) => walk((node.items as JsonSchema) ?? {}, v, onSecret, `${path}[${i}]`));
   if (isPlainObject(value)) {
     const props = (node.properties ?? {}) as Record<string, JsonSchema>;
     const extra = isPlainObject(node.additionalProperties) ? (node.additionalProperties as JsonSchema) : {};
@@ -100,7 +115,7 @@ function walk(node: JsonSchema, value: unknown, onSecret: (value: unknown) => un
         let child: JsonSchema | undefined = props[k];
         // Inside oneOf/anyOf, the first variant that knows the key decides (x-secret is on the field itself).
         if (!child) for (const variant of variants) child ??= ((variant.properties ?? {}) as Record<string, JsonSchema>)[k];
-        return [k, walk(child ?? extra, v, onSecret)];
+        return [k, walk(child ?? extra, v, onSecret, path === '' ? k : `${path}.${k}`)];
       }),
     );
   }

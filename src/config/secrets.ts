@@ -1,79 +1,91 @@
 // Secrets: a literal, or a reference read when a step needs it (so a plan made on another machine
 // never needs the secret). Every value read is registered with a scrubber that removes it from
-// every event, log line and report.
+// every event, log line and report; so is every credential a secret store was reached with.
 import type { ConfigHost } from '../host/config-host.ts';
-import type { SecretSource } from './schema/secret-field.ts';
+import { referenceKind, type SecretReference, type SecretSource } from './schema/secret-field.ts';
 import { ConfigError } from '../errors.ts';
-import { REDACTED, urlSecrets } from '../redaction.ts';
+import { REDACTED } from '../redaction.ts';
+import { SecretScrubber } from './secret-scrubber.ts';
+import { MAX_SECRET_FILE_BYTES } from './secret-sources/limits.ts';
+import type { SecretRead } from './secret-sources/read.ts';
 
-export { REDACTED };
+export { REDACTED, SecretScrubber, MAX_SECRET_FILE_BYTES };
 
-export class SecretScrubber {
-  private readonly values = new Set<string>();
-  /** The values longest first, sorted once per registration rather than for every string scrubbed. */
-  private longestFirst: string[] | undefined;
-
-  add(value: string): void {
-    // Very short values would scrub ordinary words out of every line, so a secret shorter than
-    // 4 characters is not scrubbed (validation does not refuse one: it is the user's choice).
-    if (value.length < 4 || this.values.has(value)) return;
-    this.values.add(value);
-    this.longestFirst = undefined;
-  }
-
-  /** Registers what a URL holds that displayUrl hides (password, token-like query values). */
-  addUrl(url: string): void {
-    for (const value of urlSecrets(url)) this.add(value);
-  }
-
-  scrub(text: string): string {
-    let out = text;
-    // Longest first: a secret that holds another (a password and its decoded form) goes whole.
-    this.longestFirst ??= [...this.values].sort((a, b) => b.length - a.length);
-    for (const value of this.longestFirst) if (out.includes(value)) out = out.split(value).join(REDACTED);
-    return out;
-  }
-
-  /** A deep copy of any JSON-like value with every registered secret replaced. */
-  scrubValue<T>(value: T): T {
-    if (typeof value === 'string') return this.scrub(value) as T;
-    if (Array.isArray(value)) return value.map((v) => this.scrubValue(v)) as T;
-    if (value && typeof value === 'object') {
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, this.scrubValue(v)])) as T;
-    }
-    return value;
-  }
+/** Whether reading the secret needs the network (a secret store, or an envelope at a URL). */
+export function secretNeedsNetwork(source: SecretSource): boolean {
+  const kind = referenceKind(source);
+  if (kind === 'age') return (source as { valueFrom: { age: { url?: string } } }).valueFrom.age.url !== undefined;
+  return kind === 'awsSecretsManager' || kind === 'awsParameterStore' || kind === 'azureKeyVault' || kind === 'gcpSecretManager';
 }
 
-/** The secret's value; `field` names it in errors (never the value). */
-/** The largest secret file read: tokens, keys and passwords are bytes to a few kilobytes. */
-export const MAX_SECRET_FILE_BYTES = 64 * 1024;
+/** Whether the secret is read when the run starts (a file or a variable) or only by its step. */
+export function readAtStart(source: SecretSource): boolean {
+  const kind = referenceKind(source);
+  return kind === undefined || kind === 'file' || kind === 'env';
+}
 
-export async function resolveSecret(source: SecretSource, host: ConfigHost, field: string, scrubber?: SecretScrubber): Promise<string> {
+// A secret read from a store or an envelope is read once a run: the preflight and the step that
+// needs it get the same value (and the store sees one request). Keyed by the host of the run.
+const remembered = new WeakMap<ConfigHost, Map<string, string>>();
+
+/** The secret's value; `field` names it in errors (never the value). */
+export async function resolveSecret(source: SecretSource, host: ConfigHost, field: string, scrubber?: SecretScrubber, options: { exact?: boolean } = {}): Promise<string> {
+  const read: SecretRead = { host, field, register: (value) => scrubber?.add(value), exact: options.exact === true };
   let value: string;
-  if (typeof source === 'string') {
-    value = source;
-  } else if ('file' in source.valueFrom) {
-    const path = source.valueFrom.file;
-    const read = await host.fs.readSmallFile(path, MAX_SECRET_FILE_BYTES).catch((cause: unknown) => {
-      throw new ConfigError([{ path: field, message: `cannot read secret file ${path}: ${(cause as Error).message}` }]);
-    });
-    if ('problem' in read) {
-      const [message, hint]: [string, string] = ({
-        missing: [`secret file ${path} does not exist`, 'write it before machineadm runs, or give the value another way'],
-        'not-a-file': [`secret file ${path} is not a regular file (a pipe, device or directory)`, 'write the secret to a plain file; a FIFO would wait for a writer for ever'],
-        'too-large': [`secret file ${path} is larger than ${MAX_SECRET_FILE_BYTES / 1024} KiB${read.size === undefined ? '' : ` (${read.size} bytes)`}`, 'a token, key or password is never that large: check the path'],
-      } satisfies Record<typeof read.problem, [string, string]>)[read.problem];
-      throw new ConfigError([{ path: field, message, hint }]);
-    }
-    value = read.bytes.toString('utf8').replace(/\r?\n$/, '');
-  } else {
-    const name = source.valueFrom.env;
-    const env = host.env[name];
-    if (env === undefined) throw new ConfigError([{ path: field, message: `environment variable ${name} is not set`, hint: 'export it for machineadm, or give the value another way' }]);
-    value = env;
+  if (typeof source === 'string') value = source;
+  else if (readAtStart(source)) value = await readLocal(source.valueFrom, read);
+  else {
+    const cache = remembered.get(host) ?? new Map<string, string>();
+    remembered.set(host, cache);
+    const key = JSON.stringify([source.valueFrom, read.exact]);
+    value = cache.get(key) ?? (await readRemote(source.valueFrom, read));
+    cache.set(key, value);
   }
   if (value === '') throw new ConfigError([{ path: field, message: 'the secret is empty' }]);
-  scrubber?.add(value);
+  if (scrubber) for (const part of scrubbedParts(value)) scrubber.add(part);
   return value;
+}
+
+/**
+ * What of a value is scrubbed: the value, and of a value of several lines (a key, a credentials
+ * file) each line long enough to be its own, so that a tool quoting one line of it is scrubbed too.
+ * PEM's armor lines are public words, not the secret.
+ */
+function scrubbedParts(value: string): string[] {
+  const lines = value.split(/\r?\n/).map((l) => l.trim());
+  return [value, value.replace(/\r?\n$/, ''), ...(lines.length > 1 ? lines.filter((l) => l.length >= 20 && !l.startsWith('-----')) : [])];
+}
+
+async function readLocal(reference: SecretReference, read: SecretRead): Promise<string> {
+  const { host, field } = read;
+  if ('env' in reference) {
+    const name = reference.env;
+    const env = host.env[name];
+    if (env === undefined) throw new ConfigError([{ path: field, message: `environment variable ${name} is not set`, hint: 'export it for machineadm, or give the value another way' }]);
+    return env;
+  }
+  if (!('file' in reference)) throw new Error(`not a local secret reference: ${Object.keys(reference).join(', ')}`);
+  const path = reference.file;
+  const found = await host.fs.readSmallFile(path, MAX_SECRET_FILE_BYTES).catch((cause: unknown) => {
+    throw new ConfigError([{ path: field, message: `cannot read secret file ${path}: ${(cause as Error).message}` }]);
+  });
+  if ('problem' in found) {
+    const [message, hint]: [string, string] = ({
+      missing: [`secret file ${path} does not exist`, 'write it before machineadm runs, or give the value another way'],
+      'not-a-file': [`secret file ${path} is not a regular file (a pipe, device or directory)`, 'write the secret to a plain file; a FIFO would wait for a writer for ever'],
+      'too-large': [`secret file ${path} is larger than ${MAX_SECRET_FILE_BYTES / 1024} KiB${found.size === undefined ? '' : ` (${found.size} bytes)`}`, 'a token, key or password is never that large: check the path'],
+    } satisfies Record<typeof found.problem, [string, string]>)[found.problem];
+    throw new ConfigError([{ path: field, message, hint }]);
+  }
+  const text = found.bytes.toString('utf8');
+  return read.exact ? text : text.replace(/\r?\n$/, '');
+}
+
+// Each store's client is loaded when a secret names it: most runs read none.
+async function readRemote(reference: SecretReference, read: SecretRead): Promise<string> {
+  if ('awsSecretsManager' in reference || 'awsParameterStore' in reference) return (await import('./secret-sources/aws.ts')).readAwsSecret(reference, read);
+  if ('azureKeyVault' in reference) return (await import('./secret-sources/azure.ts')).readAzureKeyVault(reference.azureKeyVault, read);
+  if ('gcpSecretManager' in reference) return (await import('./secret-sources/gcp.ts')).readGcpSecret(reference.gcpSecretManager, read);
+  if ('age' in reference) return (await import('./secret-sources/age.ts')).readAgeSecret(reference.age, read);
+  throw new Error(`not a remote secret reference: ${Object.keys(reference).join(', ')}`);
 }

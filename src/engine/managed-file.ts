@@ -125,7 +125,7 @@ export async function writeFiles(fs: RootedFileSystem, files: readonly DesiredFi
     const { desired } = state;
     try {
       if (state.attributesOnly) await fs.setAttributes(desired.path, { mode: desired.mode, ...(desired.owner ? { owner: desired.owner } : {}) });
-      else await fs.writeFile(desired.path, desired.content, { mode: desired.mode, ...(desired.owner ? { owner: desired.owner } : {}) });
+      else await fs.writeFile(desired.path, desired.content, { mode: desired.mode, ...(desired.owner ? { owner: desired.owner } : {}), ...(desired.sensitive ? { secret: true } : {}) });
     } catch (error) {
       throw errorForField(desired.field, error);
     }

@@ -8,6 +8,8 @@ import type { Phase, PhaseName } from './step.ts';
 import { selectSteps } from './select.ts';
 import type { Plan, PlannedStatus, RunnerInput } from './runner-input.ts';
 import { applicability, checkStep, contextFor, runnable } from './step-context.ts';
+import { secretFields } from '../config/redact.ts';
+import { describeSecretSource } from '../config/secret-description.ts';
 
 /** Every action the run would take, in order; touches nothing. `plan` and `--dry-run` both use it. */
 export async function computePlan(input: RunnerInput): Promise<Plan> {
@@ -41,7 +43,8 @@ export async function computePlan(input: RunnerInput): Promise<Plan> {
     soFar.steps.push({ id: s.fullId, result: status === 'change' ? 'success' : 'skipped', ...(status === 'up-to-date' ? { upToDate: true } : {}) });
     soFar.result = worstResult(soFar.steps.map((x) => x.result));
   }
-  return { command: input.command, os: input.facts.os, facts: input.facts, phases };
+  const secrets = secretFields(input.config).map(({ field, source }) => ({ field, from: describeSecretSource(source, input.facts.os) }));
+  return { command: input.command, os: input.facts.os, facts: input.facts, phases, secrets };
 }
 
 /**

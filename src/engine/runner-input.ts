@@ -60,6 +60,8 @@ export interface Plan {
   os: Facts['os'];
   facts: Facts;
   phases: { name: PhaseName; summary: string; steps: PlannedStep[] }[];
+  /** Where each secret of the configuration comes from (never its value). */
+  secrets: { field: string; from: string }[];
 }
 
 export interface StepOutcome {

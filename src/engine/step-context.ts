@@ -40,7 +40,7 @@ export function contextFor(input: RunnerInput, state: MachineState, fullId: stri
     log: (message, level = 'info') => events.emit({ type: 'log', step: fullId, message, level }),
     output: (line) => events.emit({ type: 'step.output', step: fullId, message: line }),
     emit: (event) => events.emit({ step: fullId, ...event }),
-    secret: (source, field) => resolveSecret(source, input.host, field, input.secrets),
+    secret: (source, field, options) => resolveSecret(source, input.host, field, input.secrets, options),
     recordOf: (stepId) => state.steps[stepId] ?? Object.entries(state.steps).find(([id]) => id.endsWith('/' + stepId) && !id.startsWith('reset/'))?.[1],
     undoRecordOf: (id) => state.undo?.[id],
   };

@@ -71,8 +71,11 @@ export interface StepContext {
   emit(event: EventInput): void;
   /** The phases and steps this run has been through so far. */
   readonly run: RunSoFar;
-  /** Reads a secret when the step needs it; the value is scrubbed from every event from then on. */
-  secret(source: SecretSource, field: string): Promise<string>;
+  /**
+   * Reads a secret when the step needs it; the value is scrubbed from every event from then on.
+   * `exact`: the value is a file's content, kept byte for byte (a secret file's trailing newline too).
+   */
+  secret(source: SecretSource, field: string, options?: { exact?: boolean }): Promise<string>;
   /** Other steps' records from this and earlier runs, by step id. */
   recordOf(stepId: string): StepRecord | undefined;
   /** What a step recorded for its undo before its first change (Step.undoRecord), by full step id. */

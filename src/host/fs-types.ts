@@ -31,6 +31,8 @@ export interface WriteOptions {
    * /run, a tmpfs): still atomic, no disk flush.
    */
   durable?: boolean;
+  /** The bytes are a secret: reset never shows them, nor what is at the path later (WrittenRecord.secret). */
+  secret?: boolean;
 }
 
 export interface FileSystemOptions {

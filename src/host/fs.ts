@@ -135,7 +135,8 @@ export class RootedFileSystem extends RecordingFileSystem {
       owner,
       durable: options.durable ?? true,
       backup: existing?.isFile() ? backup : undefined,
-      record,
+      // Once a secret was written at a path, reset never shows what is there (record.secret).
+      record: record && options.secret ? { ...record, secret: true } : record,
       madeFrom,
     };
   }

@@ -48,6 +48,8 @@ export interface WrittenRecord {
    * between the tool's write and machineadm's note of it leaves nothing reset refuses.
    */
   anyWriter?: boolean;
+  /** machineadm wrote a secret there (a file whose content is a secret reference): reset shows no diff of it. */
+  secret?: boolean;
 }
 
 /** Fingerprints kept per path: a run killed between its record and its rename leaves the one before on disk. */

@@ -5,7 +5,9 @@
 // into a RunRequest and prints nothing of the run itself; tests drive this module directly.
 import { acquireRunLock, archiveDirectory, type Host, type RootedFileSystem } from '../host/index.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
-import { SecretScrubber } from '../config/secrets.ts';
+import { SecretScrubber, secretNeedsNetwork } from '../config/secrets.ts';
+import { secretFields } from '../config/redact.ts';
+import { describeSecretSource } from '../config/secret-description.ts';
 import { EventBus, type MachineIdentity } from '../engine/events.ts';
 import { attachConsole, isDataMode, renderResultSummary, type ConsoleMode, type SpinnerFactory } from '../report/console.ts';
 import { machineIdentity, registerConfigSecrets, resolveEndpoints, type ResolvedEndpoint } from '../report/endpoints.ts';
@@ -136,6 +138,12 @@ async function refuseBeforeChange(request: Omit<RunRequest, 'console'>, input: R
     issues.push(...error.issues);
     return undefined;
   };
+  // A secret read over the network cannot be had offline: refused now, not by its step mid-run.
+  if (request.host.offline) {
+    for (const { field, source } of secretFields(request.config).filter((s) => secretNeedsNetwork(s.source))) {
+      issues.push({ path: field, message: `is read from ${describeSecretSource(source, input.facts.os)}, which needs the network: refused with --offline`, hint: 'give it as a file, a variable or an age envelope on the machine for an offline run' });
+    }
+  }
   const endpoints = await resolveEndpoints(request.config, request.host, secrets).catch(collect);
   await registerConfigSecrets(request.config, request.host, secrets);
   await preflightRun(input).catch(collect);

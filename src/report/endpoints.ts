@@ -8,7 +8,7 @@ import type { TlsMaterial } from '../host/http-post.ts';
 import { displayUrl } from '../host/http.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
 import { credentialHeaderValues, credentialUrls, secretSources } from '../config/redact.ts';
-import { resolveSecret, type SecretScrubber } from '../config/secrets.ts';
+import { readAtStart, resolveSecret, type SecretScrubber } from '../config/secrets.ts';
 import { ConfigError, type ConfigIssue } from '../errors.ts';
 import { readPem } from '../config/pem-file.ts';
 import { buildInfo } from '../version.ts';
@@ -67,7 +67,8 @@ export async function registerConfigSecrets(config: MachineConfig, host: Host, s
   for (const value of credentialHeaderValues(config)) secrets.add(value);
   for (const source of secretSources(config)) {
     if (typeof source === 'string') secrets.add(source);
-    else await resolveSecret(source, host, '(secret)', secrets).catch(() => undefined);
+    // A store or an envelope is read by the step that needs it, and registered then.
+    else if (readAtStart(source)) await resolveSecret(source, host, '(secret)', secrets).catch(() => undefined);
   }
 }
 

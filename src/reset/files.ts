@@ -90,13 +90,13 @@ async function planFiles(ctx: StepContext, kept: readonly string[]): Promise<Pla
     const forced = changedByOthers ? ' (changed since machineadm wrote it; --force)' : '';
     switch (action.kind) {
       case 'remove': {
-        const diff = diffOf(target, current, info?.mode, undefined, undefined);
+        const diff = record.secret ? undefined : diffOf(target, current, info?.mode, undefined, undefined);
         planned.changes.push({ action: 'delete', target, detail: `created by machineadm${forced}`, ...(diff ? { diff } : {}) });
         break;
       }
       case 'restore': {
         const before = record.before!;
-        const diff = diffOf(target, current, info?.mode, action.bytes, before.mode);
+        const diff = record.secret ? undefined : diffOf(target, current, info?.mode, action.bytes, before.mode);
         const what = info === undefined ? 'removed since' : `${current?.length ?? 0} -> ${action.bytes.length} bytes`;
         planned.changes.push({ action: 'restore', target, detail: `as before machineadm's first run: ${what}, mode ${formatMode(before.mode)}, owner ${before.uid}:${before.gid}${forced}`, ...(diff ? { diff } : {}) });
         break;

@@ -3,7 +3,7 @@
 // validates and plans with exit 0.
 import { describe, expect, it } from 'vitest';
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { load, dump } from 'js-yaml';
 import { runCli } from '../support/cli.ts';
 import { scratchDir } from '../support/tmp.ts';
@@ -51,8 +51,7 @@ describe('machineadm config import', () => {
   });
 
   it.each([
-    ['a file from a Secret', worker({ files: [{ path: '/etc/x', contentFrom: { secret: { name: 's', key: 'k' } } }] }), 'spec.template.spec.files[0].contentFrom: reads a Kubernetes Secret'],
-    ['a password from a Secret', worker({ users: [{ name: 'u', passwdFrom: { secret: { name: 's', key: 'k' } } }] }), 'spec.template.spec.users[0].passwdFrom: reads a Kubernetes Secret'],
+    ['a Secret reference without a key', worker({ files: [{ path: '/etc/x', contentFrom: { secret: { name: 's' } } }] }), 'spec.template.spec.files[0].contentFrom: names no Secret'],
     ['cloud-init replacing a filesystem', worker({ diskSetup: { filesystems: [{ device: 'ephemeral0.1', filesystem: 'ext4', replaceFS: 'ntfs' }] } }), 'spec.template.spec.diskSetup.filesystems[0].replaceFS: replacing one filesystem type'],
     ['a partition that is no number, any, auto or none', worker({ diskSetup: { filesystems: [{ device: '/dev/sdb', filesystem: 'ext4', partition: 'first' }] } }), 'spec.template.spec.diskSetup.filesystems[0].partition: "first" is not a partition number, any, auto or none'],
     ['skipping CA verification', worker({ joinConfiguration: { discovery: { bootstrapToken: { unsafeSkipCAVerification: true } } } }), 'unsafeSkipCAVerification: machineadm never joins without checking the cluster CA'],
@@ -91,9 +90,34 @@ describe('machineadm config import', () => {
   });
 
   it('lists every refused field at once', async () => {
-    const run = await runCli(['config', 'import', '-f', write(worker({ files: [{ path: '/a', contentFrom: { secret: { name: 's', key: 'k' } } }], joinConfiguration: { dryRun: true, caCertPath: '/other/ca.crt' } }))]);
+    const run = await runCli(['config', 'import', '-f', write(worker({ files: [{ path: '/a', contentFrom: { secret: { name: 's' } } }], joinConfiguration: { dryRun: true, caCertPath: '/other/ca.crt' } }))]);
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/invalid configuration \(3 problems\)/);
+  });
+
+  const fromSecrets = worker({ files: [{ path: '/etc/kubernetes/azure.json', contentFrom: { secret: { name: 'capz-a-md-0-azure-json', key: 'worker-node-azure.json' } }, permissions: '0644' }], users: [{ name: 'ops', passwdFrom: { secret: { name: 'ops-password', key: 'hash' } } }] });
+  it.each([
+    [[], { file: '/etc/machineadm/capi-secrets/capz-a-md-0-azure-json/worker-node-azure.json' }, { file: '/etc/machineadm/capi-secrets/ops-password/hash' }, 'write its value to /etc/machineadm/capi-secrets/capz-a-md-0-azure-json/worker-node-azure.json on the machine'],
+    [['--secrets-dir', '/run/secrets'], { file: '/run/secrets/capz-a-md-0-azure-json/worker-node-azure.json' }, { file: '/run/secrets/ops-password/hash' }, 'write its value to /run/secrets/'],
+    [['--secrets', 'aws'], { awsSecretsManager: { secretId: 'capz-a-md-0-azure-json', jsonKey: 'worker-node-azure.json' } }, { awsSecretsManager: { secretId: 'ops-password', jsonKey: 'hash' } }, 'store it in AWS Secrets Manager as secret capz-a-md-0-azure-json'],
+    [['--secrets', 'azure'], { azureKeyVault: { name: 'capz-a-md-0-azure-json--worker-node-azure-json' } }, { azureKeyVault: { name: 'ops-password--hash' } }, 'store it in Azure Key Vault as secret capz-a-md-0-azure-json--worker-node-azure-json'],
+    [['--secrets', 'gcp'], { gcpSecretManager: { secret: 'capz-a-md-0-azure-json__worker-node-azure_json' } }, { gcpSecretManager: { secret: 'ops-password__hash' } }, 'store it in Google Secret Manager as secret capz-a-md-0-azure-json__worker-node-azure_json'],
+  ])('maps a file and a password from a Secret, %j, to a value read on the machine, with a note saying where it goes', async (flags, file, password, note) => {
+    const run = await runCli(['config', 'import', '-f', write(fromSecrets), ...flags]);
+    expect(run.code, run.stderr).toBe(0);
+    const spec = (load(run.stdout) as { spec: { files: Array<{ content: unknown; mode: string }>; users: Array<{ passwordHash: unknown }> } }).spec;
+    expect(spec.files[0]).toMatchObject({ content: { valueFrom: file }, mode: '0644' });
+    expect(spec.users[0]!.passwordHash).toEqual({ valueFrom: password });
+    expect(run.stderr).toContain(`note: spec.template.spec.files[0].contentFrom: Secret capz-a-md-0-azure-json, key worker-node-azure.json: ${note}`);
+    expect(run.stderr).toContain('note: spec.template.spec.users[0].passwdFrom: Secret ops-password, key hash');
+  });
+
+  it('refuses --secrets-dir that is not absolute, or with a cloud store, exit 2', async () => {
+    for (const flags of [['--secrets-dir', 'relative/dir'], ['--secrets', 'aws', '--secrets-dir', '/x']]) {
+      const run = await runCli(['config', 'import', '-f', write(fromSecrets), ...flags]);
+      expect(run.code, flags.join(' ')).toBe(2);
+      expect(run.stdout).toBe('');
+    }
   });
 
   it('reads a missing file as a clear error, exit 2', async () => {
@@ -125,12 +149,20 @@ describe('imported examples on a machine with Cluster API\'s values', () => {
     expect(validated.code, validated.stderr).toBe(0);
     const root = join(dir, 'root');
     mkdirSync(root);
+    // The values of the Kubernetes Secrets the object reads, where the import says they go.
+    const secretFiles = [...imported.stdout.matchAll(/file: (\/etc\/machineadm\/capi-secrets\/\S+)/g)].map((m) => m[1]!);
+    for (const [i, path] of secretFiles.entries()) {
+      mkdirSync(join(root, dirname(path)), { recursive: true });
+      writeFileSync(join(root, path), JSON.stringify({ cloud: 'AzurePublicCloud', aadClientSecret: `capz-secret-value-${i}` }), { mode: 0o600 });
+    }
     const os = /npipe:/.test(text) ? ['--os', 'windows'] : [];
     const planned = await runCli(['plan', '-c', config, '--root', root, ...values, ...os, '-o', 'json'], { env });
     expect(planned.code, planned.stderr).toBe(0);
     const plan = JSON.parse(planned.stdout);
     const shown = JSON.stringify(plan);
     expect(shown).not.toContain('abcdef.0123456789abcdef');
+    expect(shown).not.toContain('capz-secret-value');
+    for (const path of secretFiles) expect(plan.secrets.map((s: { from: string }) => s.from)).toContain(`file ${path}`);
     // The whole machine before it exists: every command, user, disk, mount and file, and kubeadm's configuration.
     const spec = (load(imported.stdout) as Record<string, any>).spec;
     const lines = (plan.phases as Array<{ steps: Array<{ changes: Array<{ target: string; detail?: string; diff?: string }> }> }>).flatMap((p) => p.steps.flatMap((st) => st.changes.map((c) => [c.target, c.detail ?? '', c.diff ?? ''].join('\n')))).join('\n');

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { Option } from 'commander';
 import { resolve } from 'node:path';
 import type { Io } from '../io.ts';
-import { ConfigError, ExitCode } from '../../errors.ts';
+import { ConfigError, ExitCode, UsageError } from '../../errors.ts';
 
 /** A KubeadmConfig is text of some kilobytes; a larger file is not one. */
 const MAX_INPUT_BYTES = 4 * 1024 * 1024;
@@ -14,6 +14,8 @@ interface ImportCommandOptions {
   output?: 'yaml' | 'json';
   join?: boolean;
   os?: 'linux' | 'windows';
+  secrets: 'files' | 'aws' | 'azure' | 'gcp';
+  secretsDir?: string;
 }
 
 async function readInput(file: string, io: Io): Promise<Buffer> {
@@ -36,13 +38,18 @@ export function registerImportCommand(config: Command, io: Io, setExit: (code: n
     .requiredOption('-f, --file <path>', 'the Cluster API object as YAML or JSON ("-" reads standard input)')
     .addOption(new Option('-o, --output <format>', 'output format').choices(['yaml', 'json']).default('yaml'))
     .option('--join', 'a joining member: a KubeadmControlPlane\'s further machines, or the join half of a KubeadmConfig that has both')
+    .addOption(new Option('--secrets <store>', 'where the values of the Kubernetes Secrets the object reads (files[].contentFrom, users[].passwdFrom) come from on the machine: files under --secrets-dir, or the cloud\'s secret store').choices(['files', 'aws', 'azure', 'gcp']).default('files'))
+    .option('--secrets-dir <dir>', 'with --secrets files: the directory holding <Secret name>/<key> on the machine (default /etc/machineadm/capi-secrets, or C:\\ProgramData\\machineadm\\capi-secrets on Windows)')
     .addOption(new Option('--os <os>', 'the machine\'s operating system (default: Windows when the object names containerd\'s named pipe or C:\\ paths)').choices(['linux', 'windows']))
     .addHelpText(
       'after',
       '\nPer-machine values Cluster API fills in are read from the environment when machineadm runs:\n' +
         '  MACHINEADM_CAPI_ENDPOINT (host:port), MACHINEADM_CAPI_TOKEN, MACHINEADM_CAPI_CA_CERT_HASH, MACHINEADM_CAPI_CERTIFICATE_KEY\n' +
         '\nExamples:\n  $ machineadm config import -f kubeadmconfigtemplate.yaml > worker.yaml\n  $ machineadm config import -f kcp.yaml --join -o json\n' +
-        '\nThe mapping, field by field: docs/recipes/cluster-api/switching-from-cabpk.md\n',
+        '\nA Kubernetes Secret the object reads is read on the machine, never carried in the bootstrap data:\n' +
+          '  --secrets files: <dir>/<Secret name>/<key>; aws: Secrets Manager secret <name>, JSON key <key>;\n' +
+          '  azure: Key Vault secret <name>--<key>; gcp: Secret Manager secret <name>__<key> (a note says where each goes)\n' +
+          '\nThe mapping, field by field: docs/recipes/cluster-api/switching-from-cabpk.md\n',
     )
     .action(async (options: ImportCommandOptions) => {
       const [{ parseDocument, decodeUtf8, DocumentError }, { importClusterApi }, { dump }] = await Promise.all([import('../../config/document.ts'), import('../../capi/import.ts'), import('js-yaml')]);
@@ -54,7 +61,10 @@ export function registerImportCommand(config: Command, io: Io, setExit: (code: n
         if (error instanceof DocumentError) throw new ConfigError(error.issues);
         throw error;
       }
-      const result = importClusterApi(value, { source, ...(options.join ? { join: true } : {}), ...(options.os ? { os: options.os } : {}) });
+      if (options.secretsDir !== undefined && !/^(\/|[A-Za-z]:\\)/.test(options.secretsDir)) throw new UsageError(`--secrets-dir ${options.secretsDir}: give an absolute path on the machine`);
+      if (options.secretsDir !== undefined && options.secrets !== 'files') throw new UsageError('--secrets-dir applies only to --secrets files');
+      const secrets = { store: options.secrets, ...(options.secretsDir !== undefined ? { dir: options.secretsDir } : {}) };
+      const result = importClusterApi(value, { source, secrets, ...(options.join ? { join: true } : {}), ...(options.os ? { os: options.os } : {}) });
       for (const note of result.notes) io.stderr(`note: ${note.path}: ${note.message}\n`);
       io.stdout(options.output === 'json' ? JSON.stringify(result.config, null, 2) + '\n' : dump(result.config, { lineWidth: -1, noRefs: true }));
       setExit(ExitCode.ok);

@@ -67,7 +67,7 @@ function grouped(type: string): string {
 
 export function typeOf(raw: JsonSchema): string {
   const schema = withoutNull(raw);
-  if (schema['x-secret']) return 'secret (a string, or { valueFrom: { file: PATH } | { env: NAME } })';
+  if (schema['x-secret']) return 'secret (a string, or { valueFrom: { file | env | awsSecretsManager | awsParameterStore | azureKeyVault | gcpSecretManager | age: ... } }, see docs/contract/secrets.md)';
   if (Array.isArray(schema.enum)) return (schema.enum as unknown[]).map((v) => JSON.stringify(v)).join(' | ');
   if (schema.anyOf || schema.oneOf) return variants(schema).map(typeOf).join(' | ');
   const value = mapValue(schema);

@@ -1,5 +1,6 @@
 // spec.kernelModules, spec.sysctls, spec.files: the host preparation inputs.
-import { array, boolean, enumOf, object, optional, record, scalarString, string, withDefault, type StringOptions } from './dsl.ts';
+import { array, boolean, either, enumOf, object, optional, record, scalarString, string, withDefault, type StringOptions } from './dsl.ts';
+import { secretReference, type SecretReference } from './secret-field.ts';
 import { decodeContent, filePathProblem } from './file-content.ts';
 import { sysctlKeyProblem } from './sysctl-key.ts';
 import { sourceUrl } from './source.ts';
@@ -33,7 +34,13 @@ export const fileMode = string({ pattern: /^0?[0-7]{3,4}$/, patternHint: 'an oct
 export const fileSpec = object(
   {
     path: string({ minLength: 1, description: 'absolute path of the file on the machine', example: '/etc/example.conf', check: filePathProblem, jsonPattern: FILE_PATH }),
-    content: optional(string({ description: 'the content, encoded as "encoding" says', example: 'key = value\n' })),
+    content: optional(
+      either<string, { valueFrom: SecretReference }>(string({ description: 'the content, encoded as "encoding" says', example: 'key = value\n' }), secretReference as never, {
+        description: 'the content, encoded as "encoding" says; or a secret, { valueFrom: ... } (a file, a variable, a cloud secret store, an age envelope), read when the step runs and never shown',
+        example: 'key = value\n',
+        pick: (value) => (typeof value === 'string' ? 'a' : 'b'),
+      }),
+    ),
     encoding: withDefault(enumOf(['plain', 'base64', 'gzip+base64'] as const, { description: 'how content is encoded: plain text, base64, or gzip then base64', example: 'base64' }), 'plain'),
     source: optional(
       object({
@@ -43,7 +50,7 @@ export const fileSpec = object(
       }),
       { description: 'download the file instead of giving its content (give exactly one of content or source)', example: { url: 'https://downloads.example/tools/big.bin', sha256: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' } },
     ),
-    mode: withDefault(fileMode, '0644', { description: 'permissions, an octal mode in quotes', example: '0600' }),
+    mode: optional(fileMode, { description: 'permissions, an octal mode in quotes (default "0644", or "0600" for secret content)', example: '0600' }),
     owner: optional(string({ pattern: /^[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)?$/, patternHint: '"user:group", e.g. root:root', description: 'owner and group of the file, by name or number (applied when machineadm runs as root)', example: 'root:root' })),
     append: withDefault(
       boolean({ description: 'add the content at the end of the file (created when missing) instead of replacing it; nothing is added when the file already holds the content, so a rerun does not add it twice', example: true }),
@@ -53,7 +60,7 @@ export const fileSpec = object(
   {
     check: (f, report) => {
       if ((f.content === undefined) === (f.source === undefined)) report([], 'give exactly one of content or source');
-      if (f.content !== undefined && f.encoding !== undefined) {
+      if (typeof f.content === 'string' && f.encoding !== undefined) {
         const decoded = decodeContent(f.content, f.encoding);
         if ('problem' in decoded) {
           const [message = decoded.problem, hint = 'encode the content as "encoding" says (base64 -w0 FILE, or gzip -c FILE | base64 -w0)'] = decoded.problem.split('|');
@@ -61,10 +68,21 @@ export const fileSpec = object(
         }
       }
       if (f.source !== undefined && f.append === true) report('append', 'applies only to inline content', 'give the content to add inline, or download the whole file without append');
+      if (typeof f.content === 'object' && f.append === true) report('append', 'applies only to content given inline, not to a secret', 'write the secret to a file of its own');
       if (f.source !== undefined && f.encoding !== 'plain') report('encoding', 'applies only to inline content', 'leave it out for a downloaded file: its bytes are checked against sha256 as they are');
     },
   },
 );
+
+/** The mode a file is written with: the one given, else 0600 for secret content and 0644 for the rest. */
+export function fileModeOf(spec: { mode?: string | undefined; content?: unknown }): number {
+  return parseInt(spec.mode ?? (isSecretContent(spec) ? '0600' : '0644'), 8);
+}
+
+/** Whether a file's content is a secret reference (read when the step runs, never shown). */
+export function isSecretContent(spec: { content?: unknown }): spec is { content: { valueFrom: SecretReference } } {
+  return typeof spec.content === 'object' && spec.content !== null;
+}
 
 export const systemFields = {
   kernelModules: optional(array(kernelModuleName, { unique: true, description: 'kernel modules to load now and at every boot', example: ['overlay', 'br_netfilter'] })),

@@ -5,6 +5,7 @@
 import { posix } from 'node:path';
 import type { EarlyWork, StepContext } from '../../engine/step.ts';
 import type { FileSpec } from '../../config/schema/index.ts';
+import { fileModeOf } from '../../config/schema/system.ts';
 import { ConfigError, VerificationError, type ConfigIssue } from '../../errors.ts';
 import { fetchVerifiedPending } from '../../verify/fetch.ts';
 import type { Host, PendingFile } from '../../host/index.ts';
@@ -23,7 +24,7 @@ export const PARALLEL_DOWNLOADS = 8;
 
 /** The entries of spec.files that come from a source, with their index and mode. */
 export function sourceFiles(ctx: StepContext): SourceFile[] {
-  return (ctx.config.spec.files ?? []).flatMap((spec, index) => (spec.source ? [{ index, spec: spec as SourceFile['spec'], mode: parseInt(spec.mode, 8) }] : []));
+  return (ctx.config.spec.files ?? []).flatMap((spec, index) => (spec.source ? [{ index, spec: spec as SourceFile['spec'], mode: fileModeOf(spec) }] : []));
 }
 
 // The field a failed download is about: a checksum that does not match names the checksum.

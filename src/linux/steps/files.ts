@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import type { Change, Step, StepContext } from '../../engine/step.ts';
 import type { FileSpec } from '../../config/schema/index.ts';
+import { fileModeOf, isSecretContent } from '../../config/schema/system.ts';
 import { ConfigError, MachineadmError, ExitCode, type ConfigIssue } from '../../errors.ts';
 import { displayUrl } from '../../redaction.ts';
 import { isLocalSource } from '../../config/schema/source.ts';
@@ -17,10 +18,6 @@ import { downloadAll, EarlyDownloads, sourceFiles, type SourceFile } from './fil
 function ownerMadeByUsers(ctx: StepContext, owner: string): boolean {
   const names = new Set((ctx.config.spec.users ?? []).flatMap((u) => [u.name, ...(u.primaryGroup ? [u.primaryGroup] : []), ...(u.groups ?? [])]));
   return owner.split(':').some((part) => names.has(part));
-}
-
-function modeOf(spec: FileSpec): number {
-  return parseInt(spec.mode, 8);
 }
 
 /** A file no one but its owner (and group) may read is treated as a secret: its content never shows in a diff. */
@@ -56,13 +53,16 @@ async function split(ctx: StepContext): Promise<{ inline: DesiredFile[]; sources
   const duplicates = duplicatePaths(ctx.config.spec.files ?? []);
   if (duplicates.length) throw new ConfigError(duplicates);
   for (const [index, spec] of (ctx.config.spec.files ?? []).entries()) {
-    const mode = modeOf(spec);
+    const mode = fileModeOf(spec);
     if (spec.source) {
       sources.push({ index, spec: spec as SourceFile['spec'], mode });
       continue;
     }
-    const decoded = decodeContent(spec.content ?? '', spec.encoding);
-    if ('problem' in decoded) throw new MachineadmError(`spec.files[${index}].content ${decoded.problem}`, ExitCode.usage);
+    // A secret is read when the step looks at its file (a plan for another machine reads none).
+    const secret = isSecretContent(spec);
+    const text = typeof spec.content === 'string' ? spec.content : spec.content === undefined || otherMachine(ctx) ? '' : await ctx.secret(spec.content, `spec.files[${index}].content`, { exact: true });
+    const decoded = decodeContent(text, spec.encoding);
+    if ('problem' in decoded) throw new MachineadmError(`spec.files[${index}].content ${secret ? `(the secret read) ${decoded.problem.split('|')[0]}` : decoded.problem}`, ExitCode.usage);
     // A target the step must not write (a link, a directory) is refused by inspectFile below.
     let current: Buffer | undefined;
     try {
@@ -71,7 +71,7 @@ async function split(ctx: StepContext): Promise<{ inline: DesiredFile[]; sources
       throw errorForField(`spec.files[${index}].path`, error);
     }
     const content = spec.append ? appended(current, decoded.bytes) : decoded.bytes;
-    inline.push({ path: spec.path, content, mode, ...(spec.owner ? { owner: spec.owner, ...(ownerMadeByUsers(ctx, spec.owner) ? { ownerMadeLater: true } : {}) } : {}), field: `spec.files[${index}].path`, sensitive: isPrivate(mode) });
+    inline.push({ path: spec.path, content, mode, ...(spec.owner ? { owner: spec.owner, ...(ownerMadeByUsers(ctx, spec.owner) ? { ownerMadeLater: true } : {}) } : {}), field: `spec.files[${index}].path`, sensitive: secret || isPrivate(mode) });
   }
   return { inline, sources };
 }
@@ -117,7 +117,7 @@ function platformIssues(ctx: StepContext): ConfigIssue[] {
       issues.push({ path: `${at}.path`, message: windows ? `"${spec.path}" is not a Windows path and this is a Windows machine` : `"${spec.path}" is a Windows path and this is a Linux machine`, hint: windows ? 'give the path with its drive, e.g. C:\\k\\config.json' : "give the Linux path, or keep the file in a Windows machine's configuration" });
     }
     if (windows && spec.owner !== undefined) issues.push({ path: `${at}.owner`, message: 'is a Linux user and group; a Windows file takes the ACL of its directory', hint: 'remove it for Windows machines' });
-    if (windows && (parseInt(spec.mode, 8) & 0o004) === 0) {
+    if (windows && spec.mode !== undefined && (parseInt(spec.mode, 8) & 0o004) === 0) {
       issues.push({ path: `${at}.mode`, message: `${spec.mode} keeps the file from other users on Linux; Windows has no such mode and the file would take its directory's ACL`, hint: 'write secrets on Windows through valueFrom references, or into a directory locked to SYSTEM and Administrators beforehand' });
     }
   }
