@@ -13,6 +13,7 @@ import { downloadSmall } from '../host/download-small.ts';
 import { errorForField } from '../engine/managed-file.ts';
 import { formatSignature, type SecretKey } from '../verify/minisign.ts';
 import { signStream } from '../verify/sign.ts';
+import { artifacts, parseSha256File, releaseArch } from '../config/install-layout.ts';
 
 export interface BundleRequest {
   config: MachineConfig;
@@ -20,6 +21,8 @@ export interface BundleRequest {
   destination: string;
   /** machineadm's own binaries, each checked against its .minisig with this public key (base64 key line). */
   binaries?: { baseUrl: string; platforms: readonly Platform[]; publicKey: string };
+  /** The architectures (x64, arm64) whose Kubernetes spec.kubernetes.install installs (default: both). */
+  installArches?: readonly string[];
   /** Signs SHA256SUMS with the operator's minisign key (SHA256SUMS.minisig, prehashed). */
   sign?: { secretKey: SecretKey; trustedComment: string };
   onFile?: (file: BundledFile) => void;
@@ -71,6 +74,34 @@ interface BundleSource {
   mode: number;
   /** The configuration's source now names the bundled copy, checked on the target by its sha256. */
   point: (path: string, sha256: string) => void;
+  /** Also write PATH.sha256 (a release's layout, which install reads beside each file). */
+  sha256File?: boolean;
+}
+
+// What spec.kubernetes.install downloads, for each architecture, in the release's own layout under
+// install/: the configuration then names install/release as its base and install/NAME-{arch}... for
+// the archives, and the target reads each file's .sha256 beside it (covered by SHA256SUMS).
+function installSourcesOf(config: MachineConfig, arches: readonly string[]): BundleSource[] {
+  const install = config.spec.kubernetes?.install;
+  const version = config.spec.kubernetes?.version;
+  if (!install || !version) return [];
+  const out: BundleSource[] = [];
+  for (const arch of arches) {
+    for (const artifact of artifacts(install, version, arch, '/unused')) {
+      const a = releaseArch(arch);
+      const path = 'path' in artifact.install ? `install/release/${version}/bin/linux/${a}/${artifact.name}` : `install/${artifact.name}-${a}.tar.gz`;
+      const point = () => {
+        install.baseUrl = 'install/release';
+        if (artifact.name === 'crictl' && install.crictl) install.crictl = { version: install.crictl.version, url: 'install/crictl-{arch}.tar.gz' };
+        if (artifact.name === 'cni-plugins' && install.cniPlugins) install.cniPlugins = { version: install.cniPlugins.version, url: 'install/cni-plugins-{arch}.tar.gz' };
+      };
+      out.push({ field: artifact.field, path, url: artifact.url, check: artifact.sha256 ? { sha256: artifact.sha256 } : {}, mode: 'path' in artifact.install ? 0o755 : 0o644, point, sha256File: true });
+    }
+  }
+  for (const [index, image] of (install.images ?? []).entries()) {
+    out.push({ field: `spec.kubernetes.install.images[${index}]`, path: bundleName('install/images', index, image.url), url: image.url, check: { sha256: image.sha256 }, mode: 0o644, point: (path) => (image.url = path) });
+  }
+  return out;
 }
 
 // Every source in the configuration: spec.files, the Windows host agents (a signature is checked
@@ -96,7 +127,17 @@ async function sourcesOf(host: Host, config: MachineConfig): Promise<BundleSourc
 }
 
 // What a bundle writes at its top level: removed again when building it fails.
-const BUNDLE_ENTRIES = [MANIFEST, MANIFEST_SIGNATURE, BUNDLE_CONFIG, 'files', 'agents', 'domain-join', 'bin'];
+const BUNDLE_ENTRIES = [MANIFEST, MANIFEST_SIGNATURE, BUNDLE_CONFIG, 'files', 'agents', 'domain-join', 'bin', 'install'];
+
+/** The sha256 the server publishes beside a release file (integrity: the bundle's SHA256SUMS then carries it). */
+async function publishedSha256(host: Host, source: BundleSource): Promise<string> {
+  const { data } = await downloadSmall(host, [`${source.url}.sha256`], { maxBytes: 4096 }).catch((error: unknown) => {
+    throw errorForField(source.field, error);
+  });
+  const hex = parseSha256File(data.toString('utf8'));
+  if (!hex) throw errorForField(source.field, new UsageError(`${source.url}.sha256 holds no sha256`, { hint: 'point the URL at the release layout, or pin the sha256 in the configuration' }));
+  return hex;
+}
 
 function join(dir: string, relative: string): string {
   return `${dir.replace(/[\\/]+$/, '')}/${relative}`;
@@ -119,13 +160,20 @@ export async function buildBundle(host: Host, request: BundleRequest): Promise<B
   const config = structuredClone(request.config);
   const files: BundledFile[] = [];
   try {
-    for (const source of await sourcesOf(host, config)) {
-      const result = await fetchVerified(host, { urls: [source.url], destination: join(dir, source.path), fileSystem: host.local, mode: source.mode, ...source.check }).catch((error: unknown) => {
+    const install = installSourcesOf(config, request.installArches ?? ['x64', 'arm64']);
+    for (const source of [...(await sourcesOf(host, config)), ...install]) {
+      const check = source.check.sha256 || source.check.signature || !source.sha256File ? source.check : { ...source.check, sha256: await publishedSha256(host, source) };
+      const result = await fetchVerified(host, { urls: [source.url], destination: join(dir, source.path), fileSystem: host.local, mode: source.mode, ...check }).catch((error: unknown) => {
         throw errorForField(source.field, error);
       });
       const bundled = { path: source.path, sha256: result.sha256, bytes: result.bytes, from: source.url };
       files.push(bundled);
       request.onFile?.(bundled);
+      if (source.sha256File) {
+        const text = `${result.sha256}\n`;
+        await host.local.writeFile(join(dir, `${source.path}.sha256`), text, { mode: 0o644, backup: false });
+        files.push({ path: `${source.path}.sha256`, sha256: createHash('sha256').update(text).digest('hex'), bytes: text.length, from: `${source.url}.sha256` });
+      }
       source.point(source.path, result.sha256);
     }
     if (request.binaries) files.push(...(await bundleBinaries(host, dir, request.binaries, request.onFile)));

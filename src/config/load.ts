@@ -158,36 +158,44 @@ function inSourceOrder(issues: ConfigIssue[], documents: ParsedDocument[]): Conf
     .map((x) => x.issue);
 }
 
-/** The objects whose `url` may name a file beside the configuration, with their field paths. */
-function sourcesOf(spec: unknown): [string, Record<string, unknown>][] {
+/** Where a URL may name a file beside the configuration: the field's path, the object and its key. */
+function sourcesOf(spec: unknown): [string, Record<string, unknown>, string][] {
   if (!isPlainObject(spec)) return [];
-  const out: [string, Record<string, unknown>][] = [];
+  const out: [string, Record<string, unknown>, string][] = [];
   const list = (value: unknown, field: string) => {
-    if (Array.isArray(value)) value.forEach((item, i) => isPlainObject(item) && isPlainObject(item.source) && out.push([`${field}[${i}].source`, item.source]));
+    if (Array.isArray(value)) value.forEach((item, i) => isPlainObject(item) && isPlainObject(item.source) && out.push([`${field}[${i}].source.url`, item.source, 'url']));
   };
   list(spec.files, 'spec.files');
   list(isPlainObject(spec.windows) ? spec.windows.hostAgents : undefined, 'spec.windows.hostAgents');
   const dj = spec.domainJoin;
   const blob = isPlainObject(dj) && isPlainObject(dj.windows) ? dj.windows.offlineBlob : undefined;
-  if (isPlainObject(blob)) out.push(['spec.domainJoin.windows.offlineBlob', blob]);
+  if (isPlainObject(blob)) out.push(['spec.domainJoin.windows.offlineBlob.url', blob, 'url']);
+  const install = isPlainObject(spec.kubernetes) ? spec.kubernetes.install : undefined;
+  if (isPlainObject(install)) {
+    // The release's base is a folder of its layout (BASE/VERSION/bin/...), resolved like a file.
+    out.push(['spec.kubernetes.install.baseUrl', install, 'baseUrl']);
+    for (const piece of ['crictl', 'cniPlugins']) if (isPlainObject(install[piece])) out.push([`spec.kubernetes.install.${piece}.url`, install[piece], 'url']);
+    if (Array.isArray(install.images)) install.images.forEach((image, i) => isPlainObject(image) && out.push([`spec.kubernetes.install.images[${i}].url`, image, 'url']));
+  }
   return out;
 }
 
 /**
- * A source url given as a relative path (spec.files, the Windows host agents, the djoin blob)
- * names a file beside the configuration file (an air-gapped bundle, copied anywhere): it becomes
- * the file: URL of that file here, before anything else reads it. A source that is not a file
- * (stdin, https, user data) has nothing to be relative to.
+ * A source url given as a relative path (spec.files, the Windows host agents, the djoin blob,
+ * what spec.kubernetes.install installs) names a file beside the configuration file (an
+ * air-gapped bundle, copied anywhere): it becomes the file: URL of that file here, before anything
+ * else reads it. A source that is not a file (stdin, https, user data) has nothing to be relative to.
  */
 function resolveRelativeSources(doc: ParsedDocument, directory: string | undefined): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
-  for (const [field, source] of sourcesOf(isPlainObject(doc.value) ? doc.value.spec : undefined)) {
-    if (typeof source.url !== 'string' || !isRelativeSource(source.url)) continue;
+  for (const [field, holder, key] of sourcesOf(isPlainObject(doc.value) ? doc.value.spec : undefined)) {
+    const url = holder[key];
+    if (typeof url !== 'string' || !isRelativeSource(url)) continue;
     if (directory === undefined) {
-      issues.push({ source: doc.source, path: `${field}.url`, message: `"${source.url}" is a relative path, and ${doc.source} is not a file it could be relative to`, hint: 'give a file:///absolute/path or an https:// URL, or put the configuration in a file beside it' });
+      issues.push({ source: doc.source, path: field, message: `"${url}" is a relative path, and ${doc.source} is not a file it could be relative to`, hint: 'give a file:///absolute/path or an https:// URL, or put the configuration in a file beside it' });
       continue;
     }
-    source.url = pathToFileURL(resolvePath(directory, source.url)).href;
+    holder[key] = pathToFileURL(resolvePath(directory, url)).href;
   }
   return issues;
 }

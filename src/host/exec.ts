@@ -186,8 +186,16 @@ export class ProcessRunner {
     return { argv, exitCode, stdout, stderr, durationMs };
   }
 
-  /** The full path of an executable on PATH, or undefined. */
+  /** The full path of an executable on PATH (or of one named by its absolute path), or undefined. */
   async which(name: string): Promise<string | undefined> {
+    if (nodePath.isAbsolute(name)) {
+      try {
+        accessSync(name, constants.X_OK);
+        return statSync(name).isFile() ? name : undefined;
+      } catch {
+        return undefined;
+      }
+    }
     // A few stat calls, made synchronously: the caller goes on at once (a probe that waited for the
     // event loop between every PATH entry would start its process only after the work around it).
     const pathVar = this.baseEnv.PATH ?? this.baseEnv.Path ?? '';

@@ -18,6 +18,9 @@ import { containerdRestartStep } from '../containerd/steps/restart.ts';
 import { domainJoinStep } from '../domain/steps/join.ts';
 import { kubeadmInitStep, kubeadmJoinStep } from '../kubeadm/steps/bootstrap.ts';
 import { staticPodsStep } from '../kubeadm/steps/static-pods.ts';
+import { kubernetesInstallStep } from '../kubeadm/steps/install.ts';
+import { kubeletUnitStep } from '../kubeadm/steps/kubelet-unit.ts';
+import { containerdImagesStep } from '../containerd/steps/images.ts';
 import { sentinelStep } from '../report/sentinel.ts';
 import { containersFeatureStep } from '../windows/steps/containers-feature.ts';
 import { privatePathsStep } from '../windows/steps/private-paths.ts';
@@ -54,6 +57,11 @@ export const preparePhase: Phase = {
     containerdRegistriesStep,
     containerdProxyStep,
     containerdRestartStep,
+    // What a standard image lacks to become a node: after containerd, whose CNI directory the plugins share.
+    kubernetesInstallStep,
+    kubeletUnitStep,
+    // Images for machines that cannot pull: after containerd is restarted on its configuration.
+    containerdImagesStep,
     // Windows: the feature first (it may need a restart before containerd can run), then
     // containerd, the host agents, the kubelet that depends on both, and its firewall rule. Before
     // all of them, the directories SYSTEM services read are locked, so nothing is written into

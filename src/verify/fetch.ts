@@ -23,6 +23,8 @@ export interface FetchRequest {
   signature?: { url?: string; urls?: string[]; publicKey: string; requirePrehashed?: boolean; signify?: boolean; fetched?: { data: Buffer; url: string } };
   mode?: number;
   owner?: string;
+  /** False for a file machineadm removes itself (a scratch download): no backup, no record for reset. */
+  backup?: boolean;
   /** Where `destination` is: host.fs (the default) or host.local for the operator's own paths. */
   fileSystem?: RootedFileSystem;
   /** Called as bytes arrive (progress bar). */
@@ -103,7 +105,7 @@ export async function fetchVerifiedPending(host: Host, request: FetchRequest): P
   const copy = {
     fs: request.fileSystem ?? host.fs,
     destination: request.destination,
-    write: { ...(request.mode !== undefined ? { mode: request.mode } : {}), ...(request.owner !== undefined ? { owner: request.owner } : {}) },
+    write: { ...(request.mode !== undefined ? { mode: request.mode } : {}), ...(request.owner !== undefined ? { owner: request.owner } : {}), ...(request.backup === false ? { backup: false } : {}) },
     ...(signed ? { observe: (): ByteObserver => new MessageDigester(signed.signature.algorithm) } : {}),
     ...(request.onProgress ? { onProgress: request.onProgress } : {}),
   };

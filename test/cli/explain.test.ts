@@ -60,10 +60,15 @@ describe('machineadm config print-defaults', () => {
     expect(validated.code).toBe(0);
   });
 
+  it('leaves out spec.kubernetes.install, whose presence asks for an install', async () => {
+    const config = load((await runCli(['config', 'print-defaults'])).stdout) as { spec: { kubernetes: Record<string, unknown> } };
+    expect(config.spec.kubernetes).not.toHaveProperty('install');
+  });
+
   it('writes out every default of the sections it holds', async () => {
     const config = load((await runCli(['config', 'print-defaults'])).stdout) as Record<string, unknown>;
     const valueAt = (path: string): unknown => path.split('.').reduce<unknown>((at, key) => (at as Record<string, unknown> | undefined)?.[key], config);
-    const defaulted = allFields(machineConfigJsonSchema()).filter((f) => f.default !== undefined && /^spec\.(kubernetes|report|security)\./.test(f.path) && !f.path.includes('endpoints'));
+    const defaulted = allFields(machineConfigJsonSchema()).filter((f) => f.default !== undefined && /^spec\.(kubernetes|report|security)\./.test(f.path) && !f.path.includes('endpoints') && !f.path.startsWith('spec.kubernetes.install.'));
     expect(defaulted.length).toBeGreaterThan(5);
     for (const f of defaulted) expect(valueAt(f.path), f.path).toEqual(f.default);
   });

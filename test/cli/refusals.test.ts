@@ -93,6 +93,23 @@ const refusals: Refusal[] = [
     message: /spec\.timeServers\.servers: \/etc\/systemd\/timesyncd\.conf\.d\/machineadm\.conf is a symbolic link/,
   },
   {
+    by: 'prepare/kubernetes/install',
+    what: 'another kubeadm where install would put its own',
+    spec: (m) => (
+      write(m, '/usr/local/bin/kubeadm', '#!/bin/sh\n'),
+      { ...early, kubernetes: { ...worker, version: 'v1.31.2', install: { baseUrl: 'http://127.0.0.1:9/release', sha256: { kubeadm: 'a'.repeat(64), kubelet: 'b'.repeat(64), kubectl: 'c'.repeat(64) } } } }
+    ),
+    code: 2,
+    message: /spec\.kubernetes\.install: \/usr\/local\/bin\/kubeadm is already there and is not kubeadm v1\.31\.2/,
+  },
+  {
+    by: 'prepare/containerd/images',
+    what: 'an image archive on this machine that is not there',
+    spec: (m) => ({ ...early, kubernetes: { ...worker, version: 'v1.31.2', install: { binaries: [], images: [{ url: `file://${m.dir}/missing.tar`, sha256: 'd'.repeat(64) }] } } }),
+    code: 2,
+    message: /spec\.kubernetes\.install\.images\[0\]\.url: .*missing\.tar does not exist/,
+  },
+  {
     by: 'provision/kubeadm/join',
     what: 'secrets that cannot be read, all of them at once',
     spec: (m) => (write(m, '/etc/machineadm/hash', 'not a hash\n'), { ...early, kubernetes: { ...worker, token: { valueFrom: { file: '/etc/machineadm/token' } }, caCertHashes: [{ valueFrom: { file: '/etc/machineadm/hash' } }] } }),

@@ -39,9 +39,12 @@ export async function runBundle(options: BundleOptions, io: Io): Promise<number>
   const secretKey = options.signKey === undefined ? undefined : await secretKeyFrom(host, io, options.signKey, options.passwordFile);
   const { config } = await loadConfig(host, options.config, { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
   const destination = resolve(io.cwd, options.destination);
+  // What spec.kubernetes.install installs is bundled for each Linux platform asked for.
+  const installArches = platforms(options.platform).flatMap((p) => (p.startsWith('linux-') ? [p.slice('linux-'.length)] : []));
   const result = await buildBundle(host, {
     config,
     destination,
+    installArches,
     ...(binaries ? { binaries } : {}),
     ...(secretKey ? { sign: { secretKey, trustedComment: `timestamp:${Math.floor(host.now().getTime() / 1000)}\tfile:SHA256SUMS\thashed\tbundle:${basename(destination)}` } } : {}),
     onFile: (file) => io.stdout(`bundled ${displayUrl(file.from)} -> ${file.path} (${file.bytes} bytes, sha256 ${file.sha256})\n`),

@@ -58,12 +58,17 @@ function exampleOf(root: JsonSchema, path: string): unknown {
   return found.field.example;
 }
 
+// Sections whose presence asks for work (install downloads Kubernetes): their defaults apply once
+// they are written, and writing them out would ask for it.
+const ASKED_FOR_BY_PRESENCE = ['spec.kubernetes.install.'];
+
 /** Every field under `path` that has a default, with it (a nested default wins over its parent's). */
 function defaultsUnder(root: JsonSchema, path: string): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   const prefix = `${path}.`;
   for (const f of allFields(root)) {
     if (!f.path.startsWith(prefix) || f.default === undefined || f.path.includes('*')) continue;
+    if (ASKED_FOR_BY_PRESENCE.some((section) => f.path.startsWith(section))) continue;
     const rest = f.path.slice(prefix.length).split('.');
     // Inside lists there is no item to give defaults to.
     if (!isPlainPath(root, f.path)) continue;

@@ -23,6 +23,7 @@ import { envString, machineString } from './machine.ts';
 import { controlPlaneSection } from './control-plane.ts';
 import { isExactKubernetesVersion, KUBERNETES_VERSION_SHAPE, kubernetesVersionProblem } from './kubernetes-version.ts';
 import { secret, type SecretSource } from './secret-field.ts';
+import { installSection } from './install.ts';
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const QUALIFIED_NAME_PART = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
@@ -245,6 +246,7 @@ export const kubernetesSection = object(
   {
     role: withDefault(enumOf(['worker', 'control-plane'] as const, { description: 'what the node is: a worker, or a control-plane machine (runs the API server and etcd)', example: 'control-plane' }), 'worker'),
     bootstrap: withDefault(enumOf(['join', 'init'] as const, { description: 'init only for the first control-plane machine', example: 'init' }), 'join'),
+    install: optional(installSection),
     version: optional(string({ check: kubernetesVersionProblem, jsonPattern: KUBERNETES_VERSION_SHAPE, description: 'the Kubernetes version, a release or pre-release from v1.22 (init deploys it; default: the kubeadm found)', example: 'v1.31.2' })),
     controlPlaneEndpoint: optional(envString(string({ minLength: 1, check: endpointProblem, jsonPattern: ENDPOINT_SHAPE, description: 'host:port of the API server (load balancer); or { valueFrom: { env: NAME } }', example: '10.0.0.10:6443' }))),
     token: optional(tokenSecret),
@@ -312,6 +314,7 @@ export const kubernetesSection = object(
       if (k.bootstrap === 'init' && k.discoveryFile !== undefined) report('discoveryFile', 'only a joining machine discovers the cluster', 'remove it for bootstrap: init');
       if (k.role === 'worker' && k.controlPlane !== undefined) report('controlPlane', 'only a control-plane machine runs the control-plane components', 'remove it, or set role: control-plane');
       if (k.bootstrap === 'init' && k.caCertHashes !== undefined) report('caCertHashes', 'only a joining machine checks the CA against hashes', 'remove it for bootstrap: init');
+      if (k.install !== undefined && (k.version === undefined || (k.bootstrap !== 'init' && !isExactKubernetesVersion(k.version)))) report('version', 'install needs the exact version to install: give major.minor.patch, e.g. v1.31.2', 'set spec.kubernetes.version');
       if (k.bootstrap === 'init' && k.version !== undefined && !isExactKubernetesVersion(k.version)) report('version', 'init deploys an exact version: give major.minor.patch, e.g. v1.31.2 (or a pre-release such as v1.37.0-rc.1)');
       if (k.role === 'worker' && k.certificateKey !== undefined) report('certificateKey', 'only a control-plane machine uses a certificate key', 'remove it, or set role: control-plane');
       if (k.role === 'worker' && k.staticPods !== undefined) report('staticPods', 'static pods are only written on control-plane machines', 'remove it, or set role: control-plane');

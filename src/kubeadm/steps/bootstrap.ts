@@ -9,9 +9,10 @@ import { tail } from '../../host/index.ts';
 import { MACHINEADM_PATCH } from '../render.ts';
 import { kubeadmPaths } from '../paths.ts';
 import { isTransient, parseKubeadmFailure, scrubKubeadmOutput } from '../output.ts';
-import { KUBEADM_ROOTFS_ENV, OUTPUT_TAIL_LINES, type Command, kubernetesOf, joinPath, kubeadmUnderRoot, rootfsArgs, kubeadmArgv, render, renderShown, chooseOrFail, readSecrets, secretValues } from './kubeadm-inputs.ts';
+import { KUBEADM_ROOTFS_ENV, OUTPUT_TAIL_LINES, type Command, kubernetesOf, joinPath, kubeadmUnderRoot, rootfsArgs, kubeadmArgv, kubeadmProgram, render, renderShown, chooseOrFail, readSecrets, secretValues } from './kubeadm-inputs.ts';
 import { currentKubeadmVersion, kubeletLogTail, hintFor, kubeadmLeftover, missingCertificates, userPatches, leftoverRefusal, LEFTOVER_HINT, planChanges } from './kubeadm-machine.ts';
 import { kubeadmUndo, kubeadmUndoRecord } from './kubeadm-undo.ts';
+import { offlineImageIssues } from './offline-images.ts';
 
 export { KUBEADM_ROOTFS_ENV, OUTPUT_TAIL_LINES, kubeadmVerbosity } from './kubeadm-inputs.ts';
 
@@ -47,6 +48,7 @@ export function kubeadmStep(command: Command): Step {
       const runs = ctx.facts.liveRoot || kubeadmUnderRoot(ctx);
       const refusal = !runs || (joined && !ctx.options.force) ? undefined : leftoverRefusal(ctx, await kubeadmLeftover(ctx, command, paths));
       if (refusal) issues.push({ path: `spec.kubernetes.bootstrap`, message: `kubeadm ${command}: ${refusal}`, hint: LEFTOVER_HINT, refused: true });
+      if (runs) issues.push(...(await offlineImageIssues(ctx, command)));
       if (issues.length) throw new ConfigError(issues);
     },
     recordsStart: true,
@@ -76,7 +78,7 @@ export function kubeadmStep(command: Command): Step {
       const k = kubernetesOf(ctx.config)!;
       const { fs, proc } = ctx.host;
       const paths = kubeadmPaths(ctx.facts.os);
-      if (!(await proc.which('kubeadm'))) {
+      if (!(await proc.which(kubeadmProgram(ctx)))) {
         throw new StepDetailsError('kubeadm is not installed (not found on PATH)', {}, { hint: 'install kubeadm and the kubelet (for example from pkgs.k8s.io) before the provision phase' });
       }
       // A join that an earlier run of machineadm started and never finished is its own to redo;
@@ -95,7 +97,7 @@ export function kubeadmStep(command: Command): Step {
         // The socket is named because a half-joined node has no Node object to read it from, and
         // kubeadm's own detection fails when a second runtime's socket exists.
         const result = await proc
-          .run(['kubeadm', 'reset', '-f', '--cri-socket', paths.criSocket, ...rootfsArgs(ctx)], { timeoutMs: 5 * 60_000, allowFailure: true, onLine: (line) => ctx.output(scrubKubeadmOutput(line, known)) })
+          .run([kubeadmProgram(ctx), 'reset', '-f', '--cri-socket', paths.criSocket, ...rootfsArgs(ctx)], { timeoutMs: 5 * 60_000, allowFailure: true, onLine: (line) => ctx.output(scrubKubeadmOutput(line, known)) })
           .catch((error: unknown) => ({ exitCode: -1, error }));
         // A reset that fails is reported; the next kubeadm run says what it left behind.
         if (result.exitCode !== 0) ctx.log(`kubeadm reset -f did not succeed (exit code ${result.exitCode})`, 'warning');

@@ -38,13 +38,24 @@ export function rootfsArgs(ctx: StepContext): string[] {
   return ctx.facts.liveRoot ? [] : ['--rootfs', ctx.host.fs.root];
 }
 
+/**
+ * The kubeadm a run uses: the one spec.kubernetes.install put in place (its directory, /opt/bin on
+ * an immutable image, may not be on machineadm's PATH), else kubeadm on PATH. Under a scratch
+ * --root the machine's files are not the programs that run: kubeadm on PATH.
+ */
+export function kubeadmProgram(ctx: StepContext): string {
+  if (!ctx.host.fs.isLiveRoot || !ctx.config.spec.kubernetes?.install?.binaries.includes('kubeadm')) return 'kubeadm';
+  const installed = Object.keys((ctx.recordOf('kubernetes/install')?.data?.files as Record<string, string> | undefined) ?? {}).find((path) => path.endsWith('/kubeadm'));
+  return installed ?? `${ctx.config.spec.kubernetes.install.directory ?? '/usr/local/bin'}/kubeadm`;
+}
+
 export function kubeadmArgv(command: Command, k: KubernetesSpec, paths: KubeadmPaths, ctx: StepContext): [string, ...string[]] {
   // --upload-certs with the key from the configuration lets further control planes join with it.
   const upload = command === 'init' && k.certificateKey !== undefined ? ['--upload-certs'] : [];
   // -vv and -vvv on the command line win over spec.kubernetes.verbosity.
   const cli = kubeadmVerbosity(ctx);
   const verbosity = cli.length > 0 ? cli : k.verbosity !== undefined ? [`--v=${k.verbosity}`] : [];
-  return ['kubeadm', command, '--config', paths.configFile(command), ...upload, ...rootfsArgs(ctx), ...verbosity];
+  return [kubeadmProgram(ctx), command, '--config', paths.configFile(command), ...upload, ...rootfsArgs(ctx), ...verbosity];
 }
 
 /**

@@ -9,7 +9,7 @@ import { type ApiChoice } from '../version.ts';
 import { type RenderedKubeadm } from '../render.ts';
 import { type KubeadmPaths } from '../paths.ts';
 import { NODE_NAME_TAKEN, scrubKubeadmOutput, type KubeadmFailure } from '../output.ts';
-import { type Command, OUTPUT_TAIL_LINES, kubeadmArgv, kubernetesOf, joinPath } from './kubeadm-inputs.ts';
+import { type Command, OUTPUT_TAIL_LINES, kubeadmArgv, kubeadmProgram, kubernetesOf, joinPath } from './kubeadm-inputs.ts';
 
 /**
  * Steps that never install, replace or hide kubeadm (nor change where it is looked for). The
@@ -44,7 +44,7 @@ export function kubeadmMayHaveChanged(ctx: StepContext): boolean {
 export async function currentKubeadmVersion(ctx: StepContext): Promise<string | undefined> {
   if (!kubeadmMayHaveChanged(ctx)) return ctx.facts.kubeadmVersion;
   // The facts were read before the prepare phase, which may have installed or replaced kubeadm.
-  const result = await ctx.host.proc.run(['kubeadm', 'version', '-o', 'short'], { timeoutMs: 15_000, allowFailure: true }).catch(() => undefined);
+  const result = await ctx.host.proc.run([kubeadmProgram(ctx), 'version', '-o', 'short'], { timeoutMs: 15_000, allowFailure: true }).catch(() => undefined);
   return result && result.exitCode === 0 ? parseKubeadmVersion(result.stdout) : ctx.facts.kubeadmVersion;
 }
 

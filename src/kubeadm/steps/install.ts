@@ -1,0 +1,243 @@
+// prepare/kubernetes/install: what a standard image lacks to become a node, from the Kubernetes
+// release (or a mirror): kubeadm, the kubelet and kubectl, crictl and the CNI plugins. Each piece
+// is checked against its sha256 (pinned, or from URL.sha256 beside it: integrity, not
+// authenticity) before anything is put in place, and all are placed or none: every download and
+// every file of an archive goes into a checked temporary file beside its target first.
+import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import type { CheckResult, Step, StepContext } from '../../engine/step.ts';
+import type { PendingFile } from '../../host/index.ts';
+import { ConfigError, StepDetailsError, type ConfigIssue } from '../../errors.ts';
+import { fetchVerified, fetchVerifiedPending } from '../../verify/fetch.ts';
+import { downloadSmall } from '../../host/download-small.ts';
+import { displayUrl } from '../../redaction.ts';
+import { errorForField } from '../../engine/managed-file.ts';
+import { artifacts, binaryDirectory, parseSha256File, type Artifact, type InstallSpec } from '../../config/install-layout.ts';
+
+const MODE = 0o755;
+/** Where archives are unpacked while the step runs (gone after it; a killed run's leftover). */
+const STAGE = '/run/machineadm/install';
+const SHA256_FILE_BYTES = 4096;
+
+interface Planned {
+  artifact: Artifact;
+  /** The sha256 to check, when known (pinned, or read from URL.sha256). */
+  sha256: string | undefined;
+  /** 'create', 'replace', 'extract', or undefined when in place. */
+  action: string | undefined;
+  detail: string;
+  /** A different file at a binary's path, to refuse unless replace is set. */
+  conflict?: string;
+}
+
+interface InstallRecord {
+  version: string;
+  /** Installed file -> its sha256. */
+  files: Record<string, string>;
+  /** Archive name -> the archive's sha256 and the files it gave. */
+  archives: Record<string, { sha256: string; files: string[] }>;
+}
+
+function installOf(ctx: StepContext): InstallSpec {
+  return ctx.config.spec.kubernetes!.install!;
+}
+
+/** Whether /usr is mounted read-only on this machine (an immutable image), from /proc/self/mountinfo. */
+export async function usrReadOnly(ctx: StepContext): Promise<boolean> {
+  const text = (await ctx.host.fs.readText('/proc/self/mountinfo').catch(() => undefined)) ?? '';
+  let best: { point: string; ro: boolean } | undefined;
+  for (const line of text.split('\n')) {
+    // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS ...
+    const fields = line.split(' ');
+    const point = fields[4];
+    if (point === undefined || !(point === '/' || point === '/usr' || '/usr'.startsWith(`${point}/`))) continue;
+    if (!best || point.length >= best.point.length) best = { point, ro: (fields[5] ?? '').split(',').includes('ro') };
+  }
+  return best?.ro ?? false;
+}
+
+export async function installDirectory(ctx: StepContext): Promise<string> {
+  return binaryDirectory(installOf(ctx), await usrReadOnly(ctx));
+}
+
+// The sha256 read from URL.sha256 is read once a run: the plan's check and the step's get the same.
+const published = new WeakMap<object, Map<string, Promise<string>>>();
+
+async function expectedSha256(ctx: StepContext, artifact: Artifact): Promise<string | undefined> {
+  if (artifact.sha256) return artifact.sha256;
+  if (ctx.host.offline && !artifact.url.startsWith('file:')) return undefined;
+  const cache = published.get(ctx.host) ?? new Map<string, Promise<string>>();
+  published.set(ctx.host, cache);
+  let found = cache.get(artifact.url);
+  if (!found) {
+    // A local release (a bundle, a mounted mirror) has its .sha256 files beside it too.
+    const read = artifact.url.startsWith('file:')
+      ? readLocalSmall(ctx, `${artifact.url}.sha256`)
+      : downloadSmall(ctx.host, [`${artifact.url}.sha256`], { maxBytes: SHA256_FILE_BYTES }).then((r) => r.data);
+    found = read.then((data) => {
+      const hex = parseSha256File(data.toString('utf8'));
+      if (!hex) throw new StepDetailsError(`${displayUrl(artifact.url)}.sha256 holds no sha256`, { field: artifact.field }, { hint: 'point the URL at the release layout, or pin the sha256 in the configuration' });
+      return hex;
+    });
+    cache.set(artifact.url, found);
+    found.catch(() => cache.delete(artifact.url));
+  }
+  return found;
+}
+
+async function readLocalSmall(ctx: StepContext, url: string): Promise<Buffer> {
+  const found = await ctx.host.local.readSmallFile(fileURLToPath(url), SHA256_FILE_BYTES);
+  if ('problem' in found) throw new StepDetailsError(`${url}: ${found.problem === 'missing' ? 'does not exist' : 'is not a small file'}`, {}, { hint: 'put the release\'s .sha256 files beside its files, or pin the sha256 in the configuration' });
+  return found.bytes;
+}
+
+async function sha256Of(ctx: StepContext, path: string): Promise<string | undefined> {
+  const info = await ctx.host.fs.stat(path);
+  if (info?.kind !== 'file') return info ? 'not a file' : undefined;
+  const hash = createHash('sha256');
+  for await (const block of ctx.host.fs.readBlocks(path)) hash.update(block);
+  return hash.digest('hex');
+}
+
+function previous(ctx: StepContext): InstallRecord | undefined {
+  return ctx.previous?.data as InstallRecord | undefined;
+}
+
+async function plan(ctx: StepContext): Promise<Planned[]> {
+  const install = installOf(ctx);
+  const version = ctx.config.spec.kubernetes!.version!;
+  const directory = await installDirectory(ctx);
+  const list = artifacts(install, version, ctx.facts.arch, directory);
+  return Promise.all(
+    list.map(async (artifact): Promise<Planned> => {
+      const sha256 = await expectedSha256(ctx, artifact);
+      const from = `from ${displayUrl(artifact.url)} (sha256 ${sha256 ? `${sha256.slice(0, 12)}...` : 'from URL.sha256'}${artifact.sha256 ? ', pinned' : ''})`;
+      if ('path' in artifact.install) {
+        const on = await sha256Of(ctx, artifact.install.path);
+        if (on === undefined) return { artifact, sha256, action: 'create', detail: `${artifact.name} ${version} ${from}, mode 0755` };
+        if (sha256 !== undefined && on === sha256) return { artifact, sha256, action: undefined, detail: '' };
+        const mine = previous(ctx)?.files[artifact.install.path] === on;
+        return { artifact, sha256, action: 'replace', detail: `${artifact.name} ${version} ${from}; ${mine ? 'the one machineadm installed before' : 'another file is there'}`, ...(mine ? {} : { conflict: on }) };
+      }
+      const had = previous(ctx)?.archives[artifact.name];
+      const intact = had !== undefined && had.sha256 === sha256 && (await Promise.all(had.files.map(async (f) => (await sha256Of(ctx, f)) === previous(ctx)?.files[f]))).every(Boolean);
+      return intact ? { artifact, sha256, action: undefined, detail: '' } : { artifact, sha256, action: 'extract', detail: `${artifact.name} ${from} into ${artifact.install.directory}` };
+    }),
+  );
+}
+
+function refusals(ctx: StepContext, planned: Planned[]): ConfigIssue[] {
+  if (installOf(ctx).replace) return [];
+  return planned
+    .filter((p) => p.conflict !== undefined && 'path' in p.artifact.install)
+    .map((p) => ({
+      path: 'spec.kubernetes.install',
+      message: `${(p.artifact.install as { path: string }).path} is already there and is not ${p.artifact.name} ${ctx.config.spec.kubernetes!.version} (sha256 ${p.conflict!.slice(0, 12)}...)`,
+      hint: 'set spec.kubernetes.install.replace: true to replace it, or install into another directory',
+    }));
+}
+
+export const kubernetesInstallStep: Step = {
+  id: 'kubernetes/install',
+  summary: 'install kubeadm, the kubelet, kubectl, crictl and the CNI plugins of spec.kubernetes.install',
+  platforms: ['linux'],
+  applies: (config) => config.spec.kubernetes?.install !== undefined,
+  leftovers: () => [STAGE],
+
+  async preflight(ctx) {
+    const issues = refusals(ctx, await plan(ctx));
+    if (issues.length) throw new ConfigError(issues);
+  },
+
+  async check(ctx): Promise<CheckResult> {
+    const planned = await plan(ctx);
+    const todo = planned.filter((p) => p.action !== undefined);
+    const network = todo
+      .filter((p) => !p.artifact.url.startsWith('file:'))
+      .flatMap((p) => [`download ${displayUrl(p.artifact.url)} for ${p.artifact.field}`, ...(p.sha256 === undefined ? [`download ${displayUrl(p.artifact.url)}.sha256 for ${p.artifact.field}`] : [])]);
+    return {
+      done: todo.length === 0,
+      changes: todo.map((p) => ({ action: p.action!, target: 'path' in p.artifact.install ? p.artifact.install.path : p.artifact.install.directory, detail: p.detail })),
+      ...(network.length ? { network } : {}),
+      ...(todo.length === 0 ? { record: recordOf(ctx, planned, previous(ctx)) } : {}),
+    };
+  },
+
+  async apply(ctx) {
+    const planned = await plan(ctx);
+    const issues = refusals(ctx, planned);
+    if (issues.length) throw new ConfigError(issues);
+    const todo = planned.filter((p) => p.action !== undefined);
+    const pending: Array<{ path: string; file: PendingFile; sha256: string }> = [];
+    const archives: InstallRecord['archives'] = {};
+    try {
+      // Downloads at once (a boot waits for the slowest, not the sum); each is checked as it arrives.
+      const fetched = await Promise.allSettled(todo.map((p) => fetchPiece(ctx, p)));
+      const failed = fetched.find((f): f is PromiseRejectedResult => f.status === 'rejected');
+      for (const f of fetched) if (f.status === 'fulfilled') pending.push(...f.value.files);
+      if (failed) throw failed.reason;
+      for (const f of fetched) if (f.status === 'fulfilled' && f.value.archive) archives[f.value.archive.name] = f.value.archive;
+      for (const p of pending) await p.file.seal();
+    } catch (error) {
+      for (const p of pending) await p.file.abort();
+      await ctx.host.fs.remove(STAGE);
+      throw error;
+    }
+    for (const p of pending) await p.file.commit();
+    await ctx.host.fs.remove(STAGE);
+    const installed = Object.fromEntries(pending.map((p) => [p.path, p.sha256]));
+    return { record: recordOf(ctx, planned, previous(ctx), installed, archives) };
+  },
+};
+
+function recordOf(ctx: StepContext, planned: Planned[], before: InstallRecord | undefined, installed: Record<string, string> = {}, archives: InstallRecord['archives'] = {}): Record<string, unknown> {
+  const files: Record<string, string> = { ...(before?.files ?? {}) };
+  const kept: InstallRecord['archives'] = {};
+  for (const p of planned) {
+    if ('path' in p.artifact.install && p.sha256) files[p.artifact.install.path] = p.sha256;
+    const had = before?.archives[p.artifact.name];
+    if (!('path' in p.artifact.install) && had) kept[p.artifact.name] = had;
+  }
+  const record: InstallRecord = { version: ctx.config.spec.kubernetes!.version!, files: { ...files, ...installed }, archives: { ...kept, ...archives } };
+  return record as unknown as Record<string, unknown>;
+}
+
+/** One piece, checked into temporary files beside its targets (not yet in place). */
+async function fetchPiece(ctx: StepContext, p: Planned): Promise<{ files: Array<{ path: string; file: PendingFile; sha256: string }>; archive?: { name: string; sha256: string; files: string[] } }> {
+  const { artifact } = p;
+  const sha256 = p.sha256 ?? (await expectedSha256(ctx, artifact));
+  try {
+    if ('path' in artifact.install) {
+      const { pending } = await fetchVerifiedPending(ctx.host, { urls: [artifact.url], destination: artifact.install.path, ...(sha256 ? { sha256 } : {}), mode: MODE });
+      return { files: [{ path: artifact.install.path, file: pending, sha256: sha256! }] };
+    }
+    const archive = `${STAGE}/${artifact.name}.tar.gz`;
+    const stage = `${STAGE}/${artifact.name}`;
+    await ctx.host.fs.mkdirp(stage);
+    await fetchVerified(ctx.host, { urls: [artifact.url], destination: archive, ...(sha256 ? { sha256 } : {}), mode: 0o600, backup: false });
+    const unpacked = await ctx.host.proc.run(['tar', '-xzf', await ctx.host.fs.resolve(archive), '-C', await ctx.host.fs.resolve(stage), '--no-same-owner', '--no-same-permissions'], { timeoutMs: 10 * 60_000, allowFailure: true });
+    if (unpacked.exitCode !== 0) throw new StepDetailsError(`${artifact.name}: the archive from ${displayUrl(artifact.url)} does not unpack: ${unpacked.stderr.trim().split('\n').at(-1) ?? ''}`, { field: artifact.field });
+    const { directory, members } = artifact.install;
+    const names = (await ctx.host.fs.list(stage)).filter((n) => members === undefined || members.includes(n));
+    const files: Array<{ path: string; file: PendingFile; sha256: string }> = [];
+    for (const name of names) {
+      if ((await ctx.host.fs.stat(`${stage}/${name}`))?.kind !== 'file') continue;
+      // The write makes the folders it needs, and records them for reset.
+      const path = `${directory}/${name}`;
+      const file = await ctx.host.fs.openWrite(path, { mode: MODE });
+      const hash = createHash('sha256');
+      for await (const block of ctx.host.fs.readBlocks(`${stage}/${name}`)) {
+        hash.update(block);
+        file.appendSync(block);
+      }
+      files.push({ path, file, sha256: hash.digest('hex') });
+    }
+    if (members && files.length !== members.length) {
+      for (const f of files) await f.file.abort();
+      throw new StepDetailsError(`${artifact.name}: the archive from ${displayUrl(artifact.url)} holds no ${members.join(', ')}`, { field: artifact.field });
+    }
+    return { files, archive: { name: artifact.name, sha256: sha256!, files: files.map((f) => f.path) } };
+  } catch (error) {
+    throw errorForField(artifact.field, error);
+  }
+}

@@ -1,0 +1,300 @@
+// spec.kubernetes.install.images against a real containerd: three tiny images built with umoci and
+// pushed to a local docker-registry, mirrored from it with the real skopeo into an oci-archive
+// (served over http on 127.0.0.1) and a docker-archive (given as a file:/// URL), as an operator
+// prepares an air-gapped node. plan shows them, prepare imports them into k8s.io, a rerun does
+// nothing, a wrong sha256 exits 3 with nothing imported, reset removes only what machineadm
+// imported (an image the test imported itself stays). The pure readers are checked on archives
+// the real tar writes.
+import { execFileSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import { dump } from 'js-yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { missingRequirement } from '../support/environment.ts';
+import { scratchDir } from '../support/tmp.ts';
+import { runCli } from '../support/cli.ts';
+import { absentHostPaths } from '../support/host-paths.ts';
+import { startHttp, type RunningServer } from '../config/helpers/servers.ts';
+import { Services, exec } from './services.ts';
+import { configsByTarget, imageRefsOf, normalizeImageRef, parseImageList, parseImageTable, readTarMembers, NAMING_MEMBERS } from '../../src/containerd/image-archives.ts';
+import { CONTAINERD_ADDRESS_ENV } from '../../src/containerd/steps/images.ts';
+
+const skip = missingRequirement({ root: true, commands: ['containerd', 'ctr', 'runc', 'docker-registry', 'skopeo', 'umoci'] });
+
+const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
+const STEP = 'prepare/containerd/images';
+const SERVED = 'example.test/machineadm/served:1.0';
+const LOCAL = 'example.test/machineadm/local:1.0';
+const OWN = 'example.test/machineadm/own:1.0';
+const STAGE = '/var/tmp/machineadm-images';
+
+// skopeo as root keeps a blob cache in /var/lib/containers on the host and has no flag to move it:
+// it runs with a private, empty /var/lib (as in services.ts).
+function skopeo(...args: string[]) {
+  return exec('unshare', ['--mount', '--propagation', 'private', '--', 'sh', '-c', 'mount -n -t tmpfs tmpfs /var/lib && exec "$@"', 'sh', 'skopeo', ...args], { timeout: 60_000 });
+}
+
+/** One image per tag in one OCI layout, each with a file of its own (so each has its own config digest). */
+async function buildImages(dir: string, tags: string[]): Promise<string> {
+  const layout = join(dir, 'oci');
+  await exec('umoci', ['init', '--layout', layout]);
+  for (const tag of tags) {
+    const bundle = join(dir, `bundle-${tag}`);
+    await exec('umoci', ['new', '--image', `${layout}:${tag}`]);
+    await exec('umoci', ['unpack', '--image', `${layout}:${tag}`, bundle]);
+    writeFileSync(join(bundle, 'rootfs', `${tag}.txt`), `${tag}, prepared by machineadm\n`);
+    await exec('umoci', ['repack', '--image', `${layout}:${tag}`, bundle]);
+  }
+  return layout;
+}
+
+describe.skipIf(skip)('spec.kubernetes.install.images with a real containerd', () => {
+  const dir = skip ? '' : scratchDir('machineadm-images-');
+  const services = new Services(dir);
+  const absentBefore = [...absentHostPaths(), ...(existsSync(STAGE) ? [] : [STAGE])];
+  let server: RunningServer | undefined;
+  let socket = '';
+  const archives = { served: '', local: '', own: '' };
+  let servedUrl = '';
+  let localUrl = '';
+  let ownBefore: string[] = [];
+
+  const ctr = async (...args: string[]) => (await exec('ctr', ['--address', socket, '-n', 'k8s.io', ...args])).stdout;
+  const listed = async () => parseImageList(await ctr('images', 'ls', '-q')).sort();
+  /** The CRI gives an image its id reference (sha256:<config>) when it sees it: waits for as many as there are images. */
+  const criHasSeen = async (names: string[]) => {
+    for (let i = 0; i < 100; i++) {
+      const table = parseImageTable(await ctr('images', 'ls'));
+      const targets = new Set(table.filter((r) => names.includes(r.ref)).map((r) => r.digest));
+      if (targets.size === names.length && [...targets].every((t) => table.some((r) => r.ref.startsWith('sha256:') && r.digest === t))) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`the CRI never gave ${names.join(', ')} an image id:\n${await ctr('images', 'ls')}`);
+  };
+
+  function machine(name: string, images: Array<{ url: string; sha256: string }>) {
+    const m = { root: join(dir, name, 'root'), state: join(dir, name, 'state'), config: join(dir, name, 'machine.yaml') };
+    mkdirSync(join(m.root, 'etc'), { recursive: true });
+    const pinned = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+    const spec = {
+      kubernetes: {
+        version: 'v1.31.2',
+        controlPlaneEndpoint: '10.0.0.10:6443',
+        token: 'abcdef.0123456789abcdef',
+        caCertHashes: [`sha256:${'ab'.repeat(32)}`],
+        // Pinned: a plan then reads no NAME.sha256 from the (absent) release server.
+        install: { baseUrl: 'http://127.0.0.1:9/release', sha256: { kubeadm: pinned, kubelet: pinned, kubectl: pinned }, images },
+      },
+      report: { clusterAPISentinel: false },
+    };
+    writeFileSync(m.config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec }, { lineWidth: -1 }));
+    return m;
+  }
+  const run = (m: ReturnType<typeof machine>, args: string[]) =>
+    runCli([...args, '-c', m.config, '--root', m.root, '--state-dir', m.state], { env: { ...process.env, [CONTAINERD_ADDRESS_ENV]: socket } });
+
+  let good: ReturnType<typeof machine>;
+
+  beforeAll(async () => {
+    const registry = await services.startRegistry();
+    const layout = await buildImages(dir, ['served', 'local', 'own']);
+    // Through the registry, as images are mirrored for an air-gapped site.
+    for (const tag of ['served', 'local', 'own']) await skopeo('copy', '--quiet', '--dest-tls-verify=false', `oci:${layout}:${tag}`, `docker://${registry}/machineadm/${tag}:1.0`);
+    archives.served = join(dir, 'served.oci.tar');
+    archives.local = join(dir, 'local.docker.tar');
+    archives.own = join(dir, 'own.oci.tar');
+    await skopeo('copy', '--quiet', '--src-tls-verify=false', `docker://${registry}/machineadm/served:1.0`, `oci-archive:${archives.served}:${SERVED}`);
+    await skopeo('copy', '--quiet', '--src-tls-verify=false', `docker://${registry}/machineadm/local:1.0`, `docker-archive:${archives.local}:${LOCAL}`);
+    await skopeo('copy', '--quiet', '--src-tls-verify=false', `docker://${registry}/machineadm/own:1.0`, `oci-archive:${archives.own}:${OWN}`);
+
+    const config = join(dir, 'containerd.toml');
+    writeFileSync(config, [`version = 2`, `[plugins."io.containerd.internal.v1.opt"]`, `  path = "${dir}/opt"`, `[plugins."io.containerd.grpc.v1.cri".cni]`, `  bin_dir = "${dir}/cni/bin"`, `  conf_dir = "${dir}/cni/net.d"`, ''].join('\n'));
+    ({ socket } = await services.startContainerd(config));
+
+    const served = readFileSync(archives.served);
+    server = await startHttp((req, res) => {
+      const found = req.url === '/served.oci.tar';
+      res.writeHead(found ? 200 : 404, { 'content-type': 'application/octet-stream' });
+      res.end(found ? served : 'not found');
+    });
+    servedUrl = `${server.url}/served.oci.tar`;
+    localUrl = pathToFileURL(archives.local).href;
+    good = machine('good', [
+      { url: servedUrl, sha256: sha256(archives.served) },
+      { url: localUrl, sha256: sha256(archives.local) },
+    ]);
+
+    // The test's own image, there before machineadm runs: reset must leave it.
+    await ctr('images', 'import', archives.own);
+    await criHasSeen([OWN]);
+    ownBefore = await listed();
+  }, 180_000);
+
+  afterAll(async () => {
+    await server?.close();
+    await services.stop();
+  });
+
+  it('plan lists each archive to import, with the images the file:/// one names', async () => {
+    const plan = await run(good, ['plan', '--only', STEP]);
+    expect(plan.code, plan.stdout + plan.stderr).toBe(0);
+    expect(plan.stdout).toContain(`import ${servedUrl} (into containerd (k8s.io): the images it names, known once it is downloaded)`);
+    // As machineadm shows a file: URL (redaction.ts displayUrl).
+    expect(plan.stdout).toContain(`import file:${archives.local} (into containerd (k8s.io): ${LOCAL})`);
+    expect(server!.requests).toHaveLength(0);
+    expect(await listed()).toEqual(ownBefore);
+  });
+
+  it('plan reads a path relative to the configuration file as the archive beside it', async () => {
+    const m = machine('relative', [{ url: 'images/local.docker.tar', sha256: sha256(archives.local) }]);
+    const beside = join(m.config, '..', 'images', 'local.docker.tar');
+    mkdirSync(join(beside, '..'));
+    writeFileSync(beside, readFileSync(archives.local));
+    const plan = await run(m, ['plan', '--only', STEP]);
+    expect(plan.code, plan.stdout + plan.stderr).toBe(0);
+    expect(plan.stdout).toContain(`import file:${beside} (into containerd (k8s.io): ${LOCAL})`);
+  });
+
+  it('refuses --offline before any change while the served archive is to be downloaded', async () => {
+    const offline = await run(good, ['prepare', '--only', STEP, '--offline']);
+    expect(offline.code, offline.stdout + offline.stderr).toBe(2);
+    expect(offline.stderr).toContain(`${STEP}: download ${servedUrl} for spec.kubernetes.install.images[0]`);
+    expect(server!.requests).toHaveLength(0);
+    expect(await listed()).toEqual(ownBefore);
+  });
+
+  it.each([
+    ['the served archive', 0],
+    ['the file:/// archive', 1],
+  ])('a wrong sha256 for %s exits 3 and imports nothing', async (_what, wrong) => {
+    const served = { url: servedUrl, sha256: wrong === 0 ? 'f'.repeat(64) : sha256(archives.served) };
+    const local = { url: localUrl, sha256: wrong === 1 ? 'f'.repeat(64) : sha256(archives.local) };
+    // The wrong one last: the good one before it is checked (and staged) first, and still not imported.
+    const m = machine(`wrong-${wrong}`, wrong === 0 ? [local, served] : [served, local]);
+    const result = await run(m, ['prepare', '--only', STEP]);
+    expect(result.code, result.stdout + result.stderr).toBe(3);
+    expect(result.stderr).toContain(`SHA-256 is ${sha256(wrong === 0 ? archives.served : archives.local)}, expected ${'f'.repeat(64)}`);
+    expect(await listed()).toEqual(ownBefore);
+    expect(existsSync(join(m.root, STAGE))).toBe(false);
+  });
+
+  it("prepare imports both archives into containerd's k8s.io namespace under the names they hold", async () => {
+    const prepared = await run(good, ['prepare', '--only', STEP]);
+    expect(prepared.code, prepared.stdout + prepared.stderr).toBe(0);
+    const now = await listed();
+    expect(now).toEqual(expect.arrayContaining([...ownBefore, SERVED, LOCAL]));
+    // The CRI (what the kubelet asks) sees them: it gives each its image id.
+    await criHasSeen([SERVED, LOCAL]);
+    expect(existsSync(join(good.root, STAGE))).toBe(false);
+    const state = JSON.parse(readFileSync(join(good.state, 'state.json'), 'utf8')) as { steps: Record<string, { data?: { imported?: string[] } }> };
+    expect(state.steps[STEP]?.data?.imported?.sort()).toEqual([LOCAL, SERVED]);
+  });
+
+  it('a rerun imports nothing and downloads nothing', async () => {
+    const requests = server!.requests.length;
+    const imagesBefore = await ctr('images', 'ls');
+    const again = await run(good, ['prepare', '--only', STEP]);
+    expect(again.code, again.stdout + again.stderr).toBe(0);
+    expect(server!.requests.length).toBe(requests);
+    expect(await ctr('images', 'ls')).toBe(imagesBefore);
+    const plan = await run(good, ['plan', '--only', STEP]);
+    expect(plan.code, plan.stderr).toBe(0);
+    expect(plan.stdout).not.toMatch(/^\s+import /m);
+    expect(plan.stdout).toContain(`= ${STEP}: `);
+    expect(server!.requests.length).toBe(requests);
+  });
+
+  it("reset removes only the images machineadm imported; the test's own image stays", async () => {
+    const reset = await run(good, ['reset']);
+    expect(reset.code, reset.stdout + reset.stderr).toBe(0);
+    expect(await listed()).toEqual(ownBefore);
+    const again = await run(good, ['reset']);
+    expect(again.code, again.stdout + again.stderr).toBe(0);
+    expect(await listed()).toEqual(ownBefore);
+  });
+
+  it('leaves no staged archive and creates none of the host folders containerd, skopeo and machineadm use by default', () => {
+    expect(absentBefore.filter((p) => existsSync(p))).toEqual([]);
+  });
+});
+
+describe('reading image archives (the real tar writes them)', () => {
+  const dir = scratchDir('machineadm-tar-');
+  async function* blocksOf(bytes: Buffer, size = 700): AsyncGenerator<Uint8Array> {
+    for (let i = 0; i < bytes.length; i += size) yield bytes.subarray(i, i + size);
+  }
+  function tar(name: string, members: Record<string, string>, args: string[] = []): Buffer {
+    const from = join(dir, `${name}-content`);
+    for (const [member, text] of Object.entries(members)) {
+      mkdirSync(join(from, member, '..'), { recursive: true });
+      writeFileSync(join(from, member), text);
+    }
+    execFileSync('tar', ['-cf', join(dir, name), ...args, '-C', from, ...Object.keys(members).map((m) => `./${m}`)]);
+    return readFileSync(join(dir, name));
+  }
+  const index = (annotations: Record<string, string>) => JSON.stringify({ schemaVersion: 2, manifests: [{ mediaType: 'application/vnd.oci.image.manifest.v1+json', digest: `sha256:${'1'.repeat(64)}`, size: 1, annotations }] });
+
+  it.each([
+    ['an OCI layout named by ref.name', { 'blobs/sha256/x': 'x'.repeat(3000), 'index.json': index({ 'org.opencontainers.image.ref.name': 'registry.k8s.io/pause:3.10' }) }, ['registry.k8s.io/pause:3.10']],
+    ['an OCI layout named by io.containerd.image.name', { 'index.json': index({ 'io.containerd.image.name': 'docker.io/library/busybox:1.36', 'org.opencontainers.image.ref.name': '1.36' }) }, ['docker.io/library/busybox:1.36']],
+    ['a docker archive, its RepoTags normalized as ctr does', { 'manifest.json': JSON.stringify([{ Config: 'c.json', RepoTags: ['busybox:1.36', 'quay.io/x/y'], Layers: [] }]) }, ['docker.io/library/busybox:1.36', 'quay.io/x/y:latest']],
+  ])('names the images of %s', async (_what, members, refs) => {
+    const found = await readTarMembers(blocksOf(tar(`a-${refs[0]!.replace(/\W/g, '')}.tar`, members, ['--format=pax'])), NAMING_MEMBERS);
+    expect(found).toBeInstanceOf(Map);
+    expect(imageRefsOf(found as Map<string, Buffer>)).toEqual({ refs });
+  });
+
+  it.each([
+    ['an OCI name the kubelet never asks for', { 'index.json': index({ 'org.opencontainers.image.ref.name': 'hello:2.0' }) }, 'which the kubelet asks for as docker.io/library/hello:2.0'],
+    ['an OCI image named only by a tag', { 'index.json': index({ 'org.opencontainers.image.ref.name': '2.0' }) }, 'named only by the tag "2.0"'],
+    ['a docker archive without RepoTags', { 'manifest.json': JSON.stringify([{ Config: 'c.json', RepoTags: [], Layers: [] }]) }, 'without RepoTags'],
+    ['a tar of something else', { 'README': 'hi' }, 'holds neither index.json'],
+  ])('refuses %s', async (_what, members, problem) => {
+    const found = await readTarMembers(blocksOf(tar(`b-${problem.replace(/\W/g, '')}.tar`, members)), NAMING_MEMBERS);
+    expect(found).toBeInstanceOf(Map);
+    expect((imageRefsOf(found as Map<string, Buffer>) as { problem: string }).problem).toContain(problem);
+  });
+
+  it('keeps its place past a name longer than a ustar header holds (GNU long names)', async () => {
+    const deep = `${'d'.repeat(120)}/index.json`;
+    const found = await readTarMembers(blocksOf(tar('long.tar', { [deep]: '{}', 'manifest.json': '[]' }, ['--format=gnu'])), NAMING_MEMBERS);
+    expect([...(found as Map<string, Buffer>).keys()]).toEqual(['manifest.json']);
+  });
+
+  it('says a compressed or cut archive is not one', async () => {
+    // Random bytes: a gzip of them is larger than one tar header.
+    const whole = tar('whole.tar', { 'index.json': index({ 'org.opencontainers.image.ref.name': 'registry.k8s.io/pause:3.10' }), 'blobs/b': randomBytes(5000).toString('base64') });
+    expect(await readTarMembers(blocksOf(gzipSync(whole)), NAMING_MEMBERS)).toEqual({ problem: 'it is gzip-compressed, not a tar' });
+    const cut = await readTarMembers(blocksOf(whole.subarray(0, 2048)), NAMING_MEMBERS);
+    expect(cut).toEqual({ problem: 'it ends inside a member (a truncated file)' });
+  });
+
+  it.each([
+    ['busybox', 'docker.io/library/busybox:latest'],
+    ['library/busybox:1.36', 'docker.io/library/busybox:1.36'],
+    ['localhost/x', 'localhost/x:latest'],
+    ['127.0.0.1:5000/a/b:1', '127.0.0.1:5000/a/b:1'],
+    [`registry.k8s.io/pause:3.10@sha256:${'a'.repeat(64)}`, `registry.k8s.io/pause@sha256:${'a'.repeat(64)}`],
+    ['index.docker.io/x/y:2', 'docker.io/x/y:2'],
+  ])('normalizes %s as the CRI does: %s', (ref, normalized) => {
+    expect(normalizeImageRef(ref)).toBe(normalized);
+  });
+
+  it("reads ctr's image table and content labels", () => {
+    const digest = (hex: string) => `sha256:${hex.repeat(64)}`;
+    const [m, c, l, i] = [digest('5'), digest('c'), digest('9'), digest('7')];
+    const table = `REF TYPE DIGEST SIZE PLATFORMS LABELS\nexample.test/a:1 application/vnd.oci.image.manifest.v1+json ${m} 780.0 B linux/amd64 io.cri-containerd.image=managed\n${c} application/vnd.oci.image.manifest.v1+json ${m} 780.0 B linux/amd64 io.cri-containerd.image=managed\n`;
+    expect(parseImageTable(table)).toEqual([
+      { ref: 'example.test/a:1', digest: m },
+      { ref: c, digest: m },
+    ]);
+    // A manifest names its config, an index its manifests.
+    const content = `DIGEST\tSIZE\tAGE\tLABELS\n${m}\t423B\t2 minutes\tcontainerd.io/gc.ref.content.config=${c},containerd.io/gc.ref.content.l.0=${l}\n${i}\t1B\t1 minute\tcontainerd.io/gc.ref.content.m.0=${m}\n`;
+    expect(configsByTarget(content)(m)).toEqual([c]);
+    expect(configsByTarget(content)(i)).toEqual([c]);
+    expect(configsByTarget(content)(l)).toEqual([]);
+  });
+});

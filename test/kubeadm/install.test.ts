@@ -1,0 +1,231 @@
+// spec.kubernetes.install on a scratch root with no Kubernetes binaries, against a release server on
+// 127.0.0.1 in the official layout (BASE/VERSION/bin/linux/ARCH/NAME with NAME.sha256; crictl and
+// CNI plugin archives made by the real tar): plan shows every download, file and unit; init
+// installs them and joins (kubeadm is the strict stand-in); a rerun downloads nothing; a wrong
+// sha256 exits 3 with nothing installed; another binary in the way is refused before any change;
+// the units pass the real systemd-analyze verify; reset gives the root back.
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { dump } from 'js-yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../support/cli.ts';
+import { scratchDir } from '../support/tmp.ts';
+import { standinEnv } from '../support/machine-run.ts';
+import { startHttp, type RunningServer } from '../config/helpers/servers.ts';
+import { ownReport, snapshot } from '../reset/machine.ts';
+
+const VERSION = 'v1.31.2';
+const ARCH = process.arch === 'x64' ? 'amd64' : process.arch;
+const sha = (bytes: Buffer | string) => createHash('sha256').update(bytes).digest('hex');
+const BINARIES: Record<string, Buffer> = {
+  // As kubeadm answers `config images list` for a worker's part (the rest is a control plane's).
+  kubeadm: Buffer.from(`#!/bin/sh\nif [ "$1 $2 $3" = "config images list" ]; then echo registry.k8s.io/kube-proxy:${VERSION}; echo registry.k8s.io/pause:3.10; exit 0; fi\necho kubeadm ${VERSION}\n`),
+  kubelet: Buffer.from(`#!/bin/sh\necho kubelet ${VERSION}\n`),
+  kubectl: Buffer.from(`#!/bin/sh\necho kubectl ${VERSION}\n`),
+};
+const files = new Map<string, Buffer>();
+let server: RunningServer;
+
+function archive(dir: string, name: string, members: Record<string, string>, gzip = true): Buffer {
+  const from = join(dir, `${name}-content`);
+  mkdirSync(from, { recursive: true });
+  for (const [member, text] of Object.entries(members)) writeFileSync(join(from, member), text, { mode: 0o755 });
+  execFileSync('tar', [gzip ? '-czf' : '-cf', join(dir, name), '-C', from, ...Object.keys(members).map((m) => `./${m}`)]);
+  return readFileSync(join(dir, name));
+}
+
+beforeAll(async () => {
+  const dir = scratchDir();
+  for (const [name, bytes] of Object.entries(BINARIES)) {
+    files.set(`/release/${VERSION}/bin/linux/${ARCH}/${name}`, bytes);
+    files.set(`/release/${VERSION}/bin/linux/${ARCH}/${name}.sha256`, Buffer.from(sha(bytes)));
+  }
+  const crictl = archive(dir, 'crictl.tar.gz', { crictl: '#!/bin/sh\necho crictl\n' });
+  files.set('/crictl.tar.gz', crictl);
+  files.set('/crictl.tar.gz.sha256', Buffer.from(`${sha(crictl)}  crictl.tar.gz\n`));
+  const cni = archive(dir, 'cni.tgz', { bridge: 'bridge plugin', 'host-local': 'host-local plugin', loopback: 'loopback plugin' });
+  files.set('/cni.tgz', cni);
+  files.set('/cni.tgz.sha256', Buffer.from(`${sha(cni)}  cni.tgz\n`));
+  // A docker-archive naming one image (its layers do not matter to a bundle).
+  const image = archive(dir, 'pause.tar', { 'manifest.json': JSON.stringify([{ Config: 'config.json', RepoTags: ['registry.k8s.io/pause:3.10'], Layers: [] }]), 'config.json': '{}' }, false);
+  files.set('/pause.tar', image);
+  const proxy = archive(dir, 'kube-proxy.tar', { 'manifest.json': JSON.stringify([{ Config: 'config.json', RepoTags: [`registry.k8s.io/kube-proxy:${VERSION}`], Layers: [] }]), 'config.json': '{}' }, false);
+  files.set('/kube-proxy.tar', proxy);
+  server = await startHttp((req, res) => {
+    const body = files.get(req.url ?? '');
+    res.writeHead(body ? 200 : 404, { 'content-type': 'application/octet-stream' });
+    res.end(body ?? 'not found');
+  });
+});
+afterAll(() => server.close());
+
+function machine(install: Record<string, unknown> = {}, setup?: (root: string) => void) {
+  const dir = scratchDir('machineadm-install-');
+  const m = { dir, root: join(dir, 'root'), state: join(dir, 'state'), config: join(dir, 'machine.yaml') };
+  for (const d of ['etc', 'run']) mkdirSync(join(m.root, d), { recursive: true });
+  writeFileSync(join(m.root, 'etc/hostname'), 'node-1\n');
+  setup?.(m.root);
+  const spec = {
+    kubernetes: {
+      version: VERSION,
+      controlPlaneEndpoint: '10.0.0.10:6443',
+      token: 'abcdef.0123456789abcdef',
+      caCertHashes: [`sha256:${'ab'.repeat(32)}`],
+      install: { baseUrl: `${server.url}/release`, crictl: { version: 'v1.31.1', url: `${server.url}/crictl.tar.gz` }, cniPlugins: { version: 'v1.5.1', url: `${server.url}/cni.tgz` }, ...install },
+    },
+    report: { clusterAPISentinel: false },
+  };
+  writeFileSync(m.config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec }, { lineWidth: -1 }));
+  return m;
+}
+
+const run = (m: ReturnType<typeof machine>, args: string[]) => runCli([...args, '-c', m.config, '--root', m.root, '--state-dir', m.state], { env: standinEnv() });
+const downloads = () => server.requests.filter((r) => !r.url.endsWith('.sha256')).length;
+
+describe('spec.kubernetes.install', () => {
+  it('plans, installs and joins from a root without Kubernetes; a rerun downloads nothing; reset gives the root back', async () => {
+    const m = machine();
+    const before = snapshot(m.root);
+    const plan = await run(m, ['plan']);
+    expect(plan.code, plan.stderr).toBe(0);
+    for (const name of Object.keys(BINARIES)) expect(plan.stdout).toContain(`create /usr/local/bin/${name} (${name} ${VERSION} from ${server.url}/release/${VERSION}/bin/linux/${ARCH}/${name} (sha256 ${sha(BINARIES[name]!).slice(0, 12)}...), mode 0755)`);
+    expect(plan.stdout).toContain(`extract /usr/local/bin (crictl from ${server.url}/crictl.tar.gz`);
+    expect(plan.stdout).toContain(`extract /opt/cni/bin (cni-plugins from ${server.url}/cni.tgz`);
+    expect(plan.stdout).toContain('create /etc/systemd/system/kubelet.service');
+    expect(plan.stdout).toContain('create /etc/systemd/system/kubelet.service.d/10-kubeadm.conf');
+    expect(plan.stdout).toContain('enable kubelet.service (link /etc/systemd/system/multi-user.target.wants/kubelet.service -> ../kubelet.service)');
+    expect(downloads()).toBe(0);
+
+    const init = await run(m, ['init']);
+    expect(init.code, init.stdout + init.stderr).toBe(0);
+    for (const [name, bytes] of Object.entries(BINARIES)) {
+      expect(readFileSync(join(m.root, 'usr/local/bin', name))).toEqual(bytes);
+      expect(statSync(join(m.root, 'usr/local/bin', name)).mode & 0o777).toBe(0o755);
+    }
+    expect(readFileSync(join(m.root, 'usr/local/bin/crictl'), 'utf8')).toBe('#!/bin/sh\necho crictl\n');
+    for (const plugin of ['bridge', 'host-local', 'loopback']) expect(readFileSync(join(m.root, 'opt/cni/bin', plugin), 'utf8')).toBe(`${plugin} plugin`);
+    expect(readlinkSync(join(m.root, 'etc/systemd/system/multi-user.target.wants/kubelet.service'))).toBe('../kubelet.service');
+    expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(true);
+    expect(existsSync(join(m.root, 'run/machineadm/install'))).toBe(false);
+
+    // The units as systemd reads them, with the kubelet where it is on this machine.
+    const unitDir = join(m.dir, 'units');
+    mkdirSync(join(unitDir, 'kubelet.service.d'), { recursive: true });
+    const real = (path: string) => readFileSync(join(m.root, path), 'utf8').replaceAll('/usr/local/bin/kubelet', join(m.root, 'usr/local/bin/kubelet'));
+    writeFileSync(join(unitDir, 'kubelet.service'), real('etc/systemd/system/kubelet.service'));
+    writeFileSync(join(unitDir, 'kubelet.service.d/10-kubeadm.conf'), real('etc/systemd/system/kubelet.service.d/10-kubeadm.conf'));
+    const verify = execFileSync('systemd-analyze', ['verify', join(unitDir, 'kubelet.service')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    expect(verify).toBe('');
+
+    const fetched = downloads();
+    const again = await run(m, ['init']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(downloads()).toBe(fetched);
+    const plan2 = await run(m, ['plan']);
+    expect(plan2.stdout).toMatch(/prepare\/kubernetes\/install: .*\[up to date\]/);
+    expect(plan2.stdout).toMatch(/prepare\/kubernetes\/kubelet-unit: .*\[up to date\]/);
+
+    const reset = await runCli(['reset', '--root', m.root, '--state-dir', m.state], { env: standinEnv() });
+    expect(reset.code, reset.stdout + reset.stderr).toBe(0);
+    expect(existsSync(join(m.root, 'usr/local/bin/kubeadm'))).toBe(false);
+    expect(() => lstatSync(join(m.root, 'etc/systemd/system/multi-user.target.wants/kubelet.service'))).toThrow();
+    expect(existsSync(join(m.root, 'opt/cni/bin/bridge'))).toBe(false);
+    expect(snapshot(m.root, ownReport)).toEqual(before);
+  });
+
+  it('refuses a binary whose sha256 does not match (exit 3), installing nothing', async () => {
+    const m = machine({ sha256: { kubelet: 'f'.repeat(64) } });
+    const init = await run(m, ['init']);
+    expect(init.code).toBe(3);
+    expect(init.stderr).toContain('spec.kubernetes.install.sha256.kubelet: ');
+    expect(init.stderr).toContain('expected ffffffff');
+    for (const name of [...Object.keys(BINARIES), 'crictl']) expect(existsSync(join(m.root, 'usr/local/bin', name))).toBe(false);
+    expect(existsSync(join(m.root, 'opt/cni/bin/bridge'))).toBe(false);
+    expect(existsSync(join(m.root, 'etc/systemd/system/kubelet.service'))).toBe(false);
+  });
+
+  it('refuses another kubeadm in the way before any change (exit 2), and replaces it when asked', async () => {
+    const other = (root: string) => {
+      mkdirSync(join(root, 'usr/local/bin'), { recursive: true });
+      writeFileSync(join(root, 'usr/local/bin/kubeadm'), '#!/bin/sh\necho kubeadm v1.30.0\n', { mode: 0o755 });
+    };
+    const m = machine({}, other);
+    const init = await run(m, ['init']);
+    expect(init.code).toBe(2);
+    expect(init.stderr).toContain('/usr/local/bin/kubeadm is already there and is not kubeadm v1.31.2');
+    expect(init.stderr).toContain('replace: true');
+    expect(existsSync(join(m.root, 'usr/local/bin/kubelet'))).toBe(false);
+    const replacing = machine({ replace: true }, other);
+    const plan = await run(replacing, ['plan']);
+    expect(plan.stdout).toContain('replace /usr/local/bin/kubeadm (kubeadm v1.31.2');
+    const done = await run(replacing, ['init']);
+    expect(done.code, done.stderr).toBe(0);
+    expect(readFileSync(join(replacing.root, 'usr/local/bin/kubeadm'))).toEqual(BINARIES.kubeadm);
+  });
+
+  it('installs into /opt/bin when /usr is read-only, and the units name the kubelet there', async () => {
+    const m = machine({ crictl: undefined, cniPlugins: undefined }, (root) => {
+      mkdirSync(join(root, 'proc/self'), { recursive: true });
+      writeFileSync(join(root, 'proc/self/mountinfo'), '22 1 253:0 / / rw,relatime shared:1 - ext4 /dev/vda9 rw\n23 22 253:1 / /usr ro,relatime shared:2 - ext4 /dev/mapper/usr ro\n');
+    });
+    const init = await run(m, ['init']);
+    expect(init.code, init.stderr).toBe(0);
+    expect(existsSync(join(m.root, 'opt/bin/kubelet'))).toBe(true);
+    expect(existsSync(join(m.root, 'usr/local/bin/kubelet'))).toBe(false);
+    expect(readFileSync(join(m.root, 'etc/systemd/system/kubelet.service.d/10-kubeadm.conf'), 'utf8')).toContain('ExecStart=/opt/bin/kubelet $KUBELET_KUBECONFIG_ARGS');
+  });
+
+  const images = (...names: string[]) => names.map((name) => ({ url: `${server.url}/${name}.tar`, sha256: sha(files.get(`/${name}.tar`)!) }));
+
+  it('refuses an --offline run from a bundle before any change (exit 2) when an image kubeadm needs is in no archive and behind no mirror', async () => {
+    const m = machine({ images: images('pause') });
+    const bundle = join(m.dir, 'bundle');
+    expect((await runCli(['bundle', '-c', m.config, '-d', bundle, '--platform', `linux-${process.arch}`])).code).toBe(0);
+    const target = machine();
+    const init = await runCli(['init', '--offline', '--bundle', bundle, '--root', target.root, '--state-dir', target.state], { env: standinEnv() });
+    expect(init.code).toBe(2);
+    expect(init.stderr).toContain(`spec.kubernetes.install.images: --offline: registry.k8s.io/kube-proxy:${VERSION} (which a worker of ${VERSION} needs`);
+    expect(init.stderr).not.toContain('pause:3.10');
+    expect(existsSync(join(target.root, 'usr/local/bin'))).toBe(false);
+    // Behind a mirror of the site's, it is there to pull.
+    const mirrored = machine({ images: images('pause') });
+    writeFileSync(mirrored.config, readFileSync(mirrored.config, 'utf8').replace('spec:\n', 'spec:\n  containerd:\n    registries:\n      registry.k8s.io:\n        mirrors: [{ url: "https://mirror.internal.example:5000" }]\n'));
+    const mirroredBundle = join(mirrored.dir, 'bundle');
+    expect((await runCli(['bundle', '-c', mirrored.config, '-d', mirroredBundle, '--platform', `linux-${process.arch}`])).code).toBe(0);
+    const plan = await runCli(['plan', '--offline', '--bundle', mirroredBundle, '--root', target.root, '--state-dir', target.state], { env: standinEnv() });
+    expect(plan.stdout + plan.stderr).not.toContain('kube-proxy');
+  });
+
+  it('gathers every piece into machineadm bundle, from which an --offline init installs them with no network', async () => {
+    const m = machine({ images: images('pause', 'kube-proxy') });
+    const bundle = join(m.dir, 'bundle');
+    const built = await runCli(['bundle', '-c', m.config, '-d', bundle, '--platform', `linux-${process.arch}`]);
+    expect(built.code, built.stderr).toBe(0);
+    expect(readFileSync(join(bundle, `install/release/${VERSION}/bin/linux/${ARCH}/kubelet`))).toEqual(BINARIES.kubelet);
+    expect(readFileSync(join(bundle, `install/release/${VERSION}/bin/linux/${ARCH}/kubelet.sha256`), 'utf8')).toBe(`${sha(BINARIES.kubelet!)}\n`);
+    expect(readFileSync(join(bundle, 'SHA256SUMS'), 'utf8')).toContain(`install/cni-plugins-${ARCH}.tar.gz`);
+    expect(readFileSync(join(bundle, 'install/images/0-pause.tar'))).toEqual(files.get('/pause.tar'));
+    expect(readFileSync(join(bundle, 'config.yaml'), 'utf8')).toContain('url: install/images/0-pause.tar');
+    const asked = server.requests.length;
+    const target = machine();
+    const init = await runCli(['init', '--offline', '--bundle', bundle, '--root', target.root, '--state-dir', target.state], { env: standinEnv() });
+    expect(init.code, init.stdout + init.stderr).toBe(0);
+    expect(server.requests.length).toBe(asked);
+    expect(readFileSync(join(target.root, 'usr/local/bin/kubeadm'))).toEqual(BINARIES.kubeadm);
+    expect(readFileSync(join(target.root, 'opt/cni/bin/bridge'), 'utf8')).toBe('bridge plugin');
+  });
+
+  it('is refused under --offline before any change when a sha256 must be read from the server', async () => {
+    const m = machine();
+    // The images are the site's mirror's to give: only the sha256 is wanting.
+    writeFileSync(m.config, readFileSync(m.config, 'utf8').replace('spec:\n', 'spec:\n  containerd:\n    registries:\n      _default:\n        mirrors: [{ url: "https://mirror.internal.example:5000" }]\n'));
+    const asked = server.requests.length;
+    const init = await runCli(['init', '-c', m.config, '--root', m.root, '--state-dir', m.state, '--offline'], { env: standinEnv() });
+    expect(init.code).toBe(2);
+    expect(init.stderr).toContain(`${server.url}/release/${VERSION}/bin/linux/${ARCH}/kubeadm.sha256`);
+    expect(server.requests.length).toBe(asked);
+    expect(existsSync(join(m.root, 'usr/local/bin'))).toBe(false);
+  });
+});
