@@ -21,8 +21,8 @@ export interface BundleRequest {
   destination: string;
   /** machineadm's own binaries, each checked against its .minisig with this public key (base64 key line). */
   binaries?: { baseUrl: string; platforms: readonly Platform[]; publicKey: string };
-  /** The architectures (x64, arm64) whose Kubernetes spec.kubernetes.install installs (default: both). */
-  installArches?: readonly string[];
+  /** The platforms whose Kubernetes spec.kubernetes.install installs (default: Linux on x64 and arm64). */
+  installPlatforms?: readonly { os: 'linux' | 'windows'; arch: string }[];
   /** Signs SHA256SUMS with the operator's minisign key (SHA256SUMS.minisig, prehashed). */
   sign?: { secretKey: SecretKey; trustedComment: string };
   onFile?: (file: BundledFile) => void;
@@ -78,24 +78,25 @@ interface BundleSource {
   sha256File?: boolean;
 }
 
-// What spec.kubernetes.install downloads, for each architecture, in the release's own layout under
-// install/: the configuration then names install/release as its base and install/NAME-{arch}... for
-// the archives, and the target reads each file's .sha256 beside it (covered by SHA256SUMS).
-function installSourcesOf(config: MachineConfig, arches: readonly string[]): BundleSource[] {
+// What spec.kubernetes.install downloads, for each platform, in the release's own layout under
+// install/: the configuration then names install/release as its base and install/NAME-{os}-{arch}
+// for the archives, and the target reads each file's .sha256 beside it (covered by SHA256SUMS).
+function installSourcesOf(config: MachineConfig, platforms: readonly { os: 'linux' | 'windows'; arch: string }[]): BundleSource[] {
   const install = config.spec.kubernetes?.install;
   const version = config.spec.kubernetes?.version;
   if (!install || !version) return [];
+  const base = install.baseUrl.replace(/\/+$/, '');
   const out: BundleSource[] = [];
-  for (const arch of arches) {
-    for (const artifact of artifacts(install, version, arch, '/unused')) {
-      const a = releaseArch(arch);
-      const path = 'path' in artifact.install ? `install/release/${version}/bin/linux/${a}/${artifact.name}` : `install/${artifact.name}-${a}.tar.gz`;
+  for (const { os, arch } of platforms) {
+    for (const artifact of artifacts(install, version, arch, os === 'windows' ? 'C:\\unused' : '/unused', os)) {
+      const binary = 'path' in artifact.install;
+      const path = binary ? `install/release/${artifact.url.slice(base.length + 1)}` : `install/${artifact.name}-${os}-${releaseArch(arch)}.tar.gz`;
       const point = () => {
         install.baseUrl = 'install/release';
-        if (artifact.name === 'crictl' && install.crictl) install.crictl = { version: install.crictl.version, url: 'install/crictl-{arch}.tar.gz' };
-        if (artifact.name === 'cni-plugins' && install.cniPlugins) install.cniPlugins = { version: install.cniPlugins.version, url: 'install/cni-plugins-{arch}.tar.gz' };
+        if (artifact.name === 'crictl' && install.crictl) install.crictl = { version: install.crictl.version, url: 'install/crictl-{os}-{arch}.tar.gz' };
+        if (artifact.name === 'cni-plugins' && install.cniPlugins) install.cniPlugins = { version: install.cniPlugins.version, url: 'install/cni-plugins-{os}-{arch}.tar.gz' };
       };
-      out.push({ field: artifact.field, path, url: artifact.url, check: artifact.sha256 ? { sha256: artifact.sha256 } : {}, mode: 'path' in artifact.install ? 0o755 : 0o644, point, sha256File: true });
+      out.push({ field: artifact.field, path, url: artifact.url, check: artifact.sha256 ? { sha256: artifact.sha256 } : {}, mode: binary ? 0o755 : 0o644, point, sha256File: true });
     }
   }
   for (const [index, image] of (install.images ?? []).entries()) {
@@ -160,7 +161,7 @@ export async function buildBundle(host: Host, request: BundleRequest): Promise<B
   const config = structuredClone(request.config);
   const files: BundledFile[] = [];
   try {
-    const install = installSourcesOf(config, request.installArches ?? ['x64', 'arm64']);
+    const install = installSourcesOf(config, request.installPlatforms ?? [{ os: 'linux', arch: 'x64' }, { os: 'linux', arch: 'arm64' }]);
     for (const source of [...(await sourcesOf(host, config)), ...install]) {
       const check = source.check.sha256 || source.check.signature || !source.sha256File ? source.check : { ...source.check, sha256: await publishedSha256(host, source) };
       const result = await fetchVerified(host, { urls: [source.url], destination: join(dir, source.path), fileSystem: host.local, mode: source.mode, ...check }).catch((error: unknown) => {

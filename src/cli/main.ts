@@ -1,7 +1,7 @@
 // The command-line program: builds the commander tree, runs it, and turns errors into messages
 // and exit codes. The only place that decides what the user sees of an error.
 import { Command, CommanderError } from 'commander';
-import { ConfigError, ExitCode, MachineadmError } from '../errors.ts';
+import { ConfigError, ExitCode, MachineadmError, RebootRequiredError } from '../errors.ts';
 import type { Io } from './io.ts';
 import { registerPhaseCommands } from './commands/phases.ts';
 import { PHASE_COMMANDS } from './commands/phase-options.ts';
@@ -110,6 +110,11 @@ export function reportError(error: unknown, io: Io, options: { verbose?: boolean
   }
   if (error instanceof ConfigError) {
     io.stderr(`error: ${ConfigError.summarize(error.issues)}\n`);
+    return error.exitCode;
+  }
+  if (error instanceof RebootRequiredError) {
+    // A planned stop, not a failure: the run goes on after the restart (exit 4 says so to a caller).
+    io.stderr(`reboot: ${error.message}\n`);
     return error.exitCode;
   }
   if (error instanceof MachineadmError && error.exitCode === ExitCode.ok) {

@@ -55,8 +55,9 @@ export function renderResumeUnit(argv: readonly string[]): string {
 export function systemdResume(fs: RootedFileSystem): ResumeRegistration {
   return {
     async register(argv) {
-      // Only root reads it: systemd does, and nothing else needs to.
-      await fs.writeFile(RESUME_UNIT, renderResumeUnit(argv), { mode: 0o600, backup: false });
+      // 0644 as every unit: systemd warns that a world-inaccessible unit's mode has no effect (its
+      // content is readable through systemd's API anyway); the command line holds no secret.
+      await fs.writeFile(RESUME_UNIT, renderResumeUnit(argv), { mode: 0o644, backup: false });
       if ((await fs.stat(RESUME_LINK))?.kind !== 'symlink') {
         await fs.mkdirp(RESUME_LINK.slice(0, RESUME_LINK.lastIndexOf('/')));
         await fs.symlink('../machineadm-resume.service', RESUME_LINK);

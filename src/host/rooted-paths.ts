@@ -102,6 +102,14 @@ export class RootedPaths {
     return { kind, mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, size: st.size, modifiedMs: st.mtimeMs };
   }
 
+  /** Whether the path is a regular file, following symbolic links (as a tool reading it would). */
+  async isFileFollowingLinks(machinePath: string): Promise<boolean> {
+    return fsp.stat(await this.resolve(machinePath)).then(
+      (st) => st.isFile(),
+      () => false,
+    );
+  }
+
   async exists(machinePath: string): Promise<boolean> {
     return (await this.stat(machinePath)) !== undefined;
   }

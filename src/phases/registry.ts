@@ -57,16 +57,16 @@ export const preparePhase: Phase = {
     containerdRegistriesStep,
     containerdProxyStep,
     containerdRestartStep,
+    // Windows: the feature first (it may need a restart before containerd can run), then
+    // containerd, the host agents, the kubelet that depends on both, and its firewall rule. Before
+    // all of them (and before kubelet.exe is installed), the directories SYSTEM services read are
+    // locked, so nothing is written into them while any user may change it.
+    privatePathsStep,
     // What a standard image lacks to become a node: after containerd, whose CNI directory the plugins share.
     kubernetesInstallStep,
     kubeletUnitStep,
     // Images for machines that cannot pull: after containerd is restarted on its configuration.
     containerdImagesStep,
-    // Windows: the feature first (it may need a restart before containerd can run), then
-    // containerd, the host agents, the kubelet that depends on both, and its firewall rule. Before
-    // all of them, the directories SYSTEM services read are locked, so nothing is written into
-    // them while any user may change it.
-    privatePathsStep,
     containersFeatureStep,
     windowsContainerdConfigStep,
     windowsContainerdServiceStep,

@@ -171,6 +171,11 @@ export async function planRun(request: Omit<RunRequest, 'console'>, options: { o
     await registerConfigSecrets(request.config, request.host, secrets);
   }
   const plan = secrets.scrubValue(await computePlan(input));
+  // Another machine's plan has no preflight: what its steps would refuse is its refusal.
+  if (options.otherMachine && !refusal) {
+    const refused = plan.phases.flatMap((p) => p.steps).flatMap((s) => s.changes.filter((c) => c.action === 'refuse').map((c) => ({ path: c.target, message: c.detail ?? 'refused', refused: true as const })));
+    if (refused.length) refusal = new ConfigError(refused);
+  }
   return { plan, ...(refusal ? { refusal } : {}) };
 }
 

@@ -147,12 +147,18 @@ describe('errors to exit codes', () => {
     ['invalid configuration, with every issue', new ConfigError([{ source: 'a.yaml', line: 3, path: 'spec.x', message: 'unknown field' }, { path: 'spec.y', message: 'required' }]), 2, /^error: invalid configuration \(2 problems\):\n {2}a\.yaml:3: spec\.x: unknown field\n {2}spec\.y: required\n$/],
     ['a failed verification', new VerificationError('signature does not match', { hint: 'check the public key' }), 3, /^error: signature does not match\nhint: check the public key\n$/],
     ['a failed step', new StepError('prepare/sysctls', new CommandError('sysctl exited with code 1', { argv: ['sysctl'] })), 1, /^error: step prepare\/sysctls failed: sysctl exited with code 1\n$/],
-    ['a reboot', new RebootRequiredError('prepare/windows/containers', 'the Containers feature was enabled'), 4, /^error: step prepare\/windows\/containers requires a reboot/],
     ['an unexpected error', new TypeError('x is undefined'), 1, /^error: x is undefined\nhint: this is a bug in machineadm; rerun with MACHINEADM_DEBUG=1/],
   ])('%s exits with its documented code and an error line', (_name, error, code, output) => {
     const io = fakeIo();
     expect(reportError(error, io)).toBe(code);
     expect(io.err).toMatch(output);
+    expect(io.out).toBe('');
+  });
+
+  it('says a planned reboot as one reboot: line with exit 4, not as an error', () => {
+    const io = fakeIo();
+    expect(reportError(new RebootRequiredError('prepare/windows/containers', 'the Containers feature was enabled'), io)).toBe(4);
+    expect(io.err).toBe('reboot: step prepare/windows/containers requires a reboot: the Containers feature was enabled; machineadm resumes after it\n');
     expect(io.out).toBe('');
   });
 

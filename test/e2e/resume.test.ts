@@ -82,7 +82,7 @@ describe('reboot and resume on Linux', () => {
     // The unit runs `machineadm resume`; the command itself is in the state directory, readable by root only.
     const stateDir = join(m.root, 'var/lib/machineadm');
     expect(argv).toEqual([machineRun.binary, 'resume', '--state-dir', stateDir, '--root', m.root]);
-    expect(statSync(join(m.root, UNIT)).mode & 0o777).toBe(0o600);
+    expect(statSync(join(m.root, UNIT)).mode & 0o777).toBe(0o644);
     expect(statSync(join(stateDir, 'resume.json')).mode & 0o777).toBe(0o600);
     expect(json(join(stateDir, 'resume.json'))).toMatchObject({ args: ['init', '-c', m.config, '--root', m.root, '--max-reboots', '3'], boots: 0 });
     const firstHalf = json(join(m.root, 'var/lib/machineadm/result.json'));

@@ -135,6 +135,21 @@ describe('spec.kubernetes.install', () => {
     expect(snapshot(m.root, ownReport)).toEqual(before);
   });
 
+  it('begins the downloads with the run, while containerd is configured before it', async () => {
+    const m = machine({ crictl: undefined, cniPlugins: undefined });
+    writeFileSync(m.config, readFileSync(m.config, 'utf8').replace('spec:\n', 'spec:\n  containerd:\n    cgroupDriver: systemd\n'));
+    const init = await run(m, ['init', '-o', 'json']);
+    expect(init.code, init.stderr).toBe(0);
+    const events = init.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { type: string; step?: string; sinceStartMs?: number; earlyStartMs?: number });
+    const started = events.find((e) => e.type === 'step.started' && e.step === 'prepare/kubernetes/install')!;
+    const finished = events.find((e) => e.type === 'step.finished' && e.step === 'prepare/kubernetes/install')!;
+    const containerd = events.find((e) => e.type === 'step.started' && e.step === 'prepare/containerd/config')!;
+    expect(finished.earlyStartMs).toBeDefined();
+    expect(finished.earlyStartMs!).toBeLessThanOrEqual(containerd.sinceStartMs!);
+    expect(finished.earlyStartMs!).toBeLessThan(started.sinceStartMs!);
+    for (const [name, bytes] of Object.entries(BINARIES)) expect(readFileSync(join(m.root, 'usr/local/bin', name))).toEqual(bytes);
+  });
+
   it('refuses a binary whose sha256 does not match (exit 3), installing nothing', async () => {
     const m = machine({ sha256: { kubelet: 'f'.repeat(64) } });
     const init = await run(m, ['init']);
@@ -205,7 +220,7 @@ describe('spec.kubernetes.install', () => {
     expect(built.code, built.stderr).toBe(0);
     expect(readFileSync(join(bundle, `install/release/${VERSION}/bin/linux/${ARCH}/kubelet`))).toEqual(BINARIES.kubelet);
     expect(readFileSync(join(bundle, `install/release/${VERSION}/bin/linux/${ARCH}/kubelet.sha256`), 'utf8')).toBe(`${sha(BINARIES.kubelet!)}\n`);
-    expect(readFileSync(join(bundle, 'SHA256SUMS'), 'utf8')).toContain(`install/cni-plugins-${ARCH}.tar.gz`);
+    expect(readFileSync(join(bundle, 'SHA256SUMS'), 'utf8')).toContain(`install/cni-plugins-linux-${ARCH}.tar.gz`);
     expect(readFileSync(join(bundle, 'install/images/0-pause.tar'))).toEqual(files.get('/pause.tar'));
     expect(readFileSync(join(bundle, 'config.yaml'), 'utf8')).toContain('url: install/images/0-pause.tar');
     const asked = server.requests.length;

@@ -2,7 +2,7 @@
 // with --root) on a scratch root that holds a copy of this machine's /etc/passwd, /etc/group,
 // /etc/shadow and /etc/gshadow; sudo rules checked by the real visudo.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, rmSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { describe, expect, it } from 'vitest';
@@ -125,6 +125,7 @@ describe.skipIf(skip)('prepare/users', () => {
   it.each([
     ['a sudo rule visudo rejects', (_m: Machine) => [{ name: 'ops', sudo: 'ALL=(ALL NOPASSWD:ALL' }], /spec\.users\[0\]\.sudo: visudo rejects the rule "ops ALL=\(ALL NOPASSWD:ALL": line 1:\d+: syntax error/],
     ['a password hash file holding a password', (m: Machine) => (mkdirSync(join(m.root, 'etc/machineadm')), writeFileSync(join(m.root, 'etc/machineadm/h'), 'hunter2\n'), [{ name: 'ops', passwordHash: { valueFrom: { file: '/etc/machineadm/h' } } }]), /spec\.users\[0\]\.passwordHash: the value read is not a crypt\(3\) hash/],
+    ['a password hash on a machine without /etc/shadow', (m: Machine) => (rmSync(join(m.root, 'etc/shadow')), mkdirSync(join(m.root, 'etc/machineadm')), writeFileSync(join(m.root, 'etc/machineadm/h'), `${HASH}\n`), [{ name: 'ops', passwordHash: { valueFrom: { file: '/etc/machineadm/h' } } }]), /spec\.users\[0\]\.passwordHash: this machine has no \/etc\/shadow: the hash would be written into \/etc\/passwd, which every user can read/],
     ['a ~/.ssh that is a symbolic link', (m: Machine) => (mkdirSync(join(m.root, 'home/ops'), { recursive: true }), symlinkSync('/root/.ssh', join(m.root, 'home/ops/.ssh')), [{ name: 'ops', homeDir: '/home/ops', sshAuthorizedKeys: [KEY] }]), /spec\.users\[0\]\.sshAuthorizedKeys: \/home\/ops\/\.ssh is a symbolic link/],
   ])('refuses %s before any change (exit 2)', async (_what, users, message) => {
     const m = machine();
@@ -164,5 +165,17 @@ describe.skipIf(skip)('prepare/users', () => {
     const out = await runCli(['plan', '-c', m.config, '--os', 'windows']);
     expect(out.stdout + out.stderr).toContain('refuse spec.users (local users are managed on Linux only)');
     expect(out.stdout + out.stderr).toContain('refuse spec.timeServers (time servers are set on Linux only)');
+    // A plan for another machine refuses what that machine would, with plan's exit code for it.
+    expect(out.code).toBe(2);
+    expect(out.stderr).toMatch(/refused before any change \(2 problems\):\n {2}spec\.users: local users are managed on Linux only\n {2}spec\.timeServers: time servers are set on Linux only/);
+  });
+
+  it('refuses spec.containerd.proxy in a plan for Windows (exit 2), as the Windows machine itself would', async () => {
+    const m = machine();
+    configure(m, [], { containerd: { proxy: { httpsProxy: 'http://proxy.example:3128' } } });
+    const out = await runCli(['plan', '-c', m.config, '--os', 'windows']);
+    expect(out.code).toBe(2);
+    expect(out.stdout).toContain('refuse spec.containerd.proxy (is not supported on Windows');
+    expect(out.stderr).toContain('spec.containerd.proxy: is not supported on Windows');
   });
 });

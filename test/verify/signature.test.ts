@@ -2,7 +2,7 @@
 // minisign verifies, signify's signatures verify in legacy mode; and every kind of bad input.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync, statSync, writeFileSync, copyFileSync } from 'node:fs';
+import { readFileSync, statSync, symlinkSync, writeFileSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { scratchDir } from '../support/tmp.ts';
@@ -46,6 +46,19 @@ describe.skipIf(skip)('minisign and signify interoperability', () => {
     expect(run.stdout).toContain('(prehashed)');
     expect(run.stdout).toContain('trusted comment: release 1.2.3');
     expect(parseSignature(readFileSync(join(dir, 'artifact.minisig')), 'x').algorithm).toBe('prehashed');
+  });
+
+  it('signs and verifies through a symbolic link to the file, as minisign does', async () => {
+    symlinkSync('artifact', join(dir, 'artifact-link'));
+    const signed = await cli('sign', 'artifact-link', '-s', 'mini.key', '-x', 'artifact-link.minisig');
+    expect(signed.code, signed.stderr).toBe(0);
+    expect(minisign('-V', '-p', 'mini.pub', '-m', 'artifact-link', '-x', 'artifact-link.minisig').status).toBe(0);
+    const verified = await cli('verify', 'artifact-link', '-p', 'mini.pub', '-x', 'artifact.minisig');
+    expect(verified.code, verified.stderr).toBe(0);
+    symlinkSync('missing', join(dir, 'dangling-link'));
+    const dangling = await cli('verify', 'dangling-link', '-p', 'mini.pub');
+    expect(dangling.code).toBe(2);
+    expect(dangling.stderr).toContain('dangling-link: no such file');
   });
 
   it('verifies a legacy minisign signature given as -P, and refuses it with --require-prehashed', async () => {

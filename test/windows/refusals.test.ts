@@ -53,6 +53,13 @@ const refusals: Refusal[] = [
     message: /spec\.containerd\.proxy: is not supported on Windows/,
   },
   {
+    by: 'prepare/kubernetes/install',
+    what: 'another kubelet.exe where install would put its own',
+    spec: () => ({ containerd, kubernetes: { ...join_, version: 'v1.34.2', install: { baseUrl: 'http://127.0.0.1:9/release', sha256: { kubeadm: 'a'.repeat(64), kubelet: 'b'.repeat(64), kubectl: 'c'.repeat(64) } } } }),
+    code: 2,
+    message: /spec\.kubernetes\.install: C:\\k\\kubelet\.exe is already there and is not kubelet v1\.34\.2/,
+  },
+  {
     by: 'prepare/windows/host-agents',
     what: 'a host agent copied from this machine whose sha256 is not the one given',
     spec: (root) => {

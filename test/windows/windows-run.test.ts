@@ -174,6 +174,26 @@ describe('a Windows worker on the simulated machine', () => {
     expect(existsSync(realPath(m.root, 'C:\\run\\machineadm'))).toBe(false);
   });
 
+  it('runs kubeadm.exe from the kubelet\'s folder (C:\\k) when it is not on PATH', async () => {
+    const m = machine();
+    const inner = m.proc;
+    const programs: string[] = [];
+    m.proc = {
+      which: async (name: string) => (name === 'C:\\k\\kubeadm.exe' ? name : undefined),
+      run: async (argv: [string, ...string[]]) => {
+        programs.push(argv[0]);
+        return inner.run(argv);
+      },
+    } as unknown as ProcessRunner;
+    await run(m);
+    m.sim.reboot();
+    const joined = await run(m);
+    expect(joined.outcome.error).toBeUndefined();
+    expect(m.joinConfigs).toHaveLength(1);
+    expect(programs.length).toBeGreaterThan(0);
+    expect([...new Set(programs)]).toEqual(['C:\\k\\kubeadm.exe']);
+  });
+
   it('installs the feature, stops for the restart, then prepares, joins and reports; a second run changes nothing', async () => {
     const m = machine();
     const first = await run(m);

@@ -13,7 +13,7 @@ export interface BundleOptions {
   config?: string[];
   destination?: string;
   binariesUrl?: string;
-  platform: string;
+  platform?: string;
   publicKey?: string;
   publicKeyFile?: string;
   signKey?: string;
@@ -33,18 +33,18 @@ export async function runBundle(options: BundleOptions, io: Io): Promise<number>
   if (options.destination === undefined) throw new UsageError('bundle needs the bundle directory: -d, --destination <dir>', { hint: 'e.g. machineadm bundle -c node.yaml -d ./node-bundle' });
   const host = createHost({ env: io.env, offline: false });
   if (options.binariesUrl !== undefined && !/^https?:\/\//.test(options.binariesUrl)) throw new UsageError(`--binaries-url ${options.binariesUrl}: give an http:// or https:// base URL`);
-  const binaries = options.binariesUrl === undefined ? undefined : { baseUrl: options.binariesUrl, platforms: platforms(options.platform), publicKey: formatPublicKeyLine(await publicKeyFrom(host, io, options)) };
+  const binaries = options.binariesUrl === undefined ? undefined : { baseUrl: options.binariesUrl, platforms: platforms(options.platform ?? 'linux-x64,linux-arm64,windows-x64'), publicKey: formatPublicKeyLine(await publicKeyFrom(host, io, options)) };
   if (options.passwordFile !== undefined && options.signKey === undefined) throw new UsageError('--password-file goes with --sign-key', { hint: 'give the secret key to sign the bundle with: --sign-key KEY' });
   // The key is read (and its password checked) before anything is downloaded.
   const secretKey = options.signKey === undefined ? undefined : await secretKeyFrom(host, io, options.signKey, options.passwordFile);
   const { config } = await loadConfig(host, options.config, { readStdin: (maxBytes) => io.readStdin(maxBytes), cwd: io.cwd });
   const destination = resolve(io.cwd, options.destination);
-  // What spec.kubernetes.install installs is bundled for each Linux platform asked for.
-  const installArches = platforms(options.platform).flatMap((p) => (p.startsWith('linux-') ? [p.slice('linux-'.length)] : []));
+  // What spec.kubernetes.install installs is bundled for each platform asked for, else the configuration's.
+  const installPlatforms = platforms(options.platform ?? (config.spec.windows ? 'windows-x64' : 'linux-x64,linux-arm64')).map((p) => ({ os: p.startsWith('windows-') ? ('windows' as const) : ('linux' as const), arch: p.slice(p.indexOf('-') + 1) }));
   const result = await buildBundle(host, {
     config,
     destination,
-    installArches,
+    installPlatforms,
     ...(binaries ? { binaries } : {}),
     ...(secretKey ? { sign: { secretKey, trustedComment: `timestamp:${Math.floor(host.now().getTime() / 1000)}\tfile:SHA256SUMS\thashed\tbundle:${basename(destination)}` } } : {}),
     onFile: (file) => io.stdout(`bundled ${displayUrl(file.from)} -> ${file.path} (${file.bytes} bytes, sha256 ${file.sha256})\n`),

@@ -9,7 +9,7 @@ export function registerBundleCommand(program: Command, io: Io, setExit: (code: 
   addConfigOptions(program.command('bundle').description('download and verify everything a configuration needs from the network, for a machine without one'))
     .option('-d, --destination <dir>', 'the bundle directory (new or empty): the files, SHA256SUMS and a config.yaml whose sources are relative to it')
     .option('--binaries-url <url>', "also bundle machineadm's binaries and their .minisig from this base URL (BASE/machineadm-linux-x64 ...), each verified")
-    .option('--platform <list>', 'the platforms whose binaries to bundle (comma-separated): machineadm\'s with --binaries-url, and the Linux ones of spec.kubernetes.install', 'linux-x64,linux-arm64,windows-x64')
+    .option('--platform <list>', 'the platforms whose binaries to bundle (comma-separated): machineadm\'s with --binaries-url (default all three), and what spec.kubernetes.install installs (default: windows-x64 for a configuration with spec.windows, else linux-x64,linux-arm64)')
     .option('-P, --public-key <base64>', 'public key the binaries are signed with (default: the release key built into this binary)')
     .option('-p, --public-key-file <file>', 'public key file the binaries are signed with')
     .option('--sign-key <file>', "sign the bundle (its SHA256SUMS, as SHA256SUMS.minisig) with this minisign secret key (machineadm keygen, or minisign -G); init --bundle-public-key checks it")

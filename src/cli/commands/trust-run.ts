@@ -94,7 +94,8 @@ export async function runVerify(file: string | undefined, options: VerifyOptions
   }
   if (!file) throw new UsageError('name the file to verify, or use --self', { hint: 'machineadm verify FILE -p machineadm.pub' });
   const path = resolve(io.cwd, file);
-  if ((await host.local.stat(path))?.kind !== 'file') throw new UsageError(`${path}: no such file`);
+  // A link to a file is read through, as minisign reads it.
+  if (!(await host.local.isFileFollowingLinks(path))) throw new UsageError(`${path}: no such file`);
   const publicKey = await publicKeyFrom(host, io, options);
   const sigPath = options.signature ? resolve(io.cwd, options.signature) : `${path}.minisig`;
   const sigData = await host.local.readFile(sigPath);
@@ -148,7 +149,8 @@ export async function runSign(file: string, options: SignOptions, io: Io): Promi
   const keyData = await readLocal(host, keyPath, 'secret key file');
   const password = options.passwordFile ? (await readLocal(host, resolve(io.cwd, options.passwordFile), 'password file')).toString('utf8').replace(/\r?\n$/, '') : undefined;
   const secret = parseSecretKey(keyData, keyPath, password);
-  if ((await host.local.stat(path))?.kind !== 'file') throw new UsageError(`${path}: no such file`);
+  // A link to a file is read through, as minisign reads it.
+  if (!(await host.local.isFileFollowingLinks(path))) throw new UsageError(`${path}: no such file`);
   const signature = await signStream(host.local.readBlocks(path), secret, {
     trustedComment: options.trustedComment ?? defaultTrustedComment(basename(path), host.now(), options.legacy),
     ...(options.untrustedComment ? { untrustedComment: options.untrustedComment } : {}),

@@ -7,6 +7,8 @@ import { desiredFile, renderFor } from './render.ts';
 
 export const containerdConfigStep: Step = {
   id: 'containerd/config',
+  // containerd's own files and service: a download begun before it fetches the same bytes.
+  overtakable: true,
   summary: 'write containerd config.toml (CRI: sandbox image, cgroup driver, registry hosts directory)',
   platforms: ['linux'],
   applies: (config) => config.spec.containerd !== undefined,

@@ -17,6 +17,8 @@ const NOT_ASKED = 'not applicable: spec.containerd.proxy is not set';
 
 export const containerdProxyStep: Step = {
   id: 'containerd/proxy',
+  // containerd's own files and service: a download begun before it fetches the same bytes.
+  overtakable: true,
   summary: `write the proxy settings for containerd (${PROXY_DROPIN})`,
   platforms: ['linux'],
   applies: (config) => config.spec.containerd !== undefined,

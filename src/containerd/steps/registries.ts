@@ -35,6 +35,8 @@ async function stale(ctx: StepContext, wanted: readonly DesiredFile[]): Promise<
 
 export const containerdRegistriesStep: Step = {
   id: 'containerd/registries',
+  // containerd's own files and service: a download begun before it fetches the same bytes.
+  overtakable: true,
   summary: 'write certs.d/<registry>/hosts.toml (mirrors, CAs, TLS) and the extra CA bundle',
   platforms: ['linux'],
   applies: (config) => config.spec.containerd !== undefined,

@@ -35,6 +35,8 @@ async function changedFiles(ctx: StepContext): Promise<string[]> {
 
 export const containerdRestartStep: Step = {
   id: 'containerd/restart',
+  // containerd's own files and service: a download begun before it fetches the same bytes.
+  overtakable: true,
   summary: 'restart containerd when its configuration changed',
   platforms: ['linux'],
   applies: (config) => config.spec.containerd !== undefined,

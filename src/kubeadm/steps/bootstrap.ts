@@ -9,7 +9,7 @@ import { tail } from '../../host/index.ts';
 import { MACHINEADM_PATCH } from '../render.ts';
 import { kubeadmPaths } from '../paths.ts';
 import { isTransient, parseKubeadmFailure, scrubKubeadmOutput } from '../output.ts';
-import { KUBEADM_ROOTFS_ENV, OUTPUT_TAIL_LINES, type Command, kubernetesOf, joinPath, kubeadmUnderRoot, rootfsArgs, kubeadmArgv, kubeadmProgram, render, renderShown, chooseOrFail, readSecrets, secretValues } from './kubeadm-inputs.ts';
+import { KUBEADM_ROOTFS_ENV, OUTPUT_TAIL_LINES, type Command, kubernetesOf, joinPath, kubeadmUnderRoot, rootfsArgs, kubeadmArgv, kubeadmFound, render, renderShown, chooseOrFail, readSecrets, secretValues } from './kubeadm-inputs.ts';
 import { currentKubeadmVersion, kubeletLogTail, hintFor, kubeadmLeftover, missingCertificates, userPatches, leftoverRefusal, LEFTOVER_HINT, planChanges } from './kubeadm-machine.ts';
 import { kubeadmUndo, kubeadmUndoRecord } from './kubeadm-undo.ts';
 import { offlineImageIssues } from './offline-images.ts';
@@ -78,26 +78,27 @@ export function kubeadmStep(command: Command): Step {
       const k = kubernetesOf(ctx.config)!;
       const { fs, proc } = ctx.host;
       const paths = kubeadmPaths(ctx.facts.os);
-      if (!(await proc.which(kubeadmProgram(ctx)))) {
-        throw new StepDetailsError('kubeadm is not installed (not found on PATH)', {}, { hint: 'install kubeadm and the kubelet (for example from pkgs.k8s.io) before the provision phase' });
+      const program = await kubeadmFound(ctx);
+      if (!program) {
+        throw new StepDetailsError('kubeadm is not installed (not found on PATH)', {}, { hint: 'install kubeadm and the kubelet (for example from pkgs.k8s.io, or with spec.kubernetes.install) before the provision phase' });
       }
       // A join that an earlier run of machineadm started and never finished is its own to redo;
       // the preflight refused any other (this finds what appeared since).
       const leftover = await kubeadmLeftover(ctx, command, paths);
       const refusal = leftoverRefusal(ctx, leftover);
       if (refusal) throw new StepDetailsError(refusal, {}, { hint: LEFTOVER_HINT });
-      const kubeadmVersion = await currentKubeadmVersion(ctx);
+      const kubeadmVersion = await currentKubeadmVersion(ctx, program);
       const choice = chooseOrFail(kubeadmVersion, k);
       const secrets = await readSecrets(ctx, k);
       const known = secretValues(secrets);
       const rendered = render(ctx, k, choice, secrets, kubeadmVersion);
       const configFile = paths.configFile(command);
-      const argv = kubeadmArgv(command, k, paths, ctx);
+      const argv = kubeadmArgv(command, k, paths, ctx, program);
       const reset = async (): Promise<void> => {
         // The socket is named because a half-joined node has no Node object to read it from, and
         // kubeadm's own detection fails when a second runtime's socket exists.
         const result = await proc
-          .run([kubeadmProgram(ctx), 'reset', '-f', '--cri-socket', paths.criSocket, ...rootfsArgs(ctx)], { timeoutMs: 5 * 60_000, allowFailure: true, onLine: (line) => ctx.output(scrubKubeadmOutput(line, known)) })
+          .run([program, 'reset', '-f', '--cri-socket', paths.criSocket, ...rootfsArgs(ctx)], { timeoutMs: 5 * 60_000, allowFailure: true, onLine: (line) => ctx.output(scrubKubeadmOutput(line, known)) })
           .catch((error: unknown) => ({ exitCode: -1, error }));
         // A reset that fails is reported; the next kubeadm run says what it left behind.
         if (result.exitCode !== 0) ctx.log(`kubeadm reset -f did not succeed (exit code ${result.exitCode})`, 'warning');

@@ -5,18 +5,20 @@
 // every file of an archive goes into a checked temporary file beside its target first.
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import type { CheckResult, Step, StepContext } from '../../engine/step.ts';
+import type { CheckResult, EarlyWork, Step, StepContext } from '../../engine/step.ts';
+import { sinceProcessStart } from '../../engine/timing.ts';
 import type { PendingFile } from '../../host/index.ts';
-import { ConfigError, StepDetailsError, type ConfigIssue } from '../../errors.ts';
+import { ConfigError, ExitCode, MachineadmError, StepDetailsError, type ConfigIssue } from '../../errors.ts';
 import { fetchVerified, fetchVerifiedPending } from '../../verify/fetch.ts';
 import { downloadSmall } from '../../host/download-small.ts';
 import { displayUrl } from '../../redaction.ts';
 import { errorForField } from '../../engine/managed-file.ts';
-import { artifacts, binaryDirectory, parseSha256File, type Artifact, type InstallSpec } from '../../config/install-layout.ts';
+import { artifacts, binaryDirectory, inFolder, parseSha256File, type Artifact, type InstallSpec } from '../../config/install-layout.ts';
 
 const MODE = 0o755;
 /** Where archives are unpacked while the step runs (gone after it; a killed run's leftover). */
-const STAGE = '/run/machineadm/install';
+const STAGES = { linux: '/run/machineadm/install', windows: 'C:\\ProgramData\\machineadm\\install' } as const;
+const stageOf = (ctx: StepContext): string => STAGES[ctx.facts.os];
 const SHA256_FILE_BYTES = 4096;
 
 interface Planned {
@@ -57,7 +59,7 @@ export async function usrReadOnly(ctx: StepContext): Promise<boolean> {
 }
 
 export async function installDirectory(ctx: StepContext): Promise<string> {
-  return binaryDirectory(installOf(ctx), await usrReadOnly(ctx));
+  return binaryDirectory(ctx.config, ctx.facts.os, ctx.facts.os === 'linux' && (await usrReadOnly(ctx)));
 }
 
 // The sha256 read from URL.sha256 is read once a run: the plan's check and the step's get the same.
@@ -107,7 +109,7 @@ async function plan(ctx: StepContext): Promise<Planned[]> {
   const install = installOf(ctx);
   const version = ctx.config.spec.kubernetes!.version!;
   const directory = await installDirectory(ctx);
-  const list = artifacts(install, version, ctx.facts.arch, directory);
+  const list = artifacts(install, version, ctx.facts.arch, directory, ctx.facts.os);
   return Promise.all(
     list.map(async (artifact): Promise<Planned> => {
       const sha256 = await expectedSha256(ctx, artifact);
@@ -140,9 +142,10 @@ function refusals(ctx: StepContext, planned: Planned[]): ConfigIssue[] {
 export const kubernetesInstallStep: Step = {
   id: 'kubernetes/install',
   summary: 'install kubeadm, the kubelet, kubectl, crictl and the CNI plugins of spec.kubernetes.install',
-  platforms: ['linux'],
+  // On Windows after the private paths are locked: kubelet.exe goes into one of them.
+  platforms: ['linux', 'windows'],
   applies: (config) => config.spec.kubernetes?.install !== undefined,
-  leftovers: () => [STAGE],
+  leftovers: (facts) => [STAGES[facts.os]],
 
   async preflight(ctx) {
     const issues = refusals(ctx, await plan(ctx));
@@ -163,6 +166,12 @@ export const kubernetesInstallStep: Step = {
     };
   },
 
+  // The downloads begin with the run when nothing before this step can change what they fetch
+  // (see Step.begin): on a first boot they are most of the wait.
+  begin(ctx) {
+    return new EarlyInstall(ctx);
+  },
+
   async apply(ctx) {
     const planned = await plan(ctx);
     const issues = refusals(ctx, planned);
@@ -172,7 +181,8 @@ export const kubernetesInstallStep: Step = {
     const archives: InstallRecord['archives'] = {};
     try {
       // Downloads at once (a boot waits for the slowest, not the sum); each is checked as it arrives.
-      const fetched = await Promise.allSettled(todo.map((p) => fetchPiece(ctx, p)));
+      const early = ctx.early instanceof EarlyInstall ? ctx.early : undefined;
+      const fetched = await Promise.allSettled(todo.map(async (p) => (await early?.take(p)) ?? fetchPiece(ctx, p)));
       const failed = fetched.find((f): f is PromiseRejectedResult => f.status === 'rejected');
       for (const f of fetched) if (f.status === 'fulfilled') pending.push(...f.value.files);
       if (failed) throw failed.reason;
@@ -180,11 +190,11 @@ export const kubernetesInstallStep: Step = {
       for (const p of pending) await p.file.seal();
     } catch (error) {
       for (const p of pending) await p.file.abort();
-      await ctx.host.fs.remove(STAGE);
+      await ctx.host.fs.remove(stageOf(ctx));
       throw error;
     }
     for (const p of pending) await p.file.commit();
-    await ctx.host.fs.remove(STAGE);
+    await ctx.host.fs.remove(stageOf(ctx));
     const installed = Object.fromEntries(pending.map((p) => [p.path, p.sha256]));
     return { record: recordOf(ctx, planned, previous(ctx), installed, archives) };
   },
@@ -211,8 +221,9 @@ async function fetchPiece(ctx: StepContext, p: Planned): Promise<{ files: Array<
       const { pending } = await fetchVerifiedPending(ctx.host, { urls: [artifact.url], destination: artifact.install.path, ...(sha256 ? { sha256 } : {}), mode: MODE });
       return { files: [{ path: artifact.install.path, file: pending, sha256: sha256! }] };
     }
-    const archive = `${STAGE}/${artifact.name}.tar.gz`;
-    const stage = `${STAGE}/${artifact.name}`;
+    const os = ctx.facts.os;
+    const archive = inFolder(stageOf(ctx), `${artifact.name}.tar.gz`, os);
+    const stage = inFolder(stageOf(ctx), artifact.name, os);
     await ctx.host.fs.mkdirp(stage);
     await fetchVerified(ctx.host, { urls: [artifact.url], destination: archive, ...(sha256 ? { sha256 } : {}), mode: 0o600, backup: false });
     const unpacked = await ctx.host.proc.run(['tar', '-xzf', await ctx.host.fs.resolve(archive), '-C', await ctx.host.fs.resolve(stage), '--no-same-owner', '--no-same-permissions'], { timeoutMs: 10 * 60_000, allowFailure: true });
@@ -221,12 +232,12 @@ async function fetchPiece(ctx: StepContext, p: Planned): Promise<{ files: Array<
     const names = (await ctx.host.fs.list(stage)).filter((n) => members === undefined || members.includes(n));
     const files: Array<{ path: string; file: PendingFile; sha256: string }> = [];
     for (const name of names) {
-      if ((await ctx.host.fs.stat(`${stage}/${name}`))?.kind !== 'file') continue;
+      if ((await ctx.host.fs.stat(inFolder(stage, name, os)))?.kind !== 'file') continue;
       // The write makes the folders it needs, and records them for reset.
-      const path = `${directory}/${name}`;
+      const path = inFolder(directory, name, os);
       const file = await ctx.host.fs.openWrite(path, { mode: MODE });
       const hash = createHash('sha256');
-      for await (const block of ctx.host.fs.readBlocks(`${stage}/${name}`)) {
+      for await (const block of ctx.host.fs.readBlocks(inFolder(stage, name, os))) {
         hash.update(block);
         file.appendSync(block);
       }
@@ -239,5 +250,62 @@ async function fetchPiece(ctx: StepContext, p: Planned): Promise<{ files: Array<
     return { files, archive: { name: artifact.name, sha256: sha256!, files: files.map((f) => f.path) } };
   } catch (error) {
     throw errorForField(artifact.field, error);
+  }
+}
+
+type Fetched = Awaited<ReturnType<typeof fetchPiece>>;
+
+/**
+ * The pieces whose targets are not on the machine yet (a first boot), fetched into checked
+ * temporary files from when the run starts; apply() takes them. A piece that failed on the
+ * network is fetched again at the step's turn (an earlier step may have been needed for it); one
+ * that arrived whole with another sha256 fails the same at any time.
+ */
+class EarlyInstall implements EarlyWork {
+  readonly startMs = sinceProcessStart();
+  private readonly stop = new AbortController();
+  private readonly pieces: Promise<Map<string, Promise<Fetched | Error>>>;
+  private readonly ctx: StepContext;
+
+  constructor(ctx: StepContext) {
+    this.ctx = ctx;
+    this.pieces = this.start(ctx).catch(() => new Map());
+  }
+
+  private async start(ctx: StepContext): Promise<Map<string, Promise<Fetched | Error>>> {
+    const signal = ctx.host.signal ? AbortSignal.any([ctx.host.signal, this.stop.signal]) : this.stop.signal;
+    const early: StepContext = { ...ctx, host: { ...ctx.host, signal } };
+    const fresh = (await plan(early)).filter((p) => p.action === 'create' || (p.action === 'extract' && previous(ctx) === undefined));
+    const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
+    return new Map(fresh.map((p) => [p.artifact.name, fetchPiece(early, p).catch(asError)]));
+  }
+
+  async take(p: Planned): Promise<Fetched | undefined> {
+    const pieces = await this.pieces;
+    const result = pieces.get(p.artifact.name);
+    pieces.delete(p.artifact.name);
+    const fetched = await result;
+    if (fetched === undefined) return undefined;
+    if (fetched instanceof Error) {
+      if (fetched instanceof MachineadmError && fetched.exitCode === ExitCode.verification) throw fetched;
+      return undefined;
+    }
+    // Begun when the binary was not there; one there now (an earlier step wrote it) is the step's to judge.
+    if ('path' in p.artifact.install && (await this.ctx.host.fs.exists(p.artifact.install.path))) {
+      for (const f of fetched.files) await f.file.abort();
+      return undefined;
+    }
+    return fetched;
+  }
+
+  async cancel(): Promise<void> {
+    this.stop.abort(new Error('the downloads begun with the run were stopped'));
+    const pieces = await this.pieces;
+    for (const result of pieces.values()) {
+      const fetched = await result;
+      if (!(fetched instanceof Error)) for (const f of fetched.files) await f.file.abort();
+    }
+    pieces.clear();
+    await this.ctx.host.fs.remove(stageOf(this.ctx));
   }
 }

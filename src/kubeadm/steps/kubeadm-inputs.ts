@@ -1,6 +1,7 @@
 // What the kubeadm steps give kubeadm: its command line, the configuration rendered for this
 // machine (real secrets for the run, placeholders for the plan, rendered once per check) and the
 // secrets read when the step runs.
+import { binaryDirectory, inFolder } from '../../config/install-layout.ts';
 import type { StepContext } from '../../engine/step.ts';
 import type { KubernetesSpec, MachineConfig } from '../../config/schema/index.ts';
 import { CA_HASH_PATTERN, CERTIFICATE_KEY_PATTERN, TOKEN_PATTERN } from '../../config/schema/kubernetes.ts';
@@ -44,18 +45,34 @@ export function rootfsArgs(ctx: StepContext): string[] {
  * --root the machine's files are not the programs that run: kubeadm on PATH.
  */
 export function kubeadmProgram(ctx: StepContext): string {
-  if (!ctx.host.fs.isLiveRoot || !ctx.config.spec.kubernetes?.install?.binaries.includes('kubeadm')) return 'kubeadm';
-  const installed = Object.keys((ctx.recordOf('kubernetes/install')?.data?.files as Record<string, string> | undefined) ?? {}).find((path) => path.endsWith('/kubeadm'));
-  return installed ?? `${ctx.config.spec.kubernetes.install.directory ?? '/usr/local/bin'}/kubeadm`;
+  if (!ctx.host.fs.isLiveRoot) return 'kubeadm';
+  // What install put in place, from its record: reset finds it there too, without the configuration.
+  const installed = Object.keys((ctx.recordOf('kubernetes/install')?.data?.files as Record<string, string> | undefined) ?? {}).find((path) => /[\\/]kubeadm(\.exe)?$/.test(path));
+  if (installed) return installed;
+  if (!ctx.config.spec.kubernetes?.install?.binaries.includes('kubeadm')) return 'kubeadm';
+  const os = ctx.facts.os;
+  return inFolder(binaryDirectory(ctx.config, os, false), os === 'windows' ? 'kubeadm.exe' : 'kubeadm', os);
 }
 
-export function kubeadmArgv(command: Command, k: KubernetesSpec, paths: KubeadmPaths, ctx: StepContext): [string, ...string[]] {
+/**
+ * The kubeadm this machine has, as a path or a name on PATH, or undefined. On Windows the node
+ * archive puts kubeadm.exe beside kubelet.exe (C:\\k), a folder seldom on PATH: looked for there too.
+ */
+export async function kubeadmFound(ctx: StepContext): Promise<string | undefined> {
+  const first = kubeadmProgram(ctx);
+  if (await ctx.host.proc.which(first)) return first;
+  if (ctx.facts.os !== 'windows') return undefined;
+  const beside = inFolder(binaryDirectory(ctx.config, 'windows', false), 'kubeadm.exe', 'windows');
+  return (await ctx.host.proc.which(beside)) ? beside : undefined;
+}
+
+export function kubeadmArgv(command: Command, k: KubernetesSpec, paths: KubeadmPaths, ctx: StepContext, program = kubeadmProgram(ctx)): [string, ...string[]] {
   // --upload-certs with the key from the configuration lets further control planes join with it.
   const upload = command === 'init' && k.certificateKey !== undefined ? ['--upload-certs'] : [];
   // -vv and -vvv on the command line win over spec.kubernetes.verbosity.
   const cli = kubeadmVerbosity(ctx);
   const verbosity = cli.length > 0 ? cli : k.verbosity !== undefined ? [`--v=${k.verbosity}`] : [];
-  return [kubeadmProgram(ctx), command, '--config', paths.configFile(command), ...upload, ...rootfsArgs(ctx), ...verbosity];
+  return [program, command, '--config', paths.configFile(command), ...upload, ...rootfsArgs(ctx), ...verbosity];
 }
 
 /**

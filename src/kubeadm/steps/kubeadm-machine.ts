@@ -41,10 +41,10 @@ export function kubeadmMayHaveChanged(ctx: StepContext): boolean {
   return ctx.run.phases.some((phase) => phase.steps.some((s) => s.result !== 'skipped' && !LEAVE_KUBEADM.has(s.id)));
 }
 
-export async function currentKubeadmVersion(ctx: StepContext): Promise<string | undefined> {
-  if (!kubeadmMayHaveChanged(ctx)) return ctx.facts.kubeadmVersion;
+export async function currentKubeadmVersion(ctx: StepContext, program = kubeadmProgram(ctx)): Promise<string | undefined> {
+  if (!kubeadmMayHaveChanged(ctx) && program === 'kubeadm') return ctx.facts.kubeadmVersion;
   // The facts were read before the prepare phase, which may have installed or replaced kubeadm.
-  const result = await ctx.host.proc.run([kubeadmProgram(ctx), 'version', '-o', 'short'], { timeoutMs: 15_000, allowFailure: true }).catch(() => undefined);
+  const result = await ctx.host.proc.run([program, 'version', '-o', 'short'], { timeoutMs: 15_000, allowFailure: true }).catch(() => undefined);
   return result && result.exitCode === 0 ? parseKubeadmVersion(result.stdout) : ctx.facts.kubeadmVersion;
 }
 

@@ -5,7 +5,7 @@ import { StepDetailsError } from '../../errors.ts';
 import { tail } from '../../host/index.ts';
 import { kubeadmPaths } from '../paths.ts';
 import { parseKubeadmFailure } from '../output.ts';
-import { KUBEADM_ROOTFS_ENV, OUTPUT_TAIL_LINES, kubeadmUnderRoot, rootfsArgs } from './kubeadm-inputs.ts';
+import { KUBEADM_ROOTFS_ENV, OUTPUT_TAIL_LINES, kubeadmFound, kubeadmUnderRoot, rootfsArgs } from './kubeadm-inputs.ts';
 
 /** Folders kubeadm and the kubelet make on Linux (with their parents): those that were not there before the first join go after reset. */
 export const KUBEADM_DIRS = ['/etc/kubernetes/manifests', '/etc/kubernetes/pki', '/etc/kubernetes/tmp', '/var/lib/kubelet', '/var/lib/etcd', '/etc/cni/net.d'];
@@ -52,9 +52,10 @@ export const kubeadmUndo: Undo = {
     const { fs, proc } = ctx.host;
     const paths = kubeadmPaths(ctx.facts.os);
     if (check.changes.some((c) => c.action === 'run')) {
-      if (!(await proc.which('kubeadm'))) throw new StepDetailsError('kubeadm is not installed (not found on PATH): the node cannot be reset', {}, { hint: 'install kubeadm again, or run "kubeadm reset -f" yourself and then machineadm reset' });
+      const program = await kubeadmFound(ctx);
+      if (!program) throw new StepDetailsError('kubeadm is not installed (not found on PATH): the node cannot be reset', {}, { hint: 'install kubeadm again, or run "kubeadm reset -f" yourself and then machineadm reset' });
       const lines: string[] = [];
-      const result = await proc.run(['kubeadm', 'reset', '-f', '--cri-socket', paths.criSocket, ...rootfsArgs(ctx)], {
+      const result = await proc.run([program, 'reset', '-f', '--cri-socket', paths.criSocket, ...rootfsArgs(ctx)], {
         timeoutMs: 5 * 60_000,
         allowFailure: true,
         onLine: (line) => {

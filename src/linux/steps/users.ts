@@ -179,6 +179,11 @@ export const usersStep: Step = {
     const users = usersOf(ctx);
     const needed: (keyof typeof TOOLS)[] = ['groupadd', 'useradd', 'usermod', ...(users.some((u) => u.passwordHash !== undefined) ? (['chpasswd'] as const) : [])];
     for (const tool of needed) if (!(await ctx.host.proc.which(tool))) issues.push({ path: 'spec.users', message: `${tool} is not installed (not found on PATH)`, hint: `install ${TOOLS[tool]}` });
+    // Without /etc/shadow, chpasswd writes the hash into /etc/passwd, which every user reads.
+    const hashed = users.findIndex((u) => u.passwordHash !== undefined);
+    if (hashed >= 0 && (await ctx.host.fs.stat('/etc/shadow'))?.kind !== 'file') {
+      issues.push({ path: passwordField(hashed), message: 'this machine has no /etc/shadow: the hash would be written into /etc/passwd, which every user can read', hint: 'create /etc/shadow (pwconv), or leave the password out and use SSH keys' });
+    }
     for (const [index, user] of users.entries()) {
       await readHash(ctx, user, index).catch((error: unknown) => {
         if (!(error instanceof ConfigError)) throw error;

@@ -5,7 +5,7 @@
 // is refused on Windows, `cgroupDriver` has no meaning there and the plan says it is ignored.
 import type { Change, Step, StepContext } from '../../engine/step.ts';
 import { containerdNeeded } from '../paths.ts';
-import { ConfigError } from '../../errors.ts';
+import { ConfigError, type ConfigIssue } from '../../errors.ts';
 import { describeTarget } from '../../containerd/target.ts';
 import { renderFor } from '../../containerd/steps/render.ts';
 import type { RenderedFile } from '../../containerd/files.ts';
@@ -25,6 +25,12 @@ async function differing(ctx: StepContext, files: readonly RenderedFile[]): Prom
 
 export const IGNORED_ON_WINDOWS = 'spec.containerd.cgroupDriver is ignored on Windows (there are no cgroups)';
 
+function proxyRefusal(ctx: StepContext): ConfigIssue | undefined {
+  const proxy = ctx.config.spec.containerd?.proxy;
+  if (!proxy || Object.keys(proxy).length === 0) return undefined;
+  return { path: 'spec.containerd.proxy', message: 'is not supported on Windows (on Linux it is a systemd drop-in)', hint: 'set HTTP_PROXY/HTTPS_PROXY/NO_PROXY as machine environment variables on the Windows machine, and remove spec.containerd.proxy from its configuration' };
+}
+
 export const windowsContainerdConfigStep: Step = {
   id: 'windows/containerd-config',
   summary: 'write containerd config.toml and certs.d for Windows (runhcs, named pipe, Windows CNI paths)',
@@ -33,13 +39,14 @@ export const windowsContainerdConfigStep: Step = {
   // check() returns the same record when the files already match.
   recordCanWait: true,
   async preflight(ctx) {
-    const proxy = ctx.config.spec.containerd?.proxy;
-    if (proxy && Object.keys(proxy).length > 0) {
-      throw new ConfigError([{ path: 'spec.containerd.proxy', message: 'is not supported on Windows (on Linux it is a systemd drop-in)', hint: 'set HTTP_PROXY/HTTPS_PROXY/NO_PROXY as machine environment variables on the Windows machine, and remove spec.containerd.proxy from its configuration' }]);
-    }
+    const refused = proxyRefusal(ctx);
+    if (refused) throw new ConfigError([refused]);
     wanted(ctx);
   },
   async check(ctx) {
+    // Shown in a plan for another machine (--os windows) too, which runs no preflight.
+    const refused = proxyRefusal(ctx);
+    if (refused) return { done: false, changes: [{ action: 'refuse', target: refused.path, detail: `${refused.message} (${refused.hint})` }] };
     const { files, target } = wanted(ctx);
     const changes: Change[] = (await differing(ctx, files)).map((f, i) => ({
       action: 'write',
