@@ -18,6 +18,15 @@ export interface LockHolder {
   identity: string;
 }
 
+/** The lock file of a state directory (a path inside it). */
+export const RUN_LOCK_FILE = '/run.lock';
+
+/** The run that holds the lock now, or undefined when none runs (no lock, or its holder is gone). */
+export async function runLockHolder(fs: RootedFileSystem, machinePath: string): Promise<LockHolder | undefined> {
+  const holder = parse(await readLock(fs.mapPath(machinePath)));
+  return holder && processIdentity(holder.pid) === holder.identity ? holder : undefined;
+}
+
 export type LockAttempt = { held: true; release(): Promise<void> } | { held: false; holder: LockHolder };
 
 /** The identity of a running process, or undefined when none runs with that pid. */

@@ -4,6 +4,7 @@
 // delivered within the deadline, result files written, the exit code returned. The CLI turns flags
 // into a RunRequest and prints nothing of the run itself; tests drive this module directly.
 import { acquireRunLock, archiveDirectory, type Host, type RootedFileSystem } from '../host/index.ts';
+import { RUN_LOCK_FILE } from '../host/run-lock.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
 import { SecretScrubber, secretNeedsNetwork } from '../config/secrets.ts';
 import { secretFields } from '../config/redact.ts';
@@ -180,7 +181,7 @@ export async function planRun(request: Omit<RunRequest, 'console'>, options: { o
 }
 
 /** The state directory's lock file: one run at a time changes a machine. */
-export const RUN_LOCK = '/run.lock';
+export const RUN_LOCK = RUN_LOCK_FILE;
 
 /**
  * Takes the state directory's lock: a second run must not write the first one's state half-way

@@ -10,6 +10,7 @@ import { makeTestCa, startHttps, type RunningServer, type TestCa } from '../conf
 import { missingRequirement } from '../support/environment.ts';
 import { runCli } from '../support/cli.ts';
 import { scratchDir } from '../support/tmp.ts';
+import { processIdentity } from '../../src/host/run-lock.ts';
 
 const QUICKSTART = join(import.meta.dirname, '..', '..', 'examples', 'quickstart.yaml');
 const HEADER = 'apiVersion: machineadm.cluster.x-k8s.io/v1alpha1\nkind: MachineConfig\n';
@@ -54,6 +55,32 @@ describe('plan', () => {
       /  - prepare\/containerd\/restart: restart containerd when its configuration changed \[skipped: live change skipped under --root [^\]]+\]\n      not done in this run; where it runs, it would:\n        restart containerd \(to load \/etc\/containerd\/config\.toml\)\n/,
     );
     expect(plan.stdout).toContain('    prepare/containerd/proxy: write the proxy settings for containerd (/etc/systemd/system/containerd.service.d/machineadm-proxy.conf) [not applicable: spec.containerd.proxy is not set]\n');
+  });
+});
+
+describe('status while a run goes on, and after one failed', () => {
+  it('says a run is going (from the run lock), never that machineadm has not run', async () => {
+    const root = fresh();
+    const state = join(root, 'var/lib/machineadm');
+    mkdirSync(state, { recursive: true });
+    // This test's own process holds the lock, as a run in progress does.
+    writeFileSync(join(state, 'run.lock'), JSON.stringify({ pid: process.pid, command: 'init', startedAt: '2026-12-07T01:00:00.000Z', identity: processIdentity(process.pid) }) + '\n');
+    const status = await runCli(['status', '--root', root]);
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toContain(`running now: init (pid ${process.pid}, started 2026-12-07T01:00:00.000Z)`);
+    expect(status.stdout).not.toContain('has not run');
+    const json = JSON.parse((await runCli(['status', '--root', root, '-o', 'json'])).stdout) as { running: unknown };
+    expect(json.running).toEqual({ command: 'init', pid: process.pid, startedAt: '2026-12-07T01:00:00.000Z' });
+  });
+
+  it('says why a step failed', async () => {
+    const root = fresh();
+    const config = join(root, 'bad.yaml');
+    writeFileSync(config, 'apiVersion: machineadm.cluster.x-k8s.io/v1alpha1\nkind: MachineConfig\nspec:\n  commands:\n    boot:\n      - { name: check-disk, shell: "echo the disk is not there; exit 3" }\n');
+    const failed = await runCli(['init', '-c', config, '--root', root], { env: { ...process.env, MACHINEADM_COMMANDS_UNDER_ROOT: '1' } });
+    expect(failed.code).toBe(1);
+    const status = await runCli(['status', '--root', root]);
+    expect(status.stdout).toMatch(/ {2}failed prepare\/commands\/boot\n {2}error: step prepare\/commands\/boot failed: spec\.commands\.boot\[0\] \(check-disk\) exited with code 3/);
   });
 });
 

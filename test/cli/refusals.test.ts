@@ -118,6 +118,14 @@ const refusals: Refusal[] = [
   },
   {
     by: 'provision/kubeadm/join',
+    what: 'a machine without kubeadm, which nothing of the run installs',
+    spec: () => ({ ...early, kubernetes: worker }),
+    env: { MACHINEADM_KUBEADM_ROOTFS: '1', PATH: '/usr/bin:/bin' },
+    code: 2,
+    message: /refused before any change \(1 problem\):\n {2}spec\.kubernetes: kubeadm is not installed \(not found on PATH\)/,
+  },
+  {
+    by: 'provision/kubeadm/join',
     what: "kubeadm's files of a join it has no record of",
     spec: (m) => (write(m, '/etc/kubernetes/bootstrap-kubelet.conf', 'x\n'), { ...early, kubernetes: worker }),
     env: { MACHINEADM_KUBEADM_ROOTFS: '1' },

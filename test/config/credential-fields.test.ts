@@ -59,3 +59,23 @@ describe('machineadm fetch with a URL it cannot use', () => {
     expect(out.stdout + out.stderr).not.toMatch(/fetch-pw-1|fetch-sig-2/);
   });
 });
+
+describe('validation of URLs that are not what their field takes', () => {
+  it('never quotes one that may hold a credential (//user:pw@, user:pw@, http:/, backslashes), nor a mirror\'s password or token in a hint', async () => {
+    const dir = scratchDir();
+    const sha256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+    const urls = ['//user:pw-1a@host/x', 'user:pw-2b@host/x', 'http:/user:pw-3c@host/x', 'https:\\\\user:pw-4d@host\\x'];
+    const spec = {
+      files: urls.map((url, i) => ({ path: `/etc/f${i}`, source: { url, sha256 } })),
+      kubernetes: { version: 'v1.31.2', controlPlaneEndpoint: '10.0.0.10:6443', token: 'abcdef.0123456789abcdef', caCertHashes: [`sha256:${'a'.repeat(64)}`], install: { baseUrl: 'user:pw-5e@mirror/release' } },
+      containerd: { registries: { 'docker.io': { mirrors: [{ url: 'https://u:pw-6f@mirror.example/x?token=tok-6f', overridePath: true }] } } },
+    };
+    writeFileSync(join(dir, 'c.json'), JSON.stringify({ ...HEADER, spec }));
+    const out = await runCli(['config', 'validate', '-c', join(dir, 'c.json')]);
+    expect(out.code).toBe(2);
+    expect(out.stderr).toMatch(/invalid configuration \(6 problems\)/);
+    expect(out.stderr).toContain('spec.files[3].source.url: is not an http:// or https:// URL');
+    expect(out.stderr).toContain('hint: e.g. https://mirror.example/x/v2');
+    for (const secret of ['pw-1a', 'pw-2b', 'pw-3c', 'pw-4d', 'pw-5e', 'pw-6f', 'tok-6f']) expect(out.stderr).not.toContain(secret);
+  });
+});

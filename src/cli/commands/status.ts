@@ -8,7 +8,7 @@ import { HISTORY_LIMIT, isMeaningful, type RunHistoryEntry } from '../../report/
 
 // Loaded when status runs, not at every start of machineadm.
 const implementation = () =>
-  Promise.all([import('../host-options.ts'), import('../../engine/state.ts'), import('../../report/outcome.ts'), import('../../report/spool.ts'), import('../../report/history.ts')]);
+  Promise.all([import('../host-options.ts'), import('../../engine/state.ts'), import('../../report/outcome.ts'), import('../../report/spool.ts'), import('../../report/history.ts'), import('../../host/run-lock.ts')]);
 
 interface StatusOptions extends CommonOptions {
   all?: boolean;
@@ -25,7 +25,8 @@ function runLines(run: RunHistoryEntry): string[] {
   const lines: string[] = [];
   for (const c of run.changed) lines.push(`  changed ${c.step}: ${c.changes.map((x) => `${x.action} ${x.target}`).join(', ')}`);
   for (const id of run.failedSteps) lines.push(`  failed ${id}`);
-  if (run.error && run.failedSteps.length === 0) lines.push(`  error: ${run.error.message}`);
+  // Why it failed, as the run said it (a failed step's error names the step).
+  if (run.error) lines.push(`  error: ${run.error.message}`);
   if (run.warnings) lines.push(`  ${run.warnings} warning${run.warnings === 1 ? '' : 's'}`);
   return lines;
 }
@@ -48,7 +49,7 @@ export function registerStatusCommand(program: Command, io: Io, setExit: (code: 
     .option('--all', 'list every kept run, not only the last one and the last one that did something')
     .addHelpText('after', '\nExample:\n  $ machineadm status --all\n  $ machineadm status -o json\n')
     .action(async (options: StatusOptions) => {
-      const [{ hostFrom, stateFsFrom }, { StateStore }, { readLastResult }, { spoolContents }, { readHistory }] = await implementation();
+      const [{ hostFrom, stateFsFrom }, { StateStore }, { readLastResult }, { spoolContents }, { readHistory }, { runLockHolder, RUN_LOCK_FILE }] = await implementation();
       const host = hostFrom(options, io);
       const stateFs = stateFsFrom(options, io, host);
       const store = new StateStore(stateFs);
@@ -57,19 +58,22 @@ export function registerStatusCommand(program: Command, io: Io, setExit: (code: 
       const lastResult = await readLastResult(host.fs, stateFs);
       const spool = (await spoolContents(stateFs)).filter((s) => s.events > 0);
       const resume = await host.resume.registered().catch(() => undefined);
+      // A run going now has not written its end yet: said first, so "has not run" is never said of it.
+      const running = await runLockHolder(stateFs, RUN_LOCK_FILE).catch(() => undefined);
       // Only when and why: the command itself (it may hold a source's credentials) stays in the file.
       const { readResumeRecord } = await import('../../engine/resume-record.ts');
       const { args: _args, ...resumeRecord }: Partial<import('../../engine/resume-record.ts').ResumeRecord> = (await readResumeRecord(stateFs)) ?? {};
       if (options.output !== 'text') {
         const { renderData } = await import('../data-output.ts');
-        io.stdout(await renderData(options.output, { stateDir: store.directory, ...state, history, lastResult: lastResult ?? null, spool, resume: resume ?? null, resumeRecord: Object.keys(resumeRecord).length ? resumeRecord : null }));
+        io.stdout(await renderData(options.output, { stateDir: store.directory, running: running ? { command: running.command, pid: running.pid, startedAt: running.startedAt } : null, ...state, history, lastResult: lastResult ?? null, spool, resume: resume ?? null, resumeRecord: Object.keys(resumeRecord).length ? resumeRecord : null }));
       } else {
         const lines = [`state: ${store.directory}`];
+        if (running) lines.push(`running now: ${running.command} (pid ${running.pid}, started ${running.startedAt})`);
         const last = state.runs.at(-1);
         if (history.length) lines.push(...renderHistory(history, options.all ?? false));
         // A run that never reached its end (killed) is in the state file only.
         else if (last) lines.push(`last run: ${last.command} ${last.result ?? 'unfinished'} (started ${last.startedAt}, run ${last.runId})`);
-        else lines.push('machineadm has not run on this machine');
+        else if (!running) lines.push('machineadm has not run on this machine');
         if (last && history.length && last.runId !== history.at(-1)!.runId) lines.push(`a later run did not finish: ${last.command} ${last.result ?? 'unfinished'} (started ${last.startedAt}, run ${last.runId})`);
         if (state.pendingReboot) lines.push(`waiting for a reboot requested by ${state.pendingReboot.stepId}: ${state.pendingReboot.reason}`);
         if (resume) lines.push(`pending resume: the next boot runs ${resume.join(' ')}${resumeRecord.registeredAt ? ` (registered ${resumeRecord.registeredAt}, started at ${resumeRecord.boots ?? 0} boot${resumeRecord.boots === 1 ? '' : 's'} so far)` : ''}`);

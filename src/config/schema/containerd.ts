@@ -65,7 +65,7 @@ export const registryMirror = object(
       if (!mirror.overridePath || !URL.canParse(mirror.url)) return;
       const segments = new URL(mirror.url).pathname.split('/');
       if (!segments.includes('v2')) {
-        report('url', 'overridePath: true needs the registry API root in the URL, including its /v2 part (containerd would request <url>/<repository>/manifests/<tag>, get 404 and fall back to upstream)', `e.g. ${mirror.url.replace(/\/+$/, '')}/v2, or leave overridePath out for a mirror that serves /v2/ at its root`);
+        report('url', 'overridePath: true needs the registry API root in the URL, including its /v2 part (containerd would request <url>/<repository>/manifests/<tag>, get 404 and fall back to upstream)', `e.g. ${apiRootOf(mirror.url)}, or leave overridePath out for a mirror that serves /v2/ at its root`);
       }
     },
   },
@@ -121,3 +121,9 @@ export const containerdSection = object({
     for (const p of extraConfigProblems(spec.extraConfig)) report('extraConfig', `${p.line ? `TOML line ${p.line}: ` : ''}${p.message}`, p.hint);
   },
 });
+
+/** The mirror's URL with /v2 added to its path, without user info or query (which may hold credentials). */
+function apiRootOf(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.origin}${parsed.pathname.replace(/\/+$/, '')}/v2`;
+}

@@ -26,10 +26,13 @@ const HTTPS_ONLY = /^(https:\/\/|file:\/\/\/|(?![A-Za-z][A-Za-z0-9+.-]*:|[\\/])\
  */
 export function sourceUrl(options: { description: string; httpsOnly?: boolean; example?: string }) {
   const network = options.httpsOnly ? 'https://' : 'http(s)://';
+  const shape = options.httpsOnly ? HTTPS_ONLY : ANY;
+  const kinds = `an ${options.httpsOnly ? 'https://' : 'http:// or https://'} URL, a file:/// URL, or a path relative to the configuration file`;
   return string({
-    check: networkUrlProblem,
-    pattern: options.httpsOnly ? HTTPS_ONLY : ANY,
-    patternHint: `an ${options.httpsOnly ? 'https://' : 'http:// or https://'} URL, a file:/// URL, or a path relative to the configuration file`,
+    // Checked here rather than as a pattern, whose message quotes the value: a URL that is not
+    // one may still hold a password (user:pw@host, //user:pw@host).
+    check: (value) => networkUrlProblem(value) ?? (shape.test(value) ? undefined : `is not ${kinds} (the value is not shown: it may hold a credential)|give ${kinds}`),
+    jsonPattern: shape,
     description: `${options.description}: ${network} is downloaded; file:/// and a path relative to the configuration file that names it are copied from this machine (no network, also with --offline)`,
     ...(options.example ? { example: options.example } : {}),
   });

@@ -49,6 +49,12 @@ export function kubeadmStep(command: Command): Step {
       const refusal = !runs || (joined && !ctx.options.force) ? undefined : leftoverRefusal(ctx, await kubeadmLeftover(ctx, command, paths));
       if (refusal) issues.push({ path: `spec.kubernetes.bootstrap`, message: `kubeadm ${command}: ${refusal}`, hint: LEFTOVER_HINT, refused: true });
       if (runs) issues.push(...(await offlineImageIssues(ctx, command)));
+      // A kubeadm that is missing now and that nothing of this run may install (install, a file,
+      // the operator's commands) would fail the run halfway.
+      const mayInstall = k.install?.binaries.includes('kubeadm') || (ctx.config.spec.files ?? []).some((f) => /(^|[\\/])kubeadm(\.exe)?$/.test(f.path)) || (ctx.config.spec.commands?.boot?.length ?? 0) + (ctx.config.spec.commands?.beforeKubeadm?.length ?? 0) > 0;
+      if (runs && !mayInstall && !(await kubeadmFound(ctx))) {
+        issues.push({ path: 'spec.kubernetes', message: 'kubeadm is not installed (not found on PATH)', hint: 'install kubeadm and the kubelet before machineadm runs (pkgs.k8s.io), or have machineadm install them: spec.kubernetes.install', refused: true });
+      }
       if (issues.length) throw new ConfigError(issues);
     },
     recordsStart: true,
