@@ -85,14 +85,16 @@ function installSourcesOf(config: MachineConfig, platforms: readonly { os: 'linu
   const install = config.spec.kubernetes?.install;
   const version = config.spec.kubernetes?.version;
   if (!install || !version) return [];
-  const base = install.baseUrl.replace(/\/+$/, '');
   const out: BundleSource[] = [];
   for (const { os, arch } of platforms) {
     for (const artifact of artifacts(install, version, arch, os === 'windows' ? 'C:\\unused' : '/unused', os)) {
       const binary = 'path' in artifact.install;
-      const path = binary ? `install/release/${artifact.url.slice(base.length + 1)}` : `install/${artifact.name}-${os}-${releaseArch(arch)}.tar.gz`;
+      const exe = os === 'windows' ? '.exe' : '';
+      const path = binary ? `install/release/${version}/bin/${os}/${releaseArch(arch)}/${artifact.name}${exe}` : `install/${artifact.name}-${os}-${releaseArch(arch)}.tar.gz`;
       const point = () => {
+        // The bundle holds every binary in the release's layout: its own sources are no longer needed.
         install.baseUrl = 'install/release';
+        delete install.urls;
         if (artifact.name === 'crictl' && install.crictl) install.crictl = { version: install.crictl.version, url: 'install/crictl-{os}-{arch}.tar.gz' };
         if (artifact.name === 'cni-plugins' && install.cniPlugins) install.cniPlugins = { version: install.cniPlugins.version, url: 'install/cni-plugins-{os}-{arch}.tar.gz' };
       };

@@ -61,9 +61,9 @@ export function artifacts(install: InstallSpec, version: string, arch: string, d
   const wanted = KUBERNETES_BINARIES.filter((b) => install.binaries.includes(b));
   const list: Artifact[] = wanted.map((name: KubernetesBinary) => ({
     name,
-    url: `${base}/${version}/bin/${os}/${a}/${name}${exe}`,
+    url: install.urls?.[name]?.replace(ARCH_MARK, a).replace(OS_MARK, os) ?? `${base}/${version}/bin/${os}/${a}/${name}${exe}`,
     ...(install.sha256?.[name] ? { sha256: install.sha256[name] } : {}),
-    field: install.sha256?.[name] ? `spec.kubernetes.install.sha256.${name}` : 'spec.kubernetes.install.baseUrl',
+    field: install.sha256?.[name] ? `spec.kubernetes.install.sha256.${name}` : install.urls?.[name] ? `spec.kubernetes.install.urls.${name}` : 'spec.kubernetes.install.baseUrl',
     install: { path: inFolder(directory, `${name}${exe}`, os) },
   }));
   if (install.crictl) {

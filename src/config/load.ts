@@ -175,6 +175,8 @@ function sourcesOf(spec: unknown): [string, Record<string, unknown>, string][] {
     // The release's base is a folder of its layout (BASE/VERSION/bin/...), resolved like a file.
     out.push(['spec.kubernetes.install.baseUrl', install, 'baseUrl']);
     for (const piece of ['crictl', 'cniPlugins']) if (isPlainObject(install[piece])) out.push([`spec.kubernetes.install.${piece}.url`, install[piece], 'url']);
+    const urls = install.urls;
+    if (isPlainObject(urls)) for (const name of Object.keys(urls)) out.push([`spec.kubernetes.install.urls.${name}`, urls, name]);
     if (Array.isArray(install.images)) install.images.forEach((image, i) => isPlainObject(image) && out.push([`spec.kubernetes.install.images[${i}].url`, image, 'url']));
   }
   return out;

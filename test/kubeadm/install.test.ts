@@ -150,6 +150,22 @@ describe('spec.kubernetes.install', () => {
     for (const [name, bytes] of Object.entries(BINARIES)) expect(readFileSync(join(m.root, 'usr/local/bin', name))).toEqual(bytes);
   });
 
+  it('takes a binary from a source of its own (a file on this machine), with the sha256 beside it', async () => {
+    const m = machine({ crictl: undefined, cniPlugins: undefined });
+    const local = join(m.dir, 'kubelet-patched');
+    const bytes = Buffer.from('#!/bin/sh\necho a patched kubelet\n');
+    writeFileSync(local, bytes);
+    writeFileSync(`${local}.sha256`, `${sha(bytes)}  kubelet-patched\n`);
+    writeFileSync(m.config, readFileSync(m.config, 'utf8').replace('    install:\n', `    install:\n      urls: { kubelet: "file://${local}" }\n`));
+    const asked = server.requests.length;
+    const plan = await run(m, ['plan']);
+    expect(plan.stdout).toContain(`create /usr/local/bin/kubelet (kubelet ${VERSION} from file:${local} (sha256 ${sha(bytes).slice(0, 12)}...)`);
+    const init = await run(m, ['init']);
+    expect(init.code, init.stderr).toBe(0);
+    expect(readFileSync(join(m.root, 'usr/local/bin/kubelet'))).toEqual(bytes);
+    expect(server.requests.slice(asked).map((r) => r.url).filter((u) => u.includes('kubelet'))).toEqual([]);
+  });
+
   it('refuses a binary whose sha256 does not match (exit 3), installing nothing', async () => {
     const m = machine({ sha256: { kubelet: 'f'.repeat(64) } });
     const init = await run(m, ['init']);

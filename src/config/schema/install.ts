@@ -16,7 +16,7 @@ const archive = (what: string, version: string, url: string, field: string) =>
   optional(
     object({
       version: releaseVersion(what, version),
-      url: optional(sourceUrl({ description: `the archive, {arch} standing for amd64 or arm64 (default: the project's release on GitHub, ${url})`, example: `https://mirror.example/${field}-{arch}.tar.gz` })),
+      url: optional(sourceUrl({ description: `the archive, {arch} and {os} standing for the machine's (amd64 or arm64, linux or windows; default: the project's release on GitHub, ${url})`, example: `https://mirror.example/${field}-{arch}.tar.gz` })),
       sha256: optional(sha256('the archive\'s sha256 (default: read from URL.sha256, which is integrity, not authenticity)')),
     }),
     { description: `${what}, from its release archive`, example: { version } },
@@ -31,6 +31,14 @@ export const installSection = object(
     binaries: withDefault(
       array(enumOf(KUBERNETES_BINARIES), { unique: true, description: 'which of kubeadm, kubelet and kubectl to install (the kubelet comes with its systemd unit; none, for images alone on an image that has them)', example: ['kubeadm', 'kubelet'] }),
       [...KUBERNETES_BINARIES],
+    ),
+    urls: optional(
+      object({
+        kubeadm: optional(sourceUrl({ description: 'where kubeadm comes from instead of BASE/VERSION/bin/OS/ARCH/kubeadm ({arch} and {os} stand for the machine\'s)', example: 'https://mirror.example/k8s/{os}/{arch}/kubeadm' })),
+        kubelet: optional(sourceUrl({ description: 'where the kubelet comes from instead of the release layout', example: 'https://mirror.example/k8s/{os}/{arch}/kubelet' })),
+        kubectl: optional(sourceUrl({ description: 'where kubectl comes from instead of the release layout', example: 'https://mirror.example/k8s/{os}/{arch}/kubectl' })),
+      }),
+      { description: 'a source of its own for a binary (a file on this machine, another mirror); its sha256 is pinned under sha256 or read from URL.sha256', example: { kubelet: 'file:///opt/images/kubelet' } },
     ),
     sha256: optional(
       object({ kubeadm: optional(sha256('kubeadm\'s sha256')), kubelet: optional(sha256('the kubelet\'s sha256')), kubectl: optional(sha256('kubectl\'s sha256')) }),
