@@ -6,8 +6,9 @@ import { referenceKind, type SecretReference, type SecretSource } from './schema
 import { ConfigError } from '../errors.ts';
 import { REDACTED } from '../redaction.ts';
 import { SecretScrubber } from './secret-scrubber.ts';
-import { MAX_SECRET_FILE_BYTES } from './secret-sources/limits.ts';
+import { MAX_SECRET_FILE_BYTES, OFFLINE_HINT } from './secret-sources/limits.ts';
 import type { SecretRead } from './secret-sources/read.ts';
+import { describeSecretSource } from './secret-description.ts';
 
 export { REDACTED, SecretScrubber, MAX_SECRET_FILE_BYTES };
 
@@ -35,6 +36,8 @@ export async function resolveSecret(source: SecretSource, host: ConfigHost, fiel
   if (typeof source === 'string') value = source;
   else if (readAtStart(source)) value = await readLocal(source.valueFrom, read);
   else {
+    // One refusal for every source that needs the network, before any of them is asked.
+    if (host.offline && secretNeedsNetwork(source)) throw new ConfigError([{ path: field, message: `is read from ${describeSecretSource(source, host.fs.platform)}, which machineadm cannot reach with --offline`, hint: OFFLINE_HINT }]);
     const cache = remembered.get(host) ?? new Map<string, string>();
     remembered.set(host, cache);
     const key = JSON.stringify([source.valueFrom, read.exact]);

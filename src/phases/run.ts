@@ -9,6 +9,7 @@ import type { MachineConfig } from '../config/schema/index.ts';
 import { SecretScrubber, secretNeedsNetwork } from '../config/secrets.ts';
 import { secretFields } from '../config/redact.ts';
 import { describeSecretSource } from '../config/secret-description.ts';
+import { OFFLINE_HINT } from '../config/secret-sources/limits.ts';
 import { EventBus, type MachineIdentity } from '../engine/events.ts';
 import { attachConsole, isDataMode, renderResultSummary, type ConsoleMode, type SpinnerFactory } from '../report/console.ts';
 import { machineIdentity, registerConfigSecrets, resolveEndpoints, type ResolvedEndpoint } from '../report/endpoints.ts';
@@ -142,7 +143,7 @@ async function refuseBeforeChange(request: Omit<RunRequest, 'console'>, input: R
   // A secret read over the network cannot be had offline: refused now, not by its step mid-run.
   if (request.host.offline) {
     for (const { field, source } of secretFields(request.config).filter((s) => secretNeedsNetwork(s.source))) {
-      issues.push({ path: field, message: `is read from ${describeSecretSource(source, input.facts.os)}, which needs the network: refused with --offline`, hint: 'give it as a file, a variable or an age envelope on the machine for an offline run' });
+      issues.push({ path: field, message: `is read from ${describeSecretSource(source, input.facts.os)}, which needs the network: refused with --offline`, hint: OFFLINE_HINT });
     }
   }
   const endpoints = await resolveEndpoints(request.config, request.host, secrets).catch(collect);

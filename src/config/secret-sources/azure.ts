@@ -22,7 +22,6 @@ const tokens = new WeakMap<ConfigHost, Map<string, Token>>();
 /** The secret's value, from the vault the reference (or the VM's tag) names, as the VM's managed identity. */
 export async function readAzureKeyVault(reference: AzureKeyVaultReference, read: SecretRead): Promise<string> {
   const { name, version } = reference;
-  if (read.host.offline) throw secretRefused(read, `secret ${name} is read from ${KEY_VAULT}, which machineadm cannot reach with --offline`, 'give the value as a file or an age envelope on the machine for an offline run');
   const ca = await readCaFile(read, reference.caFile);
   const vault = vaultUrl(read, reference.vault ?? (await vaultFromTag(read)));
   const resource = audience(vault);

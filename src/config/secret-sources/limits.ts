@@ -10,3 +10,6 @@ export const DEFAULT_AGE_IDENTITY = { linux: '/etc/machineadm/age-identity.txt',
 export function ageIdentityPath(reference: { identity?: string | undefined }, platform: 'linux' | 'windows'): string {
   return reference.identity ?? DEFAULT_AGE_IDENTITY[platform];
 }
+
+/** What to do about a secret read over the network in an offline run. */
+export const OFFLINE_HINT = 'give the value as a file or an age envelope on the machine for an offline run';

@@ -5,7 +5,7 @@
 import type { ConfigHost } from '../../host/config-host.ts';
 import { HttpError, httpRequest, retryDelayMs, parseRetryAfter, type HttpResponse, type HttpTimeouts, type RetryPolicy } from '../../host/http.ts';
 import { ConfigError, ExitCode, MachineadmError } from '../../errors.ts';
-import { MAX_SECRET_FILE_BYTES } from './limits.ts';
+import { MAX_SECRET_FILE_BYTES, OFFLINE_HINT } from './limits.ts';
 
 export interface SecretRead {
   host: ConfigHost;
@@ -98,7 +98,7 @@ export async function storeRequest(read: SecretRead, request: StoreRequest): Pro
       verdict = request.judge(answer);
     } catch (error) {
       if (!(error instanceof HttpError)) throw error;
-      if (error.reason === 'offline') throw secretRefused(read, `is read from ${request.service}, which machineadm cannot reach with --offline`, 'give the value as a file or an age envelope on the machine for an offline run');
+      if (error.reason === 'offline') throw secretRefused(read, `is read from ${request.service}, which machineadm cannot reach with --offline`, OFFLINE_HINT);
       if (error.reason === 'tls') throw new SecretUnavailableError(read, `${request.service}: ${error.message}`, { hint: 'check the endpoint, or give its CA as caFile', cause: error });
       verdict = { retry: error.message };
     }
