@@ -60,7 +60,6 @@ function describeContent(before: Buffer | undefined, after: Buffer, desired: Des
   return unifiedDiff(before?.toString('utf8') ?? '', after.toString('utf8'), { label: desired.path });
 }
 
-/** What would change for one file; throws (naming the field) for a target that must not be written. */
 /**
  * What is at a target path now, refusing what machineadm never writes through or over: a link
  * planted at the target, a directory or device, a path that leaves the root through a link.
@@ -76,6 +75,7 @@ export async function inspectTarget(fs: RootedFileSystem, path: string): Promise
   return info;
 }
 
+/** What would change for one file; throws (naming the field) for a target that must not be written. */
 export async function inspectFile(fs: RootedFileSystem, desired: DesiredFile, isRoot: boolean): Promise<FileState> {
   try {
     const info = await inspectTarget(fs, desired.path);

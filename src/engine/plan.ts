@@ -3,7 +3,7 @@
 // leftovers of a killed run removed before the next one starts.
 import type { Host, Facts } from '../host/index.ts';
 import { worstResult, type Result } from './events.ts';
-import { ConfigError, StepError, UsageError, type ConfigIssue } from '../errors.ts';
+import { ConfigError, ExitCode, MachineadmError, StepError, UsageError, type ConfigIssue } from '../errors.ts';
 import type { Phase, PhaseName } from './step.ts';
 import { selectSteps } from './select.ts';
 import type { Plan, PlannedStatus, RunnerInput } from './runner-input.ts';
@@ -71,8 +71,15 @@ export async function preflightRun(input: RunnerInput): Promise<void> {
   }
   const needs: string[] = [];
   for (const s of steps) {
-    // A check that fails here fails again, with its own message, when the step runs.
-    const check = await s.step.check(contextFor(input, state, s.fullId, true, { failed: false, phases: [] })).catch(() => undefined);
+    // A check that refuses its input or the machine as it is (a link where a folder must be, a
+    // version kubeadm no longer knows) refuses the run before its first change, as plan does.
+    // Any other failure happens again, with its own message, when the step runs.
+    const check = await s.step.check(contextFor(input, state, s.fullId, true, { failed: false, phases: [] })).catch((error: unknown) => {
+      if (refusedBy.has(s.fullId)) return undefined;
+      if (error instanceof ConfigError) issues.push(...error.issues);
+      else if (error instanceof MachineadmError && error.exitCode === ExitCode.usage) issues.push({ path: '', message: `step ${s.fullId} would refuse: ${error.message}`, ...(error.hint ? { hint: error.hint } : {}), refused: true });
+      return undefined;
+    });
     if (!check || check.done || check.skipReason) continue;
     if (!refusedBy.has(s.fullId)) {
       for (const c of check.changes.filter((c) => c.action === 'refuse')) issues.push({ path: '', message: `step ${s.fullId} would refuse ${c.target}${c.detail ? `: ${c.detail}` : ''}`, refused: true });
@@ -85,6 +92,28 @@ export async function preflightRun(input: RunnerInput): Promise<void> {
       hint: 'put those files on the machine beforehand (their sha256 is checked), or run without --offline',
     });
   }
+}
+
+/**
+ * Refuses, as a step's check would, a path the run itself writes outside every step (the run
+ * directory, what a killed run left) that leads out of the root through a link: found before the
+ * first change, by plan as by the run.
+ */
+export async function refuseRunPaths(host: Host, facts: Facts, phases: readonly Phase[], runDir: string): Promise<ConfigIssue[]> {
+  if (host.fs.platform !== facts.os) return [];
+  const paths = [runDir, ...phases.flatMap((p) => p.steps).flatMap((step) => step.leftovers?.(facts) ?? [])];
+  const issues: ConfigIssue[] = [];
+  const refused: string[] = [];
+  // Shortest first: one link refused once, not once for every path below it.
+  for (const path of [...new Set(paths)].sort((a, b) => a.length - b.length)) {
+    if (refused.some((r) => path.startsWith(r + (facts.os === 'windows' ? '\\' : '/')))) continue;
+    await host.fs.resolve(path).catch((error: unknown) => {
+      if (!(error instanceof UsageError)) throw error;
+      refused.push(path);
+      issues.push({ path: '', message: error.message, ...(error.hint ? { hint: error.hint } : {}), refused: true });
+    });
+  }
+  return issues;
 }
 
 /**

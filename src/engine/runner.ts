@@ -13,7 +13,7 @@ import { applicability, contextFor, interruption, errorInfo } from './step-conte
 
 export { DEFAULT_MAX_REBOOTS } from './state.ts';
 export type { Plan, PlannedStatus, PlannedStep, PhaseOutcome, RunnerInput, RunOutcome, StepOutcome } from './runner-input.ts';
-export { computePlan, preflightRun, removeLeftovers } from './plan.ts';
+export { computePlan, preflightRun, refuseRunPaths, removeLeftovers } from './plan.ts';
 
 /** Runs the selected steps of the phases in order, stopping at the first failure. */
 export async function runPhases(input: RunnerInput): Promise<RunOutcome> {

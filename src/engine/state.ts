@@ -94,6 +94,21 @@ export function whyNotWritable(error: unknown): string {
   return why ? `${why} (${code})` : (error as Error).message;
 }
 
+/** Less room than this in the state directory refuses a run before its first change: the records of what it writes, and copies of what it replaces, go there. */
+export const STATE_DIR_MIN_FREE_BYTES = 1024 * 1024;
+
+/** Why a run could not keep its records in the state directory, found before it changes anything; undefined when it can. */
+export async function stateDirUnusable(stateFs: RootedFileSystem): Promise<string | undefined> {
+  const room = await stateFs.writableRoom();
+  if ('error' in room) {
+    // A user without rights (plan as anyone) is not told what root could do: the run itself needs root.
+    if (['EACCES', 'EPERM'].includes(room.error.code ?? '') && process.getuid?.() !== 0) return undefined;
+    return whyNotWritable(room.error);
+  }
+  if (room.freeBytes < STATE_DIR_MIN_FREE_BYTES) return `its file system is full (${room.freeBytes} bytes free, a run needs ${STATE_DIR_MIN_FREE_BYTES})`;
+  return undefined;
+}
+
 export function emptyState(): MachineState {
   return { version: STATE_VERSION, steps: {}, runs: [] };
 }

@@ -4,7 +4,7 @@ import { finished } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { UsageError } from '../errors.ts';
 import type { Host } from './index.ts';
-import { appendChunk, DownloadError, freshCopy, writeFailed, type DownloadOptions, type DownloadResult } from './download-copy.ts';
+import { appendChunk, DownloadError, finishedCopy, freshCopy, writeFailed, type DownloadOptions, type DownloadResult } from './download-copy.ts';
 
 /**
  * A file on this machine (a file: URL, as an air-gapped bundle's configuration names its files)
@@ -41,5 +41,5 @@ export async function copyLocal(host: Host, options: Omit<DownloadOptions, 'urls
     await copy.pending.abort();
     throw error;
   }
-  return { pending: copy.pending, sha256: copy.hash.digest('hex'), bytes: copy.received, url: options.url, observer: copy.observer };
+  return { ...finishedCopy(copy), bytes: copy.received, url: options.url, observer: copy.observer };
 }

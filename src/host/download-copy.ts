@@ -73,6 +73,13 @@ export interface Copy {
   validator: string | undefined;
 }
 
+/** What a finished copy gives: its pending file, whose seal and commit keep the bytes' SHA-256 for reset (see written.ts). */
+export function finishedCopy(copy: Copy): { pending: PendingFile; sha256: string } {
+  const sha256 = copy.hash.digest('hex');
+  const { pending } = copy;
+  return { pending: { ...pending, seal: (content) => pending.seal(content ?? { sha256 }), commit: (content) => pending.commit(content ?? { sha256 }) }, sha256 };
+}
+
 export async function freshCopy(options: DownloadOptions): Promise<Copy> {
   const pending = await options.fs.openWrite(options.destination, options.write);
   // The stream only closes the file (the bytes are appended directly); an error it meets doing so

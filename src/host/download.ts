@@ -6,7 +6,7 @@ import { MachineadmError } from '../errors.ts';
 import type { Host } from './index.ts';
 import { displayUrl, isRetryableStatus } from './http.ts';
 import { receivedBytesCollector } from './socket-memory.ts';
-import { appendChunk, DownloadError, freshCopy, writeFailed, type Copy, type DownloadOptions, type DownloadResult } from './download-copy.ts';
+import { appendChunk, DownloadError, finishedCopy, freshCopy, writeFailed, type Copy, type DownloadOptions, type DownloadResult } from './download-copy.ts';
 import { assertOnline, Broken, describeNetworkError, failureHint, getFollowing, throwIfInterrupted } from './download-request.ts';
 
 /** Attempts per URL even when each one makes progress: a bound, not a retry policy. */
@@ -122,7 +122,7 @@ export async function download(host: Host, given: DownloadOptions): Promise<Down
           await finished(current.pending.stream).catch((error: unknown) => {
             throw writeFailed(options.destination, error);
           });
-          return { pending: current.pending, sha256: current.hash.digest('hex'), bytes: current.received, url: finalUrl, observer: current.observer };
+          return { ...finishedCopy(current), bytes: current.received, url: finalUrl, observer: current.observer };
         } catch (error) {
           if (!(error instanceof Broken)) throw error;
           stalled = current.received > before ? 0 : stalled + 1;

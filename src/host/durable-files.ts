@@ -4,6 +4,7 @@
 import { constants } from 'node:fs';
 import * as fsp from './fs-calls.ts';
 import * as nodePath from 'node:path';
+import { FileSystemError } from './fs-types.ts';
 
 /** Temporary files are named .<name><TEMP_MARK><random>, next to the file they become. */
 export const TEMP_MARK = '.machineadm-tmp-';
@@ -13,6 +14,17 @@ export const TEMP_MARK = '.machineadm-tmp-';
 // replaces an existing backup, which a rename would. Backup folders are 0700: a backup of a secret
 // is as secret as the file (copyFile keeps its mode too).
 export async function keepBackupOnce(real: string, backup: string, path: typeof nodePath.posix): Promise<void> {
+  await copyOnce(real, backup, path).catch((error: NodeJS.ErrnoException) => {
+    const why = ({ ENOSPC: 'its file system is full', EDQUOT: 'its file system quota is used up', EROFS: 'it is on a read-only file system' } as Record<string, string>)[error.code ?? ''];
+    if (!why) throw error;
+    throw new FileSystemError(`cannot keep the copy of ${real} that reset gives back in ${path.dirname(backup)}: ${why} (${error.code}); ${real} was not changed`, {
+      cause: error,
+      hint: 'free some space in the state directory (or give another with --state-dir DIR), then run again: steps already done are found done',
+    });
+  });
+}
+
+async function copyOnce(real: string, backup: string, path: typeof nodePath.posix): Promise<void> {
   const dir = path.dirname(backup);
   await removeStaleTemporaries(dir, path.basename(backup));
   if (await fsp.lstat(backup).then(() => true, () => false)) return;

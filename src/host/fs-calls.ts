@@ -28,6 +28,8 @@ function now<T>(work: () => T): Promise<T> {
 // The native one, as node:fs/promises' is: fs.realpath walks the path in JavaScript, one lstat at a time.
 export const realpath = (path: string): Promise<string> => now(() => fs.realpathSync.native(path));
 export const lstat = (path: string): Promise<fs.Stats> => now(() => fs.lstatSync(path));
+export const writable = (path: string): Promise<void> => now(() => fs.accessSync(path, fs.constants.W_OK));
+export const statfs = (path: string): Promise<fs.StatsFs> => now(() => fs.statfsSync(path));
 export const stat = (path: string): Promise<fs.Stats> => now(() => fs.statSync(path));
 /**
  * A path that may well not be there (a folder a write will make, a tool looked for on PATH): its

@@ -61,11 +61,15 @@ export interface PendingFile {
   appendSync(bytes: Uint8Array): void;
   /**
    * Everything that can fail before the rename: finish writing, fsync, mode, owner, the backup.
-   * Several files are placed all or none by sealing every one before committing any.
+   * Several files are placed all or none by sealing every one before committing any. `content`
+   * as for commit().
    */
-  seal(): Promise<void>;
-  /** seal() if not done, then rename into place. */
-  commit(): Promise<void>;
+  seal(content?: { sha256: string }): Promise<void>;
+  /**
+   * seal() if not done, then rename into place. `content`: the SHA-256 of the bytes written, as the
+   * writer computed it (a download checks it anyway), kept for reset (see written.ts).
+   */
+  commit(content?: { sha256: string }): Promise<void>;
   /** Remove the temporary file, and the folders made for it when they are empty; the path is untouched. */
   abort(): Promise<void>;
 }

@@ -11,7 +11,7 @@ import * as fsp from './fs-calls.ts';
 import * as nodePath from 'node:path';
 import { once } from 'node:events';
 import { processRuns } from './process-runs.ts';
-import { fingerprintOf, type WrittenRecord } from './written.ts';
+import { fingerprintOf, sha256Of, type WrittenRecord } from './written.ts';
 import { RecordingFileSystem } from './reset-records.ts';
 import { FileSystemError, type Owner, type PendingFile, type WriteOptions } from './fs-types.ts';
 import { removeEmptyFolders, removeStaleTemporaries, syncDirectory, TEMP_MARK, TEMP_WRITER, temporaryName, keepBackupOnce } from './durable-files.ts';
@@ -78,7 +78,7 @@ export class RootedFileSystem extends RecordingFileSystem {
       const handle = fsp.openAtOnce(target.temp, 'wx', target.mode);
       try {
         writeAllSync(handle.fd, bytes);
-        await this.sealTemporary(target, handle);
+        await this.sealTemporary(target, handle, target.record ? sha256Of(bytes) : undefined);
       } finally {
         handle.closeNow();
       }
@@ -96,7 +96,7 @@ export class RootedFileSystem extends RecordingFileSystem {
         pending.stream.once('error', reject);
         pending.stream.end(data, () => resolve());
       });
-      await pending.commit();
+      await pending.commit({ sha256: sha256Of(data) });
     } catch (error) {
       await pending.abort();
       throw error;
@@ -146,10 +146,10 @@ export class RootedFileSystem extends RecordingFileSystem {
    * them is written (both are on disk before the rename; neither needs the other first), the mode
    * and owner, the backup of the file replaced.
    */
-  private async sealTemporary(target: WriteTarget, handle: fsp.FileHandle): Promise<void> {
+  private async sealTemporary(target: WriteTarget, handle: fsp.FileHandle, sha256: string | undefined): Promise<void> {
     const { record, temp } = target;
     const records = this.written;
-    const recorded = record && records ? fsp.lstat(temp).then((st) => records.write({ ...record, written: [...record.written, fingerprintOf(st)] })) : undefined;
+    const recorded = record && records ? fsp.lstat(temp).then((st) => records.write({ ...record, written: [...record.written, fingerprintOf(st, sha256)] })) : undefined;
     recorded?.catch(() => undefined);
     if (target.durable) await handle.sync();
     // The file was created with the mode, less the umask.
@@ -208,7 +208,7 @@ export class RootedFileSystem extends RecordingFileSystem {
       flusher = undefined;
       await handle?.then((h) => h.close(), () => undefined);
     };
-    const seal = async (): Promise<void> => {
+    const seal = async (content?: { sha256: string }): Promise<void> => {
       if (sealed) return;
       if (!stream.writableEnded) stream.end();
       // Loaded here, by the commands that write: node:stream/promises loads all of Node's streams.
@@ -222,7 +222,7 @@ export class RootedFileSystem extends RecordingFileSystem {
       const handle = flusher ? await flusher : await fsp.open(temp, 'r+');
       flusher = undefined;
       try {
-        await this.sealTemporary(target, handle);
+        await this.sealTemporary(target, handle, content?.sha256);
       } finally {
         await handle.close();
       }
@@ -238,8 +238,8 @@ export class RootedFileSystem extends RecordingFileSystem {
         writeBehind();
       },
       seal,
-      commit: async () => {
-        await seal();
+      commit: async (content) => {
+        await seal(content);
         await this.place(target);
         done = true;
       },
@@ -339,7 +339,7 @@ export class RootedFileSystem extends RecordingFileSystem {
       const st = await fsp.lstatIfAny(real).catch(() => undefined);
       const record = await this.recordFirstTouch(machinePath, st);
       // Only the attributes change: the bytes there are as machineadm leaves them.
-      if (record && st?.isFile() && record.written.length === 0 && this.written) await this.written.write({ ...record, written: [fingerprintOf(st)] });
+      if (record && st?.isFile() && record.written.length === 0 && this.written) await this.written.write({ ...record, written: [fingerprintOf(st, await this.contentSha256(machinePath))] });
     }
     if (options.mode !== undefined) await fsp.chmod(real, options.mode);
     if (options.owner !== undefined && isRootUser()) {

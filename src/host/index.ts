@@ -141,5 +141,5 @@ export { BlockDevices, parseMountInfo, type DeviceAccess, type BlockDevice, type
 export { ProcessRunner, type RunOptions, type RunResult, tail } from './exec.ts';
 export type { ResumeRegistration } from './resume.ts';
 export type { WrittenRecord, Fingerprint, Attributes } from './written.ts';
-export { sameFingerprint } from './written.ts';
+export { holdsWritten } from './written.ts';
 export { archiveDirectory, archivedName } from './archive.ts';

@@ -51,13 +51,21 @@ export class RecordingFileSystem extends RootedReader {
     const st = await fsp.lstatIfAny(real).catch(() => undefined);
     const record = await this.recordFirstTouch(machinePath, st);
     if (!st || !record) return;
-    await this.written.write({ ...record, written: [...record.written, fingerprintOf(st)] });
+    await this.written.write({ ...record, written: [...record.written, fingerprintOf(st, await this.contentSha256(machinePath))] });
   }
 
-  /** The fingerprint of the file at a machine path now, or undefined when there is no regular file. */
-  async fingerprint(machinePath: string): Promise<Fingerprint | undefined> {
+  /** The fingerprint of the file at a machine path now, with its bytes' SHA-256, or undefined when there is no regular file. */
+  async fingerprint(machinePath: string): Promise<(Fingerprint & { sha256: string }) | undefined> {
     const st = await fsp.lstatIfAny(await this.resolve(machinePath)).catch(() => undefined);
-    return st?.isFile() ? fingerprintOf(st) : undefined;
+    if (!st?.isFile()) return undefined;
+    return { ...fingerprintOf(st, undefined), sha256: await this.contentSha256(machinePath) };
+  }
+
+  /** The SHA-256 of a machine file's bytes, read block by block (a binary may be large). */
+  async contentSha256(machinePath: string): Promise<string> {
+    const hash = process.getBuiltinModule('node:crypto').createHash('sha256');
+    for await (const block of this.readBlocks(machinePath)) hash.update(block);
+    return hash.digest('hex');
   }
 
   /** The bytes machineadm kept of a machine path before it first replaced them, if any. */

@@ -110,6 +110,23 @@ export class RootedPaths {
     );
   }
 
+  /**
+   * Whether this root could be written into now, asked of the deepest folder of it that exists:
+   * the error a write would meet there (EROFS, EACCES), else the bytes free for this process.
+   */
+  async writableRoom(): Promise<{ error: NodeJS.ErrnoException } | { freeBytes: number }> {
+    let probe = this.root;
+    while (!(await fsp.lstatIfAny(probe).catch(() => undefined)) && this.path.dirname(probe) !== probe) probe = this.path.dirname(probe);
+    try {
+      await fsp.writable(probe);
+      const st = await fsp.statfs(probe);
+      // root may write into the blocks kept back for it.
+      return { freeBytes: (process.getuid?.() === 0 ? st.bfree : st.bavail) * st.bsize };
+    } catch (error) {
+      return { error: error as NodeJS.ErrnoException };
+    }
+  }
+
   async exists(machinePath: string): Promise<boolean> {
     return (await this.stat(machinePath)) !== undefined;
   }

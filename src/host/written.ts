@@ -19,12 +19,19 @@
 import * as nodePath from 'node:path';
 import * as fsp from './fs-calls.ts';
 import { processRuns } from './process-runs.ts';
+import { temporaryName } from './durable-files.ts';
 
-/** What identifies the bytes machineadm put at a path: the inode its rename brought, with size and time. */
+/**
+ * What identifies the bytes machineadm put at a path: their SHA-256, and the inode its rename
+ * brought with size and time. reset compares the content when the hash is there (a touch that
+ * keeps the bytes is still machineadm's; an edit with its time put back is not); records of
+ * earlier versions have only the inode, size and time.
+ */
 export interface Fingerprint {
   ino: number;
   size: number;
   mtimeMs: number;
+  sha256?: string;
 }
 
 export interface Attributes {
@@ -72,12 +79,21 @@ export function recordName(machinePath: string): string {
   return `~${process.getBuiltinModule('node:crypto').createHash('sha256').update(machinePath).digest('hex')}`;
 }
 
-export function fingerprintOf(st: { ino: number; size: number; mtimeMs: number }): Fingerprint {
-  return { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
+export function fingerprintOf(st: { ino: number; size: number; mtimeMs: number }, sha256: string | undefined): Fingerprint {
+  return { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ...(sha256 ? { sha256 } : {}) };
 }
 
-export function sameFingerprint(a: Fingerprint, b: Fingerprint): boolean {
-  return a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs;
+/**
+ * Whether the file now at a path (its stat, its bytes' SHA-256) holds what `written` recorded: by
+ * content when the record has its hash, else (an earlier version's record) by inode, size and time.
+ */
+export function holdsWritten(written: Fingerprint, now: Fingerprint & { sha256: string }): boolean {
+  if (written.sha256 !== undefined) return written.sha256 === now.sha256;
+  return written.ino === now.ino && written.size === now.size && written.mtimeMs === now.mtimeMs;
+}
+
+export function sha256Of(bytes: Uint8Array): string {
+  return process.getBuiltinModule('node:crypto').createHash('sha256').update(bytes).digest('hex');
 }
 
 /** The record store: `dir` is a real path (the state directory's written/). */
@@ -119,18 +135,23 @@ export class WrittenRecords {
     const real = this.recordPath(record.path);
     const dir = this.dir;
     await this.clearedOnce(dir);
-    // Named as every temporary file machineadm writes (fs.ts's temporaryName).
-    const temp = this.path.join(dir, `.${this.path.basename(real)}.machineadm-tmp-${process.pid}-${process.getBuiltinModule('node:crypto').randomBytes(6).toString('hex')}`);
-    await fsp.writeFile(temp, JSON.stringify({ ...record, written: record.written.slice(-KEPT) }) + '\n', { mode: 0o600 });
-    if (!options.beforeFolders) {
-      const handle = fsp.openAtOnce(temp, 'r');
-      try {
-        await handle.sync();
-      } finally {
-        handle.closeNow();
+    const temp = this.path.join(dir, temporaryName(this.path.basename(real)));
+    try {
+      await fsp.writeFile(temp, JSON.stringify({ ...record, written: record.written.slice(-KEPT) }) + '\n', { mode: 0o600 });
+      if (!options.beforeFolders) {
+        const handle = fsp.openAtOnce(temp, 'r');
+        try {
+          await handle.sync();
+        } finally {
+          handle.closeNow();
+        }
       }
+      await fsp.rename(temp, real);
+    } catch (error) {
+      // A full file system fails the write after the file was made: no empty record left behind.
+      await fsp.rm(temp, { force: true }).catch(() => undefined);
+      throw error;
     }
-    await fsp.rename(temp, real);
     if (!options.beforeFolders) await this.onRename(dir);
     // The record in an earlier version's place goes once this one holds what it held.
     const earlier = this.earlierPath(record.path);

@@ -14,14 +14,14 @@ import { EventBus, type MachineIdentity } from '../engine/events.ts';
 import { attachConsole, isDataMode, renderResultSummary, type ConsoleMode, type SpinnerFactory } from '../report/console.ts';
 import { machineIdentity, registerConfigSecrets, resolveEndpoints, type ResolvedEndpoint } from '../report/endpoints.ts';
 import { openReporting, type ReportingResult } from '../report/session.ts';
-import { resultFilesOf, type RunResultDocument } from '../report/outcome.ts';
+import { resultFilesOf, runFilesOf, type RunResultDocument } from '../report/outcome.ts';
 import { ConfigError, ExitCode, InterruptedError, MachineadmError, RebootRequiredError, RunLockedError, type ConfigIssue } from '../errors.ts';
 import { ALL_PHASES, phasesNamed } from './registry.ts';
 import { resetPhase } from './reset.ts';
-import { computePlan, preflightRun, removeLeftovers, runPhases, type Plan, type RunnerInput, type RunOutcome } from '../engine/runner.ts';
+import { computePlan, preflightRun, refuseRunPaths, removeLeftovers, runPhases, type Plan, type RunnerInput, type RunOutcome } from '../engine/runner.ts';
 import { selectSteps, type Selection } from '../engine/select.ts';
 import { protectedResume } from '../engine/resume-record.ts';
-import { StateStore, rebootedSince, whyNotWritable } from '../engine/state.ts';
+import { StateStore, rebootedSince, stateDirUnusable, whyNotWritable } from '../engine/state.ts';
 import type { Phase, PhaseName } from '../engine/step.ts';
 
 export type RunCommand = 'init' | 'prepare' | 'provision' | 'report' | 'reset';
@@ -149,6 +149,9 @@ async function refuseBeforeChange(request: Omit<RunRequest, 'console'>, input: R
   const endpoints = await resolveEndpoints(request.config, request.host, secrets).catch(collect);
   await registerConfigSecrets(request.config, request.host, secrets);
   await preflightRun(input).catch(collect);
+  issues.push(...(await refuseRunPaths(request.host, input.facts, [...ALL_PHASES, ...input.phases], runFilesOf(input.facts.os).dir)));
+  const stateDir = await stateDirUnusable(request.stateFs);
+  if (stateDir) issues.push({ path: '', message: `cannot use the state directory ${request.stateFs.mapPath('/')}: ${stateDir}`, hint: stateDirHint(stateDir), refused: true });
   if (issues.length) throw new ConfigError(issues);
   return endpoints ?? [];
 }
@@ -206,8 +209,12 @@ function stateDirError(stateFs: RootedFileSystem, error: unknown): MachineadmErr
   const code = (error as NodeJS.ErrnoException).code ?? '';
   return new MachineadmError(`cannot use the state directory ${stateFs.mapPath('/')}: ${whyNotWritable(error)}; nothing was changed`, ExitCode.usage, {
     cause: error,
-    hint: code === 'ENOSPC' || code === 'EDQUOT' ? 'free some space there, or give another state directory (--state-dir DIR)' : 'give a writable state directory (--state-dir DIR), or run as root',
+    hint: stateDirHint(code),
   });
+}
+
+function stateDirHint(why: string): string {
+  return /ENOSPC|EDQUOT|full/.test(why) ? 'free some space there, or give another state directory (--state-dir DIR)' : 'give a writable state directory (--state-dir DIR), or run as root';
 }
 
 export async function executeRun(request: RunRequest): Promise<RunReport> {

@@ -3,7 +3,8 @@
 // a file it replaced gets its first bytes, mode and owner back. A file that someone else changed
 // since machineadm wrote it is named and left alone unless --force (the plan and the preflight
 // refuse it: exit 2, nothing changed).
-import { sameFingerprint, type RootedFileSystem, type WrittenRecord } from '../host/index.ts';
+import { holdsWritten, type RootedFileSystem, type WrittenRecord } from '../host/index.ts';
+import { MachineadmError } from '../errors.ts';
 import type { Change, CheckResult, Step, StepContext } from '../engine/step.ts';
 import { unifiedDiff } from '../engine/diff.ts';
 import { formatMode } from '../engine/managed-file.ts';
@@ -21,6 +22,8 @@ interface Planned {
   changes: Change[];
   /** Prepare records exist but no record of files: state written by an older machineadm. */
   olderState: boolean;
+  /** Paths that are a link now: refused, whatever --force says. */
+  unreachable: string[];
 }
 
 const OLDER_STATE = 'this state directory has no records of the files machineadm wrote (an older machineadm made it): files cannot be told apart from the machine\'s own, so none is removed or restored; the copies it kept of replaced files stay in the archived state directory, under backup/';
@@ -51,7 +54,7 @@ function ownerMatters(ctx: StepContext): boolean {
 async function planFiles(ctx: StepContext, kept: readonly string[]): Promise<Planned> {
   const fs: RootedFileSystem = ctx.host.fs;
   const records = ((await fs.written?.all()) ?? []).filter((r) => !kept.includes(r.path));
-  const planned: Planned = { actions: [], folders: [], changes: [], olderState: false };
+  const planned: Planned = { actions: [], folders: [], changes: [], olderState: false, unreachable: [] };
   if (records.length === 0) {
     planned.olderState = ['prepare/files', 'prepare/sysctls/file', 'prepare/kernel-modules/file', 'prepare/containerd/config'].some((id) => ctx.recordOf(id) !== undefined);
     if (planned.olderState) planned.changes.push({ action: 'keep', target: 'files', detail: OLDER_STATE });
@@ -59,9 +62,22 @@ async function planFiles(ctx: StepContext, kept: readonly string[]): Promise<Pla
   }
   const removed = new Set<string>();
   for (const record of records) {
-    const info = await fs.stat(record.path).catch(() => undefined);
+    // A path that now leads out of the root through a link is not looked at, and not given back
+    // through it: named, and left for the operator to remove (--force does not follow it either).
+    const unreachable = await fs.stat(record.path).then(() => undefined, (error: unknown) => (error instanceof MachineadmError ? error : Promise.reject(error)));
+    if (unreachable) {
+      planned.unreachable.push(record.path);
+      planned.changes.push({ action: 'refuse', target: record.path, detail: `${unreachable.message}: reset does not follow it; remove the link (or what leads through it), then run reset again` });
+      continue;
+    }
+    const info = await fs.stat(record.path);
+    if (info?.kind === 'symlink') {
+      planned.unreachable.push(record.path);
+      planned.changes.push({ action: 'refuse', target: record.path, detail: 'is a symbolic link now, where machineadm wrote a file: reset does not follow it; remove the link, then run reset again' });
+      continue;
+    }
     const fingerprint = info?.kind === 'file' ? await fs.fingerprint(record.path) : undefined;
-    const ours = fingerprint !== undefined && record.written.some((w) => sameFingerprint(w, fingerprint));
+    const ours = fingerprint !== undefined && record.written.some((w) => holdsWritten(w, fingerprint));
     const current = info?.kind === 'file' ? await fs.readFile(record.path) : undefined;
     let action: Action | undefined;
     if (record.before === null) {
@@ -132,7 +148,7 @@ export function resetFilesStep(kept: (ctx: StepContext) => Promise<string[]> = a
     summary: 'give back every file machineadm wrote: created ones removed, replaced ones restored byte for byte with mode and owner',
     async check(ctx): Promise<CheckResult> {
       const planned = await planFiles(ctx, await kept(ctx));
-      const pending = planned.actions.length + planned.folders.length;
+      const pending = planned.actions.length + planned.folders.length + planned.unreachable.length;
       return { done: pending === 0 && !planned.olderState, changes: planned.changes };
     },
     async apply(ctx) {
@@ -163,7 +179,11 @@ export function resetFilesStep(kept: (ctx: StepContext) => Promise<string[]> = a
         if (!(await fs.removeFolderIfEmpty(folder))) ctx.log(`${folder}: left in place, something else is in it now`, 'warning');
       }
       const refused = planned.actions.filter((a) => a.changedByOthers && !ctx.options.force).map((a) => a.action.record.path);
-      if (refused.length) return { warning: `left as they are, changed since machineadm wrote them: ${refused.join(', ')} (--force gives them back)` };
+      const warnings = [
+        ...(refused.length ? [`left as they are, changed since machineadm wrote them: ${refused.join(', ')} (--force gives them back)`] : []),
+        ...(planned.unreachable.length ? [`left as they are, symbolic links now: ${planned.unreachable.join(', ')}`] : []),
+      ];
+      if (warnings.length) return { warning: warnings.join('; ') };
       if (planned.olderState) return { warning: OLDER_STATE };
       return {};
     },

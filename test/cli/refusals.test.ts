@@ -64,6 +64,43 @@ const refusals: Refusal[] = [
     code: 2,
     message: /spec\.files\[1\]\.path: path "\/opt\/x\.conf" resolves through a symbolic link/,
   },
+  // A folder machineadm writes into, made a link out of the root: the step's check refuses it,
+  // and so does the run before its first change (a step written earlier must not be).
+  {
+    by: 'prepare/sysctls/file',
+    what: 'sysctl.d as a symbolic link out of the root',
+    spec: (m) => (symlinkSync(m.dir, join(m.root, 'etc/sysctl.d')), { ...early, kernelModules: ['overlay'] }),
+    code: 2,
+    message: /spec\.sysctls: path "\/etc\/sysctl\.d\/90-machineadm\.conf" resolves through a symbolic link/,
+  },
+  {
+    by: 'prepare/containerd/hosts',
+    what: 'certs.d as a symbolic link out of the root',
+    spec: (m) => (mkdirSync(join(m.root, 'etc/containerd')), symlinkSync(m.dir, join(m.root, 'etc/containerd/certs.d')), { ...early, containerd: { registries: { 'docker.io': { mirrors: [{ url: 'https://mirror.example:5000' }] } } } }),
+    code: 2,
+    message: /path "\/etc\/containerd\/certs\.d\/docker\.io\/hosts\.toml" resolves through a symbolic link/,
+  },
+  {
+    by: 'prepare/containerd/proxy',
+    what: "containerd's drop-in folder as a symbolic link out of the root",
+    spec: (m) => (mkdirSync(join(m.root, 'etc/systemd/system'), { recursive: true }), symlinkSync(m.dir, join(m.root, 'etc/systemd/system/containerd.service.d')), { ...early, containerd: { proxy: { httpsProxy: 'http://proxy.example:3128' } } }),
+    code: 2,
+    message: /path "\/etc\/systemd\/system\/containerd\.service\.d\/[^"]+" resolves through a symbolic link/,
+  },
+  {
+    by: 'report/sentinel',
+    what: '/run/cluster-api as a symbolic link out of the root',
+    spec: (m) => (mkdirSync(join(m.root, 'run')), symlinkSync(m.dir, join(m.root, 'run/cluster-api')), { ...early, kubernetes: { ...worker, version: 'v1.31.2' } }),
+    code: 2,
+    message: /path "\/run\/cluster-api\/bootstrap-success\.complete" resolves through a symbolic link/,
+  },
+  {
+    by: 'the run',
+    what: 'its own /run/machineadm as a symbolic link out of the root',
+    spec: (m) => (mkdirSync(join(m.root, 'run')), symlinkSync(m.dir, join(m.root, 'run/machineadm')), early),
+    code: 2,
+    message: /path "\/run\/machineadm" resolves through a symbolic link to .*, outside the root/,
+  },
   {
     by: 'prepare/files',
     what: 'a local source whose sha256 is not the one given',

@@ -1,7 +1,8 @@
 // A file someone else changed since machineadm wrote it is named and not clobbered: reset's plan
 // shows the refusal, reset itself exits 2 before changing anything, and --force gives it back.
 // Older state (no records of written files) is said, not guessed at.
-import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.ts';
@@ -42,6 +43,72 @@ describe('reset and files changed by someone else', () => {
     expect(snapshot(root, ownReport)).toEqual(edited);
     expect(existsSync(state)).toBe(true);
 
+    const forced = await runCli(['reset', '--force', '--root', root, '--state-dir', state], { env: standin });
+    expect(forced.code, forced.stderr).toBe(0);
+    expect(snapshot(root, ownReport)).toEqual(before);
+  });
+
+  it('is told by its content, not its times: a touch that keeps the bytes is still machineadm\'s, and reset gives the machine back', async () => {
+    const { root, state, before } = await initialized();
+    for (const rel of ['etc/machineadm/motd', 'etc/containerd/config.toml']) {
+      const path = join(root, rel);
+      writeFileSync(path, readFileSync(path));
+      utimesSync(path, new Date('2030-01-01T00:00:00Z'), new Date('2030-01-01T00:00:00Z'));
+    }
+    const out = await runCli(['reset', '--root', root, '--state-dir', state], { env: standin });
+    expect(out.code, out.stderr).toBe(0);
+    expect(snapshot(root, ownReport)).toEqual(before);
+  });
+
+  it('is told by its content, not its times: an edit of the same size with its time put back is refused and named', async () => {
+    const { dir, root, state } = await initialized();
+    const rel = 'etc/machineadm/motd';
+    const path = join(root, rel);
+    const was = statSync(path);
+    const text = readFileSync(path, 'utf8');
+    // Same length, same inode (written in place), mtime set back to the nanosecond (touch -r): only the bytes tell.
+    const times = join(dir, 'times');
+    execFileSync('touch', ['-r', path, times]);
+    writeFileSync(path, text.replace('machineadm', 'MACHINEADM'), { flag: 'r+' });
+    execFileSync('touch', ['-r', times, path]);
+    expect(statSync(path)).toMatchObject({ ino: was.ino, size: was.size, mtimeMs: was.mtimeMs });
+    const edited = snapshot(root, ownReport);
+    const refused = await runCli(['reset', '--root', root, '--state-dir', state], { env: standin });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`step reset/files would refuse /${rel}: changed since machineadm wrote it`);
+    expect(snapshot(root, ownReport)).toEqual(edited);
+  });
+
+  it.each([
+    ['out of the root', (dir: string) => dir],
+    ['inside the root', () => '/etc/hostname'],
+  ])('a file machineadm wrote that is a symbolic link now (%s) is named and refused, also with --force, and nothing is followed', async (_, target) => {
+    const { dir, root, state } = await initialized();
+    const rel = 'etc/machineadm/motd';
+    rmSync(join(root, rel));
+    symlinkSync(target(dir), join(root, rel));
+    const edited = snapshot(root, ownReport);
+    for (const force of [[], ['--force']]) {
+      const refused = await runCli(['reset', ...force, '--root', root, '--state-dir', state], { env: standin });
+      expect(refused.code, refused.stderr).toBe(2);
+      expect(refused.stderr).toMatch(new RegExp(`step reset/files would refuse /${rel}: .*(symbolic link).*reset does not follow it`));
+      expect(snapshot(root, ownReport)).toEqual(edited);
+    }
+  });
+
+  it('a record an earlier version wrote (inode, size and time, no hash) is still told by them', async () => {
+    const { root, state, before } = await initialized();
+    const written = join(state, 'written');
+    for (const name of readdirSync(written)) {
+      const record = JSON.parse(readFileSync(join(written, name), 'utf8'));
+      record.written = record.written.map(({ sha256: _, ...rest }: Record<string, unknown>) => rest);
+      writeFileSync(join(written, name), JSON.stringify(record));
+    }
+    const edit = join(root, 'etc/machineadm/motd');
+    writeFileSync(edit, 'edited by an operator\n');
+    const refused = await runCli(['reset', '--root', root, '--state-dir', state], { env: standin });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('step reset/files would refuse /etc/machineadm/motd');
     const forced = await runCli(['reset', '--force', '--root', root, '--state-dir', state], { env: standin });
     expect(forced.code, forced.stderr).toBe(0);
     expect(snapshot(root, ownReport)).toEqual(before);

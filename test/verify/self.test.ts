@@ -47,10 +47,21 @@ describe('verify --self and requireSignedBinary from source', () => {
     expect((error as MachineadmError).hint).toMatch(hint);
   });
 
-  it('leaves plan alone: it changes nothing, so it does not need the check', async () => {
+  it('shows in plan and config validate --on-machine what init would refuse (exit 3), after the whole plan', async () => {
     writeFileSync(join(dir, 'plan.yaml'), CONFIG);
-    const run = await runCli(['plan', '-c', join(dir, 'plan.yaml'), '--root', join(dir, 'plan-root')], { cwd: dir });
-    expect(run.stderr).not.toContain('requireSignedBinary');
+    const root = join(dir, 'plan-root');
+    const plan = await runCli(['plan', '-c', join(dir, 'plan.yaml'), '--root', root], { cwd: dir });
+    expect(plan.stdout).toMatch(/to change/);
+    expect(plan.stderr).toContain('security.requireSignedBinary is true, but self-verification needs the packaged machineadm binary');
+    expect(plan.code).toBe(3);
+    const validate = await runCli(['config', 'validate', '--on-machine', '-c', join(dir, 'plan.yaml'), '--root', root], { cwd: dir });
+    expect(validate.stderr).toContain('security.requireSignedBinary is true');
+    expect(validate.code).toBe(3);
+    // Another machine's plan (--os) is not this binary's run: nothing to verify here.
+    const other = await runCli(['plan', '-c', join(dir, 'plan.yaml'), '--os', 'linux'], { cwd: dir });
+    expect(other.stderr).not.toContain('requireSignedBinary');
+    expect(other.code).toBe(0);
+    expect(existsSync(root)).toBe(false);
   });
 });
 

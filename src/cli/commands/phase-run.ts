@@ -159,11 +159,15 @@ export async function runPhaseCommand(command: PhaseCommand | 'plan-reset', opti
     // here (exit 2); a machine that cannot be read (its metadata service down) too (exit 6).
     const { config, resolved } = await resolveMachineValues(host, loaded.config, { given: { ...givenMachine, ...setValues }, otherMachine: givenFacts !== undefined });
     if (config.spec.security.offline && !options.offline) host = hostOptions(true, await facts);
-    if (config.spec.security.requireSignedBinary && !planning && !resetting) {
-      // Before anything changes: a binary that is not the signed release must not touch the machine.
+    // Before anything changes: a binary that is not the signed release must not touch the machine.
+    // A plan of this machine shows it as the run's refusal (exit 3), after the whole plan.
+    let unsigned: MachineadmError | undefined;
+    if (config.spec.security.requireSignedBinary && !resetting && !givenFacts) {
       // Loaded here: signature checking (tweetnacl, the verifier) is for a run that asks for it.
       const { requireSignedSelf } = await import('./trust-run.ts');
-      await requireSignedSelf(host, config.spec.security.releasePublicKey);
+      const verifying = requireSignedSelf(host, config.spec.security.releasePublicKey);
+      if (!planning) await verifying;
+      else unsigned = await verifying.then(() => undefined, (error: unknown) => { if (error instanceof MachineadmError) return error; throw error; });
     }
     const request = {
       command: command === 'plan' ? 'init' : command === 'plan-reset' ? 'reset' : command,
@@ -179,7 +183,9 @@ export async function runPhaseCommand(command: PhaseCommand | 'plan-reset', opti
       ...(resolved.length > 0 ? { machineValues: resolved } : {}),
     } as const;
     if (planning) {
-      const { plan, refusal } = await planRun(request, { otherMachine: givenFacts !== undefined });
+      const planned = await planRun(request, { otherMachine: givenFacts !== undefined });
+      const { plan } = planned;
+      const refusal = unsigned ?? planned.refusal;
       // The whole plan is shown, also when the run would refuse to start: then the refusal follows,
       // on stderr and in the JSON, and the plan exits with the run's code.
       if (options.validateOnly) {

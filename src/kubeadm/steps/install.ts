@@ -187,13 +187,13 @@ export const kubernetesInstallStep: Step = {
       for (const f of fetched) if (f.status === 'fulfilled') pending.push(...f.value.files);
       if (failed) throw failed.reason;
       for (const f of fetched) if (f.status === 'fulfilled' && f.value.archive) archives[f.value.archive.name] = f.value.archive;
-      for (const p of pending) await p.file.seal();
+      for (const p of pending) await p.file.seal({ sha256: p.sha256 });
     } catch (error) {
       for (const p of pending) await p.file.abort();
       await ctx.host.fs.remove(stageOf(ctx));
       throw error;
     }
-    for (const p of pending) await p.file.commit();
+    for (const p of pending) await p.file.commit({ sha256: p.sha256 });
     await ctx.host.fs.remove(stageOf(ctx));
     const installed = Object.fromEntries(pending.map((p) => [p.path, p.sha256]));
     return { record: recordOf(ctx, planned, previous(ctx), installed, archives) };
