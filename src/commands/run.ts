@@ -7,6 +7,7 @@ import type { Change, StepContext } from '../engine/step.ts';
 import type { CommandSpec } from '../config/schema/index.ts';
 import { secretSources } from '../config/redact.ts';
 import { CommandError, StepDetailsError } from '../errors.ts';
+import { windowsCommandLineProblem } from '../host/windows/quote.ts';
 
 /** Test and operations switch: under a scratch --root, run the commands (cwd the root, MACHINEADM_ROOT set) instead of skipping them. */
 export const COMMANDS_UNDER_ROOT_ENV = 'MACHINEADM_COMMANDS_UNDER_ROOT';
@@ -49,7 +50,13 @@ function displayArgv(argv: readonly string[]): string {
 
 /** The plan's lines: one "run" per command, with what runs and its timeout. */
 export function plannedChanges(list: CommandList, commands: readonly CommandSpec[], os: 'linux' | 'windows'): Change[] {
-  return commands.map((spec, i) => ({ action: 'run', target: label(list, i, spec), detail: `${displayArgv(commandArgv(spec, os))}, timeout ${spec.timeoutSeconds}s` }));
+  return commands.map((spec, i) => {
+    const argv = commandArgv(spec, os);
+    // Windows starts no process whose command line is longer: refused before the first change.
+    const tooLong = os === 'windows' ? windowsCommandLineProblem(argv) : undefined;
+    if (tooLong) return { action: 'refuse', target: label(list, i, spec), detail: `${tooLong}: Windows would not start it; put the work in a script file on the machine and run that` };
+    return { action: 'run', target: label(list, i, spec), detail: `${displayArgv(argv)}, timeout ${spec.timeoutSeconds}s` };
+  });
 }
 
 /** Why the commands do not run in this setting, if so (a scratch --root, another operating system). */

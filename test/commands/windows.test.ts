@@ -24,6 +24,19 @@ describe('spec.commands on Windows', () => {
     expect(out.stdout).toContain('run spec.commands.boot[1] ("C:\\\\Windows\\\\System32\\\\w32tm.exe" /resync, timeout 300s)');
   });
 
+  it('refuses before any change a line whose command line Windows would not start (over 32,766 characters), and takes one just under', async () => {
+    const dir = scratchDir('machineadm-win-commands-');
+    const config = join(dir, 'machine.yaml');
+    const prefix = 'powershell.exe -NoProfile -NonInteractive -Command '.length + 2;
+    const fits = `Write-Output '${'x'.repeat(32_766 - prefix - 'Write-Output \'\''.length)}'`;
+    writeFileSync(config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { commands: { boot: [{ shell: fits }, { name: 'long', shell: `${fits}x` }] } } }));
+    const out = await runCli(['plan', '-c', config, '--os', 'windows']);
+    expect(out.code, out.stderr).toBe(2);
+    expect(out.stdout).toContain('run spec.commands.boot[0] (powershell.exe');
+    expect(out.stdout).toContain('refuse spec.commands.boot[1] (long) (its command line would be 32767 characters, over the 32766 Windows allows: Windows would not start it');
+    expect(out.stderr).toContain('spec.commands.boot[1] (long)');
+  });
+
   it.skipIf('skip' in tools)('runs the line in PowerShell with those arguments and returns its exit code', async () => {
     const pwsh = (tools as { pwsh: string }).pwsh;
     const runner = new ProcessRunner();

@@ -47,7 +47,7 @@ describe('spec.domainJoin', () => {
     ['an OU that is not a distinguished name', `  domainJoin:\n    domain: corp.example\n    organizationalUnit: Nodes\n${CREDS}`, 6, 'spec.domainJoin.organizationalUnit', /is not valid/],
     ['no credentials and no offline blob', '  domainJoin:\n    domain: corp.example\n', undefined, 'spec.domainJoin.credentials', /is required/],
     ['a blob URL without sha256', '  domainJoin:\n    domain: corp.example\n    windows:\n      offlineBlob: { url: https://blobs.example/odj.txt }\n', undefined, 'spec.domainJoin.windows.offlineBlob.sha256', /is required with url/],
-    ['a blob from both a file and a URL', `  domainJoin:\n    domain: corp.example\n    windows:\n      offlineBlob: { file: /odj.txt, url: https://b.example/odj, sha256: ${'b'.repeat(64)} }\n`, 7, 'spec.domainJoin.windows.offlineBlob', /exactly one of file or url/],
+    ['a blob from both a file and a URL', `  domainJoin:\n    domain: corp.example\n    windows:\n      offlineBlob: { file: "C:\\\\odj.txt", url: https://b.example/odj, sha256: ${'b'.repeat(64)} }\n`, 7, 'spec.domainJoin.windows.offlineBlob', /exactly one of file or url/],
     ['an unknown membership tool', `  domainJoin:\n    domain: corp.example\n${CREDS}    linux: { tool: sssd }\n`, 7, 'spec.domainJoin.linux.tool', /is not one of "adcli", "realm"/],
     ['a relative keytab path', `  domainJoin:\n    domain: corp.example\n${CREDS}    linux: { keytab: krb5.keytab }\n`, 7, 'spec.domainJoin.linux.keytab', /is not valid/],
     ['both dnsServers and domainController', `  domainJoin:\n    domain: corp.example\n${CREDS}    dnsServers: [10.0.0.2]\n    domainController: dc1.corp.example\n`, 7, 'spec.domainJoin.dnsServers', /not used when domainController is given/],

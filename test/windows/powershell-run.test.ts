@@ -6,9 +6,10 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CommandError } from '../../src/errors.ts';
+import { CommandError, MachineadmError } from '../../src/errors.ts';
 import { ProcessRunner, type RunOptions, type RunResult } from '../../src/host/exec.ts';
-import { powershellRunner, type ScriptRunner } from '../../src/host/windows/powershell.ts';
+import { powershellArgv, powershellRunner, type ScriptRunner } from '../../src/host/windows/powershell.ts';
+import { windowsCommandLine } from '../../src/host/windows/quote.ts';
 import { windowsScripts, type WindowsScript } from '../../src/host/windows/scripts.ts';
 import { psLiteral } from '../../src/host/windows/quote.ts';
 import { findPowerShell, nativeToolsDir } from '../support/pwsh.ts';
@@ -93,6 +94,20 @@ function received(): { cmdlet: string; bound: Record<string, unknown> }[] {
 const JOIN = { domain: 'corp.example', user: 'CORP\\k8s-joiner', ouPath: 'OU=Nodes,DC=corp,DC=example', newName: 'NODE-01', server: 'dc1.corp.example' };
 // Non-ASCII and a quote: the hex on standard input must come back as these exact characters.
 const PASSWORD = 'pä$$w’rd "x" ünïcødé 🔑';
+
+describe('the command line of a Windows action', () => {
+  it('is refused, naming the action, when Windows would not start it (32,766 characters), and nothing is run', async () => {
+    // 8/3 characters of base64 a character of UTF-16 script: 12,000 characters fit, 12,300 do not.
+    const fits = powershellArgv({ action: 'small', text: 'x'.repeat(12_000) } as WindowsScript);
+    expect(windowsCommandLine(fits).length).toBeLessThanOrEqual(32_766);
+    const ran: string[][] = [];
+    const proc = { run: async (argv: string[]) => (ran.push(argv), { exitCode: 0, stdout: '{}', stderr: '' }) } as unknown as ProcessRunner;
+    const error = await powershellRunner(proc)({ action: 'big', text: 'x'.repeat(12_300) } as WindowsScript).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MachineadmError);
+    expect((error as Error).message).toMatch(/^Windows action big: its command line would be 32\d{3} characters, over the 32766 Windows allows \(a script of 12300 characters\); nothing was run$/);
+    expect(ran).toEqual([]);
+  });
+});
 
 describe.skipIf(skip)('Windows actions run by pwsh against declared cmdlets', () => {
   afterEach(() => rmSync(RECORD, { force: true }));

@@ -190,7 +190,7 @@ describe.each(EXAMPLES)('%s on the simulated Windows machine: init, then reset',
       'reset/windows/containerd-service: delete service containerd',
       expect.stringMatching(/^reset\/files: (delete [^;]+; )*delete [^;]+$/),
       // (A plan cannot count what kubeadm reset will empty: the kubelet's folders show in the run only.)
-      'reset/windows/private-paths: delete C:\\ProgramData\\containerd\\; delete C:\\var\\log\\kubelet\\; delete C:\\var\\log\\; restore ACL of C:\\k',
+      'reset/windows/private-paths: delete C:\\ProgramData\\containerd\\; delete C:\\var\\log\\csiproxy\\; delete C:\\var\\log\\kubelet\\; delete C:\\etc\\cni\\net.d\\; delete C:\\opt\\cni\\bin\\; delete C:\\var\\log\\; delete C:\\opt\\cni\\; delete C:\\etc\\cni\\; delete C:\\opt\\; restore ACL of C:\\k',
       'reset/restart: restart the machine',
     ]);
 

@@ -24,7 +24,35 @@ describe('spec.windows', () => {
     ['two agents differing only in case', { hostAgents: [agent, { ...agent, name: 'CSIProxy' }] }, /hostAgents\[1\]\.name: the same service name as hostAgents\[0\]/],
     ['a service name with a wildcard', { hostAgents: [{ ...agent, name: 'csi*' }] }, /hostAgents\[0\]\.name: .* is not valid/],
     ['a build that is not a number', { supportedBuilds: ['ltsc2022'] }, /supportedBuilds\[0\]/],
+    // What reaches a command line or a script must not break it.
+    ['a line break in a path', { kubeletPath: 'C:\\k\r\n\\kubelet.exe' }, /kubeletPath: "C:\\\\k\\r\\n\\\\kubelet\.exe" contains a control character/],
+    ['a NUL in an install path', { hostAgents: [{ ...agent, installPath: 'C:\\k\\csi\0proxy.exe' }] }, /hostAgents\[0\]\.installPath: .* contains a control character \(a line break, a tab or NUL\)/],
+    ['a NUL in an agent\'s argument', { hostAgents: [{ ...agent, args: ['-v=2', 'a\0b'] }] }, /hostAgents\[0\]\.args\[1\]: "a\\u0000b" holds a line break or NUL/],
+    ['a line break in an agent\'s argument', { hostAgents: [{ ...agent, args: ['-v=2\n-x'] }] }, /hostAgents\[0\]\.args\[0\]: .* holds a line break or NUL/],
+    ['a line break in an agent\'s display name', { hostAgents: [{ ...agent, displayName: 'CSI\r\nProxy' }] }, /hostAgents\[0\]\.displayName: .* holds a control character/],
+    ['a NUL in an agent\'s name', { hostAgents: [{ ...agent, name: 'csi\0proxy' }] }, /hostAgents\[0\]\.name: .* is not valid/],
+    // A binary SYSTEM runs, where another user could replace it: nowhere machineadm cannot lock.
+    ['an agent in a drive root', { hostAgents: [{ ...agent, installPath: 'C:\\csi-proxy.exe' }] }, /hostAgents\[0\]\.installPath: "C:\\\\csi-proxy\.exe" is in C:\\, a folder of Windows' own that other users may write into/],
+    ['an agent in C:\\Windows\\Temp', { hostAgents: [{ ...agent, installPath: 'C:\\Windows\\Temp\\csi-proxy.exe' }] }, /hostAgents\[0\]\.installPath: .* is in C:\\Windows\\Temp, a folder of Windows' own/],
+    ['an agent in C:\\Users\\Public', { hostAgents: [{ ...agent, installPath: 'c:\\users\\public\\csi-proxy.exe' }] }, /hostAgents\[0\]\.installPath: .* is in c:\\users\\public, a folder of Windows' own/],
+    ['an agent in C:\\ProgramData', { hostAgents: [{ ...agent, installPath: 'C:\\ProgramData\\csi-proxy.exe' }] }, /is in C:\\ProgramData, a folder of Windows' own/],
+    ['the kubelet in a drive root', { kubeletPath: 'D:\\kubelet.exe' }, /kubeletPath: .* is in D:\\, a folder of Windows' own/],
   ])('refuses %s', (_what, windows, message) => {
     expect(issues(windows).join('\n')).toMatch(message);
+  });
+
+  it('takes a binary in a folder of its own, also below Program Files', () => {
+    expect(issues({ kubeletPath: 'C:\\Program Files\\kubernetes\\kubelet.exe', hostAgents: [{ ...agent, installPath: 'D:\\agents\\csi\\csi-proxy.exe' }] })).toEqual([]);
+  });
+});
+
+describe('spec.domainJoin.windows.offlineBlob.file', () => {
+  it.each([
+    ['a quote', 'C:\\machineadm\\odj".txt', /contains a character Windows does not allow in a path/],
+    ['a line break', 'C:\\machineadm\\odj\r\n.txt', /contains a control character/],
+    ['a Linux path', '/etc/odj.txt', /is not an absolute Windows path/],
+  ])('refuses %s', (_what, file, message) => {
+    const { issues } = parseWith(machineConfigSchema, { apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { domainJoin: { domain: 'corp.example', windows: { offlineBlob: { file } } } } });
+    expect(issues.map((i) => `${formatPath(i.path)}: ${i.message}`).join('\n')).toMatch(new RegExp(`domainJoin\\.windows\\.offlineBlob\\.file: .*${message.source}`));
   });
 });

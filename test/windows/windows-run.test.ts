@@ -86,8 +86,8 @@ function workerConfig(agentPath = '/csi-proxy.exe') {
 // What kubeadm v1.34 writes for this configuration, including a flag kubelet 1.35 refuses.
 const KUBEADM_FLAGS = 'KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=npipe:////./pipe/containerd-containerd --pod-infra-container-image=registry.k8s.io/pause:3.10 --register-with-taints=os=windows:NoSchedule"\n';
 
-/** Every directory a SYSTEM service reads from, locked before the first change. */
-const LOCKED = ['C:\\ProgramData\\machineadm', 'C:\\var\\lib\\kubelet', 'C:\\etc\\kubernetes', 'C:\\var\\log\\kubelet', 'C:\\k', 'C:\\ProgramData\\containerd', 'C:\\etc\\kubernetes\\node\\bin'];
+/** Every directory a SYSTEM service reads from, runs from or logs to, locked before the first change. */
+const LOCKED = ['C:\\ProgramData\\machineadm', 'C:\\var\\lib\\kubelet', 'C:\\etc\\kubernetes', 'C:\\var\\log\\kubelet', 'C:\\k', 'C:\\ProgramData\\containerd', 'C:\\opt\\cni\\bin', 'C:\\etc\\cni\\net.d', 'C:\\etc\\kubernetes\\node\\bin', 'C:\\var\\log\\csiproxy'];
 
 function machine(kubeadmFlags = KUBEADM_FLAGS) {
   const root = scratchDir('machineadm-windows-');
@@ -338,7 +338,7 @@ describe('a Windows worker on the simulated machine', () => {
     expect(await m.sim.acl('C:\\etc\\kubernetes')).toEqual(PRIVATE_ACL);
   });
 
-  it('locks every directory a SYSTEM service reads before writing into it: kubeadm-flags.env, the kubelet, the host agent, the state', async () => {
+  it('locks every directory a SYSTEM service reads before writing into it: kubeadm-flags.env, the kubelet, the CNI plugins and their configuration, the host agent and its log, the state', async () => {
     const m = machine();
     await run(m);
     m.sim.reboot();

@@ -4,6 +4,7 @@
 import { array, enumOf, object, optional, string, withDefault } from './dsl.ts';
 import { secret } from './secret-field.ts';
 import { sourceUrl } from './source.ts';
+import { windowsPath } from './windows.ts';
 
 // A DNS domain name: labels of letters, digits and "-", at least two of them.
 const DOMAIN_NAME = /^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
@@ -17,7 +18,7 @@ const absolutePath = (example: string) =>
 
 const offlineBlob = object(
   {
-    file: optional(absolutePath('C:\\machineadm\\odj.txt'), { description: 'the blob as a file on the machine', example: 'C:\\machineadm\\odj.txt' }),
+    file: optional(windowsPath('the blob as a file on the machine', 'C:\\machineadm\\odj.txt'), { description: 'the blob as a file on the machine', example: 'C:\\machineadm\\odj.txt' }),
     url: optional(sourceUrl({ description: 'where the djoin blob comes from', httpsOnly: true, example: 'https://config.example/odj/node-01.txt' })),
     sha256: optional(string({ pattern: /^[a-f0-9]{64}$/, patternHint: '64 lowercase hex digits (sha256sum prints them)', description: 'the sha256 of the blob at url (required with url)', example: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' })),
   },

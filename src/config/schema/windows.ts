@@ -4,29 +4,57 @@ import { array, boolean, documented, enumOf, integer, object, optional, string, 
 import { networkUrlProblem } from './url.ts';
 import { isLocalSource, sourceUrl } from './source.ts';
 
-// A drive-letter path without "..", and without the characters Windows refuses in file names.
+/** Why a string is not a drive-letter path without "..", and without the characters Windows refuses in file names (also line breaks and NUL). */
+export function windowsPathProblem(p: string): string | undefined {
+  // Quoted as JSON: a line break or NUL shows as \n or \u0000, not as a broken message.
+  const shown = JSON.stringify(p);
+  if (!/^[A-Za-z]:\\/.test(p)) return `${shown} is not an absolute Windows path|give the full path with its drive letter, e.g. C:\\k\\kubelet.exe`;
+  if (p.split(/[\\/]/).includes('..')) return `${shown} contains ".."|write the path without ".." segments`;
+  if (/[\x00-\x1f]/.test(p)) return `${shown} contains a control character (a line break, a tab or NUL), which Windows does not allow in a path|remove it`;
+  if (/[<>"|?*]/.test(p.slice(2))) return `${shown} contains a character Windows does not allow in a path (< > " | ? *)|remove it`;
+  return undefined;
+}
+
 export function windowsPath(description: string, example?: string) {
+  return string({ minLength: 1, description, ...(example ? { example } : {}), check: windowsPathProblem });
+}
+
+/**
+ * Windows' own folders, where any user may create files (C:\, C:\ProgramData, C:\Users\Public,
+ * C:\Windows\Temp) or which machineadm must not lock for SYSTEM alone (it would take away what
+ * Windows and other programs need there): never locked.
+ */
+export const WINDOWS_OWNED_FOLDER = /^[a-z]:\\?$|^[a-z]:\\(windows(\\.*)?|program files|program files \(x86\)|programdata|users(\\.*)?)$/i;
+
+/**
+ * A binary a SYSTEM service runs must be in a folder machineadm locks (prepare/windows/private-paths):
+ * not in a drive root nor in one of Windows' own folders, where another user could replace it.
+ */
+export function serviceBinaryPath(description: string, example: string) {
   return string({
     minLength: 1,
     description,
-    ...(example ? { example } : {}),
-    check: (p) =>
-      !/^[A-Za-z]:\\/.test(p)
-        ? `"${p}" is not an absolute Windows path|give the full path with its drive letter, e.g. C:\\k\\kubelet.exe`
-        : p.split(/[\\/]/).includes('..')
-          ? `"${p}" contains ".."|write the path without ".." segments`
-          : /[<>"|?*\0]/.test(p.slice(2))
-            ? `"${p}" contains a character Windows does not allow in a path (< > " | ? *)|remove it`
-            : undefined,
+    example,
+    check: (p) => {
+      const problem = windowsPathProblem(p);
+      if (problem) return problem;
+      const folder = p.slice(0, Math.max(p.lastIndexOf('\\'), 3));
+      if (WINDOWS_OWNED_FOLDER.test(folder)) return `${JSON.stringify(p)} is in ${folder}, a folder of Windows' own that other users may write into and machineadm does not lock|give the binary a folder of its own, e.g. C:\\Program Files\\<name>\\<name>.exe or C:\\etc\\kubernetes\\node\\bin\\<name>.exe`;
+      return undefined;
+    },
   });
 }
+
+// A value that reaches a command line or a script as one argument: one line, no NUL.
+const oneLine = (description: string, example?: string) =>
+  string({ description, ...(example ? { example } : {}), check: (v) => (/[\r\n\0]/.test(v) ? `${JSON.stringify(v)} holds a line break or NUL|give it on one line, without NUL` : undefined) });
 
 const serviceName = string({ pattern: /^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$/, patternHint: 'letters, digits, ".", "_" and "-" (up to 80), e.g. csiproxy' });
 
 export const hostAgent = object(
   {
     name: documented(serviceName, { description: 'the Windows service name the agent runs as', example: 'csiproxy' }),
-    displayName: optional(string({ minLength: 1, description: 'shown in the Services console; default the name', example: 'CSI Proxy' })),
+    displayName: optional(string({ minLength: 1, description: 'shown in the Services console; default the name', example: 'CSI Proxy', check: (v) => (/[\x00-\x1f]/.test(v) ? `${JSON.stringify(v)} holds a control character (a line break, a tab or NUL)|give it on one line` : undefined) })),
     source: object({
       url: sourceUrl({ description: 'where the agent\'s binary comes from', example: 'https://downloads.example/csi-proxy/v1.1.3/csi-proxy.exe' }),
       sha256: optional(string({ pattern: /^[a-f0-9]{64}$/, patternHint: '64 lowercase hex digits (sha256sum or Get-FileHash prints them)', description: 'the sha256 of the binary', example: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' })),
@@ -48,8 +76,8 @@ export const hostAgent = object(
         else if (s.url !== undefined && isLocalSource(s.url) && s.signature !== undefined) report('signature', 'applies only to a download', 'leave it out: a local file is checked by its sha256');
       },
     }),
-    installPath: windowsPath('where the binary is installed, e.g. C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe', 'C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe'),
-    args: withDefault(array(string()), [], { description: 'the service\'s command-line arguments', example: ['-v=2'] }),
+    installPath: serviceBinaryPath('where the binary is installed, e.g. C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe', 'C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe'),
+    args: withDefault(array(oneLine('an argument')), [], { description: 'the service\'s command-line arguments', example: ['-v=2'] }),
     kubeletDependsOn: withDefault(boolean({ description: 'the kubelet service depends on this one (starts after it)', example: true }), false),
     log: withDefault(
       enumOf(['kube-log-runner', 'own'] as const, {
@@ -66,8 +94,8 @@ export const windowsSection = object({
   supportedBuilds: optional(
     array(integer({ min: 14393, description: 'a Windows build number, e.g. 17763 (ltsc2019), 20348 (ltsc2022), 26100 (ltsc2025)' }), { minItems: 1, unique: true, description: 'Windows builds this configuration is for; a machine of another build stops before any change', example: [20348, 26100] }),
   ),
-  kubeletPath: withDefault(windowsPath('the kubelet binary', 'C:\\k\\kubelet.exe'), 'C:\\k\\kubelet.exe'),
-  containerdPath: withDefault(windowsPath('the containerd binary', 'C:\\Program Files\\containerd\\containerd.exe'), 'C:\\Program Files\\containerd\\containerd.exe'),
+  kubeletPath: withDefault(serviceBinaryPath('the kubelet binary', 'C:\\k\\kubelet.exe'), 'C:\\k\\kubelet.exe'),
+  containerdPath: withDefault(serviceBinaryPath('the containerd binary', 'C:\\Program Files\\containerd\\containerd.exe'), 'C:\\Program Files\\containerd\\containerd.exe'),
   hostAgents: optional(
     array(hostAgent, { description: 'programs run as Windows services beside the kubelet (e.g. csi-proxy), downloaded and verified first', example: [{ name: 'csiproxy', source: { url: 'https://downloads.example/csi-proxy/v1.1.3/csi-proxy.exe', sha256: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' }, installPath: 'C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe' }] }),
   ),

@@ -4,7 +4,8 @@
 // can change it. With -EncodedCommand, no console and a redirected stderr, powershell.exe writes
 // errors as serialized objects after a `#< CLIXML` line; they are decoded into plain messages.
 import type { ProcessRunner } from '../exec.ts';
-import { CommandError } from '../../errors.ts';
+import { CommandError, ExitCode, MachineadmError } from '../../errors.ts';
+import { windowsCommandLineProblem } from './quote.ts';
 import type { WindowsScript } from './scripts.ts';
 
 export const POWERSHELL = 'powershell.exe';
@@ -15,7 +16,15 @@ export function encodeCommand(text: string): string {
 }
 
 export function powershellArgv(script: WindowsScript): [string, ...string[]] {
-  return [POWERSHELL, '-NoProfile', '-NonInteractive', '-ExecutionPolicy', 'Bypass', '-EncodedCommand', encodeCommand(script.text)];
+  const argv: [string, ...string[]] = [POWERSHELL, '-NoProfile', '-NonInteractive', '-ExecutionPolicy', 'Bypass', '-EncodedCommand', encodeCommand(script.text)];
+  // The script travels on the command line (UTF-16 in base64: 8/3 characters a character of it).
+  const tooLong = windowsCommandLineProblem(argv);
+  if (tooLong) {
+    throw new MachineadmError(`Windows action ${script.action}: ${tooLong} (a script of ${script.text.length} characters); nothing was run`, ExitCode.stepFailed, {
+      hint: 'give this action less to do in one run: fewer or shorter values in the configuration it is made from (host agents and their arguments, labels, firewall rules)',
+    });
+  }
+  return argv;
 }
 
 const XML_ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };

@@ -49,3 +49,12 @@ export function windowsCommandLine(argv: readonly string[]): string {
     })
     .join(' ');
 }
+
+/** The longest command line CreateProcess takes: 32,767 characters with its terminating NUL. */
+export const WINDOWS_COMMAND_LINE_MAX = 32_766;
+
+/** Why Windows would not start this argument vector (its command line is too long), if so. */
+export function windowsCommandLineProblem(argv: readonly string[]): string | undefined {
+  const length = windowsCommandLine(argv).length;
+  return length > WINDOWS_COMMAND_LINE_MAX ? `its command line would be ${length} characters, over the ${WINDOWS_COMMAND_LINE_MAX} Windows allows` : undefined;
+}

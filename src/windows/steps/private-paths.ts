@@ -7,7 +7,9 @@
 // The seam's private directory sets the ACL on the directory and resets what is already in it to
 // inherit it (icacls /reset), so files written before are covered too.
 import type { Change, Step, StepContext, Undo, UndoContext } from '../../engine/step.ts';
-import { CONTAINERD_LOG, KUBELET_CONFIG, KUBELET_LOG_DIR, containerdNeeded, kubeletPath, kubernetesNeeded, parentOf } from '../paths.ts';
+import { CONTAINERD_LOG, KUBELET_CONFIG, KUBELET_LOG_DIR, agentLogDir, containerdNeeded, kubeletPath, kubernetesNeeded, parentOf } from '../paths.ts';
+import { WINDOWS_CNI_BIN, WINDOWS_CNI_CONF } from '../../containerd/config.ts';
+import { WINDOWS_OWNED_FOLDER } from '../../config/schema/windows.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
 import type { AclState } from '../../host/windows/index.ts';
 import { defaultStateDir } from '../../host/index.ts';
@@ -15,9 +17,9 @@ import { defaultStateDir } from '../../host/index.ts';
 const SYSTEM = 'S-1-5-18';
 const ADMINISTRATORS = 'S-1-5-32-544';
 
-// Windows' own folders already let only Administrators and SYSTEM write, and a protected ACL on one
-// of them would take away what Windows and other programs need there: never touched.
-const WINDOWS_OWNED = /^[a-z]:\\?$|^[a-z]:\\(windows(\\.*)?|program files|program files \(x86\)|programdata|users)$/i;
+// Windows' own folders are never touched: a protected ACL on one of them would take away what
+// Windows and other programs need there. The configuration refuses a service binary in one.
+const WINDOWS_OWNED = WINDOWS_OWNED_FOLDER;
 
 /** The state directory's Windows path (a plan made on Linux for Windows shows the Windows default). */
 function stateDirOf(ctx: StepContext): string {
@@ -33,8 +35,11 @@ export function privatePaths(ctx: StepContext): string[] {
   const wanted = [
     stateDirOf(ctx),
     ...(kubernetesNeeded(ctx.config) ? [parentOf(KUBELET_CONFIG), 'C:\\etc\\kubernetes', KUBELET_LOG_DIR, parentOf(kubeletPath(ctx.config))] : []),
-    ...(containerdNeeded(ctx.config) ? [parentOf(CONTAINERD_LOG)] : []),
+    // containerd (SYSTEM) runs the CNI plugins and reads their configuration.
+    ...(containerdNeeded(ctx.config) ? [parentOf(CONTAINERD_LOG), WINDOWS_CNI_BIN, WINDOWS_CNI_CONF] : []),
     ...agents.map((a) => parentOf(a.installPath)),
+    // kube-log-runner (SYSTEM) writes there: a user who could plant a link there could make it write elsewhere.
+    ...agents.filter((a) => a.log === 'kube-log-runner').map((a) => agentLogDir(a.name)),
   ];
   const seen = new Set<string>();
   return wanted.filter((p) => {
