@@ -56,6 +56,18 @@ Describe 'declared cmdlets' {
   It 'a value outside an enum fails to bind' {
     { New-NetFirewallRule -Name x -DisplayName x -Enabled Yes } | Should -Throw -ExpectedMessage '*Enabled*'
   }
+  It 'a call Windows PowerShell 5.1 refuses fails to bind: Enable-WindowsOptionalFeature without -Online or -Path' {
+    { Enable-WindowsOptionalFeature -FeatureName Containers -All -NoRestart } | Should -Throw -ExpectedMessage '*missing mandatory parameters: Online*'
+  }
+  It 'a call Windows PowerShell 5.1 refuses fails to bind: New-NetFirewallRule -Enabled with a bool, not the enum' {
+    { New-NetFirewallRule -Name x -DisplayName x -Enabled $true } | Should -Throw -ExpectedMessage '*Enabled*'
+  }
+  It 'a call Windows PowerShell 5.1 refuses fails to bind: New-Service -SecurityDescriptorSddl, which came with PowerShell 6' {
+    { New-Service -Name x -BinaryPathName 'C:\x.exe' -SecurityDescriptorSddl 'D:P' } | Should -Throw -ExpectedMessage "*parameter name 'SecurityDescriptorSddl'*"
+  }
+  It 'a call Windows PowerShell 5.1 refuses fails to bind: New-Service -StartupType AutomaticDelayedStart' {
+    { New-Service -Name x -BinaryPathName 'C:\x.exe' -StartupType AutomaticDelayedStart } | Should -Throw -ExpectedMessage '*StartupType*'
+  }
   It 'an unstubbed call fails rather than succeeding quietly' {
     { Get-Service } | Should -Throw -ExpectedMessage 'Get-Service is not stubbed in this test'
   }

@@ -1,5 +1,6 @@
 # The Windows-only cmdlets machineadm's scripts call, declared with the parameter names, aliases,
-# positions, pipeline bindings and types Microsoft documents for them, so that a misspelled
+# positions, pipeline bindings and types Microsoft documents for them in Windows PowerShell 5.1
+# (the powershell.exe machineadm runs), so that a misspelled
 # parameter, a value outside an enum or a missing mandatory parameter fails to bind here as it
 # would on Windows. Pester mocks them (Mock copies these declarations); outside Pester each one
 # records what it was given and answers from $global:StubAnswers, or fails when the test gave no
@@ -7,10 +8,20 @@
 #
 # Types that cannot be constructed off Windows are declared [object] with the real type named in a
 # comment: CimInstance (needs libmi), ServiceController ("not applicable for other operating
-# systems"). The enums of NetSecurity, ScheduledTasks and ServiceProcess are ValidateSets of their
-# names, which is how PowerShell binds a string to an enum.
+# systems"). The enums of NetSecurity and ServiceProcess are enums of the same names and values
+# (below); those of ScheduledTasks are ValidateSets of their names.
 # Sources: learn.microsoft.com/powershell/module/{servermanager,dism,cimcmdlets,
 # microsoft.powershell.management,microsoft.powershell.security,netsecurity,scheduledtasks}.
+
+# The enums of Windows PowerShell 5.1's modules, under names of their own (a script's enum cannot
+# have a dotted name): a bool or a misspelled name does not convert to them, as on Windows.
+# Microsoft.PowerShell.Cmdletization.GeneratedTypes.NetSecurity.{Enabled,Direction,Action,Profile}
+enum NetSecurityEnabled { True = 1; False = 2 }
+enum NetSecurityDirection { Inbound = 1; Outbound = 2 }
+enum NetSecurityAction { NotConfigured = 0; Allow = 2; Block = 4 }
+[Flags()] enum NetSecurityProfile { Any = 0; Domain = 1; Private = 2; Public = 4; NotApplicable = 65535 }
+# System.ServiceProcess.ServiceStartMode of .NET Framework (5.1 has no AutomaticDelayedStart)
+enum ServiceStartMode51 { Boot = 0; System = 1; Automatic = 2; Manual = 3; Disabled = 4 }
 
 function Invoke-WindowsStub([string]$Cmdlet, [System.Collections.IDictionary]$Bound, [object[]]$Pipeline = @()) {
   if ($env:STUB_RECORD) {
@@ -52,22 +63,30 @@ function Install-WindowsFeature {
   Invoke-WindowsStub 'Install-WindowsFeature' $PSBoundParameters
 }
 
-# DISM
+# DISM: parameter sets Online (-Online, the running Windows) and Offline (-Path, a mounted image),
+# one of the two required.
 function Get-WindowsOptionalFeature {
-  [CmdletBinding()]
+  [CmdletBinding(DefaultParameterSetName = 'Online')]
   param(
     [Parameter(ValueFromPipelineByPropertyName = $true)] [string]$FeatureName,
-    [string]$PackageName, [string]$PackagePath, [switch]$Online, [string]$Path, [string]$WindowsDirectory,
-    [string]$SystemDrive, [string]$LogPath, [string]$ScratchDirectory, [ValidateSet('Errors', 'Warnings', 'WarningsInfo')] [string]$LogLevel
+    [Parameter(ValueFromPipelineByPropertyName = $true)] [string]$PackageName, [Parameter(ValueFromPipelineByPropertyName = $true)] [string]$PackagePath,
+    [Parameter(ParameterSetName = 'Online', Mandatory = $true)] [switch]$Online,
+    [Parameter(ParameterSetName = 'Offline', Mandatory = $true, ValueFromPipelineByPropertyName = $true)] [string]$Path,
+    [Parameter(ParameterSetName = 'Offline')] [string]$WindowsDirectory, [Parameter(ParameterSetName = 'Offline')] [string]$SystemDrive,
+    [string]$LogPath, [string]$ScratchDirectory, [ValidateSet('Errors', 'Warnings', 'WarningsInfo')] [string]$LogLevel
   )
   Invoke-WindowsStub 'Get-WindowsOptionalFeature' $PSBoundParameters
 }
 function Enable-WindowsOptionalFeature {
-  [CmdletBinding()]
+  [CmdletBinding(DefaultParameterSetName = 'Online')]
   param(
     [Parameter(Mandatory = $true, ValueFromPipelineByPropertyName = $true)] [string[]]$FeatureName,
-    [string]$PackageName, [switch]$Online, [string]$Path, [switch]$All, [switch]$LimitAccess, [string[]]$Source,
-    [switch]$NoRestart, [string]$WindowsDirectory, [string]$SystemDrive, [string]$LogPath, [string]$ScratchDirectory
+    [Parameter(ValueFromPipelineByPropertyName = $true)] [string]$PackageName,
+    [Parameter(ParameterSetName = 'Online', Mandatory = $true)] [switch]$Online,
+    [Parameter(ParameterSetName = 'Offline', Mandatory = $true, ValueFromPipelineByPropertyName = $true)] [string]$Path,
+    [Parameter(ParameterSetName = 'Offline')] [string]$WindowsDirectory, [Parameter(ParameterSetName = 'Offline')] [string]$SystemDrive,
+    [switch]$All, [switch]$LimitAccess, [string[]]$Source, [switch]$NoRestart,
+    [string]$LogPath, [string]$ScratchDirectory, [ValidateSet('Errors', 'Warnings', 'WarningsInfo')] [string]$LogLevel
   )
   Invoke-WindowsStub 'Enable-WindowsOptionalFeature' $PSBoundParameters
 }
@@ -114,9 +133,9 @@ function New-Service {
   param(
     [Parameter(Mandatory = $true, Position = 0)] [Alias('ServiceName')] [string]$Name,
     [Parameter(Mandatory = $true, Position = 1)] [Alias('Path')] [string]$BinaryPathName,
-    [string]$DisplayName, [string]$Description, [string]$SecurityDescriptorSddl,
-    # [System.ServiceProcess.ServiceStartMode] in Windows PowerShell 5.1
-    [ValidateSet('Automatic', 'Manual', 'Disabled')] [string]$StartupType,
+    # No -SecurityDescriptorSddl: PowerShell 6 added it.
+    [string]$DisplayName, [string]$Description,
+    [ServiceStartMode51]$StartupType,
     [pscredential]$Credential, [string[]]$DependsOn
   )
   Invoke-WindowsStub 'New-Service' $PSBoundParameters
@@ -191,11 +210,11 @@ function New-NetFirewallRule {
     [string]$Name,
     [Parameter(Mandatory = $true)] [string]$DisplayName,
     [string]$Description, [string]$Group,
-    [ValidateSet('True', 'False')] [string]$Enabled,
-    [ValidateSet('Any', 'Domain', 'Private', 'Public', 'NotApplicable')] [string[]]$Profile,
+    [NetSecurityEnabled]$Enabled,
+    [NetSecurityProfile]$Profile,
     [string[]]$Platform,
-    [ValidateSet('Inbound', 'Outbound')] [string]$Direction,
-    [ValidateSet('NotConfigured', 'Allow', 'Block')] [string]$Action,
+    [NetSecurityDirection]$Direction,
+    [NetSecurityAction]$Action,
     [string[]]$LocalAddress, [string[]]$RemoteAddress, [string]$Protocol, [string[]]$LocalPort, [string[]]$RemotePort,
     [string[]]$IcmpType, [string]$Program, [string]$Package, [string]$Service, [string]$PolicyStore, [string]$GPOSession
   )
