@@ -14,23 +14,48 @@ const setIf = (target: Json, key: string, value: unknown) => {
 
 const TEMPLATE_HINT = "machineadm does not expand cloud-init templates: write the value, or use spec.kubernetes.node's { fromMachine: NAME } where the value is the node's";
 
-function commandList(doc: TrackedDocument, path: Path): Json[] | undefined {
+/**
+ * A list of commands as the bootstrap data runs it, on Linux: one shell script, so that what one
+ * line sets (a variable, `set -e`, a `cd`) holds for the next. cloud-init writes runcmd as a
+ * `#!/bin/sh` script of the lines, without `set -e` (a failed line does not stop the next, the
+ * last line's status is the script's); Ignition's kubeadm.sh begins with `set -e`. On Windows
+ * each line stays a command of its own.
+ */
+function commandList(doc: TrackedDocument, path: Path, os: 'linux' | 'windows', ignition: boolean): Json[] | undefined {
   const lines = doc.strings(path);
   if (lines === undefined) return undefined;
-  const out: Json[] = [];
-  lines.forEach((line, i) => {
-    if (hasTemplate(line)) doc.refuse([...path, i], `holds a cloud-init template (${line.slice(0, 60)})`, TEMPLATE_HINT);
-    else out.push({ shell: line });
+  const kept = lines.filter((line, i) => {
+    if (!hasTemplate(line)) return true;
+    doc.refuse([...path, i], `holds a cloud-init template (${line.slice(0, 60)})`, TEMPLATE_HINT);
+    return false;
   });
-  return out;
+  if (os === 'windows') return kept.map((line) => ({ shell: line }));
+  if (kept.length === 0) return [];
+  const list = String(path.at(-1));
+  const name = ignition ? `${list}, one script as Ignition's kubeadm.sh runs it (set -e)` : `${list}, one script as cloud-init's runcmd runs it`;
+  return [{ name, shell: [...(ignition ? ['set -e'] : []), ...kept].join('\n') }];
 }
 
-function commands(doc: TrackedDocument, base: Path, spec: Json): void {
+/** Shell variables a script assigns (NAME=..., export NAME=...). */
+function assigned(lines: readonly string[]): Set<string> {
+  return new Set(lines.flatMap((l) => [...l.matchAll(/(?:^|[;&|\s])(?:export\s+|readonly\s+|local\s+)?([A-Za-z_][A-Za-z0-9_]*)=/g)].map((m) => m[1]!)));
+}
+
+function commands(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: Json): void {
   const out: Json = {};
-  setIf(out, 'boot', commandList(doc, [...base, 'bootCommands']));
-  setIf(out, 'beforeKubeadm', commandList(doc, [...base, 'preKubeadmCommands']));
-  setIf(out, 'afterKubeadm', commandList(doc, [...base, 'postKubeadmCommands']));
+  const ignition = doc.peek([...base, 'format']) === 'ignition';
+  setIf(out, 'boot', commandList(doc, [...base, 'bootCommands'], os, ignition));
+  setIf(out, 'beforeKubeadm', commandList(doc, [...base, 'preKubeadmCommands'], os, ignition));
+  setIf(out, 'afterKubeadm', commandList(doc, [...base, 'postKubeadmCommands'], os, ignition));
   if (Object.keys(out).length > 0) spec.commands = out;
+  // In the bootstrap data kubeadm runs inside the same script: a variable of the commands before
+  // it reaches the ones after. machineadm runs kubeadm itself, between two scripts.
+  const before = assigned((doc.peek([...base, 'preKubeadmCommands']) as unknown[] | undefined)?.filter((l): l is string => typeof l === 'string') ?? []);
+  const after = doc.peek([...base, 'postKubeadmCommands']);
+  if (os === 'linux' && Array.isArray(after)) {
+    const used = [...before].filter((name) => after.some((l) => typeof l === 'string' && new RegExp(`\\$\\{?${name}\\b`).test(l)));
+    if (used.length > 0) doc.notes.push({ path: formatPath([...base, 'postKubeadmCommands']), message: `uses ${used.map((n) => `$${n}`).join(', ')}, set by preKubeadmCommands: machineadm runs kubeadm between the two scripts, so set ${used.length > 1 ? 'them' : 'it'} again in postKubeadmCommands` });
+  }
 }
 
 /** A Windows path as machineadm's files take it (C:\dir\file), from C:/dir/file or c:\dir\file. */
@@ -277,7 +302,7 @@ function ignition(doc: TrackedDocument, base: Path, spec: Json): void {
 }
 
 export function machinePreparation(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: Json, mapping: SecretMapping = { store: 'files' }): void {
-  commands(doc, base, spec);
+  commands(doc, base, os, spec);
   files(doc, base, os, spec, mapping);
   users(doc, base, os, spec, mapping);
   ntp(doc, base, spec);
