@@ -6,7 +6,7 @@ import { ConfigError } from '../errors.ts';
 import { isPlainObject } from '../config/schema/dsl.ts';
 import { API_VERSION, machineConfigJsonSchema } from '../config/schema/index.ts';
 import { TrackedDocument, type ImportNote, type Path } from './tracked.ts';
-import { clusterConfiguration, initConfiguration, joinConfiguration, type KubeadmShape } from './kubeadm.ts';
+import { CAPI_ENV, clusterConfiguration, initConfiguration, joinConfiguration, type KubeadmShape } from './kubeadm.ts';
 import { machinePreparation } from './machine.ts';
 import type { SecretMapping } from './secret-mapping.ts';
 
@@ -87,21 +87,36 @@ function noteControlPlaneFields(doc: TrackedDocument, kind: Kind): void {
 }
 
 // Cluster API's machine controller removes this taint once it has copied the Machine's labels to
-// the Node; the kubeadm bootstrap provider registers every node with it, and so does an import.
+// the Node; the kubeadm bootstrap provider registers every worker with it (its joinWorker, not the
+// control plane's init or join), and so does an import.
 export const UNINITIALIZED_TAINT = { key: 'node.cluster.x-k8s.io/uninitialized', effect: 'NoSchedule' } as const;
-// What the node would carry without a taints list: kubeadm's on a control plane, machineadm's on Windows.
-const DEFAULT_TAINTS = {
-  'control-plane': [{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }],
-  windows: [{ key: 'os', value: 'windows', effect: 'NoSchedule' }],
-};
+// What a Windows worker would carry without a taints list: machineadm's own.
+const WINDOWS_TAINTS = [{ key: 'os', value: 'windows', effect: 'NoSchedule' }];
 
 function addUninitializedTaint(kubernetes: Json, shape: KubeadmShape): void {
+  if (shape.role === 'control-plane') return;
   const node = (kubernetes.node as Json | undefined) ?? {};
   const given = node.taints as Json[] | undefined;
-  const base = given ?? (shape.role === 'control-plane' ? DEFAULT_TAINTS['control-plane'] : shape.os === 'windows' ? DEFAULT_TAINTS.windows : []);
+  const base = given ?? (shape.os === 'windows' ? WINDOWS_TAINTS : []);
   if (base.some((t) => t.key === UNINITIALIZED_TAINT.key)) return;
   node.taints = [...base, { ...UNINITIALIZED_TAINT }];
   kubernetes.node = node;
+}
+
+/**
+ * KubeadmControlPlane turns kubeadm's ControlPlaneKubeletLocalMode on from Kubernetes 1.31 until
+ * 1.36 (where it is always on), unless the template sets it: a control plane's kubelet then talks
+ * to its own API server, as the kubelet's version skew policy needs during an upgrade.
+ */
+export const KUBELET_LOCAL_MODE_GATE = 'ControlPlaneKubeletLocalMode';
+
+function addKubeletLocalMode(kubernetes: Json): void {
+  const [major, minor] = /^v?(\d+)\.(\d+)/.exec(String(kubernetes.version ?? ''))?.slice(1).map(Number) ?? [];
+  if (major !== 1 || minor === undefined || minor < 31 || minor >= 36) return;
+  const cp = (kubernetes.controlPlane as Json | undefined) ?? {};
+  const gates = (cp.featureGates as Json | undefined) ?? {};
+  if (KUBELET_LOCAL_MODE_GATE in gates) return;
+  kubernetes.controlPlane = { ...cp, featureGates: { ...gates, [KUBELET_LOCAL_MODE_GATE]: true } };
 }
 
 /** The fields in the order the schema lists them (the order the docs and `config view` use). */
@@ -141,6 +156,12 @@ export function importClusterApi(input: unknown, options: ImportOptions): Import
   const verbosity = doc.number([...kind.spec, 'verbosity']);
   if (verbosity !== undefined) kubernetes.verbosity = verbosity;
   addUninitializedTaint(kubernetes, shape);
+  if (kind.controlPlane && shape.bootstrap === 'init') {
+    addKubeletLocalMode(kubernetes);
+    // The machines that join this control plane download its certificates with the key Cluster
+    // API's variable gives them (see joinConfiguration): the first one uploads them with it.
+    kubernetes.certificateKey = { valueFrom: { env: CAPI_ENV.certificateKey } };
+  }
   spec.kubernetes = kubernetes;
   doc.refuseUnread();
   if (doc.issues.length > 0) throw new ConfigError(doc.issues);
@@ -149,7 +170,7 @@ export function importClusterApi(input: unknown, options: ImportOptions): Import
       path: '(control plane)',
       message:
         shape.bootstrap === 'init'
-          ? 'Cluster API writes the cluster CAs and service-account keys into /etc/kubernetes/pki through the bootstrap data; deliver them with the configuration (spec.files) or before machineadm runs'
+          ? 'Cluster API writes the cluster CAs and service-account keys into /etc/kubernetes/pki through the bootstrap data; deliver them with the configuration (spec.files) or before machineadm runs. kubeadm init uploads the control-plane certificates with MACHINEADM_CAPI_CERTIFICATE_KEY (--upload-certs), for the control planes that join with the same key'
           : 'a joining control plane downloads the certificates with MACHINEADM_CAPI_CERTIFICATE_KEY, or finds them in /etc/kubernetes/pki when the bootstrap data writes them (then leave certificateKey out)',
     });
   }

@@ -218,11 +218,16 @@ function storage(doc: TrackedDocument, base: Path, spec: Json): void {
       doc.refuse([...mountsPath, i], 'a swap entry: machineadm makes swap areas but never turns them on (the kubelet refuses to run with swap unless told)', 'remove it, or turn swap on with a boot command if the kubelet is configured for it');
       continue;
     }
+    // What cloud-init fills in for the fields an entry leaves out (mount_default_fields on a
+    // systemd machine): nofail, so that a missing disk does not stop the boot, and fsck pass 2.
+    // Its x-systemd.after=cloud-init.service and _netdev order the mount after cloud-init and the
+    // network, which mean nothing without cloud-init: left out, and said.
     const mount: Json = { device, path };
     if (type !== undefined && type !== 'auto') mount.format = type;
-    if (options !== undefined) mount.options = options.split(',');
-    if (dump !== undefined) mount.dump = Number(dump);
-    if (pass !== undefined) mount.pass = Number(pass);
+    mount.options = options !== undefined ? options.split(',') : ['defaults', 'nofail'];
+    mount.dump = Number(dump ?? 0);
+    mount.pass = Number(pass ?? 2);
+    if (options === undefined) doc.notes.push({ path: formatPath([...mountsPath, i]), message: "takes cloud-init's default options defaults,nofail and fsck pass 2 (without its x-systemd.after=cloud-init.service,_netdev, which order the mount after cloud-init and the network)" });
     mounts.push(mount);
   }
   if (mounts.length > 0) out.mounts = mounts;

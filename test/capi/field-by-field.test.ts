@@ -51,7 +51,9 @@ const TRANSLATED: Record<string, string> = {
   'nodeRegistration.kubeletExtraArgs.provider-id': 'a template becomes providerID: auto; on join it goes to the kubelet configuration patch (providerID)',
   'nodeRegistration.kubeletExtraArgs.register-with-taints': 'becomes nodeRegistration.taints (the kubelet flag is deprecated)',
   'nodeRegistration.kubeletExtraArgs.node-labels': 'kept as the flag, labels sorted by key',
-  'nodeRegistration.taints': `${UNINITIALIZED_TAINT.key}:${UNINITIALIZED_TAINT.effect} appended, as the kubeadm bootstrap provider does (after kubeadm's control-plane taint, or machineadm's os=windows:NoSchedule, when the original has no list)`,
+  'nodeRegistration.taints': `on a worker, ${UNINITIALIZED_TAINT.key}:${UNINITIALIZED_TAINT.effect} appended, as the kubeadm bootstrap provider does (after machineadm's os=windows:NoSchedule on Windows, when the original has no list); a control plane's as given`,
+  'featureGates.ControlPlaneKubeletLocalMode': 'true on a KubeadmControlPlane of Kubernetes 1.31 to 1.35 unless the original sets it, as KubeadmControlPlane does',
+  certificateKey: `the first control plane uploads its certificates with ${CAPI_ENV.certificateKey}, with which the others join`,
   'apiServer.timeoutForControlPlane': 'v1beta4: timeouts.controlPlaneComponentHealthCheck of the init document',
   'discovery.timeout': 'v1beta4: timeouts.discovery',
   'discovery.bootstrapToken': `from ${CAPI_ENV.endpoint}, ${CAPI_ENV.token} and ${CAPI_ENV.caCertHash} when Cluster API fills them in`,
@@ -107,7 +109,8 @@ function expected(spec: Doc, shape: KubeadmShape, api: KubeadmApi, version: stri
     if (args['node-labels'] !== undefined) args['node-labels'] = args['node-labels'].split(',').sort().join(',');
     if (Object.keys(args).length > 0) nr.kubeletExtraArgs = args;
     else delete nr.kubeletExtraArgs;
-    const base = nr.taints ?? (role === 'control-plane' ? [{ key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' }] : os === 'windows' ? [{ key: 'os', value: 'windows', effect: 'NoSchedule' }] : []);
+    if (role === 'control-plane') return;
+    const base = nr.taints ?? (os === 'windows' ? [{ key: 'os', value: 'windows', effect: 'NoSchedule' }] : []);
     nr.taints = [...base, { ...UNINITIALIZED_TAINT }];
   };
   if (bootstrap === 'init') {
@@ -131,6 +134,9 @@ function expected(spec: Doc, shape: KubeadmShape, api: KubeadmApi, version: stri
         delete cluster[key];
       }
     }
+    const minor = Number(/^v1\.(\d+)\./.exec(version ?? '')?.[1]);
+    if (minor >= 31 && minor < 36 && cluster.featureGates?.ControlPlaneKubeletLocalMode === undefined) cluster.featureGates = { ...cluster.featureGates, ControlPlaneKubeletLocalMode: true };
+    init.certificateKey = KEY;
     nodeRegistration(init, false);
     timeouts(init);
     if (init.patches?.directory !== undefined) init.patches.directory = '/run/machineadm/kubeadm-patches';

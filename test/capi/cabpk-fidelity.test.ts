@@ -1,0 +1,61 @@
+// What the kubeadm bootstrap provider and KubeadmControlPlane do beyond copying the template, done
+// by an import the same way: the uninitialized taint on workers only (CABPK's joinWorker), kubeadm's
+// ControlPlaneKubeletLocalMode on a control plane of 1.31 to 1.35 (KubeadmControlPlane's
+// DefaultFeatureGates), certificates uploaded by the first control plane with the key the others
+// join with, and cloud-init's default mount fields (nofail, fsck pass 2).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { load } from 'js-yaml';
+import { describe, expect, it } from 'vitest';
+import { importClusterApi, UNINITIALIZED_TAINT } from '../../src/capi/import.ts';
+import { CAPI_ENV } from '../../src/capi/kubeadm.ts';
+import { REPO } from '../kubeadm/standin.ts';
+
+type Json = Record<string, any>;
+const fixture = (name: string): Json => load(readFileSync(join(REPO, 'test/capi/fixtures', name), 'utf8')) as Json;
+const kubernetesOf = (doc: Json, options: { join?: boolean } = {}): Json => (importClusterApi(doc, { source: 'test', ...options }).config.spec as Json).kubernetes;
+
+function controlPlane(version: string, featureGates?: Json): Json {
+  const doc = fixture('01-capd-quickstart-kcp.yaml');
+  doc.spec.version = version;
+  if (featureGates) doc.spec.kubeadmConfigSpec.clusterConfiguration = { ...doc.spec.kubeadmConfigSpec.clusterConfiguration, featureGates };
+  return doc;
+}
+
+describe('an import does what CABPK and KubeadmControlPlane add', () => {
+  it('taints workers with node.cluster.x-k8s.io/uninitialized, never a control plane (init or join)', () => {
+    expect(kubernetesOf(fixture('03-capd-quickstart-workers.yaml')).node.taints).toContainEqual(UNINITIALIZED_TAINT);
+    for (const k of [kubernetesOf(fixture('01-capd-quickstart-kcp.yaml')), kubernetesOf(fixture('02-capd-quickstart-kcp-join.yaml'), { join: true })]) {
+      expect(k.node?.taints ?? []).not.toContainEqual(UNINITIALIZED_TAINT);
+    }
+  });
+
+  it.each([
+    ['v1.30.4', undefined],
+    ['v1.31.0', true],
+    ['v1.35.2', true],
+    ['v1.36.0', undefined],
+  ])('turns ControlPlaneKubeletLocalMode on for a control plane of %s: %s', (version, gate) => {
+    expect(kubernetesOf(controlPlane(version)).controlPlane?.featureGates?.ControlPlaneKubeletLocalMode).toBe(gate);
+  });
+
+  it('keeps ControlPlaneKubeletLocalMode as the template sets it, and the other gates beside it', () => {
+    expect(kubernetesOf(controlPlane('v1.32.1', { ControlPlaneKubeletLocalMode: false, EtcdLearnerMode: true })).controlPlane.featureGates).toEqual({ ControlPlaneKubeletLocalMode: false, EtcdLearnerMode: true });
+  });
+
+  it('has the first control plane upload its certificates with the key the joining ones download them with', () => {
+    const key = { valueFrom: { env: CAPI_ENV.certificateKey } };
+    expect(kubernetesOf(fixture('01-capd-quickstart-kcp.yaml')).certificateKey).toEqual(key);
+    expect(kubernetesOf(fixture('02-capd-quickstart-kcp-join.yaml'), { join: true }).certificateKey).toEqual(key);
+    expect(kubernetesOf(fixture('03-capd-quickstart-workers.yaml')).certificateKey).toBeUndefined();
+  });
+
+  it("fills a mount's missing fields as cloud-init does (defaults,nofail, dump 0, fsck pass 2), says so, and keeps given ones", () => {
+    const { config, notes } = importClusterApi(fixture('15-workers-disks-dualstack.yaml'), { source: 'test' });
+    expect((config.spec as Json).storage.mounts).toEqual([
+      { device: 'LABEL=containerd', path: '/var/lib/containerd', format: 'xfs', options: ['defaults', 'noatime'], dump: 0, pass: 2 },
+      { device: 'LABEL=logs', path: '/var/log/pods', options: ['defaults', 'nofail'], dump: 0, pass: 2 },
+    ]);
+    expect(notes.map((n) => `${n.path}: ${n.message}`)).toContainEqual(expect.stringMatching(/mounts\[1\]: takes cloud-init's default options defaults,nofail and fsck pass 2/));
+  });
+});
