@@ -3,7 +3,7 @@
 import { load as loadYaml } from 'js-yaml';
 import { formatPath, isPlainObject } from '../config/schema/dsl.ts';
 import type { TrackedDocument, Path } from './tracked.ts';
-import { hasTemplate } from './templates.ts';
+import { hasTemplate, shellTemplates } from './templates.ts';
 import { referenceForSecret, whereToPut, type SecretMapping } from './secret-mapping.ts';
 
 type Json = Record<string, unknown>;
@@ -24,16 +24,29 @@ const TEMPLATE_HINT = "machineadm does not expand cloud-init templates: write th
 function commandList(doc: TrackedDocument, path: Path, os: 'linux' | 'windows', ignition: boolean): Json[] | undefined {
   const lines = doc.strings(path);
   if (lines === undefined) return undefined;
-  const kept = lines.filter((line, i) => {
-    if (!hasTemplate(line)) return true;
-    doc.refuse([...path, i], `holds a cloud-init template (${line.slice(0, 60)})`, TEMPLATE_HINT);
-    return false;
+  if (os === 'windows') {
+    return lines.flatMap((line, i) => {
+      if (!hasTemplate(line)) return [{ shell: line }];
+      doc.refuse([...path, i], `holds a cloud-init template (${line.slice(0, 60)})`, TEMPLATE_HINT);
+      return [];
+    });
+  }
+  // A known template becomes a variable the script gets from the machine (see shellTemplates).
+  const env: Json = {};
+  const kept = lines.flatMap((line, i) => {
+    if (!hasTemplate(line)) return [line];
+    const rendered = shellTemplates(line);
+    if ('problem' in rendered) {
+      doc.refuse([...path, i], `${rendered.problem}: ${line.slice(0, 60)}`, TEMPLATE_HINT);
+      return [];
+    }
+    Object.assign(env, rendered.env);
+    return [rendered.text];
   });
-  if (os === 'windows') return kept.map((line) => ({ shell: line }));
   if (kept.length === 0) return [];
   const list = String(path.at(-1));
   const name = ignition ? `${list}, one script as Ignition's kubeadm.sh runs it (set -e)` : `${list}, one script as cloud-init's runcmd runs it`;
-  return [{ name, shell: [...(ignition ? ['set -e'] : []), ...kept].join('\n') }];
+  return [{ name, shell: [...(ignition ? ['set -e'] : []), ...kept].join('\n'), ...(Object.keys(env).length > 0 ? { env } : {}) }];
 }
 
 /** Shell variables a script assigns (NAME=..., export NAME=...). */

@@ -63,3 +63,44 @@ export function isProviderIdTemplate(value: string): boolean {
   const refs = templateReferences(value);
   return refs !== undefined && refs.length > 0 && /^[a-z]+:\/\//.test(value) && refs.every((r) => r === 'instanceId' || r === 'zone' || r === 'region' || r === 'instanceName');
 }
+
+/** The variable a command reads a machine value from (localHostname: MACHINE_LOCAL_HOSTNAME). */
+export function machineVariable(name: MachineReferenceName): string {
+  return `MACHINE_${name.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
+}
+
+/**
+ * A shell line's templates as variables the command gets from the machine ({{ v1.local_hostname }}
+ * becomes ${MACHINE_LOCAL_HOSTNAME}, with env MACHINE_LOCAL_HOSTNAME: { fromMachine: localHostname }).
+ * cloud-init put the value in before the shell read the line; the shell now puts it in itself,
+ * which it does outside quotes and within double quotes, but not within single quotes: a template
+ * there is refused (`problem`), as is one machineadm does not know.
+ */
+export function shellTemplates(line: string): { text: string; env: Record<string, { fromMachine: MachineReferenceName }> } | { problem: string } {
+  const env: Record<string, { fromMachine: MachineReferenceName }> = {};
+  let text = '';
+  let quote: "'" | '"' | undefined;
+  for (let i = 0; i < line.length; ) {
+    const template = line.startsWith('{{', i) ? /^\{\{\s*(.*?)\s*\}\}/.exec(line.slice(i)) : null;
+    if (template) {
+      const name = KNOWN[template[1]!];
+      if (!name) return { problem: `holds a cloud-init template machineadm does not know ({{ ${template[1]} }})` };
+      if (quote === "'") return { problem: `holds a cloud-init template within single quotes ({{ ${template[1]} }}), where the shell puts in no variable` };
+      env[machineVariable(name)] = { fromMachine: name };
+      text += `\${${machineVariable(name)}}`;
+      i += template[0].length;
+      continue;
+    }
+    const c = line[i]!;
+    if (c === '\\' && quote !== "'") {
+      text += line.slice(i, i + 2);
+      i += 2;
+      continue;
+    }
+    if ((c === "'" || c === '"') && (quote === undefined || quote === c)) quote = quote === undefined ? c : undefined;
+    text += c;
+    i++;
+  }
+  if (/\{%/.test(line)) return { problem: 'holds a cloud-init template statement ({% ... %})' };
+  return { text, env };
+}

@@ -43,6 +43,17 @@ export function commandArgv(spec: CommandSpec, os: 'linux' | 'windows'): [string
   return os === 'windows' ? ['powershell.exe', '-NoProfile', '-NonInteractive', '-Command', spec.shell!] : ['/bin/sh', '-c', spec.shell!];
 }
 
+/** The command's own variables, machine values already put in (see config/machine-values.ts). */
+function literalEnv(spec: CommandSpec): Record<string, string> {
+  return Object.fromEntries(Object.entries(spec.env ?? {}).filter((e): e is [string, string] => typeof e[1] === 'string'));
+}
+
+/** The command's variables as a plan shows them: a machine value not read yet by its name. */
+function displayEnv(spec: CommandSpec): string {
+  const entries = Object.entries(spec.env ?? {});
+  return entries.length ? `${entries.map(([k, v]) => `${k}=${typeof v === 'string' ? displayArgv([v]) : `{ fromMachine: ${v.fromMachine} }`}`).join(' ')} ` : '';
+}
+
 // Arguments shown as JSON strings when they hold anything a reader could misread.
 function displayArgv(argv: readonly string[]): string {
   return argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
@@ -55,7 +66,7 @@ export function plannedChanges(list: CommandList, commands: readonly CommandSpec
     // Windows starts no process whose command line is longer: refused before the first change.
     const tooLong = os === 'windows' ? windowsCommandLineProblem(argv) : undefined;
     if (tooLong) return { action: 'refuse', target: label(list, i, spec), detail: `${tooLong}: Windows would not start it; put the work in a script file on the machine and run that` };
-    return { action: 'run', target: label(list, i, spec), detail: `${displayArgv(argv)}, timeout ${spec.timeoutSeconds}s` };
+    return { action: 'run', target: label(list, i, spec), detail: `${displayEnv(spec)}${displayArgv(argv)}, timeout ${spec.timeoutSeconds}s` };
   });
 }
 
@@ -95,7 +106,8 @@ export async function runCommands(ctx: StepContext, list: CommandList, commands:
         timeoutMs: spec.timeoutSeconds * 1000,
         allowFailure: true,
         withoutEnv: secretEnvNames(ctx),
-        ...(underRoot ? { cwd: ctx.host.fs.root, env: { MACHINEADM_ROOT: ctx.host.fs.root } } : {}),
+        env: { ...literalEnv(spec), ...(underRoot ? { MACHINEADM_ROOT: ctx.host.fs.root } : {}) },
+        ...(underRoot ? { cwd: ctx.host.fs.root } : {}),
         onLine: (raw) => {
           lines++;
           const line = raw.length > MAX_LINE_CHARS ? `${raw.slice(0, MAX_LINE_CHARS)}... (${raw.length} characters)` : raw;

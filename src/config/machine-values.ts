@@ -35,10 +35,18 @@ function nodeNameProblem(value: string): string | undefined {
 }
 
 function sites(config: MachineConfig): Site[] {
-  const node = config.spec.kubernetes?.node;
-  if (!node) return [];
   const out: Site[] = [];
   const ref = (value: MachineString | undefined) => (isMachineReference(value) ? value.fromMachine : undefined);
+  for (const [list, commands] of Object.entries(config.spec.commands ?? {})) {
+    (commands ?? []).forEach((command, i) => {
+      for (const [key, value] of Object.entries(command.env ?? {})) {
+        const name = ref(value);
+        if (name) out.push({ field: `spec.commands.${list}[${i}].env.${key}`, name, check: () => undefined, assign: (c, v) => (((c.spec.commands as Record<string, typeof commands>)[list]![i]!.env as Record<string, MachineString>)[key] = v) });
+      }
+    });
+  }
+  const node = config.spec.kubernetes?.node;
+  if (!node) return out;
   const name = ref(node.name);
   if (name) out.push({ field: 'spec.kubernetes.node.name', name, check: nodeNameProblem, assign: (c, v) => (c.spec.kubernetes!.node!.name = v) });
   if (node.providerID === 'auto') out.push({ field: 'spec.kubernetes.node.providerID', name: 'providerID', check: (v) => (v === 'auto' ? 'is not a provider ID' : providerIdProblem(v)), assign: (c, v) => (c.spec.kubernetes!.node!.providerID = v) });

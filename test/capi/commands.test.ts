@@ -72,12 +72,41 @@ describe('Cluster API commands', () => {
     expect(stderr).toContain('note: spec.template.spec.postKubeadmCommands: uses $CRICTL_VERSION, $ARCH, set by preKubeadmCommands: machineadm runs kubeadm between the two scripts, so set them again in postKubeadmCommands');
   });
 
-  it('keep the lines that hold no template, and refuse the ones that do, naming each', async () => {
+  it("take the machine's values where cloud-init's templates put them, as variables the script gets: the real shell reads them", async () => {
+    const line = 'echo "name={{ ds.meta_data.local_hostname }} zone={{ v1.availability_zone }}" > "$MACHINEADM_ROOT/host"; echo {{v1.instance_id}} >> "$MACHINEADM_ROOT/host"';
+    const { commands } = await imported({ bootCommands: [line] });
+    expect(commands.boot).toEqual([{
+      name: "bootCommands, one script as cloud-init's runcmd runs it",
+      shell: 'echo "name=${MACHINE_LOCAL_HOSTNAME} zone=${MACHINE_ZONE}" > "$MACHINEADM_ROOT/host"; echo ${MACHINE_INSTANCE_ID} >> "$MACHINEADM_ROOT/host"',
+      env: { MACHINE_LOCAL_HOSTNAME: { fromMachine: 'localHostname' }, MACHINE_ZONE: { fromMachine: 'zone' }, MACHINE_INSTANCE_ID: { fromMachine: 'instanceId' } },
+    }]);
+    // machineadm prepare runs it (under --root, where commands run when asked to) with the values given.
+    const dir = scratchDir('machineadm-capi-commands-');
+    const config = join(dir, 'machine.yaml');
+    writeFileSync(config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { commands } }));
+    const root = join(dir, 'root');
+    const plan = await runCli(['plan', '-c', config, '--root', root, '--set', 'localHostname=ip-10-0-1-5.ec2.internal', '--set', 'zone=us-east-1a', '--set', 'instanceId=i-0abc'], { env: { ...process.env, MACHINEADM_COMMANDS_UNDER_ROOT: '1' } });
+    expect(plan.stdout).toContain('MACHINE_LOCAL_HOSTNAME=ip-10-0-1-5.ec2.internal MACHINE_ZONE=us-east-1a MACHINE_INSTANCE_ID=i-0abc /bin/sh -c');
+    const run = await runCli(['prepare', '-c', config, '--root', root, '--set', 'localHostname=ip-10-0-1-5.ec2.internal', '--set', 'zone=us-east-1a', '--set', 'instanceId=i-0abc'], { env: { ...process.env, MACHINEADM_COMMANDS_UNDER_ROOT: '1' } });
+    expect(run.code, run.stderr).toBe(0);
+    expect(readFileSync(join(root, 'host'), 'utf8')).toBe('name=ip-10-0-1-5.ec2.internal zone=us-east-1a\ni-0abc\n');
+  });
+
+  it.each([
+    ['a template machineadm does not know', 'echo {{ ds.meta_data.tags.role }}', 'holds a cloud-init template machineadm does not know ({{ ds.meta_data.tags.role }})'],
+    ['a template within single quotes, where the shell puts in no variable', "echo 'host {{ v1.local_hostname }}'", 'holds a cloud-init template within single quotes ({{ v1.local_hostname }})'],
+    ['a template statement', '{% if v1.region %}echo x{% endif %}', 'holds a cloud-init template'],
+  ])('refuse %s, naming the line, and keep the others', async (_what, bad, message) => {
     const dir = scratchDir('machineadm-capi-commands-');
     const file = join(dir, 'input.yaml');
-    writeFileSync(file, dump({ apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta1', kind: 'KubeadmConfigTemplate', metadata: { name: 'md-0' }, spec: { template: { spec: { preKubeadmCommands: ['echo a', 'hostnamectl set-hostname {{ ds.meta_data.hostname }}'] } } } }));
+    writeFileSync(file, dump({ apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta1', kind: 'KubeadmConfigTemplate', metadata: { name: 'md-0' }, spec: { template: { spec: { preKubeadmCommands: ['echo a', bad] } } } }));
     const run = await runCli(['config', 'import', '-f', file]);
     expect(run.code).toBe(2);
-    expect(run.stderr).toContain('spec.template.spec.preKubeadmCommands[1]: holds a cloud-init template');
+    expect(run.stderr).toContain(`spec.template.spec.preKubeadmCommands[1]: ${message}`);
+  });
+
+  it('read a quote that a backslash escapes, or one within the other kind of quotes, as the shell does', async () => {
+    const { commands } = await imported({ bootCommands: [`echo "it's {{ v1.region }}" \\' {{ v1.region }}`] });
+    expect(commands.boot![0]!.shell).toBe(`echo "it's \${MACHINE_REGION}" \\' \${MACHINE_REGION}`);
   });
 });

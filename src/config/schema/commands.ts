@@ -1,6 +1,7 @@
 // spec.commands: the operator's own commands, at three points of a run (boot, before and after
 // kubeadm) and at the start of `machineadm reset`, each an argv or one shell line with a timeout.
-import { array, integer, object, optional, string, withDefault } from './dsl.ts';
+import { array, integer, object, optional, record, string, withDefault } from './dsl.ts';
+import { machineString } from './machine.ts';
 
 const oneLine = (what: string) => (value: string) => (/[\r\n\0]/.test(value) ? `${what} must be one line|remove the line break` : undefined);
 
@@ -21,6 +22,15 @@ export const commandSpec = object(
         check: (v) => (v.includes('\0') ? 'contains a NUL character' : undefined),
         description: 'one shell line (may hold several lines), run by /bin/sh -c on Linux and by powershell.exe -NoProfile -NonInteractive -Command on Windows, e.g. "echo ready > /run/ready"', example: 'echo ready > /run/ready',
       }),
+    ),
+    env: optional(
+      record(machineString(string({ check: (v) => (/[\r\n\0]/.test(v) ? 'must be one line, without NUL|remove the line break' : undefined) })), {
+        key: { pattern: /^[A-Za-z_][A-Za-z0-9_]*$/, patternHint: 'a variable name: letters, digits and _, not starting with a digit, e.g. NODE_NAME' },
+      }),
+      {
+        description: 'environment variables the command gets, each a literal or { fromMachine: NAME } (this machine\'s value, e.g. its local host name); a shell line reads them as "$NAME"',
+        example: { NODE_NAME: { fromMachine: 'localHostname' } },
+      },
     ),
     timeoutSeconds: withDefault(
       integer({ min: 1, max: 86_400, description: 'seconds before the command and every process it started are stopped (TERM, then KILL) and the step fails, e.g. 60', example: 60 }),
