@@ -1,6 +1,7 @@
 // The event model: every run, phase and step emits a start and a finish event. Steps and the
 // runner emit; sinks (console, status file, CloudEvents endpoints) listen. Pure, no I/O.
 import { randomUUID } from 'node:crypto';
+import type { TransferProgress } from '../host/transfer-progress.ts';
 
 export type Result = 'success' | 'skipped' | 'warning' | 'failure';
 
@@ -23,6 +24,7 @@ export type EventType =
   | 'step.started'
   | 'step.finished'
   | 'step.output'
+  | 'step.progress'
   | 'log';
 
 export interface ErrorInfo {
@@ -75,6 +77,8 @@ export interface MachineEvent {
   record?: Record<string, unknown>;
   /** Where the result file keeps that record (e.g. domainJoin). */
   recordAs?: 'domainJoin';
+  /** step.progress: how far a download of the step has come, at most once a second. */
+  progress?: { target: string } & TransferProgress;
   /** Set when the event was cut to stay under the size limit (see limitEventSize). */
   truncated?: boolean;
 }

@@ -8,6 +8,7 @@ import { selectSteps, type SelectedStep } from './select.ts';
 import { type MachineState } from './state.ts';
 import { resolveSecret } from '../config/secrets.ts';
 import type { RunnerInput } from './runner-input.ts';
+import { progressMeter } from '../host/transfer-progress.ts';
 
 export function applicability(step: Step, input: RunnerInput): string | undefined {
   if (step.platforms && !step.platforms.includes(input.facts.os)) return `only on ${step.platforms.join(', ')}`;
@@ -39,6 +40,7 @@ export function contextFor(input: RunnerInput, state: MachineState, fullId: stri
     startedBefore: state.started?.stepId === fullId && state.started.runId !== events.runId,
     log: (message, level = 'info') => events.emit({ type: 'log', step: fullId, message, level }),
     output: (line) => events.emit({ type: 'step.output', step: fullId, message: line }),
+    downloadProgress: (target) => progressMeter((progress) => events.emit({ type: 'step.progress', step: fullId, progress: { target, ...progress } })),
     emit: (event) => events.emit({ step: fullId, ...event }),
     secret: (source, field, options) => resolveSecret(source, input.host, field, input.secrets, options),
     recordOf: (stepId) => state.steps[stepId] ?? Object.entries(state.steps).find(([id]) => id.endsWith('/' + stepId) && !id.startsWith('reset/'))?.[1],

@@ -68,6 +68,8 @@ export interface StepContext {
   /** Lines for the console and the report (secrets must already be out of them). */
   log(message: string, level?: 'info' | 'warning'): void;
   output(line: string): void;
+  /** A download's onProgress for `target` (a machine path): step.progress events, at most once a second. */
+  downloadProgress(target: string): (received: number, total: number | undefined) => void;
   emit(event: EventInput): void;
   /** The phases and steps this run has been through so far. */
   readonly run: RunSoFar;

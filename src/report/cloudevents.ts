@@ -27,9 +27,13 @@ export interface CloudEvent {
   data: MachineEvent;
 }
 
-/** The events that go to endpoints: every start and finish, and log lines; command output only reaches them as a failure's tail. */
+/**
+ * The events that go to endpoints: every start and finish, and log lines; command output only
+ * reaches them as a failure's tail, and a download's progress not at all (it is for whoever
+ * watches the run, and stale once spooled).
+ */
 export function isReportedEvent(event: MachineEvent): boolean {
-  return event.type !== 'step.output';
+  return event.type !== 'step.output' && event.type !== 'step.progress';
 }
 
 /** urn:machineadm:<hostname>: the producer, stable across runs of one machine. */

@@ -5,6 +5,7 @@ import { dump } from 'js-yaml';
 import type { EventBus, MachineEvent, Result } from '../engine/events.ts';
 import type { RunResultDocument } from './outcome.ts';
 import type { DeliveryReport } from './delivery.ts';
+import { formatProgress } from '../host/transfer-progress.ts';
 
 export type ConsoleMode = 'tty' | 'text' | 'json' | 'yaml';
 
@@ -31,6 +32,8 @@ interface Spinner {
   info(text: string): Spinner;
   warn(text: string): Spinner;
   fail(text: string): Spinner;
+  /** What the spinner shows beside it (ora redraws it at its next frame). */
+  text: string;
   stopAndPersist(options: { symbol: string; text: string }): Spinner;
 }
 
@@ -81,6 +84,11 @@ function stepNote(event: MachineEvent): string {
   return '';
 }
 
+/** The file a download goes to, by its name: the folder is in the plan. */
+function shortTarget(path: string): string {
+  return path.slice(Math.max(path.lastIndexOf('/'), path.lastIndexOf('\\')) + 1);
+}
+
 const SYMBOL: Record<Result, 'succeed' | 'info' | 'warn' | 'fail'> = { success: 'succeed', skipped: 'info', warning: 'warn', failure: 'fail' };
 
 /** Shows the bus's events on the console; returns a function that detaches it. */
@@ -99,10 +107,14 @@ export function attachConsole(bus: EventBus, mode: ConsoleMode, out: ConsoleOutp
     });
   }
   let spinner: Spinner | undefined;
+  let current: string | undefined;
+  let summary = '';
   return bus.listen((event) => {
     switch (event.type) {
       case 'step.started':
-        spinner = spinnerFactory().start(`${event.step} ${event.summary ?? ''}`);
+        current = event.step;
+        summary = event.summary ?? '';
+        spinner = spinnerFactory().start(`${event.step} ${summary}`);
         return;
       case 'step.finished': {
         const text = `${event.step} ${event.result} ${formatDuration(event.durationMs ?? 0)}${stepNote(event)}`;
@@ -111,6 +123,10 @@ export function attachConsole(bus: EventBus, mode: ConsoleMode, out: ConsoleOutp
         spinner = undefined;
         return;
       }
+      case 'step.progress':
+        // The running step's spinner says how far its download has come; the line stays one line.
+        if (spinner && event.step === current && event.progress) spinner.text = `${current} ${summary}: ${shortTarget(event.progress.target)} ${formatProgress(event.progress)}`;
+        return;
       case 'log':
       case 'step.output': {
         spinner?.clear();

@@ -166,7 +166,7 @@ export class RunResultBuilder {
   }
 
   add(event: MachineEvent): boolean {
-    if (event.type === 'step.output') return false;
+    if (event.type === 'step.output' || event.type === 'step.progress') return false;
     if (event.type === 'run.started' && this.doc?.runId === event.runId && this.doc.state === 'finished') {
       // The same run, resumed after a reboot: what it did before stays, the rest follows it.
       const { result: _result, exitCode: _exitCode, finishedAt: _finishedAt, durationMs, error: _error, ...before } = this.doc;

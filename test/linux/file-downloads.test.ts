@@ -43,7 +43,7 @@ function fresh(files: { path: string; url: string; sha256: string }[]): { root: 
   const root = scratchDir('machineadm-early-');
   const host = createHost({ root, facts, env: {} });
   const config = configFrom({ files: files.map((f) => ({ path: f.path, source: { url: f.url, sha256: f.sha256 } })) });
-  const ctx = { config, facts, host, options: { dryRun: false, force: false }, previous: undefined, run: { runId: 'r', command: 'init', failed: false, phases: [] }, recordOf: () => undefined, log: () => undefined } as unknown as StepContext;
+  const ctx = { config, facts, host, options: { dryRun: false, force: false }, previous: undefined, run: { runId: 'r', command: 'init', failed: false, phases: [] }, recordOf: () => undefined, log: () => undefined, downloadProgress: () => () => undefined } as unknown as StepContext;
   requests.length = 0;
   answer = serveBodies;
   return { root, ctx };

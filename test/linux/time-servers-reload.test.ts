@@ -39,6 +39,7 @@ function context(fileWrittenAt: string | undefined, previous: StepRecord | undef
     startedBefore: false,
     log: () => undefined,
     output: () => undefined,
+    downloadProgress: () => () => undefined,
     emit: () => undefined,
     run: { runId: 'r', command: 'prepare', failed: false, phases: [] },
     secret: async () => '',

@@ -15,6 +15,9 @@ function fakeSpinners(): { factory: SpinnerFactory; calls: string[] } {
       warn: (t: string) => (calls.push(`warn ${t}`), spinner),
       fail: (t: string) => (calls.push(`fail ${t}`), spinner),
       stopAndPersist: () => spinner,
+      set text(t: string) {
+        calls.push(`text ${t}`);
+      },
     };
     return spinner;
   };
@@ -36,6 +39,26 @@ describe('the console on a terminal', () => {
     bus.emit({ type: 'run.finished', result: 'failure' });
     expect(calls).toEqual(['start prepare/a do a', 'succeed prepare/a success 1.2s', 'start prepare/b do b', 'fail prepare/b failure 5ms (the summary below says why)', 'start prepare/c do c', 'stop']);
     expect(out).toBe('prepare: kernel\n');
+  });
+
+  it("shows the running step's download beside its spinner: bytes, rate and time left; another step's progress is not shown", () => {
+    const bus = new EventBus();
+    const { factory, calls } = fakeSpinners();
+    attachConsole(bus, 'tty', { write: () => undefined }, factory);
+    bus.emit({ type: 'step.started', step: 'prepare/files', summary: 'write files' });
+    bus.emit({ type: 'step.progress', step: 'prepare/files', progress: { target: '/usr/local/bin/kubelet', receivedBytes: 12 * 1048576, totalBytes: 64 * 1048576, bytesPerSecond: 4 * 1048576, etaSeconds: 13 } });
+    bus.emit({ type: 'step.progress', step: 'prepare/kubernetes/install', progress: { target: '/opt/bin/kubeadm', receivedBytes: 1, bytesPerSecond: 1 } });
+    expect(calls).toEqual(['start prepare/files write files', 'text prepare/files write files: kubelet 12.0 of 64.0 MiB (18%), 4.0 MiB/s, 13 s left']);
+  });
+});
+
+describe('the console in text mode', () => {
+  it('prints no progress line (a log keeps what happened, not how fast)', () => {
+    const bus = new EventBus();
+    let out = '';
+    attachConsole(bus, 'text', { write: (t) => (out += t) });
+    bus.emit({ type: 'step.progress', step: 'prepare/files', progress: { target: '/x', receivedBytes: 1, bytesPerSecond: 1 } });
+    expect(out).toBe('');
   });
 });
 

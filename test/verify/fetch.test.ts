@@ -282,9 +282,9 @@ describe('machineadm fetch', () => {
     expect(run.code, run.stderr).toBe(0);
   });
 
-  it('shows a progress bar only on a terminal', async () => {
+  it('shows a progress bar only on a terminal, with the bytes, the rate and the time left', async () => {
     const tty = await runCli(['fetch', url('/file'), '-d', out(), '--sha256', sha], { cwd: dir, interactive: true });
-    expect(tty.stderr).toMatch(/\] 100% 2\.0\/2\.0 MiB/);
+    expect(tty.stderr).toMatch(/\[#{30}\] 2\.0 of 2\.0 MiB \(100%\), \d+\.\d MiB\/s\x1b\[K\n$/);
     const plain = await fetchCli(url('/file'), '-d', out(), '--sha256', sha);
     expect(plain.stderr).toBe('');
   });

@@ -4,6 +4,7 @@ import { isSea } from 'node:sea';
 import type { Io } from '../io.ts';
 import type { Host } from '../../host/index.ts';
 import { operatorFileSystem } from '../../host/fs.ts';
+import { formatProgress, progressMeter } from '../../host/transfer-progress.ts';
 import { ExitCode, UsageError, VerificationError } from '../../errors.ts';
 import { buildInfo } from '../../version.ts';
 import { formatPublicKey, formatSecretKey, formatSignature, keyIdHex, parsePublicKey, parseSecretKey, parseSignature, formatPublicKeyLine, type PublicKey } from '../../verify/minisign.ts';
@@ -179,26 +180,16 @@ export interface FetchOptions {
 }
 
 function progressBar(io: Io): { update: (received: number, total: number | undefined) => void; done: () => void } {
-  let last = Number.NEGATIVE_INFINITY;
   let shown = false;
-  const mib = (n: number): string => (n / 1024 / 1024).toFixed(1);
-  const draw = (received: number, total: number | undefined): void => {
+  const update = progressMeter((p) => {
     shown = true;
-    if (total && total > 0) {
-      const width = 30;
-      const filled = Math.min(width, Math.floor((received / total) * width));
-      io.stderr(`\r[${'#'.repeat(filled)}${' '.repeat(width - filled)}] ${String(Math.floor((received / total) * 100)).padStart(3)}% ${mib(received)}/${mib(total)} MiB`);
-    } else {
-      io.stderr(`\r${mib(received)} MiB`);
-    }
-  };
+    const width = 30;
+    const bar = p.totalBytes ? `[${'#'.repeat(Math.min(width, Math.floor((p.receivedBytes / p.totalBytes) * width))).padEnd(width)}] ` : '';
+    // Cleared to the end of the line: the text may get shorter (a time left of fewer digits).
+    io.stderr(`\r${bar}${formatProgress(p)}\x1b[K`);
+  }, 100);
   return {
-    update: (received, total) => {
-      const now = performance.now();
-      if (now - last < 100 && received !== total) return;
-      last = now;
-      draw(received, total);
-    },
+    update,
     done: () => {
       if (shown) io.stderr('\n');
     },

@@ -246,7 +246,7 @@ export const containerdImagesStep: Step = {
       for (const [i, p] of todo.entries()) {
         const path = `${STAGE}/${i}.tar`;
         try {
-          await fetchVerified(ctx.host, { urls: [p.archive.url], destination: path, sha256: p.archive.sha256, mode: 0o600, backup: false });
+          await fetchVerified(ctx.host, { urls: [p.archive.url], destination: path, sha256: p.archive.sha256, mode: 0o600, backup: false, onProgress: ctx.downloadProgress(path) });
         } catch (error) {
           throw errorForField(p.archive.field, error);
         }

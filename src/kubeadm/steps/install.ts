@@ -218,14 +218,14 @@ async function fetchPiece(ctx: StepContext, p: Planned): Promise<{ files: Array<
   const sha256 = p.sha256 ?? (await expectedSha256(ctx, artifact));
   try {
     if ('path' in artifact.install) {
-      const { pending } = await fetchVerifiedPending(ctx.host, { urls: [artifact.url], destination: artifact.install.path, ...(sha256 ? { sha256 } : {}), mode: MODE });
+      const { pending } = await fetchVerifiedPending(ctx.host, { urls: [artifact.url], destination: artifact.install.path, ...(sha256 ? { sha256 } : {}), mode: MODE, onProgress: ctx.downloadProgress(artifact.install.path) });
       return { files: [{ path: artifact.install.path, file: pending, sha256: sha256! }] };
     }
     const os = ctx.facts.os;
     const archive = inFolder(stageOf(ctx), `${artifact.name}.tar.gz`, os);
     const stage = inFolder(stageOf(ctx), artifact.name, os);
     await ctx.host.fs.mkdirp(stage);
-    await fetchVerified(ctx.host, { urls: [artifact.url], destination: archive, ...(sha256 ? { sha256 } : {}), mode: 0o600, backup: false });
+    await fetchVerified(ctx.host, { urls: [artifact.url], destination: archive, ...(sha256 ? { sha256 } : {}), mode: 0o600, backup: false, onProgress: ctx.downloadProgress(archive) });
     const unpacked = await ctx.host.proc.run(['tar', '-xzf', await ctx.host.fs.resolve(archive), '-C', await ctx.host.fs.resolve(stage), '--no-same-owner', '--no-same-permissions'], { timeoutMs: 10 * 60_000, allowFailure: true });
     if (unpacked.exitCode !== 0) throw new StepDetailsError(`${artifact.name}: the archive from ${displayUrl(artifact.url)} does not unpack: ${unpacked.stderr.trim().split('\n').at(-1) ?? ''}`, { field: artifact.field });
     const { directory, members } = artifact.install;

@@ -67,6 +67,7 @@ async function fetchSource(ctx: StepContext, host: Host, file: SourceFile): Prom
     sha256: file.spec.source.sha256,
     mode: file.mode,
     ...(file.spec.owner ? { owner: file.spec.owner } : {}),
+    onProgress: ctx.downloadProgress(file.spec.path),
   });
   return pending;
 }

@@ -116,6 +116,7 @@ export const hostAgentsStep: Step = {
           ({ pending } = await fetchVerifiedPending(ctx.host, {
             urls: [agent.source.url],
             destination: agent.installPath,
+            onProgress: ctx.downloadProgress(agent.installPath),
             ...(agent.source.sha256 ? { sha256: agent.source.sha256 } : {}),
             ...(signature ? { signature: { publicKey: signature.publicKey, ...(signature.url ? { url: signature.url } : {}) } } : {}),
           }));
