@@ -21,23 +21,46 @@ const TEMPLATE_HINT = "machineadm does not expand cloud-init templates: write th
  * last line's status is the script's); Ignition's kubeadm.sh begins with `set -e`. On Windows
  * each line stays a command of its own.
  */
+/** The unit CABPK's Ignition runs kubeadm from (kubeadm.sh) on Flatcar. */
+const CABPK_KUBEADM_UNIT = 'kubeadm.service';
+
+// Where CABPK writes kubeadm's configuration: cloud-init (init, join) and Ignition.
+const CABPK_KUBEADM_FILES = ['/run/kubeadm/kubeadm.yaml', '/run/kubeadm/kubeadm-join-config.yaml', '/etc/kubeadm.yml'];
+// A template's edit of it that only puts the machine's values in (Flatcar's envsubst of
+// $COREOS_EC2_HOSTNAME and the like), which machineadm does from { fromMachine } itself.
+const VALUE_EDIT = /^\s*(envsubst\s*<\s*(\S+)\s*>\s*\2\.tmp|mv\s+(\S+)\.tmp\s+\3)\s*$/;
+
+/**
+ * A line that works on CABPK's kubeadm configuration file, which machineadm does not write (it
+ * renders kubeadm's configuration itself): dropped with a note when it only puts the machine's
+ * values in, else refused.
+ */
+function kubeadmFileEdit(doc: TrackedDocument, at: Path, line: string): boolean {
+  const file = CABPK_KUBEADM_FILES.find((f) => line.includes(f));
+  if (file === undefined) return false;
+  if (VALUE_EDIT.test(line)) doc.notes.push({ path: formatPath(at), message: `puts the machine's values into ${file}, CABPK's kubeadm configuration, which machineadm does not write: machineadm fills them itself ({ fromMachine }): dropped` });
+  else doc.refuse(at, `works on ${file}, CABPK's kubeadm configuration, which machineadm does not write (it renders kubeadm's configuration from spec.kubernetes)`, 'put the change in spec.kubernetes (node, kubeletExtraArgs, patchesDirectory) instead');
+  return true;
+}
+
 function commandList(doc: TrackedDocument, path: Path, os: 'linux' | 'windows', ignition: boolean): Json[] | undefined {
-  const lines = doc.strings(path);
-  if (lines === undefined) return undefined;
+  const all = doc.strings(path);
+  if (all === undefined) return undefined;
+  const lines = all.map((line, i) => ({ line, at: [...path, i] })).filter(({ line, at }) => !kubeadmFileEdit(doc, at, line));
   if (os === 'windows') {
-    return lines.flatMap((line, i) => {
+    return lines.flatMap(({ line, at }) => {
       if (!hasTemplate(line)) return [{ shell: line }];
-      doc.refuse([...path, i], `holds a cloud-init template (${line.slice(0, 60)})`, TEMPLATE_HINT);
+      doc.refuse(at, `holds a cloud-init template (${line.slice(0, 60)})`, TEMPLATE_HINT);
       return [];
     });
   }
   // A known template becomes a variable the script gets from the machine (see shellTemplates).
   const env: Json = {};
-  const kept = lines.flatMap((line, i) => {
+  const kept = lines.flatMap(({ line, at }) => {
     if (!hasTemplate(line)) return [line];
     const rendered = shellTemplates(line);
     if ('problem' in rendered) {
-      doc.refuse([...path, i], `${rendered.problem}: ${line.slice(0, 60)}`, TEMPLATE_HINT);
+      doc.refuse(at, `${rendered.problem}: ${line.slice(0, 60)}`, TEMPLATE_HINT);
       return [];
     }
     Object.assign(env, rendered.env);
@@ -301,6 +324,13 @@ function ignition(doc: TrackedDocument, base: Path, spec: Json): void {
         if (!isPlainObject(u) || typeof u.name !== 'string') return refuse(`systemd.units[${i}]`, 'needs a name');
         const extra = Object.keys(u).filter((k) => !['name', 'enabled', 'enable', 'contents', 'dropins'].includes(k));
         if (extra.length > 0) return refuse(`systemd.units[${i}].${extra[0]}`, 'has no machineadm equivalent');
+        // CABPK's own unit on Flatcar, which runs its kubeadm.sh: machineadm is what runs kubeadm
+        // there, after containerd (the ordering its drop-ins ask for). Writing or enabling a unit
+        // CABPK defines, and machineadm does not, would start nothing or fail the boot commands.
+        if (u.name === CABPK_KUBEADM_UNIT) {
+          doc.notes.push({ path: `${where}: systemd.units[${i}]`, message: `${CABPK_KUBEADM_UNIT} is the unit that runs kubeadm in CABPK's Ignition; machineadm runs kubeadm itself, after containerd: not written` });
+          return;
+        }
         if (typeof u.contents === 'string') files.push({ path: `/etc/systemd/system/${u.name}`, content: u.contents });
         if (Array.isArray(u.dropins)) {
           for (const d of u.dropins) if (isPlainObject(d) && typeof d.name === 'string' && typeof d.contents === 'string') files.push({ path: `/etc/systemd/system/${u.name}.d/${d.name}`, content: d.contents });

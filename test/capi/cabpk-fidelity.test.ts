@@ -50,6 +50,23 @@ describe('an import does what CABPK and KubeadmControlPlane add', () => {
     expect(kubernetesOf(fixture('03-capd-quickstart-workers.yaml')).certificateKey).toBeUndefined();
   });
 
+  it("drops Flatcar's envsubst of CABPK's /etc/kubeadm.yml and its kubeadm.service (machineadm renders and runs kubeadm itself), saying so", () => {
+    const { config, notes } = importClusterApi(fixture('06-capa-flatcar-ignition-workers.yaml'), { source: 'test' });
+    const spec = config.spec as Json;
+    expect(spec.commands?.beforeKubeadm ?? []).toEqual([]);
+    expect((spec.files ?? []).map((f: Json) => f.path)).not.toContainEqual(expect.stringContaining('kubeadm.service'));
+    expect(JSON.stringify(spec.commands ?? {})).not.toContain('kubeadm.service');
+    const said = notes.map((n) => `${n.path}: ${n.message}`);
+    expect(said).toContainEqual(expect.stringMatching(/preKubeadmCommands\[0\]: puts the machine's values into \/etc\/kubeadm\.yml, CABPK's kubeadm configuration.*dropped/));
+    expect(said).toContainEqual(expect.stringMatching(/systemd\.units\[1\]: kubeadm\.service is the unit that runs kubeadm in CABPK's Ignition.*not written/));
+  });
+
+  it("refuses any other work on CABPK's kubeadm configuration file, naming the line", () => {
+    const doc = fixture('03-capd-quickstart-workers.yaml');
+    doc.spec.template.spec.preKubeadmCommands = ['echo ok', 'sed -i "s/old/new/" /run/kubeadm/kubeadm-join-config.yaml'];
+    expect(() => importClusterApi(doc, { source: 'test' })).toThrow(/preKubeadmCommands\[1\]: works on \/run\/kubeadm\/kubeadm-join-config\.yaml, CABPK's kubeadm configuration, which machineadm does not write/);
+  });
+
   it("fills a mount's missing fields as cloud-init does (defaults,nofail, dump 0, fsck pass 2), says so, and keeps given ones", () => {
     const { config, notes } = importClusterApi(fixture('15-workers-disks-dualstack.yaml'), { source: 'test' });
     expect((config.spec as Json).storage.mounts).toEqual([
