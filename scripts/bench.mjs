@@ -5,11 +5,13 @@
 // (scripts/bench-floors.mjs). Not a test: the numbers depend on the machine and on what else runs
 // on it (the load is printed with the table).
 //
-//   node scripts/bench.mjs [--quick] [--only startup,verify,blake2b,fetch,init,boot,fleet] [--binary dist/machineadm-linux-x64]
+//   node scripts/bench.mjs [--quick] [--only startup,verify,blake2b,fetch,init,boot,fleet,wire] [--binary dist/machineadm-linux-x64]
 //
-// Needs: the binary (npm run build -- --targets linux-x64), minisign, curl, openssl and GNU time
+// Needs: the binary (npm run build -- --targets linux-x64; wire also needs its .gz and .zst, and
+// reads the other platforms' files beside it), minisign, curl, openssl, zstd and GNU time
 // (/usr/bin/time, for peak RSS), strace (fsyncs of init), python3 and libsodium (the BLAKE2b
-// baseline, through ctypes). --quick: fewer repeats, smaller files and fleet.
+// baseline, through ctypes). --quick: fewer repeats, smaller files and fleet. wire: bytes on the
+// wire and the loader over 100 Mbit/s (scripts/bench-wire.mjs).
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
@@ -18,6 +20,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildFloors, warmFloor } from './bench-floors.mjs';
+import { wireFigures } from './bench-wire.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -531,7 +534,8 @@ async function fleet() {
 }
 
 try {
-  for (const [name, figure] of [['startup', startup], ['verify', verify], ['blake2b', blake2bFigure], ['fetch', fetchFigure], ['init', initFigure], ['boot', bootFigure], ['fleet', fleet]]) {
+  const wire = () => wireFigures({ work, root: ROOT, node: NODE, binary: BINARY, quick, run, median, row, fail });
+  for (const [name, figure] of [['startup', startup], ['verify', verify], ['blake2b', blake2bFigure], ['fetch', fetchFigure], ['init', initFigure], ['boot', bootFigure], ['fleet', fleet], ['wire', wire]]) {
     if (!only || only.has(name)) await figure();
   }
 } finally {

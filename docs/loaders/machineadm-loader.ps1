@@ -10,8 +10,13 @@
   hash; it installs the published .minisig next to the binary, so that the installed machineadm can
   check its own minisign signature (verify --self, security.requireSignedBinary).
 
+  It takes the gzip copy (<FileName>.gz, a third of the bytes) when the mirror has it, inflating it
+  with .NET's GZipStream as it arrives; without it (an HTTP error such as 404), the binary itself.
+  Either way the SHA-256 is of the binary, hashed as it is written: the pinned value of the plain
+  binary covers both.
+
   Exit codes: those of machineadm once it runs; before that 1 download failed, 2 bad settings,
-  3 the SHA-256 did not match (nothing was installed or run).
+  3 the SHA-256 did not match or the .gz did not inflate (nothing was installed or run).
 
 .EXAMPLE
   powershell.exe -NoProfile -ExecutionPolicy Bypass -File C:\machineadm\loader.ps1 `
@@ -53,24 +58,62 @@ if ($expected -notmatch '^[0-9a-f]{64}$') {
 [Net.ServicePointManager]::SecurityProtocol = [Net.ServicePointManager]::SecurityProtocol -bor [Net.SecurityProtocolType]::Tls12
 
 $url = $BaseUrl.TrimEnd('/') + '/' + $FileName
+# HttpClient streams the response (Invoke-WebRequest writes the whole file first). Windows
+# PowerShell 5.1 does not load its assembly by itself.
+Add-Type -AssemblyName System.Net.Http
+$client = New-Object System.Net.Http.HttpClient
+
+# Downloads $Uri into $Path, through GZipStream when $Inflate, hashing what is written on the way
+# (a CryptoStream over SHA-256, which passes the bytes through): the bytes are read once. Returns
+# the HTTP status and the SHA-256 (lower-case hex) of the file written.
+function Receive-Binary([string] $Uri, [string] $Path, [bool] $Inflate) {
+  $response = $client.GetAsync($Uri, [Net.Http.HttpCompletionOption]::ResponseHeadersRead).GetAwaiter().GetResult()
+  try {
+    if (-not $response.IsSuccessStatusCode) { return @{ Status = [int]$response.StatusCode; Sha256 = $null } }
+    $source = $response.Content.ReadAsStreamAsync().GetAwaiter().GetResult()
+    if ($Inflate) { $source = New-Object IO.Compression.GZipStream($source, [IO.Compression.CompressionMode]::Decompress) }
+    $sha = [Security.Cryptography.SHA256]::Create()
+    $hashing = New-Object Security.Cryptography.CryptoStream([IO.File]::Create($Path), $sha, [Security.Cryptography.CryptoStreamMode]::Write)
+    try {
+      $source.CopyTo($hashing, 1048576)
+      $hashing.FlushFinalBlock()
+    } finally {
+      $hashing.Dispose()
+      $source.Dispose()
+    }
+    return @{ Status = [int]$response.StatusCode; Sha256 = ([BitConverter]::ToString($sha.Hash) -replace '-', '').ToLowerInvariant() }
+  } finally {
+    $response.Dispose()
+  }
+}
+
 $work = Join-Path ([IO.Path]::GetTempPath()) ('machineadm-loader-' + [Guid]::NewGuid().ToString('N'))
 New-Item -ItemType Directory -Path $work | Out-Null
 try {
   $download = Join-Path $work $FileName
-  $done = $false
-  for ($i = 1; $i -le $Attempts -and -not $done; $i++) {
-    try {
-      Invoke-WebRequest -Uri $url -OutFile $download -UseBasicParsing
-      $done = $true
-    } catch {
-      if ($i -eq $Attempts) { Stop-Loader 1 "download of ${url} failed: $($_.Exception.Message)" }
-      Start-Sleep -Seconds (2 * $i)
+  $actual = $null
+  foreach ($suffix in @('.gz', '')) {
+    $from = "$url$suffix"
+    for ($i = 1; $i -le $Attempts -and -not $actual; $i++) {
+      try {
+        $got = Receive-Binary $from $download ($suffix -eq '.gz')
+        if ($got.Sha256) { $actual = $got.Sha256 }
+        # A copy the mirror does not have (404; 403 from object stores): the binary itself.
+        elseif ($suffix -and $got.Status -ge 400 -and $got.Status -lt 500 -and $got.Status -notin 408, 429) { break }
+        else { throw "HTTP status $($got.Status)" }
+      } catch [IO.InvalidDataException] {
+        Stop-Loader 3 "$from does not inflate with GZipStream (damaged, or not what its name says): not installing or running it"
+      } catch {
+        if ($i -eq $Attempts) { Stop-Loader 1 "download of ${from} failed: $($_.Exception.Message)" }
+        Start-Sleep -Seconds (2 * $i)
+      }
     }
+    if ($actual) { break }
+    [Console]::Error.WriteLine("machineadm-loader: no $FileName.gz at $BaseUrl (HTTP $($got.Status)); downloading $FileName")
   }
 
-  $actual = (Get-FileHash -Algorithm SHA256 -LiteralPath $download).Hash.ToLowerInvariant()
   if ($actual -ne $expected) {
-    Stop-Loader 3 "SHA-256 of $url is $actual, expected ${expected}: not installing or running it"
+    Stop-Loader 3 "SHA-256 of $from$(if ($suffix) { ' (inflated)' }) is $actual, expected ${expected}: not installing or running it"
   }
   [Console]::Error.WriteLine("machineadm-loader: verified SHA-256 $actual")
 

@@ -11,6 +11,12 @@
 # then `openssl pkeyutl -verify -rawin` with the ed25519 key): the same checks as minisign, the
 # trusted comment included.
 #
+# The binary comes compressed when the mirror has it and this machine can inflate it:
+# machineadm-linux-<arch>.zst with zstd (a quarter of the bytes), else .gz with gzip (a third),
+# inflated as it arrives; a compressed file the mirror does not have (an HTTP error such as 404)
+# makes the loader take the next form, down to the plain binary. What is verified is always the
+# inflated binary, against the plain binary's signature: the compressed files need none of their own.
+#
 # Settings (environment):
 #   MACHINEADM_BASE_URL  required: where machineadm-linux-<arch> and its .minisig are
 #   MACHINEADM_PUBKEY    required: the minisign public key line (56 characters, RW...)
@@ -24,7 +30,7 @@
 #         "MACHINEADM_PUBKEY=RWQ...", sh, /var/lib/machineadm/loader.sh, init ]
 #
 # Exit codes: those of machineadm once it runs; before that 1 download failed, 2 bad settings,
-# 3 verification failed (nothing was installed or run).
+# 3 verification failed or a compressed file did not inflate (nothing was installed or run).
 set -eu
 
 say() { printf 'machineadm-loader: %s\n' "$*" >&2; }
@@ -55,26 +61,90 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/machineadm-loader.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 
-fetch() {
-  # $1 URL, $2 output file. A few retries: first boot often races the network.
-  if command -v curl >/dev/null 2>&1; then
-    curl -fsSL --retry 5 --retry-delay 2 --retry-connrefused -o "$2" "$1"
-  elif command -v wget >/dev/null 2>&1; then
-    wget -q -t 5 -O "$2" "$1"
-  else
-    fail 1 "neither curl nor wget is installed"
-  fi
-}
-
-fetch "$base/$name" "$work/machineadm" || fail 1 "download of $base/$name failed"
-fetch "$base/$name.minisig" "$work/machineadm.minisig" || fail 1 "download of $base/$name.minisig failed"
+# $1 URL, to stdout. curl retries only what fails before the first byte (a refused connection,
+# 408, 429, 5xx; a transfer that breaks is not retried), so a retry never appends to bytes already
+# in the pipe. First boot often races the network.
+if command -v curl >/dev/null 2>&1; then
+  get() { curl -fsSL --retry 5 --retry-delay 2 --retry-connrefused "$1"; }
+elif command -v wget >/dev/null 2>&1; then
+  get() { wget -q -t 5 -O - "$1"; }
+else
+  fail 1 "neither curl nor wget is installed"
+fi
 
 hex() { od -An -v -tx1 | tr -d ' \n'; }
 b64d() { openssl base64 -d -A; }
 line() { sed -n "$1p" "$work/machineadm.minisig" | tr -d '\r'; }
 
-verify_openssl() {
+# The signature first: with openssl, its algorithm says whether the binary can be hashed as it
+# arrives (a prehashed "ED" signature signs the BLAKE2b-512 of the file).
+get "$base/$name.minisig" >"$work/machineadm.minisig" || fail 1 "download of $base/$name.minisig failed"
+prehash=no
+if ! command -v minisign >/dev/null 2>&1; then
   command -v openssl >/dev/null 2>&1 || fail 3 "neither minisign nor openssl is installed; cannot verify $name"
+  [ "$(line 2 | b64d 2>/dev/null | dd bs=1 count=2 2>/dev/null | hex)" = 4544 ] && prehash=yes
+fi
+
+# A pipeline's status is its last command's: each stage writes its own into $work/rc.<stage>.
+status_of() {
+  stage=$1
+  shift
+  rc=0
+  "$@" || rc=$?
+  echo "$rc" >"$work/rc.$stage"
+}
+# Standard input into $work/machineadm, and its BLAKE2b-512 into $work/message on the way when
+# openssl is to verify a prehashed signature (no second pass over the bytes).
+keep() {
+  if [ "$prehash" = yes ]; then
+    status_of keep tee "$work/machineadm" | openssl dgst -blake2b512 -binary >"$work/message"
+  else
+    status_of keep cat >"$work/machineadm"
+  fi
+}
+# $1 URL, $2 the command that inflates it (empty: none), as it downloads. Returns 0, 4 when the
+# server has no such file (an HTTP error), 5 when what came does not inflate, 1 otherwise. What
+# curl and the inflater say goes to $work/*.err, shown only when it explains a failure (an empty
+# answer to a 404 makes the inflater complain too).
+receive() {
+  rm -f "$work"/rc.* "$work"/*.err
+  if [ -n "$2" ]; then
+    status_of get get "$1" 2>"$work/get.err" | status_of inflate $2 2>"$work/inflate.err" | keep
+  else
+    status_of get get "$1" 2>"$work/get.err" | keep
+  fi
+  [ "$(cat "$work/rc.keep")" = 0 ] || return 1
+  case $(cat "$work/rc.get") in
+    # 23 (curl) and 141 (SIGPIPE, wget): it could not write because the inflater stopped reading.
+    0 | 23 | 141) [ ! -e "$work/rc.inflate" ] || [ "$(cat "$work/rc.inflate")" = 0 ] || return 5 ;;
+    22 | 8) return 4 ;; # curl -f, wget: an HTTP error
+    *) return 1 ;;
+  esac
+}
+
+# The best form this machine can inflate: fewest bytes first (zstd also inflates fastest).
+for form in zst gz plain; do
+  case $form in
+    zst) inflate="zstd -dcq" ;;
+    gz) inflate="gzip -dc" ;;
+    plain) inflate= ;;
+  esac
+  [ -z "$inflate" ] || command -v "${inflate%% *}" >/dev/null 2>&1 || continue
+  url=$base/$name${inflate:+.$form}
+  status=0
+  receive "$url" "$inflate" || status=$?
+  why=$(tail -n 1 "$work/get.err")
+  case $status in
+    0) break ;;
+    4) [ -n "$inflate" ] || fail 1 "download of $url failed (${why:-HTTP error})"
+      say "no $name.$form at $base (${why:-HTTP error}); trying the next form" ;;
+    5) cat "$work/inflate.err" >&2
+      fail 3 "$url does not inflate with ${inflate%% *} (damaged, or not what its name says): not installing or running it" ;;
+    *) fail 1 "download of $url failed${why:+ ($why)}" ;;
+  esac
+done
+
+verify_openssl() {
   printf '%s' "$key" | b64d >"$work/key.bin" 2>/dev/null || fail 3 "MACHINEADM_PUBKEY is not valid base64"
   line 2 | b64d >"$work/sig.bin" 2>/dev/null || fail 3 "the signature file is damaged (line 2)"
   [ "$(wc -c <"$work/key.bin" | tr -d ' ')" = 42 ] || fail 3 "MACHINEADM_PUBKEY is not a 42-byte minisign ed25519 key"
@@ -87,7 +157,7 @@ verify_openssl() {
   { printf '\060\052\060\005\006\003\053\145\160\003\041\000'; dd if="$work/key.bin" bs=1 skip=10 count=32 2>/dev/null; } >"$work/key.der"
   dd if="$work/sig.bin" bs=1 skip=10 count=64 2>/dev/null >"$work/sig64.bin"
   case $alg in
-    4544) openssl dgst -blake2b512 -binary "$work/machineadm" >"$work/message" ;;  # "ED": prehashed
+    4544) [ "$prehash" = yes ] || openssl dgst -blake2b512 -binary "$work/machineadm" >"$work/message" ;;  # "ED": prehashed
     4564) cp "$work/machineadm" "$work/message" ;;                                   # "Ed": legacy
     *) fail 3 "the signature uses an unknown algorithm" ;;
   esac

@@ -1,11 +1,12 @@
-// SHA256SUMS of the output directory, updated with the binaries just built and written atomically.
+// SHA256SUMS of the output directory, updated with the files just built and written atomically.
 import { existsSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 
-/** outputs: the binaries just built ({ name, sha256 }). */
+/** outputs: the binaries and compressed copies just built ({ name, sha256 }). */
 export async function writeSha256Sums(outDir, outputs) {
-  // SHA256SUMS lists every binary in the output directory, not only those built just now.
+  // SHA256SUMS lists every file built into the output directory, not only those built just now;
+  // a file that is gone (a compressed copy --no-compress removed) leaves it.
   const sums = new Map();
   const previous = await fsp.readFile(join(outDir, 'SHA256SUMS'), 'utf8').catch(() => '');
   for (const line of previous.split('\n')) {

@@ -1,7 +1,8 @@
 // The Windows loader (docs/loaders/machineadm-loader.ps1) and the cloudbase-init recipe run by
 // PowerShell 7 against a real HTTP server on 127.0.0.1: the pinned SHA-256, a hash mismatch, a
 // download that fails, one that fails once and is retried, bad settings, and the exit code of what
-// they run. The "machineadm" they download and run is a PowerShell script standing in for it: it
+// they run; the same for the .gz copy the loader takes when the mirror has it (made by the build's
+// own compressor), and a .gz that does not inflate. The "machineadm" they download and run is a PowerShell script standing in for it: it
 // records its arguments, writes a line to stderr, and writes an error record the way Windows
 // PowerShell 5.1 presents each stderr line of a native command whose stderr is redirected (as under
 // SetupComplete.cmd and cloudbase-init): under $ErrorActionPreference = 'Stop' that record ends
@@ -10,9 +11,12 @@ import { createHash } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import * as fsp from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+// @ts-expect-error the build script is plain JavaScript (it runs before anything is installed)
+import { compressFile } from '../../scripts/build.mjs';
 import { findPowerShell } from '../support/pwsh.ts';
 import { scratchDir } from '../support/tmp.ts';
 
@@ -33,30 +37,56 @@ const BINARY = Buffer.from(STANDIN);
 const SHA = createHash('sha256').update(BINARY).digest('hex');
 const SIGNATURE = 'untrusted comment: signature from minisign secret key\nRWQ...\n';
 
+const TAMPERED = Buffer.concat([BINARY, Buffer.from('# changed\n')]);
+/** The .gz copies, by the build's compressor: of the binary, and of a tampered one. */
+const GZ: Record<string, Buffer> = {};
+
 let server: Server;
 let base = '';
 /** Requests by path, in order. */
 let requests: string[] = [];
 /** Paths that fail with 503 on their first request only. */
 const flaky = new Set<string>();
+/** Paths that break off halfway through their first body only. */
+const brokenOnce = new Set<string>();
 
-function answer(path: string): { status: number; body?: Buffer | string } {
-  const [, kind, file] = /^\/(\w+)\/(.+)$/.exec(path) ?? [];
+function answer(path: string): { status: number; body?: Buffer | string; breakOff?: boolean } {
+  const [, kind, file] = /^\/([\w-]+)\/(.+)$/.exec(path) ?? [];
   if (kind === 'missing') return { status: 404 };
   if (kind === 'flaky' && !flaky.has(path)) {
     flaky.add(path);
     return { status: 503 };
   }
-  if (file === 'machineadm-windows-x64.exe') return { status: 200, body: kind === 'tampered' ? Buffer.concat([BINARY, Buffer.from('# changed\n')]) : BINARY };
+  if (file === 'machineadm-windows-x64.exe') return { status: 200, body: kind === 'tampered' ? TAMPERED : BINARY };
+  if (file === 'machineadm-windows-x64.exe.gz' && kind!.startsWith('gz')) {
+    if (kind === 'gz-tampered') return { status: 200, body: GZ.tampered };
+    // The gzip header's compression method changed from 8 (deflate): GZipStream refuses it.
+    if (kind === 'gz-damaged') return { status: 200, body: Buffer.concat([GZ.binary!.subarray(0, 2), Buffer.from([7]), GZ.binary!.subarray(3)]) };
+    const breakOff = kind === 'gz-broken' || (kind === 'gz-broken-once' && !brokenOnce.has(path));
+    brokenOnce.add(path);
+    return { status: 200, body: GZ.binary, breakOff };
+  }
   if (file === 'machineadm-windows-x64.exe.minisig' && kind !== 'nosig') return { status: 200, body: SIGNATURE };
   return { status: 404 };
 }
 
+async function gzipped(bytes: Buffer): Promise<Buffer> {
+  const source = join(dir, `to-gzip-${bytes.length}`);
+  await fsp.writeFile(source, bytes);
+  await compressFile(source, `${source}.gz`, 'gzip');
+  return fsp.readFile(`${source}.gz`);
+}
+
 beforeAll(async () => {
+  GZ.binary = await gzipped(BINARY);
+  GZ.tampered = await gzipped(TAMPERED);
   server = createServer((req, res) => {
     requests.push(req.url ?? '');
-    const { status, body } = answer(req.url ?? '');
-    res.writeHead(status).end(body);
+    const { status, body, breakOff } = answer(req.url ?? '');
+    if (!breakOff) return void res.writeHead(status).end(body);
+    // The whole length announced, half of it sent, then the connection closed.
+    res.writeHead(status, { 'content-length': (body as Buffer).length });
+    res.write((body as Buffer).subarray(0, (body as Buffer).length >> 1), () => res.destroy());
   });
   await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -84,10 +114,10 @@ function install(): { destination: string; record: string } {
   return { destination: join(at, 'machineadm.ps1'), record: join(dir, `record-${n}.txt`) };
 }
 
-function loader(kind: string, where: { destination: string; record: string }, options: { sha?: string; exit?: number; attempts?: number } = {}): Promise<Ran> {
+function loader(kind: string, where: { destination: string; record: string }, options: { sha?: string; exit?: number; attempts?: number; tmp?: string } = {}): Promise<Ran> {
   return pwsh(['-ExecutionPolicy', 'Bypass', '-File', LOADER, '-BaseUrl', `${base}/${kind}/`, '-Sha256', options.sha ?? SHA.toUpperCase(), '-Destination', where.destination,
     '-Arguments', 'init -c C:\\ProgramData\\machineadm\\config.yaml --no-reboot', '-Attempts', String(options.attempts ?? 3)],
-  { STANDIN_RECORD: where.record, STANDIN_EXIT: String(options.exit ?? 0), ProgramFiles: dir });
+  { STANDIN_RECORD: where.record, STANDIN_EXIT: String(options.exit ?? 0), ProgramFiles: dir, ...(options.tmp ? { TMPDIR: options.tmp } : {}) });
 }
 
 describe.skipIf(skip)('the Windows loader, run by pwsh against an HTTP server', () => {
@@ -103,7 +133,19 @@ describe.skipIf(skip)('the Windows loader, run by pwsh against an HTTP server', 
     expect(readFileSync(`${where.destination}.minisig`, 'utf8')).toBe(SIGNATURE);
     expect(readFileSync(where.record, 'utf8').trim()).toBe('init -c C:\\ProgramData\\machineadm\\config.yaml --no-reboot');
     expect(ran.stderr).toContain(`machineadm-loader: verified SHA-256 ${SHA}`);
-    expect(requests).toEqual(['/ok/machineadm-windows-x64.exe', '/ok/machineadm-windows-x64.exe.minisig']);
+    // The .gz first: this mirror has none, so the binary itself.
+    expect(requests).toEqual(['/ok/machineadm-windows-x64.exe.gz', '/ok/machineadm-windows-x64.exe', '/ok/machineadm-windows-x64.exe.minisig']);
+    expect(ran.stderr).toMatch(/machineadm-loader: no machineadm-windows-x64\.exe\.gz at http:\/\/127\.0\.0\.1:\d+\/ok\/ \(HTTP 404\); downloading machineadm-windows-x64\.exe/);
+  }, 180_000);
+
+  it('takes the .gz copy when the mirror has it, inflating it as it arrives: the pinned SHA-256 of the binary, the binary installed, its exit code', async () => {
+    const where = install();
+    const ran = await loader('gz', where, { exit: 4 });
+    expect(ran.code, ran.stderr).toBe(4);
+    expect(readFileSync(where.destination)).toEqual(BINARY);
+    expect(ran.stderr).toContain(`machineadm-loader: verified SHA-256 ${SHA}`);
+    expect(readFileSync(where.record, 'utf8').trim()).toBe('init -c C:\\ProgramData\\machineadm\\config.yaml --no-reboot');
+    expect(requests).toEqual(['/gz/machineadm-windows-x64.exe.gz', '/gz/machineadm-windows-x64.exe.minisig']);
   }, 180_000);
 
   it("hands on machineadm's exit code although it writes to stderr (the error records Windows PowerShell 5.1 makes of it do not stop the loader)", async () => {
@@ -124,7 +166,41 @@ describe.skipIf(skip)('the Windows loader, run by pwsh against an HTTP server', 
     expect(existsSync(where.destination)).toBe(false);
     expect(existsSync(where.record)).toBe(false);
     // The signature is not even asked for.
-    expect(requests).toEqual(['/tampered/machineadm-windows-x64.exe']);
+    expect(requests).toEqual(['/tampered/machineadm-windows-x64.exe.gz', '/tampered/machineadm-windows-x64.exe']);
+  }, 180_000);
+
+  it.each([
+    ['a .gz that inflates to another binary', 'gz-tampered', /machineadm-loader: error: SHA-256 of http:\/\/127\.0\.0\.1:\d+\/gz-tampered\/machineadm-windows-x64\.exe\.gz \(inflated\) is [0-9a-f]{64}, expected [0-9a-f]{64}: not installing or running it/],
+    ['a .gz that does not inflate', 'gz-damaged', /machineadm-loader: error: http:\/\/127\.0\.0\.1:\d+\/gz-damaged\/machineadm-windows-x64\.exe\.gz does not inflate with GZipStream \(damaged, or not what its name says\): not installing or running it/],
+  ])('refuses %s with exit 3: nothing installed, nothing run, nothing left behind, not the plain binary instead', async (_name, kind, message) => {
+    const where = install();
+    // .NET's temporary folder (where the loader works) is $TMPDIR here.
+    const tmp = join(dir, `tmp-${n}`);
+    mkdirSync(tmp);
+    const ran = await loader(kind, where, { tmp });
+    expect(ran.code).toBe(3);
+    expect(ran.stderr).toMatch(message);
+    expect(existsSync(join(where.destination, '..'))).toBe(false);
+    expect(readdirSync(tmp)).toEqual([]);
+    expect(existsSync(where.record)).toBe(false);
+    expect(requests).toEqual([`/${kind}/machineadm-windows-x64.exe.gz`]);
+  }, 180_000);
+
+  it('retries a .gz download that breaks off, and goes on when a later attempt succeeds', async () => {
+    const where = install();
+    const ran = await loader('gz-broken-once', where);
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(requests.filter((r) => !r.endsWith('.minisig'))).toEqual(['/gz-broken-once/machineadm-windows-x64.exe.gz', '/gz-broken-once/machineadm-windows-x64.exe.gz']);
+    expect(readFileSync(where.destination)).toEqual(BINARY);
+  }, 180_000);
+
+  it('ends with exit 1 after -Attempts .gz downloads that break off, naming the URL, with nothing installed', async () => {
+    const where = install();
+    const ran = await loader('gz-broken', where, { attempts: 2 });
+    expect(ran.code).toBe(1);
+    expect(ran.stderr).toMatch(/machineadm-loader: error: download of http:\/\/127\.0\.0\.1:\d+\/gz-broken\/machineadm-windows-x64\.exe\.gz failed: /);
+    expect(requests).toEqual(['/gz-broken/machineadm-windows-x64.exe.gz', '/gz-broken/machineadm-windows-x64.exe.gz']);
+    expect(existsSync(where.destination)).toBe(false);
   }, 180_000);
 
   it('retries a failed download and goes on when a later attempt succeeds', async () => {
@@ -140,7 +216,7 @@ describe.skipIf(skip)('the Windows loader, run by pwsh against an HTTP server', 
     const ran = await loader('missing', where, { attempts: 2 });
     expect(ran.code).toBe(1);
     expect(ran.stderr).toMatch(/machineadm-loader: error: download of http:\/\/127\.0\.0\.1:\d+\/missing\/machineadm-windows-x64\.exe failed: /);
-    expect(requests).toEqual(['/missing/machineadm-windows-x64.exe', '/missing/machineadm-windows-x64.exe']);
+    expect(requests).toEqual(['/missing/machineadm-windows-x64.exe.gz', '/missing/machineadm-windows-x64.exe', '/missing/machineadm-windows-x64.exe']);
     expect(existsSync(where.destination)).toBe(false);
   }, 180_000);
 

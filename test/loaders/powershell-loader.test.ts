@@ -1,5 +1,6 @@
-// The Windows loader cannot run here; it is parsed by a real PowerShell grammar (tree-sitter), and
-// its order of work is checked: download, Get-FileHash against the pinned value, then run.
+// The Windows loader is parsed by a real PowerShell grammar (tree-sitter), and its order of work is
+// checked: download (hashed as it is written), the hash against the pinned value, then run. It is
+// run by PowerShell 7 in powershell-loader-run.test.ts.
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -29,12 +30,14 @@ describe('the PowerShell loader', () => {
     expect(parsed[broken]!.problems.length).toBeGreaterThan(0);
   });
 
-  it('checks the pinned SHA-256 with Get-FileHash before it installs or runs anything', () => {
-    const hash = text.indexOf('Get-FileHash -Algorithm SHA256');
-    const refuse = text.indexOf('Stop-Loader 3');
+  it('checks the pinned SHA-256, hashed as the download is written, before it installs or runs anything', () => {
+    const hash = text.indexOf('$actual = $got.Sha256');
+    const refuse = text.indexOf('Stop-Loader 3 "SHA-256 of');
     const install = text.indexOf('Move-Item');
     const run = text.indexOf('& $Destination @argv');
-    expect(hash).toBeGreaterThan(text.indexOf('Invoke-WebRequest -Uri'));
+    // Every byte written passes through the SHA-256 on its way into the file.
+    expect(text).toMatch(/New-Object Security\.Cryptography\.CryptoStream\(\[IO\.File\]::Create\(\$Path\), \$sha, /);
+    expect(hash).toBeGreaterThan(text.indexOf('Receive-Binary $from $download'));
     expect(refuse).toBeGreaterThan(hash);
     expect(install).toBeGreaterThan(refuse);
     expect(run).toBeGreaterThan(install);
@@ -43,7 +46,7 @@ describe('the PowerShell loader', () => {
   it('ends with exit 2 on a missing -BaseUrl or -Sha256 instead of prompting for it', () => {
     // A Mandatory parameter makes powershell.exe -File prompt, and an unattended first logon would wait forever.
     expect(text).not.toMatch(/Parameter\(\s*Mandatory/i);
-    const download = text.indexOf('Invoke-WebRequest -Uri');
+    const download = text.indexOf('Receive-Binary $from $download');
     const baseUrlCheck = text.search(/if \(\$BaseUrl -notmatch '\^https\?:\/\/'\) \{\s*Stop-Loader 2/);
     const shaCheck = text.search(/if \(\$expected -notmatch '\^\[0-9a-f\]\{64\}\$'\) \{\s*Stop-Loader 2/);
     expect(baseUrlCheck).toBeGreaterThan(0);

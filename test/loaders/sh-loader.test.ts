@@ -1,12 +1,17 @@
 // The POSIX sh loader, run for real against an HTTP server on 127.0.0.1: it must verify before it
 // installs or runs anything, with minisign when present and with openssl when minisign is hidden
-// from PATH, and refuse a tampered binary, a changed trusted comment or another key in both.
+// from PATH, and refuse a tampered binary, a changed trusted comment or another key in both. It
+// takes the .zst or .gz copy (made by the build's own compressor) when the server has it and the
+// machine can inflate it, and refuses one that does not inflate or inflates to another binary.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import * as fsp from 'node:fs/promises';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename, join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+// @ts-expect-error the build script is plain JavaScript (it runs before anything is installed)
+import { compressFile } from '../../scripts/build.mjs';
 import { scratchDir } from '../support/tmp.ts';
 import { inCI, missingRequirement } from '../support/environment.ts';
 import { binaryBuilder } from '../verify/binary-builder.ts';
@@ -14,11 +19,15 @@ import { binaryBuilder } from '../verify/binary-builder.ts';
 const ROOT = resolve(import.meta.dirname, '../..');
 const LOADER = join(ROOT, 'docs/loaders/machineadm-loader.sh');
 const dir = scratchDir('machineadm-loader-');
-const skip = missingRequirement({ commands: ['minisign', 'openssl', 'curl', 'sh'] });
+const skip = missingRequirement({ commands: ['minisign', 'openssl', 'curl', 'sh', 'zstd', 'gzip'] });
 const NAME = 'machineadm-linux-x64';
 
 /** Served files: "/<variant>/<name>" -> bytes. */
 const files = new Map<string, Buffer>();
+/** The paths asked for, in order (cleared before each test). */
+const requests: string[] = [];
+/** Paths of the flaky variant that have failed once (503) already. */
+const failedOnce = new Set<string>();
 let server: http.Server | undefined;
 let base = '';
 let key = '';
@@ -38,16 +47,33 @@ function run(args: string[], env: Record<string, string>): Promise<{ code: numbe
   });
 }
 
-// A PATH with every command of /usr/bin except minisign, so the loader takes its openssl path.
-function pathWithoutMinisign(): string {
-  const bin = join(dir, 'bin-without-minisign');
+// A PATH with every command of /usr/bin except those named: without minisign the loader takes its
+// openssl path; without zstd (and gzip) it cannot inflate that form and takes the next.
+function pathWithout(...names: string[]): string {
+  const bin = join(dir, `bin-without-${names.join('-')}`);
   mkdirSync(bin);
-  for (const name of readdirSync('/usr/bin')) if (name !== 'minisign') symlinkSync(join('/usr/bin', name), join(bin, name));
+  for (const name of readdirSync('/usr/bin')) if (!names.includes(name)) symlinkSync(join('/usr/bin', name), join(bin, name));
   return bin;
+}
+
+/** The build's compressor (the format the release ships), at a fast level: the loader does not care about the level. */
+async function compressed(bytes: Buffer, format: 'gzip' | 'zstd'): Promise<Buffer> {
+  const source = join(dir, `to-compress-${format}`);
+  await fsp.writeFile(source, bytes);
+  await compressFile(source, `${source}.out`, format, format === 'gzip' ? 1 : 3);
+  return fsp.readFile(`${source}.out`);
+}
+
+/** The same bytes with one flipped in the middle: a damaged download the container's own check catches. */
+function damaged(bytes: Buffer): Buffer {
+  const copy = Buffer.from(bytes);
+  copy[copy.length >> 1]! ^= 0x55;
+  return copy;
 }
 
 describe.skipIf(skip)('the sh loader', () => {
   let noMinisign = '';
+  const paths: Record<string, string> = {};
 
   beforeAll(async () => {
     execFileSync('minisign', ['-G', '-W', '-p', 'release.pub', '-s', 'release.key'], { cwd: dir, stdio: 'ignore' });
@@ -88,20 +114,55 @@ describe.skipIf(skip)('the sh loader', () => {
       files.set(`/${variant}/${NAME}`, binary);
       files.set(`/${variant}/${NAME}.minisig`, sig);
     }
+    // The compressed copies, beside the plain binary and its signature, as a release mirror has them.
+    const zst = await compressed(bytes, 'zstd');
+    const gz = await compressed(bytes, 'gzip');
+    const compressedVariants: Record<string, Record<string, Buffer>> = {
+      compressed: { '.zst': zst, '.gz': gz },
+      'gz-only': { '.gz': gz },
+      flaky: { '.zst': zst },
+      'broken-off': { '.zst': zst },
+      'tampered-zst': { '.zst': await compressed(tampered, 'zstd') },
+      'tampered-gz': { '.gz': await compressed(tampered, 'gzip') },
+      'damaged-zst': { '.zst': damaged(zst) },
+      'damaged-gz': { '.gz': damaged(gz) },
+      // A mirror that answers every name with the plain binary (zstd -d inflates gzip, so not that).
+      'not-zstd': { '.zst': bytes },
+    };
+    for (const [variant, copies] of Object.entries(compressedVariants)) {
+      files.set(`/${variant}/${NAME}`, bytes);
+      files.set(`/${variant}/${NAME}.minisig`, good);
+      for (const [suffix, body] of Object.entries(copies)) files.set(`/${variant}/${NAME}${suffix}`, body);
+    }
     server = http.createServer((req, res) => {
-      const body = files.get(req.url ?? '');
+      const url = req.url ?? '';
+      requests.push(url);
+      const body = files.get(url);
       if (!body) {
         res.writeHead(404);
         res.end();
         return;
       }
+      // Fails before its first byte once (curl retries that), or breaks off halfway (it does not).
+      if (url === `/flaky/${NAME}.zst` && !failedOnce.has(url)) {
+        failedOnce.add(url);
+        res.writeHead(503).end();
+        return;
+      }
       res.writeHead(200, { 'content-length': body.length });
-      res.end(body);
+      if (url === `/broken-off/${NAME}.zst`) res.write(body.subarray(0, body.length >> 1), () => res.destroy());
+      else res.end(body);
     });
     await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    noMinisign = pathWithoutMinisign();
+    noMinisign = pathWithout('minisign');
+    paths['without zstd'] = pathWithout('zstd');
+    paths['without zstd or gzip'] = pathWithout('zstd', 'gzip');
   }, 300_000);
+
+  beforeEach(() => {
+    requests.length = 0;
+  });
 
   afterAll(async () => {
     if (!server) return;
@@ -115,7 +176,7 @@ describe.skipIf(skip)('the sh loader', () => {
     return {
       dest,
       env: {
-        PATH: verifier === 'openssl' ? noMinisign : (process.env.PATH ?? '/usr/bin:/bin'),
+        PATH: verifier === 'openssl' ? noMinisign : (paths[verifier] ?? process.env.PATH ?? '/usr/bin:/bin'),
         HOME: dir,
         MACHINEADM_BASE_URL: `${base}/${variant}`,
         MACHINEADM_PUBKEY: key,
@@ -182,5 +243,83 @@ describe.skipIf(skip)('the sh loader', () => {
   it('refuses a signature made with another key given as the public key (openssl path)', async () => {
     const r = await run([], env('openssl', 'good', { MACHINEADM_PUBKEY: otherKey }).env);
     expect(r.code).toBe(3);
+  });
+
+  const plainBytes = () => files.get(`/good/${NAME}`)!;
+
+  it.each([
+    ['minisign', 'compressed', '.zst'],
+    ['openssl', 'compressed', '.zst'],
+    ['minisign', 'gz-only', '.gz'],
+    ['openssl', 'gz-only', '.gz'],
+  ])('with %s: takes the compressed copy the %s mirror has (%s), inflates it as it arrives, verifies the inflated binary, installs and runs it', async (verifier, variant, suffix) => {
+    const { dest, env: e } = env(verifier, variant);
+    const r = await run(['version'], e);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain(`verified with ${verifier}: loader test good.minisig`);
+    expect(r.stdout).toMatch(payloadIsBinary ? /^machineadm \d+\.\d+\.\d+/ : /stand-in ran with: version/);
+    // The signature first, then the best copy; the plain binary is never asked for.
+    const tried = suffix === '.zst' ? [`${NAME}.zst`] : [`${NAME}.zst`, `${NAME}.gz`];
+    expect(requests).toEqual([`/${variant}/${NAME}.minisig`, ...tried.map((f) => `/${variant}/${f}`)]);
+    expect(readFileSync(dest).equals(plainBytes())).toBe(true);
+    expect(readFileSync(`${dest}.minisig`)).toEqual(files.get(`/${variant}/${NAME}.minisig`));
+  });
+
+  it('falls back to the plain binary when the mirror has no compressed copy (an HTTP error), and says so', async () => {
+    const r = await run(['version'], env('minisign', 'good').env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(requests).toEqual([`/good/${NAME}.minisig`, `/good/${NAME}.zst`, `/good/${NAME}.gz`, `/good/${NAME}`]);
+    expect(r.stderr).toMatch(/no machineadm-linux-x64\.zst at http:\/\/127\.0\.0\.1:\d+\/good \(curl: \(22\) .*404\); trying the next form/);
+    // Nothing else about the copies it did not find (an inflater given an empty answer complains).
+    expect(r.stderr).not.toMatch(/unexpected end of file/);
+  });
+
+  it.each([
+    ['without zstd', [`${NAME}.gz`]],
+    ['without zstd or gzip', [NAME]],
+  ])('chooses the form by what the machine can inflate: %s, it asks for %j', async (path, asked) => {
+    const { dest, env: e } = env(path, 'compressed');
+    const r = await run(['version'], e);
+    expect(r.code, r.stderr).toBe(0);
+    expect(requests).toEqual([`/compressed/${NAME}.minisig`, ...asked.map((f) => `/compressed/${f}`)]);
+    expect(readFileSync(dest).equals(plainBytes())).toBe(true);
+  });
+
+  it.each([
+    ['minisign', 'tampered-zst', /signature verification FAILED/],
+    ['openssl', 'tampered-zst', /signature verification FAILED/],
+    ['openssl', 'tampered-gz', /signature verification FAILED/],
+    ['minisign', 'damaged-zst', /does not inflate with zstd \(damaged, or not what its name says\): not installing or running it/],
+    ['openssl', 'damaged-gz', /does not inflate with gzip \(damaged, or not what its name says\): not installing or running it/],
+    ['minisign', 'not-zstd', /does not inflate with zstd/],
+  ])('with %s: refuses the %s copy with exit 3, installing and running nothing, leaving nothing behind', async (verifier, variant, message) => {
+    const { dest, env: e } = env(verifier, variant);
+    const tmp = join(dir, `tmp-${n}`);
+    mkdirSync(tmp);
+    const r = await run(['version'], { ...e, TMPDIR: tmp });
+    expect(r.stderr).toMatch(message);
+    expect(r.code).toBe(3);
+    expect(r.stdout).toBe('');
+    expect(existsSync(join(dest, '..'))).toBe(false);
+    // Not the plain binary instead: a copy that does not verify is an attack or a broken mirror, not a missing file.
+    expect(requests).not.toContain(`/${variant}/${NAME}`);
+    // The inflated bytes, verified or not, went with the loader's work folder.
+    expect(readdirSync(tmp)).toEqual([]);
+  });
+
+  it('fails with exit 1 when the compressed download breaks off, installing nothing', async () => {
+    const { dest, env: e } = env('minisign', 'broken-off');
+    const r = await run(['version'], e);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/download of http:\/\/127\.0\.0\.1:\d+\/broken-off\/machineadm-linux-x64\.zst failed/);
+    expect(existsSync(join(dest, '..'))).toBe(false);
+  });
+
+  it('retries a compressed download that fails before its first byte (503) and goes on with it', async () => {
+    const { dest, env: e } = env('openssl', 'flaky');
+    const r = await run(['version'], e);
+    expect(r.code, r.stderr).toBe(0);
+    expect(requests).toEqual([`/flaky/${NAME}.minisig`, `/flaky/${NAME}.zst`, `/flaky/${NAME}.zst`]);
+    expect(readFileSync(dest).equals(plainBytes())).toBe(true);
   });
 });

@@ -102,7 +102,8 @@ function runBuild(outDir: string, target: Target, options: BinaryOptions): Promi
   delete env.MACHINEADM_RELEASE_PUBKEY_FILE;
   if (options.releasePublicKey) env.MACHINEADM_RELEASE_PUBKEY = options.releasePublicKey;
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [join(REPO, 'scripts', 'build.mjs'), '--targets', target, '--out-dir', outDir, '--quiet'], {
+    // No compressed copies: ~80 s of CPU per binary that no test needs (the loader tests compress their own, faster).
+    const child = spawn(process.execPath, [join(REPO, 'scripts', 'build.mjs'), '--targets', target, '--out-dir', outDir, '--quiet', '--no-compress'], {
       cwd: REPO,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
