@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { missingRequirement } from '../support/environment.ts';
 import { scratchDir } from '../support/tmp.ts';
+import { findPowerShell } from '../support/pwsh.ts';
 import { CLOUDBASE_INIT_REBOOT_AND_RERUN } from '../../src/phases/run.ts';
 
 const REPO = resolve(import.meta.dirname, '../..');
@@ -56,21 +57,68 @@ describe.skipIf(skip)('the Windows recipes', () => {
     expect(commandLines(broken).status).not.toBe(0);
   });
 
-  it('SetupComplete.cmd runs init with --no-reboot and hands the restart to Windows after it ends (never restarts inside it), logs, CRLF', () => {
+  it('SetupComplete.cmd only registers and starts the task that runs machineadm after Setup: no restart and no machineadm inside it, logs, CRLF', () => {
     const text = readFileSync(join(WINDOWS, 'SetupComplete.cmd'), 'utf8');
     expect(text.split('\r\n').at(-1)).toBe('');
     expect(text.replace(/\r\n/g, '')).not.toContain('\n');
     const lines = text.split('\r\n').filter((l) => l && !/^(@echo off|rem )/.test(l));
-    expect(lines).toHaveLength(5);
-    // machineadm itself never restarts here: with --no-reboot a step that needs one ends the run with exit 4.
-    checkLoaderCall(lines[0]!, '%WINDIR%\\Setup\\Scripts\\machineadm-loader.ps1', 'init -c C:\\ProgramData\\machineadm\\config.yaml --no-reboot');
-    expect(lines[0]).toMatch(/ >> "%WINDIR%\\Setup\\Scripts\\machineadm\.log" 2>&1$/);
-    expect(lines[1]).toBe('set MACHINEADM_EXIT=%ERRORLEVEL%');
-    expect(lines[2]).toContain('%MACHINEADM_EXIT%');
-    // Only on exit 4, and with a delay: shutdown.exe returns at once, the script ends, then Windows restarts.
-    expect(split(lines[3]!)).toEqual(['if', '%MACHINEADM_EXIT%', 'EQU', '4', 'shutdown.exe', '/r', '/t', '60', '/d', 'p:4:1', '/c', 'machineadm: restart to finish preparing this node; it resumes at boot', '>>', '%WINDIR%\\Setup\\Scripts\\machineadm.log', '2>&1']);
-    expect(lines[4]).toBe('exit /b 0');
-    expect(text).not.toMatch(/Restart-Computer|shutdown(\.exe)? \/r \/t 0\b/i);
+    const log = ['>>', '%WINDIR%\\Setup\\Scripts\\machineadm.log', '2>&1'];
+    const action = 'powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -File %WINDIR%\\Setup\\Scripts\\machineadm-after-setup.ps1';
+    expect(lines.map(split)).toEqual([
+      ['schtasks.exe', '/Create', '/F', '/TN', 'machineadm-after-setup', '/RU', 'SYSTEM', '/RL', 'HIGHEST', '/SC', 'ONSTART', '/TR', action, ...log],
+      ['schtasks.exe', '/Run', '/TN', 'machineadm-after-setup', ...log],
+      ['exit', '/b', '0'],
+    ]);
+    // schtasks takes at most 261 characters of /TR, %WINDIR% expanded.
+    expect(action.replace('%WINDIR%', 'C:\\Windows').length).toBeLessThanOrEqual(261);
+    expect(text.split('\r\n').filter((l) => !l.startsWith('rem ')).join('\n')).not.toMatch(/shutdown|Restart-Computer|machineadm-loader/i);
+  });
+
+  it('machineadm-after-setup.ps1 parses, and calls the loader with init (machineadm restarts the machine itself), with parameters the loader declares', () => {
+    const file = join(WINDOWS, 'machineadm-after-setup.ps1');
+    const parsed = JSON.parse(execFileSync(process.execPath, ['--liftoff-only', join(REPO, 'test/loaders/parse-powershell.mjs'), file], { encoding: 'utf8', cwd: REPO })) as Record<string, { problems: string[] }>;
+    expect(Object.values(parsed)[0]!.problems).toEqual([]);
+    const text = readFileSync(file, 'utf8');
+    expect(text).toMatch(/^& \(Join-Path \$PSScriptRoot 'machineadm-loader\.ps1'\) @loader >> \$log 2>&1$/m);
+    const splat = /^\$loader = @\{\n([\s\S]*?)\n\}$/m.exec(text)![1]!;
+    const given = Object.fromEntries([...splat.matchAll(/^\s+(\w+) = '([^']*)'$/gm)].map((m) => [m[1]!, m[2]!]));
+    const declared = new Set([...LOADER.matchAll(/^\s*\[(?:string|int)\] \$(\w+)/gm)].map((m) => m[1]));
+    for (const name of Object.keys(given)) expect(declared, `-${name} is not a parameter of the loader`).toContain(name);
+    expect(given).toMatchObject({ BaseUrl: expect.stringMatching(/^https:\/\//), Sha256: expect.stringMatching(/^[0-9a-f]{64}$/), Arguments: 'init -c C:\\ProgramData\\machineadm\\config.yaml' });
+  });
+
+  const tools = findPowerShell();
+  it.skipIf('skip' in tools)('machineadm-after-setup.ps1 waits until Setup is complete, runs the loader once, removes its task and ends with machineadm\'s exit code; gives up after its wait, running nothing', () => {
+    const pwsh = (tools as { pwsh: string }).pwsh;
+    const run = (states: string[], waitMinutes: number) => {
+      const work = scratchDir('machineadm-after-setup-');
+      writeFileSync(join(work, 'machineadm-after-setup.ps1'), readFileSync(join(WINDOWS, 'machineadm-after-setup.ps1')));
+      // The loader beside it: records what it was given, says something, exits 4 (a restart is coming).
+      writeFileSync(join(work, 'machineadm-loader.ps1'), "param([string]$BaseUrl, [string]$Sha256, [string]$Arguments)\nAdd-Content -LiteralPath (Join-Path $PSScriptRoot 'calls') -Value \"loader $Arguments\"\nWrite-Output 'machineadm: restart to finish'\nexit 4\n");
+      const stubs = `
+        $global:states = [System.Collections.Generic.Queue[string]]::new([string[]]@(${states.map((st) => `'${st}'`).join(', ')}))
+        function Get-ItemProperty { param([string]$LiteralPath, [string]$Name, $ErrorAction)
+          Add-Content -LiteralPath '${work}/calls' -Value "state $LiteralPath $Name"
+          $s = if ($global:states.Count -gt 1) { $global:states.Dequeue() } else { $global:states.Peek() }
+          [pscustomobject]@{ ImageState = $s } }
+        function Start-Sleep { param([int]$Seconds) Add-Content -LiteralPath '${work}/calls' -Value "sleep $Seconds" }
+        function Unregister-ScheduledTask { param([string]$TaskName, [switch]$Confirm) Add-Content -LiteralPath '${work}/calls' -Value "unregister $TaskName confirm=$Confirm" }
+        & '${work}/machineadm-after-setup.ps1' -WaitMinutes ${waitMinutes}
+        exit $LASTEXITCODE`;
+      const result = spawnSync(pwsh, ['-NoLogo', '-NoProfile', '-NonInteractive', '-Command', stubs], { encoding: 'utf8', timeout: 60_000 });
+      const read = (name: string) => { try { return readFileSync(join(work, name), 'utf8'); } catch { return ''; } };
+      return { status: result.status, calls: read('calls').trim().split('\n'), log: read('machineadm.log') };
+    };
+    const state = 'state HKLM:\\SOFTWARE\\Microsoft\\Windows\\CurrentVersion\\Setup\\State ImageState';
+    const done = run(['IMAGE_STATE_UNDEPLOYABLE', 'IMAGE_STATE_UNDEPLOYABLE', 'IMAGE_STATE_COMPLETE'], 60);
+    expect(done.calls).toEqual([state, 'sleep 5', state, 'sleep 5', state, 'loader init -c C:\\ProgramData\\machineadm\\config.yaml', 'unregister machineadm-after-setup confirm=False']);
+    expect(done.status).toBe(4);
+    expect(done.log).toContain('machineadm: restart to finish');
+    expect(done.log).toContain('machineadm exit code 4');
+    const never = run(['IMAGE_STATE_UNDEPLOYABLE'], 0);
+    expect(never.status).toBe(1);
+    expect(never.calls.filter((c) => c.startsWith('loader') || c.startsWith('unregister'))).toEqual([]);
+    expect(never.log).toContain('Windows Setup did not finish within 0 minutes: machineadm did not run (the task runs again at the next boot)');
   });
 
   it('cloudbase-init-user-data.ps1 is a #ps1_sysnative script that parses, writes a valid MachineConfig and hands machineadm\'s exit code (1003 for a restart) to cloudbase-init', () => {
