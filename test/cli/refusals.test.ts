@@ -12,7 +12,7 @@ import { ALL_PHASES } from '../../src/phases/registry.ts';
 import { runCli } from '../support/cli.ts';
 import { scratchDir } from '../support/tmp.ts';
 import { snapshotTree } from '../support/tree.ts';
-import { TEST_PATH } from '../kubeadm/standin.ts';
+import { FIXTURE_BIN, NODE_BIN, TEST_PATH } from '../kubeadm/standin.ts';
 
 const TOKEN = 'abcdef.0123456789abcdef';
 const HASH = 'sha256:' + 'ab'.repeat(32);
@@ -160,6 +160,15 @@ const refusals: Refusal[] = [
     env: { MACHINEADM_KUBEADM_ROOTFS: '1', PATH: '/usr/bin:/bin' },
     code: 2,
     message: /refused before any change \(1 problem\):\n {2}spec\.kubernetes: kubeadm is not installed \(not found on PATH\)/,
+  },
+  {
+    by: 'provision/kubeadm/join',
+    what: 'a machine without containerd, which nothing of the run installs',
+    spec: () => ({ ...early, kubernetes: worker }),
+    // kubeadm (the stand-in) and node are there; containerd is not.
+    env: { MACHINEADM_KUBEADM_ROOTFS: '1', PATH: `${FIXTURE_BIN}:${NODE_BIN}` },
+    code: 2,
+    message: /refused before any change \(1 problem\):\n {2}spec\.kubernetes: containerd is not installed \(not found on PATH\): kubeadm needs a container runtime/,
   },
   {
     by: 'provision/kubeadm/join',

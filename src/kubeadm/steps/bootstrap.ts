@@ -55,6 +55,12 @@ export function kubeadmStep(command: Command): Step {
       if (runs && !mayInstall && !(await kubeadmFound(ctx))) {
         issues.push({ path: 'spec.kubernetes', message: 'kubeadm is not installed (not found on PATH)', hint: 'install kubeadm and the kubelet before machineadm runs (pkgs.k8s.io), or have machineadm install them: spec.kubernetes.install', refused: true });
       }
+      // Nor does kubeadm get far without a container runtime: machineadm configures containerd but
+      // does not install it (on Windows it registers the containerd.exe of spec.windows.containerdPath).
+      const mayInstallRuntime = (ctx.config.spec.files ?? []).some((f) => /(^|\/)containerd$/.test(f.path)) || (ctx.config.spec.commands?.boot?.length ?? 0) + (ctx.config.spec.commands?.beforeKubeadm?.length ?? 0) > 0;
+      if (runs && ctx.facts.os === 'linux' && ctx.facts.containerdVersion === undefined && !mayInstallRuntime) {
+        issues.push({ path: 'spec.kubernetes', message: 'containerd is not installed (not found on PATH): kubeadm needs a container runtime', hint: 'install containerd before machineadm runs (in the image, or packages: [containerd] in cloud-config: docs/recipes/standard-image), or from spec.commands.boot', refused: true });
+      }
       if (issues.length) throw new ConfigError(issues);
     },
     recordsStart: true,
