@@ -66,7 +66,9 @@ describe('the result files', () => {
     expect(join_.error).toMatchObject({ code: 1, stepId: 'provision/join', details: { kubeadmPhase: 'kubelet-start', exitCode: 1 } });
     expect(result.error?.message).toContain('kubeadm join exited 1');
     expect(result.runId).toBe(run.outcome.runId);
-    expect(Math.abs(Date.parse(result.finishedAt!) - Date.parse(result.startedAt) - result.durationMs!)).toBeLessThan(50);
+    // Two clocks (the wall clock's times, the process clock's duration) read at nearly the same
+    // moments: apart by what a loaded machine's scheduler adds between the two reads.
+    expect(Math.abs(Date.parse(result.finishedAt!) - Date.parse(result.startedAt) - result.durationMs!)).toBeLessThan(1000);
     // The copy in the state dir survives a reboot (which clears /run).
     expect(JSON.parse(readFileSync(join(root, 'var/lib/machineadm/result.json'), 'utf8'))).toEqual(result);
     expect(await readLastResult(run.host.fs, run.stateFs)).toEqual(result);

@@ -134,7 +134,8 @@ describe.skipIf(skip)('minisign and signify interoperability', () => {
     expect(wrong.stderr).toContain('wrong password');
     expect((await cli('sign', 'other', '-s', 'enc.key', '--password-file', 'pw', '-x', 'enc.minisig')).code).toBe(0);
     expect(minisign('-V', '-p', 'enc.pub', '-m', 'other', '-x', 'enc.minisig').status).toBe(0);
-  });
+    // Three scrypt derivations of minisign's (about a GiB of memory each): slow on a loaded machine.
+  }, 240_000);
 
   const good = () => readFileSync(join(dir, 'artifact.minisig'), 'latin1');
   const lines = () => good().split('\n');
