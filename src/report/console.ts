@@ -213,7 +213,8 @@ export function renderResultSummary(doc: RunResultDocument, notes: { resultFile?
     if (step.error?.details) lines.push(...detailLines(step.error.details));
   }
   for (const w of otherWarnings) lines.push(`  warning: ${w.step ? `${w.step}: ` : ''}${w.message}`);
-  if (doc.error && !doc.error.stepId && doc.failedSteps.length === 0) lines.push(`  error: ${doc.error.message}`);
+  // A planned reboot (code 4) is not an error: the run goes on after it.
+  if (doc.error && !doc.error.stepId && doc.failedSteps.length === 0) lines.push(`  ${doc.error.code === 4 ? 'reboot' : 'error'}: ${doc.error.message}`);
   const resultFile = notes.resultFile ?? '/run/machineadm/result.json';
   if (doc.failedSteps.length) lines.push(`  look at: ${resultFile} (or "machineadm status -o json") for every step's result and error`);
   else if (!notes.problems?.some((p) => p.startsWith(`${resultFile}:`))) lines.push(`  result: ${resultFile} ("machineadm status" shows this and earlier runs)`);

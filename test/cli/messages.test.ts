@@ -273,3 +273,21 @@ describe.skipIf(skipTls)('a configuration server that answers with an error', ()
     expect(run.stdout).toContain(` -> ${dest} (`);
   });
 });
+
+describe('a run that stops for a planned reboot', () => {
+  // Contract §4: exit 4 and one "reboot:" line on standard error, which is not an "error:"; also
+  // when standard output is not where standard error goes (cloud-init's runcmd with -o json).
+  it.each(['text', 'json'])('says it as one reboot: line and no error: line (-o %s)', async (output) => {
+    const root = fresh();
+    mkdirSync(join(root, 'run'));
+    writeFileSync(join(root, 'run/reboot-required'), '*** System restart required ***\n');
+    mkdirSync(join(root, 'proc/sys/kernel/random'), { recursive: true });
+    writeFileSync(join(root, 'proc/sys/kernel/random/boot_id'), 'first-boot\n');
+    const config = join(root, 'reboot.yaml');
+    writeFileSync(config, `${HEADER}spec:\n  rebootWhenRequired: true\n`);
+    const run = await runCli(['init', '-c', config, '--root', root, '-o', output]);
+    expect(run.code, run.stderr).toBe(4);
+    expect(run.stderr).toBe('reboot: step prepare/reboot-if-required requires a reboot: /run/reboot-required says a reboot is pending; machineadm resumes after it\n');
+    expect(run.stdout).not.toMatch(/^\s*error:/m);
+  });
+});

@@ -8,7 +8,7 @@ import { executeRun, planRun } from '../../phases/run.ts';
 import { DEFAULT_MAX_REBOOTS } from '../../engine/state.ts';
 import { renderPlan } from '../render.ts';
 import type { Facts, Host } from '../../host/index.ts';
-import { ConfigError, UsageError, ExitCode, MachineadmError } from '../../errors.ts';
+import { ConfigError, UsageError, ExitCode, MachineadmError, RebootRequiredError } from '../../errors.ts';
 import { spinnerFactory } from '../spinner.ts';
 import { verbosityOf } from '../options.ts';
 import { renderData } from '../data-output.ts';
@@ -238,7 +238,9 @@ export async function runPhaseCommand(command: PhaseCommand | 'plan-reset', opti
     // that read stderr; once: not again where the summary that names it was shown already.
     const shown = !options.quiet && report.summary?.includes(report.error?.message ?? '\0') && io.sameDestination?.();
     if (report.error && !shown) {
-      io.stderr(`error: ${report.error.message}\n${report.error.hint ? `hint: ${report.error.hint}\n` : ''}`);
+      // A planned reboot is not a failure: one "reboot:" line, as reportError says it.
+      const label = report.outcome.error instanceof RebootRequiredError ? 'reboot' : 'error';
+      io.stderr(`${label}: ${report.error.message}\n${report.error.hint ? `hint: ${report.error.hint}\n` : ''}`);
     }
     return report.exitCode;
   } catch (error) {
