@@ -5,6 +5,7 @@
 import { CORE_SCHEMA, EVENT_ID, YAMLException, constructFromEvents, getScalarValue, parseEvents, type Event } from 'js-yaml';
 import type { ConfigIssue } from '../errors.ts';
 import type { FieldPath } from './schema/dsl.ts';
+import { BUDGETS, LoadBudget, SMALLER_HINT, formatMiB } from './budgets.ts';
 
 export interface Position {
   line: number;
@@ -18,10 +19,6 @@ export interface ParsedDocument {
   positions: PositionIndex;
 }
 
-/** Values (maps, lists, scalars) a document may expand to through aliases. */
-export const MAX_EXPANDED_NODES = 100_000;
-/** Text (keys and scalars) a document may expand to through aliases: twice the largest source. */
-export const MAX_EXPANDED_BYTES = 16 * 1024 * 1024;
 /** Alias uses per document; a configuration needs a handful at most. */
 export const MAX_ALIASES = 1_000;
 
@@ -241,12 +238,29 @@ function expanded(value: unknown, weigh: (scalar: unknown) => number, limit: num
 }
 
 /**
- * Parses one source's text (YAML or JSON). Returns undefined for an empty document (only comments
- * or white space).
+ * How many pieces the YAML parser may make of the text, counted before it runs: every value but
+ * the first follows one of `- ? : , [ {`, and the parser makes at most two events of each; a
+ * string is built a piece per line and per escape (`\` in double quotes, `''` in single quotes).
+ * Counted wherever they are (in a string too), so this counts too many, never too few.
  */
-export function parseDocument(text: string, source: string, lineOffset = 0): ParsedDocument | undefined {
+export function yamlPieces(text: string): number {
+  let count = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    // - ? : , [ { line break, backslash, single quote
+    if (c === 0x2d || c === 0x3f || c === 0x3a || c === 0x2c || c === 0x5b || c === 0x7b || c === 0x0a || c === 0x5c || c === 0x27) count++;
+  }
+  return count;
+}
+
+/**
+ * Parses one source's text (YAML or JSON). Returns undefined for an empty document (only comments
+ * or white space). `budget` is what is left of the whole configuration's (./budgets.ts): the
+ * document's values and text, aliases expanded, are spent from it.
+ */
+export function parseDocument(text: string, source: string, lineOffset = 0, budget: LoadBudget = new LoadBudget()): ParsedDocument | undefined {
   try {
-    return parseLines(text, source, lineOffset);
+    return parseLines(text, source, lineOffset, budget);
   } catch (error) {
     // Parts of a larger document (MIME user data) report lines of the whole document.
     if (error instanceof DocumentError && lineOffset) for (const i of error.issues) if (i.line !== undefined) i.line += lineOffset;
@@ -254,10 +268,13 @@ export function parseDocument(text: string, source: string, lineOffset = 0): Par
   }
 }
 
-function parseLines(text: string, source: string, lineOffset: number): ParsedDocument | undefined {
+function parseLines(text: string, source: string, lineOffset: number, budget: LoadBudget): ParsedDocument | undefined {
   if (looksLikeHtml(text)) {
     throw new DocumentError([{ source, line: 1, path: '', message: 'this is an HTML page, not a configuration', hint: 'check the URL or file: a web server or proxy may have answered with an error or login page' }]);
   }
+  // Before the parser runs: its events for a flat 7 MB document took over 600 MiB, and a 7 MB
+  // string of escapes 290 MiB.
+  spend(budget, 'yamlPieces', yamlPieces(text), { source, aliases: false });
   let events: Event[];
   let values: unknown[];
   try {
@@ -276,17 +293,36 @@ function parseLines(text: string, source: string, lineOffset: number): ParsedDoc
   }
   if (values.length === 0 || values[0] === null || values[0] === undefined) return undefined;
   const value = values[0];
-  if (expandedSize(value, MAX_EXPANDED_NODES) > MAX_EXPANDED_NODES) {
-    throw new DocumentError([
-      { source, path: '', message: `YAML aliases expand this document to more than ${MAX_EXPANDED_NODES} values (an alias bomb?)`, hint: 'write the values out instead of nesting aliases' },
-    ]);
-  }
-  if (expandedBytes(value, MAX_EXPANDED_BYTES) > MAX_EXPANDED_BYTES) {
-    throw new DocumentError([
-      { source, path: '', message: `YAML aliases expand this document to more than ${MAX_EXPANDED_BYTES / (1024 * 1024)} MiB of text (an alias bomb?)`, hint: 'write the values out instead of repeating long values through aliases' },
-    ]);
-  }
-  return { source, value, positions: new PositionIndex((index) => indexPositions(index, text, events, lineOffset)) };
+  const aliases = events.some((e) => e.type === EVENT_ID.ALIAS);
+  spend(budget, 'values', expandedSize(value, budget.values), { source, aliases });
+  spend(budget, 'textBytes', expandedBytes(value, budget.textBytes), { source, aliases });
+  // The events are not kept: a valid document never needs its positions, and an invalid one is
+  // parsed again for them, so a thousand drop-ins do not hold a thousand event lists.
+  return { source, value, positions: new PositionIndex((index) => indexPositions(index, text, parseEvents(text, { maxDepth: 64 }), lineOffset)) };
+}
+
+// A document past what is left of a total: the message says whether it is past the total on its
+// own (an alias bomb when it has aliases) or together with the documents read before it.
+function spend(budget: LoadBudget, what: 'yamlPieces' | 'values' | 'textBytes', used: number, doc: { source: string; aliases: boolean }): void {
+  const left = budget[what];
+  budget[what] = left - used;
+  if (used <= left) return;
+  const total = BUDGETS[what];
+  const amount = what === 'values' ? `${total} values` : what === 'textBytes' ? `${formatMiB(total)} of text` : `${total} line breaks, escapes (\\ or '') and characters that start a YAML value (- ? : , [ {)`;
+  const alone = left === total;
+  const message = !alone
+    ? `with this document, the sources hold more than ${amount} together${doc.aliases ? ' (YAML aliases expanded)' : ''}`
+    : doc.aliases
+      ? `YAML aliases expand this document to more than ${amount} (an alias bomb?)`
+      : `holds more than ${amount}, more than any configuration`;
+  const hint = doc.aliases
+    ? what === 'values'
+      ? 'write the values out instead of nesting aliases'
+      : 'write the values out instead of repeating long values through aliases'
+    : what === 'yamlPieces'
+      ? "give a file's text as gzip+base64 on one line (gzip -c FILE | base64 -w0), or as source: { url, sha256 }"
+      : SMALLER_HINT;
+  throw new DocumentError([{ source: doc.source, path: '', message, hint }]);
 }
 
 function secondDocumentOffset(text: string): number {

@@ -4,6 +4,7 @@
 // cloud-config) to other tools. Real user data is often sloppy, so this reader tolerates CRLF or
 // LF line ends, a missing blank line after a part's headers, and a missing final boundary.
 // Pure: no I/O (zlib is computation only).
+import { BUDGETS, LoadBudget, SMALLER_HINT, formatMiB } from './budgets.ts';
 
 export const MACHINECONFIG_CONTENT_TYPE = 'application/machineadm.cluster.x-k8s.io';
 // cloud-init's own `devel make-mime` writes every part as text/<given type>, so user data built
@@ -51,18 +52,30 @@ export function isGzip(bytes: Uint8Array): boolean {
   return bytes[0] === GZIP_MAGIC[0] && bytes[1] === GZIP_MAGIC[1];
 }
 
-/** Decompresses gzip content, refusing to produce more than maxBytes. */
-export function gunzipLimited(bytes: Uint8Array, maxBytes: number): Buffer {
+/**
+ * Decompresses gzip content, refusing to produce more than maxBytes, nor more than is left of the
+ * sources' total: a thousand small gzip bombs are one big one.
+ */
+export function gunzipLimited(bytes: Uint8Array, maxBytes: number, budget: LoadBudget = new LoadBudget()): Buffer {
+  const limit = Math.max(1, Math.min(maxBytes, budget.sourceBytes));
+  let out: Buffer;
   try {
     // node:zlib only for compressed user data: loading it is a good part of a start.
-    return process.getBuiltinModule('node:zlib').gunzipSync(bytes, { maxOutputLength: maxBytes });
+    out = process.getBuiltinModule('node:zlib').gunzipSync(bytes, { maxOutputLength: limit });
   } catch (error) {
     const code = (error as { code?: string }).code;
     if (code === 'ERR_BUFFER_TOO_LARGE' || /larger than/.test((error as Error).message)) {
+      if (limit < maxBytes) {
+        // Past what is left of the sources' total: loading stops here (LoadBudget.exhausted).
+        budget.sourceBytes = -1;
+        throw new MimeError(`gzip content expands beyond the ${formatMiB(BUDGETS.sourceBytes)} all sources may hold together (as read, gzip undone)`, undefined, SMALLER_HINT);
+      }
       throw new MimeError(`gzip content expands beyond the limit of ${maxBytes} bytes`, undefined, 'a configuration is never that large');
     }
     throw new MimeError(`gzip content is corrupt (${(error as Error).message})`, undefined, 'compress the part again with gzip; a truncated download is the usual cause');
   }
+  budget.spendBytes(out.length);
+  return out;
 }
 
 /**
@@ -80,12 +93,38 @@ interface Header {
   value: string;
 }
 
-/** One line of the document: its text without the line break, and where it sits in the bytes. */
-interface Line {
-  text: string;
-  start: number;
+/**
+ * The lines of a document: where each starts, in one typed array, and each line's text (without
+ * its line break) made only when asked for. An object per line took 800 MiB for 7 MiB of empty lines.
+ */
+class Lines {
+  readonly length: number;
+  readonly source: string;
+  // starts[i] is where line i starts; starts[length] is one past the end, as if a line followed.
+  private readonly starts: Uint32Array;
+  constructor(source: string) {
+    let count = 1;
+    for (let lf = source.indexOf('\n'); lf !== -1; lf = source.indexOf('\n', lf + 1)) count++;
+    const starts = new Uint32Array(count + 1);
+    let n = 1;
+    for (let lf = source.indexOf('\n'); lf !== -1; lf = source.indexOf('\n', lf + 1)) starts[n++] = lf + 1;
+    starts[count] = source.length + 1;
+    this.source = source;
+    this.length = count;
+    this.starts = starts;
+  }
+  start(i: number): number {
+    return this.starts[i]!;
+  }
   /** Offset of the line break that ends it (the document's length for a last line without one). */
-  end: number;
+  end(i: number): number {
+    const start = this.starts[i]!;
+    const stop = this.starts[i + 1]! - 1;
+    return stop > start && this.source.charCodeAt(stop - 1) === 0x0d ? stop - 1 : stop;
+  }
+  text(i: number): string {
+    return this.source.slice(this.start(i), this.end(i));
+  }
 }
 
 // Any RFC 5322 field name (printable ASCII but the colon) makes a header line, in any order
@@ -94,11 +133,11 @@ interface Line {
 const HEADER_LINE = /^([!-9;-~]+)[ \t]*:(.*)$/;
 const MACHINECONFIG_KEYS = new Set(['apiversion', 'kind', 'metadata', 'spec']);
 
-function readHeaders(lines: Line[], start: number, to = lines.length): { headers: Header[]; next: number; blankLine: boolean } {
+function readHeaders(lines: Lines, start: number, to = lines.length): { headers: Header[]; next: number; blankLine: boolean } {
   const headers: Header[] = [];
   let i = start;
   while (i < to) {
-    const line = lines[i]!.text;
+    const line = lines.text(i);
     const match = HEADER_LINE.exec(line);
     if (match && !MACHINECONFIG_KEYS.has(match[1]!.toLowerCase())) {
       headers.push({ name: match[1]!.toLowerCase(), value: match[2]!.trim() });
@@ -109,7 +148,7 @@ function readHeaders(lines: Line[], start: number, to = lines.length): { headers
     } else break;
   }
   // The blank line that should end the headers; tolerated when missing.
-  const blankLine = i < to && lines[i]!.text === '';
+  const blankLine = i < to && lines.text(i) === '';
   if (blankLine) i++;
   return { headers, next: i, blankLine };
 }
@@ -130,18 +169,8 @@ function parameter(value: string | undefined, name: string): string | undefined 
 }
 
 // latin1 keeps one character per byte, so offsets into the text are offsets into the bytes.
-function splitLines(text: string): Line[] {
-  const lines: Line[] = [];
-  let start = 0;
-  while (start <= text.length) {
-    const lf = text.indexOf('\n', start);
-    const stop = lf === -1 ? text.length : lf;
-    const end = stop > start && text[stop - 1] === '\r' ? stop - 1 : stop;
-    lines.push({ text: text.slice(start, end), start, end });
-    if (lf === -1) break;
-    start = lf + 1;
-  }
-  return lines;
+function splitLines(text: string): Lines {
+  return new Lines(text);
 }
 
 /** True when the bytes are a MIME document whose top-level type is multipart/*. */
@@ -156,7 +185,7 @@ export function isMultipart(bytes: Uint8Array): boolean {
  * blank line, the body), as cloud-init reads such a message: the part, with its transfer encoding
  * and gzip undone; undefined when the bytes do not start with such headers.
  */
-export function singlePart(bytes: Uint8Array, maxBytes: number): MimePart | undefined {
+export function singlePart(bytes: Uint8Array, maxBytes: number, budget: LoadBudget = new LoadBudget()): MimePart | undefined {
   // Only the head decides (a configuration starts with apiVersion, kind or a comment).
   const { headers } = readHeaders(splitLines(Buffer.from(bytes.subarray(0, 8192)).toString('latin1')), 0);
   const type = header(headers, 'content-type');
@@ -164,7 +193,7 @@ export function singlePart(bytes: Uint8Array, maxBytes: number): MimePart | unde
   const text = Buffer.from(bytes).toString('latin1');
   const lines = splitLines(text);
   const out: MimePart[] = [];
-  leaf({ text, lines }, 0, lines.length, out, maxBytes, 0);
+  leaf({ text, lines, budget }, 0, lines.length, out, maxBytes, 0);
   return out[0];
 }
 
@@ -178,17 +207,19 @@ export function mimeForCloudInit(bytes: Uint8Array): boolean {
 }
 
 /** Every leaf part, nested multiparts flattened, with transfer encodings and gzip undone. */
-export function splitMultipart(bytes: Uint8Array, maxBytes: number): MimePart[] {
+export function splitMultipart(bytes: Uint8Array, maxBytes: number, budget: LoadBudget = new LoadBudget()): MimePart[] {
   const text = Buffer.from(bytes).toString('latin1');
   const parts: MimePart[] = [];
   const lines = splitLines(text);
-  collect({ text, lines }, 0, lines.length, parts, maxBytes, 0);
+  collect({ text, lines, budget }, 0, lines.length, parts, maxBytes, 0);
   return parts;
 }
 
 interface Document {
   text: string;
-  lines: Line[];
+  lines: Lines;
+  /** What is left of the whole configuration's totals (./budgets.ts). */
+  budget: LoadBudget;
 }
 
 function collect(doc: Document, from: number, to: number, out: MimePart[], maxBytes: number, depth: number): void {
@@ -201,7 +232,7 @@ function collect(doc: Document, from: number, to: number, out: MimePart[], maxBy
   const starts: number[] = [];
   let end = to;
   for (let i = next; i < to; i++) {
-    const line = doc.lines[i]!.text.trimEnd();
+    const line = doc.lines.text(i).trimEnd();
     if (line === `${delimiter}--`) {
       end = i;
       break;
@@ -218,12 +249,13 @@ function collect(doc: Document, from: number, to: number, out: MimePart[], maxBy
 
 function leaf(doc: Document, from: number, to: number, out: MimePart[], maxBytes: number, depth: number): void {
   const { headers, next, blankLine } = readHeaders(doc.lines, from, to);
-  const otherwise = !blankLine && headers.length > 0 && next < to && HEADER_LINE.test(doc.lines[next]!.text);
+  const otherwise = !blankLine && headers.length > 0 && next < to && HEADER_LINE.test(doc.lines.text(next));
   const contentType = mediaType(header(headers, 'content-type'));
   if (contentType.startsWith('multipart/')) {
     collect(doc, from, to, out, maxBytes, depth + 1);
     return;
   }
+  doc.budget.spendMimePart();
   const index = out.length + 1;
   if (contentType.startsWith('message/')) {
     embeddedMessage(doc, { from, next, to, index, contentType, headers }, out, maxBytes, depth);
@@ -231,8 +263,8 @@ function leaf(doc: Document, from: number, to: number, out: MimePart[], maxBytes
   }
   // The body is the bytes as sent: a gzip part without a transfer encoding holds CR and LF bytes
   // that are content. Only the line break before the next delimiter belongs to the delimiter.
-  const bodyStart = next < doc.lines.length ? doc.lines[next]!.start : doc.text.length;
-  const bodyEnd = to < doc.lines.length ? Math.max(bodyStart, doc.lines[to - 1]!.end) : doc.text.length;
+  const bodyStart = next < doc.lines.length ? doc.lines.start(next) : doc.text.length;
+  const bodyEnd = to < doc.lines.length ? Math.max(bodyStart, doc.lines.end(to - 1)) : doc.text.length;
   const raw = Buffer.from(doc.text.slice(bodyStart, Math.max(bodyStart, bodyEnd)), 'latin1');
   const declared = header(headers, 'content-transfer-encoding')?.toLowerCase();
   const encoding = declared ?? '7bit';
@@ -260,7 +292,7 @@ function leaf(doc: Document, from: number, to: number, out: MimePart[], maxBytes
   const encodingHeader = (header(headers, 'content-encoding') ?? '').toLowerCase();
   if (isGzip(body) || encodingHeader === 'gzip') {
     try {
-      body = gunzipLimited(body, maxBytes);
+      body = gunzipLimited(body, maxBytes, doc.budget);
     } catch (error) {
       if (error instanceof MimeError) throw new MimeError(`part ${index} (${contentType}): ${error.message}`, from + 1, error.hint);
       throw error;
@@ -303,22 +335,27 @@ function base64WithoutHeader(raw: Buffer): Buffer | undefined {
   return Buffer.from(compact, 'base64');
 }
 
-function textBody(lines: Line[], from: number, to: number): Buffer {
+// Each line followed by LF: the lines' span with every CRLF made LF (a line's CR before its LF is
+// not part of the line), in one piece rather than a string per line.
+function textBody(lines: Lines, from: number, to: number): Buffer {
   let last = to;
-  while (last > from && lines[last - 1]!.text === '') last--;
-  const text = lines.slice(from, last).map((l) => `${l.text}\n`).join('');
-  return Buffer.from(text, 'latin1');
+  while (last > from && lines.start(last - 1) === lines.end(last - 1)) last--;
+  if (last === from) return Buffer.alloc(0);
+  const text = lines.source.slice(lines.start(from), lines.end(last - 1)).replace(/\r\n/g, '\n');
+  return Buffer.from(`${text}\n`, 'latin1');
 }
 
 function decodeQuotedPrintable(text: string): Buffer {
   const joined = text.replace(/=\r?\n/g, '');
-  const bytes: number[] = [];
+  // Written in place: a list of numbers takes 40 times the bytes it stands for.
+  const bytes = Buffer.alloc(joined.length);
+  let n = 0;
   for (let i = 0; i < joined.length; i++) {
     const c = joined[i]!;
     if (c === '=' && /^[0-9A-Fa-f]{2}$/.test(joined.slice(i + 1, i + 3))) {
-      bytes.push(parseInt(joined.slice(i + 1, i + 3), 16));
+      bytes[n++] = parseInt(joined.slice(i + 1, i + 3), 16);
       i += 2;
-    } else bytes.push(joined.charCodeAt(i) & 0xff);
+    } else bytes[n++] = joined.charCodeAt(i) & 0xff;
   }
-  return Buffer.from(bytes);
+  return bytes.subarray(0, n);
 }

@@ -6,9 +6,10 @@ import { DocumentError, decodeUtf8, parseDocument, type ParsedDocument } from '.
 import { MACHINECONFIG_CONTENT_TYPE, gunzipLimited, isGzip, isMultipart, machineConfigPart, mimeForCloudInit, singlePart, splitMultipart, unwrapBase64, type MimePart } from './mime.ts';
 import type { RawSource } from './source-specs.ts';
 import { sourceIssues } from './source-reading.ts';
+import type { LoadBudget } from './budgets.ts';
 
 /** The MachineConfig documents among MIME parts: machineadm's parts parsed, a mistyped one refused. */
-export function documentsOfParts(raw: RawSource, all: MimePart[]): { documents: ParsedDocument[]; userData: boolean; warnings?: string[] } {
+export function documentsOfParts(raw: RawSource, all: MimePart[], budget: LoadBudget): { documents: ParsedDocument[]; userData: boolean; warnings?: string[] } {
   const out: ParsedDocument[] = [];
   const issues: ConfigIssue[] = [];
   // A part that plainly means to be machineadm's but has another type would otherwise leave the
@@ -20,11 +21,13 @@ export function documentsOfParts(raw: RawSource, all: MimePart[]): { documents: 
     const name = `${raw.name} (part ${part.index})`;
     try {
       const lineOffset = (part.firstLine ?? 1) - 1;
-      const doc = parseDocument(stripBom(decodeUtf8(part.body, name, lineOffset)), name, lineOffset);
+      const doc = parseDocument(stripBom(decodeUtf8(part.body, name, lineOffset)), name, lineOffset, budget);
       if (!doc) throw new DocumentError([{ source: name, path: '', message: `the ${MACHINECONFIG_CONTENT_TYPE} part is empty`, hint: 'put the MachineConfig in the part, or remove the part' }]);
       out.push(doc);
     } catch (error) {
       issues.push(...sourceIssues(error, name));
+      // Past a total, the parts after it would each say so again.
+      if (budget.exhausted) break;
     }
   }
   if (issues.length) throw new ConfigError(issues);
@@ -41,22 +44,22 @@ export const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
  * when the content is not MIME. Content may start with a UTF-8 byte order mark (3.2), MIME too;
  * cloud-init then reads the headers as text, which a warning says.
  */
-export function mimeDocuments(raw: RawSource, content: Uint8Array, maxBytes: number): { documents: ParsedDocument[]; userData: boolean; warnings?: string[] } | undefined {
+export function mimeDocuments(raw: RawSource, content: Uint8Array, maxBytes: number, budget: LoadBudget): { documents: ParsedDocument[]; userData: boolean; warnings?: string[] } | undefined {
   const bom = UTF8_BOM.equals(content.subarray(0, 3));
   const bytes = bom ? content.subarray(3) : content;
   let found: { documents: ParsedDocument[]; userData: boolean; warnings?: string[] };
   const notes: string[] = [];
   if (isMultipart(bytes)) {
-    found = documentsOfParts(raw, splitMultipart(bytes, maxBytes));
+    found = documentsOfParts(raw, splitMultipart(bytes, maxBytes, budget), budget);
     if (found.documents.length > 0 && !mimeForCloudInit(bytes)) {
       notes.push(`${raw.name}: multipart user data without a MIME-Version header; machineadm read the MachineConfig, but cloud-init reads such user data as plain text and does not hand its parts to machineadm's part handler (put MIME-Version: 1.0 among the top headers)`);
     }
   } else {
     // One part with no multipart around it (headers, a blank line, the body): read as that part,
     // as cloud-init reads it, never as YAML with the headers in it.
-    const single = singlePart(bytes, maxBytes);
+    const single = singlePart(bytes, maxBytes, budget);
     if (!single) return undefined;
-    found = documentsOfParts(raw, [single]);
+    found = documentsOfParts(raw, [single], budget);
     if (!mimeForCloudInit(bytes) && machineConfigPart(single.contentType) === 'yes') {
       notes.push(`${raw.name}: one MIME part without a MIME-Version header; machineadm read the MachineConfig, but cloud-init reads such user data as plain text and does not hand it to machineadm's part handler (put MIME-Version: 1.0 before Content-Type)`);
     }
@@ -69,13 +72,13 @@ export function mimeDocuments(raw: RawSource, content: Uint8Array, maxBytes: num
 }
 
 /** The MachineConfig documents a source holds (none for user data that does not opt in). */
-export function extractDocuments(raw: RawSource, maxBytes: number): { documents: ParsedDocument[]; userData: boolean; warnings?: string[] } {
+export function extractDocuments(raw: RawSource, maxBytes: number, budget: LoadBudget): { documents: ParsedDocument[]; userData: boolean; warnings?: string[] } {
   let bytes = raw.bytes;
   // cloud-init accepts gzip-compressed user data; so does machineadm, from any source.
-  if (isGzip(bytes)) bytes = gunzipLimited(bytes, maxBytes);
+  if (isGzip(bytes)) bytes = gunzipLimited(bytes, maxBytes, budget);
   const unwrapped = raw.userData ? unwrapBase64(bytes) : undefined;
-  if (unwrapped) bytes = isGzip(unwrapped) ? gunzipLimited(unwrapped, maxBytes) : unwrapped;
-  const mime = mimeDocuments(raw, bytes, maxBytes);
+  if (unwrapped) bytes = isGzip(unwrapped) ? gunzipLimited(unwrapped, maxBytes, budget) : unwrapped;
+  const mime = mimeDocuments(raw, bytes, maxBytes, budget);
   if (mime) return mime;
   if (raw.userData) {
     // Whole (non-multipart) user data: a MachineConfig is taken whole; a shell script or a
@@ -87,10 +90,10 @@ export function extractDocuments(raw: RawSource, maxBytes: number): { documents:
     const cloudInit = /^#(!|cloud-|include|part-handler|upstart-job)/.test(text);
     const ours = !cloudInit && (text.includes(API_GROUP) || /^\s*kind:\s*["']?MachineConfig\b/m.test(text));
     if (!ours) return { documents: [], userData: true };
-    const doc = parseDocument(stripBom(decodeUtf8(bytes, raw.name)), raw.name);
+    const doc = parseDocument(stripBom(decodeUtf8(bytes, raw.name)), raw.name, 0, budget);
     return { documents: doc ? [doc] : [], userData: true };
   }
-  const doc = parseDocument(stripBom(decodeUtf8(bytes, raw.name)), raw.name);
+  const doc = parseDocument(stripBom(decodeUtf8(bytes, raw.name)), raw.name, 0, budget);
   if (!doc) throw new DocumentError([{ source: raw.name, path: '', message: 'is empty', hint: `write a MachineConfig (apiVersion: ${SUPPORTED_API_VERSIONS[0]}, kind: MachineConfig, spec: ...)` }]);
   return { documents: [doc], userData: false };
 }

@@ -10,17 +10,26 @@ import { DocumentError } from './document.ts';
 import { MimeError, isMultipart } from './mime.ts';
 import { ImdsError, detectCloud, readInstanceMetadata } from './imds.ts';
 import type { LoadOptions, RawSource, SourceSpec } from './source-specs.ts';
+import { BudgetError, LoadBudget } from './budgets.ts';
 
-export async function readSource(host: ConfigHost, spec: SourceSpec, options: LoadOptions, maxBytes: number): Promise<RawSource[]> {
+/** One source's bytes (a directory's: one per drop-in), spent from the whole configuration's totals. */
+export async function readSource(host: ConfigHost, spec: SourceSpec, options: LoadOptions, maxBytes: number, budget: LoadBudget = new LoadBudget()): Promise<RawSource[]> {
+  // A directory spends its own, file by file, so that it stops at the total rather than after it.
+  if (spec.kind === 'path') return readPath(spec.fs === 'root' ? host.fs : host.local, spec, maxBytes, budget);
+  const raw = await readOne(host, spec, options, maxBytes);
+  budget.spendDocuments(1);
+  budget.spendBytes(raw.bytes.length);
+  return [raw];
+}
+
+async function readOne(host: ConfigHost, spec: Exclude<SourceSpec, { kind: 'path' }>, options: LoadOptions, maxBytes: number): Promise<RawSource> {
   switch (spec.kind) {
     case 'stdin': {
       if (!options.readStdin) throw new SourceError('standard input is not available here');
       const bytes = await options.readStdin(maxBytes);
       if (bytes.length > maxBytes) throw new SourceError(`larger than the limit of ${formatBytes(maxBytes)}`, 'a configuration is never that large');
-      return [{ name: 'stdin', bytes, userData: false }];
+      return { name: 'stdin', bytes, userData: false };
     }
-    case 'path':
-      return readPath(spec.fs === 'root' ? host.fs : host.local, spec, maxBytes);
     case 'https': {
       let ca: Buffer | undefined;
       if (spec.caFile) {
@@ -42,49 +51,56 @@ export async function readSource(host: ConfigHost, spec: SourceSpec, options: Lo
       if (/^text\/html\b/i.test(type) && !isMultipart(response.body)) {
         throw new SourceError(`the server answered ${response.status} with an HTML page (Content-Type: ${type.split(';')[0]}), not a configuration`, 'check the URL: a login page, a proxy or an error page answered instead');
       }
-      return [{ name: spec.name, bytes: response.body, userData: false }];
+      return { name: spec.name, bytes: response.body, userData: false };
     }
     case 'imds': {
       const imdsOptions = { maxBytes, ...(options.imds?.retry ? { retry: options.imds.retry } : {}), ...(options.imds?.timeouts ? { timeouts: options.imds.timeouts } : {}) };
       const cloud = spec.cloud ?? (await detectCloud(host, imdsOptions));
       const { userData, instanceId } = await readInstanceMetadata(host, cloud, imdsOptions);
-      return [{ name: spec.cloud ? spec.name : `${spec.name} (${cloud})`, bytes: userData ?? Buffer.alloc(0), userData: true, ...(instanceId ? { instanceId } : {}) }];
+      return { name: spec.cloud ? spec.name : `${spec.name} (${cloud})`, bytes: userData ?? Buffer.alloc(0), userData: true, ...(instanceId ? { instanceId } : {}) };
     }
   }
 }
 
-export async function readPath(fs: RootedFileSystem, spec: Extract<SourceSpec, { kind: 'path' }>, maxBytes: number): Promise<RawSource[]> {
+export async function readPath(fs: RootedFileSystem, spec: Extract<SourceSpec, { kind: 'path' }>, maxBytes: number, budget: LoadBudget = new LoadBudget()): Promise<RawSource[]> {
   const info = await fs.stat(spec.path);
   if (!info) {
     if (spec.optional) return [];
     throw new SourceError('no such file or directory', 'check the -c/--config path');
   }
-  if (info.kind === 'directory') return readDirectory(fs, spec, maxBytes);
+  if (info.kind === 'directory') return readDirectory(fs, spec, maxBytes, budget);
   const bytes = await readLimited(fs, spec.path, info, maxBytes);
   // stat does not follow links: a config.d that is a link to a directory is read as that directory.
-  if (bytes === 'directory') return readDirectory(fs, spec, maxBytes);
+  if (bytes === 'directory') return readDirectory(fs, spec, maxBytes, budget);
   checkPin(bytes, spec.sha256);
+  budget.spendDocuments(1);
+  budget.spendBytes(bytes.length);
   return [{ name: spec.name, bytes, userData: false, directory: joinPath(fs.root, dirname(spec.path)) }];
 }
 
-export async function readDirectory(fs: RootedFileSystem, spec: Extract<SourceSpec, { kind: 'path' }>, maxBytes: number): Promise<RawSource[]> {
+export async function readDirectory(fs: RootedFileSystem, spec: Extract<SourceSpec, { kind: 'path' }>, maxBytes: number, budget: LoadBudget = new LoadBudget()): Promise<RawSource[]> {
   if (spec.sha256) throw new SourceError('a sha256 pin names one file, not a directory');
   // Lexical order, so an image's 10-defaults.yaml comes before a user's 50-site.yaml; hidden files
   // (editor backups) are left out.
   const names = (await fs.list(spec.path)).filter((n) => /\.(ya?ml|json)$/i.test(n) && !n.startsWith('.'));
+  // Refused before any is read: ten thousand drop-ins held at once took 360 MiB.
+  budget.spendDocuments(names.length);
   const out: RawSource[] = [];
   for (const name of names) {
     const child = `${spec.path.replace(/[\\/]+$/, '')}/${name}`;
     const childInfo = await fs.stat(child);
     if (!childInfo || childInfo.kind === 'directory') continue;
+    let bytes: Buffer | 'directory';
     try {
-      const bytes = await readLimited(fs, child, childInfo, maxBytes);
-      // A link to a subdirectory is left out like a subdirectory.
-      if (bytes !== 'directory') out.push({ name: child, bytes, userData: false, directory: joinPath(fs.root, dirname(child)) });
+      bytes = await readLimited(fs, child, childInfo, maxBytes);
     } catch (error) {
       // The problem is the entry's, so the message names the entry rather than the directory.
       throw new ConfigError(sourceIssues(error, child));
     }
+    // A link to a subdirectory is left out like a subdirectory.
+    if (bytes === 'directory') continue;
+    budget.spendBytes(bytes.length);
+    out.push({ name: child, bytes, userData: false, directory: joinPath(fs.root, dirname(child)) });
   }
   return out;
 }
@@ -128,6 +144,7 @@ export function sourceIssues(error: unknown, source: string): ConfigIssue[] {
   if (error instanceof DocumentError) return error.issues.map((i) => ({ ...i, source: i.source ?? source }));
   if (error instanceof ConfigError) return error.issues.map((i) => ({ ...i, source: i.source ?? source }));
   if (error instanceof MimeError) return [{ source, ...(error.line ? { line: error.line } : {}), path: '', message: `MIME user data: ${error.message}`, ...(error.hint ? { hint: error.hint } : {}) }];
+  if (error instanceof BudgetError) return [{ source, path: '', message: error.message, hint: error.hint }];
   if (error instanceof HttpError || error instanceof MachineadmError || error instanceof SourceError || error instanceof ImdsError) {
     const hint = (error as { hint?: string }).hint;
     const unreadable = error instanceof HttpError || error instanceof ImdsError ? { unreadable: true as const } : {};

@@ -28,6 +28,17 @@ function splitLines(text: string): string[] {
   return lines;
 }
 
+// How many lines splitLines would make, without making them.
+function lineCount(text: string): number {
+  if (text === '') return 0;
+  let count = 0;
+  for (let lf = text.indexOf('\n'); lf !== -1; lf = text.indexOf('\n', lf + 1)) count++;
+  return text.endsWith('\n') ? count : count + 1;
+}
+
+/** Past this many lines on both sides together, a diff is "everything changed", made only as far as it is shown. */
+const MAX_COMPARED_LINES = 20_000;
+
 // Longest common subsequence table; the files machineadm writes are small, so O(n*m) is fine.
 // Larger inputs fall back to "everything changed" rather than spending time and memory.
 function editScript(a: string[], b: string[]): { op: ' ' | '-' | '+'; line: string }[] {
@@ -64,12 +75,16 @@ export function unifiedDiff(before: string, after: string, options: DiffOptions 
   if (before === after) return '';
   const context = options.context ?? 3;
   const maxLines = options.maxLines ?? 60;
+  const label = options.label ?? 'file';
+  const n = lineCount(before);
+  const m = lineCount(after);
+  // A new (or emptied) file has nothing to compare: the same diff, without a line list.
+  if (n === 0 || m === 0 || n * m > 4_000_000 || n + m > MAX_COMPARED_LINES) return everythingChanged(before, after, n, m, label, maxLines);
   const a = splitLines(before);
   const b = splitLines(after);
   const script = editScript(a, b);
   const changed = script.map((s, index) => (s.op === ' ' ? -1 : index)).filter((index) => index >= 0);
   const lines: string[] = [];
-  const label = options.label ?? 'file';
   lines.push(`--- ${before === '' ? '/dev/null' : label}`, `+++ ${label}`);
   // Group changes whose context overlaps into hunks.
   let k = 0;
@@ -93,11 +108,37 @@ export function unifiedDiff(before: string, after: string, options: DiffOptions 
     lines.push(`@@ -${oldCount === 0 ? oldStart - 1 : oldStart},${oldCount} +${newCount === 0 ? newStart - 1 : newStart},${newCount} @@`);
     for (const s of hunk) lines.push(s.op + redactSecrets(s.line));
   }
-  if (before !== '' && !before.endsWith('\n')) lines.push('\\ No newline at end of file (before)');
-  if (after !== '' && !after.endsWith('\n')) lines.push('\\ No newline at end of file');
-  if (lines.length > maxLines) {
-    const hidden = lines.length - maxLines;
-    return [...lines.slice(0, maxLines), `... ${hidden} more diff line${hidden === 1 ? '' : 's'}`].join('\n') + '\n';
+  lines.push(...endMarkers(before, after));
+  return shown(lines, lines.length, maxLines);
+}
+
+function endMarkers(before: string, after: string): string[] {
+  return [...(before !== '' && !before.endsWith('\n') ? ['\\ No newline at end of file (before)'] : []), ...(after !== '' && !after.endsWith('\n') ? ['\\ No newline at end of file'] : [])];
+}
+
+// The first maxLines of a diff of `total` lines, and how many more there are.
+function shown(lines: string[], total: number, maxLines: number): string {
+  if (total <= maxLines) return lines.join('\n') + '\n';
+  const hidden = total - maxLines;
+  return [...lines.slice(0, maxLines), `... ${hidden} more diff line${hidden === 1 ? '' : 's'}`].join('\n') + '\n';
+}
+
+/**
+ * One hunk removing every line of `before` and adding every line of `after`, as editScript's
+ * fallback gives it, but reading only the lines that are shown: a new file of 30 MiB took
+ * 900 MiB as an object per line.
+ */
+function everythingChanged(before: string, after: string, n: number, m: number, label: string, maxLines: number): string {
+  const lines = [`--- ${before === '' ? '/dev/null' : label}`, `+++ ${label}`, `@@ -${n === 0 ? 0 : 1},${n} +${m === 0 ? 0 : 1},${m} @@`];
+  for (const [op, text] of [['-', before], ['+', after]] as const) {
+    for (let at = 0; at < text.length && lines.length <= maxLines; ) {
+      const lf = text.indexOf('\n', at);
+      const stop = lf === -1 ? text.length : lf;
+      lines.push(op + redactSecrets(text.slice(at, stop)));
+      at = stop + 1;
+    }
   }
-  return lines.join('\n') + '\n';
+  const markers = endMarkers(before, after);
+  if (lines.length <= maxLines) lines.push(...markers);
+  return shown(lines, 3 + n + m + markers.length, maxLines);
 }

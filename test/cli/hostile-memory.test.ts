@@ -49,7 +49,7 @@ const cases: Case[] = [
       writeFileSync(path, `${HEADER}spec:\n  files:\n    - { path: /etc/bomb, encoding: gzip+base64, content: "${gz.toString('base64')}" }\n`);
       return path;
     },
-    message: /spec\.files\[0\]\.content: expands to more than 32 MiB once decompressed/,
+    message: /spec\.files\[0\]\.content: expands to more than 16 MiB once decompressed/,
   },
   {
     what: 'a token file of 1 GiB',

@@ -224,12 +224,12 @@ export function boolean(common: Common = {}): Schema<boolean> {
   );
 }
 
-export function array<T>(item: Schema<T, Presence>, options: Common & { minItems?: number; maxItems?: number; unique?: boolean } = {}): Schema<T[]> {
+export function array<T>(item: Schema<T, Presence>, options: Common & { minItems?: number; maxItems?: number; maxItemsHint?: string; unique?: boolean } = {}): Schema<T[]> {
   return base(
     (value, path, ctx) => {
       if (!Array.isArray(value)) return issue(ctx, path, `expected a list, got ${typeName(value)}`);
       if (options.minItems !== undefined && value.length < options.minItems) return issue(ctx, path, `needs at least ${options.minItems} item${options.minItems === 1 ? '' : 's'}`);
-      if (options.maxItems !== undefined && value.length > options.maxItems) return issue(ctx, path, `takes at most ${options.maxItems} items`);
+      if (options.maxItems !== undefined && value.length > options.maxItems) return issue(ctx, path, `takes at most ${options.maxItems} items`, options.maxItemsHint);
       const before = ctx.issues.length;
       const out = value.map((v, i) => item.parse(v, [...path, i], ctx));
       if (options.unique) {

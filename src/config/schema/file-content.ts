@@ -5,24 +5,32 @@ export type FileEncoding = 'plain' | 'base64' | 'gzip+base64';
 const BASE64 = /^[A-Za-z0-9+/\s]*={0,2}\s*$/;
 
 /**
- * The most a gzip+base64 content may expand to: a compressed bomb (1 MB that inflates to
- * gigabytes) is refused as it inflates, before it is held in memory whole.
+ * The most a content may hold once decoded: a compressed bomb (1 MB that inflates to gigabytes) is
+ * refused as it inflates, before it is held in memory whole. Also the most all inline contents
+ * may hold together (src/config/budgets.ts): inflating takes twice the output at its peak, and
+ * plan and run hold each file and its text, so 32 MiB took a plan to 256 MiB.
  */
-export const MAX_INLINE_CONTENT_BYTES = 32 * 1024 * 1024;
+export const MAX_INLINE_CONTENT_BYTES = 16 * 1024 * 1024;
+const MAX_MIB = MAX_INLINE_CONTENT_BYTES / (1024 * 1024);
 
-/** The bytes of a file's content, or an error message saying why it cannot be decoded. */
-export function decodeContent(content: string, encoding: FileEncoding): { bytes: Buffer } | { problem: string } {
-  if (encoding === 'plain') return { bytes: Buffer.from(content, 'utf8') };
+/**
+ * The bytes of a file's content, or an error message saying why it cannot be decoded. `limit`
+ * (at most MAX_INLINE_CONTENT_BYTES) is the most it may produce: a problem marked tooLarge says so.
+ */
+export function decodeContent(content: string, encoding: FileEncoding, limit: number = MAX_INLINE_CONTENT_BYTES): { bytes: Buffer } | { problem: string; tooLarge?: true } {
+  const tooLarge = { problem: `${encoding === 'gzip+base64' ? `expands to more than ${MAX_MIB} MiB once decompressed` : `is more than ${MAX_MIB} MiB`}|give a file that large as source: { url, sha256 }, which is checked and written as it downloads`, tooLarge: true as const };
+  if (encoding === 'plain') {
+    const bytes = Buffer.from(content, 'utf8');
+    return bytes.length > limit ? tooLarge : { bytes };
+  }
   if (!BASE64.test(content)) return { problem: `is not valid base64 (encoding is "${encoding}")` };
   const raw = Buffer.from(content.replace(/\s+/g, ''), 'base64');
-  if (encoding === 'base64') return { bytes: raw };
+  if (encoding === 'base64') return raw.length > limit ? tooLarge : { bytes: raw };
   try {
     // node:zlib only for gzip content: configuration is validated at every start of most commands.
-    return { bytes: process.getBuiltinModule('node:zlib').gunzipSync(raw, { maxOutputLength: MAX_INLINE_CONTENT_BYTES }) };
+    return { bytes: process.getBuiltinModule('node:zlib').gunzipSync(raw, { maxOutputLength: Math.max(1, limit) }) };
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
-      return { problem: `expands to more than ${MAX_INLINE_CONTENT_BYTES / (1024 * 1024)} MiB once decompressed|give a file that large as source: { url, sha256 }, which is checked and written as it downloads` };
-    }
+    if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') return tooLarge;
     return { problem: `is base64 but not gzip data (${(error as Error).message})` };
   }
 }

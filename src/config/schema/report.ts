@@ -5,6 +5,7 @@ import { redactUrlsIn } from '../../redaction.ts';
 import { array, boolean, integer, object, optional, record, string, withDefault } from './dsl.ts';
 import { secret } from './secret-field.ts';
 import { networkUrlProblem } from './url.ts';
+import { BUDGETS } from '../budgets.ts';
 
 const absolutePath = (what: string) =>
   string({
@@ -63,7 +64,9 @@ export const reportEndpoint = object(
 );
 
 export const reportSection = object({
-  endpoints: optional(array(reportEndpoint, { description: 'collectors that receive every run, phase and step event as a CloudEvent', example: [{ url: 'https://collector.example/events', bearerToken: { valueFrom: { file: '/etc/machineadm/collector-token' } } }] })),
+  // Each endpoint is a spool of every event of a run in the state directory, a queue and a
+  // connection: 5,000 of them took over 400 MiB and wrote 60,000 spool files in one run.
+  endpoints: optional(array(reportEndpoint, { maxItems: BUDGETS.endpoints, maxItemsHint: 'a run reports to one collector, or a few: send to a collector that fans the events out', description: 'collectors that receive every run, phase and step event as a CloudEvent', example: [{ url: 'https://collector.example/events', bearerToken: { valueFrom: { file: '/etc/machineadm/collector-token' } } }] })),
   clusterAPISentinel: withDefault(boolean({ description: 'write /run/cluster-api/bootstrap-success.complete after a successful provisioning', example: false }), true),
   deadlineSeconds: withDefault(integer({ min: 1, max: 3600, description: 'the longest a run waits for endpoints at its end; what is left stays spooled', example: 60 }), 30),
 });

@@ -1,7 +1,8 @@
 // spec.kernelModules, spec.sysctls, spec.files: the host preparation inputs.
-import { array, boolean, either, enumOf, object, optional, record, scalarString, string, withDefault, type StringOptions } from './dsl.ts';
+import { array, boolean, either, enumOf, object, optional, record, scalarString, string, withDefault, type ParseContext, type StringOptions } from './dsl.ts';
 import { secretReference, type SecretReference } from './secret-field.ts';
-import { decodeContent, filePathProblem } from './file-content.ts';
+import { MAX_INLINE_CONTENT_BYTES, decodeContent, filePathProblem } from './file-content.ts';
+import { BUDGETS, formatMiB } from '../budgets.ts';
 import { sysctlKeyProblem } from './sysctl-key.ts';
 import { sourceUrl } from './source.ts';
 
@@ -28,6 +29,11 @@ export const sysctlValue = scalarString({
 // filePathProblem as a pattern: absolute, no NUL, no ".." segment (split at "/" or "\\"), no "."
 // segment, not ending in "/".
 const FILE_PATH = /^(?![\s\S]*(?:^|[\\/])\.\.(?:[\\/]|$))(?![\s\S]*(?:^|\/)\.(?:\/|$))(?:\/|[A-Za-z]:\\)[^\u0000]*[^\u0000/]$/;
+
+// What is left of BUDGETS.inlineContentBytes in one check of a whole configuration: the files are
+// checked in order, each decoded content spending from it (a YAML alias each time it is used).
+// -1 once a file went past it: the files after it are not decoded at all.
+const inlineContentLeft = new WeakMap<ParseContext, number>();
 
 export const fileMode = string({ pattern: /^0?[0-7]{3,4}$/, patternHint: 'an octal mode in quotes, e.g. "0644"' });
 
@@ -58,11 +64,17 @@ export const fileSpec = object(
     ),
   },
   {
-    check: (f, report) => {
+    check: (f, report, ctx) => {
       if ((f.content === undefined) === (f.source === undefined)) report([], 'give exactly one of content or source');
-      if (typeof f.content === 'string' && f.encoding !== undefined) {
-        const decoded = decodeContent(f.content, f.encoding);
-        if ('problem' in decoded) {
+      const left = inlineContentLeft.get(ctx) ?? BUDGETS.inlineContentBytes;
+      if (typeof f.content === 'string' && f.encoding !== undefined && left >= 0) {
+        const decoded = decodeContent(f.content, f.encoding, Math.min(MAX_INLINE_CONTENT_BYTES, left));
+        if (!('problem' in decoded)) inlineContentLeft.set(ctx, left - decoded.bytes.length);
+        else if (decoded.tooLarge) {
+          inlineContentLeft.set(ctx, -1);
+          if (left >= MAX_INLINE_CONTENT_BYTES) report('content', ...(decoded.problem.split('|') as [string, string]));
+          else report('content', `with this file, the inline contents of spec.files are more than ${formatMiB(BUDGETS.inlineContentBytes)} together, decoded (a YAML alias counts each time it is used)`, 'give large files as source: { url, sha256 }, which is checked and written as it downloads');
+        } else {
           const [message = decoded.problem, hint = 'encode the content as "encoding" says (base64 -w0 FILE, or gzip -c FILE | base64 -w0)'] = decoded.problem.split('|');
           report('content', message, hint);
         }

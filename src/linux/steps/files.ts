@@ -47,6 +47,18 @@ export function appended(current: Buffer | undefined, content: Buffer): Buffer {
   return Buffer.concat([current, ...(current[current.length - 1] === 0x0a ? [] : [Buffer.from('\n')]), content]);
 }
 
+// Inline content decoded once per configuration: preflight, check and apply each look at every
+// file, and each decode of up to 16 MiB lingers until the garbage collector runs.
+const decodedInline = new WeakMap<FileSpec, ReturnType<typeof decodeContent>>();
+
+function decodeInline(spec: FileSpec, content: string): ReturnType<typeof decodeContent> {
+  const known = decodedInline.get(spec);
+  if (known) return known;
+  const decoded = decodeContent(content, spec.encoding);
+  decodedInline.set(spec, decoded);
+  return decoded;
+}
+
 async function split(ctx: StepContext): Promise<{ inline: DesiredFile[]; sources: SourceFile[] }> {
   const inline: DesiredFile[] = [];
   const sources: SourceFile[] = [];
@@ -61,7 +73,7 @@ async function split(ctx: StepContext): Promise<{ inline: DesiredFile[]; sources
     // A secret is read when the step looks at its file (a plan for another machine reads none).
     const secret = isSecretContent(spec);
     const text = typeof spec.content === 'string' ? spec.content : spec.content === undefined || otherMachine(ctx) ? '' : await ctx.secret(spec.content, `spec.files[${index}].content`, { exact: true });
-    const decoded = decodeContent(text, spec.encoding);
+    const decoded = typeof spec.content === 'string' ? decodeInline(spec, spec.content) : decodeContent(text, spec.encoding);
     if ('problem' in decoded) throw new MachineadmError(`spec.files[${index}].content ${secret ? `(the secret read) ${decoded.problem.split('|')[0]}` : decoded.problem}`, ExitCode.usage);
     // A target the step must not write (a link, a directory) is refused by inspectFile below.
     let current: Buffer | undefined;
