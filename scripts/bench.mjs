@@ -16,7 +16,8 @@ import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { loadavg, tmpdir } from 'node:os';
+import { loadavg, setPriority, tmpdir } from 'node:os';
+import { createInterface } from 'node:readline';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildFloors, warmFloor } from './bench-floors.mjs';
@@ -399,13 +400,16 @@ async function bootFigure() {
     const files = stepOf('prepare/files');
     const kubeadm = path.steps.find((s) => s.id.startsWith('provision/kubeadm'));
     const others = path.steps.filter((s) => s !== files && s !== kubeadm).reduce((sum, s) => sum + s.durationMs, 0);
-    row(`boot: init with ${count} downloads of ${bytes / 1048576} MiB (50 ms away, 32 MiB/s each), sysctls, modules, containerd, kubeadm vs one download by curl + version`, r.ours.ms, r.baseline.ms + r.also.version.ms, 1.3, {
+    // The goal is issue 40's. Its floor: the same downloads at once by curl, plus the binary's start;
+    // on a loaded machine they too come in well after one download does.
+    row(`boot: init with ${count} downloads of ${bytes / 1048576} MiB (50 ms away, 32 MiB/s each), sysctls, modules, containerd, kubeadm vs one download by curl + version`, r.ours.ms, r.baseline.ms + r.also.version.ms, 1.15, {
       rss: r.ours.rss,
       baselineRss: r.baseline.rss,
-      note: `curl ${r.baseline.ms.toFixed(0)} ms + version ${r.also.version.ms.toFixed(0)} ms; the ${count} downloads at once by curl: ${r.also.curls.ms.toFixed(0)} ms, CPU ${r.also.curls.cpu.toFixed(2)} s against init's ${r.ours.cpu.toFixed(2)} s`,
+      note: `curl ${r.baseline.ms.toFixed(0)} ms + version ${r.also.version.ms.toFixed(0)} ms; CPU ${r.also.curls.cpu.toFixed(2)} s for the ${count} curls at once against init's ${r.ours.cpu.toFixed(2)} s`,
       after:
-        `critical path of one run: start ${path.startMs} ms, prepare/files ${files.durationMs} ms (${files.waitingMs} waiting${files.earlyStartMs !== undefined ? `; its downloads began at ${files.earlyStartMs} ms, ${files.startMs - files.earlyStartMs} ms before its turn` : ''}), ` +
-        `${kubeadm?.id ?? 'kubeadm'} ${kubeadm?.durationMs ?? 0} ms (${kubeadm?.waitingMs ?? 0} waiting), other steps ${others} ms, between steps ${path.betweenStepsMs} ms, end ${path.endMs} ms`,
+        `critical path of one run: start ${path.startMs} ms (${path.startWaitingMs ?? '?'} waiting), prepare/files ${files.durationMs} ms (${files.waitingMs} waiting${files.earlyStartMs !== undefined ? `; its downloads began at ${files.earlyStartMs} ms, ${files.startMs - files.earlyStartMs} ms before its turn` : ''}), ` +
+        `${kubeadm?.id ?? 'kubeadm'} ${kubeadm?.durationMs ?? 0} ms (${kubeadm?.waitingMs ?? 0} waiting), other steps ${others} ms, between steps ${path.betweenStepsMs} ms, end ${path.endMs} ms, the process gone ${(last.ms - path.endMs).toFixed(0)} ms later`,
+      floor: floorNote(r.also.curls.ms + r.also.version.ms, r.baseline.ms + r.also.version.ms, `the ${count} downloads at once by curl (no hashing, no fsync), ${r.also.curls.ms.toFixed(0)} ms, plus version`),
     });
   } finally {
     server.kill();
@@ -450,62 +454,102 @@ async function initFigure() {
 }
 
 // --- a fleet reporting at once ------------------------------------------------------------------
+// The collector runs in a process of its own, at a higher priority when the bench may set one: it
+// stands for a collector on its own machine. In the bench's process, or at the fleet's priority, it
+// got 1/200 of the two cores while the runs it answers used the rest, so its answers queued behind
+// them: the runs then waited out their deadlines for a collector that had their events in its
+// socket buffers (measured: 2.1x with 570 events left spooled, against 1.2-1.3x here).
+const FLEET_COLLECTOR = `import { createServer } from 'node:http';
+import { createInterface } from 'node:readline';
+let opensAt = 0;
+let requests = 0;
+let delivered = new Map();
+const server = createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    requests++;
+    const left = opensAt - Date.now();
+    if (left > 0) return void res.writeHead(429, { 'retry-after': String(Math.min(5, Math.ceil(left / 1000))) }).end();
+    try {
+      const event = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      delivered.set(event.id, (delivered.get(event.id) ?? 0) + 1);
+    } catch {
+      // Not counted: not a CloudEvent.
+    }
+    res.writeHead(202).end();
+  });
+});
+// "close MS": answer 429 for the next MS ms, counting afresh; "count": what was delivered since.
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const [command, ms] = line.split(' ');
+  if (command === 'close') {
+    opensAt = Date.now() + Number(ms);
+    requests = 0;
+    delivered = new Map();
+    process.stdout.write('closed\\n');
+  } else if (command === 'count') {
+    process.stdout.write(JSON.stringify({ requests, counts: [...delivered.values()] }) + '\\n');
+  }
+}).on('close', () => process.exit(0)); // the bench is gone
+server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
+`;
+
 async function fleet() {
   const runs = quick ? 50 : 200;
+  const rounds = quick ? 1 : 3;
   const closedMs = 10_000;
-  let opensAt = 0;
-  let requests = 0;
-  let leftSpooled = 0;
-  const delivered = new Map();
-  const collector = createServer((req, res) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      requests++;
-      const left = opensAt - Date.now();
-      if (left > 0) {
-        res.writeHead(429, { 'retry-after': String(Math.min(5, Math.ceil(left / 1000))) }).end();
-        return;
-      }
-      try {
-        const event = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        delivered.set(event.id, (delivered.get(event.id) ?? 0) + 1);
-      } catch {
-        // Not counted: not a CloudEvent.
-      }
-      res.writeHead(202).end();
-    });
-  });
-  const port = await listen(collector);
+  const collectorScript = join(work, 'fleet-collector.mjs');
+  writeFileSync(collectorScript, FLEET_COLLECTOR);
+  const collector = spawn(NODE, [collectorScript], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let priority = 'at the fleet\'s priority (the bench may not raise one)';
+  try {
+    setPriority(collector.pid, -15);
+    priority = 'at nice -15';
+  } catch {
+    // Not root: the figure is then what a collector sharing the cores costs too.
+  }
+  const lines = createInterface({ input: collector.stdout })[Symbol.asyncIterator]();
+  const ask = async (command) => {
+    if (command) collector.stdin.write(command + '\n');
+    return (await lines.next()).value;
+  };
+  const port = Number(await ask());
   const config = join(work, 'fleet.json');
   writeFileSync(config, JSON.stringify({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { report: { endpoints: [{ url: `http://127.0.0.1:${port}/events` }] } } }));
   const all = async (offline) => {
     const roots = Array.from({ length: runs }, (_, i) => join(work, `fleet-${offline ? 'offline' : 'online'}-${i}`));
+    await ask(`close ${closedMs}`);
     const started = Date.now();
-    opensAt = started + closedMs;
     const results = await Promise.all(roots.map((root) => run([BINARY, 'report', '-c', config, '--root', root, ...(offline ? ['--offline'] : [])])));
     const failed = results.filter((r) => r.code !== 0);
     if (failed.length) fail(`${failed.length} report runs failed: ${failed[0].stderr.trim().slice(-300)}`);
     const ms = Date.now() - started;
-    if (!offline) {
-      const spool = (root) => join(root, 'var', 'lib', 'machineadm', 'spool');
-      leftSpooled = roots.reduce((n, root) => n + (existsSync(spool(root)) ? readdirSync(spool(root), { recursive: true }).filter((f) => String(f).endsWith('.json')).length : 0), 0);
-    }
+    const spool = (root) => join(root, 'var', 'lib', 'machineadm', 'spool');
+    const leftSpooled = roots.reduce((n, root) => n + (existsSync(spool(root)) ? readdirSync(spool(root), { recursive: true }).filter((f) => String(f).endsWith('.json')).length : 0), 0);
     for (const root of roots) rmSync(root, { recursive: true, force: true });
-    return ms;
+    const { requests, counts } = JSON.parse(await ask('count'));
+    return { ms, leftSpooled, requests, events: counts.length, duplicates: counts.filter((n) => n > 1).length };
   };
-  const offlineMs = await all(true);
-  requests = 0;
-  delivered.clear();
-  const onlineMs = await all(false);
-  const events = delivered.size;
-  const duplicates = [...delivered.values()].filter((n) => n > 1).length;
-  const perEvent = requests / Math.max(1, events);
+  // Rounds alternate offline and online, so a change of load hits both alike; medians.
+  const offlineRounds = [];
+  const onlineRounds = [];
+  for (let i = 0; i < rounds; i++) {
+    offlineRounds.push(await all(true));
+    onlineRounds.push(await all(false));
+  }
+  const offlineMs = median(offlineRounds.map((r) => r.ms));
+  const onlineMs = median(onlineRounds.map((r) => r.ms));
+  const events = Math.min(...onlineRounds.map((r) => r.events));
+  const duplicates = Math.max(...onlineRounds.map((r) => r.duplicates));
+  const perEvent = Math.max(...onlineRounds.map((r) => r.requests / Math.max(1, r.events)));
+  const leftSpooled = Math.max(...onlineRounds.map((r) => r.leftSpooled));
+
   // One run at a time, once the collector accepts: on a machine with fewer cores than runs, the
   // fleet's time is mostly its CPU, so a run's CPU online and offline tells the ratio the fleet can
   // reach (the rest is the waits of six round trips a run, on a machine where 200 processes queue).
-  // The floor, in the same rounds: a run's CPU offline plus what posting its six events with got
-  // costs a process (a program that only posts them, less the same program posting nothing).
+  // The floor, in the same rounds: a run's CPU offline plus what posting its six events costs a
+  // process (a program that only posts them, less the same program posting nothing).
   const single = join(work, 'fleet-single');
   const postFloor = [...floors.post, `http://127.0.0.1:${port}/events`];
   for (const floor of [postFloor, floors.empty]) await warmFloor(floor);
@@ -524,10 +568,13 @@ async function fleet() {
     `a run's CPU (mean of ${singles}): ${ms(one.ours.cpuMean)} online vs ${ms(one.baseline.cpuMean)} offline (${(one.ours.cpuMean / one.baseline.cpuMean).toFixed(2)}x); ` +
     `floor ${(floorCpu / one.baseline.cpuMean).toFixed(2)}x in CPU (${ms(floorCpu)}): the offline run plus ${ms(posting)}, what posting 6 events with got, packaged as machineadm is, costs a process beyond starting ` +
     `(${ms(one.also.post.cpuMean)} for a program that only does that, less ${ms(one.also.empty.cpuMean)} for the same program posting nothing)`;
-  collector.close();
+  collector.kill();
+  const rounded = (list) => list.map((r) => (r.ms / 1000).toFixed(1)).join(', ');
   row(`${runs} concurrent report runs, collector answers 429 + Retry-After for 10 s, vs the same with --offline`, onlineMs, offlineMs, 1.2, {
     format: (ms) => `${(ms / 1000).toFixed(1)} s`,
-    note: `${events} events (${(events / runs).toFixed(1)} a run), ${duplicates} twice, ${perEvent.toFixed(2)} requests an event, ${leftSpooled} left spooled; ${cpuNote}`,
+    note:
+      `medians of ${rounds} alternating rounds (online ${rounded(onlineRounds)} s; offline ${rounded(offlineRounds)} s), the collector in its own process ${priority}; ` +
+      `${events} events (${(events / runs).toFixed(1)} a run), ${duplicates} twice, ${perEvent.toFixed(2)} requests an event, ${leftSpooled} left spooled (the worst round of each); ${cpuNote}`,
     goalNote: ', requests/event <= 1.5, each of the 6 events a run once',
     ok: [perEvent <= 1.5, duplicates === 0, events === runs * 6],
   });

@@ -58,7 +58,8 @@ export interface MachineEvent {
   durationMs?: number;
   /**
    * step.finished and run.finished: of durationMs, how long the process waited (for the network,
-   * the disk, another process) rather than worked.
+   * the disk, another process) rather than worked; run.started: the same of sinceStartMs, the
+   * process's own start (the tool probes, the disk).
    */
   waitingMs?: number;
   /**

@@ -7,7 +7,7 @@ import type { EarlyWork } from './step.ts';
 import { selectSteps, type SelectedStep } from './select.ts';
 import { DEFAULT_MAX_REBOOTS, StateWriter, mergeUndoRecord, rebootedSince, type MachineState, type StepRecord } from './state.ts';
 import { provisionShortfall } from './provisioned.ts';
-import { sinceProcessStart, waitingMeter } from './timing.ts';
+import { sinceProcessStart, waitedSinceProcessStart, waitingMeter } from './timing.ts';
 import type { PhaseOutcome, RunnerInput, RunOutcome, StepOutcome } from './runner-input.ts';
 import { applicability, contextFor, interruption, errorInfo } from './step-context.ts';
 
@@ -26,7 +26,7 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   const runRecord = { runId: events.runId, command: input.command, startedAt: started.toISOString() };
   const outcome: RunOutcome = { runId: events.runId, command: input.command, result: 'success', startedAt: runRecord.startedAt, finishedAt: '', durationMs: 0, phases: [] };
   const runStart = sinceProcessStart();
-  events.emit({ type: 'run.started', command: input.command, sinceStartMs: runStart });
+  events.emit({ type: 'run.started', command: input.command, sinceStartMs: runStart, waitingMs: waitedSinceProcessStart() });
   const runWaiting = waitingMeter();
   for (const note of input.notes ?? []) events.emit({ type: 'log', level: 'warning', message: note });
 

@@ -9,6 +9,14 @@ export function sinceProcessStart(): number {
 }
 
 /**
+ * The milliseconds the process waited since it started (its event loop's idle time): of a run's own
+ * start, the part spent waiting for the tool probes or the disk rather than working.
+ */
+export function waitedSinceProcessStart(): number {
+  return Math.round(performance.eventLoopUtilization().idle);
+}
+
+/**
  * Starts measuring the event loop's idle time: the time the process had nothing to run and waited
  * for an answer. The function returned gives the milliseconds waited since the start, rounded.
  */

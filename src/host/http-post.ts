@@ -48,6 +48,11 @@ export type PostOutcome =
       /** True when trying again later may help (network, 408, 429, 5xx, deadline); false for other answers. */
       retryable: boolean;
       attempts: number;
+      /**
+       * When the last answer's Retry-After (plus the random spread below) lets the next attempt go,
+       * as ms since the epoch: the caller must not send to this collector before then.
+       */
+      retryAt?: number;
     };
 
 export interface HttpPoster {
@@ -163,7 +168,7 @@ export function createHttpPoster(options: PosterOptions = {}): HttpPoster {
             const header = response.headers['retry-after'];
             waitMs = parseRetryAfter(header, new Date(now()));
             if (waitMs !== undefined && waitMs > MAX_RETRY_AFTER_MS) {
-              return { ...last, reason: `${last.reason}, Retry-After ${Math.round(waitMs / 1000)}s is too far away` };
+              return { ...last, reason: `${last.reason}, Retry-After ${Math.round(waitMs / 1000)}s is too far away`, retryAt: now() + waitMs };
             }
           }
         } catch (error) {
@@ -171,13 +176,15 @@ export function createHttpPoster(options: PosterOptions = {}): HttpPoster {
           if (request.signal?.aborted) return last.attempts > 0 ? last : { ok: false, reason: 'stopped: the delivery deadline passed', retryable: true, attempts: attempt };
           last = { ok: false, reason: describeFailure(error), retryable: true, attempts: attempt + 1 };
         }
-        if (attempt + 1 >= maxAttempts) break;
         // After Retry-After, a random extra of up to half of it (1 s at least, the cap at most): a
         // fleet told "in 5 s" together would otherwise come back together, to another 429.
         const delay =
           waitMs !== undefined
             ? waitMs + Math.floor(random() * Math.min(backoff.capMs, Math.max(1_000, waitMs / 2)))
             : Math.floor(random() * Math.min(backoff.capMs, backoff.baseMs * 2 ** attempt));
+        // The caller that tries again later must wait as the collector asked, too.
+        if (waitMs !== undefined) last = { ...last, retryAt: now() + delay };
+        if (attempt + 1 >= maxAttempts) break;
         if (now() + delay >= request.deadline) {
           return { ...last, reason: `${last.reason}; the next attempt would pass the deadline` };
         }

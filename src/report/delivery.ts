@@ -81,10 +81,18 @@ class EndpointQueue {
     wake?.();
   }
 
-  idle(signal: AbortSignal): Promise<void> {
+  /** Resolves at the next push or poke, after `ms`, or when `signal` aborts, whichever comes first. */
+  wait(signal: AbortSignal, ms = Number.POSITIVE_INFINITY): Promise<void> {
     return new Promise((resolve) => {
-      if (signal.aborted) return resolve();
-      this.wake = resolve;
+      if (signal.aborted || ms <= 0) return resolve();
+      const timer = Number.isFinite(ms) ? setTimeout(done, ms) : undefined;
+      function done(): void {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      }
+      signal.addEventListener('abort', done, { once: true });
+      this.wake = done;
     });
   }
 }
@@ -161,6 +169,8 @@ export class EventReporter {
       this.deadline = this.now() + left;
       clearTimeout(timer);
       timer = setTimeout(() => this.stop.abort(), left);
+      // A loop waiting out a Retry-After that now ends past the deadline stops at once.
+      for (const q of this.queues) q.poke();
     };
     if (cut?.signal.aborted) shorten();
     else cut?.signal.addEventListener('abort', shorten, { once: true });
@@ -193,10 +203,20 @@ export class EventReporter {
     const { poster } = this.options;
     const signal = this.stop.signal;
     let failures = 0;
+    // Nothing is sent before this: the pause after a failure, or what the collector's Retry-After asked.
+    let resumeAt = 0;
     while (!signal.aborted) {
+      if (this.now() < resumeAt) {
+        // The collector takes nothing before the deadline: the events stay spooled, and the run
+        // ends now instead of waiting for a deadline it knows will pass.
+        if (this.closing && resumeAt >= this.deadline) return;
+        // finish() pokes: the wait is then measured against the deadline it sets.
+        await q.wait(signal, Math.min(resumeAt, this.deadline) - this.now());
+        continue;
+      }
       if (q.queue.length === 0) {
         if (this.closing) return;
-        await q.idle(signal);
+        await q.wait(signal);
         continue;
       }
       const batch = await this.take(q);
@@ -209,7 +229,9 @@ export class EventReporter {
         tls: q.endpoint.tls,
         // While the run goes on there is no hurry; at the end, the run's deadline bounds everything.
         deadline: this.closing ? this.deadline : this.now() + 60_000,
-        maxAttempts: this.closing ? 8 : 3,
+        // While the run goes on, one attempt: the pause before the next is this loop's, which
+        // finish() can cut short (a wait inside post() would outlast a deadline it cannot know).
+        maxAttempts: this.closing ? 8 : 1,
         signal,
       });
       if (outcome.ok) {
@@ -230,7 +252,7 @@ export class EventReporter {
       if (this.closing && this.now() >= this.deadline) return;
       failures += 1;
       const pause = Math.floor(this.random() * Math.min(ROUND_BACKOFF.capMs, ROUND_BACKOFF.baseMs * 2 ** Math.min(failures, 10)));
-      await sleepUnless(Math.min(pause, Math.max(0, this.deadline - this.now())), signal);
+      resumeAt = Math.max(this.now() + pause, outcome.retryAt ?? 0);
     }
   }
 
@@ -256,17 +278,4 @@ export class EventReporter {
     }
     return { items, texts };
   }
-}
-
-function sleepUnless(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted || ms <= 0) return resolve();
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -90,6 +90,8 @@ export interface CriticalStep {
 export interface CriticalPath {
   /** When the run started, in milliseconds since the process started: machineadm's own start. */
   startMs: number;
+  /** Of startMs, the time the process waited (the tool probes, the disk) rather than worked. */
+  startWaitingMs?: number;
   /** When the run finished, in milliseconds since the process started. */
   endMs?: number;
   /** Of the whole run (startMs to endMs), the time the process waited rather than worked. */
@@ -193,7 +195,7 @@ export class RunResultBuilder {
     const doc = this.doc;
     if (event.type === 'run.started') {
       this.stepStartMs.clear();
-      if (event.sinceStartMs !== undefined) doc.criticalPath = { startMs: event.sinceStartMs, steps: [] };
+      if (event.sinceStartMs !== undefined) doc.criticalPath = { startMs: event.sinceStartMs, ...(event.waitingMs !== undefined ? { startWaitingMs: event.waitingMs } : {}), steps: [] };
       else delete doc.criticalPath;
     }
     doc.updatedAt = event.time;

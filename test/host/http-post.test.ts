@@ -83,6 +83,23 @@ describe('posting to a collector over HTTP', () => {
     expect(outcome).toMatchObject({ ok: false, retryable: true, status: 429 });
   });
 
+  it.each<[string, number, number]>([
+    ['the attempts run out', 20_000, 1],
+    ['the wait would pass the deadline', 2_000, 5],
+  ])('says when Retry-After lets the next attempt go when it stops before then: %s', async (_name, deadlineIn, maxAttempts) => {
+    collector.requests.length = 0;
+    collector.script = [{ kind: 'status', status: 429, retryAfter: '4' }];
+    const poster = createHttpPoster({ random: () => 0.5 });
+    const before = Date.now();
+    const outcome = await poster.post(request(collector.url, { deadline: Date.now() + deadlineIn, maxAttempts, backoff: { baseMs: 200, capMs: 10_000 } }));
+    poster.close();
+    expect(outcome).toMatchObject({ ok: false, status: 429, retryable: true, attempts: 1 });
+    // 4 s, and half of the random spread of up to 2 s.
+    const retryAt = outcome.ok ? 0 : (outcome.retryAt ?? 0);
+    expect(retryAt).toBeGreaterThanOrEqual(before + 5_000);
+    expect(retryAt).toBeLessThanOrEqual(Date.now() + 5_000);
+  });
+
   it.each<[string, CollectorMode]>([
     ['a collector that never answers', { kind: 'hang' }],
     ['a collector slower than the deadline', { kind: 'slow', delayMs: 5_000 }],

@@ -129,6 +129,20 @@ describe('delivery to a collector', () => {
     expect(spooled(root, collector.url)).toEqual([]);
   });
 
+  // A fleet told "come back in a minute" that asked again every second, then waited out its whole
+  // deadline, made the storm worse and kept each machine's boot waiting for nothing.
+  it('asks a collector that answered 429 nothing before its Retry-After, and ends at once, keeping the events, when that is past the deadline', async () => {
+    reset({ kind: 'status', status: 429, retryAfter: '60' });
+    const root = scratchDir();
+    const config = configFrom({ report: { endpoints: [{ url: collector.url }], deadlineSeconds: 10 } });
+    const started = Date.now();
+    const run = await runWithReporting({ root, config, prepare: [step('a')], provision: [step('join')] });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(collector.requests).toHaveLength(1);
+    expect(spooled(root, collector.url)).toHaveLength(14);
+    expect(run.reported.document?.delivery?.endpoints[0]).toMatchObject({ delivered: 0, spooled: 14, lastError: expect.stringContaining('HTTP 429') });
+  });
+
   it('spools without sending anything when offline', async () => {
     reset();
     const root = scratchDir();

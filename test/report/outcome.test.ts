@@ -111,6 +111,22 @@ describe('the result files', () => {
     expect(path.waitingMs).toBeGreaterThanOrEqual(waits!.waitingMs);
   });
 
+  // A boot's start is mostly waiting for the probes of containerd and kubeadm (processes starting),
+  // and partly machineadm's own loading: the result tells the two apart.
+  it("show how much of the run's own start the process waited rather than worked", async () => {
+    const root = scratchDir();
+    const idleBefore = performance.eventLoopUtilization().idle;
+    // Before the run: waits (as for a probe), then works.
+    await idleFor(300);
+    for (const end = performance.now() + 300; performance.now() < end; );
+    await runWithReporting({ root, config: configFrom({}), prepare: [step('a')] });
+    const path = read(root, RESULT_FILE).criticalPath!;
+    expect(path.startWaitingMs).toBeGreaterThanOrEqual(Math.round(idleBefore) + 250);
+    expect(path.startWaitingMs).toBeLessThanOrEqual(path.startMs);
+    // The work is not counted as waiting.
+    expect(path.startMs - path.startWaitingMs!).toBeGreaterThanOrEqual(300);
+  });
+
   it('show when the work of a step began ahead of its turn, the step itself in turn', async () => {
     const root = scratchDir();
     await runWithReporting({
