@@ -155,8 +155,12 @@ function nodeRegistration(doc: TrackedDocument, path: Path, shape: KubeadmShape,
         node.labels = { ...((node.labels as Json) ?? {}), ...labels(doc, at, value) };
         break;
       case 'node-ip':
-        if (hasTemplate(value)) doc.refuse(at, `template ${value} is not supported for the node IP`, 'leave node-ip out (the kubelet picks the address of the default route), or give the address');
-        else node.ip = value.split(',').map((v) => v.trim());
+        node.ip = value.split(',').map((v) => {
+          const reference = machineValueOf(v);
+          if (reference) return { fromMachine: reference };
+          if (hasTemplate(v)) doc.refuse(at, `template ${v.trim()} is not a value machineadm reads from the machine`, 'leave node-ip out (the kubelet picks the address of the default route), give the address, or use {{ ds.meta_data.local_ipv4 }}');
+          return v.trim();
+        });
         break;
       case 'provider-id':
         if (isProviderIdTemplate(value)) node.providerID = 'auto';

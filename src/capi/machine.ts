@@ -182,6 +182,14 @@ function ntp(doc: TrackedDocument, base: Path, spec: Json): void {
   if (servers !== undefined) spec.timeServers = { servers };
 }
 
+/**
+ * cloud-init's alias of a datasource's ephemeral disk (ephemeral0) or one of its partitions
+ * (ephemeral0.1), as CAPZ's templates name the Azure resource disk; undefined for anything else.
+ */
+function ephemeralAlias(device: unknown): string | undefined {
+  return typeof device === 'string' && /^ephemeral\d+(\.\d+)?$/.test(device) ? device : undefined;
+}
+
 const PARTITION_TYPES: Record<string, string> = { Linux: 'linux', LinuxSwap: 'swap', LinuxLVM: 'lvm', LVM: 'lvm' };
 
 function storage(doc: TrackedDocument, base: Path, spec: Json): void {
@@ -190,6 +198,12 @@ function storage(doc: TrackedDocument, base: Path, spec: Json): void {
   const disks: Json[] = [];
   for (let i = 0; i < doc.length(parts); i++) {
     const at = [...parts, i];
+    const alias = ephemeralAlias(doc.peek([...at, 'device']));
+    if (alias !== undefined) {
+      doc.refuse([...at, 'device'], `${alias} is a disk only cloud-init names (its datasource's ephemeral disk): machineadm cannot tell which device to partition`, 'name the disk by its path (on Azure, /dev/disk/cloud/azure_resource), or remove the entry: cloud-init partitions a fresh Azure resource disk itself');
+      doc.take(at); // its other fields need no refusal of their own
+      continue;
+    }
     const disk: Json = { device: doc.string([...at, 'device']) };
     const table = doc.string([...at, 'tableType']);
     if (table === 'gpt' || table === 'mbr') disk.table = table;
@@ -217,8 +231,17 @@ function storage(doc: TrackedDocument, base: Path, spec: Json): void {
   const partitioned = new Set(disks.map((d) => String(d.device)));
   const fsPath = [...base, 'diskSetup', 'filesystems'];
   const filesystems: Json[] = [];
+  // Labels only cloud-init would have given (entries on its ephemeral disk, left to it).
+  const leftLabels = new Set<string>();
   for (let i = 0; i < doc.length(fsPath); i++) {
     const at = [...fsPath, i];
+    const alias = ephemeralAlias(doc.peek([...at, 'device']));
+    if (alias !== undefined) {
+      const label = doc.string([...at, 'label']);
+      if (label !== undefined) leftLabels.add(label);
+      doc.note(at, `${alias} is cloud-init's name for a datasource's ephemeral disk${alias.includes('.') ? "'s partition" : ''}, Azure's resource disk on CAPZ: cloud-init's Azure datasource itself formats a fresh one (ext4) and mounts it on /mnt at the first boot, before machineadm runs, so the entry is left to it${label !== undefined ? ` (without the label "${label}")` : ''}; on another cloud, name the device by its path in spec.storage.filesystems`);
+      continue;
+    }
     const fs: Json = { device: doc.string([...at, 'device']), format: doc.string([...at, 'filesystem']) };
     setIf(fs, 'label', doc.string([...at, 'label']));
     const partition = doc.string([...at, 'partition']) ?? 'any';
@@ -248,6 +271,11 @@ function storage(doc: TrackedDocument, base: Path, spec: Json): void {
     const [device, path, type, options, dump, pass] = entry;
     if (device === undefined || path === undefined) {
       doc.refuse([...mountsPath, i], 'needs at least a device and a mount point', 'e.g. [LABEL=etcd_disk, /var/lib/etcd]');
+      continue;
+    }
+    const label = /^LABEL=(.+)$/.exec(device)?.[1];
+    if (ephemeralAlias(device) !== undefined || (label !== undefined && leftLabels.has(label))) {
+      doc.refuse([...mountsPath, i], `${device} is a disk only cloud-init names (its ephemeral disk${label !== undefined ? `, labelled by the diskSetup entry left to cloud-init` : ''}): machineadm cannot tell which device it is`, "name the device by its path (on Azure, /dev/disk/cloud/azure_resource-part1 is the resource disk's partition), or leave the mount to cloud-init's own, which puts it on /mnt");
       continue;
     }
     if (path === 'none' || type === 'swap') {

@@ -4,7 +4,7 @@
 // the field and the value's source, so nothing has changed when it is found.
 import { ConfigError, type ConfigIssue } from '../errors.ts';
 import type { MachineConfig } from './schema/index.ts';
-import { dns1123SubdomainProblem, labelValueProblem, providerIdProblem } from './schema/kubernetes.ts';
+import { dns1123SubdomainProblem, labelValueProblem, nodeIpProblem, providerIdProblem } from './schema/kubernetes.ts';
 import { isMachineReference, type MachineString } from './schema/machine.ts';
 import type { InstanceValues } from './instance-values.ts';
 import { composeProviderId } from './provider-id.ts';
@@ -50,6 +50,10 @@ function sites(config: MachineConfig): Site[] {
   const name = ref(node.name);
   if (name) out.push({ field: 'spec.kubernetes.node.name', name, check: nodeNameProblem, assign: (c, v) => (c.spec.kubernetes!.node!.name = v) });
   if (node.providerID === 'auto') out.push({ field: 'spec.kubernetes.node.providerID', name: 'providerID', check: (v) => (v === 'auto' ? 'is not a provider ID' : providerIdProblem(v)), assign: (c, v) => (c.spec.kubernetes!.node!.providerID = v) });
+  node.ip?.forEach((value, i) => {
+    const ip = ref(value);
+    if (ip) out.push({ field: `spec.kubernetes.node.ip[${i}]`, name: ip, check: nodeIpProblem, assign: (c, v) => (c.spec.kubernetes!.node!.ip![i] = v) });
+  });
   for (const [key, value] of Object.entries(node.labels ?? {})) {
     const label = ref(value);
     if (label) out.push({ field: `spec.kubernetes.node.labels["${key}"]`, name: label, check: labelValueProblem, assign: (c, v) => (c.spec.kubernetes!.node!.labels![key] = v) });

@@ -170,7 +170,7 @@ function nodeRegistration(input: RenderInput, kubeletFlagArgs: Record<string, st
   const extra: Record<string, string> = { ...kubeletFlagArgs, ...(node.kubeletExtraArgs ?? {}) };
   const labels = Object.entries(node.labels ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   if (labels.length > 0) extra['node-labels'] = labels.map(([k, v]) => `${k}=${literalOf(v, `spec.kubernetes.node.labels["${k}"]`)}`).join(',');
-  if (node.ip !== undefined) extra['node-ip'] = node.ip.join(',');
+  if (node.ip !== undefined) extra['node-ip'] = node.ip.map((ip) => literalOf(ip, 'spec.kubernetes.node.ip')).join(',');
   // init uploads its KubeletConfiguration as every node's kubelet-config, so the one setting that
   // belongs to this machine alone travels as a flag in this machine's kubeadm-flags.env.
   if (input.kubernetes.bootstrap === 'init' && node.providerID !== undefined) extra['provider-id'] = resolvedProviderId(node.providerID);

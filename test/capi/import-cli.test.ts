@@ -52,7 +52,10 @@ describe('machineadm config import', () => {
 
   it.each([
     ['a Secret reference without a key', worker({ files: [{ path: '/etc/x', contentFrom: { secret: { name: 's' } } }] }), 'spec.template.spec.files[0].contentFrom: names no Secret'],
-    ['cloud-init replacing a filesystem', worker({ diskSetup: { filesystems: [{ device: 'ephemeral0.1', filesystem: 'ext4', replaceFS: 'ntfs' }] } }), 'spec.template.spec.diskSetup.filesystems[0].replaceFS: replacing one filesystem type'],
+    ['cloud-init replacing a filesystem', worker({ diskSetup: { filesystems: [{ device: '/dev/sdc', filesystem: 'ext4', replaceFS: 'ntfs' }] } }), 'spec.template.spec.diskSetup.filesystems[0].replaceFS: replacing one filesystem type'],
+    ['a mount of the ephemeral disk by its cloud-init name', worker({ mounts: [['ephemeral0.1', '/mnt/resource']] }), 'spec.template.spec.mounts[0]: ephemeral0.1 is a disk only cloud-init names'],
+    ['a mount by the label of an entry left to cloud-init', worker({ diskSetup: { filesystems: [{ device: 'ephemeral0.1', filesystem: 'ext4', label: 'ephemeral0', replaceFS: 'ntfs' }] }, mounts: [['LABEL=ephemeral0', '/var/lib/scratch']] }), 'spec.template.spec.mounts[0]: LABEL=ephemeral0 is a disk only cloud-init names'],
+    ['partitioning the ephemeral disk by its cloud-init name', worker({ diskSetup: { partitions: [{ device: 'ephemeral0', layout: true, tableType: 'gpt' }] } }), 'spec.template.spec.diskSetup.partitions[0].device: ephemeral0 is a disk only cloud-init names'],
     ['a partition that is no number, any, auto or none', worker({ diskSetup: { filesystems: [{ device: '/dev/sdb', filesystem: 'ext4', partition: 'first' }] } }), 'spec.template.spec.diskSetup.filesystems[0].partition: "first" is not a partition number, any, auto or none'],
     ['skipping CA verification', worker({ joinConfiguration: { discovery: { bootstrapToken: { unsafeSkipCAVerification: true } } } }), 'unsafeSkipCAVerification: machineadm never joins without checking the cluster CA'],
     ['a template machineadm does not know in a command', worker({ preKubeadmCommands: ['hostnamectl set-hostname {{ ds.meta_data.tags.name }}'] }), 'spec.template.spec.preKubeadmCommands[0]: holds a cloud-init template machineadm does not know'],
@@ -78,6 +81,27 @@ describe('machineadm config import', () => {
     const storage = (load(run.stdout) as Record<string, any>).spec.storage;
     expect(storage.filesystems).toEqual([{ device: '/dev/sdc', partition: 1, format: 'ext4', label: 'data' }, { device: '/dev/sdd', format: 'xfs' }]);
     expect(run.stderr).toContain("note: spec.template.spec.diskSetup.filesystems[0].partition: cloud-init's default (any) picks the first partition");
+  });
+
+  // Every Azure control plane template in the wild formats the resource disk this way; cloud-init's
+  // Azure datasource formats a fresh one itself before machineadm runs (and it was refused).
+  it("leaves an entry on cloud-init's ephemeral disk (ephemeral0.1, replaceFS: ntfs) to cloud-init, with a note, and keeps the others", async () => {
+    const run = await runCli(['config', 'import', '-f', write(worker({ diskSetup: { partitions: [{ device: '/dev/disk/azure/scsi1/lun0', layout: true, overwrite: false, tableType: 'gpt' }], filesystems: [{ device: '/dev/disk/azure/scsi1/lun0', filesystem: 'ext4', label: 'etcd_disk', extraOpts: ['-E', 'lazy_itable_init=1,lazy_journal_init=1'] }, { device: 'ephemeral0.1', filesystem: 'ext4', label: 'ephemeral0', replaceFS: 'ntfs' }] }, mounts: [['LABEL=etcd_disk', '/var/lib/etcddisk']] }))]);
+    expect(run.code, run.stderr).toBe(0);
+    const storage = (load(run.stdout) as Record<string, any>).spec.storage;
+    expect(storage.filesystems).toEqual([{ device: '/dev/disk/azure/scsi1/lun0', partition: 1, format: 'ext4', label: 'etcd_disk', options: ['-E', 'lazy_itable_init=1,lazy_journal_init=1'] }]);
+    expect(storage.mounts).toEqual([expect.objectContaining({ device: 'LABEL=etcd_disk', path: '/var/lib/etcddisk' })]);
+    expect(run.stderr).toContain("note: spec.template.spec.diskSetup.filesystems[1]: ephemeral0.1 is cloud-init's name for a datasource's ephemeral disk's partition, Azure's resource disk on CAPZ");
+    expect(run.stderr).toContain('(without the label "ephemeral0")');
+  });
+
+  it("reads the node IP of a template ({{ ds.meta_data.local_ipv4 }}) from the machine, and refuses one it does not know", async () => {
+    const ok = await runCli(['config', 'import', '-f', write(worker({ joinConfiguration: { nodeRegistration: { kubeletExtraArgs: { 'node-ip': '{{ ds.meta_data.local_ipv4 }}' } } } }))]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect((load(ok.stdout) as Record<string, any>).spec.kubernetes.node.ip).toEqual([{ fromMachine: 'privateIP' }]);
+    const unknown = await runCli(['config', 'import', '-f', write(worker({ joinConfiguration: { nodeRegistration: { kubeletExtraArgs: { 'node-ip': '{{ ds.meta_data.public_ipv4 }}' } } } }))]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('kubeletExtraArgs["node-ip"]: template {{ ds.meta_data.public_ipv4 }} is not a value machineadm reads from the machine');
   });
 
   it('explains a template\'s own metadata and a control-plane template\'s rollout settings once each', async () => {

@@ -200,6 +200,21 @@ describe('values given instead of read', () => {
     expect(values.map((v) => v.field)).not.toContain('spec.kubernetes.node.name');
   });
 
+  // Cluster API templates give the kubelet --node-ip={{ ds.meta_data.local_ipv4 }}; imported, that is this reference.
+  it('a node IP from the machine reaches the kubelet, and one that is no address is refused naming the field and its source', async () => {
+    const dropIn = join(scratchDir(), '50-node-ip.yaml');
+    writeFileSync(dropIn, 'apiVersion: machineadm.cluster.x-k8s.io/v1alpha1\nkind: MachineConfig\nspec:\n  kubernetes:\n    node:\n      ip: [{ fromMachine: privateIP }]\n');
+    const host = createHost({ root: scratchDir(), env: { MACHINEADM_IMDS_ENDPOINT: await emulator('aws', FLEET_MACHINES.aws) } });
+    const { config } = await loadConfig(host, [join(REPO, 'examples', 'fleet-aws.yaml'), dropIn], { cwd: REPO });
+    const { config: resolved, resolved: values } = await resolveMachineValues(host, config, { given: {}, otherMachine: false });
+    expect(resolved.spec.kubernetes!.node!.ip).toEqual(['10.0.1.5']);
+    expect(values.find((v) => v.field === 'spec.kubernetes.node.ip[0]')).toMatchObject({ value: '10.0.1.5', source: expect.stringContaining('local-ipv4') });
+    const input: RenderInput = { kubernetes: resolved.spec.kubernetes!, os: 'linux', api: 'v1beta4', cgroupDriver: 'systemd', secrets: { token: 't', caCertHashes: ['h'] } };
+    expect(renderKubeadm(input).config).toMatch(/name: node-ip\n\s+value: 10\.0\.1\.5\n/);
+    const error = await problemOf(resolveMachineValues(host, config, { given: { privateIP: { value: 'ip-10-0-1-5', source: '--set' } }, otherMachine: false }));
+    expect(error.issues.find((i) => i.path === 'spec.kubernetes.node.ip[0]')?.message).toBe('privateIP from --set "ip-10-0-1-5" is not an IP address');
+  });
+
   it('a facts file plans for another machine from its own values only, without asking any metadata service', async () => {
     const machine = { cloud: 'gce', instanceName: 'other-vm', zone: 'europe-west1-b', region: 'europe-west1', instanceType: 'n2-standard-2', providerID: 'gce://p/europe-west1-b/other-vm' };
     const given = Object.fromEntries(Object.entries(machine).map(([k, v]) => [k, { value: v, source: '--facts other.json machine' }]));

@@ -92,6 +92,11 @@ export function kubeletLabelProblem(key: string): string | undefined {
   return 'the kubelet refuses to set labels in the kubernetes.io and k8s.io namespaces except kubelet.kubernetes.io/*, node.kubernetes.io/* and a few well-known ones|set it from the control plane (kubectl label) or use your own prefix, e.g. example.com/role';
 }
 
+/** Why a value is no node IP (kubelet --node-ip takes an address without a zone). */
+export function nodeIpProblem(value: string): string | undefined {
+  return ipFamily(value) === 0 || value.includes('%') ? 'is not an IP address' : undefined;
+}
+
 /** `auto`, or a provider ID as a cloud controller manager writes it: <cloud>://<id>, one word. */
 export function providerIdProblem(value: string): string | undefined {
   if (value === 'auto') return undefined;
@@ -275,7 +280,7 @@ export const kubernetesSection = object(
     node: optional(
       object({
         name: optional(machineString(string({ minLength: 1, check: dns1123SubdomainProblem, description: 'the node name (default: the host name); a literal or { fromMachine: NAME }', example: { fromMachine: 'instanceName' } }))),
-        ip: optional(array(string({ check: (v) => (ipFamily(v) === 0 || v.includes('%') ? `"${v}" is not an IP address|an address of this machine, e.g. 10.0.0.21 or fd00::21` : undefined) }), { minItems: 1, maxItems: 2, description: 'the node IP the kubelet reports (kubelet --node-ip): one address, or one IPv4 and one IPv6 for dual stack', example: ['10.0.0.21'] })),
+        ip: optional(array(machineString(string({ check: (v) => (nodeIpProblem(v) ? `"${v}" ${nodeIpProblem(v)}|an address of this machine, e.g. 10.0.0.21 or fd00::21` : undefined) })), { minItems: 1, maxItems: 2, description: 'the node IP the kubelet reports (kubelet --node-ip): one address, or one IPv4 and one IPv6 for dual stack; an address may be { fromMachine: privateIP }', example: ['10.0.0.21'] })),
         providerID: optional(string({ minLength: 1, check: providerIdProblem, description: 'auto (this cloud\'s format, from instance metadata) or the provider ID itself', example: 'auto' })),
         labels: optional(record(machineString(scalarString({ check: labelValueProblem })), { key: labelKey }), { description: 'labels the node registers with; a value may be { fromMachine: NAME }', example: { 'example.com/pool': 'general', 'topology.kubernetes.io/zone': { fromMachine: 'zone' } } }),
         taints: optional(array(taint), { description: 'taints the node registers with', example: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }] }),
@@ -325,8 +330,9 @@ export const kubernetesSection = object(
         seenTaints.add(id);
       });
       if (k.ignorePreflightChecks !== undefined && k.ignorePreflightChecks.length > 1 && k.ignorePreflightChecks.some((c) => c.toLowerCase() === 'all')) report('ignorePreflightChecks', 'all already ignores every check (kubeadm refuses all together with single checks)', 'keep all alone, or list single checks');
+      // An address from the machine is checked when it is read (src/config/machine-values.ts).
       const nodeIps = k.node?.ip ?? [];
-      if (nodeIps.length === 2 && ipFamily(nodeIps[0]!) === ipFamily(nodeIps[1]!)) report(['node', 'ip'], 'two addresses must be one IPv4 and one IPv6 (dual stack)', 'give one address, or one of each family');
+      if (nodeIps.length === 2 && typeof nodeIps[0] === 'string' && typeof nodeIps[1] === 'string' && ipFamily(nodeIps[0]) === ipFamily(nodeIps[1])) report(['node', 'ip'], 'two addresses must be one IPv4 and one IPv6 (dual stack)', 'give one address, or one of each family');
       const instead = { 'node-ip': 'use node.ip', 'node-labels': 'use node.labels', 'register-with-taints': 'use node.taints', 'hostname-override': 'use node.name', 'provider-id': 'use node.providerID' } as const;
       for (const flag of Object.keys(instead) as (keyof typeof instead)[]) {
         if (k.node?.kubeletExtraArgs?.[flag] !== undefined) report(['node', 'kubeletExtraArgs', flag], 'is set by machineadm', instead[flag]);
