@@ -458,7 +458,7 @@ async function initFigure() {
 // stands for a collector on its own machine. In the bench's process, or at the fleet's priority, it
 // got 1/200 of the two cores while the runs it answers used the rest, so its answers queued behind
 // them: the runs then waited out their deadlines for a collector that had their events in its
-// socket buffers (measured: 2.1x with 570 events left spooled, against 1.2-1.3x here).
+// socket buffers, and some events were left spooled.
 const FLEET_COLLECTOR = `import { createServer } from 'node:http';
 import { createInterface } from 'node:readline';
 let opensAt = 0;

@@ -8,6 +8,7 @@ import { dns1123SubdomainProblem, labelValueProblem, nodeIpProblem, providerIdPr
 import { isMachineReference, type MachineString } from './schema/machine.ts';
 import type { InstanceValues } from './instance-values.ts';
 import { composeProviderId } from './provider-id.ts';
+import { ipFamily } from './schema/ip.ts';
 
 /** Names a value may be given under (--set NAME=VALUE, a facts file's "machine" map). */
 export { GIVEN_VALUE_NAMES } from './machine-names.ts';
@@ -102,6 +103,11 @@ export function applyMachineValues(config: MachineConfig, values: InstanceValues
     }
     site.assign(out, value.value);
     resolved.push({ field: site.field, reference: site.name === 'providerID' ? 'providerID: auto' : site.name, value: value.value, source: value.source });
+  }
+  // The schema checks two literal addresses; with a value of the machine, only now can it be told.
+  const ips = out.spec.kubernetes?.node?.ip;
+  if (issues.length === 0 && ips?.length === 2 && ips.every((ip) => typeof ip === 'string') && ipFamily(ips[0] as string) === ipFamily(ips[1] as string)) {
+    issues.push({ path: 'spec.kubernetes.node.ip', message: `${ips.join(' and ')}: two addresses must be one IPv4 and one IPv6 (dual stack)`, hint: 'give one address, or one of each family' });
   }
   if (issues.length > 0) throw new ConfigError(issues);
   return { config: out, resolved };

@@ -201,7 +201,7 @@ describe('values given instead of read', () => {
   });
 
   // Cluster API templates give the kubelet --node-ip={{ ds.meta_data.local_ipv4 }}; imported, that is this reference.
-  it('a node IP from the machine reaches the kubelet, and one that is no address is refused naming the field and its source', async () => {
+  it('a node IP from the machine reaches the kubelet; one that is no address, or of the same family as the other, is refused naming the field', async () => {
     const dropIn = join(scratchDir(), '50-node-ip.yaml');
     writeFileSync(dropIn, 'apiVersion: machineadm.cluster.x-k8s.io/v1alpha1\nkind: MachineConfig\nspec:\n  kubernetes:\n    node:\n      ip: [{ fromMachine: privateIP }]\n');
     const host = createHost({ root: scratchDir(), env: { MACHINEADM_IMDS_ENDPOINT: await emulator('aws', FLEET_MACHINES.aws) } });
@@ -213,6 +213,13 @@ describe('values given instead of read', () => {
     expect(renderKubeadm(input).config).toMatch(/name: node-ip\n\s+value: 10\.0\.1\.5\n/);
     const error = await problemOf(resolveMachineValues(host, config, { given: { privateIP: { value: 'ip-10-0-1-5', source: '--set' } }, otherMachine: false }));
     expect(error.issues.find((i) => i.path === 'spec.kubernetes.node.ip[0]')?.message).toBe('privateIP from --set "ip-10-0-1-5" is not an IP address');
+    // Dual stack: the machine's address and a literal one of the same family are refused once both are known.
+    const twoV4 = structuredClone(config);
+    twoV4.spec.kubernetes!.node!.ip = [{ fromMachine: 'privateIP' }, '10.0.9.9'];
+    const dual = await problemOf(resolveMachineValues(host, twoV4, { given: {}, otherMachine: false }));
+    expect(dual.issues).toEqual([expect.objectContaining({ path: 'spec.kubernetes.node.ip', message: '10.0.1.5 and 10.0.9.9: two addresses must be one IPv4 and one IPv6 (dual stack)' })]);
+    twoV4.spec.kubernetes!.node!.ip = [{ fromMachine: 'privateIP' }, 'fd00::9'];
+    expect((await resolveMachineValues(host, twoV4, { given: {}, otherMachine: false })).config.spec.kubernetes!.node!.ip).toEqual(['10.0.1.5', 'fd00::9']);
   });
 
   it('a facts file plans for another machine from its own values only, without asking any metadata service', async () => {
