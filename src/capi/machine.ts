@@ -3,7 +3,7 @@
 import { load as loadYaml } from 'js-yaml';
 import { formatPath, isPlainObject } from '../config/schema/dsl.ts';
 import type { TrackedDocument, Path } from './tracked.ts';
-import { hasTemplate, shellTemplates } from './templates.ts';
+import { fileTemplates, hasTemplate, shellTemplates } from './templates.ts';
 import { referenceForSecret, whereToPut, type SecretMapping } from './secret-mapping.ts';
 
 type Json = Record<string, unknown>;
@@ -132,11 +132,18 @@ function files(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: 
     if (fromSecret !== undefined) file.content = fromSecret;
     const format = doc.string([...at, 'contentFormat']);
     if (format !== undefined) doc.refuse([...at, 'contentFormat'], `${format}: machineadm writes content as it is (no template engine)`, 'render the content before it goes into the configuration');
-    if (content !== undefined) {
-      if (hasTemplate(content)) doc.refuse([...at, 'content'], 'holds a cloud-init template', TEMPLATE_HINT);
-      file.content = content;
-    }
     const encoding = doc.string([...at, 'encoding']);
+    if (content !== undefined) {
+      // cloud-init renders the templates of CABPK's user data (## template: jinja) before it
+      // decodes anything: only plain content holds any it sees.
+      const rendered = hasTemplate(content) && encoding === undefined ? fileTemplates(content) : undefined;
+      if (rendered !== undefined && os === 'windows') doc.refuse([...at, 'content'], 'holds a cloud-init template', TEMPLATE_HINT);
+      else if (rendered !== undefined && 'problem' in rendered) doc.refuse([...at, 'content'], rendered.problem, TEMPLATE_HINT);
+      else if (rendered !== undefined) {
+        file.content = rendered.text;
+        file.values = rendered.values;
+      } else file.content = content;
+    }
     if (encoding === 'base64' || encoding === 'gzip+base64') file.encoding = encoding;
     else if (encoding !== undefined) doc.refuse([...at, 'encoding'], `${encoding}: machineadm takes content as plain, base64 or gzip+base64`, 'encode the gzip output with base64 and write gzip+base64');
     setIf(file, 'mode', doc.string([...at, 'permissions']));

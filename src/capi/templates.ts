@@ -104,3 +104,22 @@ export function shellTemplates(line: string): { text: string; env: Record<string
   if (/\{%/.test(line)) return { problem: 'holds a cloud-init template statement ({% ... %})' };
   return { text, env };
 }
+
+/**
+ * A file's templates as names machineadm puts the machine's values in for ({{ v1.local_hostname }}
+ * becomes ${MACHINE_LOCAL_HOSTNAME}, with values: { MACHINE_LOCAL_HOSTNAME: { fromMachine:
+ * localHostname } }), as cloud-init rendered them into plain content; one machineadm does not know,
+ * a statement, or text that already says ${MACHINE_...} of a name it takes is refused (`problem`).
+ */
+export function fileTemplates(text: string): { text: string; values: Record<string, { fromMachine: MachineReferenceName }> } | { problem: string } {
+  if (/\{%/.test(text)) return { problem: 'holds a cloud-init template statement ({% ... %})' };
+  const values: Record<string, { fromMachine: MachineReferenceName }> = {};
+  for (const match of text.matchAll(TEMPLATE)) {
+    const name = KNOWN[match[1]!];
+    if (!name) return { problem: `holds a cloud-init template machineadm does not know ({{ ${match[1]} }})` };
+    values[machineVariable(name)] = { fromMachine: name };
+  }
+  const taken = Object.keys(values).find((name) => text.includes(`\${${name}}`));
+  if (taken) return { problem: `says \${${taken}} already, the name its template would take` };
+  return { text: text.replace(TEMPLATE, (_, expression: string) => `\${${machineVariable(KNOWN[expression]!)}}`), values };
+}

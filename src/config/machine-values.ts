@@ -46,6 +46,12 @@ function sites(config: MachineConfig): Site[] {
       }
     });
   }
+  (config.spec.files ?? []).forEach((file, i) => {
+    for (const [key, value] of Object.entries(file.values ?? {})) {
+      const name = ref(value);
+      if (name) out.push({ field: `spec.files[${i}].values.${key}`, name, check: () => undefined, assign: (c, v) => (c.spec.files![i]!.values![key] = v) });
+    }
+  });
   const node = config.spec.kubernetes?.node;
   if (!node) return out;
   const name = ref(node.name);

@@ -104,6 +104,25 @@ describe('machineadm config import', () => {
     expect(unknown.stderr).toContain('kubeletExtraArgs["node-ip"]: template {{ ds.meta_data.public_ipv4 }} is not a value machineadm reads from the machine');
   });
 
+  // cloud-init renders CABPK's user data (## template: jinja) before it writes files: plain content
+  // held the machine's values, written by machineadm from spec.files values.
+  it("reads a file's templates ({{ ds.meta_data.local_hostname }}) from the machine; encoded content is left as it is, an unknown template refused", async () => {
+    const ok = await runCli(['config', 'import', '-f', write(worker({ files: [{ path: '/etc/hosts', content: '127.0.1.1 {{ ds.meta_data.local_hostname }} {{ v1.local_hostname }}\nzone={{ v1.availability_zone }}\n', append: true }, { path: '/etc/b64', content: 'e3sgeCB9fQ==', encoding: 'base64' }] }))]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect((load(ok.stdout) as Record<string, any>).spec.files).toEqual([
+      { path: '/etc/hosts', content: '127.0.1.1 ${MACHINE_LOCAL_HOSTNAME} ${MACHINE_LOCAL_HOSTNAME}\nzone=${MACHINE_ZONE}\n', append: true, values: { MACHINE_LOCAL_HOSTNAME: { fromMachine: 'localHostname' }, MACHINE_ZONE: { fromMachine: 'zone' } } },
+      { path: '/etc/b64', content: 'e3sgeCB9fQ==', encoding: 'base64' },
+    ]);
+    for (const [files, message] of [
+      [[{ path: '/etc/x', content: 'ip={{ ds.meta_data.public_ipv4 }}\n' }], 'spec.template.spec.files[0].content: holds a cloud-init template machineadm does not know ({{ ds.meta_data.public_ipv4 }})'],
+      [[{ path: '/etc/x', content: 'h={{ v1.local_hostname }} ${MACHINE_LOCAL_HOSTNAME}\n' }], 'spec.template.spec.files[0].content: says ${MACHINE_LOCAL_HOSTNAME} already'],
+    ] as const) {
+      const refused = await runCli(['config', 'import', '-f', write(worker({ files }))]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain(message);
+    }
+  });
+
   it('explains a template\'s own metadata and a control-plane template\'s rollout settings once each', async () => {
     const kcpt = { apiVersion: 'controlplane.cluster.x-k8s.io/v1beta1', kind: 'KubeadmControlPlaneTemplate', metadata: { name: 't' }, spec: { template: { metadata: { labels: { a: 'b' } }, spec: { rolloutStrategy: { type: 'RollingUpdate' }, kubeadmConfigSpec: { clusterConfiguration: { clusterName: 'c1' } } } } } };
     const run = await runCli(['config', 'import', '-f', write(kcpt)]);

@@ -5,6 +5,7 @@ import { MAX_INLINE_CONTENT_BYTES, decodeContent, filePathProblem } from './file
 import { BUDGETS, formatMiB } from '../budgets.ts';
 import { sysctlKeyProblem } from './sysctl-key.ts';
 import { sourceUrl } from './source.ts';
+import { machineString } from './machine.ts';
 
 export const kernelModuleName = string({
   pattern: /^[A-Za-z0-9_-]+$/,
@@ -62,6 +63,15 @@ export const fileSpec = object(
       boolean({ description: 'add the content at the end of the file (created when missing) instead of replacing it; nothing is added when the file already holds the content, so a rerun does not add it twice', example: true }),
       false,
     ),
+    values: optional(
+      record(machineString(string({ check: (v) => (/[\r\n\0]/.test(v) ? 'must be one line, without NUL|remove the line break' : undefined) })), {
+        key: { pattern: /^[A-Za-z_][A-Za-z0-9_]*$/, patternHint: 'a name: letters, digits and _, not starting with a digit, e.g. MACHINE_LOCAL_HOSTNAME' },
+      }),
+      {
+        description: 'values put into plain inline content where it says ${NAME}, each a literal or { fromMachine: NAME } (this machine\'s value); any other ${...} stays as it is',
+        example: { MACHINE_LOCAL_HOSTNAME: { fromMachine: 'localHostname' } },
+      },
+    ),
   },
   {
     check: (f, report, ctx) => {
@@ -81,6 +91,10 @@ export const fileSpec = object(
       }
       if (f.source !== undefined && f.append === true) report('append', 'applies only to inline content', 'give the content to add inline, or download the whole file without append');
       if (typeof f.content === 'object' && f.append === true) report('append', 'applies only to content given inline, not to a secret', 'write the secret to a file of its own');
+      if (f.values !== undefined) {
+        if (typeof f.content !== 'string' || f.encoding !== 'plain') report('values', 'apply only to plain inline content', 'give the content inline with encoding: plain, or write the values into it');
+        else for (const name of Object.keys(f.values)) if (!f.content.includes(`\${${name}}`)) report(['values', name], `is not used: the content never says \${${name}}`, `write \${${name}} where the value goes, or remove ${name}`);
+      }
       if (f.source !== undefined && f.encoding !== 'plain') report('encoding', 'applies only to inline content', 'leave it out for a downloaded file: its bytes are checked against sha256 as they are');
     },
   },

@@ -9,6 +9,7 @@ import { displayUrl } from '../../redaction.ts';
 import { isLocalSource } from '../../config/schema/source.ts';
 import { checkLocalSource } from '../../bundle/local-source.ts';
 import { decodeContent } from '../../config/schema/file-content.ts';
+import { literalOf, type MachineString } from '../../config/schema/machine.ts';
 import { errorForField, formatMode, inspectFile, inspectTarget, writeFiles, type DesiredFile } from '../../engine/managed-file.ts';
 import { readPem } from '../../config/pem-file.ts';
 import { downloadAll, EarlyDownloads, sourceFiles, type SourceFile } from './file-downloads.ts';
@@ -47,6 +48,14 @@ export function appended(current: Buffer | undefined, content: Buffer): Buffer {
   return Buffer.concat([current, ...(current[current.length - 1] === 0x0a ? [] : [Buffer.from('\n')]), content]);
 }
 
+/** Plain content with each ${NAME} of `values` replaced by its value (resolved before any step runs). */
+function withValues(content: Buffer, values: Record<string, MachineString>, index: number): Buffer {
+  // One pass: a value that itself says ${OTHER} is written as it is, never filled in again.
+  const names = new RegExp(`\\$\\{(${Object.keys(values).join('|')})\\}`, 'g');
+  const text = content.toString('utf8').replace(names, (_, name: string) => literalOf(values[name]!, `spec.files[${index}].values.${name}`));
+  return Buffer.from(text, 'utf8');
+}
+
 // Inline content decoded once per configuration: preflight, check and apply each look at every
 // file, and each decode of up to 16 MiB lingers until the garbage collector runs.
 const decodedInline = new WeakMap<FileSpec, ReturnType<typeof decodeContent>>();
@@ -82,7 +91,8 @@ async function split(ctx: StepContext): Promise<{ inline: DesiredFile[]; sources
     } catch (error) {
       throw errorForField(`spec.files[${index}].path`, error);
     }
-    const content = spec.append ? appended(current, decoded.bytes) : decoded.bytes;
+    const filled = spec.values && Object.keys(spec.values).length > 0 ? withValues(decoded.bytes, spec.values, index) : decoded.bytes;
+    const content = spec.append ? appended(current, filled) : filled;
     inline.push({ path: spec.path, content, mode, ...(spec.owner ? { owner: spec.owner, ...(ownerMadeByUsers(ctx, spec.owner) ? { ownerMadeLater: true } : {}) } : {}), field: `spec.files[${index}].path`, sensitive: secret || isPrivate(mode) });
   }
   return { inline, sources };
