@@ -2,9 +2,9 @@
 // spec.kubernetes. Values Cluster API fills in for each Machine (the endpoint, the join token,
 // the CA hashes, a control plane's certificate key) become environment references with fixed
 // names, so one imported configuration serves every Machine of a template.
-import { isPlainObject } from '../config/schema/dsl.ts';
+import { formatPath, isPlainObject } from '../config/schema/dsl.ts';
 import type { TrackedDocument, Path } from './tracked.ts';
-import { hasTemplate, isProviderIdTemplate, machineValueOf } from './templates.ts';
+import { composedProviderScheme, hasMachineTemplate, isProviderIdTemplate, machineValueOf } from './templates.ts';
 
 type Json = Record<string, unknown>;
 
@@ -126,7 +126,7 @@ function nodeRegistration(doc: TrackedDocument, path: Path, shape: KubeadmShape,
   if (name !== undefined) {
     const reference = machineValueOf(name);
     if (reference) node.name = { fromMachine: reference };
-    else if (hasTemplate(name)) doc.refuse([...path, 'name'], `template ${name} is not a value machineadm reads from the machine`, 'use a literal name, or a known instance-data value such as {{ ds.meta_data.local_hostname }}');
+    else if (hasMachineTemplate(name)) doc.refuse([...path, 'name'], `template ${name} is not a value machineadm reads from the machine`, 'use a literal name, or a known instance-data value such as {{ ds.meta_data.local_hostname }}');
     else node.name = name;
   }
   const socket = doc.string([...path, 'criSocket']);
@@ -158,13 +158,16 @@ function nodeRegistration(doc: TrackedDocument, path: Path, shape: KubeadmShape,
         node.ip = value.split(',').map((v) => {
           const reference = machineValueOf(v);
           if (reference) return { fromMachine: reference };
-          if (hasTemplate(v)) doc.refuse(at, `template ${v.trim()} is not a value machineadm reads from the machine`, 'leave node-ip out (the kubelet picks the address of the default route), give the address, or use {{ ds.meta_data.local_ipv4 }}');
+          if (hasMachineTemplate(v)) doc.refuse(at, `template ${v.trim()} is not a value machineadm reads from the machine`, 'leave node-ip out (the kubelet picks the address of the default route), give the address, or use {{ ds.meta_data.local_ipv4 }}');
           return v.trim();
         });
         break;
       case 'provider-id':
-        if (isProviderIdTemplate(value)) node.providerID = 'auto';
-        else if (hasTemplate(value)) doc.refuse(at, `template ${value} is not a provider ID machineadm composes`, 'write providerID: auto, or the ID itself');
+        if (isProviderIdTemplate(value)) {
+          node.providerID = 'auto';
+          if (!composedProviderScheme(value)) doc.notes.push({ path: formatPath(at), message: `${value}: providerID: auto composes AWS, Azure and GCE IDs from their metadata services only; on this cloud give each machine's ID with --set providerID=... (or a --facts file): without it the run stops before any change (exit 6)` });
+        }
+        else if (hasMachineTemplate(value)) doc.refuse(at, `template ${value} is not a provider ID machineadm composes`, 'write providerID: auto, or the ID itself');
         else node.providerID = value;
         break;
       case 'register-with-taints':
@@ -173,12 +176,12 @@ function nodeRegistration(doc: TrackedDocument, path: Path, shape: KubeadmShape,
       case 'hostname-override': {
         const reference = machineValueOf(value);
         if (reference) node.name = { fromMachine: reference };
-        else if (hasTemplate(value)) doc.refuse(at, `template ${value} is not a value machineadm reads from the machine`);
+        else if (hasMachineTemplate(value)) doc.refuse(at, `template ${value} is not a value machineadm reads from the machine`);
         else node.name = value;
         break;
       }
       default:
-        if (hasTemplate(value)) doc.refuse(at, `template ${value} is not expanded by machineadm`, 'give the value itself');
+        if (hasMachineTemplate(value)) doc.refuse(at, `template ${value} is not expanded by machineadm`, 'give the value itself');
         else rest[flag] = value;
     }
   }
@@ -193,7 +196,7 @@ function labels(doc: TrackedDocument, path: Path, value: string): Json {
     const text = rest.join('=');
     const reference = machineValueOf(text);
     if (reference) out[key] = { fromMachine: reference };
-    else if (hasTemplate(text)) doc.refuse(path, `label ${key}: template ${text} is not a value machineadm reads from the machine`);
+    else if (hasMachineTemplate(text)) doc.refuse(path, `label ${key}: template ${text} is not a value machineadm reads from the machine`);
     else out[key] = text;
   }
   return out;

@@ -28,7 +28,7 @@ const CABPK_KUBEADM_UNIT = 'kubeadm.service';
 const CABPK_KUBEADM_FILES = ['/run/kubeadm/kubeadm.yaml', '/run/kubeadm/kubeadm-join-config.yaml', '/etc/kubeadm.yml'];
 // A template's edit of it that only puts the machine's values in (Flatcar's envsubst of
 // $COREOS_EC2_HOSTNAME and the like), which machineadm does from { fromMachine } itself.
-const VALUE_EDIT = /^\s*(envsubst\s*<\s*(\S+)\s*>\s*\2\.tmp|mv\s+(\S+)\.tmp\s+\3)\s*$/;
+const VALUE_EDIT = /^\s*(envsubst\s*<\s*(\S+)\s*>\s*\2\.tmp|(?:mv|cp)\s+(\S+)\.tmp\s+\3)\s*$/;
 
 /**
  * A line that works on CABPK's kubeadm configuration file, which machineadm does not write (it

@@ -32,16 +32,52 @@ const KNOWN: Record<string, MachineReferenceName> = {
   'v1.instance_type': 'instanceType',
 };
 
+// Afterburn's (coreos-metadata's) variables, which Flatcar templates put into CABPK's kubeadm file
+// with envsubst (AFTERBURN_* and the older COREOS_* names; CUSTOM_ is a template's own unit, which
+// writes the machine's hostname from its metadata).
+const AFTERBURN: Record<string, MachineReferenceName> = {
+  AWS_HOSTNAME: 'localHostname',
+  EC2_HOSTNAME: 'localHostname',
+  AWS_INSTANCE_ID: 'instanceId',
+  EC2_INSTANCE_ID: 'instanceId',
+  AWS_IPV4_LOCAL: 'privateIP',
+  EC2_IPV4_LOCAL: 'privateIP',
+  AWS_AVAILABILITY_ZONE: 'zone',
+  EC2_AVAILABILITY_ZONE: 'zone',
+  AWS_REGION: 'region',
+  EC2_REGION: 'region',
+  AZURE_VMNAME: 'instanceName',
+  AZURE_IPV4_DYNAMIC: 'privateIP',
+  GCP_HOSTNAME: 'localHostname',
+  GCE_HOSTNAME: 'localHostname',
+  OPENSTACK_HOSTNAME: 'localHostname',
+  OPENSTACK_INSTANCE_UUID: 'instanceId',
+  OPENSTACK_IPV4_LOCAL: 'privateIP',
+  CUSTOM_HOSTNAME: 'localHostname',
+};
+
 const TEMPLATE = /\{\{\s*(.*?)\s*\}\}/g;
+const AFTERBURN_VARIABLE = /\$\{(?:COREOS|AFTERBURN)_([A-Z0-9_]+)\}/g;
+
+/** The machine value a Flatcar template's Afterburn variable (${COREOS_EC2_HOSTNAME}) stands for, or undefined. */
+export function afterburnValueOf(value: string): MachineReferenceName | undefined {
+  const match = /^\s*\$\{(?:COREOS|AFTERBURN)_([A-Z0-9_]+)\}\s*$/.exec(value);
+  return match ? AFTERBURN[match[1]!] : undefined;
+}
 
 export function hasTemplate(value: string): boolean {
   return /\{\{|\{%/.test(value);
 }
 
-/** The machine value a value made of one template stands for, or undefined. */
+/** A cloud-init template, or an Afterburn variable a Flatcar template's envsubst fills in. */
+export function hasMachineTemplate(value: string): boolean {
+  return hasTemplate(value) || /\$\{(?:COREOS|AFTERBURN)_/.test(value);
+}
+
+/** The machine value a value made of one template (or one Afterburn variable) stands for, or undefined. */
 export function machineValueOf(value: string): MachineReferenceName | undefined {
   const match = /^\s*\{\{\s*(.*?)\s*\}\}\s*$/.exec(value);
-  return match ? KNOWN[match[1]!] : undefined;
+  return match ? KNOWN[match[1]!] : afterburnValueOf(value);
 }
 
 /** The references a value's templates use, or undefined when one is unknown. */
@@ -61,7 +97,14 @@ export function templateReferences(value: string): MachineReferenceName[] | unde
  */
 export function isProviderIdTemplate(value: string): boolean {
   const refs = templateReferences(value);
-  return refs !== undefined && refs.length > 0 && /^[a-z]+:\/\//.test(value) && refs.every((r) => r === 'instanceId' || r === 'zone' || r === 'region' || r === 'instanceName');
+  const afterburn = [...value.matchAll(AFTERBURN_VARIABLE)].map((m) => AFTERBURN[m[1]!]);
+  const all = [...(refs ?? []), ...afterburn];
+  return refs !== undefined && !afterburn.includes(undefined) && all.length > 0 && /^[a-z]+:\/\//.test(value) && all.every((r) => r === 'instanceId' || r === 'zone' || r === 'region' || r === 'instanceName');
+}
+
+/** The clouds whose provider IDs `providerID: auto` composes (src/config/provider-id.ts). */
+export function composedProviderScheme(value: string): boolean {
+  return /^(aws|azure|gce):\/\//.test(value);
 }
 
 /** The variable a command reads a machine value from (localHostname: MACHINE_LOCAL_HOSTNAME). */

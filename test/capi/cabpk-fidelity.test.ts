@@ -61,6 +61,32 @@ describe('an import does what CABPK and KubeadmControlPlane add', () => {
     expect(said).toContainEqual(expect.stringMatching(/systemd\.units\[1\]: kubeadm\.service is the unit that runs kubeadm in CABPK's Ignition.*not written/));
   });
 
+  // Flatcar templates name the node with Afterburn's variables, which their envsubst (dropped
+  // above) put into CABPK's file: machineadm reads the same values from the machine.
+  it("reads a Flatcar template's Afterburn variables (${COREOS_EC2_HOSTNAME}) from the machine, takes cp as mv after the envsubst, and refuses one it does not know", () => {
+    const doc = fixture('06-capa-flatcar-ignition-workers.yaml');
+    const registration = doc.spec.template.spec.joinConfiguration.nodeRegistration;
+    registration.name = '${COREOS_EC2_HOSTNAME}';
+    registration.kubeletExtraArgs['provider-id'] = 'aws:///${COREOS_EC2_AVAILABILITY_ZONE}/${COREOS_EC2_INSTANCE_ID}';
+    doc.spec.template.spec.preKubeadmCommands = ['envsubst < /etc/kubeadm.yml > /etc/kubeadm.yml.tmp', 'cp /etc/kubeadm.yml.tmp /etc/kubeadm.yml'];
+    const { config, notes } = importClusterApi(doc, { source: 'test' });
+    expect((config.spec as Json).kubernetes.node).toMatchObject({ name: { fromMachine: 'localHostname' }, providerID: 'auto' });
+    expect(notes.map((n) => n.path)).toContain('spec.template.spec.preKubeadmCommands[1]');
+    registration.name = '${COREOS_EC2_UNKNOWN}';
+    expect(() => importClusterApi(doc, { source: 'test' })).toThrow(/nodeRegistration\.name: template \$\{COREOS_EC2_UNKNOWN\} is not a value machineadm reads from the machine/);
+  });
+
+  it('says that providerID: auto needs the ID given on a cloud whose IDs it does not compose, and nothing on one it does', () => {
+    const idOf = (providerId: string) => {
+      const doc = fixture('03-capd-quickstart-workers.yaml');
+      doc.spec.template.spec.joinConfiguration.nodeRegistration.kubeletExtraArgs = { 'provider-id': providerId };
+      const { config, notes } = importClusterApi(doc, { source: 'test' });
+      return { providerID: (config.spec as Json).kubernetes.node.providerID, said: notes.filter((n) => n.path.endsWith('["provider-id"]')).map((n) => n.message) };
+    };
+    expect(idOf('vultr://{{ ds.meta_data.instance_id }}')).toEqual({ providerID: 'auto', said: [expect.stringContaining('providerID: auto composes AWS, Azure and GCE IDs from their metadata services only; on this cloud give each machine\'s ID with --set providerID=')] });
+    expect(idOf('aws:///{{ v1.availability_zone }}/{{ v1.instance_id }}')).toEqual({ providerID: 'auto', said: [] });
+  });
+
   it("refuses any other work on CABPK's kubeadm configuration file, naming the line", () => {
     const doc = fixture('03-capd-quickstart-workers.yaml');
     doc.spec.template.spec.preKubeadmCommands = ['echo ok', 'sed -i "s/old/new/" /run/kubeadm/kubeadm-join-config.yaml'];
