@@ -163,6 +163,12 @@ function users(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: 
   const out: Json[] = [];
   for (let i = 0; i < n; i++) {
     const at = [...path, i];
+    // cloudbase-init makes these on Windows (CAPZ's templates: an SSH user in Administrators);
+    // machineadm manages local users on Linux only, and a Windows run would refuse them.
+    if (os === 'windows') {
+      doc.note(at, `${doc.peek([...at, 'name']) ?? 'a user'}: local users are managed on Linux only: not carried (create Windows users in the image, or with a command of spec.commands.boot)`);
+      continue;
+    }
     const user: Json = { name: doc.string([...at, 'name']) };
     for (const key of ['gecos', 'homeDir', 'shell', 'primaryGroup', 'sudo']) setIf(user, key, doc.string([...at, key]));
     const groups = doc.string([...at, 'groups']);

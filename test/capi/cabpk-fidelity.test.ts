@@ -87,6 +87,16 @@ describe('an import does what CABPK and KubeadmControlPlane add', () => {
     expect(idOf('aws:///{{ v1.availability_zone }}/{{ v1.instance_id }}')).toEqual({ providerID: 'auto', said: [] });
   });
 
+  // CAPZ's Windows templates have cloudbase-init make an SSH user in Administrators; imported as a
+  // Linux user it made a configuration that no validation passes and a Windows run refuses.
+  it('leaves the users of a Windows template out, saying so', () => {
+    const doc = fixture('08-capz-windows-workers.yaml');
+    doc.spec.template.spec.users = [{ name: 'capi', groups: 'Administrators', sshAuthorizedKeys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExample capi@example'] }];
+    const { config, notes } = importClusterApi(doc, { source: 'test' });
+    expect((config.spec as Json).users).toBeUndefined();
+    expect(notes).toContainEqual({ path: 'spec.template.spec.users[0]', message: expect.stringContaining('capi: local users are managed on Linux only: not carried') });
+  });
+
   it("refuses any other work on CABPK's kubeadm configuration file, naming the line", () => {
     const doc = fixture('03-capd-quickstart-workers.yaml');
     doc.spec.template.spec.preKubeadmCommands = ['echo ok', 'sed -i "s/old/new/" /run/kubeadm/kubeadm-join-config.yaml'];
