@@ -142,7 +142,7 @@ export function importClusterApi(input: unknown, options: ImportOptions): Import
   if (kind.controlPlane) noteControlPlaneFields(doc, kind);
 
   const spec: Json = {};
-  machinePreparation(doc, kind.spec, os, spec, options.secrets);
+  machinePreparation(doc, kind.spec, os, spec, shape.bootstrap, options.secrets);
   const kubernetes: Json = { role: shape.role, bootstrap: shape.bootstrap };
   // KubeadmControlPlane's version is the cluster's; CABPK writes it as kubernetesVersion.
   if (kind.controlPlane) {

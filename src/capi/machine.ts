@@ -4,6 +4,7 @@ import { load as loadYaml } from 'js-yaml';
 import { formatPath, isPlainObject } from '../config/schema/dsl.ts';
 import type { TrackedDocument, Path } from './tracked.ts';
 import { fileTemplates, hasTemplate, shellTemplates } from './templates.ts';
+import { answerRoleTests, roleTestNote } from './role-tests.ts';
 import { referenceForSecret, whereToPut, type SecretMapping } from './secret-mapping.ts';
 
 type Json = Record<string, unknown>;
@@ -43,10 +44,17 @@ function kubeadmFileEdit(doc: TrackedDocument, at: Path, line: string): boolean 
   return true;
 }
 
-function commandList(doc: TrackedDocument, path: Path, os: 'linux' | 'windows', ignition: boolean): Json[] | undefined {
+function commandList(doc: TrackedDocument, path: Path, os: 'linux' | 'windows', ignition: boolean, bootstrap: 'init' | 'join'): Json[] | undefined {
   const all = doc.strings(path);
   if (all === undefined) return undefined;
-  const lines = all.map((line, i) => ({ line, at: [...path, i] })).filter(({ line, at }) => !kubeadmFileEdit(doc, at, line));
+  const lines = all
+    .map((line, i) => {
+      const at = [...path, i];
+      const answered = os === 'linux' ? answerRoleTests(line, bootstrap) : undefined;
+      if (answered !== undefined) doc.notes.push({ path: formatPath(at), message: roleTestNote(bootstrap) });
+      return { line: answered ?? line, at };
+    })
+    .filter(({ line, at }) => !kubeadmFileEdit(doc, at, line));
   if (os === 'windows') {
     return lines.flatMap(({ line, at }) => {
       if (!hasTemplate(line)) return [{ shell: line }];
@@ -77,12 +85,12 @@ function assigned(lines: readonly string[]): Set<string> {
   return new Set(lines.flatMap((l) => [...l.matchAll(/(?:^|[;&|\s])(?:export\s+|readonly\s+|local\s+)?([A-Za-z_][A-Za-z0-9_]*)=/g)].map((m) => m[1]!)));
 }
 
-function commands(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: Json): void {
+function commands(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: Json, bootstrap: 'init' | 'join'): void {
   const out: Json = {};
   const ignition = doc.peek([...base, 'format']) === 'ignition';
-  setIf(out, 'boot', commandList(doc, [...base, 'bootCommands'], os, ignition));
-  setIf(out, 'beforeKubeadm', commandList(doc, [...base, 'preKubeadmCommands'], os, ignition));
-  setIf(out, 'afterKubeadm', commandList(doc, [...base, 'postKubeadmCommands'], os, ignition));
+  setIf(out, 'boot', commandList(doc, [...base, 'bootCommands'], os, ignition, bootstrap));
+  setIf(out, 'beforeKubeadm', commandList(doc, [...base, 'preKubeadmCommands'], os, ignition, bootstrap));
+  setIf(out, 'afterKubeadm', commandList(doc, [...base, 'postKubeadmCommands'], os, ignition, bootstrap));
   if (Object.keys(out).length > 0) spec.commands = out;
   // In the bootstrap data kubeadm runs inside the same script: a variable of the commands before
   // it reaches the ones after. machineadm runs kubeadm itself, between two scripts.
@@ -118,7 +126,7 @@ function secretOf(doc: TrackedDocument, path: Path, os: 'linux' | 'windows', map
   return reference;
 }
 
-function files(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: Json, mapping: SecretMapping): void {
+function files(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: Json, mapping: SecretMapping, bootstrap: 'init' | 'join'): void {
   const path = [...base, 'files'];
   const n = doc.length(path);
   const out: Json[] = [];
@@ -143,6 +151,12 @@ function files(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: 
         file.content = rendered.text;
         file.values = rendered.values;
       } else file.content = content;
+      // A script a command runs (kube-vip's, in the vSphere and Proxmox templates) may test it too.
+      const answered = os === 'linux' && encoding === undefined && typeof file.content === 'string' ? answerRoleTests(file.content, bootstrap) : undefined;
+      if (answered !== undefined) {
+        file.content = answered;
+        doc.notes.push({ path: formatPath([...at, 'content']), message: roleTestNote(bootstrap) });
+      }
     }
     if (encoding === 'base64' || encoding === 'gzip+base64') file.encoding = encoding;
     else if (encoding !== undefined) doc.refuse([...at, 'encoding'], `${encoding}: machineadm takes content as plain, base64 or gzip+base64`, 'encode the gzip output with base64 and write gzip+base64');
@@ -390,9 +404,9 @@ function ignition(doc: TrackedDocument, base: Path, spec: Json): void {
   }
 }
 
-export function machinePreparation(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: Json, mapping: SecretMapping = { store: 'files' }): void {
-  commands(doc, base, os, spec);
-  files(doc, base, os, spec, mapping);
+export function machinePreparation(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: Json, bootstrap: 'init' | 'join', mapping: SecretMapping = { store: 'files' }): void {
+  commands(doc, base, os, spec, bootstrap);
+  files(doc, base, os, spec, mapping, bootstrap);
   users(doc, base, os, spec, mapping);
   ntp(doc, base, spec);
   storage(doc, base, spec);
