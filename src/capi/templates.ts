@@ -74,6 +74,17 @@ export function hasMachineTemplate(value: string): boolean {
   return hasTemplate(value) || /\$\{(?:COREOS|AFTERBURN)_/.test(value);
 }
 
+/**
+ * Why a template is refused. `{{ .kubernetesVersion }}` is Go's text/template, which an
+ * infrastructure provider's controller (Equinix's) fills in before the machine boots: said so,
+ * since no cloud-init or machineadm value stands for it.
+ */
+function unknownTemplate(expression: string): string {
+  return /^[.`]/.test(expression)
+    ? `holds an infrastructure provider's template ({{ ${expression} }}, Go's text/template, filled in by that provider's controller before the machine boots), which machineadm cannot fill`
+    : `holds a cloud-init template machineadm does not know ({{ ${expression} }})`;
+}
+
 /** The machine value a value made of one template (or one Afterburn variable) stands for, or undefined. */
 export function machineValueOf(value: string): MachineReferenceName | undefined {
   const match = /^\s*\{\{\s*(.*?)\s*\}\}\s*$/.exec(value);
@@ -127,7 +138,7 @@ export function shellTemplates(line: string): { text: string; env: Record<string
     const template = line.startsWith('{{', i) ? /^\{\{\s*(.*?)\s*\}\}/.exec(line.slice(i)) : null;
     if (template) {
       const name = KNOWN[template[1]!];
-      if (!name) return { problem: `holds a cloud-init template machineadm does not know ({{ ${template[1]} }})` };
+      if (!name) return { problem: unknownTemplate(template[1]!) };
       if (quote === "'") return { problem: `holds a cloud-init template within single quotes ({{ ${template[1]} }}), where the shell puts in no variable` };
       env[machineVariable(name)] = { fromMachine: name };
       text += `\${${machineVariable(name)}}`;
@@ -159,7 +170,7 @@ export function fileTemplates(text: string): { text: string; values: Record<stri
   const values: Record<string, { fromMachine: MachineReferenceName }> = {};
   for (const match of text.matchAll(TEMPLATE)) {
     const name = KNOWN[match[1]!];
-    if (!name) return { problem: `holds a cloud-init template machineadm does not know ({{ ${match[1]} }})` };
+    if (!name) return { problem: unknownTemplate(match[1]!) };
     values[machineVariable(name)] = { fromMachine: name };
   }
   const taken = Object.keys(values).find((name) => text.includes(`\${${name}}`));

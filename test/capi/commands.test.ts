@@ -96,6 +96,7 @@ describe('Cluster API commands', () => {
     ['a template machineadm does not know', 'echo {{ ds.meta_data.tags.role }}', 'holds a cloud-init template machineadm does not know ({{ ds.meta_data.tags.role }})'],
     ['a template within single quotes, where the shell puts in no variable', "echo 'host {{ v1.local_hostname }}'", 'holds a cloud-init template within single quotes ({{ v1.local_hostname }})'],
     ['a template statement', '{% if v1.region %}echo x{% endif %}', 'holds a cloud-init template'],
+    ["an infrastructure provider's Go template (Equinix's)", 'kubeadm config images pull --kubernetes-version {{ .kubernetesVersion }}', "holds an infrastructure provider's template ({{ .kubernetesVersion }}, Go's text/template, filled in by that provider's controller before the machine boots)"],
   ])('refuse %s, naming the line, and keep the others', async (_what, bad, message) => {
     const dir = scratchDir('machineadm-capi-commands-');
     const file = join(dir, 'input.yaml');
