@@ -58,10 +58,11 @@ const AFTERBURN: Record<string, MachineReferenceName> = {
 
 const TEMPLATE = /\{\{\s*(.*?)\s*\}\}/g;
 const AFTERBURN_VARIABLE = /\$\{(?:COREOS|AFTERBURN)_([A-Z0-9_]+)\}/g;
+const ONE_AFTERBURN_VARIABLE = new RegExp(`^\\s*${AFTERBURN_VARIABLE.source}\\s*$`);
 
 /** The machine value a Flatcar template's Afterburn variable (${COREOS_EC2_HOSTNAME}) stands for, or undefined. */
 export function afterburnValueOf(value: string): MachineReferenceName | undefined {
-  const match = /^\s*\$\{(?:COREOS|AFTERBURN)_([A-Z0-9_]+)\}\s*$/.exec(value);
+  const match = ONE_AFTERBURN_VARIABLE.exec(value);
   return match ? AFTERBURN[match[1]!] : undefined;
 }
 

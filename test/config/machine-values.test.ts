@@ -184,6 +184,15 @@ describe('when the metadata service does not answer', () => {
   });
 });
 
+/** examples/fleet-aws.yaml with a drop-in that sets one field of spec.kubernetes.node, on an emulated AWS machine. */
+async function awsFleetWith(nodeField: string) {
+  const dropIn = join(scratchDir(), '50-node.yaml');
+  writeFileSync(dropIn, `apiVersion: machineadm.cluster.x-k8s.io/v1alpha1\nkind: MachineConfig\nspec:\n  kubernetes:\n    node:\n      ${nodeField}\n`);
+  const host = createHost({ root: scratchDir(), env: { MACHINEADM_IMDS_ENDPOINT: await emulator('aws', FLEET_MACHINES.aws) } });
+  const { config } = await loadConfig(host, [join(REPO, 'examples', 'fleet-aws.yaml'), dropIn], { cwd: REPO });
+  return { host, config };
+}
+
 describe('values given instead of read', () => {
   it('--set values win over the metadata service, and their source says so', async () => {
     const { resolved } = await resolveExample('aws', await emulator('aws', FLEET_MACHINES.aws), { localHostname: { value: 'worker-7', source: '--set' } });
@@ -191,10 +200,7 @@ describe('values given instead of read', () => {
   });
 
   it('a drop-in that sets a field literally replaces its reference (later sources win)', async () => {
-    const dropIn = join(scratchDir(), '50-node.yaml');
-    writeFileSync(dropIn, 'apiVersion: machineadm.cluster.x-k8s.io/v1alpha1\nkind: MachineConfig\nspec:\n  kubernetes:\n    node:\n      name: worker-7\n');
-    const host = createHost({ root: scratchDir(), env: { MACHINEADM_IMDS_ENDPOINT: await emulator('aws', FLEET_MACHINES.aws) } });
-    const { config } = await loadConfig(host, [join(REPO, 'examples', 'fleet-aws.yaml'), dropIn], { cwd: REPO });
+    const { host, config } = await awsFleetWith('name: worker-7');
     const { config: resolved, resolved: values } = await resolveMachineValues(host, config, { given: {}, otherMachine: false });
     expect(resolved.spec.kubernetes!.node!.name).toBe('worker-7');
     expect(values.map((v) => v.field)).not.toContain('spec.kubernetes.node.name');
@@ -202,10 +208,7 @@ describe('values given instead of read', () => {
 
   // Cluster API templates give the kubelet --node-ip={{ ds.meta_data.local_ipv4 }}; imported, that is this reference.
   it('a node IP from the machine reaches the kubelet; one that is no address, or of the same family as the other, is refused naming the field', async () => {
-    const dropIn = join(scratchDir(), '50-node-ip.yaml');
-    writeFileSync(dropIn, 'apiVersion: machineadm.cluster.x-k8s.io/v1alpha1\nkind: MachineConfig\nspec:\n  kubernetes:\n    node:\n      ip: [{ fromMachine: privateIP }]\n');
-    const host = createHost({ root: scratchDir(), env: { MACHINEADM_IMDS_ENDPOINT: await emulator('aws', FLEET_MACHINES.aws) } });
-    const { config } = await loadConfig(host, [join(REPO, 'examples', 'fleet-aws.yaml'), dropIn], { cwd: REPO });
+    const { host, config } = await awsFleetWith('ip: [{ fromMachine: privateIP }]');
     const { config: resolved, resolved: values } = await resolveMachineValues(host, config, { given: {}, otherMachine: false });
     expect(resolved.spec.kubernetes!.node!.ip).toEqual(['10.0.1.5']);
     expect(values.find((v) => v.field === 'spec.kubernetes.node.ip[0]')).toMatchObject({ value: '10.0.1.5', source: expect.stringContaining('local-ipv4') });
