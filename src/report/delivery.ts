@@ -205,13 +205,18 @@ export class EventReporter {
     let failures = 0;
     // Nothing is sent before this: the pause after a failure, or what the collector's Retry-After asked.
     let resumeAt = 0;
+    // What the collector's Retry-After asked alone: past the deadline, nothing more can be sent.
+    let heldUntil = 0;
     while (!signal.aborted) {
-      if (this.now() < resumeAt) {
-        // The collector takes nothing before the deadline: the events stay spooled, and the run
-        // ends now instead of waiting for a deadline it knows will pass.
-        if (this.closing && resumeAt >= this.deadline) return;
-        // finish() pokes: the wait is then measured against the deadline it sets.
-        await q.wait(signal, Math.min(resumeAt, this.deadline) - this.now());
+      // The collector takes nothing before the deadline: the events stay spooled, and the run ends
+      // now instead of waiting for a deadline it knows will pass.
+      if (this.closing && heldUntil >= this.deadline && this.now() < heldUntil) return;
+      // A pause of its own paces the attempts while the run goes on; at its end the post's own
+      // retries take over until the deadline, so only the collector's Retry-After still holds.
+      // finish() pokes, so a wait begun during the run is measured again.
+      const due = this.closing ? heldUntil : resumeAt;
+      if (this.now() < due) {
+        await q.wait(signal, due - this.now());
         continue;
       }
       if (q.queue.length === 0) {
@@ -252,7 +257,8 @@ export class EventReporter {
       if (this.closing && this.now() >= this.deadline) return;
       failures += 1;
       const pause = Math.floor(this.random() * Math.min(ROUND_BACKOFF.capMs, ROUND_BACKOFF.baseMs * 2 ** Math.min(failures, 10)));
-      resumeAt = Math.max(this.now() + pause, outcome.retryAt ?? 0);
+      heldUntil = outcome.retryAt ?? 0;
+      resumeAt = Math.max(this.now() + pause, heldUntil);
     }
   }
 

@@ -240,6 +240,30 @@ describe('delivery over HTTPS', () => {
   });
 });
 
+describe('the end of a run', () => {
+  // Only a collector's Retry-After past the deadline ends the wait at once: a pause of machineadm's
+  // own (here ~1 s after one 503, longer than the 0.5 s left) gives way to the end's retries, which
+  // go on until the deadline before the events stay spooled.
+  it('keeps trying until the deadline when its own pause after a failure would end past it', async () => {
+    reset({ kind: 'status', status: 503 });
+    const root = scratchDir();
+    const stateFs = new RootedFileSystem(join(root, 'var/lib/machineadm'));
+    const [endpoint] = await resolveEndpoints(configFrom({ report: { endpoints: [{ url: collector.url }] } }), createHost({ root, env: {} }), new SecretScrubber());
+    const identity = { hostname: 'h', nodeName: 'h', machineadmVersion: 't' };
+    const bus = new EventBus({ identity });
+    const reporter = new EventReporter({ endpoints: [endpoint!], identity, runId: bus.runId, stateFs, poster: createHttpPoster(), offline: false, deadlineMs: 500, random: () => 0.999 });
+    await reporter.open();
+    bus.listen(reporter.listener);
+    bus.emit({ type: 'log', message: 'one', step: 'prepare/x' });
+    for (const end = Date.now() + 5_000; collector.requests.length === 0 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 10));
+    const started = Date.now();
+    const report = await reporter.finish();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(400);
+    expect(collector.requests.length).toBeGreaterThanOrEqual(2);
+    expect(report.endpoints[0]).toMatchObject({ delivered: 0, spooled: 1 });
+  });
+});
+
 describe('a backlog of 1,000 spooled events', () => {
   it.each([false, true])('is delivered in order, each exactly once (batch: %s)', async (batch) => {
     reset();
