@@ -47,6 +47,7 @@ export type PostOutcome =
       reason: string;
       /** True when trying again later may help (network, 408, 429, 5xx, deadline); false for other answers. */
       retryable: boolean;
+      /** Attempts that got an answer or failed on their own: one cut off by the deadline or the signal is not counted. */
       attempts: number;
       /**
        * When the last answer's Retry-After (plus the random spread below) lets the next attempt go,
@@ -89,6 +90,13 @@ function describeFailure(error: unknown): string {
   const code = (error as { code?: unknown }).code;
   const prefix = typeof code === 'string' && !error.message.includes(code) ? `${code}: ` : '';
   return `${prefix}${error.message}`.split('\n')[0]!;
+}
+
+// got's timeouts of an attempt: `request` is always the deadline; the others are when the deadline
+// shortened them below the attempt's own timeout.
+function cutByDeadline(error: unknown, connectShortened: boolean): boolean {
+  if (!(error instanceof Error) || error.name !== 'TimeoutError') return false;
+  return (error as { event?: unknown }).event === 'request' || connectShortened;
 }
 
 // got is loaded on the first request: most commands never post anything, and loading it costs startup time.
@@ -172,8 +180,13 @@ export function createHttpPoster(options: PosterOptions = {}): HttpPoster {
             }
           }
         } catch (error) {
-          // The cut-off attempt does not count; the failure before it says more.
+          // The cut-off attempt does not count; the failure before it says more. An attempt begun
+          // a few ms before the deadline times out whatever the collector does: after a wrong
+          // certificate, "Timeout awaiting 'request' for 6ms" would hide why nothing was delivered.
           if (request.signal?.aborted) return last.attempts > 0 ? last : { ok: false, reason: 'stopped: the delivery deadline passed', retryable: true, attempts: attempt };
+          if (cutByDeadline(error, connect < (request.attemptTimeoutMs ?? 10_000))) {
+            return last.attempts > 0 ? last : { ok: false, reason: `${describeFailure(error)}, the delivery deadline`, retryable: true, attempts: 0 };
+          }
           last = { ok: false, reason: describeFailure(error), retryable: true, attempts: attempt + 1 };
         }
         // After Retry-After, a random extra of up to half of it (1 s at least, the cap at most): a

@@ -117,6 +117,22 @@ describe('posting to a collector over HTTP', () => {
     expect(took).toBeGreaterThanOrEqual(550);
   });
 
+  it.each<[string, CollectorMode[], number, { status?: number; reason: RegExp; attempts: number }]>([
+    ['keeps the failure before an attempt the deadline cut off', [{ kind: 'status', status: 500 }, { kind: 'hang' }], 5, { status: 500, reason: /^HTTP 500$/, attempts: 1 }],
+    ['says the deadline ended the only attempt', [{ kind: 'hang' }], 5, { reason: /^ETIMEDOUT: Timeout awaiting 'request' for \d+ms, the delivery deadline$/, attempts: 0 }],
+  ])('%s', async (_name, script, maxAttempts, expected) => {
+    collector.requests.length = 0;
+    collector.script = [...script];
+    collector.mode = { kind: 'hang' };
+    const poster = createHttpPoster({ random: () => 0 });
+    const outcome = await poster.post(request(collector.url, { deadline: Date.now() + 700, maxAttempts }));
+    poster.close();
+    collector.mode = { kind: 'ok' };
+    expect(outcome).toMatchObject({ ok: false, retryable: true, attempts: expected.attempts, ...(expected.status ? { status: expected.status } : {}) });
+    expect(outcome.ok ? '' : outcome.reason).toMatch(expected.reason);
+    expect(collector.requests).toHaveLength(script.length);
+  });
+
   it('waits past the connect timeout for the answer of a collector that took the event, instead of sending it twice', async () => {
     collector.requests.length = 0;
     collector.script = [{ kind: 'slow', delayMs: 1_200 }];
