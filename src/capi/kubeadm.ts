@@ -4,7 +4,7 @@
 // names, so one imported configuration serves every Machine of a template.
 import { formatPath, isPlainObject } from '../config/schema/dsl.ts';
 import type { TrackedDocument, Path } from './tracked.ts';
-import { composedProviderScheme, hasMachineTemplate, isProviderIdTemplate, machineValueOf } from './templates.ts';
+import { azureNameFill, composedProviderScheme, hasMachineTemplate, isProviderIdTemplate, machineReferenceOf, providerIdTemplateOf } from './templates.ts';
 
 type Json = Record<string, unknown>;
 
@@ -119,14 +119,21 @@ const CRI_SOCKETS = {
   windows: ['npipe:////./pipe/containerd-containerd', '//./pipe/containerd-containerd'],
 };
 
+/** A placeholder name (@@HOSTNAME@@) a command of the same spec fills with the VM's name from Azure's metadata. */
+function filledPlaceholder(doc: TrackedDocument, registration: Path, name: string): { fromMachine: 'instanceName' } | undefined {
+  const spec = registration.slice(0, -2);
+  const lines = [...(doc.peek([...spec, 'preKubeadmCommands']) as unknown[] | undefined ?? []), ...(doc.peek([...spec, 'bootCommands']) as unknown[] | undefined ?? [])];
+  return lines.some((l) => typeof l === 'string' && azureNameFill(l)?.placeholder === name) ? { fromMachine: 'instanceName' } : undefined;
+}
+
 /** The node's name, labels, taints and kubelet flags (InitConfiguration or JoinConfiguration). */
 function nodeRegistration(doc: TrackedDocument, path: Path, shape: KubeadmShape, k: Json): void {
   const node: Json = (k.node as Json) ?? {};
   const name = doc.string([...path, 'name']);
   if (name !== undefined) {
-    const reference = machineValueOf(name);
-    if (reference) node.name = { fromMachine: reference };
-    else if (hasMachineTemplate(name)) doc.refuse([...path, 'name'], `template ${name} is not a value machineadm reads from the machine`, 'use a literal name, or a known instance-data value such as {{ ds.meta_data.local_hostname }}');
+    const reference = machineReferenceOf(name) ?? filledPlaceholder(doc, path, name);
+    if (reference) node.name = reference;
+    else if (hasMachineTemplate(name)) doc.refuse([...path, 'name'], `template ${name} is not a value machineadm reads from the machine`, 'use a literal name, or a key of the instance data such as {{ ds.meta_data.local_hostname }}');
     else node.name = name;
   }
   const socket = doc.string([...path, 'criSocket']);
@@ -156,8 +163,8 @@ function nodeRegistration(doc: TrackedDocument, path: Path, shape: KubeadmShape,
         break;
       case 'node-ip':
         node.ip = value.split(',').map((v) => {
-          const reference = machineValueOf(v);
-          if (reference) return { fromMachine: reference };
+          const reference = machineReferenceOf(v);
+          if (reference) return reference;
           if (hasMachineTemplate(v)) doc.refuse(at, `template ${v.trim()} is not a value machineadm reads from the machine`, 'leave node-ip out (the kubelet picks the address of the default route), give the address, or use {{ ds.meta_data.local_ipv4 }}');
           return v.trim();
         });
@@ -167,15 +174,16 @@ function nodeRegistration(doc: TrackedDocument, path: Path, shape: KubeadmShape,
           node.providerID = 'auto';
           if (!composedProviderScheme(value)) doc.notes.push({ path: formatPath(at), message: `${value}: providerID: auto composes AWS, Azure and GCE IDs from their metadata services only; on this cloud give each machine's ID with --set providerID=... (or a --facts file): without it the run stops before any change (exit 6)` });
         }
-        else if (hasMachineTemplate(value)) doc.refuse(at, `template ${value} is not a provider ID machineadm composes`, 'write providerID: auto, or the ID itself');
+        else if (providerIdTemplateOf(value)) node.providerID = providerIdTemplateOf(value);
+        else if (hasMachineTemplate(value)) doc.refuse(at, `template ${value} is not a provider ID machineadm composes`, 'write providerID: auto, the ID itself, or a template of keys of the instance data such as oci://{{ ds["id"] }}');
         else node.providerID = value;
         break;
       case 'register-with-taints':
         node.taints = [...((node.taints as Json[]) ?? []), ...value.split(',').filter(Boolean).map((t) => taintOf(t))];
         break;
       case 'hostname-override': {
-        const reference = machineValueOf(value);
-        if (reference) node.name = { fromMachine: reference };
+        const reference = machineReferenceOf(value);
+        if (reference) node.name = reference;
         else if (hasMachineTemplate(value)) doc.refuse(at, `template ${value} is not a value machineadm reads from the machine`);
         else node.name = value;
         break;
@@ -194,8 +202,8 @@ function labels(doc: TrackedDocument, path: Path, value: string): Json {
   for (const pair of value.split(',').filter(Boolean)) {
     const [key = '', ...rest] = pair.split('=');
     const text = rest.join('=');
-    const reference = machineValueOf(text);
-    if (reference) out[key] = { fromMachine: reference };
+    const reference = machineReferenceOf(text);
+    if (reference) out[key] = reference;
     else if (hasMachineTemplate(text)) doc.refuse(path, `label ${key}: template ${text} is not a value machineadm reads from the machine`);
     else out[key] = text;
   }

@@ -3,7 +3,7 @@
 import { load as loadYaml } from 'js-yaml';
 import { formatPath, isPlainObject } from '../config/schema/dsl.ts';
 import type { TrackedDocument, Path } from './tracked.ts';
-import { fileTemplates, hasTemplate, shellTemplates } from './templates.ts';
+import { azureNameFill, fileTemplates, hasTemplate, shellTemplates } from './templates.ts';
 import { answerRoleTests, roleTestNote } from './role-tests.ts';
 import { referenceForSecret, whereToPut, type SecretMapping } from './secret-mapping.ts';
 
@@ -13,7 +13,7 @@ const setIf = (target: Json, key: string, value: unknown) => {
   if (value !== undefined) target[key] = value;
 };
 
-const TEMPLATE_HINT = "machineadm does not expand cloud-init templates: write the value, or use spec.kubernetes.node's { fromMachine: NAME } where the value is the node's";
+const TEMPLATE_HINT = "machineadm reads a template of one key of cloud-init's instance data ({{ ds.meta_data.NAME }}, {{ v1.NAME }}) from the machine, and expands nothing else: write the value";
 
 /**
  * A list of commands as the bootstrap data runs it, on Linux: one shell script, so that what one
@@ -39,7 +39,9 @@ const VALUE_EDIT = /^\s*(envsubst\s*<\s*(\S+)\s*>\s*\2\.tmp|(?:mv|cp)\s+(\S+)\.t
 function kubeadmFileEdit(doc: TrackedDocument, at: Path, line: string): boolean {
   const file = CABPK_KUBEADM_FILES.find((f) => line.includes(f));
   if (file === undefined) return false;
-  if (VALUE_EDIT.test(line)) doc.notes.push({ path: formatPath(at), message: `puts the machine's values into ${file}, CABPK's kubeadm configuration, which machineadm does not write: machineadm fills them itself ({ fromMachine }): dropped` });
+  const fill = azureNameFill(line);
+  if (fill) doc.notes.push({ path: formatPath(at), message: `puts the VM's name from Azure's metadata service into ${file} in place of ${fill.placeholder}: machineadm names the node { fromMachine: instanceName }, read from the same service: dropped` });
+  else if (VALUE_EDIT.test(line)) doc.notes.push({ path: formatPath(at), message: `puts the machine's values into ${file}, CABPK's kubeadm configuration, which machineadm does not write: machineadm fills them itself ({ fromMachine }): dropped` });
   else doc.refuse(at, `works on ${file}, CABPK's kubeadm configuration, which machineadm does not write (it renders kubeadm's configuration from spec.kubernetes)`, 'put the change in spec.kubernetes (node, kubeletExtraArgs, patchesDirectory) instead');
   return true;
 }

@@ -1,7 +1,10 @@
 // Cluster API templates fill per-machine values with cloud-init's Jinja ({{ ds.meta_data.* }},
-// {{ v1.* }}). machineadm reads the same values from the machine ({ fromMachine: NAME }); a
-// template it does not know is refused, never passed on as text.
-import type { MachineReferenceName } from '../config/schema/machine.ts';
+// {{ v1.* }}). machineadm reads the same values from the machine: those it reads itself as
+// { fromMachine: NAME }, any other key of the instance data as { fromInstanceData: KEY }, from the
+// file cloud-init's templates are filled from. A template that is not one key (an expression, a
+// statement, a provider's Go template) is refused, never passed on as text.
+import { isInstanceDataPath } from '../config/machine-names.ts';
+import type { MachineReference, MachineReferenceName } from '../config/schema/machine.ts';
 
 // cloud-init's instance-data names (standardized v1 keys and the datasource's meta_data) for the
 // values machineadm reads itself.
@@ -60,6 +63,17 @@ const TEMPLATE = /\{\{\s*(.*?)\s*\}\}/g;
 const AFTERBURN_VARIABLE = /\$\{(?:COREOS|AFTERBURN)_([A-Z0-9_]+)\}/g;
 const ONE_AFTERBURN_VARIABLE = new RegExp(`^\\s*${AFTERBURN_VARIABLE.source}\\s*$`);
 
+// CAPZ's Flatcar templates name the node '@@HOSTNAME@@' and have a command put the VM's name from
+// Azure's metadata service into CABPK's kubeadm file in its place, with sed: the instanceName
+// machineadm reads from the same service.
+const AZURE_NAME_FILL = /^\s*sed -i "s\/(@@\w+@@)\/\$\(curl\s[^"]*?'?http:\/\/169\.254\.169\.254\/metadata\/instance\?[^"|]*\|\s*jq -r '?\.compute\.name'?\s*\)\/g?"\s+(\S+)\s*$/;
+
+/** The placeholder and file of a command that fills in the VM's name from Azure's metadata, or undefined. */
+export function azureNameFill(line: string): { placeholder: string; file: string } | undefined {
+  const match = AZURE_NAME_FILL.exec(line);
+  return match ? { placeholder: match[1]!, file: match[2]! } : undefined;
+}
+
 /** The machine value a Flatcar template's Afterburn variable (${COREOS_EC2_HOSTNAME}) stands for, or undefined. */
 export function afterburnValueOf(value: string): MachineReferenceName | undefined {
   const match = ONE_AFTERBURN_VARIABLE.exec(value);
@@ -86,10 +100,19 @@ function unknownTemplate(expression: string): string {
     : `holds a cloud-init template machineadm does not know ({{ ${expression} }})`;
 }
 
-/** The machine value a value made of one template (or one Afterburn variable) stands for, or undefined. */
-export function machineValueOf(value: string): MachineReferenceName | undefined {
+/** The reference a template's expression stands for: a value machineadm reads, or a key of the instance data. */
+function referenceOf(expression: string): MachineReference | undefined {
+  const known = KNOWN[expression];
+  if (known) return { fromMachine: known };
+  return isInstanceDataPath(expression) ? { fromInstanceData: expression } : undefined;
+}
+
+/** What a value made of one template (or one Afterburn variable) stands for, or undefined. */
+export function machineReferenceOf(value: string): MachineReference | undefined {
   const match = /^\s*\{\{\s*(.*?)\s*\}\}\s*$/.exec(value);
-  return match ? KNOWN[match[1]!] : afterburnValueOf(value);
+  if (match) return referenceOf(match[1]!);
+  const afterburn = afterburnValueOf(value);
+  return afterburn ? { fromMachine: afterburn } : undefined;
 }
 
 /** The references a value's templates use, or undefined when one is unknown. */
@@ -119,31 +142,79 @@ export function composedProviderScheme(value: string): boolean {
   return /^(aws|azure|gce):\/\//.test(value);
 }
 
+/**
+ * A provider ID written with keys of the instance data (oci://{{ ds["id"] }}) as a template of the
+ * same keys: cloud-init's values, read from the same file. Undefined when a part is anything else.
+ */
+export function providerIdTemplateOf(value: string): { template: string; values: Record<string, MachineReference> } | undefined {
+  if (!/^[a-z][a-z0-9]*:\/\//.test(value) || /\{%|\$\{/.test(value)) return undefined;
+  const values: Record<string, MachineReference> = {};
+  let ok = true;
+  const template = value.replace(TEMPLATE, (_, expression: string) => {
+    if (!isInstanceDataPath(expression)) ok = false;
+    const reference = { fromInstanceData: expression };
+    values[variableOf(reference)] = reference;
+    return `\${${variableOf(reference)}}`;
+  });
+  return ok && Object.keys(values).length > 0 && !/\{\{|\}\}/.test(template) ? { template, values } : undefined;
+}
+
 /** The variable a command reads a machine value from (localHostname: MACHINE_LOCAL_HOSTNAME). */
 export function machineVariable(name: MachineReferenceName): string {
   return `MACHINE_${name.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
+}
+
+/** The variable of a reference: MACHINE_LOCAL_HOSTNAME, or INSTANCE_DATA_DS_META_DATA_LABEL for ds.meta_data.label. */
+function variableOf(reference: MachineReference): string {
+  if ('fromMachine' in reference) return machineVariable(reference.fromMachine);
+  return `INSTANCE_DATA_${reference.fromInstanceData.toUpperCase().replace(/[^A-Z0-9]+/g, '_').replace(/^_|_$/g, '')}`;
+}
+
+/** Puts a reference under its variable; a problem when another reference took that variable. */
+function claim(taken: Record<string, MachineReference>, reference: MachineReference): { name: string } | { problem: string } {
+  const name = variableOf(reference);
+  const before = taken[name];
+  if (before && JSON.stringify(before) !== JSON.stringify(reference)) return { problem: `takes two values under one name (${name})` };
+  taken[name] = reference;
+  return { name };
 }
 
 /**
  * A shell line's templates as variables the command gets from the machine ({{ v1.local_hostname }}
  * becomes ${MACHINE_LOCAL_HOSTNAME}, with env MACHINE_LOCAL_HOSTNAME: { fromMachine: localHostname }).
  * cloud-init put the value in before the shell read the line; the shell now puts it in itself,
- * which it does outside quotes and within double quotes, but not within single quotes: a template
- * there is refused (`problem`), as is one machineadm does not know.
+ * outside quotes and within double quotes as it is, and within single quotes (where the shell puts
+ * in nothing) by ending them around the variable in double quotes: 'a {{ x }} b' is
+ * 'a '"${X}"' b', and '{{ x }}' is "${X}". A template machineadm does not know is refused (`problem`).
  */
-export function shellTemplates(line: string): { text: string; env: Record<string, { fromMachine: MachineReferenceName }> } | { problem: string } {
-  const env: Record<string, { fromMachine: MachineReferenceName }> = {};
+export function shellTemplates(line: string): { text: string; env: Record<string, MachineReference> } | { problem: string } {
+  const env: Record<string, MachineReference> = {};
   let text = '';
   let quote: "'" | '"' | undefined;
+  // Where the text stood just after the single quote that opened the quote now open.
+  let openedAt = -1;
   for (let i = 0; i < line.length; ) {
     const template = line.startsWith('{{', i) ? /^\{\{\s*(.*?)\s*\}\}/.exec(line.slice(i)) : null;
     if (template) {
-      const name = KNOWN[template[1]!];
-      if (!name) return { problem: unknownTemplate(template[1]!) };
-      if (quote === "'") return { problem: `holds a cloud-init template within single quotes ({{ ${template[1]} }}), where the shell puts in no variable` };
-      env[machineVariable(name)] = { fromMachine: name };
-      text += `\${${machineVariable(name)}}`;
+      const reference = referenceOf(template[1]!);
+      if (!reference) return { problem: unknownTemplate(template[1]!) };
+      const claimed = claim(env, reference);
+      if ('problem' in claimed) return claimed;
       i += template[0].length;
+      if (quote !== "'") {
+        text += `\${${claimed.name}}`;
+        continue;
+      }
+      // '{{ x }}' alone becomes "${X}", not ''"${X}"''.
+      text = text.length === openedAt ? text.slice(0, -1) : `${text}'`;
+      text += `"\${${claimed.name}}"`;
+      if (line[i] === "'") {
+        quote = undefined;
+        i++;
+      } else {
+        text += "'";
+        openedAt = text.length;
+      }
       continue;
     }
     const c = line[i]!;
@@ -155,6 +226,7 @@ export function shellTemplates(line: string): { text: string; env: Record<string
     if ((c === "'" || c === '"') && (quote === undefined || quote === c)) quote = quote === undefined ? c : undefined;
     text += c;
     i++;
+    if (quote === "'" && c === "'") openedAt = text.length;
   }
   if (/\{%/.test(line)) return { problem: 'holds a cloud-init template statement ({% ... %})' };
   return { text, env };
@@ -164,17 +236,18 @@ export function shellTemplates(line: string): { text: string; env: Record<string
  * A file's templates as names machineadm puts the machine's values in for ({{ v1.local_hostname }}
  * becomes ${MACHINE_LOCAL_HOSTNAME}, with values: { MACHINE_LOCAL_HOSTNAME: { fromMachine:
  * localHostname } }), as cloud-init rendered them into plain content; one machineadm does not know,
- * a statement, or text that already says ${MACHINE_...} of a name it takes is refused (`problem`).
+ * a statement, or text that already says ${NAME} of a name it takes is refused (`problem`).
  */
-export function fileTemplates(text: string): { text: string; values: Record<string, { fromMachine: MachineReferenceName }> } | { problem: string } {
+export function fileTemplates(text: string): { text: string; values: Record<string, MachineReference> } | { problem: string } {
   if (/\{%/.test(text)) return { problem: 'holds a cloud-init template statement ({% ... %})' };
-  const values: Record<string, { fromMachine: MachineReferenceName }> = {};
+  const values: Record<string, MachineReference> = {};
   for (const match of text.matchAll(TEMPLATE)) {
-    const name = KNOWN[match[1]!];
-    if (!name) return { problem: unknownTemplate(match[1]!) };
-    values[machineVariable(name)] = { fromMachine: name };
+    const reference = referenceOf(match[1]!);
+    if (!reference) return { problem: unknownTemplate(match[1]!) };
+    const claimed = claim(values, reference);
+    if ('problem' in claimed) return claimed;
   }
   const taken = Object.keys(values).find((name) => text.includes(`\${${name}}`));
   if (taken) return { problem: `says \${${taken}} already, the name its template would take` };
-  return { text: text.replace(TEMPLATE, (_, expression: string) => `\${${machineVariable(KNOWN[expression]!)}}`), values };
+  return { text: text.replace(TEMPLATE, (_, expression: string) => `\${${variableOf(referenceOf(expression)!)}}`), values };
 }

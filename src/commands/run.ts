@@ -6,6 +6,7 @@
 import type { Change, StepContext } from '../engine/step.ts';
 import type { CommandSpec } from '../config/schema/index.ts';
 import { secretSources } from '../config/redact.ts';
+import { describeReference } from '../config/schema/machine.ts';
 import { CommandError, StepDetailsError } from '../errors.ts';
 import { windowsCommandLineProblem } from '../host/windows/quote.ts';
 
@@ -51,7 +52,7 @@ function literalEnv(spec: CommandSpec): Record<string, string> {
 /** The command's variables as a plan shows them: a machine value not read yet by its name. */
 function displayEnv(spec: CommandSpec): string {
   const entries = Object.entries(spec.env ?? {});
-  return entries.length ? `${entries.map(([k, v]) => `${k}=${typeof v === 'string' ? displayArgv([v]) : `{ fromMachine: ${v.fromMachine} }`}`).join(' ')} ` : '';
+  return entries.length ? `${entries.map(([k, v]) => `${k}=${typeof v === 'string' ? displayArgv([v]) : describeReference(v)}`).join(' ')} ` : '';
 }
 
 // Arguments shown as JSON strings when they hold anything a reader could misread.

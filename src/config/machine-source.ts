@@ -1,7 +1,7 @@
 // Where a fleet configuration's machine values come from, in order: given by the operator (--set,
 // or a facts file's "machine" map for plan), the instance metadata of the cloud this machine runs
 // in, and on bare metal (no metadata service) the machine's own facts: its hostname and the DMI
-// product UUID. Values are read only when the configuration references them, and all before the
+// product UUID. A key of cloud-init's instance data comes from the file cloud-init wrote. Values are read only when the configuration references them, and all before the
 // first change of a run.
 import type { ConfigHost } from '../host/config-host.ts';
 import { MachineValuesUnavailableError } from '../errors.ts';
@@ -11,6 +11,8 @@ import { readInstanceValues, type InstanceValues } from './instance-values.ts';
 import { applyMachineValues, referencedValues, type ResolvedMachineValue } from './machine-values.ts';
 import type { MachineConfig } from './schema/index.ts';
 import { applyEnvValues } from './env-values.ts';
+import { readInstanceData } from './instance-data.ts';
+import { isInstanceDataPath } from './machine-names.ts';
 
 const DMI_PRODUCT_UUID = '/sys/class/dmi/id/product_uuid';
 
@@ -38,8 +40,11 @@ export async function resolveMachineValues(host: ConfigHost, given: MachineConfi
   const needed = referencedValues(config);
   if (needed.length === 0) return { config, resolved: [] };
   let values: InstanceValues = { ...input.given };
-  if (!input.otherMachine && needed.some((name) => values[name] === undefined)) {
-    values = { ...(await readMachine(host, values.cloud?.value, needed, input.imds ?? {})), ...values };
+  const fromInstanceData = needed.filter((name) => isInstanceDataPath(name) && values[name] === undefined);
+  const fromMetadata = needed.filter((name) => !isInstanceDataPath(name));
+  if (!input.otherMachine && fromInstanceData.length > 0) values = { ...(await readInstanceData(host, fromInstanceData)), ...values };
+  if (!input.otherMachine && fromMetadata.some((name) => values[name] === undefined)) {
+    values = { ...(await readMachine(host, values.cloud?.value, fromMetadata, input.imds ?? {})), ...values };
   }
   const hint = input.otherMachine
     ? 'add "NAME" to the "machine" map of the --facts file, or give --set NAME=VALUE'

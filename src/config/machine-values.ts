@@ -1,22 +1,20 @@
-// Replaces every `{ fromMachine: NAME }` and `providerID: auto` in a configuration with this
-// machine's value, checked for the place it goes. Pure: the values were read before (instance
-// metadata, machine facts, --set, a facts file); a missing or unfit value is a ConfigError naming
-// the field and the value's source, so nothing has changed when it is found.
+// Replaces every `{ fromMachine: NAME }`, `{ fromInstanceData: KEY }`, `providerID: auto` and
+// provider ID template in a configuration with this machine's value, checked for the place it
+// goes. Pure: the values were read before (instance metadata, cloud-init's instance data, machine
+// facts, --set, a facts file); a missing or unfit value is a ConfigError naming the field and the
+// value's source, so nothing has changed when it is found.
 import { ConfigError, type ConfigIssue } from '../errors.ts';
 import type { MachineConfig } from './schema/index.ts';
-import { dns1123SubdomainProblem, labelValueProblem, nodeIpProblem, providerIdProblem } from './schema/kubernetes.ts';
-import { isMachineReference, type MachineString } from './schema/machine.ts';
+import { dns1123SubdomainProblem, fillProviderIdTemplate, labelValueProblem, nodeIpProblem, providerIdPartProblem, providerIdProblem } from './schema/kubernetes.ts';
+import { describeReference, isMachineReference, referenceName, type MachineString } from './schema/machine.ts';
 import type { InstanceValues } from './instance-values.ts';
 import { composeProviderId } from './provider-id.ts';
 import { ipFamily } from './schema/ip.ts';
 
-/** Names a value may be given under (--set NAME=VALUE, a facts file's "machine" map). */
-export { GIVEN_VALUE_NAMES } from './machine-names.ts';
-
 /** One field that took its value from the machine, as plan and the report show it. */
 export interface ResolvedMachineValue {
   field: string;
-  /** The reference as written: a reference name, or "providerID: auto". */
+  /** The reference as written: a reference name, an instance-data key, or "providerID: auto". */
   reference: string;
   value: string;
   source: string;
@@ -24,8 +22,10 @@ export interface ResolvedMachineValue {
 
 interface Site {
   field: string;
-  /** The value's name in InstanceValues. */
+  /** The value's name in InstanceValues: a reference's name, an instance-data key, or providerID. */
   name: string;
+  /** As the configuration writes it, for messages. */
+  written: string;
   check: (value: string) => string | undefined;
   assign: (config: MachineConfig, value: string) => void;
 }
@@ -37,33 +37,40 @@ function nodeNameProblem(value: string): string | undefined {
 
 function sites(config: MachineConfig): Site[] {
   const out: Site[] = [];
-  const ref = (value: MachineString | undefined) => (isMachineReference(value) ? value.fromMachine : undefined);
+  const ref = (value: MachineString | undefined) => (isMachineReference(value) ? { name: referenceName(value), written: describeReference(value) } : undefined);
   for (const [list, commands] of Object.entries(config.spec.commands ?? {})) {
     (commands ?? []).forEach((command, i) => {
       for (const [key, value] of Object.entries(command.env ?? {})) {
-        const name = ref(value);
-        if (name) out.push({ field: `spec.commands.${list}[${i}].env.${key}`, name, check: () => undefined, assign: (c, v) => (((c.spec.commands as Record<string, typeof commands>)[list]![i]!.env as Record<string, MachineString>)[key] = v) });
+        const r = ref(value);
+        if (r) out.push({ field: `spec.commands.${list}[${i}].env.${key}`, ...r, check: () => undefined, assign: (c, v) => (((c.spec.commands as Record<string, typeof commands>)[list]![i]!.env as Record<string, MachineString>)[key] = v) });
       }
     });
   }
   (config.spec.files ?? []).forEach((file, i) => {
     for (const [key, value] of Object.entries(file.values ?? {})) {
-      const name = ref(value);
-      if (name) out.push({ field: `spec.files[${i}].values.${key}`, name, check: () => undefined, assign: (c, v) => (c.spec.files![i]!.values![key] = v) });
+      const r = ref(value);
+      if (r) out.push({ field: `spec.files[${i}].values.${key}`, ...r, check: () => undefined, assign: (c, v) => (c.spec.files![i]!.values![key] = v) });
     }
   });
   const node = config.spec.kubernetes?.node;
   if (!node) return out;
   const name = ref(node.name);
-  if (name) out.push({ field: 'spec.kubernetes.node.name', name, check: nodeNameProblem, assign: (c, v) => (c.spec.kubernetes!.node!.name = v) });
-  if (node.providerID === 'auto') out.push({ field: 'spec.kubernetes.node.providerID', name: 'providerID', check: (v) => (v === 'auto' ? 'is not a provider ID' : providerIdProblem(v)), assign: (c, v) => (c.spec.kubernetes!.node!.providerID = v) });
+  if (name) out.push({ field: 'spec.kubernetes.node.name', ...name, check: nodeNameProblem, assign: (c, v) => (c.spec.kubernetes!.node!.name = v) });
+  const providerID = node.providerID;
+  if (providerID === 'auto') out.push({ field: 'spec.kubernetes.node.providerID', name: 'providerID', written: 'providerID: auto', check: (v) => (v === 'auto' ? 'is not a provider ID' : providerIdProblem(v)), assign: (c, v) => (c.spec.kubernetes!.node!.providerID = v) });
+  if (typeof providerID === 'object') {
+    for (const [key, value] of Object.entries(providerID.values)) {
+      const r = ref(value);
+      if (r) out.push({ field: `spec.kubernetes.node.providerID.values.${key}`, ...r, check: providerIdPartProblem, assign: (c, v) => ((c.spec.kubernetes!.node!.providerID as typeof providerID).values[key] = v) });
+    }
+  }
   node.ip?.forEach((value, i) => {
     const ip = ref(value);
-    if (ip) out.push({ field: `spec.kubernetes.node.ip[${i}]`, name: ip, check: nodeIpProblem, assign: (c, v) => (c.spec.kubernetes!.node!.ip![i] = v) });
+    if (ip) out.push({ field: `spec.kubernetes.node.ip[${i}]`, ...ip, check: nodeIpProblem, assign: (c, v) => (c.spec.kubernetes!.node!.ip![i] = v) });
   });
   for (const [key, value] of Object.entries(node.labels ?? {})) {
     const label = ref(value);
-    if (label) out.push({ field: `spec.kubernetes.node.labels["${key}"]`, name: label, check: labelValueProblem, assign: (c, v) => (c.spec.kubernetes!.node!.labels![key] = v) });
+    if (label) out.push({ field: `spec.kubernetes.node.labels["${key}"]`, ...label, check: labelValueProblem, assign: (c, v) => (c.spec.kubernetes!.node!.labels![key] = v) });
   }
   return out;
 }
@@ -99,7 +106,7 @@ export function applyMachineValues(config: MachineConfig, values: InstanceValues
       value = composed.ok;
     }
     if (value === undefined) {
-      issues.push({ path: site.field, message: `{ fromMachine: ${site.name} }: this machine gave no ${site.name}`, hint: hint.replaceAll('NAME', site.name) });
+      issues.push({ path: site.field, message: `${site.written}: this machine gave no ${site.name}`, hint: hint.replaceAll('NAME', site.name) });
       continue;
     }
     const problem = anyValueProblem(value.value) ?? site.check(value.value);
@@ -109,6 +116,16 @@ export function applyMachineValues(config: MachineConfig, values: InstanceValues
     }
     site.assign(out, value.value);
     resolved.push({ field: site.field, reference: site.name === 'providerID' ? 'providerID: auto' : site.name, value: value.value, source: value.source });
+  }
+  const template = out.spec.kubernetes?.node?.providerID;
+  if (issues.length === 0 && typeof template === 'object') {
+    const id = fillProviderIdTemplate(template);
+    const problem = providerIdProblem(id);
+    if (problem) issues.push({ path: 'spec.kubernetes.node.providerID', message: `${shown(id)} ${problem.split('|')[0]}`, hint: 'fix the template or its values' });
+    else {
+      out.spec.kubernetes!.node!.providerID = id;
+      resolved.push({ field: 'spec.kubernetes.node.providerID', reference: 'providerID: template', value: id, source: 'spec.kubernetes.node.providerID.values' });
+    }
   }
   // The schema checks two literal addresses; with a value of the machine, only now can it be told.
   const ips = out.spec.kubernetes?.node?.ip;

@@ -7,6 +7,7 @@
 // kubelet settings therefore travel as a `kubeletconfiguration` patch in `patches.directory`.
 import { dump } from 'js-yaml';
 import type { KubernetesSpec } from '../config/schema/index.ts';
+import type { ProviderIdTemplate } from '../config/schema/kubernetes.ts';
 import type { OperatingSystem } from '../host/index.ts';
 import { ConfigError } from '../errors.ts';
 import type { KubeadmApi } from './version.ts';
@@ -322,7 +323,7 @@ function sortedRecord<T>(values: Record<string, T>): Record<string, T> {
   return Object.fromEntries(Object.keys(values).sort().map((key) => [key, values[key]!]));
 }
 
-function resolvedProviderId(value: string): string {
-  if (value === 'auto') throw new Error('spec.kubernetes.node.providerID is still auto: resolve machine values before rendering');
+function resolvedProviderId(value: string | ProviderIdTemplate): string {
+  if (value === 'auto' || typeof value !== 'string') throw new Error('spec.kubernetes.node.providerID is still auto or a template: resolve machine values before rendering');
   return value;
 }

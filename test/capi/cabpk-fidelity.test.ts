@@ -112,3 +112,47 @@ describe('an import does what CABPK and KubeadmControlPlane add', () => {
     expect(notes.map((n) => `${n.path}: ${n.message}`)).toContainEqual(expect.stringMatching(/mounts\[1\]: takes cloud-init's default options defaults,nofail and fsck pass 2/));
   });
 });
+
+// Providers whose machines cloud-init names from their own datasource's keys (Linode's label,
+// Metal3's name and uuid, OCI's id, MicroVM's vm_host): machineadm reads the same keys from the
+// instance data cloud-init wrote. CAPZ's Flatcar template fills a placeholder name with sed.
+describe('an import reads the instance data where cloud-init\'s templates did', () => {
+  const worker = (registration: Json, commands: string[] = []): Json => {
+    const doc = fixture('03-capd-quickstart-workers.yaml');
+    Object.assign(doc.spec.template.spec.joinConfiguration.nodeRegistration, registration);
+    if (commands.length > 0) doc.spec.template.spec.preKubeadmCommands = commands;
+    return doc;
+  };
+
+  it("names the node, labels it and makes its provider ID from the datasource's keys", () => {
+    const node = kubernetesOf(worker({ name: '{{ ds.meta_data.name }}', kubeletExtraArgs: { 'node-labels': 'metal3.io/uuid={{ ds.meta_data.uuid }}', 'provider-id': 'microvm://{{ ds.meta_data.vm_host }}/{{ ds.meta_data.instance_id }}' } })).node;
+    expect(node.name).toEqual({ fromInstanceData: 'ds.meta_data.name' });
+    expect(node.labels).toEqual({ 'metal3.io/uuid': { fromInstanceData: 'ds.meta_data.uuid' } });
+    expect(node.providerID).toEqual({
+      template: 'microvm://${INSTANCE_DATA_DS_META_DATA_VM_HOST}/${INSTANCE_DATA_DS_META_DATA_INSTANCE_ID}',
+      values: { INSTANCE_DATA_DS_META_DATA_VM_HOST: { fromInstanceData: 'ds.meta_data.vm_host' }, INSTANCE_DATA_DS_META_DATA_INSTANCE_ID: { fromInstanceData: 'ds.meta_data.instance_id' } },
+    });
+    expect(kubernetesOf(worker({ kubeletExtraArgs: { 'provider-id': 'oci://{{ ds["id"] }}' } })).node.providerID).toEqual({ template: 'oci://${INSTANCE_DATA_DS_ID}', values: { INSTANCE_DATA_DS_ID: { fromInstanceData: 'ds["id"]' } } });
+  });
+
+  it.each([
+    ['an expression', 'oci://{{ ds["id"] | lower }}'],
+    ['a template of a name outside the instance data', 'x://{{ CLUSTER_NAME }}'],
+    ['a Go template', 'equinixmetal://{{ `{{ v1.instance_id }}` }}'],
+    ['a value in quotes of a Flatcar unit', "proxmox://'${COREOS_CUSTOM_INSTANCE_ID}'"],
+  ])('refuses a provider ID made of %s', (_what, providerId) => {
+    expect(() => importClusterApi(worker({ kubeletExtraArgs: { 'provider-id': providerId } }), { source: 'test' })).toThrow(/kubeletExtraArgs\["provider-id"\]: template .* is not a provider ID machineadm composes/);
+  });
+
+  it("names the node from Azure's metadata where CAPZ's Flatcar template fills '@@HOSTNAME@@' with sed, dropping the sed and saying so", () => {
+    const sed = `sed -i "s/@@HOSTNAME@@/$(curl -s -H Metadata:true --noproxy '*' 'http://169.254.169.254/metadata/instance?api-version=2020-09-01' | jq -r .compute.name)/g" /etc/kubeadm.yml`;
+    const { config, notes } = importClusterApi(worker({ name: '@@HOSTNAME@@' }, [sed]), { source: 'test' });
+    const spec = config.spec as Json;
+    expect(spec.kubernetes.node.name).toEqual({ fromMachine: 'instanceName' });
+    expect(spec.commands?.beforeKubeadm ?? []).toEqual([]);
+    expect(notes.map((n) => `${n.path}: ${n.message}`)).toContainEqual(expect.stringMatching(/preKubeadmCommands\[0\]: puts the VM's name from Azure's metadata service into \/etc\/kubeadm\.yml in place of @@HOSTNAME@@.*dropped$/));
+    // Without the sed the placeholder is only a name, which is no node name.
+    expect(kubernetesOf(worker({ name: '@@HOSTNAME@@' })).node.name).toBe('@@HOSTNAME@@');
+  });
+});
+

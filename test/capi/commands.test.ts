@@ -9,6 +9,8 @@ import { dump, load } from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { commandArgv } from '../../src/commands/run.ts';
+import { shellTemplates } from '../../src/capi/templates.ts';
+import { referenceName } from '../../src/config/schema/machine.ts';
 import { ProcessRunner } from '../../src/host/exec.ts';
 import { runCli } from '../support/cli.ts';
 import { scratchDir } from '../support/tmp.ts';
@@ -93,8 +95,8 @@ describe('Cluster API commands', () => {
   });
 
   it.each([
-    ['a template machineadm does not know', 'echo {{ ds.meta_data.tags.role }}', 'holds a cloud-init template machineadm does not know ({{ ds.meta_data.tags.role }})'],
-    ['a template within single quotes, where the shell puts in no variable', "echo 'host {{ v1.local_hostname }}'", 'holds a cloud-init template within single quotes ({{ v1.local_hostname }})'],
+    ['a template that is more than one key', 'echo {{ ds.meta_data.tags.role | upper }}', 'holds a cloud-init template machineadm does not know ({{ ds.meta_data.tags.role | upper }})'],
+    ['a template of a name outside the instance data (a stale clusterctl variable)', 'curl https://{{ CLUSTER_APIENDPOINT_HOST }}:6443', 'holds a cloud-init template machineadm does not know ({{ CLUSTER_APIENDPOINT_HOST }})'],
     ['a template statement', '{% if v1.region %}echo x{% endif %}', 'holds a cloud-init template'],
     ["an infrastructure provider's Go template (Equinix's)", 'kubeadm config images pull --kubernetes-version {{ .kubernetesVersion }}', "holds an infrastructure provider's template ({{ .kubernetesVersion }}, Go's text/template, filled in by that provider's controller before the machine boots)"],
   ])('refuse %s, naming the line, and keep the others', async (_what, bad, message) => {
@@ -104,6 +106,33 @@ describe('Cluster API commands', () => {
     const run = await runCli(['config', 'import', '-f', file]);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain(`spec.template.spec.preKubeadmCommands[1]: ${message}`);
+  });
+
+  // cloud-init puts the value into the line before the shell reads it; machineadm gives it as a
+  // variable, which the shell puts in only outside single quotes: within them the quote is ended
+  // around the variable. Both forms run through the real shell and print the same words.
+  it("put a template in where cloud-init did, also within single quotes: the real shell prints the same as cloud-init's rendering", async () => {
+    const values: Record<string, string> = { 'ds.meta_data.label': 'web 1', 'v1.local_hostname': 'ip-10-0-1-5', 'ds["id"]': "ocid1.x" };
+    const lines = [
+      `hostname_of '{{ ds.meta_data.label }}' && printf '<%s>\\n' '{{ ds.meta_data.label }}'`,
+      `printf '<%s>\\n' 'a {{ ds.meta_data.label }} b' 'x{{ v1.local_hostname }}' '{{ v1.local_hostname }}y' "{{ ds.meta_data.label }}"`,
+      `printf '<%s>\\n' 'it'\\''s {{ ds["id"] }}'{{ v1.local_hostname }} {{ ds.meta_data.label }} '{{ds.meta_data.label}}{{ v1.local_hostname }}'`,
+    ];
+    const script = (text: string) => `hostname_of() { :; }\n${text}`;
+    const rendered = lines.map((l) => l.replace(/\{\{\s*(.*?)\s*\}\}/g, (_, key: string) => values[key]!));
+    const machineadm = lines.map((l) => shellTemplates(l));
+    const env: Record<string, string> = {};
+    for (const m of machineadm) {
+      if ('problem' in m) throw new Error(m.problem);
+      // v1.local_hostname is a value machineadm reads itself (localHostname).
+      for (const [name, reference] of Object.entries(m.env)) env[name] = { ...values, localHostname: values['v1.local_hostname']! }[referenceName(reference)]!;
+    }
+    expect(machineadm[0]).toEqual({ text: `hostname_of "\${INSTANCE_DATA_DS_META_DATA_LABEL}" && printf '<%s>\\n' "\${INSTANCE_DATA_DS_META_DATA_LABEL}"`, env: { INSTANCE_DATA_DS_META_DATA_LABEL: { fromInstanceData: 'ds.meta_data.label' } } });
+    const runner = new ProcessRunner();
+    const cloudInit = await runner.run(['/bin/sh', '-c', script(rendered.join('\n'))], { timeoutMs: 10_000 });
+    const ours = await runner.run(['/bin/sh', '-c', script(machineadm.map((m) => ('text' in m ? m.text : '')).join('\n'))], { timeoutMs: 10_000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env } });
+    expect(cloudInit.stdout.split("\n").length).toBe(10);
+    expect(ours.stdout).toBe(cloudInit.stdout);
   });
 
   it('read a quote that a backslash escapes, or one within the other kind of quotes, as the shell does', async () => {

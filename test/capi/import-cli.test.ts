@@ -58,7 +58,7 @@ describe('machineadm config import', () => {
     ['partitioning the ephemeral disk by its cloud-init name', worker({ diskSetup: { partitions: [{ device: 'ephemeral0', layout: true, tableType: 'gpt' }] } }), 'spec.template.spec.diskSetup.partitions[0].device: ephemeral0 is a disk only cloud-init names'],
     ['a partition that is no number, any, auto or none', worker({ diskSetup: { filesystems: [{ device: '/dev/sdb', filesystem: 'ext4', partition: 'first' }] } }), 'spec.template.spec.diskSetup.filesystems[0].partition: "first" is not a partition number, any, auto or none'],
     ['skipping CA verification', worker({ joinConfiguration: { discovery: { bootstrapToken: { unsafeSkipCAVerification: true } } } }), 'unsafeSkipCAVerification: machineadm never joins without checking the cluster CA'],
-    ['a template machineadm does not know in a command', worker({ preKubeadmCommands: ['hostnamectl set-hostname {{ ds.meta_data.tags.name }}'] }), 'spec.template.spec.preKubeadmCommands[0]: holds a cloud-init template machineadm does not know'],
+    ['a template machineadm does not know in a command', worker({ preKubeadmCommands: ['hostnamectl set-hostname {{ ds.meta_data.tags.name | lower }}'] }), 'spec.template.spec.preKubeadmCommands[0]: holds a cloud-init template machineadm does not know'],
     ['a flag twice in a v1beta2 list', { ...(worker({ joinConfiguration: { nodeRegistration: { kubeletExtraArgs: [{ name: 'v', value: '1' }, { name: 'v', value: '2' }] } } }) as object), apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2' }, 'kubeletExtraArgs[1]: flag v is given twice'],
     ['another container runtime', worker({ joinConfiguration: { nodeRegistration: { criSocket: 'unix:///var/run/crio/crio.sock' } } }), "criSocket: unix:///var/run/crio/crio.sock is not containerd's socket"],
     ['a field machineadm does not know', worker({ joinConfiguration: { dryRun: true } }), 'spec.template.spec.joinConfiguration.dryRun: has no machineadm equivalent'],
@@ -95,26 +95,29 @@ describe('machineadm config import', () => {
     expect(run.stderr).toContain('(without the label "ephemeral0")');
   });
 
-  it("reads the node IP of a template ({{ ds.meta_data.local_ipv4 }}) from the machine, and refuses one it does not know", async () => {
+  it("reads the node IP of a template ({{ ds.meta_data.local_ipv4 }}) from the machine, another key from the instance data, and refuses an expression", async () => {
     const ok = await runCli(['config', 'import', '-f', write(worker({ joinConfiguration: { nodeRegistration: { kubeletExtraArgs: { 'node-ip': '{{ ds.meta_data.local_ipv4 }}' } } } }))]);
     expect(ok.code, ok.stderr).toBe(0);
     expect((load(ok.stdout) as Record<string, any>).spec.kubernetes.node.ip).toEqual([{ fromMachine: 'privateIP' }]);
-    const unknown = await runCli(['config', 'import', '-f', write(worker({ joinConfiguration: { nodeRegistration: { kubeletExtraArgs: { 'node-ip': '{{ ds.meta_data.public_ipv4 }}' } } } }))]);
+    const key = await runCli(['config', 'import', '-f', write(worker({ joinConfiguration: { nodeRegistration: { kubeletExtraArgs: { 'node-ip': '{{ ds.meta_data.public_ipv4 }}' } } } }))]);
+    expect(key.code, key.stderr).toBe(0);
+    expect((load(key.stdout) as Record<string, any>).spec.kubernetes.node.ip).toEqual([{ fromInstanceData: 'ds.meta_data.public_ipv4' }]);
+    const unknown = await runCli(['config', 'import', '-f', write(worker({ joinConfiguration: { nodeRegistration: { kubeletExtraArgs: { 'node-ip': '{{ ds.meta_data.public_ipv4 | trim }}' } } } }))]);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toContain('kubeletExtraArgs["node-ip"]: template {{ ds.meta_data.public_ipv4 }} is not a value machineadm reads from the machine');
+    expect(unknown.stderr).toContain('kubeletExtraArgs["node-ip"]: template {{ ds.meta_data.public_ipv4 | trim }} is not a value machineadm reads from the machine');
   });
 
   // cloud-init renders CABPK's user data (## template: jinja) before it writes files: plain content
   // held the machine's values, written by machineadm from spec.files values.
   it("reads a file's templates ({{ ds.meta_data.local_hostname }}) from the machine; encoded content is left as it is, an unknown template refused", async () => {
-    const ok = await runCli(['config', 'import', '-f', write(worker({ files: [{ path: '/etc/hosts', content: '127.0.1.1 {{ ds.meta_data.local_hostname }} {{ v1.local_hostname }}\nzone={{ v1.availability_zone }}\n', append: true }, { path: '/etc/b64', content: 'e3sgeCB9fQ==', encoding: 'base64' }] }))]);
+    const ok = await runCli(['config', 'import', '-f', write(worker({ files: [{ path: '/etc/hosts', content: '127.0.1.1 {{ ds.meta_data.local_hostname }} {{ v1.local_hostname }}\nzone={{ v1.availability_zone }} ip={{ ds.meta_data.public_ipv4 }}\n', append: true }, { path: '/etc/b64', content: 'e3sgeCB9fQ==', encoding: 'base64' }] }))]);
     expect(ok.code, ok.stderr).toBe(0);
     expect((load(ok.stdout) as Record<string, any>).spec.files).toEqual([
-      { path: '/etc/hosts', content: '127.0.1.1 ${MACHINE_LOCAL_HOSTNAME} ${MACHINE_LOCAL_HOSTNAME}\nzone=${MACHINE_ZONE}\n', append: true, values: { MACHINE_LOCAL_HOSTNAME: { fromMachine: 'localHostname' }, MACHINE_ZONE: { fromMachine: 'zone' } } },
+      { path: '/etc/hosts', content: '127.0.1.1 ${MACHINE_LOCAL_HOSTNAME} ${MACHINE_LOCAL_HOSTNAME}\nzone=${MACHINE_ZONE} ip=${INSTANCE_DATA_DS_META_DATA_PUBLIC_IPV4}\n', append: true, values: { MACHINE_LOCAL_HOSTNAME: { fromMachine: 'localHostname' }, MACHINE_ZONE: { fromMachine: 'zone' }, INSTANCE_DATA_DS_META_DATA_PUBLIC_IPV4: { fromInstanceData: 'ds.meta_data.public_ipv4' } } },
       { path: '/etc/b64', content: 'e3sgeCB9fQ==', encoding: 'base64' },
     ]);
     for (const [files, message] of [
-      [[{ path: '/etc/x', content: 'ip={{ ds.meta_data.public_ipv4 }}\n' }], 'spec.template.spec.files[0].content: holds a cloud-init template machineadm does not know ({{ ds.meta_data.public_ipv4 }})'],
+      [[{ path: '/etc/x', content: 'ip={{ public_ipv4 }}\n' }], 'spec.template.spec.files[0].content: holds a cloud-init template machineadm does not know ({{ public_ipv4 }})'],
       [[{ path: '/etc/x', content: 'h={{ v1.local_hostname }} ${MACHINE_LOCAL_HOSTNAME}\n' }], 'spec.template.spec.files[0].content: says ${MACHINE_LOCAL_HOSTNAME} already'],
     ] as const) {
       const refused = await runCli(['config', 'import', '-f', write(worker({ files }))]);

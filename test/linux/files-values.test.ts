@@ -44,7 +44,7 @@ describe('spec.files values', () => {
     ['on encoded content', [{ path: '/etc/x', content: 'eHg=', encoding: 'base64', values: { A: 'b' } }], 'spec.files[0].values: apply only to plain inline content'],
     ['on a downloaded file', [{ path: '/etc/x', source: { url: 'https://files.example/x', sha256: 'a'.repeat(64) }, values: { A: 'b' } }], 'spec.files[0].values: apply only to plain inline content'],
     ['a name the content never uses', [{ path: '/etc/x', content: 'host=${HOST}\n', values: { HOST: 'h', ZONE: { fromMachine: 'zone' } } }], 'spec.files[0].values.ZONE: is not used: the content never says ${ZONE}'],
-    ['a value of the machine it does not know', [{ path: '/etc/x', content: 'x=${X}\n', values: { X: { fromMachine: 'serialNumber' } } }], 'spec.files[0].values.X: takes a literal or { fromMachine: NAME }'],
+    ['a value of the machine it does not know', [{ path: '/etc/x', content: 'x=${X}\n', values: { X: { fromMachine: 'serialNumber' } } }], 'spec.files[0].values.X: takes a literal, { fromMachine: NAME }'],
   ])('refuses values %s in validation, exit 2', async (_, files, message) => {
     const m = machine(files);
     const out = await runCli(['config', 'validate', '-c', m.config]);

@@ -28,7 +28,9 @@ const manifestLines = (path) => new Set(need(path).trim().split('\n'));
 const seqOf = (id) => Number(id.slice(id.lastIndexOf('.') + 1));
 
 const CONFIG = readFileSync(new URL('seed/machineconfig.yaml', import.meta.url), 'utf8');
-const INSTANCE_ID = /^instance-id: (.+)$/m.exec(readFileSync(new URL('seed/meta-data', import.meta.url), 'utf8'))[1];
+const META_DATA = readFileSync(new URL('seed/meta-data', import.meta.url), 'utf8');
+const INSTANCE_ID = /^instance-id: (.+)$/m.exec(META_DATA)[1];
+const LOCAL_HOSTNAME = /^local-hostname: (.+)$/m.exec(META_DATA)[1];
 const SET = { 'net.ipv4.ip_forward': '1', 'net.bridge.bridge-nf-call-iptables': '1', 'fs.inotify.max_user_instances': '8192' };
 
 const checks = [];
@@ -104,6 +106,18 @@ check('kubeadm join ran through the stand-in and the Cluster API sentinel is wri
   return `${step.id} succeeded (the stand-in ran kubeadm ${join_.argv.join(' ')}); kubelet.conf written; sentinel says success`;
 });
 
+check("the node's name and a label are read from the instance data the guest's cloud-init wrote", () => {
+  const machine = json(join(resumed, 'result.json')).machine;
+  const values = Object.fromEntries((machine.machineValues ?? []).map((v) => [v.field, v]));
+  const expected = { 'spec.kubernetes.node.name': INSTANCE_ID, 'spec.kubernetes.node.labels["example.com/host"]': LOCAL_HOSTNAME };
+  for (const [field, value] of Object.entries(expected)) {
+    const got = values[field];
+    if (got?.value !== value || got.source !== '/run/cloud-init/instance-data.json') throw new Error(`${field} is ${JSON.stringify(got)}, not ${value} from /run/cloud-init/instance-data.json`);
+  }
+  if (machine.nodeName !== INSTANCE_ID || machine.nodeName === machine.hostname) throw new Error(`result.json names the node ${machine.nodeName} (hostname ${machine.hostname}), not ${INSTANCE_ID}`);
+  return `node.name = ${INSTANCE_ID} (v1.instance_id), label example.com/host = ${LOCAL_HOSTNAME} (ds.meta_data.local_hostname, meta-data's local-hostname), both from /run/cloud-init/instance-data.json`;
+});
+
 check("the modules are loaded and the sysctls set in the guest's kernel", () => {
   const lsmod = need(join(resumed, 'vmtest', 'lsmod'));
   for (const m of ['br_netfilter', 'overlay']) if (!new RegExp(`^${m}\\s`, 'm').test(lsmod)) throw new Error(`lsmod does not list ${m}`);
@@ -133,7 +147,7 @@ function deliveredExactly(collected, printed, label) {
   for (const r of acked) {
     const e = r.event;
     const printedEvent = expected.find((x) => x.id === e.id);
-    if (r.contentType !== 'application/cloudevents+json' || e.specversion !== '1.0' || e.type !== `io.machineadm.${e.data.type}` || e.instanceid !== INSTANCE_ID) {
+    if (r.contentType !== 'application/cloudevents+json' || e.specversion !== '1.0' || e.type !== `io.machineadm.${e.data.type}` || e.instanceid !== INSTANCE_ID || e.nodename !== INSTANCE_ID) {
       throw new Error(`${label}: ${e.id} is not the CloudEvent the contract describes: ${JSON.stringify({ ...e, data: undefined })}`);
     }
     if (JSON.stringify(e.data) !== JSON.stringify(printedEvent)) throw new Error(`${label}: ${e.id} differs from the event machineadm printed`);

@@ -14,7 +14,8 @@ import { verbosityOf } from '../options.ts';
 import { renderData } from '../data-output.ts';
 import { openAppendLog, type AppendLog } from '../../host/console.ts';
 import { KNOWN_CLOUD_NAMES, resolveMachineValues } from '../../config/machine-source.ts';
-import { GIVEN_VALUE_NAMES, type ResolvedMachineValue } from '../../config/machine-values.ts';
+import type { ResolvedMachineValue } from '../../config/machine-values.ts';
+import { GIVEN_VALUE_HINT, isGivenValueName, splitGivenValue } from '../../config/machine-names.ts';
 import type { InstanceValues } from '../../config/instance-values.ts';
 import type { PhaseCommand, PhaseOptions } from './phase-options.ts';
 
@@ -56,7 +57,7 @@ interface GivenFacts {
 function givenMachineValues(entries: Array<[string, unknown]>, source: string): InstanceValues {
   const out: InstanceValues = {};
   for (const [name, value] of entries) {
-    if (!(GIVEN_VALUE_NAMES as readonly string[]).includes(name)) throw new UsageError(`${source}: "${name}" is not a machine value`, { hint: `one of ${GIVEN_VALUE_NAMES.join(', ')}` });
+    if (!isGivenValueName(name)) throw new UsageError(`${source}: "${name}" is not a machine value`, { hint: GIVEN_VALUE_HINT });
     if (typeof value !== 'string') throw new UsageError(`${source}: "${name}" must be a string`);
     // A misspelled cloud must not read as "no cloud": that would join under the OS hostname.
     if (name === 'cloud' && !KNOWN_CLOUD_NAMES.includes(value)) throw new UsageError(`${source}: cloud "${value}" is not one machineadm knows`, { hint: `one of ${KNOWN_CLOUD_NAMES.join(', ')} (${KNOWN_CLOUD_NAMES.at(-1)}: read no metadata service; the hostname and the DMI product UUID are the machine's values)` });
@@ -128,7 +129,7 @@ async function configSources(host: Host, options: PhaseOptions, io: Io): Promise
 /** `detected`: this machine's facts, already being probed (without --facts and --os). */
 export async function runPhaseCommand(command: PhaseCommand | 'plan-reset', options: PhaseOptions, io: Io, detected?: Promise<Facts>): Promise<number> {
   const { facts: givenFacts, machine: givenMachine } = await factsFrom(options, io);
-  const setValues = givenMachineValues((options.set ?? []).map((s) => [s.slice(0, s.indexOf('=')), s.slice(s.indexOf('=') + 1)]), '--set');
+  const setValues = givenMachineValues((options.set ?? []).map((s) => splitGivenValue(s) ?? [s, '']), '--set');
   const planning = command === 'plan' || command === 'plan-reset' || options.dryRun === true;
   const resetting = command === 'reset' || command === 'plan-reset';
   if (givenFacts && !planning) {
@@ -157,7 +158,12 @@ export async function runPhaseCommand(command: PhaseCommand | 'plan-reset', opti
     const { instanceId } = loaded;
     // Before anything changes: a value the machine lacks or gives unfit for its field ends the run
     // here (exit 2); a machine that cannot be read (its metadata service down) too (exit 6).
-    const { config, resolved } = await resolveMachineValues(host, loaded.config, { given: { ...givenMachine, ...setValues }, otherMachine: givenFacts !== undefined });
+    // reset reads nothing of the machine: it takes the values of the run it undoes.
+    const given = { ...givenMachine, ...setValues };
+    const { config, resolved } =
+      resetting && !givenFacts
+        ? await (await import('./reset-values.ts')).resetMachineValues(host, stateFsFrom(options, io, host), loaded.config, given)
+        : await resolveMachineValues(host, loaded.config, { given, otherMachine: givenFacts !== undefined });
     if (config.spec.security.offline && !options.offline) host = hostOptions(true, await facts);
     // Before anything changes: a binary that is not the signed release must not touch the machine.
     // A plan of this machine shows it as the run's refusal (exit 3), after the whole plan.

@@ -8,10 +8,10 @@ import { addCommonOptions, addVerbosityOptions, parseIds } from '../options.ts';
 import { PHASE_COMMANDS, type PhaseCommand, type PhaseOptions } from './phase-options.ts';
 import { UsageError } from '../../errors.ts';
 import { DEFAULT_MAX_REBOOTS } from '../../engine/state.ts';
-import { GIVEN_VALUE_NAMES } from '../../config/machine-names.ts';
+import { GIVEN_VALUE_HINT, GIVEN_VALUE_NAMES, splitGivenValue } from '../../config/machine-names.ts';
 
 export function parseSet(value: string, previous: string[] = []): string[] {
-  if (!/^[A-Za-z]+=/.test(value)) throw new UsageError(`--set ${value}: expected NAME=VALUE`, { hint: `NAME is one of ${GIVEN_VALUE_NAMES.join(', ')}` });
+  if (!splitGivenValue(value)) throw new UsageError(`--set ${value}: expected NAME=VALUE`, { hint: GIVEN_VALUE_HINT });
   return [...previous, value];
 }
 
@@ -46,7 +46,7 @@ export function registerPhaseCommands(program: Command, io: Io, setExit: (code: 
       .option('--skip <ids>', 'leave out these steps (beats --only)', parseIds)
       .option('--force', 'redo steps that their own records say are done (e.g. a join)')
       .option('--devices', 'with --root: also partition, format and mount the block devices spec.storage names (mount points under the root)')
-      .option('--set <name=value>', `a machine value instead of reading it (${GIVEN_VALUE_NAMES.join(', ')}); repeatable`, parseSet)
+      .option('--set <name=value>', `a machine value instead of reading it (${GIVEN_VALUE_NAMES.join(', ')}, or an instance-data key such as ds.meta_data.label); repeatable`, parseSet)
       .option('--bundle <dir>', 'use the air-gapped bundle machineadm bundle wrote: check it as a whole (SHA256SUMS names every file, each with its sum), then read its config.yaml before any -c')
       .option('--bundle-public-key <base64>', "the operator's minisign public key the bundle's SHA256SUMS.minisig must be signed with")
       .option('--bundle-public-key-file <file>', "the operator's minisign public key file the bundle's SHA256SUMS.minisig must be signed with");

@@ -28,7 +28,7 @@ export const commandSpec = object(
         key: { pattern: /^[A-Za-z_][A-Za-z0-9_]*$/, patternHint: 'a variable name: letters, digits and _, not starting with a digit, e.g. NODE_NAME' },
       }),
       {
-        description: 'environment variables the command gets, each a literal or { fromMachine: NAME } (this machine\'s value, e.g. its local host name); a shell line reads them as "$NAME"',
+        description: 'environment variables the command gets, each a literal, { fromMachine: NAME } or { fromInstanceData: KEY } (this machine\'s value, e.g. its local host name); a shell line reads them as "$NAME"',
         example: { NODE_NAME: { fromMachine: 'localHostname' } },
       },
     ),

@@ -7,6 +7,7 @@ import { load as loadYaml } from 'js-yaml';
 import {
   array,
   boolean,
+  either,
   enumOf,
   integer,
   isPlainObject,
@@ -16,6 +17,7 @@ import {
   scalarString,
   string,
   withDefault,
+  type Infer,
   type Schema,
   type StringOptions,
 } from './dsl.ts';
@@ -103,6 +105,45 @@ export function providerIdProblem(value: string): string | undefined {
   if (!/^[a-z][a-z0-9]*:\/\/[\x21-\x7e]*$/.test(value) || value.length > 1024) return 'is not a provider ID such as aws:///us-east-1a/i-0123456789abcdef0|write auto to take it from instance metadata';
   return undefined;
 }
+
+/** Why a value cannot be one part of a provider ID (a "/" in it would name another machine). */
+export function providerIdPartProblem(value: string): string | undefined {
+  return /^[A-Za-z0-9][A-Za-z0-9._()-]{0,127}$/.test(value) ? undefined : 'cannot be part of a provider ID (letters, digits, ".", "_", "-", "(", ")"; at most 128; starting with a letter or digit)';
+}
+
+const TEMPLATE_NAME = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+
+/** The provider ID a template makes of its values, all literal by now: one pass, as spec.files' values. */
+export function fillProviderIdTemplate(template: ProviderIdTemplate): string {
+  return template.template.replace(TEMPLATE_NAME, (whole, name: string) => (typeof template.values[name] === 'string' ? (template.values[name] as string) : whole));
+}
+
+// A provider ID made of the machine's values where no cloud's format is composed by `auto`
+// (oci://<instance OCID>, microvm://<host>/<id>): each value one part, the whole checked as one.
+const providerIdTemplate = object(
+  {
+    template: string({ minLength: 1, description: 'the provider ID with ${NAME} where each value goes', example: 'oci://${INSTANCE_ID}' }),
+    values: record(machineString(string({ check: providerIdPartProblem })), {
+      key: { pattern: /^[A-Za-z_][A-Za-z0-9_]*$/, patternHint: 'a name: letters, digits and _, not starting with a digit, e.g. INSTANCE_ID' },
+      description: 'the values, each a literal, { fromMachine: NAME } or { fromInstanceData: KEY }',
+      example: { INSTANCE_ID: { fromInstanceData: 'ds["id"]' } },
+    }),
+  },
+  {
+    description: 'a provider ID made of this machine\'s values: ${NAME} in template is each value of values',
+    example: { template: 'oci://${INSTANCE_ID}', values: { INSTANCE_ID: { fromInstanceData: 'ds["id"]' } } },
+    check: (t, report) => {
+      const used = new Set([...t.template.matchAll(TEMPLATE_NAME)].map((m) => m[1]!));
+      for (const name of used) if (!Object.hasOwn(t.values, name)) report('template', `says \${${name}}, which values does not give`, `add ${name} to values, or remove \${${name}}`);
+      for (const name of Object.keys(t.values)) if (!used.has(name)) report(['values', name], `is not used: the template never says \${${name}}`, `write \${${name}} where the value goes, or remove ${name}`);
+      if (used.size === 0 || Object.values(t.values).every((v) => typeof v === 'string')) report('template', 'takes no value from the machine: it is a literal', 'write providerID: <the ID> instead');
+      const shape = t.template.replace(TEMPLATE_NAME, 'x');
+      if (shape === 'auto' || providerIdProblem(shape)) report('template', 'is not a provider ID such as oci://${INSTANCE_ID} once its values are in', 'start it with the scheme: <cloud>://');
+    },
+  },
+);
+
+export type ProviderIdTemplate = Infer<typeof providerIdTemplate>;
 
 /** host:port where host is an IP address, [IPv6] or a DNS name, and port 1-65535. */
 export function endpointProblem(value: string): string | undefined {
@@ -279,10 +320,16 @@ export const kubernetesSection = object(
     ),
     node: optional(
       object({
-        name: optional(machineString(string({ minLength: 1, check: dns1123SubdomainProblem, description: 'the node name (default: the host name); a literal or { fromMachine: NAME }', example: { fromMachine: 'instanceName' } }))),
+        name: optional(machineString(string({ minLength: 1, check: dns1123SubdomainProblem, description: 'the node name (default: the host name); a literal, { fromMachine: NAME } or { fromInstanceData: KEY }', example: { fromMachine: 'instanceName' } }))),
         ip: optional(array(machineString(string({ check: (v) => (nodeIpProblem(v) ? `"${v}" ${nodeIpProblem(v)}|an address of this machine, e.g. 10.0.0.21 or fd00::21` : undefined) })), { minItems: 1, maxItems: 2, description: 'the node IP the kubelet reports (kubelet --node-ip): one address, or one IPv4 and one IPv6 for dual stack; an address may be { fromMachine: privateIP }', example: ['10.0.0.21'] })),
-        providerID: optional(string({ minLength: 1, check: providerIdProblem, description: 'auto (this cloud\'s format, from instance metadata) or the provider ID itself', example: 'auto' })),
-        labels: optional(record(machineString(scalarString({ check: labelValueProblem })), { key: labelKey }), { description: 'labels the node registers with; a value may be { fromMachine: NAME }', example: { 'example.com/pool': 'general', 'topology.kubernetes.io/zone': { fromMachine: 'zone' } } }),
+        providerID: optional(
+          either(string({ minLength: 1, check: providerIdProblem }), providerIdTemplate, {
+            pick: (v) => (isPlainObject(v) ? 'b' : 'a'),
+            description: 'auto (AWS, Azure or GCE\'s format, from instance metadata), the provider ID itself, or { template, values } made of this machine\'s values',
+            example: 'auto',
+          }),
+        ),
+        labels: optional(record(machineString(scalarString({ check: labelValueProblem })), { key: labelKey }), { description: 'labels the node registers with; a value may be { fromMachine: NAME } or { fromInstanceData: KEY }', example: { 'example.com/pool': 'general', 'topology.kubernetes.io/zone': { fromMachine: 'zone' } } }),
         taints: optional(array(taint), { description: 'taints the node registers with', example: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }] }),
         kubeletExtraArgs: optional(record(scalarString({ check: kubeletArgumentProblem }), { key: flagName }), { description: 'extra kubelet flags by name, without dashes (node-ip, node-labels and the like have fields of their own)', example: { 'max-pods': '110' } }),
         imagePullPolicy: optional(enumOf(['Always', 'IfNotPresent', 'Never'] as const, { description: 'when kubeadm pulls the control-plane images (default IfNotPresent)', example: 'IfNotPresent' })),

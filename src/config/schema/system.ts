@@ -68,7 +68,7 @@ export const fileSpec = object(
         key: { pattern: /^[A-Za-z_][A-Za-z0-9_]*$/, patternHint: 'a name: letters, digits and _, not starting with a digit, e.g. MACHINE_LOCAL_HOSTNAME' },
       }),
       {
-        description: 'values put into plain inline content where it says ${NAME}, each a literal or { fromMachine: NAME } (this machine\'s value); any other ${...} stays as it is',
+        description: 'values put into plain inline content where it says ${NAME}, each a literal, { fromMachine: NAME } or { fromInstanceData: KEY } (this machine\'s value); any other ${...} stays as it is',
         example: { MACHINE_LOCAL_HOSTNAME: { fromMachine: 'localHostname' } },
       },
     ),
