@@ -68,6 +68,30 @@ Describe 'declared cmdlets' {
   It 'a call Windows PowerShell 5.1 refuses fails to bind: New-Service -StartupType AutomaticDelayedStart' {
     { New-Service -Name x -BinaryPathName 'C:\x.exe' -StartupType AutomaticDelayedStart } | Should -Throw -ExpectedMessage '*StartupType*'
   }
+  It 'a call Windows PowerShell 5.1 refuses fails to bind: New-Service -Path, an alias of -BinaryPathName that came with PowerShell 6.1' {
+    { New-Service -Name x -Path 'C:\x.exe' } | Should -Throw -ExpectedMessage "*parameter name 'Path'*"
+  }
+  It 'a call Windows PowerShell 5.1 refuses fails to bind: Install-WindowsFeature -Vhd with -Restart' {
+    { Install-WindowsFeature -Name Containers -Vhd 'C:\x.vhdx' -Restart } | Should -Throw -ExpectedMessage '*Parameter set cannot be resolved*'
+  }
+  It 'a call Windows PowerShell 5.1 refuses fails to bind: Get-CimInstance -Query with -Filter' {
+    { Get-CimInstance -Query 'SELECT * FROM Win32_Service' -Filter "Name = 'kubelet'" } | Should -Throw -ExpectedMessage '*Parameter set cannot be resolved*'
+  }
+  It 'a call Windows PowerShell 5.1 refuses fails to bind: Invoke-CimMethod -InputObject with -Namespace' {
+    { Invoke-CimMethod -InputObject ([pscustomobject]@{ Name = 'kubelet' }) -MethodName Change -Namespace root/cimv2 } | Should -Throw -ExpectedMessage '*Parameter set cannot be resolved*'
+  }
+  It 'a call Windows PowerShell 5.1 refuses fails to bind: Get-Acl -LP, an alias of -LiteralPath that came with PowerShell 7.5' {
+    { Get-Acl -LP 'C:\k' } | Should -Throw -ExpectedMessage "*parameter name 'LP'*"
+  }
+  It 'a call Windows PowerShell 5.1 refuses fails to bind: Set-Acl -LP, an alias of -LiteralPath that came with PowerShell 7.5' {
+    { Set-Acl -LP 'C:\k' -AclObject ([pscustomobject]@{}) } | Should -Throw -ExpectedMessage "*parameter name 'LP'*"
+  }
+  It 'a call Windows PowerShell 5.1 refuses fails to bind: Set-Acl -InputObject with -ClearCentralAccessPolicy' {
+    { Set-Acl -InputObject ([pscustomobject]@{}) -AclObject ([pscustomobject]@{}) -ClearCentralAccessPolicy } | Should -Throw -ExpectedMessage '*Parameter set cannot be resolved*'
+  }
+  It 'a call Windows PowerShell 5.1 refuses fails to bind: Remove-NetFirewallRule -InputObject with -PolicyStore' {
+    { Remove-NetFirewallRule -InputObject ([pscustomobject]@{ Name = 'machineadm-kubelet' }) -PolicyStore PersistentStore } | Should -Throw -ExpectedMessage '*Parameter set cannot be resolved*'
+  }
   It 'an unstubbed call fails rather than succeeding quietly' {
     { Get-Service } | Should -Throw -ExpectedMessage 'Get-Service is not stubbed in this test'
   }

@@ -53,12 +53,17 @@ function Get-WindowsFeature {
   )
   Invoke-WindowsStub 'Get-WindowsFeature' $PSBoundParameters
 }
+# Install-WindowsFeature.md: parameter sets ComponentNamesAndRunningComputer (the default, with
+# -Restart) and ComponentNamesAndVhdPath (-Vhd required, no -Restart); the third,
+# ConfigurationFile (-ConfigurationFilePath), is not declared.
 function Install-WindowsFeature {
-  [CmdletBinding(DefaultParameterSetName = 'ByName', SupportsShouldProcess = $true)]
+  [CmdletBinding(DefaultParameterSetName = 'ComponentNamesAndRunningComputer', SupportsShouldProcess = $true)]
   param(
-    [Parameter(ParameterSetName = 'ByName', Mandatory = $true, Position = 0, ValueFromPipeline = $true)] [string[]]$Name,
-    [switch]$Restart, [switch]$IncludeAllSubFeature, [switch]$IncludeManagementTools, [string[]]$Source,
-    [Alias('Cn')] [string]$ComputerName, [pscredential]$Credential, [string]$LogPath, [string]$Vhd
+    [Parameter(Mandatory = $true, Position = 0, ValueFromPipeline = $true)] [string[]]$Name,
+    [Parameter(ParameterSetName = 'ComponentNamesAndRunningComputer')] [switch]$Restart,
+    [Parameter(ParameterSetName = 'ComponentNamesAndVhdPath', Mandatory = $true)] [string]$Vhd,
+    [switch]$IncludeAllSubFeature, [switch]$IncludeManagementTools, [string[]]$Source,
+    [Alias('Cn')] [string]$ComputerName, [pscredential]$Credential, [string]$LogPath
   )
   Invoke-WindowsStub 'Install-WindowsFeature' $PSBoundParameters
 }
@@ -91,13 +96,17 @@ function Enable-WindowsOptionalFeature {
   Invoke-WindowsStub 'Enable-WindowsOptionalFeature' $PSBoundParameters
 }
 
-# CimCmdlets
+# CimCmdlets (the ...ComputerSet parameter sets; -Filter, -Property and -KeyOnly are not in
+# QueryComputerSet, -Namespace is not in Invoke-CimMethod's CimInstanceComputerSet)
 function Get-CimInstance {
   [CmdletBinding(DefaultParameterSetName = 'ClassNameComputerSet')]
   param(
     [Parameter(ParameterSetName = 'ClassNameComputerSet', Mandatory = $true, Position = 0)] [string]$ClassName,
     [Parameter(ParameterSetName = 'QueryComputerSet', Mandatory = $true)] [string]$Query,
-    [string]$Namespace, [string]$Filter, [string[]]$Property, [switch]$KeyOnly, [switch]$Shallow,
+    [Parameter(ParameterSetName = 'ClassNameComputerSet')] [string]$Filter,
+    [Parameter(ParameterSetName = 'ClassNameComputerSet')] [string[]]$Property,
+    [Parameter(ParameterSetName = 'ClassNameComputerSet')] [switch]$KeyOnly,
+    [string]$Namespace, [switch]$Shallow,
     [Alias('OT')] [uint32]$OperationTimeoutSec, [Alias('CN', 'ServerName')] [string[]]$ComputerName
   )
   Invoke-WindowsStub 'Get-CimInstance' $PSBoundParameters
@@ -110,7 +119,7 @@ function Invoke-CimMethod {
     [Parameter(ParameterSetName = 'ClassNameComputerSet', Mandatory = $true, Position = 0)] [string]$ClassName,
     [Parameter(Mandatory = $true, Position = 2)] [Alias('Name')] [string]$MethodName,
     [Parameter(Position = 1)] [System.Collections.IDictionary]$Arguments,
-    [string]$Namespace, [Alias('OT')] [uint32]$OperationTimeoutSec, [Alias('CN', 'ServerName')] [string[]]$ComputerName
+    [Parameter(ParameterSetName = 'ClassNameComputerSet')] [string]$Namespace, [Alias('OT')] [uint32]$OperationTimeoutSec, [Alias('CN', 'ServerName')] [string[]]$ComputerName
   )
   Invoke-WindowsStub 'Invoke-CimMethod' $PSBoundParameters
 }
@@ -132,7 +141,8 @@ function New-Service {
   [CmdletBinding(SupportsShouldProcess = $true)]
   param(
     [Parameter(Mandatory = $true, Position = 0)] [Alias('ServiceName')] [string]$Name,
-    [Parameter(Mandatory = $true, Position = 1)] [Alias('Path')] [string]$BinaryPathName,
+    # No alias Path: PowerShell 6.1 added it.
+    [Parameter(Mandatory = $true, Position = 1)] [string]$BinaryPathName,
     # No -SecurityDescriptorSddl: PowerShell 6 added it.
     [string]$DisplayName, [string]$Description,
     [ServiceStartMode51]$StartupType,
@@ -159,13 +169,15 @@ foreach ($verb in @{ Start = ''; Stop = '[switch]$Force, [switch]$NoWait, '; Res
   . ([scriptblock]::Create($serviceCmdlet.Replace('VERB', $verb.Key).Replace('EXTRA', $verb.Value)))
 }
 
-# Microsoft.PowerShell.Security (ACLs: Windows only)
+# Microsoft.PowerShell.Security (ACLs: Windows only). -LiteralPath has the alias PSPath only (LP
+# came with PowerShell 7.5); Set-Acl's -CentralAccessPolicy and -ClearCentralAccessPolicy are not
+# in the parameter set ByInputObject.
 function Get-Acl {
   [CmdletBinding(DefaultParameterSetName = 'ByPath')]
   param(
     [Parameter(ParameterSetName = 'ByPath', Position = 0, ValueFromPipeline = $true)] [string[]]$Path,
     [Parameter(ParameterSetName = 'ByInputObject', Mandatory = $true)] [psobject]$InputObject,
-    [Parameter(ParameterSetName = 'ByLiteralPath', ValueFromPipelineByPropertyName = $true)] [Alias('PSPath', 'LP')] [string[]]$LiteralPath,
+    [Parameter(ParameterSetName = 'ByLiteralPath', ValueFromPipelineByPropertyName = $true)] [Alias('PSPath')] [string[]]$LiteralPath,
     [switch]$Audit, [switch]$AllCentralAccessPolicies, [string]$Filter, [string[]]$Include, [string[]]$Exclude
   )
   Invoke-WindowsStub 'Get-Acl' $PSBoundParameters
@@ -175,9 +187,10 @@ function Set-Acl {
   param(
     [Parameter(ParameterSetName = 'ByPath', Mandatory = $true, Position = 0, ValueFromPipelineByPropertyName = $true)] [string[]]$Path,
     [Parameter(ParameterSetName = 'ByInputObject', Mandatory = $true, Position = 0)] [psobject]$InputObject,
-    [Parameter(ParameterSetName = 'ByLiteralPath', Mandatory = $true, ValueFromPipelineByPropertyName = $true)] [Alias('PSPath', 'LP')] [string[]]$LiteralPath,
+    [Parameter(ParameterSetName = 'ByLiteralPath', Mandatory = $true, ValueFromPipelineByPropertyName = $true)] [Alias('PSPath')] [string[]]$LiteralPath,
     [Parameter(Mandatory = $true, Position = 1, ValueFromPipeline = $true)] [object]$AclObject,
-    [string]$CentralAccessPolicy, [switch]$ClearCentralAccessPolicy, [switch]$Passthru, [string]$Filter, [string[]]$Include, [string[]]$Exclude
+    [Parameter(ParameterSetName = 'ByPath')] [Parameter(ParameterSetName = 'ByLiteralPath')] [string]$CentralAccessPolicy,
+    [Parameter(ParameterSetName = 'ByPath')] [Parameter(ParameterSetName = 'ByLiteralPath')] [switch]$ClearCentralAccessPolicy, [switch]$Passthru, [string]$Filter, [string[]]$Include, [string[]]$Exclude
   )
   Invoke-WindowsStub 'Set-Acl' $PSBoundParameters
 }
@@ -200,7 +213,9 @@ function Remove-NetFirewallRule {
     [Parameter(ParameterSetName = 'ByDisplayName', Mandatory = $true, ValueFromPipelineByPropertyName = $true)] [string[]]$DisplayName,
     # [Microsoft.Management.Infrastructure.CimInstance[]]
     [Parameter(ParameterSetName = 'InputObject', Mandatory = $true, ValueFromPipeline = $true)] [object[]]$InputObject,
-    [string]$PolicyStore, [string]$GPOSession, [switch]$AsJob
+    # Remove-NetFirewallRule.md: -PolicyStore and -GPOSession are not in the parameter set InputObject (cdxml).
+    [Parameter(ParameterSetName = 'ByName')] [Parameter(ParameterSetName = 'ByDisplayName')] [string]$PolicyStore,
+    [Parameter(ParameterSetName = 'ByName')] [Parameter(ParameterSetName = 'ByDisplayName')] [string]$GPOSession, [switch]$AsJob
   )
   Invoke-WindowsStub 'Remove-NetFirewallRule' $PSBoundParameters
 }
