@@ -170,11 +170,13 @@ function nodeRegistration(doc: TrackedDocument, path: Path, shape: KubeadmShape,
         });
         break;
       case 'provider-id':
-        if (isProviderIdTemplate(value)) {
-          node.providerID = 'auto';
-          if (!composedProviderScheme(value)) doc.notes.push({ path: formatPath(at), message: `${value}: providerID: auto composes AWS, Azure and GCE IDs from their metadata services only; on this cloud give each machine's ID with --set providerID=... (or a --facts file): without it the run stops before any change (exit 6)` });
-        }
+        if (isProviderIdTemplate(value) && composedProviderScheme(value)) node.providerID = 'auto';
         else if (providerIdTemplateOf(value)) node.providerID = providerIdTemplateOf(value);
+        else if (isProviderIdTemplate(value)) {
+          // An Afterburn variable (Flatcar: no cloud-init, so no instance data to read).
+          node.providerID = 'auto';
+          doc.notes.push({ path: formatPath(at), message: `${value}: providerID: auto composes AWS, Azure and GCE IDs from their metadata services only; on this cloud give each machine's ID with --set providerID=... (or a --facts file): without it the run stops before any change (exit 6)` });
+        }
         else if (hasMachineTemplate(value)) doc.refuse(at, `template ${value} is not a provider ID machineadm composes`, 'write providerID: auto, the ID itself, or a template of keys of the instance data such as oci://{{ ds["id"] }}');
         else node.providerID = value;
         break;

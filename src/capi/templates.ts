@@ -60,6 +60,8 @@ const AFTERBURN: Record<string, MachineReferenceName> = {
 };
 
 const TEMPLATE = /\{\{\s*(.*?)\s*\}\}/g;
+// cloud-init's templates also know these keys of v1 without "v1." ({{ instance_id }}).
+const V1_ALIASES = new Set(['instance_id', 'local_hostname', 'availability_zone', 'region', 'cloud_name', 'platform']);
 const AFTERBURN_VARIABLE = /\$\{(?:COREOS|AFTERBURN)_([A-Z0-9_]+)\}/g;
 const ONE_AFTERBURN_VARIABLE = new RegExp(`^\\s*${AFTERBURN_VARIABLE.source}\\s*$`);
 
@@ -104,7 +106,9 @@ function unknownTemplate(expression: string): string {
 function referenceOf(expression: string): MachineReference | undefined {
   const known = KNOWN[expression];
   if (known) return { fromMachine: known };
-  return isInstanceDataPath(expression) ? { fromInstanceData: expression } : undefined;
+  // cloud-init's templates also know v1's keys without "v1." ({{ cloud_name }}).
+  const path = V1_ALIASES.has(expression) ? `v1.${expression}` : expression;
+  return isInstanceDataPath(path) ? { fromInstanceData: path } : undefined;
 }
 
 /** What a value made of one template (or one Afterburn variable) stands for, or undefined. */
@@ -144,13 +148,18 @@ export function composedProviderScheme(value: string): boolean {
 
 /**
  * A provider ID written with keys of the instance data (oci://{{ ds["id"] }}) as a template of the
- * same keys: cloud-init's values, read from the same file. Undefined when a part is anything else.
+ * same keys: cloud-init's values, read from the same file, for a cloud whose IDs `auto` does not
+ * compose. Undefined when a part is anything else.
  */
 export function providerIdTemplateOf(value: string): { template: string; values: Record<string, MachineReference> } | undefined {
   if (!/^[a-z][a-z0-9]*:\/\//.test(value) || /\{%|\$\{/.test(value)) return undefined;
   const values: Record<string, MachineReference> = {};
   let ok = true;
-  const template = value.replace(TEMPLATE, (_, expression: string) => {
+  // cloudstack:///'{{ ds.meta_data.instance_id }}': the quotes are the template author's, around
+  // the value; the ID its cloud controller manager writes has none (as `auto` composes it).
+  const unquoted = value.replace(/(['"])(\{\{.*?\}\})\1/g, '$2');
+  const template = unquoted.replace(TEMPLATE, (_, written: string) => {
+    const expression = V1_ALIASES.has(written) ? `v1.${written}` : written;
     if (!isInstanceDataPath(expression)) ok = false;
     const reference = { fromInstanceData: expression };
     values[variableOf(reference)] = reference;

@@ -76,15 +76,23 @@ describe('an import does what CABPK and KubeadmControlPlane add', () => {
     expect(() => importClusterApi(doc, { source: 'test' })).toThrow(/nodeRegistration\.name: template \$\{COREOS_EC2_UNKNOWN\} is not a value machineadm reads from the machine/);
   });
 
-  it('says that providerID: auto needs the ID given on a cloud whose IDs it does not compose, and nothing on one it does', () => {
+  it("reads a provider ID of a cloud `auto` does not compose from cloud-init's instance data, and says that auto needs the ID given where there is none (Flatcar)", () => {
     const idOf = (providerId: string) => {
       const doc = fixture('03-capd-quickstart-workers.yaml');
       doc.spec.template.spec.joinConfiguration.nodeRegistration.kubeletExtraArgs = { 'provider-id': providerId };
       const { config, notes } = importClusterApi(doc, { source: 'test' });
       return { providerID: (config.spec as Json).kubernetes.node.providerID, said: notes.filter((n) => n.path.endsWith('["provider-id"]')).map((n) => n.message) };
     };
-    expect(idOf('vultr://{{ ds.meta_data.instance_id }}')).toEqual({ providerID: 'auto', said: [expect.stringContaining('providerID: auto composes AWS, Azure and GCE IDs from their metadata services only; on this cloud give each machine\'s ID with --set providerID=')] });
+    for (const [written, template, name, key] of [
+      ["vultr://'{{ ds.meta_data[\"instance_id\"] }}'", 'vultr://${INSTANCE_DATA_DS_META_DATA_INSTANCE_ID}', 'INSTANCE_DATA_DS_META_DATA_INSTANCE_ID', 'ds.meta_data["instance_id"]'],
+      ["cloudstack:///'{{ ds.meta_data.instance_id }}'", 'cloudstack:///${INSTANCE_DATA_DS_META_DATA_INSTANCE_ID}', 'INSTANCE_DATA_DS_META_DATA_INSTANCE_ID', 'ds.meta_data.instance_id'],
+      ["openstack:///'{{ instance_id }}'", 'openstack:///${INSTANCE_DATA_V1_INSTANCE_ID}', 'INSTANCE_DATA_V1_INSTANCE_ID', 'v1.instance_id'],
+    ] as const) {
+      expect(idOf(written)).toEqual({ providerID: { template, values: { [name]: { fromInstanceData: key } } }, said: [] });
+    }
+    expect(idOf('openstack:///${COREOS_OPENSTACK_INSTANCE_UUID}')).toEqual({ providerID: 'auto', said: [expect.stringContaining('providerID: auto composes AWS, Azure and GCE IDs from their metadata services only; on this cloud give each machine\'s ID with --set providerID=')] });
     expect(idOf('aws:///{{ v1.availability_zone }}/{{ v1.instance_id }}')).toEqual({ providerID: 'auto', said: [] });
+    expect(idOf("aws:///'{{ ds.meta_data.placement.availability_zone }}'/'{{ ds.meta_data.instance_id }}'")).toEqual({ providerID: 'auto', said: [] });
   });
 
   // CAPZ's Windows templates have cloudbase-init make an SSH user in Administrators; imported as a
