@@ -169,9 +169,10 @@ function nodeRegistration(doc: TrackedDocument, path: Path, shape: KubeadmShape,
           return v.trim();
         });
         break;
-      case 'provider-id':
+      case 'provider-id': {
+        const template = providerIdTemplateOf(value);
         if (isProviderIdTemplate(value) && composedProviderScheme(value)) node.providerID = 'auto';
-        else if (providerIdTemplateOf(value)) node.providerID = providerIdTemplateOf(value);
+        else if (template) node.providerID = template;
         else if (isProviderIdTemplate(value)) {
           // An Afterburn variable (Flatcar: no cloud-init, so no instance data to read).
           node.providerID = 'auto';
@@ -180,6 +181,7 @@ function nodeRegistration(doc: TrackedDocument, path: Path, shape: KubeadmShape,
         else if (hasMachineTemplate(value)) doc.refuse(at, `template ${value} is not a provider ID machineadm composes`, 'write providerID: auto, the ID itself, or a template of keys of the instance data such as oci://{{ ds["id"] }}');
         else node.providerID = value;
         break;
+      }
       case 'register-with-taints':
         node.taints = [...((node.taints as Json[]) ?? []), ...value.split(',').filter(Boolean).map((t) => taintOf(t))];
         break;

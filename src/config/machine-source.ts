@@ -1,8 +1,8 @@
 // Where a fleet configuration's machine values come from, in order: given by the operator (--set,
 // or a facts file's "machine" map for plan), the instance metadata of the cloud this machine runs
 // in, and on bare metal (no metadata service) the machine's own facts: its hostname and the DMI
-// product UUID. A key of cloud-init's instance data comes from the file cloud-init wrote. Values are read only when the configuration references them, and all before the
-// first change of a run.
+// product UUID. A key of cloud-init's instance data comes from the file cloud-init wrote. Values
+// are read only when the configuration references them, and all before the first change of a run.
 import type { ConfigHost } from '../host/config-host.ts';
 import { MachineValuesUnavailableError } from '../errors.ts';
 import type { HttpTimeouts, RetryPolicy } from '../host/http.ts';
