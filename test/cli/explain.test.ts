@@ -19,6 +19,15 @@ describe('machineadm explain', () => {
     expect(stdout).toContain('effect <"NoSchedule" | "PreferNoSchedule" | "NoExecute"> -required-');
   });
 
+  it("lists the fields of an alternative of several fields (a provider ID's template and values), not those of a one-field reference", async () => {
+    const providerID = await runCli(['explain', 'spec.kubernetes.node.providerID']);
+    expect(providerID.stdout).toMatch(/FIELDS:\n {2}template <string> -required-\n[^\n]*\n {2}values <map\[string\]\(string \| \{ fromMachine: \.\.\. \} \| \{ fromInstanceData: \.\.\. \}\)> -required-/);
+    expect((await runCli(['explain', 'spec.kubernetes.node.providerID.values'])).code).toBe(0);
+    const name = await runCli(['explain', 'spec.kubernetes.node.name']);
+    expect(name.stdout).toContain('FIELD: spec.kubernetes.node.name <string | { fromMachine: ... } | { fromInstanceData: ... }>');
+    expect(name.stdout).not.toContain('FIELDS:');
+  });
+
   it('prints the default of a defaulted field', async () => {
     const { stdout } = await runCli(['explain', 'spec.kubernetes.timeoutSeconds']);
     expect(stdout).toMatch(/DEFAULT:\n {4}600\n/);

@@ -52,12 +52,14 @@ function mapValue(schema: JsonSchema): JsonSchema | undefined {
 }
 
 /**
- * The object schemas a field's value holds, through lists. Alternatives (a secret's valueFrom, a
- * { fromMachine } reference) are told by the field's type, not listed under every field.
+ * The object schemas a field's value holds, through lists. Alternatives of one field (a secret's
+ * valueFrom, a { fromMachine } reference) are told by the field's type, not listed under every
+ * field; an alternative of more fields (a provider ID's { template, values }) is listed.
  */
 function objectsIn(raw: JsonSchema): JsonSchema[] {
   const schema = withoutNull(raw);
   if (schema.type === 'array' && schema.items) return objectsIn(schema.items as JsonSchema);
+  if (schema.anyOf || schema.oneOf) return variants(schema).filter((v) => v.type === 'object' && v.properties && Object.keys(v.properties as object).length > 1);
   return schema.type === 'object' && schema.properties ? [schema] : [];
 }
 
