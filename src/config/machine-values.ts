@@ -5,8 +5,8 @@
 // value's source, so nothing has changed when it is found.
 import { ConfigError, type ConfigIssue } from '../errors.ts';
 import type { MachineConfig } from './schema/index.ts';
-import { dns1123SubdomainProblem, fillProviderIdTemplate, labelValueProblem, nodeIpProblem, providerIdPartProblem, providerIdProblem } from './schema/kubernetes.ts';
-import { describeReference, isMachineReference, referenceName, type MachineString } from './schema/machine.ts';
+import { dns1123SubdomainProblem, labelValueProblem, nodeIpProblem, providerIdPartProblem, providerIdProblem } from './schema/kubernetes.ts';
+import { describeReference, fillValues, isMachineReference, referenceName, type MachineString } from './schema/machine.ts';
 import type { InstanceValues } from './instance-values.ts';
 import { composeProviderId } from './provider-id.ts';
 import { ipFamily } from './schema/ip.ts';
@@ -119,7 +119,7 @@ export function applyMachineValues(config: MachineConfig, values: InstanceValues
   }
   const template = out.spec.kubernetes?.node?.providerID;
   if (issues.length === 0 && typeof template === 'object') {
-    const id = fillProviderIdTemplate(template);
+    const id = fillValues(template.template, template.values, 'spec.kubernetes.node.providerID.values');
     const problem = providerIdProblem(id);
     if (problem) issues.push({ path: 'spec.kubernetes.node.providerID', message: `${shown(id)} ${problem.split('|')[0]}`, hint: 'fix the template or its values' });
     else {

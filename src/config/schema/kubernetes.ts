@@ -113,11 +113,6 @@ export function providerIdPartProblem(value: string): string | undefined {
 
 const TEMPLATE_NAME = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 
-/** The provider ID a template makes of its values, all literal by now: one pass, as spec.files' values. */
-export function fillProviderIdTemplate(template: ProviderIdTemplate): string {
-  return template.template.replace(TEMPLATE_NAME, (whole, name: string) => (typeof template.values[name] === 'string' ? (template.values[name] as string) : whole));
-}
-
 // A provider ID made of the machine's values where no cloud's format is composed by `auto`
 // (oci://<instance OCID>, microvm://<host>/<id>): each value one part, the whole checked as one.
 const providerIdTemplate = object(

@@ -81,6 +81,15 @@ export function literalOf(value: MachineString, field: string): string {
   throw new Error(`${field} still reads ${describeReference(value)}: resolve machine values before rendering`);
 }
 
+/**
+ * `text` with each ${NAME} of `values` replaced by its value, resolved by now (spec.files' values,
+ * a provider ID's template). One pass: a value that itself says ${OTHER} is written as it is, and
+ * a ${...} of another name stays.
+ */
+export function fillValues(text: string, values: Record<string, MachineString>, field: string): string {
+  return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (whole, name: string) => (Object.hasOwn(values, name) ? literalOf(values[name]!, `${field}.${name}`) : whole));
+}
+
 // A value the machine's launcher gives through the environment: `{ valueFrom: { env: NAME } }`.
 // Cluster API fills per-machine values (the control-plane endpoint) in this way; the value is
 // read and checked like the literal before anything runs (src/config/env-values.ts).

@@ -9,7 +9,7 @@ import { displayUrl } from '../../redaction.ts';
 import { isLocalSource } from '../../config/schema/source.ts';
 import { checkLocalSource } from '../../bundle/local-source.ts';
 import { decodeContent } from '../../config/schema/file-content.ts';
-import { literalOf, type MachineString } from '../../config/schema/machine.ts';
+import { fillValues, type MachineString } from '../../config/schema/machine.ts';
 import { errorForField, formatMode, inspectFile, inspectTarget, writeFiles, type DesiredFile } from '../../engine/managed-file.ts';
 import { readPem } from '../../config/pem-file.ts';
 import { downloadAll, EarlyDownloads, sourceFiles, type SourceFile } from './file-downloads.ts';
@@ -50,10 +50,7 @@ export function appended(current: Buffer | undefined, content: Buffer): Buffer {
 
 /** Plain content with each ${NAME} of `values` replaced by its value (resolved before any step runs). */
 function withValues(content: Buffer, values: Record<string, MachineString>, index: number): Buffer {
-  // One pass: a value that itself says ${OTHER} is written as it is, never filled in again.
-  const names = new RegExp(`\\$\\{(${Object.keys(values).join('|')})\\}`, 'g');
-  const text = content.toString('utf8').replace(names, (_, name: string) => literalOf(values[name]!, `spec.files[${index}].values.${name}`));
-  return Buffer.from(text, 'utf8');
+  return Buffer.from(fillValues(content.toString('utf8'), values, `spec.files[${index}].values`), 'utf8');
 }
 
 // Inline content decoded once per configuration: preflight, check and apply each look at every
