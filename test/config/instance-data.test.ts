@@ -73,6 +73,9 @@ describe('a field that reads a key of cloud-init\'s instance data', () => {
     ['is not JSON', 'ds.meta_data.label', '{"ds": ', /^error: \/run\/cloud-init\/instance-data\.json is not JSON/],
     ['holds the key redacted (sensitive)', 'ds.meta_data.user_data', INSTANCE_DATA, /^error: ds\.meta_data\.user_data in \/run\/cloud-init\/instance-data\.json is one cloud-init holds sensitive/],
     ['holds a map under the key', 'ds.meta_data.placement', INSTANCE_DATA, /^error: ds\.meta_data\.placement in \/run\/cloud-init\/instance-data\.json is a map, not one value\nhint: name the key of a string or a number within it/],
+    ['holds a list under the key', 'ds.meta_data.keys', { ds: { meta_data: { keys: ['a'] } } }, /^error: ds\.meta_data\.keys in \/run\/cloud-init\/instance-data\.json is a list, not one value/],
+    ['holds null under the key', 'ds.meta_data.label', { ds: { meta_data: { label: null } } }, /^error: ds\.meta_data\.label in \/run\/cloud-init\/instance-data\.json is null, not one value/],
+    ['is larger than 4 MiB', 'ds.meta_data.label', JSON.stringify({ ds: { meta_data: { label: 'web-1', pad: 'x'.repeat(4 * 1024 * 1024) } } }), /^error: \/run\/cloud-init\/instance-data\.json is larger than 4 MiB/],
   ])('ends with exit 6 before any change when the file %s', async (_name, key, data, message) => {
     const root = data === undefined ? scratchDir() : rootWith(data);
     const before = readdirSync(root, { recursive: true }).sort();
