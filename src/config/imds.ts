@@ -160,6 +160,12 @@ export async function probeClouds(host: ConfigHost, options: { retry: Partial<Re
   }
 }
 
+/**
+ * Azure answers with the whole instance document: every tag twice (tags, tagsList), the SSH keys,
+ * disks and interfaces. A tagged VM's is tens of KiB (50 tags of up to 512 + 256 characters).
+ */
+export const AZURE_DOCUMENT_MAX_BYTES = 1024 * 1024;
+
 async function probe(host: ConfigHost, cloud: Cloud, timeouts: Partial<HttpTimeouts>, maxBytes: number): Promise<'yes' | 'no' | 'unreachable'> {
   const base = baseUrl(host, cloud);
   const one = { offline: host.offline, sleep: (ms: number) => host.sleep(ms), retry: { attempts: 1 }, timeouts, maxBytes, acceptStatus: [400, 401, 403, 404, 405], followRedirects: false };
@@ -169,7 +175,7 @@ async function probe(host: ConfigHost, cloud: Cloud, timeouts: Partial<HttpTimeo
       return r.status === 200 && r.body.length > 0 ? 'yes' : 'no';
     }
     if (cloud === 'azure') {
-      const r = await httpRequest({ ...one, url: `${base}/metadata/instance?api-version=2021-01-01`, headers: { Metadata: 'true' } });
+      const r = await httpRequest({ ...one, maxBytes: Math.max(maxBytes, AZURE_DOCUMENT_MAX_BYTES), url: `${base}/metadata/instance?api-version=2021-01-01`, headers: { Metadata: 'true' } });
       return r.status === 200 && /"compute"/.test(r.body.toString('utf8')) ? 'yes' : 'no';
     }
     const r = await httpRequest({ ...one, url: `${base}/computeMetadata/v1/`, headers: { 'Metadata-Flavor': 'Google' } });

@@ -13,7 +13,7 @@
 // A value the service does not have (404) is left out; whether it was needed is decided later.
 import type { ConfigHost } from '../host/config-host.ts';
 import { HttpError } from '../host/http.ts';
-import { baseUrl, imdsRequest, ImdsError, type Cloud, type ImdsOptions } from './imds.ts';
+import { AZURE_DOCUMENT_MAX_BYTES, baseUrl, imdsRequest, ImdsError, type Cloud, type ImdsOptions } from './imds.ts';
 
 /** One value and where it came from, e.g. "AWS IMDS meta-data/placement/availability-zone". */
 export interface SourcedValue {
@@ -28,8 +28,8 @@ const MAX_VALUE_BYTES = 4096;
 
 export async function readInstanceValues(host: ConfigHost, cloud: Cloud, options: Omit<ImdsOptions, 'maxBytes'>): Promise<InstanceValues> {
   const base = baseUrl(host, cloud);
-  const get = async (url: string, headers: Record<string, string>, flavor?: string): Promise<string | undefined> => {
-    const answer = await imdsRequest(host, { ...options, maxBytes: MAX_VALUE_BYTES }, url, { headers, acceptStatus: [404] });
+  const get = async (url: string, headers: Record<string, string>, flavor?: string, maxBytes = MAX_VALUE_BYTES): Promise<string | undefined> => {
+    const answer = await imdsRequest(host, { ...options, maxBytes }, url, { headers, acceptStatus: [404] });
     if (flavor !== undefined && answer.headers['metadata-flavor'] !== flavor) throw new ImdsError(`${url}: the answer lacks "Metadata-Flavor: ${flavor}"`, 'something other than the metadata server answered; check the network');
     return answer.status === 404 ? undefined : answer.body.toString('utf8');
   };
@@ -48,7 +48,7 @@ export async function readInstanceValues(host: ConfigHost, cloud: Cloud, options
       // EC2 names an instance by its id only (a Name tag is not metadata unless tags are exposed).
       if (out.instanceId) out.instanceName = { ...out.instanceId };
     } else if (cloud === 'azure') {
-      const text = await get(`${base}/metadata/instance?api-version=2021-02-01`, { Metadata: 'true' });
+      const text = await get(`${base}/metadata/instance?api-version=2021-02-01`, { Metadata: 'true' }, undefined, AZURE_DOCUMENT_MAX_BYTES);
       let doc: { compute?: Record<string, unknown>; network?: { interface?: Array<{ ipv4?: { ipAddress?: Array<{ privateIpAddress?: unknown }> } }> } };
       try {
         doc = JSON.parse(text ?? '{}') as typeof doc;

@@ -21,6 +21,27 @@ export function instanceDataKeys(path: string): string[] {
   return [...path.matchAll(/^(\w+)|\.(\w+)|\["([^"]*)"\]|\['([^']*)'\]|\[(\d+)\]/g)].map((m) => m[1] ?? m[2] ?? m[3] ?? m[4] ?? m[5]!);
 }
 
+// jinja2's operators (jinja2.lexer.operator_re, longest first), which cloud-init replaces with "_"
+// in a key's alias: local-hostname is also local_hostname, v1.0 also v1_0.
+const JINJA_OPERATOR = /\/\/|\*\*|==|!=|>=|<=|[-+/*%~[\](){}=<>.:|,;]/g;
+
+/** Whether a key of the file answers to `name` in cloud-init's templates: as written, or by its alias. */
+export function keyAnswersTo(key: string, name: string): boolean {
+  return key === name || key.replace(JINJA_OPERATOR, '_') === name;
+}
+
+/**
+ * Whether a given value's instance-data key (--set, a facts file) names the key a reference
+ * reads: the same keys, however written (ds.meta_data.label, ds["meta_data"]["label"]), each
+ * also by the alias cloud-init's templates know it by (ds.meta_data["local-ipv4"] for
+ * ds.meta_data.local_ipv4).
+ */
+export function givenKeyNames(given: string, reference: string): boolean {
+  const g = instanceDataKeys(given);
+  const r = instanceDataKeys(reference);
+  return g.length === r.length && g.every((key, i) => keyAnswersTo(key, r[i]!));
+}
+
 /** A name --set and a facts file's "machine" map may give: a reference, providerID, or an instance-data key. */
 export function isGivenValueName(name: string): boolean {
   return (GIVEN_VALUE_NAMES as readonly string[]).includes(name) || isInstanceDataPath(name);

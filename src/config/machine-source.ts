@@ -4,7 +4,7 @@
 // product UUID. A key of cloud-init's instance data comes from the file cloud-init wrote. Values
 // are read only when the configuration references them, and all before the first change of a run.
 import type { ConfigHost } from '../host/config-host.ts';
-import { MachineValuesUnavailableError } from '../errors.ts';
+import { ConfigError, MachineValuesUnavailableError } from '../errors.ts';
 import type { HttpTimeouts, RetryPolicy } from '../host/http.ts';
 import { CLOUDS, ImdsError, probeClouds, readDmi, type Cloud } from './imds.ts';
 import { readInstanceValues, type InstanceValues } from './instance-values.ts';
@@ -12,7 +12,7 @@ import { applyMachineValues, referencedValues, type ResolvedMachineValue } from 
 import type { MachineConfig } from './schema/index.ts';
 import { applyEnvValues } from './env-values.ts';
 import { readInstanceData } from './instance-data.ts';
-import { isInstanceDataPath } from './machine-names.ts';
+import { givenKeyNames, isInstanceDataPath } from './machine-names.ts';
 
 const DMI_PRODUCT_UUID = '/sys/class/dmi/id/product_uuid';
 
@@ -32,16 +32,29 @@ export interface MachineValueInput {
   otherMachine: boolean;
   /** Retry and timeout settings for the metadata services (default: a booting machine's patience). */
   imds?: { retry?: Partial<RetryPolicy>; timeouts?: Partial<HttpTimeouts> };
+  /**
+   * Fill only what `given` has, leave every other reference as written, and a variable of the
+   * launcher's environment that is missing or unfit too (reset: it reads nothing of the machine,
+   * and undoing needs no API server endpoint). A given value unfit for its field is still refused.
+   */
+  givenOnly?: boolean;
 }
 
 export async function resolveMachineValues(host: ConfigHost, given: MachineConfig, input: MachineValueInput): Promise<{ config: MachineConfig; resolved: ResolvedMachineValue[] }> {
   // The launcher's environment is as much this machine's as its metadata.
-  const config = applyEnvValues(given, host.env).config;
+  const config = input.givenOnly ? envValuesIfAny(given, host.env) : applyEnvValues(given, host.env).config;
   const needed = referencedValues(config);
   if (needed.length === 0) return { config, resolved: [] };
   let values: InstanceValues = { ...input.given };
+  // A key given in another spelling than the reference's is the same key.
+  for (const name of needed) {
+    if (!isInstanceDataPath(name) || values[name] !== undefined) continue;
+    const given = Object.keys(input.given).find((g) => isInstanceDataPath(g) && givenKeyNames(g, name));
+    if (given !== undefined) values[name] = input.given[given]!;
+  }
   const fromInstanceData = needed.filter((name) => isInstanceDataPath(name) && values[name] === undefined);
   const fromMetadata = needed.filter((name) => !isInstanceDataPath(name));
+  if (input.givenOnly) return applyMachineValues(config, values, 'give it with --set NAME=VALUE', { keepMissing: true });
   if (!input.otherMachine && fromInstanceData.length > 0) values = { ...(await readInstanceData(host, fromInstanceData)), ...values };
   if (!input.otherMachine && fromMetadata.some((name) => values[name] === undefined)) {
     values = { ...(await readMachine(host, values.cloud?.value, fromMetadata, input.imds ?? {})), ...values };
@@ -50,6 +63,15 @@ export async function resolveMachineValues(host: ConfigHost, given: MachineConfi
     ? 'add "NAME" to the "machine" map of the --facts file, or give --set NAME=VALUE'
     : 'give it with --set NAME=VALUE where the machine has no such value';
   return applyMachineValues(config, values, hint);
+}
+
+function envValuesIfAny(config: MachineConfig, env: Readonly<Record<string, string | undefined>>): MachineConfig {
+  try {
+    return applyEnvValues(config, env).config;
+  } catch (error) {
+    if (error instanceof ConfigError) return config;
+    throw error;
+  }
 }
 
 async function readMachine(host: ConfigHost, namedCloud: string | undefined, needed: string[], imds: NonNullable<MachineValueInput['imds']>): Promise<InstanceValues> {

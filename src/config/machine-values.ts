@@ -89,7 +89,11 @@ function anyValueProblem(value: string): string | undefined {
 
 const shown = (value: string) => JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);
 
-export function applyMachineValues(config: MachineConfig, values: InstanceValues, hint: string): { config: MachineConfig; resolved: ResolvedMachineValue[] } {
+/**
+ * keepMissing: a field whose value was not given keeps its reference instead of being a problem
+ * (reset, which asks the machine for nothing: only the fields it gives values for are filled).
+ */
+export function applyMachineValues(config: MachineConfig, values: InstanceValues, hint: string, { keepMissing = false } = {}): { config: MachineConfig; resolved: ResolvedMachineValue[] } {
   const found = sites(config);
   if (found.length === 0) return { config, resolved: [] };
   const out = structuredClone(config);
@@ -100,12 +104,14 @@ export function applyMachineValues(config: MachineConfig, values: InstanceValues
     if (site.name === 'providerID' && value === undefined) {
       const composed = composeProviderId(values);
       if ('problem' in composed) {
+        if (keepMissing) continue;
         issues.push({ path: site.field, message: `auto: ${composed.problem}`, hint: 'write the provider ID itself, or give it with --set providerID=...' });
         continue;
       }
       value = composed.ok;
     }
     if (value === undefined) {
+      if (keepMissing) continue;
       issues.push({ path: site.field, message: `${site.written}: this machine gave no ${site.name}`, hint: hint.replaceAll('NAME', site.name) });
       continue;
     }
@@ -118,7 +124,7 @@ export function applyMachineValues(config: MachineConfig, values: InstanceValues
     resolved.push({ field: site.field, reference: site.name === 'providerID' ? 'providerID: auto' : site.name, value: value.value, source: value.source });
   }
   const template = out.spec.kubernetes?.node?.providerID;
-  if (issues.length === 0 && typeof template === 'object') {
+  if (issues.length === 0 && typeof template === 'object' && Object.values(template.values).every((v) => typeof v === 'string')) {
     const id = fillValues(template.template, template.values, 'spec.kubernetes.node.providerID.values');
     const problem = providerIdProblem(id);
     if (problem) issues.push({ path: 'spec.kubernetes.node.providerID', message: `${shown(id)} ${problem.split('|')[0]}`, hint: 'fix the template or its values' });

@@ -61,11 +61,56 @@ describe('a field that reads a key of cloud-init\'s instance data', () => {
     });
   });
 
+  it('takes a number as the file writes it, not as a double', async () => {
+    const config = configWith(['name: node-1', 'labels:', '  example.com/serial: { fromInstanceData: ds.meta_data.serial }', '  example.com/rack: { fromInstanceData: ds.meta_data.rack }', '  example.com/size: { fromInstanceData: ds.meta_data.size }'].join('\n'));
+    const root = rootWith('{"ds": {"meta_data": {"serial": 12345678901234567891, "rack": 7.50, "size": 1e3}}}');
+    const { code, stderr, values } = await planJson(config, root);
+    expect(code, stderr).toBe(0);
+    expect(values.map((v) => v.value)).toEqual(['12345678901234567891', '7.50', '1e3']);
+  });
+
+  // cloud-init's templates see each key as written and, for one with "-" or ".", under its "_"
+  // alias, set in the keys' sorted order: of two that answer to one name, the later wins.
+  it.each<[string, Record<string, string>, string]>([
+    ['two dashed keys: the later in sorted order', { 'a-b_c': 'first', 'a_b-c': 'second' }, 'second'],
+    ['a key as written and a dashed one: the key as written (it sorts later)', { 'a_b_c': 'exact', 'a-b-c': 'dashed' }, 'exact'],
+    ['a dotted key', { 'a.b.c': 'dotted' }, 'dotted'],
+  ])('finds a key as cloud-init does: %s', async (_name, meta, expected) => {
+    const config = configWith('name: node-1\nlabels: { example.com/x: { fromInstanceData: ds.meta_data.a_b_c } }');
+    const { code, stderr, values } = await planJson(config, rootWith({ ds: { meta_data: meta } }));
+    expect(code, stderr).toBe(0);
+    expect(values.map((v) => v.value)).toEqual([expected]);
+  });
+
+  it('ends with exit 6 before any change when the file cannot be read (a folder in its place)', async () => {
+    const root = scratchDir();
+    mkdirSync(join(root, 'run/cloud-init/instance-data.json'), { recursive: true });
+    const before = readdirSync(root, { recursive: true }).sort();
+    const r = await runCli(['init', '-c', configWith('name: { fromInstanceData: ds.meta_data.label }'), '--root', root], { env: { MACHINEADM_IMDS_ENDPOINT: 'http://127.0.0.1:9' } });
+    expect(r.stderr).toMatch(/^error: cannot read ds\.meta_data\.label: \/run\/cloud-init\/instance-data\.json: EISDIR .*; nothing was changed\n/);
+    expect(r.code).toBe(6);
+    expect(readdirSync(root, { recursive: true }).sort()).toEqual(before);
+  });
+
   it('takes --set KEY=VALUE instead, also a key whose brackets hold "="', async () => {
     const config = configWith('name: { fromInstanceData: ds.meta_data.label }\nlabels: { example.com/x: { fromInstanceData: \'ds.meta_data["a=b"]\' } }');
     const { code, values } = await planJson(config, scratchDir(), '--set', 'ds.meta_data.label=other-1', '--set', 'ds.meta_data["a=b"]=c-d');
     expect(code).toBe(0);
     expect(values.map((v) => [v.value, v.source])).toEqual([['other-1', '--set'], ['c-d', '--set']]);
+  });
+
+  it('takes --set of the same key however written: brackets for dots, a dashed key for its "_" name', async () => {
+    const config = configWith('name: { fromInstanceData: ds.meta_data.label }\nip: [{ fromInstanceData: ds.meta_data.local_ipv4 }]');
+    const args = ['--set', 'ds["meta_data"]["label"]=web-9', '--set', 'ds.meta_data["local-ipv4"]=10.0.0.99'];
+    // Without the file, and with a file whose values --set overrides.
+    for (const root of [scratchDir(), rootWith()]) {
+      const { code, stderr, values } = await planJson(config, root, ...args);
+      expect(code, stderr).toBe(0);
+      expect(values.map((v) => [v.field, v.value, v.source])).toEqual([
+        ['spec.kubernetes.node.name', 'web-9', '--set'],
+        ['spec.kubernetes.node.ip[0]', '10.0.0.99', '--set'],
+      ]);
+    }
   });
 
   it.each<[string, string, unknown, RegExp]>([

@@ -70,6 +70,22 @@ describe('examples/fleet-<cloud>.yaml on a machine of that cloud', () => {
     });
   });
 
+  // Azure's instance document holds every tag twice (tags, tagsList) and the SSH keys: a VM with
+  // Azure's 50 tags of the longest names and values is past the few KiB one metadata value may
+  // take, and past what the probe for a cloud reads of another answer.
+  it('Azure: a VM with 50 long tags and SSH keys still gives its values', async () => {
+    const tags = Array.from({ length: 50 }, (_, i) => ({ name: `team-tag-${i}-`.padEnd(512, 'n'), value: 'v'.repeat(256) }));
+    const compute = {
+      tags: tags.map((t) => `${t.name}:${t.value}`).join(';'),
+      tagsList: tags,
+      publicKeys: [{ keyData: `ssh-rsa ${'A'.repeat(700)} ops@example`, path: '/home/azureuser/.ssh/authorized_keys' }],
+    };
+    const metadata = azureMetadata(compute);
+    expect(JSON.stringify(metadata).length).toBeGreaterThan(64 * 1024);
+    const { resolved } = await resolveExample('azure', await emulator('azure', { metadata }));
+    expect(Object.fromEntries(resolved.map((r) => [r.field, [r.value, r.source]]))).toEqual(FLEET_EXPECTED.azure);
+  });
+
   it('an Azure VM outside an availability zone is labelled with its fault domain, as the Azure cloud controller manager does', async () => {
     const { resolved } = await resolveExample('azure', await emulator('azure', { metadata: azureMetadata({ zone: '', platformFaultDomain: '1' }) }));
     expect(resolved.find((r) => r.field.includes('topology.kubernetes.io/zone'))).toMatchObject({ value: '1', source: 'Azure IMDS compute.platformFaultDomain' });
