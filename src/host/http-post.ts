@@ -124,15 +124,32 @@ async function send(got: Got, request: PostRequest, how: { agent: { http: HttpAg
     },
   });
   return new Promise((resolve, reject) => {
-    let response: IncomingMessage | undefined;
-    stream.once('response', (r: IncomingMessage) => (response = r));
+    // The answer is its status and headers: a 2xx acknowledges, whatever its body does after. The
+    // body is read and dropped so the connection can be kept, up to a few KiB and a moment; a
+    // collector (or proxy) that sends more, or stalls mid-body, has its connection closed instead.
+    stream.once('response', (r: IncomingMessage) => {
+      resolve({ statusCode: r.statusCode ?? 0, headers: r.headers });
+      let read = 0;
+      const cut = setTimeout(() => stream.destroy(), ANSWER_BODY_MS);
+      cut.unref();
+      stream.on('data', (chunk: Buffer) => {
+        read += chunk.length;
+        if (read > ANSWER_BODY_BYTES) stream.destroy();
+      });
+      stream.once('close', () => clearTimeout(cut));
+    });
     // on, not once: a second error (after the first ended the attempt) must not be left unheard.
+    // After the answer, an error is the cut body's: the answer stands.
     stream.on('error', reject);
-    stream.once('end', () => (response ? resolve({ statusCode: response.statusCode ?? 0, headers: response.headers }) : reject(new Error('the connection ended without an answer'))));
+    stream.once('end', () => reject(new Error('the connection ended without an answer')));
     stream.resume();
     stream.end(body);
   });
 }
+
+// What is read of an answer's body before its connection is closed instead of kept.
+const ANSWER_BODY_BYTES = 64 * 1024;
+const ANSWER_BODY_MS = 1_000;
 
 export function createHttpPoster(options: PosterOptions = {}): HttpPoster {
   const now = options.now ?? Date.now;

@@ -255,8 +255,6 @@ async function runLocked(request: RunRequest, input: RunnerInput, secrets: Secre
     deadlineSeconds: config.spec.report.deadlineSeconds,
     results,
     ...(continues ? { continues } : {}),
-    // A reset sends what earlier runs spooled (older events first) before the spool is archived.
-    ...(request.command === 'reset' ? { archivesSpool: true } : {}),
   });
   const { mode, write: show, log } = request.console;
   // What the console shows of the run's end goes to the log file too.

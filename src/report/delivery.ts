@@ -85,7 +85,9 @@ class EndpointQueue {
   wait(signal: AbortSignal, ms = Number.POSITIVE_INFINITY): Promise<void> {
     return new Promise((resolve) => {
       if (signal.aborted || ms <= 0) return resolve();
-      const timer = Number.isFinite(ms) ? setTimeout(done, ms) : undefined;
+      // A timer of more than 2^31 - 1 ms fires at once (Node warns each time): a collector's
+      // Retry-After of weeks is waited out in turns of at most that, each ending in another wait.
+      const timer = Number.isFinite(ms) ? setTimeout(done, Math.min(ms, MAX_TIMER_MS)) : undefined;
       function done(): void {
         clearTimeout(timer);
         signal.removeEventListener('abort', done);
@@ -96,6 +98,8 @@ class EndpointQueue {
     });
   }
 }
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** An interruption that shortens the end-of-run wait: once `signal` aborts, at most `withinMs` more. */
 export interface DeliveryCut {

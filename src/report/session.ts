@@ -21,11 +21,6 @@ export interface ReportingOptions {
   continues?: RunResultDocument;
   /** Where the result goes (resultFilesOf the command); result.json by default. */
   results?: { file: string; copy: string };
-  /**
-   * The state directory (and its spool) is archived after this run (reset): events spooled for
-   * endpoints this run does not know are reported as unsent, even when it has no endpoint itself.
-   */
-  archivesSpool?: boolean;
 }
 
 export interface ReportingResult {
@@ -69,7 +64,8 @@ export async function openReporting(options: ReportingOptions): Promise<Reportin
     backlog: () => reporter?.backlog() ?? [],
     async finish(finishOptions = {}): Promise<ReportingResult> {
       for (const d of detach) d();
-      const delivery = reporter ? await reporter.finish(finishOptions.deadlineMs, finishOptions.cut) : options.archivesSpool ? await unsentWithoutEndpoints(options.stateFs, host.offline) : undefined;
+      // Without an endpoint, what the spool holds for endpoints no longer configured is still said.
+      const delivery = reporter ? await reporter.finish(finishOptions.deadlineMs, finishOptions.cut) : await unsentWithoutEndpoints(options.stateFs, host.offline);
       // The run history for `status`: kept like the result files, never stopping the run.
       const historyProblems: string[] = [];
       const history = (doc: RunResultDocument) =>

@@ -4,6 +4,7 @@
 // crash at any moment loses nothing; at worst an event is sent twice, with the same id.
 import { createHash } from 'node:crypto';
 import type { RootedFileSystem } from '../host/index.ts';
+import { UsageError } from '../errors.ts';
 
 export const SPOOL_DIR = '/spool';
 /** A spool write takes milliseconds; a temporary file this old was left by a killed process. */
@@ -31,6 +32,8 @@ export function isSpoolName(name: string): boolean {
 export async function nextRunStamp(stateFs: RootedFileSystem, now: number): Promise<number> {
   let stamp = now;
   for (const dir of await stateFs.list(SPOOL_DIR)) {
+    // Only folders are spools (one in another's place is refused when its endpoint opens it).
+    if ((await stateFs.stat(`${SPOOL_DIR}/${dir}`))?.kind !== 'directory') continue;
     const names = (await stateFs.list(`${SPOOL_DIR}/${dir}`)).filter(isSpoolName);
     const newest = names.at(-1);
     if (newest) stamp = Math.max(stamp, Number(newest.slice(0, 13)) + 1);
@@ -62,7 +65,11 @@ export class EndpointSpool {
 
   /** Creates the directory and checks it stays inside the state dir (done once, before the sync writes). */
   async open(): Promise<void> {
-    await this.fs.mkdirp(this.dir, 0o700);
+    await this.fs.mkdirp(this.dir, 0o700).catch((error: NodeJS.ErrnoException) => {
+      // Something else in the spool's place (ENOTDIR, EEXIST): the state directory's, not a bug.
+      if (error.code !== 'ENOTDIR' && error.code !== 'EEXIST') throw error;
+      throw new UsageError(`${this.fs.root}${this.dir} cannot be the spool of an endpoint: ${error.code} (something other than a folder is in its place)`, { hint: 'move it away: machineadm keeps an endpoint\'s unsent events in a folder there' });
+    });
     await this.fs.resolve(this.dir);
     // A kill in the middle of a write leaves its temporary file (never a half event under a real name).
     // Another machineadm (a `report` timer during `init`) may be writing one now: only a dead

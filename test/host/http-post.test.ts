@@ -43,6 +43,34 @@ describe('posting to a collector over HTTP', () => {
     collector.mode = { kind: 'ok' };
   });
 
+  // A proxy that sends a 2xx's headers and stalls in its body (a wrong Content-Length, a stream)
+  // had each event wait out the whole deadline and sent again at every run, though acknowledged.
+  it.each<[string, (res: import('node:http').ServerResponse) => void]>([
+    ['stalls in its body', (res) => { res.writeHead(200, { 'content-length': '100' }); res.write('x'); }],
+    ['sends a body of 8 MiB', (res) => { res.writeHead(200, { 'content-length': String(8 << 20) }); res.end(Buffer.alloc(8 << 20, 120)); }],
+  ])('takes a 2xx as delivered at its status when the answer %s', async (_name, answer) => {
+    const { createServer } = await import('node:http');
+    let requests = 0;
+    const server = createServer((req, res) => {
+      requests++;
+      req.resume().on('end', () => answer(res));
+    });
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    const url = `http://127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}/events`;
+    const poster = createHttpPoster();
+    const started = Date.now();
+    try {
+      const outcome = await poster.post(request(url, { deadline: Date.now() + 20_000, attemptTimeoutMs: 15_000 }));
+      expect(outcome).toMatchObject({ ok: true, attempts: 1 });
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(requests).toBe(1);
+    } finally {
+      poster.close();
+      server.closeAllConnections();
+      await new Promise((done) => server.close(done));
+    }
+  });
+
   it.each([429, 503])('waits as long as Retry-After says on a %i', async (status) => {
     collector.requests.length = 0;
     const arrivals: number[] = [];

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import type { Io } from '../../src/cli/io.ts';
 import { startCollector, type Collector } from './collector.ts';
+import { endpointKey } from '../../src/report/spool.ts';
 import { scratchDir } from '../support/tmp.ts';
 
 function testIo(): Io & { out: () => string; err: () => string } {
@@ -23,19 +24,21 @@ function testIo(): Io & { out: () => string; err: () => string } {
 
 const PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
 
-function scratch(endpoint: Record<string, unknown>, files: Record<string, string | null> = {}): { root: string; config: string } {
+function scratch(endpoint: Record<string, unknown> | Record<string, unknown>[], files: Record<string, string | null> = {}): { root: string; config: string } {
   const root = scratchDir();
   const config = join(root, '..', `${root.split('/').pop()}.yaml`);
   for (const [path, content] of Object.entries(files)) {
     mkdirSync(join(root, path, content === null ? '' : '..'), { recursive: true });
     if (content !== null) writeFileSync(join(root, path), content);
   }
-  writeFileSync(config, JSON.stringify({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { report: { endpoints: [endpoint] } } }));
+  writeFileSync(config, JSON.stringify({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { report: { endpoints: Array.isArray(endpoint) ? endpoint : [endpoint] } } }));
   return { root, config };
 }
 
 describe('a bad report configuration', () => {
-  it.each<[string, Record<string, unknown>, Record<string, string | null>, RegExp]>([
+  it.each<[string, Record<string, unknown> | Record<string, unknown>[], Record<string, string | null>, RegExp]>([
+    // One gateway for two tenants, told apart by a header: each endpoint's spool would lose events to the other's acknowledgements.
+    ['two endpoints of one URL', [{ url: 'https://gw.example/events', headers: { 'X-Tenant': 'a' } }, { url: 'https://gw.example/events', headers: { 'X-Tenant': 'b' } }], {}, /spec\.report\.endpoints\[1\]\.url: is the URL of endpoints\[0\] too: each endpoint's events are kept in the spool under its URL\n    hint: give each endpoint its own URL/],
     ['an ftp:// endpoint', { url: 'ftp://collector.example/events' }, {}, /spec\.report\.endpoints\[0\]\.url: the scheme "ftp" is not supported\n    hint: use an http:\/\/ or https:\/\/ URL/],
     ['an endpoint that is not a URL', { url: 'collector events' }, {}, /spec\.report\.endpoints\[0\]\.url: "collector events" is not a URL/],
     ['credentials in the URL', { url: 'https://user:pw@collector.example/' }, {}, /holds a user name or password/],
@@ -93,6 +96,27 @@ describe('machineadm init and report with a collector', () => {
     expect(sent.includes(token)).toBe(false);
     expect(written.some((t) => t.includes(token))).toBe(false);
     expect(io.out() + io.err() + json.out() + json.err()).not.toContain(token);
+  });
+
+  it('says what the spool holds for an endpoint no longer configured, also when no endpoint is', async () => {
+    const { root, config } = scratch({ url: collector.url });
+    expect(await main(['report', '-c', config, '--root', root, '--offline'], testIo())).toBe(0);
+    const none = join(root, '..', 'no-endpoints.yaml');
+    writeFileSync(none, JSON.stringify({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: {} }));
+    const io = testIo();
+    expect(await main(['report', '-c', none, '--root', root], io)).toBe(0);
+    expect(io.out() + io.err()).toMatch(/events: \d+ spooled for an endpoint no longer configured \(spool\/[0-9a-f]{16}\); kept, remove the directory if they are not wanted/);
+    const result = JSON.parse(readFileSync(join(root, 'var/lib/machineadm/report-result.json'), 'utf8'));
+    expect(result.delivery.orphaned).toEqual([expect.objectContaining({ events: expect.any(Number) })]);
+  });
+
+  it('refuses a spool whose folder is a file (exit 2), naming it', async () => {
+    const { root, config } = scratch({ url: collector.url });
+    mkdirSync(join(root, 'var/lib/machineadm/spool'), { recursive: true });
+    writeFileSync(join(root, 'var/lib/machineadm/spool', endpointKey(collector.url)), 'not a folder');
+    const io = testIo();
+    expect(await main(['report', '-c', config, '--root', root], io)).toBe(2);
+    expect(io.err()).toContain(`/var/lib/machineadm/spool/${endpointKey(collector.url)} cannot be the spool of an endpoint: EEXIST (something other than a folder is in its place)`);
   });
 
   it('delivers every event; with the collector down, init finishes within the deadline and report delivers them later, once per id', async () => {

@@ -143,6 +143,25 @@ describe('delivery to a collector', () => {
     expect(run.reported.document?.delivery?.endpoints[0]).toMatchObject({ delivered: 0, spooled: 14, lastError: expect.stringContaining('HTTP 429') });
   });
 
+  // 3,000,000 s is past what one timer can wait (2^31 - 1 ms): Node fires such a timer at once, with
+  // a warning, and the hold became a loop that wrote two lines to standard error each millisecond.
+  it('holds a Retry-After of weeks without a busy loop: one request, no timer warnings', async () => {
+    reset({ kind: 'status', status: 429, retryAfter: '3000000' });
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on('warning', onWarning);
+    try {
+      const root = scratchDir();
+      const config = configFrom({ report: { endpoints: [{ url: collector.url }], deadlineSeconds: 10 } });
+      const slow = step('a', { apply: () => new Promise((done) => setTimeout(done, 1_000)) });
+      await runWithReporting({ root, config, prepare: [slow] });
+      expect(collector.requests).toHaveLength(1);
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings.filter((w) => w === 'TimeoutOverflowWarning')).toEqual([]);
+  });
+
   it('spools without sending anything when offline', async () => {
     reset();
     const root = scratchDir();

@@ -69,4 +69,15 @@ export const reportSection = object({
   endpoints: optional(array(reportEndpoint, { maxItems: BUDGETS.endpoints, maxItemsHint: 'a run reports to one collector, or a few: send to a collector that fans the events out', description: 'collectors that receive every run, phase and step event as a CloudEvent', example: [{ url: 'https://collector.example/events', bearerToken: { valueFrom: { file: '/etc/machineadm/collector-token' } } }] })),
   clusterAPISentinel: withDefault(boolean({ description: 'write /run/cluster-api/bootstrap-success.complete after a successful provisioning', example: false }), true),
   deadlineSeconds: withDefault(integer({ min: 1, max: 3600, description: 'the longest a run waits for endpoints at its end; what is left stays spooled', example: 60 }), 30),
+}, {
+  // An endpoint's events are spooled under its URL: two endpoints of one URL (one gateway, told
+  // apart by a header or a token) would each remove what the other had not yet been sent.
+  check: (r, report) => {
+    const first = new Map<string, number>();
+    (r.endpoints ?? []).forEach((endpoint, i) => {
+      const before = first.get(endpoint.url);
+      if (before === undefined) first.set(endpoint.url, i);
+      else report(['endpoints', i, 'url'], `is the URL of endpoints[${before}] too: each endpoint's events are kept in the spool under its URL`, 'give each endpoint its own URL (a gateway that tells tenants apart by header can take a path or a query per tenant)');
+    });
+  },
 });
