@@ -3,6 +3,7 @@
 // identity that a reboot or a reused pid cannot fake (boot, pid and the process's start time), so
 // the lock of a run that was killed, or of a machine that went down, is taken over, never waited on.
 import * as fsp from './fs-calls.ts';
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { temporaryName, type RootedFileSystem } from './fs.ts';
@@ -78,15 +79,8 @@ export async function acquireRunLock(fs: RootedFileSystem, machinePath: string, 
   const temp = `${dirname(path)}/${temporaryName(basename(path))}`;
   await fsp.writeFile(temp, text, { mode: 0o600 });
   try {
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const linked = await fsp.link(temp, path).then(
-        () => true,
-        (e: NodeJS.ErrnoException) => {
-          if (e.code === 'EEXIST') return false;
-          throw e;
-        },
-      );
-      if (linked) {
+    for (let attempt = 0; attempt < TAKE_ATTEMPTS; attempt++) {
+      if (await linkOnce(temp, path)) {
         return {
           held: true,
           release: async () => {
@@ -96,14 +90,55 @@ export async function acquireRunLock(fs: RootedFileSystem, machinePath: string, 
         };
       }
       const found = await readLock(path);
+      if (found === undefined) continue;
       const holder = parse(found);
       if (holder && holder.identity !== mine.identity && processIdentity(holder.pid) === holder.identity) return { held: false, holder };
-      // A dead holder's lock: removed only while it is still the same file, then taken again.
-      if ((await readLock(path)) === found) await fsp.rm(path, { force: true });
+      // Another process takes the same dead lock over now: its new lock is there in a moment.
+      if (!(await removeDead(path, found, temp, 0))) await sleep(10);
     }
     const holder = parse(await readLock(path));
     return { held: false, holder: holder ?? { pid: 0, command: 'unknown', startedAt: '', identity: '' } };
   } finally {
     await fsp.rm(temp, { force: true });
   }
+}
+
+const TAKE_ATTEMPTS = 200;
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+/** link(2): true when `to` was made, false when it exists. */
+const linkOnce = (from: string, to: string): Promise<boolean> =>
+  fsp.link(from, to).then(
+    () => true,
+    (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EEXIST') return false;
+      throw e;
+    },
+  );
+
+/**
+ * Removes the lock file `path` while it still holds the dead lock `dead`; false when another process
+ * is doing that now. Whoever removes it must be the only one: several runs that found the same dead
+ * lock, each checking it was still there and then removing it, could remove a lock one of them had
+ * just taken (two runs at once). So the remover first takes a claim named after the dead lock,
+ * made with link(2) as the lock is: one process gets it, and only it checks and removes. A claim
+ * whose maker is gone (killed in these few milliseconds) is taken over the same way, a level down.
+ */
+async function removeDead(path: string, dead: string, temp: string, depth: number): Promise<boolean> {
+  if (depth > 3) return false;
+  const claim = `${path}.takeover-${createHash('sha256').update(dead).digest('hex').slice(0, 16)}`;
+  if (!(await linkOnce(temp, claim))) {
+    const found = await readLock(claim);
+    if (found === undefined) return false;
+    const maker = parse(found);
+    if (maker && processIdentity(maker.pid) === maker.identity) return false;
+    // The claim of a process that is gone: removed by the one that claims it in turn, then taken.
+    if (!(await removeDead(claim, found, temp, depth + 1)) || !(await linkOnce(temp, claim))) return false;
+  }
+  try {
+    if ((await readLock(path)) === dead) await fsp.rm(path, { force: true });
+  } finally {
+    await fsp.rm(claim, { force: true });
+  }
+  return true;
 }
