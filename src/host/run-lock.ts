@@ -81,6 +81,7 @@ export async function acquireRunLock(fs: RootedFileSystem, machinePath: string, 
   try {
     for (let attempt = 0; attempt < TAKE_ATTEMPTS; attempt++) {
       if (await linkOnce(temp, path)) {
+        await removeDeadClaims(path);
         return {
           held: true,
           release: async () => {
@@ -117,6 +118,21 @@ const linkOnce = (from: string, to: string): Promise<boolean> =>
   );
 
 /**
+ * The claims a process killed while it took a dead lock over left (see removeDead): removed once the
+ * lock is held, when their maker is gone. None can matter then: each names a lock that is not there.
+ */
+async function removeDeadClaims(path: string): Promise<void> {
+  const prefix = `${basename(path)}${CLAIM}`;
+  const names = await fsp.readdir(dirname(path)).catch(() => [] as string[]);
+  for (const name of names.filter((n) => n.startsWith(prefix))) {
+    const maker = parse(await readLock(`${dirname(path)}/${name}`));
+    if (!maker || processIdentity(maker.pid) !== maker.identity) await fsp.rm(`${dirname(path)}/${name}`, { force: true });
+  }
+}
+
+const CLAIM = '.takeover-';
+
+/**
  * Removes the lock file `path` while it still holds the dead lock `dead`; false when another process
  * is doing that now. Whoever removes it must be the only one: several runs that found the same dead
  * lock, each checking it was still there and then removing it, could remove a lock one of them had
@@ -126,7 +142,7 @@ const linkOnce = (from: string, to: string): Promise<boolean> =>
  */
 async function removeDead(path: string, dead: string, temp: string, depth: number): Promise<boolean> {
   if (depth > 3) return false;
-  const claim = `${path}.takeover-${createHash('sha256').update(dead).digest('hex').slice(0, 16)}`;
+  const claim = `${path}${CLAIM}${createHash('sha256').update(dead).digest('hex').slice(0, 16)}`;
   if (!(await linkOnce(temp, claim))) {
     const found = await readLock(claim);
     if (found === undefined) return false;

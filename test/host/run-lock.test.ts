@@ -1,7 +1,7 @@
 // The run lock: real processes race for it, and the lock of a killed holder or of an earlier boot
 // is taken over.
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -90,6 +90,21 @@ describe('the run lock', () => {
       expect(statSync(join(dir, 'run.lock')).mode & 0o777).toBe(0o600);
       if (got.held) await got.release();
     }
+  });
+
+  // A run killed while it took a dead lock over leaves its claim: the next holder removes it, and
+  // leaves alone the claim of a process that runs (it is taking one over now).
+  it('once held, removes the claims of takeovers whose maker is gone, and keeps a live maker\'s', async () => {
+    const dir = scratchDir();
+    const fs = new RootedFileSystem(dir);
+    const dead = JSON.stringify({ pid: 999_999, command: 'init', startedAt: 'then', identity: 'an-earlier-boot:999999:1' });
+    const live = JSON.stringify({ pid: process.ppid, command: 'init', startedAt: 'now', identity: processIdentity(process.ppid) });
+    writeFileSync(join(dir, 'run.lock.takeover-0123456789abcdef'), dead);
+    writeFileSync(join(dir, 'run.lock.takeover-fedcba9876543210'), live);
+    const got = await acquireRunLock(fs, '/run.lock', info);
+    expect(got.held).toBe(true);
+    expect(readdirSync(dir).sort()).toEqual(['run.lock', 'run.lock.takeover-fedcba9876543210']);
+    if (got.held) await got.release();
   });
 
   it('refuses while a live process holds it, and is released only by its holder', async () => {
