@@ -2,9 +2,10 @@
 // "already done"), then write everything only after every target has been checked, so one bad
 // target leaves the others untouched.
 import { isUtf8 } from 'node:buffer';
+import { posix, win32 } from 'node:path';
 import type { FileInfo, RootedFileSystem } from '../host/index.ts';
 import type { Change } from './step.ts';
-import { ExitCode, MachineadmError } from '../errors.ts';
+import { ExitCode, MachineadmError, UsageError } from '../errors.ts';
 import { unifiedDiff } from './diff.ts';
 
 export interface DesiredFile {
@@ -68,7 +69,20 @@ export async function inspectTarget(fs: RootedFileSystem, path: string): Promise
     });
   }
   if (info && info.kind !== 'file') throw new MachineadmError(`${path} exists and is not a regular file (${info.kind})`, ExitCode.stepFailed, { hint: 'remove it or choose another path' });
+  if (!info) await refuseParentFile(fs, path);
   return info;
+}
+
+// A missing target whose nearest existing folder is a file (/etc/x/y where /etc/x is a file): the
+// parent folders cannot be made. Found before any write, as the input's problem.
+async function refuseParentFile(fs: RootedFileSystem, path: string): Promise<void> {
+  const p = fs.platform === 'windows' ? win32 : posix;
+  for (let parent = p.dirname(path); parent !== p.dirname(parent); parent = p.dirname(parent)) {
+    const info = await fs.stat(parent);
+    if (!info) continue;
+    if (info.kind === 'file' || info.kind === 'other') throw new UsageError(`${path} cannot be written: ${parent} is ${info.kind === 'file' ? 'a file' : 'not a folder'}, not a folder`, { hint: 'remove it or choose another path' });
+    return;
+  }
 }
 
 /** What would change for one file; throws (naming the field) for a target that must not be written. */

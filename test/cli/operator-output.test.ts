@@ -16,7 +16,9 @@ import { NODE_BIN, REPO, TEST_PATH } from '../kubeadm/standin.ts';
 const NODE = join(NODE_BIN, 'node');
 const BIN = join(REPO, 'bin/machineadm.js');
 const HEAD = { apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig' };
-const FAILS = 'spec.files[1].path: EEXIST';
+const FAILS = 'spec.commands.boot[0] (refuse) exited with code 3';
+// The failing step's command runs in the scratch root, not on this machine.
+const UNDER_ROOT = { ...process.env, MACHINEADM_COMMANDS_UNDER_ROOT: '1' };
 
 function configFile(spec: Record<string, unknown>): string {
   const file = join(scratchDir(), 'node.yaml');
@@ -24,12 +26,11 @@ function configFile(spec: Record<string, unknown>): string {
   return file;
 }
 
-/** A scratch root where writing /etc/blocked/x.conf fails (/etc/blocked is a file). */
+/** A scratch root where the run fails in its first step: a boot command that exits with 3. */
 function failingMachine(): { root: string; config: string } {
   const root = scratchDir();
   mkdirSync(join(root, 'etc'));
-  writeFileSync(join(root, 'etc/blocked'), '');
-  return { root, config: configFile({ files: [{ path: '/etc/ok.conf', content: 'a' }, { path: '/etc/blocked/x.conf', content: 'b' }] }) };
+  return { root, config: configFile({ files: [{ path: '/etc/ok.conf', content: 'a' }], commands: { boot: [{ name: 'refuse', shell: 'echo not today >&2; exit 3' }] } }) };
 }
 
 function occurrences(text: string, part: string): number {
@@ -41,20 +42,20 @@ describe('an error that ends a run', () => {
     const m = failingMachine();
     const log = join(scratchDir(), 'all.log');
     const fd = openSync(log, 'w');
-    const run = spawnSync(NODE, [BIN, 'init', '-c', m.config, '--root', m.root], { stdio: ['ignore', fd, fd], env: { ...process.env, PATH: TEST_PATH } });
+    const run = spawnSync(NODE, [BIN, 'init', '-c', m.config, '--root', m.root], { stdio: ['ignore', fd, fd], env: { ...UNDER_ROOT, PATH: TEST_PATH } });
     closeSync(fd);
     const all = readFileSync(log, 'utf8');
     expect(run.status, all).toBe(1);
     expect(occurrences(all, FAILS), all).toBe(1);
-    expect(all).toMatch(/prepare\/files failure \d+ms \(the summary below says why\)/);
+    expect(all).toMatch(/prepare\/commands\/boot failure \d+ms \(the summary below says why\)/);
   });
 
   it('is printed once on each when they are apart: in the summary on stdout, as error: on stderr', () => {
     const m = failingMachine();
-    const run = spawnSync(NODE, [BIN, 'init', '-c', m.config, '--root', m.root], { encoding: 'utf8', env: { ...process.env, PATH: TEST_PATH } });
+    const run = spawnSync(NODE, [BIN, 'init', '-c', m.config, '--root', m.root], { encoding: 'utf8', env: { ...UNDER_ROOT, PATH: TEST_PATH } });
     expect(run.status).toBe(1);
     expect(occurrences(run.stdout, FAILS), run.stdout).toBe(1);
-    expect(run.stderr).toMatch(new RegExp(`^error: step prepare/files failed: ${FAILS.replace(/[[\]]/g, '\\$&')}`));
+    expect(run.stderr).toMatch(new RegExp(`^error: step prepare/commands/boot failed: ${FAILS.replace(/[[\]()]/g, '\\$&')}`));
     expect(occurrences(run.stderr, FAILS)).toBe(1);
   });
 });
@@ -62,7 +63,7 @@ describe('an error that ends a run', () => {
 describe('--quiet', () => {
   it('init prints nothing on stdout and the error once on stderr', async () => {
     const m = failingMachine();
-    const { code, stdout, stderr } = await runCli(['init', '-c', m.config, '--root', m.root, '--quiet']);
+    const { code, stdout, stderr } = await runCli(['init', '-c', m.config, '--root', m.root, '--quiet'], { env: UNDER_ROOT });
     expect(code).toBe(1);
     expect(stdout).toBe('');
     expect(occurrences(stderr, FAILS)).toBe(1);
@@ -154,12 +155,12 @@ describe('-v and --log-file', () => {
     const log = join(scratchDir(), 'machineadm.log');
     writeFileSync(log, 'earlier line\n');
     chmodSync(log, 0o600);
-    const { code, stdout } = await runCli(['init', '-c', m.config, '--root', m.root, '-o', 'json', '--log-file', log]);
+    const { code, stdout } = await runCli(['init', '-c', m.config, '--root', m.root, '-o', 'json', '--log-file', log], { env: UNDER_ROOT });
     expect(code).toBe(1);
     expect(stdout.split('\n').filter(Boolean).every((l) => JSON.parse(l))).toBe(true);
     const text = readFileSync(log, 'utf8');
     expect(text.startsWith('earlier line\n')).toBe(true);
-    expect(text).toMatch(/prepare\/files started: /);
+    expect(text).toMatch(/prepare\/commands\/boot started: /);
     expect(text).toContain('machineadm init: failure in');
     expect(occurrences(text, FAILS)).toBe(1);
     expect(statSync(log).mode & 0o777).toBe(0o600);

@@ -33,8 +33,39 @@ describe('spec.files append', () => {
     ['first\n', 'added\n', 'first\nadded\n'],
     ['first', 'added\n', 'first\nadded\n'],
     ['first\nadded\nlast\n', 'added\n', 'first\nadded\nlast\n'],
+    // Held only from the start of a line to the end of one: within a line it is other text.
+    ['#net.ipv4.ip_forward=1\n', 'net.ipv4.ip_forward=1\n', '#net.ipv4.ip_forward=1\nnet.ipv4.ip_forward=1\n'],
+    ['# net.ipv4.ip_forward=1 is off\n', 'net.ipv4.ip_forward=1', '# net.ipv4.ip_forward=1 is off\nnet.ipv4.ip_forward=1'],
+    ['x=10\n', 'x=1', 'x=10\nx=1'],
+    ['x=10\n', 'x=1\n', 'x=10\nx=1\n'],
+    ['x=1', 'x=1', 'x=1'],
+    ['a\nx=1\nb', 'x=1', 'a\nx=1\nb'],
+    ['added\nlast\n', 'added\n', 'added\nlast\n'],
   ])('appends %j + %j as %j', (current, content, expected) => {
     expect(appended(current === undefined ? undefined : Buffer.from(current), Buffer.from(content)).toString()).toBe(expected);
+  });
+
+  it.each([
+    ['#net.ipv4.ip_forward=1\n', 'net.ipv4.ip_forward=1\n'],
+    ['#net.ipv4.ip_forward=1', 'net.ipv4.ip_forward=1\n'],
+    ['x=10', 'x=1'],
+    ['', '\nx=1\n'],
+    ['a', '\nx=1'],
+  ])('adds nothing more on a rerun: %j + %j', (current, content) => {
+    const once = appended(Buffer.from(current), Buffer.from(content));
+    expect(appended(once, Buffer.from(content)).toString()).toBe(once.toString());
+  });
+
+  it("appends a setting to a stock sysctl.conf that holds it commented out, once", async () => {
+    const m = machine({ files: [{ path: '/etc/sysctl.conf', content: 'net.ipv4.ip_forward=1\n', append: true }] });
+    const stock = '# Uncomment the next line to enable packet forwarding for IPv4\n#net.ipv4.ip_forward=1\n';
+    writeFileSync(join(m.root, 'etc/sysctl.conf'), stock);
+    expect((await m.run('prepare')).code).toBe(0);
+    expect(readFileSync(join(m.root, 'etc/sysctl.conf'), 'utf8')).toBe(`${stock}net.ipv4.ip_forward=1\n`);
+    const again = await m.run('prepare');
+    expect(again.code).toBe(0);
+    expect(again.stdout + again.stderr).toMatch(/prepare\/files skipped .*already done/);
+    expect(readFileSync(join(m.root, 'etc/sysctl.conf'), 'utf8')).toBe(`${stock}net.ipv4.ip_forward=1\n`);
   });
 
   it('adds the content once to an existing file, keeps what was there, and a rerun adds nothing', async () => {

@@ -126,6 +126,28 @@ describe('prepare/files', () => {
     expect(existsSync(join(root, 'etc'))).toBe(false);
   });
 
+  // Both failed half-way before: /etc/a written, then "EEXIST: mkdir /etc/a" (exit 1), while plan said 0.
+  it('refuses, before writing anything (exit 2), an entry inside another entry\'s file and one under a file already there', async () => {
+    const inside = freshRoot();
+    const result = await prepare(inside, configFile([{ path: '/etc/a', content: 'x\n' }, { path: '/etc/a/b', content: 'y\n' }]));
+    expect(result.stdout + result.stderr).toContain('spec.files[1].path: "/etc/a/b" is inside "/etc/a", which spec.files[0] writes as a file');
+    expect(result.code).toBe(2);
+    expect(existsSync(join(inside, 'etc'))).toBe(false);
+
+    const under = freshRoot();
+    mkdirSync(join(under, 'etc'));
+    writeFileSync(join(under, 'etc/regfile'), 'a file\n');
+    const config = configFile([{ path: '/etc/ok', content: 'x\n' }, { path: '/etc/regfile/y', content: 'y\n' }]);
+    for (const command of [['plan', '-c', config, '--root', under], ['config', 'validate', '--on-machine', '-c', config, '--root', under]]) {
+      const r = await runCli(command);
+      expect(r.code, command.join(' ')).toBe(2);
+    }
+    const run = await prepare(under, config);
+    expect(run.stdout + run.stderr).toContain('spec.files[1].path: /etc/regfile/y cannot be written: /etc/regfile is a file, not a folder');
+    expect(run.code).toBe(2);
+    expect(readdirSync(join(under, 'etc'))).toEqual(['regfile']);
+  });
+
   it('refuses content that does not decode as its encoding says, naming the field', async () => {
     const root = freshRoot();
     const result = await prepare(root, configFile([{ path: '/etc/x', content: 'not base64 !!', encoding: 'base64' }, { path: '/etc/y', content: 'bm90IGd6aXA=', encoding: 'gzip+base64' }]));

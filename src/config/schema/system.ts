@@ -60,7 +60,7 @@ export const fileSpec = object(
     mode: optional(fileMode, { description: 'permissions, an octal mode in quotes (default "0644", or "0600" for secret content)', example: '0600' }),
     owner: optional(string({ pattern: /^[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)?$/, patternHint: '"user:group", e.g. root:root', description: 'owner and group of the file, by name or number (applied when machineadm runs as root)', example: 'root:root' })),
     append: withDefault(
-      boolean({ description: 'add the content at the end of the file (created when missing) instead of replacing it; nothing is added when the file already holds the content, so a rerun does not add it twice', example: true }),
+      boolean({ description: 'add the content at the end of the file (created when missing) instead of replacing it; nothing is added when the file already holds the content as whole lines (a commented-out line is not it), so a rerun does not add it twice', example: true }),
       false,
     ),
     values: optional(

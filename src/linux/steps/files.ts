@@ -26,14 +26,22 @@ function isPrivate(mode: number): boolean {
   return (mode & 0o004) === 0;
 }
 
-// Two entries for one path would overwrite each other on every run, so the step never converges.
-function duplicatePaths(files: readonly FileSpec[]): ConfigIssue[] {
+// Two entries for one path would overwrite each other on every run, so the step never converges;
+// an entry inside another's path would need that file to be a folder, and fails half-way.
+function duplicatePaths(files: readonly FileSpec[], separator: string): ConfigIssue[] {
   const first = new Map<string, number>();
   const issues: ConfigIssue[] = [];
   for (const [index, spec] of files.entries()) {
     const earlier = first.get(spec.path);
     if (earlier === undefined) first.set(spec.path, index);
     else issues.push({ path: `spec.files[${index}].path`, message: `"${spec.path}" is also spec.files[${earlier}].path`, hint: 'give each file once' });
+  }
+  for (const [index, spec] of files.entries()) {
+    const parts = spec.path.split(separator);
+    for (let n = parts.length - 1; n > 1; n--) {
+      const file = first.get(parts.slice(0, n).join(separator));
+      if (file !== undefined) issues.push({ path: `spec.files[${index}].path`, message: `"${spec.path}" is inside "${files[file]!.path}", which spec.files[${file}] writes as a file`, hint: 'a file cannot also be a folder: change one of the paths' });
+    }
   }
   return issues;
 }
@@ -44,8 +52,22 @@ function duplicatePaths(files: readonly FileSpec[]): ConfigIssue[] {
  */
 export function appended(current: Buffer | undefined, content: Buffer): Buffer {
   if (current === undefined || current.length === 0) return content;
-  if (content.length === 0 || current.includes(content)) return current;
+  if (content.length === 0 || holdsAsLines(current, content)) return current;
   return Buffer.concat([current, ...(current[current.length - 1] === 0x0a ? [] : [Buffer.from('\n')]), content]);
+}
+
+/**
+ * Whether the file holds the content as an append leaves it: from the start of a line to the end
+ * of one (or of the file). Only there: within a line it is other text, such as the comment
+ * "#net.ipv4.ip_forward=1" of a stock sysctl.conf around "net.ipv4.ip_forward=1".
+ */
+function holdsAsLines(current: Buffer, content: Buffer): boolean {
+  const endsLine = content[content.length - 1] === 0x0a;
+  for (let at = current.indexOf(content); at !== -1; at = current.indexOf(content, at + 1)) {
+    const end = at + content.length;
+    if ((at === 0 || current[at - 1] === 0x0a) && (endsLine || end === current.length || current[end] === 0x0a)) return true;
+  }
+  return false;
 }
 
 /** Plain content with each ${NAME} of `values` replaced by its value (resolved before any step runs). */
@@ -68,7 +90,7 @@ function decodeInline(spec: FileSpec, content: string): ReturnType<typeof decode
 async function split(ctx: StepContext): Promise<{ inline: DesiredFile[]; sources: SourceFile[] }> {
   const inline: DesiredFile[] = [];
   const sources: SourceFile[] = [];
-  const duplicates = duplicatePaths(ctx.config.spec.files ?? []);
+  const duplicates = duplicatePaths(ctx.config.spec.files ?? [], ctx.host.fs.platform === 'windows' ? '\\' : '/');
   if (duplicates.length) throw new ConfigError(duplicates);
   for (const [index, spec] of (ctx.config.spec.files ?? []).entries()) {
     const mode = fileModeOf(spec);
