@@ -2,12 +2,13 @@
 // KubeadmControlPlane or KubeadmControlPlaneTemplate as an equivalent MachineConfig. Every field
 // of the input maps, is explained (a note: Cluster API's own bookkeeping, a setting only another
 // machine uses), or is refused with its path and why.
-import { ConfigError } from '../errors.ts';
-import { isPlainObject } from '../config/schema/dsl.ts';
+import { ConfigError, type ConfigIssue } from '../errors.ts';
+import { formatPath, isPlainObject, type PathSegment } from '../config/schema/dsl.ts';
 import { API_VERSION, machineConfigJsonSchema } from '../config/schema/index.ts';
 import { TrackedDocument, type ImportNote, type Path } from './tracked.ts';
 import { CAPI_ENV, clusterConfiguration, initConfiguration, joinConfiguration, type KubeadmShape } from './kubeadm.ts';
 import { machinePreparation } from './machine.ts';
+import { hasTemplate } from './templates.ts';
 import type { SecretMapping } from './secret-mapping.ts';
 
 type Json = Record<string, unknown>;
@@ -93,10 +94,13 @@ export const UNINITIALIZED_TAINT = { key: 'node.cluster.x-k8s.io/uninitialized',
 // What a Windows worker would carry without a taints list: machineadm's own.
 const WINDOWS_TAINTS = [{ key: 'os', value: 'windows', effect: 'NoSchedule' }];
 
-function addUninitializedTaint(kubernetes: Json, shape: KubeadmShape): void {
+function addUninitializedTaint(doc: TrackedDocument, kubernetes: Json, shape: KubeadmShape): void {
   if (shape.role === 'control-plane') return;
   const node = (kubernetes.node as Json | undefined) ?? {};
   const given = node.taints as Json[] | undefined;
+  if (given === undefined && shape.os === 'windows') {
+    doc.notes.push({ path: '(Windows worker)', message: 'CABPK registers it with the uninitialized taint alone; machineadm adds os=windows:NoSchedule, the taint Windows nodes get (Linux workloads then need no nodeSelector to stay off it): give taints: [] in the original to register without it' });
+  }
   const base = given ?? (shape.os === 'windows' ? WINDOWS_TAINTS : []);
   if (base.some((t) => t.key === UNINITIALIZED_TAINT.key)) return;
   node.taints = [...base, { ...UNINITIALIZED_TAINT }];
@@ -117,6 +121,24 @@ function addKubeletLocalMode(kubernetes: Json): void {
   const gates = (cp.featureGates as Json | undefined) ?? {};
   if (KUBELET_LOCAL_MODE_GATE in gates) return;
   kubernetes.controlPlane = { ...cp, featureGates: { ...gates, [KUBELET_LOCAL_MODE_GATE]: true } };
+}
+
+/**
+ * cloud-init renders the templates of the whole of CABPK's user data; machineadm fills in only the
+ * ones the import turned into machine values (node name, IP, labels, provider ID, commands, file
+ * content). One left anywhere else in a Linux import would reach the machine as text: refused,
+ * named by where it is in the MachineConfig. cloudbase-init and Ignition render none: a Windows or
+ * Ignition import keeps its text.
+ */
+function leftTemplates(value: unknown, path: PathSegment[], source: string): ConfigIssue[] {
+  if (typeof value === 'string') {
+    if (!hasTemplate(value)) return [];
+    const template = /\{\{.*?\}\}|\{%.*?%\}/s.exec(value)?.[0] ?? value.slice(0, 60);
+    return [{ source, path: `${formatPath(path)} of the MachineConfig made`, message: `holds a cloud-init template (${template}), which cloud-init fills in and machineadm would pass on as text`, hint: 'write the value itself in the original field' }];
+  }
+  if (Array.isArray(value)) return value.flatMap((v, i) => leftTemplates(v, [...path, i], source));
+  if (isPlainObject(value)) return Object.entries(value).flatMap(([k, v]) => leftTemplates(v, [...path, k], source));
+  return [];
 }
 
 /** The fields in the order the schema lists them (the order the docs and `config view` use). */
@@ -155,7 +177,7 @@ export function importClusterApi(input: unknown, options: ImportOptions): Import
   if (shape.bootstrap === 'init' && kubernetes.controlPlaneEndpoint === undefined) kubernetes.controlPlaneEndpoint = { valueFrom: { env: 'MACHINEADM_CAPI_ENDPOINT' } };
   const verbosity = doc.number([...kind.spec, 'verbosity']);
   if (verbosity !== undefined) kubernetes.verbosity = verbosity;
-  addUninitializedTaint(kubernetes, shape);
+  addUninitializedTaint(doc, kubernetes, shape);
   if (kind.controlPlane && shape.bootstrap === 'init') {
     addKubeletLocalMode(kubernetes);
     // The machines that join this control plane download its certificates with the key Cluster
@@ -164,6 +186,8 @@ export function importClusterApi(input: unknown, options: ImportOptions): Import
   }
   spec.kubernetes = kubernetes;
   doc.refuseUnread();
+  // Ignition renders no templates either: CABPK's Ignition data writes them as text too.
+  if (os === 'linux' && doc.peek([...kind.spec, 'format']) !== 'ignition') doc.issues.push(...leftTemplates(spec, ['spec'], options.source));
   if (doc.issues.length > 0) throw new ConfigError(doc.issues);
   if (shape.role === 'control-plane') {
     doc.notes.push({

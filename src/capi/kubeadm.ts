@@ -4,7 +4,7 @@
 // names, so one imported configuration serves every Machine of a template.
 import { formatPath, isPlainObject } from '../config/schema/dsl.ts';
 import type { TrackedDocument, Path } from './tracked.ts';
-import { azureNameFill, composedProviderScheme, hasMachineTemplate, isProviderIdTemplate, machineReferenceOf, providerIdTemplateOf } from './templates.ts';
+import { azureNameFill, composedProviderScheme, hasMachineTemplate, hasTemplate, isProviderIdTemplate, machineReferenceOf, providerIdTemplateOf } from './templates.ts';
 
 type Json = Record<string, unknown>;
 
@@ -32,13 +32,23 @@ export function durationSeconds(text: string): number | undefined {
   return Number.isInteger(total) && total > 0 ? total : undefined;
 }
 
-/** extraArgs in either Cluster API form: v1beta1's map, v1beta2's list of {name, value}. */
-export function readFlags(doc: TrackedDocument, path: Path): Record<string, string> | undefined {
+/**
+ * extraArgs in either Cluster API form: v1beta1's map, v1beta2's list of {name, value}. With
+ * `templates: 'refuse'` a value holding a cloud-init template is refused and left out: cloud-init
+ * fills it in within CABPK's kubeadm configuration, and machineadm fills in none in a flag (the
+ * kubelet's flags, which name machine values machineadm reads, are read by nodeRegistration).
+ */
+export function readFlags(doc: TrackedDocument, path: Path, templates: 'keep' | 'refuse' = 'keep'): Record<string, string> | undefined {
   const value = doc.take(path);
   if (value === undefined) return undefined;
   const out: Record<string, string> = {};
+  const templated = (at: Path, flag: string, text: string): boolean => {
+    if (templates === 'keep' || !hasTemplate(text)) return false;
+    doc.refuse(at, `flag ${flag}: ${text} holds a cloud-init template, which cloud-init fills in and machineadm does not in a component's flags`, 'write the value itself');
+    return true;
+  };
   if (isPlainObject(value)) {
-    for (const [k, v] of Object.entries(value)) out[k] = String(v);
+    for (const [k, v] of Object.entries(value)) if (!templated([...path, k], k, String(v))) out[k] = String(v);
     return out;
   }
   if (Array.isArray(value)) {
@@ -51,7 +61,7 @@ export function readFlags(doc: TrackedDocument, path: Path): Record<string, stri
         doc.refuse([...path, i], `flag ${item.name} is given twice: machineadm passes each flag once`, 'join the values the way the component reads them (most list flags take commas)');
         continue;
       }
-      out[item.name] = String(item.value ?? '');
+      if (!templated([...path, i, 'value'], item.name, String(item.value ?? ''))) out[item.name] = String(item.value ?? '');
     }
     return out;
   }
@@ -71,10 +81,10 @@ function setIf(target: Json, key: string, value: unknown): void {
   if (value !== undefined) target[key] = value;
 }
 
-function component(doc: TrackedDocument, path: Path, withSans: boolean): Json | undefined {
+function component(doc: TrackedDocument, path: Path, withSans: boolean, templates: 'keep' | 'refuse'): Json | undefined {
   const out: Json = {};
   if (withSans) setIf(out, 'certSANs', doc.strings([...path, 'certSANs']));
-  setIf(out, 'extraArgs', readFlags(doc, [...path, 'extraArgs']));
+  setIf(out, 'extraArgs', readFlags(doc, [...path, 'extraArgs'], templates));
   const volumes = doc.length([...path, 'extraVolumes']);
   if (volumes > 0) {
     out.extraVolumes = Array.from({ length: volumes }, (_, i) => {
@@ -250,17 +260,19 @@ export function clusterConfiguration(doc: TrackedDocument, path: Path, shape: Ku
   const endpoint = doc.string([...path, 'controlPlaneEndpoint']);
   if (endpoint !== undefined) k.controlPlaneEndpoint = endpoint;
   const cp: Json = (k.controlPlane as Json) ?? {};
-  setIf(cp, 'apiServer', component(doc, [...path, 'apiServer'], true));
+  // cloud-init renders CABPK's kubeadm configuration (Linux); cloudbase-init renders nothing.
+  const templates = shape.os === 'linux' ? 'refuse' : 'keep';
+  setIf(cp, 'apiServer', component(doc, [...path, 'apiServer'], true, templates));
   const healthCheck = seconds(doc, [...path, 'apiServer', 'timeoutForControlPlane']);
   if (healthCheck !== undefined) k.kubeadmTimeouts = { ...((k.kubeadmTimeouts as Json) ?? {}), controlPlaneComponentHealthCheckSeconds: healthCheck };
-  setIf(cp, 'controllerManager', component(doc, [...path, 'controllerManager'], false));
-  setIf(cp, 'scheduler', component(doc, [...path, 'scheduler'], false));
+  setIf(cp, 'controllerManager', component(doc, [...path, 'controllerManager'], false, templates));
+  setIf(cp, 'scheduler', component(doc, [...path, 'scheduler'], false, templates));
   const etcd = [...path, 'etcd'];
   if (doc.peek([...etcd, 'local']) !== undefined) {
     const at = [...etcd, 'local'];
     const local: Json = {};
     for (const key of ['dataDir', 'imageRepository', 'imageTag']) setIf(local, key, doc.string([...at, key]));
-    setIf(local, 'extraArgs', readFlags(doc, [...at, 'extraArgs']));
+    setIf(local, 'extraArgs', readFlags(doc, [...at, 'extraArgs'], templates));
     setIf(local, 'extraEnvs', envVars(doc, [...at, 'extraEnvs']));
     setIf(local, 'serverCertSANs', doc.strings([...at, 'serverCertSANs']));
     setIf(local, 'peerCertSANs', doc.strings([...at, 'peerCertSANs']));

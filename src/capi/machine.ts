@@ -1,9 +1,9 @@
 // KubeadmConfigSpec's machine preparation (commands, files, users, time servers, disks, mounts,
 // Ignition's extra configuration) read into machineadm's spec.
-import { load as loadYaml } from 'js-yaml';
+import { load as loadYaml, YAML11_SCHEMA } from 'js-yaml';
 import { formatPath, isPlainObject } from '../config/schema/dsl.ts';
 import type { TrackedDocument, Path } from './tracked.ts';
-import { azureNameFill, fileTemplates, hasTemplate, shellTemplates } from './templates.ts';
+import { azureNameFill, fileTemplates, hasTemplate, newHereDocuments, shellTemplates } from './templates.ts';
 import { answerRoleTests, roleTestNote } from './role-tests.ts';
 import { referenceForSecret, whereToPut, type SecretMapping } from './secret-mapping.ts';
 
@@ -14,6 +14,12 @@ const setIf = (target: Json, key: string, value: unknown) => {
 };
 
 const TEMPLATE_HINT = "machineadm reads a template of one key of cloud-init's instance data ({{ ds.meta_data.NAME }}, {{ v1.NAME }}) from the machine, and expands nothing else: write the value";
+
+// cloud-init runs bootcmd and runcmd, Ignition its units and kubeadm.sh, without a time limit; a
+// provider's install script (packages, downloads, image pulls) may take long. machineadm stops a
+// command after its timeoutSeconds (300 unless given): an imported one gets the most the schema
+// allows (src/config/schema/commands.ts).
+const LONGEST_TIMEOUT_SECONDS = 86_400;
 
 /**
  * A list of commands as the bootstrap data runs it, on Linux: one shell script, so that what one
@@ -59,16 +65,17 @@ function commandList(doc: TrackedDocument, path: Path, os: 'linux' | 'windows', 
     .filter(({ line, at }) => !kubeadmFileEdit(doc, at, line));
   if (os === 'windows') {
     return lines.flatMap(({ line, at }) => {
-      if (!hasTemplate(line)) return [{ shell: line }];
+      if (!hasTemplate(line)) return [{ shell: line, timeoutSeconds: LONGEST_TIMEOUT_SECONDS }];
       doc.refuse(at, `holds a cloud-init template (${line.slice(0, 60)})`, TEMPLATE_HINT);
       return [];
     });
   }
   // A known template becomes a variable the script gets from the machine (see shellTemplates).
+  // Every line is read, for the here-documents a line opens: their bodies may be the next lines.
   const env: Json = {};
+  const heredocs = newHereDocuments();
   const kept = lines.flatMap(({ line, at }) => {
-    if (!hasTemplate(line)) return [line];
-    const rendered = shellTemplates(line);
+    const rendered = shellTemplates(line, heredocs);
     if ('problem' in rendered) {
       doc.refuse(at, `${rendered.problem}: ${line.slice(0, 60)}`, TEMPLATE_HINT);
       return [];
@@ -79,7 +86,11 @@ function commandList(doc: TrackedDocument, path: Path, os: 'linux' | 'windows', 
   if (kept.length === 0) return [];
   const list = String(path.at(-1));
   const name = ignition ? `${list}, one script as Ignition's kubeadm.sh runs it (set -e)` : `${list}, one script as cloud-init's runcmd runs it`;
-  return [{ name, shell: [...(ignition ? ['set -e'] : []), ...kept].join('\n'), ...(Object.keys(env).length > 0 ? { env } : {}) }];
+  // cloud-init's runcmd goes on to kubeadm whatever the last line of preKubeadmCommands returned
+  // (no set -e); machineadm would stop at the script's status. A line that fails under a set -e
+  // of the list's own still ends the script before the exit 0, as it ends runcmd before kubeadm.
+  const end = list === 'preKubeadmCommands' && !ignition ? ['exit 0'] : [];
+  return [{ name, shell: [...(ignition ? ['set -e'] : []), ...kept, ...end].join('\n'), ...(Object.keys(env).length > 0 ? { env } : {}), timeoutSeconds: LONGEST_TIMEOUT_SECONDS }];
 }
 
 /** Shell variables a script assigns (NAME=..., export NAME=...). */
@@ -96,13 +107,27 @@ function commands(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spe
   if (Object.keys(out).length > 0) spec.commands = out;
   // In the bootstrap data kubeadm runs inside the same script: a variable of the commands before
   // it reaches the ones after. machineadm runs kubeadm itself, between two scripts.
-  const before = assigned((doc.peek([...base, 'preKubeadmCommands']) as unknown[] | undefined)?.filter((l): l is string => typeof l === 'string') ?? []);
+  const pre = (doc.peek([...base, 'preKubeadmCommands']) as unknown[] | undefined)?.filter((l): l is string => typeof l === 'string') ?? [];
+  const before = assigned(pre);
   const after = doc.peek([...base, 'postKubeadmCommands']);
-  if (os === 'linux' && Array.isArray(after)) {
+  if (os === 'linux' && Array.isArray(after) && after.length > 0) {
     const used = [...before].filter((name) => after.some((l) => typeof l === 'string' && new RegExp(`\\$\\{?${name}\\b`).test(l)));
     if (used.length > 0) doc.notes.push({ path: formatPath([...base, 'postKubeadmCommands']), message: `uses ${used.map((n) => `$${n}`).join(', ')}, set by preKubeadmCommands: machineadm runs kubeadm between the two scripts, so set ${used.length > 1 ? 'them' : 'it'} again in postKubeadmCommands` });
+    // Ignition's scripts both begin with set -e: only the others matter there.
+    const kept = SHELL_STATE.filter((s) => !(ignition && s.what === 'set -e') && pre.some((l) => s.test.test(l))).map((s) => s.what);
+    const them = kept.length > 1 ? 'them' : 'it';
+    if (kept.length > 0) doc.notes.push({ path: formatPath([...base, 'postKubeadmCommands']), message: `preKubeadmCommands say ${kept.join(', ')}, which in CABPK's one script ${kept.length > 1 ? 'hold' : 'holds'} for these lines too: machineadm runs kubeadm between the two scripts, and this one starts without ${them} (in machineadm's working directory and umask, without set -e): say ${them} again at the top of postKubeadmCommands if these lines need ${them}` });
   }
 }
+
+// What a line of a script sets for the lines after it, besides variables: a preKubeadmCommands
+// line's holds for the postKubeadmCommands in CABPK's one script. A cd or umask in a subshell,
+// ( cd dir && make ), holds only there and is not matched.
+const SHELL_STATE: { what: string; test: RegExp }[] = [
+  { what: 'set -e', test: /(?:^|[;&|{]|\bthen|\bdo)\s*set\s+(?:-[A-Za-z]*e|-o\s+errexit\b)/m },
+  { what: 'cd', test: /(?:^|[;&|{]|\bthen|\bdo)\s*cd(?:\s|;|$)/m },
+  { what: 'umask', test: /(?:^|[;&|{]|\bthen|\bdo)\s*umask\s+[0-7ugoa]/m },
+];
 
 /** A Windows path as machineadm's files take it (C:\dir\file), from C:/dir/file or c:\dir\file. */
 function windowsPath(path: string): string {
@@ -136,7 +161,9 @@ function files(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: 
     const at = [...path, i];
     const file: Json = {};
     const target = doc.string([...at, 'path']);
-    if (target !== undefined) file.path = os === 'windows' && /^[A-Za-z]:[\\/]/.test(target) ? windowsPath(target) : target;
+    // cloud-init would put the machine's value into the path; machineadm's paths take none.
+    if (target !== undefined && os === 'linux' && hasTemplate(target)) doc.refuse([...at, 'path'], `${target} holds a cloud-init template, which cloud-init fills in and machineadm's file paths do not`, 'write the path itself');
+    else if (target !== undefined) file.path = os === 'windows' && /^[A-Za-z]:[\\/]/.test(target) ? windowsPath(target) : target;
     const content = doc.string([...at, 'content']);
     const fromSecret = secretOf(doc, [...at, 'contentFrom'], os, mapping);
     if (fromSecret !== undefined) file.content = fromSecret;
@@ -191,13 +218,30 @@ function users(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: 
     // cloud-init takes groups as one comma-separated string.
     if (groups !== undefined) user.groups = groups.split(',').map((g) => g.trim()).filter(Boolean);
     setIf(user, 'sshAuthorizedKeys', doc.strings([...at, 'sshAuthorizedKeys']));
-    setIf(user, 'lockPassword', doc.boolean([...at, 'lockPassword']));
-    setIf(user, 'passwordHash', doc.string([...at, 'passwd']));
-    setIf(user, 'passwordHash', secretOf(doc, [...at, 'passwdFrom'], os, mapping));
+    const lock = doc.boolean([...at, 'lockPassword']);
+    setIf(user, 'lockPassword', lock);
+    if (lock === false) {
+      setIf(user, 'passwordHash', doc.string([...at, 'passwd']));
+      setIf(user, 'passwordHash', secretOf(doc, [...at, 'passwdFrom'], os, mapping));
+    } else lockedPassword(doc, at, user);
     if (doc.boolean([...at, 'inactive']) === true) doc.refuse([...at, 'inactive'], 'an inactive (expired) account has no machineadm equivalent', 'remove the user, or lock its password (lockPassword: true)');
     out.push(user);
   }
   if (out.length > 0) spec.users = out;
+}
+
+/**
+ * cloud-init sets a user's passwd and then locks it unless lock_passwd is false (its default is
+ * true; CABPK writes lock_passwd only when lockPassword is set): the hash never lets anyone log in.
+ * machineadm would set it as a working password (its lockPassword is not applied with a
+ * passwordHash), so the hash is left out and the password stays locked.
+ */
+function lockedPassword(doc: TrackedDocument, at: Path, user: Json): void {
+  for (const key of ['passwd', 'passwdFrom']) {
+    if (doc.take([...at, key]) === undefined) continue;
+    user.lockPassword = true;
+    doc.notes.push({ path: formatPath([...at, key]), message: `cloud-init sets this password and locks it (lockPassword is not false), so it never logs anyone in: not carried; the password stays locked (lockPassword: true). For a password that works, set lockPassword: false` });
+  }
 }
 
 function ntp(doc: TrackedDocument, base: Path, spec: Json): void {
@@ -209,6 +253,7 @@ function ntp(doc: TrackedDocument, base: Path, spec: Json): void {
     return;
   }
   if (servers !== undefined) spec.timeServers = { servers };
+  else if (enabled === true) doc.notes.push({ path: formatPath([...path, 'enabled']), message: "without servers, cloud-init sets up its NTP client with the distribution's default pools; machineadm leaves the machine's time service as the image has it: give ntp.servers for servers of your own" });
 }
 
 /**
@@ -338,7 +383,9 @@ function ignition(doc: TrackedDocument, base: Path, spec: Json): void {
   if (text === undefined) return;
   let clc: unknown;
   try {
-    clc = loadYaml(text);
+    // CABPK translates it with the Container Linux Config transpiler, whose YAML parser reads
+    // YAML 1.1: `mode: 0744` is octal there (484), where YAML 1.2 reads 744.
+    clc = loadYaml(text, { schema: YAML11_SCHEMA });
   } catch (cause) {
     doc.refuse([...path, 'additionalConfig'], `is not YAML: ${(cause as Error).message.split('\n')[0]}`);
     return;
@@ -349,7 +396,7 @@ function ignition(doc: TrackedDocument, base: Path, spec: Json): void {
   };
   if (!isPlainObject(clc)) return refuse('(document)', 'expected a map');
   const files: Json[] = (spec.files as Json[] | undefined) ?? [];
-  const boot: Json[] = [];
+  const enable: Json[] = [];
   for (const [key, value] of Object.entries(clc)) {
     if (key === 'storage' && isPlainObject(value)) {
       for (const [skey, svalue] of Object.entries(value)) {
@@ -365,15 +412,11 @@ function ignition(doc: TrackedDocument, base: Path, spec: Json): void {
           const extra = Object.keys(f).filter((k) => !['path', 'contents', 'mode', 'filesystem', 'user', 'group'].includes(k));
           if (extra.length > 0) return refuse(`storage.files[${i}].${extra[0]}`, 'has no machineadm equivalent');
           if (f.filesystem !== undefined && f.filesystem !== 'root') return refuse(`storage.files[${i}].filesystem`, 'machineadm writes files on the root filesystem');
-          const owner = (x: unknown) => (isPlainObject(x) && typeof x.name === 'string' ? x.name : undefined);
-          const user = owner(f.user);
-          const group = owner(f.group);
-          files.push({
-            path: f.path,
-            content: contents.inline,
-            ...(typeof f.mode === 'number' ? { mode: '0' + f.mode.toString(8) } : {}),
-            ...(user !== undefined ? { owner: `${user}:${group ?? user}` } : {}),
-          });
+          const mode = clcMode(f.mode);
+          if (mode === null) return refuse(`storage.files[${i}].mode`, `${JSON.stringify(f.mode)} is not a file mode: give an integer, octal with a leading zero (0644) or decimal (420)`);
+          const owner = clcOwner(f.user, f.group);
+          if (typeof owner === 'object') return refuse(`storage.files[${i}].${owner.field}`, owner.problem);
+          files.push({ path: f.path, content: contents.inline, ...(mode !== undefined ? { mode } : {}), ...(owner !== undefined ? { owner } : {}) });
         });
       }
     } else if (key === 'systemd' && isPlainObject(value) && Array.isArray(value.units) && Object.keys(value).length === 1) {
@@ -392,18 +435,59 @@ function ignition(doc: TrackedDocument, base: Path, spec: Json): void {
         if (Array.isArray(u.dropins)) {
           for (const d of u.dropins) if (isPlainObject(d) && typeof d.name === 'string' && typeof d.contents === 'string') files.push({ path: `/etc/systemd/system/${u.name}.d/${d.name}`, content: d.contents });
         }
-        if (u.enabled === true || u.enable === true) boot.push({ argv: ['systemctl', 'enable', '--now', u.name] });
+        if (u.enabled === true || u.enable === true) enable.push(enableUnit(u.name));
       });
     } else {
       refuse(key, 'has no machineadm equivalent (files and systemd units are carried)');
     }
   }
   if (files.length > 0) spec.files = files;
-  if (boot.length > 0) {
+  if (enable.length > 0) {
+    // Ignition writes and enables its units before systemd starts anything, so they run at the
+    // first boot, before CABPK's kubeadm.service. machineadm writes them in prepare/files, after
+    // its boot commands (where `systemctl enable` would find no unit): they are enabled and
+    // started in provision, first of the commands before kubeadm, ahead of the
+    // preKubeadmCommands script, which may need what they do.
     const commands = (spec.commands as Json | undefined) ?? {};
-    commands.boot = [...((commands.boot as Json[] | undefined) ?? []), ...boot];
+    commands.beforeKubeadm = [...enable, ...((commands.beforeKubeadm as Json[] | undefined) ?? [])];
     spec.commands = commands;
   }
+}
+
+/** The command that enables and starts a unit Ignition enables. */
+function enableUnit(unit: string): Json {
+  const name = `enable and start ${unit}, as Ignition does`;
+  return { ...(name.length <= 100 ? { name } : {}), argv: ['systemctl', 'enable', '--now', unit], timeoutSeconds: LONGEST_TIMEOUT_SECONDS };
+}
+
+/**
+ * A Container Linux Config file's mode (an integer, which the YAML 1.1 parser reads as octal when
+ * written with a leading zero) as machineadm's octal text; undefined when not given, null when it
+ * is no mode.
+ */
+function clcMode(mode: unknown): string | undefined | null {
+  if (mode === undefined || mode === null) return undefined;
+  if (typeof mode !== 'number' || !Number.isInteger(mode) || mode < 0 || mode > 0o7777) return null;
+  return '0' + mode.toString(8).padStart(3, '0');
+}
+
+/**
+ * A Container Linux Config file's owner ({ id } or { name } of its user and group) as machineadm's
+ * user:group. Ignition takes the id before the name, and root (0) for a user or group not given.
+ */
+function clcOwner(user: unknown, group: unknown): string | undefined | { field: string; problem: string } {
+  if (user === undefined && group === undefined) return undefined;
+  const part = (x: unknown, field: 'user' | 'group'): string | { field: string; problem: string } => {
+    if (x === undefined || x === null) return 'root';
+    if (isPlainObject(x) && typeof x.id === 'number' && Number.isInteger(x.id) && x.id >= 0) return String(x.id);
+    if (isPlainObject(x) && x.id === undefined && typeof x.name === 'string' && /^[A-Za-z0-9_.-]+$/.test(x.name)) return x.name;
+    return { field, problem: `expected { id: NUMBER } or { name: NAME } (a user or group name of letters, digits, ".", "_" and "-")` };
+  };
+  const u = part(user, 'user');
+  const g = part(group, 'group');
+  if (typeof u === 'object') return u;
+  if (typeof g === 'object') return g;
+  return `${u}:${g}`;
 }
 
 export function machinePreparation(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: Json, bootstrap: 'init' | 'join', mapping: SecretMapping = { store: 'files' }): void {

@@ -188,28 +188,102 @@ function claim(taken: Record<string, MachineReference>, reference: MachineRefere
   return { name };
 }
 
+/** A here-document (<<EOF): its delimiter, whether quoted (<<'EOF', <<"EOF", <<\EOF), and whether <<- (tabs before the delimiter). */
+interface HereDocument {
+  written: string;
+  delimiter: string;
+  quoted: boolean;
+  tabs: boolean;
+}
+
+/** The here-documents of a script read line after line: those a line opened, and the one whose body is being read. */
+export interface HereDocuments {
+  pending: HereDocument[];
+  body?: HereDocument;
+}
+
+export function newHereDocuments(): HereDocuments {
+  return { pending: [] };
+}
+
+// The operator and its word; an unquoted word starts with a letter or _, so that a shift in
+// arithmetic ($((1 << 2))) is not taken for one.
+const HERE_DOCUMENT = /<<(-?)[ \t]*((?:[A-Za-z_]|'[^'\n]*'|"[^"\n]*"|\\[^\n])(?:[A-Za-z0-9_.-]|'[^'\n]*'|"[^"\n]*"|\\[^\n])*)/y;
+
+/** The here-document an operator at `i` opens (outside quotes), with where its word ends; undefined when none starts there. */
+function hereDocumentAt(line: string, i: number): { doc: HereDocument; end: number } | undefined {
+  if (!line.startsWith('<<', i) || line[i - 1] === '<' || line[i + 2] === '<') return undefined;
+  HERE_DOCUMENT.lastIndex = i;
+  const match = HERE_DOCUMENT.exec(line);
+  if (!match) return undefined;
+  const word = match[2]!;
+  const delimiter = [...word.matchAll(/'([^']*)'|"([^"]*)"|\\(.)|([^'"\\])/g)].map((m) => m[1] ?? m[2] ?? m[3] ?? m[4]).join('');
+  return { doc: { written: `<<${match[1]}${word}`, delimiter, quoted: /['"\\]/.test(word), tabs: match[1] === '-' }, end: i + match[0].length };
+}
+
+/**
+ * A line of a here-document's body. Quotes are text there. The shell puts variables into the body
+ * of one whose delimiter is unquoted, so a template becomes ${NAME} as it stands; into a quoted
+ * one's it puts nothing, and a template there, which cloud-init filled in, is refused.
+ */
+function hereDocumentLine(raw: string, heredocs: HereDocuments, env: Record<string, MachineReference>): { text: string; problem?: string } {
+  const doc = heredocs.body!;
+  const bare = raw.endsWith('\n') ? raw.slice(0, -1) : raw;
+  if ((doc.tabs ? bare.replace(/^\t+/, '') : bare) === doc.delimiter) {
+    heredocs.body = heredocs.pending.shift();
+    return { text: raw };
+  }
+  if (!hasTemplate(raw)) return { text: raw };
+  if (doc.quoted) return { text: raw, problem: `holds a template in the body of a here-document whose delimiter is quoted (${doc.written}), where the shell puts in no variable: unquote the delimiter, or write the value` };
+  let problem: string | undefined;
+  const text = raw.replace(TEMPLATE, (whole, expression: string) => {
+    const reference = referenceOf(expression);
+    const claimed = reference ? claim(env, reference) : { problem: unknownTemplate(expression) };
+    if ('problem' in claimed) problem ??= claimed.problem;
+    return 'name' in claimed ? `\${${claimed.name}}` : whole;
+  });
+  return { text, ...(problem !== undefined ? { problem } : {}) };
+}
+
 /**
  * A shell line's templates as variables the command gets from the machine ({{ v1.local_hostname }}
  * becomes ${MACHINE_LOCAL_HOSTNAME}, with env MACHINE_LOCAL_HOSTNAME: { fromMachine: localHostname }).
  * cloud-init put the value in before the shell read the line; the shell now puts it in itself,
  * outside quotes and within double quotes as it is, and within single quotes (where the shell puts
  * in nothing) by ending them around the variable in double quotes: 'a {{ x }} b' is
- * 'a '"${X}"' b', and '{{ x }}' is "${X}". A template machineadm does not know is refused (`problem`).
+ * 'a '"${X}"' b', and '{{ x }}' is "${X}". A template machineadm does not know is refused (`problem`),
+ * and so is one in the body of a here-document with a quoted delimiter (see hereDocumentLine).
+ * `heredocs` carries the here-documents from one line of a script to the next (their bodies
+ * follow the line that opens them).
  */
-export function shellTemplates(line: string): { text: string; env: Record<string, MachineReference> } | { problem: string } {
+export function shellTemplates(line: string, heredocs: HereDocuments = newHereDocuments()): { text: string; env: Record<string, MachineReference> } | { problem: string } {
   const env: Record<string, MachineReference> = {};
   let text = '';
   let quote: "'" | '"' | undefined;
   // Where the text stood just after the single quote that opened the quote now open.
   let openedAt = -1;
+  // The first problem; the line is still read to its end, for the here-documents it opens or ends.
+  let problem: string | undefined;
   for (let i = 0; i < line.length; ) {
+    if (heredocs.body) {
+      const end = line.indexOf('\n', i);
+      const next = end === -1 ? line.length : end + 1;
+      const body = hereDocumentLine(line.slice(i, next), heredocs, env);
+      problem ??= body.problem;
+      text += body.text;
+      i = next;
+      continue;
+    }
     const template = line.startsWith('{{', i) ? /^\{\{\s*(.*?)\s*\}\}/.exec(line.slice(i)) : null;
     if (template) {
       const reference = referenceOf(template[1]!);
-      if (!reference) return { problem: unknownTemplate(template[1]!) };
-      const claimed = claim(env, reference);
-      if ('problem' in claimed) return claimed;
+      const claimed = reference ? claim(env, reference) : { problem: unknownTemplate(template[1]!) };
       i += template[0].length;
+      if ('problem' in claimed) {
+        problem ??= claimed.problem;
+        text += template[0];
+        continue;
+      }
       if (quote !== "'") {
         text += `\${${claimed.name}}`;
         continue;
@@ -232,11 +306,23 @@ export function shellTemplates(line: string): { text: string; env: Record<string
       i += 2;
       continue;
     }
+    const opened = quote === undefined ? hereDocumentAt(line, i) : undefined;
+    if (opened) {
+      heredocs.pending.push(opened.doc);
+      text += line.slice(i, opened.end);
+      i = opened.end;
+      continue;
+    }
+    // The body of the here-documents this line opened begins on the next line.
+    if (c === '\n' && quote === undefined && heredocs.pending.length > 0) heredocs.body = heredocs.pending.shift();
     if ((c === "'" || c === '"') && (quote === undefined || quote === c)) quote = quote === undefined ? c : undefined;
     text += c;
     i++;
     if (quote === "'" && c === "'") openedAt = text.length;
   }
+  // The next line of the script (the next command of the list) follows this one.
+  if (quote === undefined && heredocs.body === undefined) heredocs.body = heredocs.pending.shift();
+  if (problem !== undefined) return { problem };
   if (/\{%/.test(line)) return { problem: 'holds a cloud-init template statement ({% ... %})' };
   return { text, env };
 }

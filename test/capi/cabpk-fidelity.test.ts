@@ -9,6 +9,7 @@ import { load } from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import { importClusterApi, UNINITIALIZED_TAINT } from '../../src/capi/import.ts';
 import { CAPI_ENV } from '../../src/capi/kubeadm.ts';
+import { ConfigError } from '../../src/errors.ts';
 import { REPO } from '../kubeadm/standin.ts';
 
 type Json = Record<string, any>;
@@ -53,7 +54,8 @@ describe('an import does what CABPK and KubeadmControlPlane add', () => {
   it("drops Flatcar's envsubst of CABPK's /etc/kubeadm.yml and its kubeadm.service (machineadm renders and runs kubeadm itself), saying so", () => {
     const { config, notes } = importClusterApi(fixture('06-capa-flatcar-ignition-workers.yaml'), { source: 'test' });
     const spec = config.spec as Json;
-    expect(spec.commands?.beforeKubeadm ?? []).toEqual([]);
+    // Left before kubeadm: the unit the template enables, no script of the envsubst lines.
+    expect((spec.commands?.beforeKubeadm ?? []).map((c: Json) => c.argv ?? c.shell)).toEqual([['systemctl', 'enable', '--now', 'coreos-metadata-sshkeys@.service']]);
     expect((spec.files ?? []).map((f: Json) => f.path)).not.toContainEqual(expect.stringContaining('kubeadm.service'));
     expect(JSON.stringify(spec.commands ?? {})).not.toContain('kubeadm.service');
     const said = notes.map((n) => `${n.path}: ${n.message}`);
@@ -164,3 +166,126 @@ describe('an import reads the instance data where cloud-init\'s templates did', 
   });
 });
 
+
+/** The problems an import refuses the document with, as "path: message". */
+function refusals(doc: Json, options: { join?: boolean } = {}): string[] {
+  try {
+    importClusterApi(doc, { source: 'test', ...options });
+  } catch (error) {
+    if (error instanceof ConfigError) return error.issues.map((i) => `${i.path}: ${i.message}`);
+    throw error;
+  }
+  return [];
+}
+
+const joining = (spec: Json): Json => ({ apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta1', kind: 'KubeadmConfig', metadata: { name: 'w' }, spec: { joinConfiguration: {}, ...spec } });
+const HASH_OF_PASSWORD = '$6$abc$3QXyo0Bq0Fv0Kp1mS2o1lTqzWmVx8m0d0y5oW7kqW8Jc1b9qf1pJ0Gq8Vb5a9m2nV8y0oQ2wX7cZ1e3f4g5h6.';
+
+// cloud-init's users: lock_passwd defaults to true, and CABPK writes it only when lockPassword is
+// set: a passwd is set and then locked, so it logs no one in, unless lockPassword is false.
+describe('an import gives users the password state cloud-init leaves them', () => {
+  it.each([
+    ['lockPassword: true', { lockPassword: true }],
+    ['no lockPassword (cloud-init locks by default)', {}],
+  ])('leaves passwd out and keeps the password locked with %s, saying so', (_what, lock) => {
+    const { config, notes } = importClusterApi(joining({ users: [{ name: 'ops', passwd: HASH_OF_PASSWORD, ...lock }] }), { source: 'test' });
+    expect((config.spec as Json).users).toEqual([{ name: 'ops', lockPassword: true }]);
+    expect(notes).toContainEqual({ path: 'spec.users[0].passwd', message: expect.stringMatching(/^cloud-init sets this password and locks it .*not carried; the password stays locked .*set lockPassword: false$/) });
+  });
+
+  it('carries passwd, or passwdFrom, as passwordHash when lockPassword is false', () => {
+    const users = (importClusterApi(joining({ users: [{ name: 'ops', passwd: HASH_OF_PASSWORD, lockPassword: false }, { name: 'dev', lockPassword: false, passwdFrom: { secret: { name: 'dev-password', key: 'hash' } } }] }), { source: 'test' }).config.spec as Json).users;
+    expect(users[0]).toEqual({ name: 'ops', lockPassword: false, passwordHash: HASH_OF_PASSWORD });
+    expect(users[1].passwordHash).toEqual({ valueFrom: { file: '/etc/machineadm/capi-secrets/dev-password/hash' } });
+    const locked = importClusterApi(joining({ users: [{ name: 'dev', passwdFrom: { secret: { name: 'dev-password', key: 'hash' } } }] }), { source: 'test' });
+    expect((locked.config.spec as Json).users).toEqual([{ name: 'dev', lockPassword: true }]);
+    expect(locked.notes.map((n) => n.path)).toContain('spec.users[0].passwdFrom');
+  });
+});
+
+// CABPK's Ignition additionalConfig is a Container Linux Config, read by a YAML 1.1 parser.
+describe("an import reads Ignition's files as the Container Linux Config transpiler does", () => {
+  const ignitionFiles = (files: string): Json => joining({ format: 'ignition', ignition: { containerLinuxConfig: { additionalConfig: `storage:\n  files:\n${files}` } } });
+  const file = (extra: string) => `  - path: /etc/x\n    contents: {inline: "x"}\n${extra}`;
+
+  it.each([
+    ['0744', '0744'],
+    ['0600', '0600'],
+    ['0644', '0644'],
+    ['420', '0644'],
+    ['04755', '04755'],
+  ])('reads mode: %s as %s (a leading zero is octal in YAML 1.1)', (written, mode) => {
+    expect((importClusterApi(ignitionFiles(file(`    mode: ${written}\n`)), { source: 'test' }).config.spec as Json).files[0].mode).toBe(mode);
+  });
+
+  it.each([
+    ['user: {id: 500}\n    group: {id: 500}', '500:500'],
+    ['user: {id: 0}', '0:root'],
+    ['user: {name: core}', 'core:root'],
+    ['user: {name: core}\n    group: {name: core}', 'core:core'],
+    ['group: {id: 1000}', 'root:1000'],
+    ['user: {id: 500, name: core}', '500:root'],
+  ])('carries the owner %s as %s (Ignition takes the id first, and root for what is not given)', (written, owner) => {
+    expect((importClusterApi(ignitionFiles(file(`    ${written}\n`)), { source: 'test' }).config.spec as Json).files[0].owner).toBe(owner);
+  });
+
+  it('refuses a mode that is no integer, and an owner that is neither an id nor a name, naming the field', () => {
+    const said = refusals(ignitionFiles(`${file('    mode: 0o644\n')}  - path: /etc/y\n    contents: {inline: "y"}\n    user: {id: "500"}\n`));
+    expect(said).toContainEqual(expect.stringMatching(/additionalConfig: storage\.files\[0\]\.mode: "0o644" is not a file mode: give an integer, octal with a leading zero \(0644\) or decimal \(420\)/));
+    expect(said).toContainEqual(expect.stringMatching(/additionalConfig: storage\.files\[1\]\.user: expected \{ id: NUMBER \} or \{ name: NAME \}/));
+  });
+});
+
+// cloud-init renders the templates of the whole of CABPK's user data, the kubeadm configuration
+// included; machineadm fills in only those an import turned into machine values.
+describe('an import refuses a cloud-init template where machineadm would pass it on as text', () => {
+  it("refuses one in a control-plane component's flags (either extraArgs form) and in a file's path, naming the field", () => {
+    const doc = fixture('01-capd-quickstart-kcp.yaml');
+    const spec = doc.spec.kubeadmConfigSpec;
+    spec.clusterConfiguration = { ...spec.clusterConfiguration, apiServer: { extraArgs: { 'advertise-address': '{{ ds.meta_data.local_ipv4 }}', 'v': '2' } }, etcd: { local: { extraArgs: [{ name: 'listen-metrics-urls', value: 'http://{{ ds.meta_data.local_ipv4 }}:2381' }] } }, scheduler: { extraArgs: { 'bind-address': '{{ v1.local_ipv4 }}' } } };
+    spec.files = [{ path: '/etc/{{ v1.local_hostname }}.conf', content: 'hi' }];
+    const said = refusals(doc);
+    expect(said).toEqual(expect.arrayContaining([
+      'spec.kubeadmConfigSpec.clusterConfiguration.apiServer.extraArgs["advertise-address"]: flag advertise-address: {{ ds.meta_data.local_ipv4 }} holds a cloud-init template, which cloud-init fills in and machineadm does not in a component\'s flags',
+      'spec.kubeadmConfigSpec.clusterConfiguration.etcd.local.extraArgs[0].value: flag listen-metrics-urls: http://{{ ds.meta_data.local_ipv4 }}:2381 holds a cloud-init template, which cloud-init fills in and machineadm does not in a component\'s flags',
+      'spec.kubeadmConfigSpec.clusterConfiguration.scheduler.extraArgs["bind-address"]: flag bind-address: {{ v1.local_ipv4 }} holds a cloud-init template, which cloud-init fills in and machineadm does not in a component\'s flags',
+      "spec.kubeadmConfigSpec.files[0].path: /etc/{{ v1.local_hostname }}.conf holds a cloud-init template, which cloud-init fills in and machineadm's file paths do not",
+    ]));
+    expect(said).toHaveLength(4);
+  });
+
+  it('refuses one left in any other field of a Linux import, naming where it is in the MachineConfig', () => {
+    const said = refusals(joining({
+      joinConfiguration: { nodeRegistration: { taints: [{ key: 'example.com/host', value: '{{ v1.instance_id }}', effect: 'NoSchedule' }] } },
+      ntp: { servers: ['{{ ds.meta_data.ntp_server }}'] },
+      users: [{ name: 'ops', gecos: 'ops on {{ v1.local_hostname }}' }],
+      mounts: [['{{ ds.meta_data.data_disk }}', '/data']],
+    }));
+    expect(said).toEqual(expect.arrayContaining([
+      'spec.kubernetes.node.taints[0].value of the MachineConfig made: holds a cloud-init template ({{ v1.instance_id }}), which cloud-init fills in and machineadm would pass on as text',
+      'spec.timeServers.servers[0] of the MachineConfig made: holds a cloud-init template ({{ ds.meta_data.ntp_server }}), which cloud-init fills in and machineadm would pass on as text',
+      'spec.users[0].gecos of the MachineConfig made: holds a cloud-init template ({{ v1.local_hostname }}), which cloud-init fills in and machineadm would pass on as text',
+      'spec.storage.mounts[0].device of the MachineConfig made: holds a cloud-init template ({{ ds.meta_data.data_disk }}), which cloud-init fills in and machineadm would pass on as text',
+    ]));
+    expect(said).toHaveLength(4);
+  });
+
+  it('says what it does where CABPK and cloud-init do something else: a Windows worker\'s os taint, ntp enabled without servers', () => {
+    const windows = importClusterApi(fixture('08-capz-windows-workers.yaml'), { source: 'test' });
+    expect(windows.notes).toContainEqual(expect.objectContaining({ path: '(Windows worker)', message: expect.stringContaining('machineadm adds os=windows:NoSchedule') }));
+    const ntp = importClusterApi(joining({ ntp: { enabled: true } }), { source: 'test' });
+    expect(ntp.notes).toContainEqual(expect.objectContaining({ path: 'spec.ntp.enabled', message: expect.stringContaining("cloud-init sets up its NTP client with the distribution's default pools") }));
+    expect((ntp.config.spec as Json).timeServers).toBeUndefined();
+  });
+
+  it('keeps the text of an Ignition import (CABPK\'s Ignition data renders no template either)', () => {
+    const doc = joining({ format: 'ignition', users: [{ name: 'ops', gecos: 'ops on {{ v1.local_hostname }}' }] });
+    expect((importClusterApi(doc, { source: 'test' }).config.spec as Json).users[0].gecos).toBe('ops on {{ v1.local_hostname }}');
+  });
+
+  it('keeps the text of a Windows import (cloudbase-init renders no template)', () => {
+    const doc = fixture('08-capz-windows-workers.yaml');
+    doc.spec.template.spec.joinConfiguration.nodeRegistration.taints = [{ key: 'example.com/host', value: '{{ v1.instance_id }}', effect: 'NoSchedule' }];
+    expect(kubernetesOf(doc).node.taints[0]).toEqual({ key: 'example.com/host', value: '{{ v1.instance_id }}', effect: 'NoSchedule' });
+  });
+});

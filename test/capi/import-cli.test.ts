@@ -141,7 +141,7 @@ describe('machineadm config import', () => {
     expect(run.stderr).toMatch(/invalid configuration \(3 problems\)/);
   });
 
-  const fromSecrets = worker({ files: [{ path: '/etc/kubernetes/azure.json', contentFrom: { secret: { name: 'capz-a-md-0-azure-json', key: 'worker-node-azure.json' } }, permissions: '0644' }], users: [{ name: 'ops', passwdFrom: { secret: { name: 'ops-password', key: 'hash' } } }] });
+  const fromSecrets = worker({ files: [{ path: '/etc/kubernetes/azure.json', contentFrom: { secret: { name: 'capz-a-md-0-azure-json', key: 'worker-node-azure.json' } }, permissions: '0644' }], users: [{ name: 'ops', lockPassword: false, passwdFrom: { secret: { name: 'ops-password', key: 'hash' } } }] });
   it.each([
     [[], { file: '/etc/machineadm/capi-secrets/capz-a-md-0-azure-json/worker-node-azure.json' }, { file: '/etc/machineadm/capi-secrets/ops-password/hash' }, 'write its value to /etc/machineadm/capi-secrets/capz-a-md-0-azure-json/worker-node-azure.json on the machine'],
     [['--secrets-dir', '/run/secrets'], { file: '/run/secrets/capz-a-md-0-azure-json/worker-node-azure.json' }, { file: '/run/secrets/ops-password/hash' }, 'write its value to /run/secrets/'],
