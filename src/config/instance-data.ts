@@ -24,7 +24,7 @@ export async function readInstanceData(host: ConfigHost, paths: readonly string[
     if (code === 'ENOENT') throw new MachineValuesUnavailableError(`cannot read ${paths.join(', ')}: ${INSTANCE_DATA_FILE} is not there (cloud-init writes it when it starts; it has not run on this machine, or not yet); nothing was changed`, { hint: HINT });
     // Not readable (EACCES: a user other than the one cloud-init gave it to; EISDIR, ELOOP): the
     // machine cannot give the value, as when the file is missing.
-    if (typeof code === 'string') throw new MachineValuesUnavailableError(`cannot read ${paths.join(', ')}: ${INSTANCE_DATA_FILE}: ${code} (${(error as Error).message}); nothing was changed`, { hint: code === 'EACCES' ? `run machineadm as root, or ${HINT.replace('run machineadm', 'after')}` : HINT });
+    if (typeof code === 'string') throw new MachineValuesUnavailableError(`cannot read ${paths.join(', ')}: ${INSTANCE_DATA_FILE}: ${code} (${(error as Error).message}); nothing was changed`, { hint: code === 'EACCES' ? 'cloud-init leaves this file readable by every user: check its mode and owner, run machineadm as root, or give the value with --set KEY=VALUE' : HINT });
     throw error;
   }
   if (bytes === undefined) throw new MachineValuesUnavailableError(`${INSTANCE_DATA_FILE} is larger than ${MAX_BYTES / 1024 / 1024} MiB: not cloud-init's instance data; nothing was changed`, { hint: HINT });

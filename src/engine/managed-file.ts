@@ -80,7 +80,7 @@ async function refuseParentFile(fs: RootedFileSystem, path: string): Promise<voi
   for (let parent = p.dirname(path); parent !== p.dirname(parent); parent = p.dirname(parent)) {
     const info = await fs.stat(parent);
     if (!info) continue;
-    if (info.kind === 'file' || info.kind === 'other') throw new UsageError(`${path} cannot be written: ${parent} is ${info.kind === 'file' ? 'a file' : 'not a folder'}, not a folder`, { hint: 'remove it or choose another path' });
+    if (info.kind === 'file' || info.kind === 'other') throw new UsageError(`${path} cannot be written: ${parent} is ${info.kind === 'file' ? 'a file' : 'a device or pipe'}, not a folder`, { hint: 'remove it or choose another path' });
     return;
   }
 }
