@@ -57,7 +57,7 @@ export async function computePlan(input: RunnerInput): Promise<Plan> {
 export async function preflightRun(input: RunnerInput): Promise<void> {
   const steps = runnable(input);
   const state = await input.state.load();
-  const issues: ConfigIssue[] = [];
+  const issues: ConfigIssue[] = sharedWrites(input);
   const refusedBy = new Set<string>();
   for (const s of steps) {
     if (!s.step.preflight) continue;
@@ -92,6 +92,25 @@ export async function preflightRun(input: RunnerInput): Promise<void> {
       hint: 'put those files on the machine beforehand (their sha256 is checked), or run without --offline',
     });
   }
+}
+
+/**
+ * A file two steps of the configuration write whole (a spec.files entry for the file spec.sysctls
+ * makes): each would rewrite it on every run, and the run never converges. Every step that
+ * applies counts, selected or not: a later run without --only writes both.
+ */
+function sharedWrites(input: RunnerInput): ConfigIssue[] {
+  const writer = new Map<string, string>();
+  const issues: ConfigIssue[] = [];
+  for (const s of selectSteps(input.phases, { only: [], skip: [] })) {
+    if (applicability(s.step, input)) continue;
+    for (const path of s.step.writes?.(input.config) ?? []) {
+      const other = writer.get(path);
+      if (other === undefined) writer.set(path, s.fullId);
+      else issues.push({ path: '', message: `${path} is written by both ${other} and ${s.fullId}: each would rewrite it on every run`, hint: 'leave the file to one of them (a file machineadm makes from spec.sysctls, spec.kernelModules, spec.containerd or spec.storage is not a spec.files entry too)' });
+    }
+  }
+  return issues;
 }
 
 /**

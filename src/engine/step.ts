@@ -140,6 +140,12 @@ export interface Step {
   /** False when the configuration does not ask for this step at all (it is then left out of the plan). */
   applies?(config: MachineConfig, facts: Facts): boolean;
   /**
+   * The machine paths this step writes whole for this configuration, where they are fixed by it.
+   * Two steps that write one file would each rewrite it on every run: refused before the first
+   * change (preflightRun).
+   */
+  writes?(config: MachineConfig): string[];
+  /**
    * Finds, before any step of the run changes anything, what would make this step fail on its
    * input: secrets it will read (resolved and checked now), files it needs. Throws a ConfigError.
    */

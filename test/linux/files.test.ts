@@ -148,6 +148,27 @@ describe('prepare/files', () => {
     expect(readdirSync(join(under, 'etc'))).toEqual(['regfile']);
   });
 
+  // Both steps rewrote the file on every run (3 changed at each rerun), and it held spec.files' content.
+  it('refuses, before any change (exit 2), an entry for a file another step of the configuration writes', async () => {
+    const root = freshRoot();
+    const config = join(base, `config-${n++}.yaml`);
+    writeFileSync(config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: {
+      sysctls: { 'net.ipv4.ip_forward': '1' },
+      containerd: {},
+      files: [{ path: '/etc/sysctl.d/90-machineadm.conf', content: 'net.ipv4.ip_forward = 0\n' }, { path: '/etc/containerd/config.toml', content: 'version = 2\n' }, { path: '/etc/sysctl.conf', content: 'vm.swappiness = 1\n', append: true }],
+    } }));
+    const plan = await runCli(['plan', '-c', config, '--root', root]);
+    expect(plan.code).toBe(2);
+    const run = await prepare(root, config);
+    const said = run.stdout + run.stderr;
+    expect(said).toContain('/etc/sysctl.d/90-machineadm.conf is written by both prepare/sysctls/file and prepare/files: each would rewrite it on every run');
+    expect(said).toContain('/etc/containerd/config.toml is written by both prepare/files and prepare/containerd/config');
+    // An appended file is shared by design.
+    expect(said).not.toContain('/etc/sysctl.conf is written by both');
+    expect(run.code).toBe(2);
+    expect(existsSync(join(root, 'etc'))).toBe(false);
+  });
+
   it('refuses content that does not decode as its encoding says, naming the field', async () => {
     const root = freshRoot();
     const result = await prepare(root, configFile([{ path: '/etc/x', content: 'not base64 !!', encoding: 'base64' }, { path: '/etc/y', content: 'bm90IGd6aXA=', encoding: 'gzip+base64' }]));

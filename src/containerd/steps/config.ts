@@ -2,6 +2,7 @@
 // found (or configured). prepare/containerd/restart restarts containerd when the file's content changed.
 import type { Step } from '../../engine/step.ts';
 import { describeTarget } from '../target.ts';
+import { CONTAINERD_CONFIG } from '../paths.ts';
 import { inspectFile, writeFiles } from '../../engine/managed-file.ts';
 import { desiredFile, renderFor } from './render.ts';
 
@@ -12,6 +13,7 @@ export const containerdConfigStep: Step = {
   summary: 'write containerd config.toml (CRI: sandbox image, cgroup driver, registry hosts directory)',
   platforms: ['linux'],
   applies: (config) => config.spec.containerd !== undefined,
+  writes: () => [CONTAINERD_CONFIG],
   // check() returns the same record when config.toml already matches.
   recordCanWait: true,
   async check(ctx) {

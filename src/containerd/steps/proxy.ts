@@ -22,6 +22,7 @@ export const containerdProxyStep: Step = {
   summary: `write the proxy settings for containerd (${PROXY_DROPIN})`,
   platforms: ['linux'],
   applies: (config) => config.spec.containerd !== undefined,
+  writes: (config) => (config.spec.containerd?.proxy ? [PROXY_DROPIN] : []),
   async check(ctx) {
     const { proxy } = renderFor(ctx);
     if (!proxy) {

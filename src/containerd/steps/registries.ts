@@ -40,6 +40,7 @@ export const containerdRegistriesStep: Step = {
   summary: 'write certs.d/<registry>/hosts.toml (mirrors, CAs, TLS) and the extra CA bundle',
   platforms: ['linux'],
   applies: (config) => config.spec.containerd !== undefined,
+  writes: (config) => [...Object.keys(config.spec.containerd?.registries ?? {}).map(hostsTomlPath), ...((config.spec.containerd?.caCertificates?.length ?? 0) > 0 ? [CA_BUNDLE] : [])],
   // Stale files are found on the machine too: a lost record only names fewer of them.
   recordCanWait: true,
   async check(ctx) {

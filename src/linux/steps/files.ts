@@ -174,6 +174,8 @@ export const filesStep: Step = {
   id: 'files',
   summary: 'write the files listed in spec.files',
   applies: (config) => (config.spec.files?.length ?? 0) > 0,
+  // An appended file is shared by design (a line added to a file the image has): not whole.
+  writes: (config) => (config.spec.files ?? []).filter((f) => !f.append).map((f) => f.path),
   // A target the step would refuse (a planted link, a directory, content that does not decode) is
   // found before any step of the run writes anything.
   async preflight(ctx) {

@@ -14,6 +14,7 @@ export const kernelModulesFileStep: Step = {
   summary: `write ${MODULES_FILE} so the modules load at boot`,
   platforms: ['linux'],
   applies: (config) => (config.spec.kernelModules?.length ?? 0) > 0,
+  writes: () => [MODULES_FILE],
   async check(ctx) {
     const state = await inspectFile(ctx.host.fs, desired(ctx), ctx.facts.privileged);
     return { done: !state.change, changes: state.change ? [state.change] : [] };

@@ -298,6 +298,7 @@ export const storageFstabStep: Step = {
   platforms: ['linux'],
   // Also with no mounts left: the block written for earlier ones is taken out.
   applies: (config) => config.spec.storage !== undefined,
+  writes: (config) => ((config.spec.storage?.mounts?.length ?? 0) > 0 ? [FSTAB] : []),
   // The mounts' records are the file itself; no run reads the step's record.
   recordCanWait: true,
   async preflight(ctx) {

@@ -15,6 +15,7 @@ export const sysctlsFileStep: Step = {
   summary: `write ${SYSCTL_FILE} so the values hold at boot`,
   platforms: ['linux'],
   applies: (config) => Object.keys(config.spec.sysctls ?? {}).length > 0,
+  writes: () => [SYSCTL_FILE],
   async check(ctx) {
     const state = await inspectFile(ctx.host.fs, desired(ctx), ctx.facts.privileged);
     return { done: !state.change, changes: state.change ? [state.change] : [] };
