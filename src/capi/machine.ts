@@ -85,11 +85,15 @@ function commandList(doc: TrackedDocument, path: Path, os: 'linux' | 'windows', 
   });
   if (kept.length === 0) return [];
   const list = String(path.at(-1));
-  const name = ignition ? `${list}, one script as Ignition's kubeadm.sh runs it (set -e)` : `${list}, one script as cloud-init's runcmd runs it`;
+  const boot = list === 'bootCommands';
+  const name = ignition ? `${list}, one script as Ignition's kubeadm.sh runs it (set -e)` : `${list}, one script as cloud-init's ${boot ? 'bootcmd' : 'runcmd'} runs it`;
   // cloud-init's runcmd goes on to kubeadm whatever the last line of preKubeadmCommands returned
-  // (no set -e); machineadm would stop at the script's status. A line that fails under a set -e
-  // of the list's own still ends the script before the exit 0, as it ends runcmd before kubeadm.
-  const end = list === 'preKubeadmCommands' && !ignition ? ['exit 0'] : [];
+  // (no set -e), and a failing bootcmd script fails its module only: cloud-init goes on to runcmd.
+  // machineadm would stop at the script's status. A line that fails under a set -e of the list's
+  // own still ends the pre script before the exit 0, as it ends runcmd before kubeadm.
+  const end = (list === 'preKubeadmCommands' || boot) && !ignition ? ['exit 0'] : [];
+  // cloud-init runs bootcmd with INSTANCE_ID, the instance's id: the same value, from its file.
+  if (boot && !ignition && env.INSTANCE_ID === undefined && kept.some((line) => /\$\{?INSTANCE_ID\b/.test(line))) env.INSTANCE_ID = { fromInstanceData: 'v1.instance_id' };
   return [{ name, shell: [...(ignition ? ['set -e'] : []), ...kept, ...end].join('\n'), ...(Object.keys(env).length > 0 ? { env } : {}), timeoutSeconds: LONGEST_TIMEOUT_SECONDS }];
 }
 

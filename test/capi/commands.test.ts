@@ -17,7 +17,7 @@ import { ProcessRunner } from '../../src/host/exec.ts';
 import { runCli } from '../support/cli.ts';
 import { scratchDir } from '../support/tmp.ts';
 
-type Command = { name?: string; shell?: string; argv?: string[]; timeoutSeconds?: number };
+type Command = { name?: string; shell?: string; argv?: string[]; env?: Record<string, unknown>; timeoutSeconds?: number };
 
 // As a provider's install script has it: variables set in one line, used in the next ones.
 const INSTALL = [
@@ -48,9 +48,11 @@ async function importFails(spec: Record<string, unknown>): Promise<string> {
   return run.stderr;
 }
 
-async function runScript(command: Command): Promise<{ work: string; exitCode: number }> {
+async function runScript(command: Command, env: Record<string, string> = {}): Promise<{ work: string; exitCode: number }> {
   const work = scratchDir('machineadm-capi-work-');
-  const result = await new ProcessRunner().run(commandArgv({ ...command, timeoutSeconds: 30 }, 'linux'), { allowFailure: true, timeoutMs: 30_000, env: { ...process.env, WORK: work } });
+  // The script alone: its env's machine references are given as values by the caller.
+  const script = { ...(command.name ? { name: command.name } : {}), ...(command.shell ? { shell: command.shell } : {}), ...(command.argv ? { argv: command.argv } : {}), timeoutSeconds: 30 };
+  const result = await new ProcessRunner().run(commandArgv(script, 'linux'), { allowFailure: true, timeoutMs: 30_000, env: { ...process.env, ...env, WORK: work } });
   return { work, exitCode: result.exitCode };
 }
 
@@ -89,8 +91,8 @@ describe('Cluster API commands', () => {
     const line = 'echo "name={{ ds.meta_data.local_hostname }} zone={{ v1.availability_zone }}" > "$MACHINEADM_ROOT/host"; echo {{v1.instance_id}} >> "$MACHINEADM_ROOT/host"';
     const { commands } = await imported({ bootCommands: [line] });
     expect(commands.boot).toEqual([{
-      name: "bootCommands, one script as cloud-init's runcmd runs it",
-      shell: 'echo "name=${MACHINE_LOCAL_HOSTNAME} zone=${MACHINE_ZONE}" > "$MACHINEADM_ROOT/host"; echo ${MACHINE_INSTANCE_ID} >> "$MACHINEADM_ROOT/host"',
+      name: "bootCommands, one script as cloud-init's bootcmd runs it",
+      shell: 'echo "name=${MACHINE_LOCAL_HOSTNAME} zone=${MACHINE_ZONE}" > "$MACHINEADM_ROOT/host"; echo ${MACHINE_INSTANCE_ID} >> "$MACHINEADM_ROOT/host"\nexit 0',
       env: { MACHINE_LOCAL_HOSTNAME: { fromMachine: 'localHostname' }, MACHINE_ZONE: { fromMachine: 'zone' }, MACHINE_INSTANCE_ID: { fromMachine: 'instanceId' } },
       timeoutSeconds: 86_400,
     }]);
@@ -149,7 +151,7 @@ describe('Cluster API commands', () => {
 
   it('read a quote that a backslash escapes, or one within the other kind of quotes, as the shell does', async () => {
     const { commands } = await imported({ bootCommands: [`echo "it's {{ v1.region }}" \\' {{ v1.region }}`] });
-    expect(commands.boot![0]!.shell).toBe(`echo "it's \${MACHINE_REGION}" \\' \${MACHINE_REGION}`);
+    expect(commands.boot![0]!.shell).toBe(`echo "it's \${MACHINE_REGION}" \\' \${MACHINE_REGION}\nexit 0`);
   });
   // cloud-init's bootcmd and runcmd, and Ignition's units and kubeadm.sh, have no time limit: a
   // provider's install script (packages, downloads, image pulls) must not be stopped at 300 s.
@@ -188,6 +190,21 @@ describe('Cluster API commands', () => {
     expect(readFileSync(join(root, 'ran'), 'utf8')).toBe('systemctl enable --now hello.service\npre-kubeadm\n');
     expect(commands.boot).toBeUndefined();
     expect(commands.beforeKubeadm!.map((c) => c.argv ?? c.shell)).toEqual([['systemctl', 'enable', '--now', 'hello.service'], 'set -e\necho "pre-kubeadm" >> "$MACHINEADM_ROOT/ran"']);
+  });
+
+  // cloud-init runs bootcmd as one script with INSTANCE_ID in its environment; when it fails, only
+  // its module fails, and cloud-init goes on to runcmd (kubeadm included).
+  it('run bootCommands as cloud-init\'s bootcmd: a failing script does not stop the run, and $INSTANCE_ID is the instance id', async () => {
+    const { commands } = await imported({ bootCommands: ['cd "$WORK"', 'echo "$INSTANCE_ID" > id', 'false'] });
+    const boot = commands.boot![0]!;
+    expect(boot.env).toEqual({ INSTANCE_ID: { fromInstanceData: 'v1.instance_id' } });
+    const run = await runScript(boot, { INSTANCE_ID: 'i-0abc' });
+    expect(run.exitCode).toBe(0);
+    expect(readFileSync(join(run.work, 'id'), 'utf8')).toBe('i-0abc\n');
+    // Ignition has no bootcmd: its list keeps set -e and stops.
+    const ignition = await imported({ format: 'ignition', bootCommands: ['false'] });
+    expect(ignition.commands.boot![0]!.shell).toBe('set -e\nfalse');
+    expect(ignition.commands.boot![0]!.env).toBeUndefined();
   });
 
   // cloud-init's runcmd is one script without set -e, with kubeadm after the pre lines: it runs
