@@ -104,7 +104,8 @@ function sharedWrites(input: RunnerInput): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   for (const s of selectSteps(input.phases, { only: [], skip: [] })) {
     if (applicability(s.step, input)) continue;
-    for (const path of s.step.writes?.(input.config) ?? []) {
+    // A path one step names twice (two spec.files entries) is that step's own refusal.
+    for (const path of new Set(s.step.writes?.(input.config) ?? [])) {
       const other = writer.get(path);
       if (other === undefined) writer.set(path, s.fullId);
       else issues.push({ path: '', message: `${path} is written by both ${other} and ${s.fullId}: each would rewrite it on every run`, hint: 'leave the file to one of them (a file machineadm makes from spec.sysctls, spec.kernelModules, spec.containerd or spec.storage is not a spec.files entry too)' });
