@@ -30,6 +30,14 @@ export function renderCaBundle(certificates: readonly string[]): string {
   return certificates.map((c) => c.trim() + '\n').join('');
 }
 
+/** The registries that get a hosts.toml: those configured, and _default when it carries the extra CAs. */
+export function hostsTomlRegistries(spec: ContainerdSpec | undefined): string[] {
+  const names = Object.keys(spec?.registries ?? {}).sort();
+  // With extra CAs, _default carries them to every registry that has no directory of its own.
+  if ((spec?.caCertificates?.length ?? 0) > 0 && !names.includes('_default')) names.push('_default');
+  return names;
+}
+
 export function renderContainerdFiles(spec: ContainerdSpec | undefined, facts: TargetFacts): ContainerdFiles {
   const target = chooseTarget(facts, spec);
   const paths = containerdPaths(target.os ?? 'linux');
@@ -42,10 +50,7 @@ export function renderContainerdFiles(spec: ContainerdSpec | undefined, facts: T
   const bundle = cas.length ? paths.caBundle : undefined;
   if (bundle) out.caBundle = { path: paths.caBundle, content: renderCaBundle(cas), mode: 0o644, field: 'spec.containerd.caCertificates' };
   const registries = { ...(spec?.registries ?? {}) };
-  // With extra CAs, _default carries them to every registry that has no directory of its own.
-  const names = Object.keys(registries).sort();
-  if (bundle && !names.includes('_default')) names.push('_default');
-  for (const name of names) {
+  for (const name of hostsTomlRegistries(spec)) {
     // A mirror URL with a user, password or query (a token) makes its hosts.toml a secret.
     const secret = (registries[name]?.mirrors ?? []).some((m) => hasCredentials(m.url));
     out.hosts.push({

@@ -2,6 +2,7 @@
 // service's environment (containerd has no proxy setting of its own; registries are reached over
 // https, so HTTPS_PROXY is the one that matters). Pure.
 import type { ContainerdSpec } from '../config/schema/index.ts';
+import { hasCredentials } from '../redaction.ts';
 
 export type ProxySpec = NonNullable<ContainerdSpec['proxy']>;
 
@@ -11,8 +12,9 @@ function environmentLine(name: string, value: string): string {
   return `Environment="${escaped}"`;
 }
 
+// A query counts as a credential too (a token), as for a mirror's URL in hosts.toml.
 export function proxyHasCredentials(proxy: ProxySpec | undefined): boolean {
-  return [proxy?.httpProxy, proxy?.httpsProxy].some((u) => u !== undefined && /^[a-z]+:\/\/[^/]*@/i.test(u));
+  return [proxy?.httpProxy, proxy?.httpsProxy].some((u) => u !== undefined && hasCredentials(u));
 }
 
 /** The drop-in text, or undefined when no proxy is configured. */

@@ -86,7 +86,8 @@ export async function preflightRun(input: RunnerInput): Promise<void> {
     }
     if (input.host.offline) needs.push(...(check.network ?? []).map((n) => `${s.fullId}: ${n}`));
   }
-  if (issues.length) throw new ConfigError(issues);
+  // Steps that render the same file (containerd's) find the same problem in it: said once.
+  if (issues.length) throw new ConfigError(issues.filter((issue, i) => issues.findIndex((o) => o.path === issue.path && o.message === issue.message) === i));
   if (needs.length) {
     throw new UsageError(`--offline: this run would use the network, so nothing was changed:\n${needs.map((n) => `  ${n}`).join('\n')}`, {
       hint: 'put those files on the machine beforehand (their sha256 is checked), or run without --offline',

@@ -83,6 +83,15 @@ describe('bad spec.containerd input', () => {
     expect(existsSync(result.root)).toBe(false);
   });
 
+  // Each containerd step rendered the file and said the same problem again, without its line.
+  it('refuses extraConfig written for the other config version once, with its TOML line, before anything is written', async () => {
+    const result = await prepareWith({ version: '1.7', extraConfig: 'oom_score = -999\n\n[plugins."io.containerd.cri.v1.runtime".containerd]\n  snapshotter = "native"\n' });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('invalid configuration (1 problem)');
+    expect(result.stderr).toContain('spec.containerd.extraConfig: TOML line 3: sets plugins."io.containerd.cri.v1.runtime", a config version 3 (containerd 2.x) section, but this containerd takes config version 2');
+    expect(existsSync(result.root)).toBe(false);
+  });
+
   it('refuses a proxy URL without quoting it, since it may hold a password', async () => {
     const result = await prepareWith({ proxy: { httpsProxy: 'http://user:hunter2 secret@proxy.example:3128' } });
     expect(result.code).toBe(2);

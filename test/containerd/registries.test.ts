@@ -1,7 +1,7 @@
 // Files machineadm wrote for containerd and no longer needs are removed; files it did not write are
 // left alone.
 import { describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { scratchDir } from '../support/tmp.ts';
@@ -54,5 +54,20 @@ describe('prepare/containerd/registries and proxy over several runs', () => {
     expect(existsSync(join(certs, 'ghcr.io'))).toBe(false);
     expect(existsSync(join(certs, 'docker.io/hosts.toml'))).toBe(true);
     expect(existsSync(join(certs, 'quay.io/hosts.toml'))).toBe(true);
+  });
+
+  // Both steps rewrote _default/hosts.toml on every run (2 changed at each rerun).
+  it('refuses, before any change (exit 2), a spec.files entry for the _default hosts.toml it adds to carry spec.containerd.caCertificates', async () => {
+    const root = join(dir, 'default-shared');
+    const ca = readFileSync(join(import.meta.dirname, '../../examples/linux-worker.yaml'), 'utf8').match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/)![0].replace(/^ +/gm, '');
+    const path = join(dir, 'default-shared.yaml');
+    writeFileSync(path, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: {
+      files: [{ path: '/etc/containerd/certs.d/_default/hosts.toml', content: 'server = "https://example.org"\n' }],
+      containerd: { caCertificates: [ca + '\n'] },
+    } }));
+    const run = await runCli(['prepare', '-c', path, '--root', root]);
+    expect(run.stdout + run.stderr).toContain('/etc/containerd/certs.d/_default/hosts.toml is written by both prepare/files and prepare/containerd/registries');
+    expect(run.code).toBe(2);
+    expect(existsSync(join(root, 'etc'))).toBe(false);
   });
 });

@@ -137,6 +137,15 @@ describe('containerd config dump round trip', () => {
     console.log(`containerd ${versionOf(containerd2!)} round trip: ${totals.files} configurations, ${totals.keys} rendered values (${totals.distinct.size} distinct keys) compared with config dump`);
   });
 
+  it.skipIf(skip1)('keeps a whole-number float of extraConfig a float (pause_threshold = 1.0), which containerd 1.x refuses as an integer', async () => {
+    const spec = parseSpec({ extraConfig: '[plugins."io.containerd.gc.v1.scheduler"]\npause_threshold = 1.0\ndeletion_threshold = 0\n' }, 'float case');
+    const text = renderContainerdConfig(spec, chooseTarget({ containerdVersion: versionOf('containerd') }, spec));
+    expect(text).toContain('pause_threshold = 1.0\n');
+    expect(text).toContain('deletion_threshold = 0\n');
+    const result = await roundTrip('containerd', subdir('float-'), 'float', text);
+    expect(result.mismatches).toEqual([]);
+  });
+
   it.skipIf(skip1)('catches a key containerd drops (a misspelled option is reported, not passed)', async () => {
     const text = 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\nsandbox_imagee = "x"\n';
     const result = await roundTrip('containerd', subdir('typo-'), 'typo', text);

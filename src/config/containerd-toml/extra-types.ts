@@ -3,8 +3,8 @@
 // would be dropped without a word. Keys containerd does not know are left alone. Pure.
 import { suggest } from '../schema/dsl.ts';
 import { CONFIG_SHAPES, RUNC_OPTIONS, isRuncRuntime, type Shape, type ValueType } from './keys.ts';
-import { ExtraConfigError, dottedKey, lineOf, parseExtraConfig, refusedKeys, type ExtraConfigProblem } from './extra.ts';
-import { isTable, type TomlTable, type TomlValue } from './toml.ts';
+import { ExtraConfigError, dottedKey, lineOf, parseExtraConfig, refusedKeys, writtenAsFloat, type ExtraConfigProblem } from './extra.ts';
+import { TomlFloat, isTable, type TomlTable, type TomlValue } from './toml.ts';
 
 const TYPE_NAMES: Record<ValueType | 'table', string> = {
   string: 'a string',
@@ -22,21 +22,6 @@ const TYPE_NAMES: Record<ValueType | 'table', string> = {
 // that the bundle stays ASCII (see charset in scripts/build.mjs).
 const GO_DURATION = /^[+-]?(0|((\d+(\.\d*)?|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h))+)$/;
 
-/**
- * Whether the number at `path` is written as a TOML float (1.0, 1e3, inf): the parser gives both
- * as a JavaScript number, and containerd refuses an integer for a float key and the other way
- * round. Undefined when the text cannot tell (a value inside an inline table or array).
- */
-function writtenAsFloat(text: string, path: readonly string[]): boolean | undefined {
-  const line = lineOf(text, path);
-  const leaf = path[path.length - 1];
-  if (line === undefined || leaf === undefined) return undefined;
-  const escaped = leaf.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  const token = new RegExp(`["']?${escaped}["']?\\s*=\\s*([^\\s#,}\\]]+)`).exec(text.split('\n')[line - 1] ?? '')?.[1];
-  if (token === undefined) return undefined;
-  return /^[+-]?(inf|nan)$/.test(token) || (!/^[+-]?0[xob]/.test(token) && /[.eE]/.test(token));
-}
-
 // containerd reads integers as Go int64.
 const INT64_MAX = BigInt('9223372036854775807');
 const INT64_MIN = -INT64_MAX - BigInt(1);
@@ -44,6 +29,7 @@ const INT64_MIN = -INT64_MAX - BigInt(1);
 function describe(value: TomlValue, float: boolean | undefined): string {
   if (Array.isArray(value)) return 'an array';
   if (value instanceof Date) return 'a date-time';
+  if (value instanceof TomlFloat) return `the float ${value.value.toFixed(1)}`;
   if (isTable(value)) return 'a table';
   if (typeof value === 'number') return float || !Number.isInteger(value) ? `the float ${Number.isInteger(value) ? value.toFixed(1) : value}` : `the integer ${value}`;
   if (typeof value === 'boolean') return `the boolean ${value}`;

@@ -2,7 +2,7 @@
 // key by key, a value replaces the generated one only when it has the same type, and the keys that
 // would break the generated configuration are refused. Pure.
 import parseToml from '@iarna/toml/parse-string.js';
-import { isTable, type TomlTable, type TomlValue } from './toml.ts';
+import { TomlFloat, isTable, type TomlTable, type TomlValue } from './toml.ts';
 
 export interface ExtraConfigProblem {
   message: string;
@@ -76,6 +76,26 @@ export function lineOf(text: string, path: readonly string[]): number | undefine
   return undefined;
 }
 
+/**
+ * Whether the number at `path` is written as a TOML float (1.0, 1e3, inf): the parser gives both
+ * as a JavaScript number, and containerd refuses an integer for a float key and the other way
+ * round. Undefined when the text cannot tell (a value inside an inline table or array).
+ */
+export function writtenAsFloat(text: string, path: readonly string[]): boolean | undefined {
+  const line = lineOf(text, path);
+  const leaf = path[path.length - 1];
+  if (line === undefined || leaf === undefined) return undefined;
+  const escaped = leaf.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const token = new RegExp(`["']?${escaped}["']?\\s*=\\s*([^\\s#,}\\]]+)`).exec(text.split('\n')[line - 1] ?? '')?.[1];
+  if (token === undefined) return undefined;
+  return /^[+-]?(inf|nan)$/.test(token) || (!/^[+-]?0[xob]/.test(token) && /[.eE]/.test(token));
+}
+
+// A float written as 1.0 is the number 1 once parsed: kept a float, or the file would hold an integer.
+function asWritten(value: TomlValue, text: string, path: readonly string[]): TomlValue {
+  return typeof value === 'number' && Number.isInteger(value) && writtenAsFloat(text, path) === true ? new TomlFloat(value) : structuredClone(value);
+}
+
 /** The problem with setting this key from extraConfig, when machineadm refuses it. */
 function refusal(path: readonly string[], text: string): ExtraConfigProblem | undefined {
   const reason = reserved(path);
@@ -137,7 +157,7 @@ export function mergeExtraConfig(base: TomlTable, extra: TomlTable, text: string
           const fresh: TomlTable = {};
           put(target, key, fresh);
           walk(fresh, value, here);
-        } else put(target, key, structuredClone(value));
+        } else put(target, key, asWritten(value, text, here));
         continue;
       }
       if (isTable(existing) && isTable(value)) {
@@ -153,12 +173,20 @@ export function mergeExtraConfig(base: TomlTable, extra: TomlTable, text: string
         });
         continue;
       }
-      put(target, key, structuredClone(value));
+      put(target, key, asWritten(value, text, here));
     }
   };
   walk(merged, extra, []);
   if (problems.length) throw new ExtraConfigError(problems);
   return merged;
+}
+
+/** The first line naming plugin `id` in a table header or dotted key ([plugins."id".containerd], plugins."id".x = 1). */
+function sectionLine(text: string, id: string): number | undefined {
+  const escaped = id.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const naming = new RegExp(`^\\s*(\\[\\[?\\s*)?plugins\\s*\\.\\s*(["'])${escaped}\\2`);
+  const index = text.split('\n').findIndex((line) => naming.test(line));
+  return index === -1 ? undefined : index + 1;
 }
 
 // The CRI server keys that stay under io.containerd.grpc.v1.cri in config version 3.
@@ -174,7 +202,7 @@ export function wrongVersionSections(extra: TomlTable, configVersion: 2 | 3, tex
   const problems: ExtraConfigProblem[] = [];
   const hint = 'write extraConfig for the config version the plan names (set spec.containerd.version when containerd is not installed yet)';
   for (const [id, section] of Object.entries(plugins)) {
-    const line = lineOf(text, ['plugins', id]);
+    const line = lineOf(text, ['plugins', id]) ?? sectionLine(text, id);
     if (configVersion === 2 && id.startsWith('io.containerd.cri.v1.')) {
       problems.push({ message: `sets plugins."${id}", a config version 3 (containerd 2.x) section, but this containerd takes config version 2, which has no such plugin`, ...(line ? { line } : {}), hint });
     }

@@ -2,13 +2,28 @@
 // order, scalars come before sub-tables, one header per table that holds values. (@iarna/toml's
 // own stringify indents inconsistently, which makes reviewing golden files harder.)
 
-export type TomlValue = string | number | bigint | boolean | Date | TomlValue[] | TomlTable;
+export type TomlValue = string | number | bigint | boolean | Date | TomlFloat | TomlValue[] | TomlTable;
 export interface TomlTable {
   [key: string]: TomlValue;
 }
 
+/**
+ * A float whose value is a whole number (`pause_threshold = 1.0`): JavaScript holds it as the
+ * number 1, which would be written back as an integer, and containerd 1.x refuses an integer
+ * where it reads a float.
+ */
+export class TomlFloat {
+  readonly value: number;
+  constructor(value: number) {
+    this.value = value;
+  }
+  toJSON(): number {
+    return this.value;
+  }
+}
+
 export function isTable(value: unknown): value is TomlTable {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date) && !(value instanceof TomlFloat);
 }
 
 function isTableArray(value: TomlValue): value is TomlTable[] {
@@ -44,6 +59,11 @@ function scalar(value: TomlValue): string {
     // exponent it would read back as an integer, and past 2^63 as one containerd refuses.
     if (Number.isInteger(value) && !Number.isSafeInteger(value)) return value.toExponential();
     return String(value);
+  }
+  if (value instanceof TomlFloat) {
+    if (!Number.isFinite(value.value)) return scalar(value.value);
+    // toFixed keeps the decimal point up to 1e21, toExponential past it: both read back as floats.
+    return Object.is(value.value, -0) ? '-0.0' : Math.abs(value.value) < 1e21 ? value.value.toFixed(1) : value.value.toExponential();
   }
   if (value instanceof Date) return value.toISOString();
   if (Array.isArray(value)) return `[${value.map(scalar).join(', ')}]`;

@@ -5,6 +5,7 @@ import type { Change, Step, StepContext } from '../../engine/step.ts';
 import { inspectFiles, writeFiles, errorForField, type DesiredFile } from '../../engine/managed-file.ts';
 import { desiredFile, renderFor, WRITTEN_BY_MACHINEADM } from './render.ts';
 import { CA_BUNDLE, CERTS_DIR, hostsTomlPath } from '../paths.ts';
+import { hostsTomlRegistries } from '../files.ts';
 
 function desired(ctx: StepContext): DesiredFile[] {
   const files = renderFor(ctx);
@@ -40,7 +41,8 @@ export const containerdRegistriesStep: Step = {
   summary: 'write certs.d/<registry>/hosts.toml (mirrors, CAs, TLS) and the extra CA bundle',
   platforms: ['linux'],
   applies: (config) => config.spec.containerd !== undefined,
-  writes: (config) => [...Object.keys(config.spec.containerd?.registries ?? {}).map(hostsTomlPath), ...((config.spec.containerd?.caCertificates?.length ?? 0) > 0 ? [CA_BUNDLE] : [])],
+  // The same hosts.toml files the step renders, _default included when only the CAs ask for it.
+  writes: (config) => [...hostsTomlRegistries(config.spec.containerd).map(hostsTomlPath), ...((config.spec.containerd?.caCertificates?.length ?? 0) > 0 ? [CA_BUNDLE] : [])],
   // Stale files are found on the machine too: a lost record only names fewer of them.
   recordCanWait: true,
   async check(ctx) {
