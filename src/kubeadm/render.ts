@@ -11,7 +11,7 @@ import type { ProviderIdTemplate } from '../config/schema/kubernetes.ts';
 import type { OperatingSystem } from '../host/index.ts';
 import { ConfigError } from '../errors.ts';
 import type { KubeadmApi } from './version.ts';
-import { KUBEADM_GROUP } from './version.ts';
+import { ECDSA_P384_SINCE, KUBEADM_GROUP } from './version.ts';
 import { kubeadmPaths } from './paths.ts';
 import { envLiteralOf, literalOf } from '../config/schema/machine.ts';
 
@@ -33,6 +33,8 @@ export interface RenderInput {
   api: KubeadmApi;
   /** False for kubeadm before v1.25: a join then passes kubelet settings as kubelet flags. Default true. */
   kubeletPatches?: boolean;
+  /** The kubeadm minor the API was chosen by (ApiChoice.minor), for values newer than the API itself. */
+  kubeadmMinor?: number;
   /** containerd's cgroup driver (spec.containerd.cgroupDriver); the kubelet must use the same. */
   cgroupDriver: 'systemd' | 'cgroupfs';
   /** The version to deploy on init when spec.kubernetes.version is not set (the kubeadm version). */
@@ -80,6 +82,12 @@ function refuseOnV1beta3(k: KubernetesSpec): void {
   ];
   const issues = fields.filter(([, value]) => value !== undefined).map(([field]) => ({ path: `spec.kubernetes.${field}`, message: 'needs kubeadm v1.31 or newer (kubeadm.k8s.io/v1beta4); this kubeadm reads v1beta3', hint: 'install kubeadm v1.31 or newer, or remove the field' }));
   if (issues.length > 0) throw new ConfigError(issues);
+}
+
+/** Values added to v1beta4 after v1.31: the same apiVersion, but an older kubeadm's validation refuses them. */
+function refuseTooNewForKubeadm(k: KubernetesSpec, minor: number | undefined): void {
+  if (minor === undefined || minor >= ECDSA_P384_SINCE || k.controlPlane?.encryptionAlgorithm !== 'ECDSA-P384') return;
+  throw new ConfigError([{ path: 'spec.kubernetes.controlPlane.encryptionAlgorithm', message: `ECDSA-P384 needs kubeadm v1.${ECDSA_P384_SINCE} or newer (older ones refuse it), and the kubeadm version here is v1.${minor}`, hint: `install kubeadm v1.${ECDSA_P384_SINCE} or newer, or choose ECDSA-P256 or an RSA algorithm` }]);
 }
 
 /** A duration as kubeadm's API writes it (Go's time.Duration text). */
@@ -130,6 +138,7 @@ export function renderKubeadm(input: RenderInput): RenderedKubeadm {
   const docs: Json[] = [];
   const patches: PatchFile[] = [];
   if (input.api === 'v1beta3') refuseOnV1beta3(k);
+  else refuseTooNewForKubeadm(k, input.kubeadmMinor);
   if (command === 'init') {
     const init = initConfiguration(input, apiVersion);
     if (k.patchesDirectory !== undefined) init.patches = { directory: paths.patchesDir };

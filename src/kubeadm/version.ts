@@ -11,6 +11,8 @@ export const V1BETA3_SINCE = OLDEST_KUBERNETES_MINOR;
 export const V1BETA4_SINCE = 31;
 /** kubeadm v1.25 added the kubeletconfiguration patch target (per-node kubelet settings on join). */
 export const KUBELET_PATCH_SINCE = 25;
+/** kubeadm v1.34 added encryptionAlgorithm ECDSA-P384 (v1.31 to v1.33 refuse it at validation). */
+export const ECDSA_P384_SINCE = 34;
 
 export interface ApiChoice {
   api: KubeadmApi;
@@ -19,6 +21,8 @@ export interface ApiChoice {
   basedOn: string;
   /** Whether kubeadm join can patch the kubelet configuration; older kubeadm gets kubelet flags instead. */
   kubeletPatches: boolean;
+  /** The minor of the version the choice was based on; undefined by default (nothing to go by). */
+  minor?: number;
 }
 
 export function parseMinor(version: string): { major: number; minor: number } | undefined {
@@ -35,5 +39,5 @@ export function chooseApi(kubeadmVersion: string | undefined, kubernetesVersion:
   if (!parsed || parsed.major !== 1) throw new Error(`cannot read a Kubernetes 1.x version from ${source}`);
   if (parsed.minor < V1BETA3_SINCE) throw new Error(`${source} is older than v1.${V1BETA3_SINCE}, the oldest kubeadm machineadm can configure`);
   const api: KubeadmApi = parsed.minor >= V1BETA4_SINCE ? 'v1beta4' : 'v1beta3';
-  return { api, apiVersion: `${KUBEADM_GROUP}/${api}`, basedOn: source, kubeletPatches: parsed.minor >= KUBELET_PATCH_SINCE };
+  return { api, apiVersion: `${KUBEADM_GROUP}/${api}`, basedOn: source, kubeletPatches: parsed.minor >= KUBELET_PATCH_SINCE, minor: parsed.minor };
 }

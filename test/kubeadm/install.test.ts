@@ -229,6 +229,19 @@ describe('spec.kubernetes.install', () => {
     expect(plan.stdout + plan.stderr).not.toContain('kube-proxy');
   });
 
+  it('asks an --offline run for the sandbox image spec.containerd.sandboxImage names, not the pause image kubeadm lists', async () => {
+    const m = machine({ images: images('pause', 'kube-proxy') });
+    writeFileSync(m.config, readFileSync(m.config, 'utf8').replace('spec:\n', 'spec:\n  containerd:\n    sandboxImage: registry.example/k8s/pause:3.9\n'));
+    const bundle = join(m.dir, 'bundle');
+    expect((await runCli(['bundle', '-c', m.config, '-d', bundle, '--platform', `linux-${process.arch}`])).code).toBe(0);
+    const target = machine();
+    const init = await runCli(['init', '--offline', '--bundle', bundle, '--root', target.root, '--state-dir', target.state], { env: standinEnv() });
+    expect(init.code).toBe(2);
+    expect(init.stderr).toContain('spec.kubernetes.install.images: --offline: registry.example/k8s/pause:3.9 (which a worker');
+    expect(init.stderr).not.toContain('registry.k8s.io/pause:3.10');
+    expect(existsSync(join(target.root, 'usr/local/bin'))).toBe(false);
+  });
+
   it('gathers every piece into machineadm bundle, from which an --offline init installs them with no network', async () => {
     const m = machine({ images: images('pause', 'kube-proxy') });
     const bundle = join(m.dir, 'bundle');
@@ -246,6 +259,18 @@ describe('spec.kubernetes.install', () => {
     expect(server.requests.length).toBe(asked);
     expect(readFileSync(join(target.root, 'usr/local/bin/kubeadm'))).toEqual(BINARIES.kubeadm);
     expect(readFileSync(join(target.root, 'opt/cni/bin/bridge'), 'utf8')).toBe('bridge plugin');
+  });
+
+  it('finds what it installed in place on an --offline rerun, without the sha256 files it read online', async () => {
+    const m = machine();
+    writeFileSync(m.config, readFileSync(m.config, 'utf8').replace('spec:\n', 'spec:\n  containerd:\n    registries:\n      _default:\n        mirrors: [{ url: "https://mirror.internal.example:5000" }]\n'));
+    const init = await run(m, ['init']);
+    expect(init.code, init.stderr).toBe(0);
+    const asked = server.requests.length;
+    const again = await run(m, ['init', '--offline']);
+    expect(again.code, again.stdout + again.stderr).toBe(0);
+    expect(again.stdout).not.toMatch(/replace \/usr\/local\/bin|extract /);
+    expect(server.requests.length).toBe(asked);
   });
 
   it('is refused under --offline before any change when a sha256 must be read from the server', async () => {

@@ -7,6 +7,8 @@ import { kubernetesSection } from '../../src/config/schema/kubernetes.ts';
 import type { KubernetesSpec } from '../../src/config/schema/index.ts';
 import { placeholderSecrets, renderKubeadm } from '../../src/kubeadm/render.ts';
 import { ConfigError } from '../../src/errors.ts';
+import { chooseApi } from '../../src/kubeadm/version.ts';
+import { runRendered } from './standin.ts';
 
 const HASH = 'sha256:' + '0f'.repeat(32);
 
@@ -54,5 +56,28 @@ describe('renderKubeadm', () => {
     } catch (error) {
       expect((error as ConfigError).issues[0]!.message).toBe(message);
     }
+  });
+
+  describe('encryptionAlgorithm ECDSA-P384', () => {
+    const init = spec({ role: 'control-plane', bootstrap: 'init', version: 'v1.34.1', controlPlane: { encryptionAlgorithm: 'ECDSA-P384' } });
+    const renderFor = (kubeadm: string) => {
+      const choice = chooseApi(kubeadm, init.version);
+      return renderKubeadm({ kubernetes: init, os: 'linux', api: choice.api, kubeletPatches: choice.kubeletPatches, ...(choice.minor !== undefined ? { kubeadmMinor: choice.minor } : {}), cgroupDriver: 'systemd', secrets: placeholderSecrets(init, 'x') });
+    };
+
+    it('is refused for kubeadm v1.31 to v1.33, naming the field', () => {
+      expect(() => renderFor('v1.33.2')).toThrow(ConfigError);
+      try {
+        renderFor('v1.33.2');
+      } catch (error) {
+        expect((error as ConfigError).issues).toEqual([expect.objectContaining({ path: 'spec.kubernetes.controlPlane.encryptionAlgorithm', message: expect.stringContaining('needs kubeadm v1.34 or newer') })]);
+      }
+    });
+
+    it('is written for kubeadm v1.34, which takes it', () => {
+      const rendered = renderFor('v1.34.1');
+      expect(rendered.config).toContain('encryptionAlgorithm: ECDSA-P384');
+      expect(runRendered(rendered, 'v1.34.1')).toMatchObject({ status: 0 });
+    });
   });
 });

@@ -144,4 +144,14 @@ describe('kubeadm stand-in', () => {
     expect(runStandin(['reset', '-f', '--rootfs', root], env).status).toBe(0);
     expect(runStandin(args, env).status).toBe(0);
   });
+
+  it.each([
+    ['v1.33.2', 1],
+    ['v1.34.1', 0],
+  ])('takes encryptionAlgorithm ECDSA-P384 only from v1.34 (kubeadm %s exits %i)', (version, status) => {
+    const config = 'apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nencryptionAlgorithm: ECDSA-P384\n';
+    const ran = withConfig(config, [], { KUBEADM_STANDIN_VERSION: version });
+    expect(ran.status).toBe(status);
+    if (status !== 0) expect(ran.stderr).toContain('Invalid encryption algorithm "ECDSA-P384". Must be one of [RSA-2048 RSA-3072 RSA-4096 ECDSA-P256]');
+  });
 });

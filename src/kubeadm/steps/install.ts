@@ -38,6 +38,8 @@ interface InstallRecord {
   files: Record<string, string>;
   /** Archive name -> the archive's sha256 and the files it gave. */
   archives: Record<string, { sha256: string; files: string[] }>;
+  /** Piece name -> the URL and the sha256 it was checked against: an --offline rerun cannot read URL.sha256. */
+  sources?: Record<string, { url: string; sha256: string }>;
 }
 
 function installOf(ctx: StepContext): InstallSpec {
@@ -112,7 +114,8 @@ async function plan(ctx: StepContext): Promise<Planned[]> {
   const list = artifacts(install, version, ctx.facts.arch, directory, ctx.facts.os);
   return Promise.all(
     list.map(async (artifact): Promise<Planned> => {
-      const sha256 = await expectedSha256(ctx, artifact);
+      const known = previous(ctx)?.sources?.[artifact.name];
+      const sha256 = (await expectedSha256(ctx, artifact)) ?? (known?.url === artifact.url ? known.sha256 : undefined);
       const from = `from ${displayUrl(artifact.url)} (sha256 ${sha256 ? `${sha256.slice(0, 12)}...` : 'from URL.sha256'}${artifact.sha256 ? ', pinned' : ''})`;
       if ('path' in artifact.install) {
         const on = await sha256Of(ctx, artifact.install.path);
@@ -203,12 +206,14 @@ export const kubernetesInstallStep: Step = {
 function recordOf(ctx: StepContext, planned: Planned[], before: InstallRecord | undefined, installed: Record<string, string> = {}, archives: InstallRecord['archives'] = {}): Record<string, unknown> {
   const files: Record<string, string> = { ...(before?.files ?? {}) };
   const kept: InstallRecord['archives'] = {};
+  const sources: NonNullable<InstallRecord['sources']> = { ...(before?.sources ?? {}) };
   for (const p of planned) {
+    if (p.sha256) sources[p.artifact.name] = { url: p.artifact.url, sha256: p.sha256 };
     if ('path' in p.artifact.install && p.sha256) files[p.artifact.install.path] = p.sha256;
     const had = before?.archives[p.artifact.name];
     if (!('path' in p.artifact.install) && had) kept[p.artifact.name] = had;
   }
-  const record: InstallRecord = { version: ctx.config.spec.kubernetes!.version!, files: { ...files, ...installed }, archives: { ...kept, ...archives } };
+  const record: InstallRecord = { version: ctx.config.spec.kubernetes!.version!, files: { ...files, ...installed }, archives: { ...kept, ...archives }, sources };
   return record as unknown as Record<string, unknown>;
 }
 

@@ -91,6 +91,7 @@ export function render(ctx: StepContext, k: KubernetesSpec, choice: ApiChoice, s
     os: ctx.facts.os,
     api: choice.api,
     kubeletPatches: choice.kubeletPatches,
+    ...(choice.minor !== undefined ? { kubeadmMinor: choice.minor } : {}),
     cgroupDriver: ctx.config.spec.containerd?.cgroupDriver ?? 'systemd',
     ...(kubeadmVersion ? { fallbackKubernetesVersion: kubeadmVersion } : {}),
     secrets,

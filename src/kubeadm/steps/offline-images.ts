@@ -11,6 +11,7 @@ import { CONTAINERD_ADDRESS_ENV } from '../../containerd/steps/images.ts';
 import { kubeadmProgram, kubernetesOf } from './kubeadm-inputs.ts';
 
 const WORKER_IMAGES = /\/(kube-proxy|pause):[^/]*$/;
+const PAUSE_IMAGE = /\/pause:[^/]*$/;
 
 /** The kubeadm that can answer now: the one a bundle or local mirror will install, else the one there is. */
 function kubeadmNow(ctx: StepContext): string {
@@ -59,10 +60,15 @@ export async function offlineImageIssues(ctx: StepContext, command: 'init' | 'jo
   if (listed.exitCode !== 0) {
     return [{ path: 'spec.kubernetes.version', message: `--offline: cannot tell which images kubeadm ${k.version} needs (${argv.slice(0, 4).join(' ')} exited with code ${listed.exitCode}: ${listed.stderr.trim().split('\n').at(-1) ?? ''})`, hint: 'install kubeadm first, or bundle it with spec.kubernetes.install (machineadm bundle)' }];
   }
+  // Pod sandboxes run containerd's sandbox image, not the pause image kubeadm lists (with
+  // containerd the kubelet's choice only keeps an image from garbage collection): when
+  // spec.containerd.sandboxImage names one, that one is pulled.
+  const sandbox = ctx.config.spec.containerd?.sandboxImage;
   const needed = listed.stdout
     .split('\n')
     .map((line) => line.trim())
-    .filter((line) => line !== '' && (k.role === 'control-plane' || WORKER_IMAGES.test(line)));
+    .filter((line) => line !== '' && (k.role === 'control-plane' || WORKER_IMAGES.test(line)))
+    .map((line) => (sandbox !== undefined && PAUSE_IMAGE.test(line) ? sandbox : line));
   const present = new Set([...(await imagesInArchives(ctx)), ...(await imagesInContainerd(ctx))]);
   const missing = needed.filter((ref) => !present.has(normalizeImageRef(ref)) && !mirrored(ctx, normalizeImageRef(ref)));
   return missing.map((ref) => ({
