@@ -56,7 +56,8 @@ async function fetchSignature(host: Host, request: FetchRequest, publicKey: Publ
   const urls = given.urls ?? (given.url ? [given.url] : request.urls.map((u) => `${u}.minisig`));
   // Already fetched by a caller that keeps it (a bundle): the bytes checked are the bytes kept.
   const { data, url } = given.fetched ?? (await downloadSmall(host, urls, { maxBytes: SIGNATURE_MAX_BYTES, ...(request.ca ? { ca: request.ca } : {}) }));
-  const signature = parseSignature(data, url);
+  // Named as every URL in a message is: a presigned signature URL's query is a credential.
+  const signature = parseSignature(data, displayUrl(url));
   checkSignatureFits(signature, publicKey, { requirePrehashed: given.requirePrehashed ?? false, signify: given.signify ?? false });
   return { signature, url };
 }

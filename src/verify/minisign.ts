@@ -14,6 +14,14 @@ const KDF_NONE = '\0\0';
 const KDF_SCRYPT = 'Sc';
 const CHK_BLAKE2B = 'B2';
 
+// minisign reads line 1 into a buffer of 1024 bytes and line 3 into one of 8192 (fgets: the line
+// end included, one byte for the NUL) and refuses a longer line; `minisign -S` refuses to write a
+// longer trusted comment. So a comment is at most this many bytes after its prefix, LF line end.
+const UNTRUSTED_LINE_MAX_BYTES = 1024 - 2;
+const TRUSTED_LINE_MAX_BYTES = 8192 - 2;
+export const UNTRUSTED_COMMENT_MAX_BYTES = UNTRUSTED_LINE_MAX_BYTES - UNTRUSTED_PREFIX.length;
+export const TRUSTED_COMMENT_MAX_BYTES = TRUSTED_LINE_MAX_BYTES - TRUSTED_PREFIX.length;
+
 export interface PublicKey {
   /** 8 random bytes minisign calls the key number; ties signatures to their key. */
   keyId: Uint8Array;
@@ -103,6 +111,7 @@ export function parseSignature(data: Uint8Array | string, source: string): Signa
   const lines = splitLines(data);
   const first = lines[0];
   if (first === undefined) throw new VerificationError(`signature ${source} is empty`, { hint: 'download the .minisig file again' });
+  checkLineLength(data, 0, UNTRUSTED_LINE_MAX_BYTES, source, 'untrusted comment');
   if (!first.startsWith(UNTRUSTED_PREFIX)) {
     throw new VerificationError(`signature ${source}: line 1 should start with "${UNTRUSTED_PREFIX}"`, { hint: 'this is not a minisign signature file' });
   }
@@ -125,6 +134,7 @@ export function parseSignature(data: Uint8Array | string, source: string): Signa
   const commentLine = lines[2];
   if (commentLine === undefined) throw new VerificationError(`signature ${source} is truncated: the trusted comment (line 3) is missing`);
   if (!commentLine.startsWith(TRUSTED_PREFIX)) throw new VerificationError(`signature ${source}: line 3 should start with "${TRUSTED_PREFIX}"`);
+  checkLineLength(data, 2, TRUSTED_LINE_MAX_BYTES, source, 'trusted comment');
   if (lines[3] === undefined) throw new VerificationError(`signature ${source} is truncated: the signature of the trusted comment (line 4) is missing`);
   const global = decodeBase64Strict(lines[3], `signature ${source} line 4`);
   if (global.length !== 64) throw new VerificationError(`signature ${source} line 4 is ${global.length} bytes, expected a 64-byte signature`);
@@ -132,6 +142,16 @@ export function parseSignature(data: Uint8Array | string, source: string): Signa
   const commentBytes = Buffer.from(commentLine.slice(TRUSTED_PREFIX.length), 'latin1');
   signature.trusted = { comment: commentBytes.toString('utf8'), bytes: new Uint8Array(commentBytes), globalSignature: new Uint8Array(global) };
   return signature;
+}
+
+// Measured on the bytes as they are, a CR before the LF included, as minisign's buffer holds them.
+function checkLineLength(data: Uint8Array | string, index: number, max: number, source: string, what: string): void {
+  const raw = (typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data)).toString('latin1').split('\n')[index] ?? '';
+  if (raw.length > max) {
+    throw new VerificationError(`signature ${source}: the ${what} (line ${index + 1}) is ${raw.length} bytes long, minisign reads at most ${max}`, {
+      hint: 'minisign -V refuses this signature too: sign the file again with a shorter comment',
+    });
+  }
 }
 
 export function formatSignature(signature: Signature): string {

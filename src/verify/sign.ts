@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import nacl from 'tweetnacl';
 import { UsageError } from '../errors.ts';
-import { oneLine, type PublicKey, type SecretKey, type Signature, type SignatureAlgorithm } from './minisign.ts';
+import { oneLine, TRUSTED_COMMENT_MAX_BYTES, UNTRUSTED_COMMENT_MAX_BYTES, type PublicKey, type SecretKey, type Signature, type SignatureAlgorithm } from './minisign.ts';
 import { MessageDigester } from './signature.ts';
 
 export function generateKeyPair(): { publicKey: PublicKey; secretKey: SecretKey } {
@@ -18,8 +18,24 @@ export interface SignOptions {
   legacy?: boolean;
 }
 
+/**
+ * Refuses a comment minisign -V could not read back (it refuses longer comment lines), before
+ * anything is read or written; `names` says how the caller's user gave each comment.
+ */
+export function checkCommentLengths(options: SignOptions, names = { trusted: 'the trusted comment', untrusted: 'the untrusted comment' }): void {
+  const limits: [string | undefined, number, string][] = [
+    [options.trustedComment, TRUSTED_COMMENT_MAX_BYTES, names.trusted],
+    [options.untrustedComment, UNTRUSTED_COMMENT_MAX_BYTES, names.untrusted],
+  ];
+  for (const [comment, max, name] of limits) {
+    const bytes = comment === undefined ? 0 : Buffer.byteLength(oneLine(comment), 'utf8');
+    if (bytes > max) throw new UsageError(`${name} is ${bytes} bytes long; minisign verifies at most ${max}`, { hint: 'give a shorter comment' });
+  }
+}
+
 /** Signs a stream of bytes; returns the signature (write it with formatSignature). */
 export async function signStream(source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, secret: SecretKey, options: SignOptions): Promise<Signature> {
+  checkCommentLengths(options);
   const algorithm: SignatureAlgorithm = options.legacy ? 'legacy' : 'prehashed';
   const digester = new MessageDigester(algorithm);
   for await (const chunk of source) digester.update(chunk);

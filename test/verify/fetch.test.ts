@@ -105,6 +105,9 @@ function handler(req: http.IncomingMessage, res: http.ServerResponse): void {
     case '/stripped.minisig':
       res.end(strippedSignature);
       return;
+    case '/garbled.minisig':
+      res.end('untrusted comment: not a signature\nnot base64 at all!\n');
+      return;
     case '/flaky':
       // First connection breaks at 1 MiB; then the server honours Range.
       if (count === 1) return breakAfter(res, { 'content-length': content.length, etag: '"v1"' }, content.subarray(0, 1024 * 1024));
@@ -322,6 +325,13 @@ describe('machineadm fetch', () => {
     const run = await fetchCli(url(path!), ...args.map((a) => (a.startsWith('/') ? url(a) : a)), '-d', out());
     expect(run.code, run.stderr).toBe(code);
     expect(run.stdout + run.stderr).toContain(url(path!.split('?')[0]!));
+    expect(run.stdout + run.stderr).not.toContain('s3cret');
+  });
+
+  it('names a signature URL without its query (a presigned token) when the signature is damaged', async () => {
+    const run = await fetchCli(url('/file'), '-x', url('/garbled.minisig?X-Amz-Signature=s3cret'), '-P', publicKey, '-d', out());
+    expect(run.code, run.stderr).toBe(3);
+    expect(run.stderr).toContain(`${url('/garbled.minisig')}?X-Amz-Signature=<redacted> line 2 is not valid base64`);
     expect(run.stdout + run.stderr).not.toContain('s3cret');
   });
 

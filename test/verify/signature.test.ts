@@ -2,14 +2,16 @@
 // minisign verifies, signify's signatures verify in legacy mode; and every kind of bad input.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync, statSync, symlinkSync, writeFileSync, copyFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, symlinkSync, writeFileSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import nacl from 'tweetnacl';
 import { scratchDir } from '../support/tmp.ts';
 import { missingRequirement } from '../support/environment.ts';
 import { runCli } from '../support/cli.ts';
 import { blake2b } from '../../src/verify/blake2b.ts';
-import { parsePublicKey, parseSignature } from '../../src/verify/minisign.ts';
+import { formatPublicKey, formatSignature, parsePublicKey, parseSignature } from '../../src/verify/minisign.ts';
+import { generateKeyPair } from '../../src/verify/sign.ts';
 
 const dir = scratchDir('machineadm-sig-');
 const skip = missingRequirement({ commands: ['minisign', 'signify-openbsd'] });
@@ -205,6 +207,45 @@ describe.skipIf(skip)('minisign and signify interoperability', () => {
     const run = await cli('verify', 'flipped', '-x', 'artifact.minisig', '-p', 'mini.pub');
     expect(run.code).toBe(3);
     expect(minisign('-V', '-p', 'mini.pub', '-m', 'flipped', '-x', 'artifact.minisig').status).toBe(1);
+  });
+
+  // minisign reads line 1 into 1024 bytes and line 3 into 8192, line end included: a longer
+  // comment line is refused by minisign -V, so machineadm must refuse it too.
+  it.each<[string, { trusted?: number; untrusted?: number; crlf?: boolean }, number]>([
+    ['the longest trusted comment minisign reads', { trusted: 8173 }, 0],
+    ['a trusted comment one byte longer', { trusted: 8174 }, 3],
+    ['the longest trusted comment with CRLF line ends', { trusted: 8173, crlf: true }, 3],
+    ['the longest untrusted comment minisign reads', { untrusted: 1003 }, 0],
+    ['an untrusted comment one byte longer', { untrusted: 1004 }, 3],
+    ['the longest untrusted comment with CRLF line ends', { untrusted: 1003, crlf: true }, 3],
+  ])('agrees with minisign -V on %s', async (_name, { trusted = 10, untrusted = 10, crlf = false }, code) => {
+    const pair = generateKeyPair();
+    writeFileSync(join(dir, 'long.pub'), formatPublicKey(pair.publicKey));
+    const data = readFileSync(join(dir, 'other'));
+    const signature = nacl.sign.detached(createHash('blake2b512').update(data).digest(), pair.secretKey.secretKey);
+    const comment = Buffer.from('t'.repeat(trusted));
+    const text = formatSignature({
+      algorithm: 'prehashed',
+      keyId: pair.publicKey.keyId,
+      signature,
+      untrustedComment: 'u'.repeat(untrusted),
+      trusted: { comment: comment.toString(), bytes: comment, globalSignature: nacl.sign.detached(Buffer.concat([signature, comment]), pair.secretKey.secretKey) },
+    });
+    writeFileSync(join(dir, 'long.minisig'), crlf ? text.replace(/\n/g, '\r\n') : text);
+    expect(minisign('-V', '-p', 'long.pub', '-m', 'other', '-x', 'long.minisig').status).toBe(code === 0 ? 0 : 2);
+    const run = await cli('verify', 'other', '-x', 'long.minisig', '-p', 'long.pub');
+    expect(run.code, run.stderr).toBe(code);
+    if (code !== 0) expect(run.stderr).toMatch(/comment \(line [13]\) is \d+ bytes long, minisign reads at most \d+/);
+  });
+
+  it.each([
+    ['-t', 8174, /-t\/--trusted-comment is 8174 bytes long; minisign verifies at most 8173/],
+    ['-c', 1004, /-c\/--untrusted-comment is 1004 bytes long; minisign verifies at most 1003/],
+  ])('refuses to sign with a %s comment minisign could not read (exit 2), writing no signature', async (option, length, message) => {
+    const run = await cli('sign', 'other', '-s', 'mini.key', '-x', `too-long${option}.minisig`, option, 'x'.repeat(length));
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(message);
+    expect(existsSync(join(dir, `too-long${option}.minisig`))).toBe(false);
   });
 
   it('says that self-verification needs the packaged binary when run from source (exit 2)', async () => {

@@ -144,7 +144,11 @@ export interface SignOptions {
 
 export async function runSign(file: string, options: SignOptions, io: Io): Promise<number> {
   const host = await localHost(io);
-  const { defaultTrustedComment, signStream } = await import('../../verify/sign.ts');
+  const { checkCommentLengths, defaultTrustedComment, signStream } = await import('../../verify/sign.ts');
+  checkCommentLengths(
+    { trustedComment: options.trustedComment ?? '', ...(options.untrustedComment ? { untrustedComment: options.untrustedComment } : {}) },
+    { trusted: '-t/--trusted-comment', untrusted: '-c/--untrusted-comment' },
+  );
   const path = resolve(io.cwd, file);
   const keyPath = resolve(io.cwd, options.secretKeyFile);
   const keyData = await readLocal(host, keyPath, 'secret key file');
