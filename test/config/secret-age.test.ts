@@ -26,7 +26,7 @@ let served: { status: number; body: Buffer };
 let host: ConfigHost;
 
 const at = (path: string) => join(root, path);
-const ageEncrypt = (to: string, input: string, armored: boolean) => execFileSync('age', ['-e', '-r', to, ...(armored ? ['-a'] : [])], { input });
+const ageEncrypt = (to: string, input: string | Buffer, armored: boolean) => execFileSync('age', ['-e', '-r', to, ...(armored ? ['-a'] : [])], { input });
 
 beforeAll(() => {
   mkdirSync(at('etc/machineadm'), { recursive: true });
@@ -136,6 +136,14 @@ describe('age envelopes', () => {
     const error = await failure(read({ armor: lines.join('\n') }));
     expect(error.exitCode).toBe(2);
     expect(error.text).toContain('cannot be opened');
+  });
+
+  it('refuses (exit 2) an envelope whose plaintext is not UTF-8 text, rather than pass on other bytes', async () => {
+    const error = await failure(read({ armor: ageEncrypt(recipient, Buffer.from([0x05, 0x02, 0x00, 0x47, 0x80, 0xff, 0xfe, 0x10]), true).toString() }));
+    expect(error.exitCode).toBe(2);
+    expect(error.text).toContain(FIELD);
+    expect(error.text).toContain('not UTF-8 text');
+    expect(error.text).toContain('encoding: base64');
   });
 
   it('registers the identity and the value with the scrubber', async () => {

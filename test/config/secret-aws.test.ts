@@ -85,6 +85,15 @@ describe('AWS Secrets Manager as the instance role', () => {
     expect(await resolveSecret({ valueFrom: { awsSecretsManager: sm({ secretId: 'bin' }) } }, host, FIELD, undefined, { exact: true })).toBe('binary-held-value\n');
   });
 
+  it('refuses (exit 2) a binary secret that is not UTF-8 text, rather than pass on other bytes', async () => {
+    aws.secrets.set('keytab', Buffer.from([0x05, 0x02, 0x00, 0x00, 0x00, 0x47, 0x80, 0xff, 0xfe, 0x10]));
+    const error = await failure(resolveSecret({ valueFrom: { awsSecretsManager: sm({ secretId: 'keytab' }) } }, host, FIELD, undefined, { exact: true }));
+    expect(error.exitCode).toBe(2);
+    expect(error.text).toContain(FIELD);
+    expect(error.text).toContain('not UTF-8 text');
+    expect(error.text).toContain('encoding: base64');
+  });
+
   it('keeps the credentials and region for the run: a second secret asks IMDS nothing', async () => {
     aws.secrets.set('other', 'other-secret-value');
     await readSm();

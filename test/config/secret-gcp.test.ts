@@ -49,6 +49,15 @@ describe('Google Cloud Secret Manager as the service account', () => {
     expect(gcp.tokenRequests().every((r) => r.headers['metadata-flavor'] === 'Google')).toBe(true);
   });
 
+  it('refuses (exit 2) a payload that is not UTF-8 text, rather than pass on other bytes', async () => {
+    gcp.secrets.set('cluster-a-prod/keytab', [Buffer.from([0x05, 0x02, 0x00, 0x47, 0x80, 0xff, 0xfe, 0x10])]);
+    const error = await failure(read({ secret: 'keytab' }));
+    expect(error.exitCode).toBe(2);
+    expect(error.text).toContain(FIELD);
+    expect(error.text).toContain('not UTF-8 text');
+    expect(error.text).toContain('encoding: base64');
+  });
+
   it('reads the version given', async () => {
     expect(await read({ version: '1' })).toBe('first-join-token');
     expect(gcp.storeRequests().map((r) => r.url)).toEqual(['/v1/projects/cluster-a-prod/secrets/join-token/versions/1:access']);

@@ -3,11 +3,12 @@
 // The envelope is inline (armor), a file on the machine, or downloaded; anyone may read it, only the
 // identity opens it. age gives confidentiality, not authenticity: anyone who knows the recipient can
 // make an envelope, so the configuration that names it must itself come from a trusted source.
+import { isUtf8 } from 'node:buffer';
 import { armor, Decrypter, identityToRecipient } from 'age-encryption';
 import type { HttpResponse } from '../../host/http.ts';
 import type { AgeReference } from '../schema/secret-field.ts';
 import { ageIdentityPath, MAX_SECRET_FILE_BYTES } from './limits.ts';
-import { readCaFile, secretRefused, SecretUnavailableError, storeRequest, transient, type SecretRead, type Verdict } from './read.ts';
+import { NOT_UTF8, readCaFile, secretRefused, SecretUnavailableError, storeRequest, transient, type SecretRead, type Verdict } from './read.ts';
 
 const ARMOR_BEGIN = '-----BEGIN AGE ENCRYPTED FILE-----';
 // An envelope holds at most a secret file's bytes, plus its header and armor.
@@ -19,9 +20,9 @@ export async function readAgeSecret(reference: AgeReference, read: SecretRead): 
   const envelope = await envelopeBytes(reference, read);
   const decrypter = new Decrypter();
   for (const identity of identities) decrypter.addIdentity(identity);
-  let plain: string;
+  let bytes: Uint8Array;
   try {
-    plain = await decrypter.decrypt(envelope, 'text');
+    bytes = await decrypter.decrypt(envelope);
   } catch (error) {
     const recipients = await Promise.all(identities.map((i) => identityToRecipient(i)));
     const why = (error as Error).message;
@@ -30,6 +31,8 @@ export async function readAgeSecret(reference: AgeReference, read: SecretRead): 
     }
     throw secretRefused(read, `the age envelope (${where(reference)}) cannot be opened: ${why.slice(0, 200)}`, 'it was damaged or cut short: give the whole output of machineadm seal (or age -a)');
   }
+  if (!isUtf8(bytes)) throw secretRefused(read, `the age envelope (${where(reference)}) holds ${NOT_UTF8.message}`, NOT_UTF8.hint);
+  const plain = Buffer.from(bytes).toString('utf8');
   return read.exact ? plain : plain.replace(/\r?\n$/, '');
 }
 

@@ -2,13 +2,14 @@
 // each request signed with SigV4 (aws4) over the service's JSON 1.1 protocol. The credentials and
 // the region are kept per run; credentials until 5 minutes before they expire, or until a service
 // says they have (then they are asked for again, once).
+import { isUtf8 } from 'node:buffer';
 import aws4 from 'aws4';
 import type { ConfigHost } from '../../host/config-host.ts';
 import type { HttpResponse } from '../../host/http.ts';
 import type { MachineadmError } from '../../errors.ts';
 import { baseUrl, IMDS_TIMEOUTS } from '../imds.ts';
 import type { AwsParameterStoreReference, AwsSecretsManagerReference } from '../schema/secret-field.ts';
-import { jsonBody, readCaFile, retryAfter, secretRefused, SecretUnavailableError, storeRequest, transient, type SecretRead, type Verdict } from './read.ts';
+import { jsonBody, NOT_UTF8, readCaFile, retryAfter, secretRefused, SecretUnavailableError, storeRequest, transient, type SecretRead, type Verdict } from './read.ts';
 
 const IMDS = 'the EC2 instance metadata service (IMDSv2)';
 const CREDENTIALS_MARGIN_MS = 5 * 60_000;
@@ -37,7 +38,7 @@ interface Service {
   action: string;
   notFound: readonly string[];
   /** The value from the service's answer, or a final failure. */
-  value: (answer: Record<string, unknown>) => string | { fail: string };
+  value: (answer: Record<string, unknown>) => string | { fail: string; hint?: string };
 }
 
 type AwsReference = { awsSecretsManager: AwsSecretsManagerReference } | { awsParameterStore: AwsParameterStoreReference };
@@ -57,7 +58,7 @@ export async function readAwsSecret(reference: AwsReference, read: SecretRead): 
     const parsed = jsonBody(answer);
     if (answer.status === 200) {
       const found = parsed ? service.value(parsed) : { fail: 'an answer that is not JSON' };
-      if (typeof found !== 'string') return { fail: secretRefused(read, `${service.name} answered ${service.what} with ${found.fail}`) };
+      if (typeof found !== 'string') return { fail: secretRefused(read, `${service.name} answered ${service.what} with ${found.fail}`, found.hint) };
       value = found;
       return { ok: answer };
     }
@@ -120,7 +121,9 @@ function secretsManager(reference: AwsSecretsManagerReference, read: SecretRead)
     action: 'secretsmanager:GetSecretValue',
     notFound: ['ResourceNotFoundException'],
     value: (answer) => {
-      const text = typeof answer.SecretString === 'string' ? answer.SecretString : typeof answer.SecretBinary === 'string' ? Buffer.from(answer.SecretBinary, 'base64').toString('utf8') : undefined;
+      const binary = typeof answer.SecretBinary === 'string' ? Buffer.from(answer.SecretBinary, 'base64') : undefined;
+      if (typeof answer.SecretString !== 'string' && binary && !isUtf8(binary)) return { fail: `a SecretBinary of ${NOT_UTF8.message}`, hint: NOT_UTF8.hint };
+      const text = typeof answer.SecretString === 'string' ? answer.SecretString : binary?.toString('utf8');
       if (text === undefined) return { fail: 'neither SecretString nor SecretBinary' };
       if (reference.jsonKey === undefined) return text;
       return jsonKeyOf(text, reference.jsonKey, read);

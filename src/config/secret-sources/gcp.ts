@@ -1,11 +1,12 @@
 // Google Cloud Secret Manager, read with the metadata server's service-account token.
 // The token (the VM's default service account) is kept per run until 5 minutes before it
 // expires; the payload's CRC32C, when the service gives one, is checked before the value is used.
+import { isUtf8 } from 'node:buffer';
 import type { ConfigHost } from '../../host/config-host.ts';
 import type { HttpResponse } from '../../host/http.ts';
 import { baseUrl, IMDS_TIMEOUTS } from '../imds.ts';
 import type { GcpSecretManagerReference } from '../schema/secret-field.ts';
-import { jsonBody, readCaFile, secretRefused, SecretUnavailableError, storeRequest, transient, type SecretRead, type Verdict } from './read.ts';
+import { jsonBody, NOT_UTF8, readCaFile, secretRefused, SecretUnavailableError, storeRequest, transient, type SecretRead, type Verdict } from './read.ts';
 
 const SECRET_MANAGER = 'Google Cloud Secret Manager';
 const METADATA = 'the GCE metadata server';
@@ -35,6 +36,7 @@ export async function readGcpSecret(reference: GcpSecretManagerReference, read: 
       if (payload.dataCrc32c !== undefined && String(payload.dataCrc32c) !== String(crc32c(bytes))) {
         return { fail: new SecretUnavailableError(read, `the payload of ${what} does not match its CRC32C checksum: it was damaged on the way`, { hint: 'retry; if it persists, check proxies between the machine and the service' }) };
       }
+      if (!isUtf8(bytes)) return { fail: secretRefused(read, `the payload of ${what} is ${NOT_UTF8.message}`, NOT_UTF8.hint) };
       value = bytes.toString('utf8');
       return { ok: answer };
     }

@@ -29,6 +29,15 @@ export class SecretUnavailableError extends MachineadmError {
   }
 }
 
+/**
+ * A value is text, so bytes that are not UTF-8 (a keytab, a DER key) would reach the file changed;
+ * they are refused, with the way to pass them unchanged.
+ */
+export const NOT_UTF8 = {
+  message: 'bytes that are not UTF-8 text, which a configuration value cannot carry unchanged',
+  hint: 'store the bytes base64-encoded and give the file encoding: base64 (machineadm writes the decoded bytes)',
+} as const;
+
 /** The PEM of a caFile on the machine, or undefined when none is given. */
 export async function readCaFile(read: SecretRead, caFile: string | undefined): Promise<string | undefined> {
   if (caFile === undefined) return undefined;

@@ -19,7 +19,8 @@ export interface GcpStandIn {
   /** Whether a service account is attached (no: the token answers 404). */
   serviceAccount: boolean;
   /** Secrets by "project/secret": versions in order, numbered from 1. */
-  secrets: Map<string, string[]>;
+  /** Versions by project/secret: text, or bytes. */
+  secrets: Map<string, (string | Buffer)[]>;
   /** "project/secret" the service account may not access (403). */
   denied: Set<string>;
   /** Seconds a 429 asks to wait. */
@@ -57,7 +58,7 @@ export async function startGcpStandIn(ca: TestCa): Promise<GcpStandIn> {
     issued: new Map<string, number>(),
     project: 'cluster-a-prod',
     serviceAccount: true,
-    secrets: new Map<string, string[]>(),
+    secrets: new Map<string, (string | Buffer)[]>(),
     denied: new Set<string>(),
     retryAfterSeconds: 0,
   };
@@ -98,7 +99,7 @@ export async function startGcpStandIn(ca: TestCa): Promise<GcpStandIn> {
     const number = version === 'latest' ? versions.length : Number(version);
     const value = versions[number - 1];
     if (value === undefined) return googleError(res, 404, 'NOT_FOUND', `Secret Version [projects/${project}/secrets/${secret}/versions/${version}] not found.`);
-    const bytes = Buffer.from(value, 'utf8');
+    const bytes = typeof value === 'string' ? Buffer.from(value, 'utf8') : value;
     const crc = crc32cBitwise(bytes) ^ (fault === 'bad-crc' ? 1 : 0);
     return send(res, 200, { name: `projects/${project}/secrets/${secret}/versions/${number}`, payload: { data: bytes.toString('base64'), dataCrc32c: String(crc >>> 0) } });
   });
