@@ -15,7 +15,14 @@ import { isLocked, parseAccounts, prefixArgs, supplementaryGroups, type Accounts
 export const ACCOUNT_BACKUPS = ['/etc/passwd-', '/etc/group-', '/etc/shadow-', '/etc/gshadow-', '/etc/subuid-', '/etc/subgid-'];
 
 export type UserBefore =
-  | { existed: false; home: string; /** Folders that were not there, outermost first (the home and its missing parents). */ created: string[] }
+  | {
+      existed: false;
+      home: string;
+      /** Folders that were not there, outermost first (the home and its missing parents). */
+      created: string[];
+      /** The gid of a group named after the user that was there before it: userdel may take it with the user. */
+      ownGroup?: number;
+    }
   | { existed: true; gecos: string; home: string; shell: string; gid: number; locked: boolean };
 
 export interface UsersUndoRecord {
@@ -57,7 +64,8 @@ export async function usersUndoRecord(ctx: StepContext, users: readonly UserSpec
     const entry = accounts.users.get(user.name);
     if (!entry) {
       const home = homeOf(user, accounts);
-      record.users[user.name] = { existed: false, home, created: await missingFolders(ctx.host.fs, home) };
+      const own = accounts.groups.get(user.name);
+      record.users[user.name] = { existed: false, home, created: await missingFolders(ctx.host.fs, home), ...(own ? { ownGroup: own.gid } : {}) };
       if (user.primaryGroup === undefined && !accounts.groups.has(user.name)) record.groups[user.name] = false;
     } else {
       record.users[user.name] = { existed: true, gecos: entry.gecos, home: entry.home, shell: entry.shell, gid: entry.gid, locked: isLocked(accounts.passwords.get(user.name)) };
@@ -107,7 +115,7 @@ async function homeVerdict(ctx: StepContext, home: string): Promise<HomeVerdict>
 
 interface Planned {
   /** `exists`: the account is still there (a reset killed after userdel left only its home). */
-  deleteUsers: { name: string; exists: boolean; home?: { path: string; created: string[] }; kept?: string }[];
+  deleteUsers: { name: string; exists: boolean; home?: { path: string; created: string[] }; kept?: string; ownGroup?: number }[];
   /** `leave`: the groups it leaves; `gid`: its primary group after the undo. */
   restoreUsers: { name: string; args: string[]; said: string[]; leave: string[]; gid: number }[];
   deleteGroups: string[];
@@ -126,8 +134,14 @@ type ExistingUser = Extract<UserBefore, { existed: true }>;
  * A user machineadm created: userdel, and its home when useradd made it and nothing of anyone else
  * is in it. Once the account is gone (a reset killed after userdel), what is left of its home.
  */
-async function planCreatedUser(ctx: UndoContext, name: string, before: CreatedUser, entry: PasswdEntry | undefined, planned: Planned): Promise<void> {
+async function planCreatedUser(ctx: UndoContext, name: string, before: CreatedUser, entry: PasswdEntry | undefined, accounts: Accounts, planned: Planned): Promise<void> {
   const homePath = entry?.home ?? before.home;
+  // userdel (USERGROUPS_ENAB) deletes the group named after the user with it, also one that was
+  // there before machineadm made the user: that one is made again, with its gid.
+  if (!entry && before.ownGroup !== undefined && !accounts.groups.has(name)) {
+    planned.deleteUsers.push({ name, exists: false, ownGroup: before.ownGroup });
+    planned.changes.push({ action: 'create', target: `group ${name}`, detail: `gid ${before.ownGroup}: it was there before machineadm created the user ${name}, and userdel deleted it with the user` });
+  }
   const made = before.created.includes(homePath) && (await ctx.host.fs.stat(homePath))?.kind === 'directory';
   const verdict = made ? await homeVerdict(ctx, homePath) : { remove: false, foreign: [] };
   const parents = before.created.filter((d) => homePath.startsWith(`${d}/`));
@@ -150,7 +164,7 @@ async function planCreatedUser(ctx: UndoContext, name: string, before: CreatedUs
     : made && !verdict.remove
       ? `home ${homePath} kept: it holds what neither /etc/skel nor machineadm put there (${verdict.foreign.join(', ')}${verdict.foreign.length >= 5 ? ', ...' : ''})`
       : undefined;
-  planned.deleteUsers.push({ name, exists: true, ...(home ? { home } : {}), ...(kept ? { kept } : {}) });
+  planned.deleteUsers.push({ name, exists: true, ...(home ? { home } : {}), ...(kept ? { kept } : {}), ...(before.ownGroup !== undefined ? { ownGroup: before.ownGroup } : {}) });
   planned.changes.push({ action: 'delete', target: `user ${name}`, detail: `created by machineadm (userdel); ${kept ?? (home ? `home ${homePath} removed (only /etc/skel's files and machineadm's in it)` : 'no home folder left')}` });
 }
 
@@ -179,7 +193,7 @@ async function planUndo(ctx: UndoContext): Promise<Planned> {
   const accounts = await readAccounts(ctx);
   for (const [name, before] of Object.entries(record.users ?? {}).sort(([a], [b]) => (a < b ? -1 : 1))) {
     const entry = accounts.users.get(name);
-    if (!before.existed) await planCreatedUser(ctx, name, before, entry, planned);
+    if (!before.existed) await planCreatedUser(ctx, name, before, entry, accounts, planned);
     else if (entry) planExistingUser(name, before, entry, accounts, record, planned);
   }
   // A group machineadm created goes once no user that stays is in it or has it as primary group,
@@ -209,7 +223,7 @@ export const usersUndo: Undo = {
   summary: 'delete the users and groups machineadm created, give users that were there before back what machineadm changed',
   async preflight(ctx) {
     const planned = await planUndo(ctx);
-    const needed = [...(planned.deleteUsers.some((u) => u.exists) ? ['userdel'] : []), ...(planned.deleteGroups.length ? ['groupdel'] : []), ...(planned.restoreUsers.length ? ['usermod'] : [])];
+    const needed = [...(planned.deleteUsers.some((u) => u.exists) ? ['userdel'] : []), ...(planned.deleteGroups.length ? ['groupdel'] : []), ...(planned.deleteUsers.some((u) => u.ownGroup !== undefined) ? ['groupadd'] : []), ...(planned.restoreUsers.length ? ['usermod'] : [])];
     for (const tool of needed) {
       if (!(await ctx.host.proc.which(tool))) {
         throw new ConfigError([{ path: 'spec.users', message: `${tool} is not installed (not found on PATH): reset cannot undo the users machineadm made`, hint: 'install passwd (Debian) or shadow-utils' }]);
@@ -229,19 +243,25 @@ export const usersUndo: Undo = {
     for (const u of planned.deleteUsers) {
       // userdel refuses a user with running processes (exit 8): they are the operator's to stop.
       if (u.exists) await runShadowTool(ctx, ['userdel', ...prefixArgs(root, live), u.name], `user ${u.name}`, { hint: `stop the processes of ${u.name} (ps -u ${u.name}) or log it out, then run reset again` });
+      if (u.ownGroup !== undefined && !(await readAccounts(ctx)).groups.has(u.name)) {
+        await runShadowTool(ctx, ['groupadd', ...prefixArgs(root, live), '--gid', String(u.ownGroup), u.name], `group ${u.name}`);
+        ctx.log(`group ${u.name}: made again with gid ${u.ownGroup} (it was there before machineadm created the user; userdel deleted it)`);
+      }
       if (u.home) {
         await ctx.host.fs.remove(u.home.path);
         // The home's parents useradd made (/home on an image without one), when nothing else is in them.
         for (const d of [...u.home.created].reverse()) if (d !== u.home.path) await ctx.host.fs.removeFolderIfEmpty(d);
         ctx.log(`user ${u.name}: ${u.exists ? 'deleted, with' : 'removed'} its home ${u.home.path}`);
-      } else ctx.log(`user ${u.name}: deleted${u.kept ? `; ${u.kept}` : ''}`);
+      } else if (u.exists) ctx.log(`user ${u.name}: deleted${u.kept ? `; ${u.kept}` : ''}`);
       if (u.kept) warnings.push(`user ${u.name}: ${u.kept}`);
     }
     for (const u of planned.restoreUsers) {
       await runShadowTool(ctx, ['usermod', ...prefixArgs(root, live), ...u.args, u.name], `user ${u.name}`);
       ctx.log(`user ${u.name}: ${u.said.join('; ')}`);
     }
-    for (const g of planned.deleteGroups) await runShadowTool(ctx, ['groupdel', ...prefixArgs(root, live), g], `group ${g}`);
+    // userdel (USERGROUPS_ENAB) may have deleted a user's own group already.
+    const groupsNow = (await readAccounts(ctx)).groups;
+    for (const g of planned.deleteGroups) if (groupsNow.has(g)) await runShadowTool(ctx, ['groupdel', ...prefixArgs(root, live), g], `group ${g}`);
     for (const g of planned.keptGroups) warnings.push(`group ${g.name}: ${g.why}`);
     return warnings.length ? { warning: warnings.join('; ') } : {};
   },

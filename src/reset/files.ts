@@ -86,16 +86,18 @@ async function planFiles(ctx: StepContext, kept: readonly string[]): Promise<Pla
       const backup = await fs.readBackup(record.path);
       const before = record.before;
       const sameAttributes = info !== undefined && info.mode === before.mode && (!ownerMatters(ctx) || (info.uid === before.uid && info.gid === before.gid));
-      const sameBytes = backup === undefined ? info?.kind === 'file' : current !== undefined && current.equals(backup);
+      // A folder whose mode or owner only machineadm changed (a ~/.ssh that was there) has no bytes to compare.
+      const present = info?.kind === 'file' || info?.kind === 'directory';
+      const sameBytes = backup === undefined ? present : current !== undefined && current.equals(backup);
       if (sameBytes && sameAttributes) continue;
       if (backup !== undefined && !sameBytes) action = { kind: 'restore', record, bytes: backup };
-      else if (info?.kind === 'file') action = { kind: 'attributes', record };
+      else if (present) action = { kind: 'attributes', record };
       else action = { kind: 'missing', record };
     }
     if (action === undefined) continue;
     // Gone or machineadm's own bytes: reset's to give back. Anything else someone else wrote, but
     // in a file tools rewrite at every change (the shadow tools' backups), which holds no one's edits.
-    const changedByOthers = info !== undefined && !ours && action.kind !== 'missing' && record.anyWriter !== true;
+    const changedByOthers = info !== undefined && info.kind !== 'directory' && !ours && action.kind !== 'missing' && record.anyWriter !== true;
     planned.actions.push({ action, changedByOthers });
     if (action.kind === 'remove') removed.add(record.path);
     const target = record.path;

@@ -2,7 +2,7 @@
 // userdel/usermod/groupdel at reset, all with --prefix) on a scratch root holding a copy of this
 // machine's account files: a user that was there is never deleted, only given back what machineadm
 // changed; a user machineadm created goes, its home only when nothing of anyone else is in it.
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
@@ -91,6 +91,27 @@ describe.skipIf(skip)('reset of spec.users', () => {
     expect(snapshotTree(m.root)).toEqual({ ...before, ...Object.fromEntries(Object.entries(snapshotTree(m.root)).filter(([k]) => k === 'run' || k.startsWith('run/'))) });
   });
 
+  it('gives a ~/.ssh that was there before the mode and owner it had, with its authorized_keys', async () => {
+    const m = machine();
+    execFileSync('useradd', ['--prefix', m.root, '--create-home', '--skel', join(m.dir, 'no-skel'), 'web']);
+    const ssh = join(m.root, 'home/web/.ssh');
+    mkdirSync(ssh, { mode: 0o755 });
+    chmodSync(ssh, 0o755);
+    writeFileSync(join(ssh, 'authorized_keys'), 'ssh-rsa AAAAold old@example\n', { mode: 0o644 });
+    const before = snapshotTree(m.root);
+    writeFileSync(m.config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { users: [{ name: 'web', sshAuthorizedKeys: [KEY] }] } }));
+    const init = await runCli(['prepare', '-c', m.config, '--root', m.root, '--state-dir', m.state, '--only', 'prepare/users']);
+    expect(init.code, init.stderr).toBe(0);
+    const { uid, gid } = accounts(m.root).users.get('web')!;
+    expect(statSync(ssh)).toMatchObject({ mode: 0o40700, uid, gid });
+    const plan = await runCli(['reset', '--dry-run', '--root', m.root, '--state-dir', m.state]);
+    expect(plan.stdout).toContain('chmod /home/web/.ssh (mode 0700 -> 0755, owner 0:0)');
+    const reset = await runCli(['reset', '--root', m.root, '--state-dir', m.state]);
+    expect(reset.code, reset.stdout + reset.stderr).toBe(0);
+    expect(statSync(ssh)).toMatchObject({ mode: 0o40755, uid: 0, gid: 0 });
+    expect(snapshotTree(m.root)).toEqual({ ...before, ...Object.fromEntries(Object.entries(snapshotTree(m.root)).filter(([k]) => k === 'run' || k.startsWith('run/'))) });
+  });
+
   // usermod --prefix looks a --gid up in this machine's group database, not the root's (shadow
   // 4.13): the groups here are ones both have.
   it('gives a user that was there its primary group back', async () => {
@@ -107,5 +128,63 @@ describe.skipIf(skip)('reset of spec.users', () => {
     const reset = await runCli(['reset', '--root', m.root, '--state-dir', m.state]);
     expect(reset.code, reset.stdout + reset.stderr).toBe(0);
     expect(snapshotTree(join(m.root, 'etc'))).toEqual(before);
+  });
+});
+
+// Debian's and Ubuntu's login.defs: userdel deletes the group named after the user with it.
+describe.skipIf(skip)('reset of spec.users where userdel deletes the user\'s own group (USERGROUPS_ENAB yes)', () => {
+  function machineWithUserGroups() {
+    const m = machine();
+    writeFileSync(join(m.root, 'etc/login.defs'), 'USERGROUPS_ENAB yes\n');
+    return m;
+  }
+
+  it('deletes a user machineadm created with its own group, and a second reset does nothing', async () => {
+    const m = machineWithUserGroups();
+    const before = snapshotTree(join(m.root, 'etc'));
+    writeFileSync(m.config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { users: [{ name: 'app', sshAuthorizedKeys: [KEY] }] } }));
+    const init = await runCli(['prepare', '-c', m.config, '--root', m.root, '--state-dir', m.state, '--only', 'prepare/users']);
+    expect(init.code, init.stderr).toBe(0);
+    expect(accounts(m.root).groups.has('app')).toBe(true);
+    const reset = await runCli(['reset', '--root', m.root, '--state-dir', m.state]);
+    expect(reset.code, reset.stdout + reset.stderr).toBe(0);
+    expect(accounts(m.root).users.has('app')).toBe(false);
+    expect(accounts(m.root).groups.has('app')).toBe(false);
+    expect(snapshotTree(join(m.root, 'etc'))).toEqual(before);
+    const again = await runCli(['reset', '--root', m.root, '--state-dir', m.state]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toContain('nothing to reset');
+  });
+
+  it('keeps a group named after the user that was there before machineadm created the user, with its gid', async () => {
+    const m = machineWithUserGroups();
+    execFileSync('groupadd', ['--prefix', m.root, 'ops']);
+    const gid = accounts(m.root).groups.get('ops')!.gid;
+    const before = snapshotTree(join(m.root, 'etc'));
+    writeFileSync(m.config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { users: [{ name: 'ops' }] } }));
+    const init = await runCli(['prepare', '-c', m.config, '--root', m.root, '--state-dir', m.state, '--only', 'prepare/users']);
+    expect(init.code, init.stderr).toBe(0);
+    expect(accounts(m.root).users.get('ops')!.gid).toBe(gid);
+    const reset = await runCli(['reset', '--root', m.root, '--state-dir', m.state]);
+    expect(reset.code, reset.stdout + reset.stderr).toBe(0);
+    expect(accounts(m.root).users.has('ops')).toBe(false);
+    expect(accounts(m.root).groups.get('ops')?.gid).toBe(gid);
+    expect(snapshotTree(join(m.root, 'etc'))).toEqual(before);
+  });
+
+  it('makes the group that was there before again after a reset killed right after userdel', async () => {
+    const m = machineWithUserGroups();
+    execFileSync('groupadd', ['--prefix', m.root, 'ops']);
+    const gid = accounts(m.root).groups.get('ops')!.gid;
+    writeFileSync(m.config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { users: [{ name: 'ops' }] } }));
+    const init = await runCli(['prepare', '-c', m.config, '--root', m.root, '--state-dir', m.state, '--only', 'prepare/users']);
+    expect(init.code, init.stderr).toBe(0);
+    execFileSync('userdel', ['--prefix', m.root, 'ops']);
+    expect(accounts(m.root).groups.has('ops')).toBe(false);
+    const plan = await runCli(['reset', '--dry-run', '--root', m.root, '--state-dir', m.state]);
+    expect(plan.stdout).toContain(`create group ops (gid ${gid}: it was there before machineadm created the user ops, and userdel deleted it with the user)`);
+    const reset = await runCli(['reset', '--root', m.root, '--state-dir', m.state]);
+    expect(reset.code, reset.stdout + reset.stderr).toBe(0);
+    expect(accounts(m.root).groups.get('ops')?.gid).toBe(gid);
   });
 });

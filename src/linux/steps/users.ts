@@ -260,7 +260,8 @@ export const usersStep: Step = {
       const keys = keysFile(p.user, p.index, accounts);
       if (keys) {
         const dir = `${homeOf(p.user, accounts)}/.ssh`;
-        await sshDirChange(ctx, p, accounts);
+        // A ~/.ssh that was there gets its mode and owner back at reset: recorded before they change.
+        if ((await sshDirChange(ctx, p, accounts))?.action === 'chmod') await ctx.host.fs.keepOriginal(dir);
         await ctx.host.fs.keepOriginal(keys.path);
         await ctx.host.fs.mkdirp(dir, 0o700);
         await ctx.host.fs.setAttributes(dir, { mode: 0o700, ...(keys.owner ? { owner: keys.owner } : {}) });
