@@ -161,6 +161,27 @@ describe.skipIf(skip)('spec.storage on loop devices', { timeout: 240_000 }, () =
     expect(spawnSync('findmnt', ['--mountpoint', target]).status).toBe(1);
   });
 
+  it('refuses two filesystems on one partition named two ways (the disk with partition: 1, and the partition), before formatting anything', () => {
+    const device = disk(64);
+    const first = machine({ disks: [{ device }], filesystems: [{ device, partition: 1, format: 'ext4', label: tag('one'), overwrite: true }] });
+    expect(run(machineadm(first)).code).toBe(0);
+    const before = snapshot(`${device}p1`);
+    const both = machine({
+      disks: [{ device }],
+      filesystems: [
+        { device, partition: 1, format: 'ext4', label: tag('one'), overwrite: true },
+        { device: `${device}p1`, format: 'ext4', label: tag('two'), overwrite: true },
+      ],
+    });
+    for (const command of ['prepare', 'plan', 'prepare']) {
+      const out = run(machineadm(both, command));
+      expect(out.code, `${command}: ${out.stderr}`).toBe(2);
+      expect(out.stderr).toContain(`spec.storage.filesystems[1].device: ${device}p1 is also the device of spec.storage.filesystems[0]: each would format it over the other at every run`);
+      expect(snapshot(`${device}p1`)).toEqual(before);
+    }
+    expect(blkid(`${device}p1`, 'LABEL')).toBe(tag('one'));
+  });
+
   it('keeps an existing filesystem without overwrite (refused when it is not the one asked for), and reformats it with overwrite', () => {
     const device = disk(64);
     execFileSync('mkfs.ext4', ['-q', '-L', 'old', device]);

@@ -279,6 +279,27 @@ async function describeMount(host: Host, spec: MountSpec): Promise<string> {
   return `${spec.device} (${spec.format}, ${spec.options.join(',')})${hides}`;
 }
 
+/**
+ * One filesystem per device, however each entry names it (/dev/sdb1, /dev/sdb with partition: 1, a
+ * /dev/disk/by-* link): two entries on one device would each format it over the other at every run.
+ */
+async function refuseSharedDevices(host: Host, filesystems: FilesystemPlan[], issues: ConfigIssue[]): Promise<void> {
+  const seen = new Map<string, FilesystemPlan>();
+  for (const [i, f] of filesystems.entries()) {
+    if (f.action === 'refused') continue;
+    const key = (await host.devices.realPath(f.node)) ?? f.node;
+    const earlier = seen.get(key);
+    if (earlier === undefined) {
+      seen.set(key, f);
+      continue;
+    }
+    const name = `${f.spec.device}${f.spec.partition === undefined ? '' : ` partition ${f.spec.partition}`}`;
+    const message = `${name}${name === key ? '' : ` (${key})`} is also the device of spec.storage.filesystems[${earlier.index}]: each would format it over the other at every run`;
+    issues.push({ path: `spec.storage.filesystems[${f.index}].device`, message, hint: 'make one filesystem per device: leave one of the two entries out' });
+    filesystems[i] = { ...f, action: 'refused', wipe: false, detail: message };
+  }
+}
+
 /** The plan when the devices are not this run's to change (a scratch --root without --devices): what the configuration asks, unprobed. */
 async function unprobed(ctx: StepContext): Promise<StoragePlan> {
   const storage = ctx.config.spec.storage ?? {};
@@ -315,6 +336,7 @@ export async function planStorage(ctx: StepContext): Promise<StoragePlan> {
   for (const [i, spec] of (storage.disks ?? []).entries()) disks.push(await planDisk(c, spec, i, issues.disks));
   const filesystems: FilesystemPlan[] = [];
   for (const [i, spec] of (storage.filesystems ?? []).entries()) filesystems.push(await planFilesystem(c, spec, i, disks, issues.filesystems));
+  await refuseSharedDevices(ctx.host, filesystems, issues.filesystems);
   const mounts: MountPlan[] = [];
   for (const [i, spec] of (storage.mounts ?? []).entries()) mounts.push(await planMount(c, spec, i, filesystems, disks, issues.mounts));
   return { live: true, disks, filesystems, mounts, issues };
