@@ -7,7 +7,7 @@ import type { HttpPoster } from '../host/http-post.ts';
 import { batchBody, CLOUDEVENT_BATCH_CONTENT_TYPE, CLOUDEVENT_CONTENT_TYPE, isReportedEvent, toCloudEvent } from './cloudevents.ts';
 import type { MachineEvent, MachineIdentity } from '../engine/events.ts';
 import type { ResolvedEndpoint } from './endpoints.ts';
-import { EndpointSpool, nextRunStamp, spoolContents, spoolName } from './spool.ts';
+import { EndpointSpool, MAX_SPOOLED_EVENTS, nextRunStamp, spoolContents, spoolName } from './spool.ts';
 
 export interface EndpointDelivery {
   url: string;
@@ -19,6 +19,8 @@ export interface EndpointDelivery {
   lastError?: string;
   /** True when the endpoint refused in a way retrying cannot fix (a 4xx other than 408/429). */
   refused?: boolean;
+  /** The oldest unsent events removed at the start of the run, the spool being full (MAX_SPOOLED_EVENTS). */
+  dropped?: number;
 }
 
 export interface DeliveryReport {
@@ -61,6 +63,7 @@ class EndpointQueue {
   readonly spool: EndpointSpool;
   readonly queue: Queued[] = [];
   delivered = 0;
+  dropped = 0;
   lastError: string | undefined;
   refused = false;
   private wake: (() => void) | undefined;
@@ -132,6 +135,9 @@ export class EventReporter {
     this.stamp = await nextRunStamp(this.options.stateFs, this.now());
     for (const q of this.queues) {
       await q.spool.open();
+      // Before anything is sent, so no event in flight is removed (another machineadm's may be:
+      // it then finds its file gone, which costs nothing).
+      q.dropped = await q.spool.dropOldest(MAX_SPOOLED_EVENTS);
       for (const name of await q.spool.pending()) q.queue.push({ name });
     }
     if (!this.options.offline) this.loops = this.queues.map((q) => this.deliver(q));
@@ -198,6 +204,7 @@ export class EventReporter {
         spooled,
         ...(spooled > 0 && q.lastError ? { lastError: q.lastError } : {}),
         ...(q.refused ? { refused: true } : {}),
+        ...(q.dropped > 0 ? { dropped: q.dropped } : {}),
       });
     }
     return { endpoints, orphaned, spoolErrors: this.spoolErrors, offline: this.options.offline };

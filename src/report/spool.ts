@@ -7,6 +7,12 @@ import type { RootedFileSystem } from '../host/index.ts';
 import { UsageError } from '../errors.ts';
 
 export const SPOOL_DIR = '/spool';
+/**
+ * The most events an endpoint's spool keeps at the start of a run (each ~1 KiB): a collector
+ * that never answers (gone, or a URL written wrong) would otherwise grow it by every run's events
+ * for as long as the machine lives, a `machineadm report` timer's included.
+ */
+export const MAX_SPOOLED_EVENTS = 10_000;
 /** A spool write takes milliseconds; a temporary file this old was left by a killed process. */
 const STALE_TEMPORARY_MS = 10 * 60_000;
 
@@ -85,6 +91,14 @@ export class EndpointSpool {
   /** The spooled events' names, oldest first. */
   async pending(): Promise<string[]> {
     return (await this.fs.list(this.dir)).filter(isSpoolName);
+  }
+
+  /** Removes the oldest events past `max`; returns how many were removed. */
+  async dropOldest(max: number): Promise<number> {
+    const names = await this.pending();
+    const over = names.slice(0, Math.max(0, names.length - max));
+    for (const name of over) await this.remove(name);
+    return over.length;
   }
 
   async read(name: string): Promise<string | undefined> {

@@ -5,7 +5,7 @@ import { RootedFileSystem, createHost } from '../../src/host/index.ts';
 import { createHttpPoster } from '../../src/host/http-post.ts';
 import { EventBus } from '../../src/engine/events.ts';
 import { EventReporter } from '../../src/report/delivery.ts';
-import { endpointKey } from '../../src/report/spool.ts';
+import { endpointKey, MAX_SPOOLED_EVENTS, spoolName } from '../../src/report/spool.ts';
 import { resolveEndpoints } from '../../src/report/endpoints.ts';
 import { SecretScrubber } from '../../src/config/secrets.ts';
 import { StepDetailsError } from '../../src/errors.ts';
@@ -169,6 +169,26 @@ describe('delivery to a collector', () => {
     expect(collector.requests).toHaveLength(0);
     expect(spooled(root, collector.url)).toHaveLength(12);
     expect(run.reported.delivery?.offline).toBe(true);
+  });
+
+  it('keeps at most 10,000 events an endpoint at the start of a run, dropping the oldest and saying so', async () => {
+    reset();
+    const root = scratchDir();
+    const dir = spoolDir(root, collector.url);
+    mkdirSync(dir, { recursive: true });
+    // What 1,668 report runs of 6 events leave when the collector never answers, and 5 more.
+    const names = Array.from({ length: MAX_SPOOLED_EVENTS + 5 }, (_, i) => spoolName(1_000 + Math.floor(i / 6), `old${Math.floor(i / 6)}`, (i % 6) + 1));
+    for (const name of names) writeFileSync(join(dir, name), '{}', { mode: 0o600 });
+    const run = await runWithReporting({ root, offline: true, config: configFrom({ report: { endpoints: [{ url: collector.url }] } }), prepare: [step('a')] });
+    const left = spooled(root, collector.url);
+    expect(left).toHaveLength(MAX_SPOOLED_EVENTS + 12);
+    for (const gone of names.slice(0, 5)) expect(left).not.toContain(gone);
+    expect(left).toContain(names[5]);
+    expect(run.reported.document?.delivery?.endpoints).toEqual([{ url: collector.url, delivered: 0, spooled: MAX_SPOOLED_EVENTS + 12, dropped: 5 }]);
+    expect(run.summary).toContain(`events: the 5 oldest unsent for ${collector.url} were dropped: its spool keeps at most 10000`);
+    // The next run finds the spool at the bound and drops what this one added above it.
+    const next = await runWithReporting({ root, offline: true, config: configFrom({ report: { endpoints: [{ url: collector.url }] } }), prepare: [step('a')] });
+    expect(next.reported.document?.delivery?.endpoints?.[0]).toMatchObject({ spooled: MAX_SPOOLED_EVENTS + 12, dropped: 12 });
   });
 
   it('never lets a secret reach the collector, the files it writes or the console', async () => {
