@@ -119,6 +119,8 @@ interface Planned {
   /** `leave`: the groups it leaves; `gid`: its primary group after the undo. */
   restoreUsers: { name: string; args: string[]; said: string[]; leave: string[]; gid: number }[];
   deleteGroups: string[];
+  /** Users whose password machineadm locked while it was empty: left locked. */
+  keptLocked: string[];
   keptGroups: { name: string; why: string }[];
   changes: Change[];
 }
@@ -168,6 +170,8 @@ async function planCreatedUser(ctx: UndoContext, name: string, before: CreatedUs
   planned.changes.push({ action: 'delete', target: `user ${name}`, detail: `created by machineadm (userdel); ${kept ?? (home ? `home ${homePath} removed (only /etc/skel's files and machineadm's in it)` : 'no home folder left')}` });
 }
 
+const KEPT_LOCKED = 'left locked: it was empty before machineadm locked it, and unlocking it would let anyone log in without one (set one with passwd)';
+
 /** A user that was there: the fields machineadm changed back, out of the groups it added it to, unlocked. */
 function planExistingUser(name: string, before: ExistingUser, entry: PasswdEntry, accounts: Accounts, record: UsersUndoRecord, planned: Planned): void {
   const args: string[] = [];
@@ -179,7 +183,15 @@ function planExistingUser(name: string, before: ExistingUser, entry: PasswdEntry
   const have = supplementaryGroups(accounts, name);
   const leave = Object.keys(record.memberships ?? {}).filter((k) => k.startsWith(`${name}:`)).map((k) => k.slice(name.length + 1)).filter((g) => have.has(g));
   if (leave.length) (args.push('--groups', [...have].filter((g) => !leave.includes(g)).sort().join(',')), said.push(`groups - ${leave.join(', ')}`));
-  if (!before.locked && isLocked(accounts.passwords.get(name))) (args.push('--unlock'), said.push('password unlocked (machineadm locked it)'));
+  const password = accounts.passwords.get(name);
+  if (!before.locked && isLocked(password)) {
+    // usermod refuses to unlock a password that was empty (exit 0, the account still locked): an
+    // account anyone may log in to is not given back; the operator is told instead.
+    if (password!.replace(/^!+/, '') === '') {
+      planned.keptLocked.push(name);
+      planned.changes.push({ action: 'keep', target: `password of user ${name}`, detail: KEPT_LOCKED });
+    } else (args.push('--unlock'), said.push('password unlocked (machineadm locked it)'));
+  }
   if (args.length === 0) return;
   planned.restoreUsers.push({ name, args, said, leave, gid: before.gid });
   planned.changes.push({ action: 'restore', target: `user ${name}`, detail: `as before machineadm's first run (it was there before: kept): ${said.join('; ')}` });
@@ -187,7 +199,7 @@ function planExistingUser(name: string, before: ExistingUser, entry: PasswdEntry
 
 async function planUndo(ctx: UndoContext): Promise<Planned> {
   const record = recordOf(ctx);
-  const planned: Planned = { deleteUsers: [], restoreUsers: [], deleteGroups: [], keptGroups: [], changes: [] };
+  const planned: Planned = { deleteUsers: [], restoreUsers: [], deleteGroups: [], keptGroups: [], keptLocked: [], changes: [] };
   // Nothing recorded (spec.users never ran here, or on Windows): the account files are not read.
   if (Object.keys(record.users ?? {}).length + Object.keys(record.groups ?? {}).length === 0) return planned;
   const accounts = await readAccounts(ctx);
@@ -232,7 +244,8 @@ export const usersUndo: Undo = {
   },
   async check(ctx): Promise<CheckResult> {
     const planned = await planUndo(ctx);
-    const pending = planned.deleteUsers.length + planned.restoreUsers.length + planned.deleteGroups.length;
+    // A password left locked is no change, but the run says so (a warning), not only the plan.
+    const pending = planned.deleteUsers.length + planned.restoreUsers.length + planned.deleteGroups.length + planned.keptLocked.length;
     return { done: pending === 0, changes: planned.changes };
   },
   async apply(ctx) {
@@ -263,6 +276,7 @@ export const usersUndo: Undo = {
     const groupsNow = (await readAccounts(ctx)).groups;
     for (const g of planned.deleteGroups) if (groupsNow.has(g)) await runShadowTool(ctx, ['groupdel', ...prefixArgs(root, live), g], `group ${g}`);
     for (const g of planned.keptGroups) warnings.push(`group ${g.name}: ${g.why}`);
+    for (const name of planned.keptLocked) warnings.push(`password of user ${name}: ${KEPT_LOCKED}`);
     return warnings.length ? { warning: warnings.join('; ') } : {};
   },
 };

@@ -129,6 +129,24 @@ describe.skipIf(skip)('reset of spec.users', () => {
     expect(reset.code, reset.stdout + reset.stderr).toBe(0);
     expect(snapshotTree(join(m.root, 'etc'))).toEqual(before);
   });
+
+  it('leaves locked, and says so, a password that was empty before machineadm locked it', async () => {
+    const m = machine();
+    execFileSync('useradd', ['--prefix', m.root, '--no-create-home', 'kiosk']);
+    execFileSync('usermod', ['--prefix', m.root, '--password', '', 'kiosk']);
+    expect(accounts(m.root).passwords.get('kiosk')).toBe('');
+    writeFileSync(m.config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { users: [{ name: 'kiosk' }] } }));
+    const init = await runCli(['prepare', '-c', m.config, '--root', m.root, '--state-dir', m.state, '--only', 'prepare/users']);
+    expect(init.code, init.stderr).toBe(0);
+    expect(accounts(m.root).passwords.get('kiosk')).toBe('!');
+    const plan = await runCli(['reset', '--dry-run', '--root', m.root, '--state-dir', m.state]);
+    expect(plan.stdout).not.toContain('password unlocked');
+    expect(plan.stdout).toContain('keep password of user kiosk (left locked: it was empty before machineadm locked it, and unlocking it would let anyone log in without one (set one with passwd))');
+    const reset = await runCli(['reset', '--root', m.root, '--state-dir', m.state]);
+    expect(reset.code, reset.stdout + reset.stderr).toBe(0);
+    expect(reset.stdout + reset.stderr).toContain('password of user kiosk: left locked');
+    expect(accounts(m.root).passwords.get('kiosk')).toBe('!');
+  });
 });
 
 // Debian's and Ubuntu's login.defs: userdel deletes the group named after the user with it.
