@@ -49,6 +49,16 @@ const PATTERNS: readonly [JoinFailureKind, RegExp][] = [
   ['unreachable', /couldn't find usable domain controller|couldn't connect to host|can't contact ldap server|no ldap srv records|couldn't discover domain|couldn't lookup domain|network is unreachable|connection refused|no route to host|cannot resolve network address|cannot contact any kdc/i],
 ];
 
+/**
+ * Whether a failed adcli testjoin says the machine account itself is gone or no longer has the
+ * keytab's key (deleted or reset in the directory), rather than that no domain controller answered:
+ * adcli words a KDC it cannot reach as a failure to authenticate too.
+ */
+export function testjoinSaysAccountGone(output: string): boolean {
+  const unreachable = PATTERNS.find(([kind]) => kind === 'unreachable')![1];
+  return !unreachable.test(output) && /not found in kerberos database|preauthentication failed|password incorrect|couldn't authenticate as machine account/i.test(output);
+}
+
 export function classifyJoinFailure(output: string, dj: DomainJoinSpec, username: string): JoinFailure {
   const kind = PATTERNS.find(([, pattern]) => pattern.test(output))?.[0] ?? 'other';
   return describeJoinFailure(kind, dj, username, { tool: 'adcli', otherHint: 'read the output tail; adcli --verbose names the operation that failed' });

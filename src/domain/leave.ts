@@ -7,7 +7,7 @@ import type { CheckResult, Undo, UndoContext } from '../engine/step.ts';
 import type { DomainJoinSpec } from '../config/schema/index.ts';
 import { ConfigError, StepDetailsError } from '../errors.ts';
 import { tail } from '../host/index.ts';
-import { classifyJoinFailure, realmOf } from './adcli.ts';
+import { classifyJoinFailure, realmOf, testjoinSaysAccountGone } from './adcli.ts';
 import { readJoinPassword } from './password.ts';
 import { KRB5_CONF } from './krb5-conf.ts';
 import { windowsLeaveApply, windowsLeaveCheck, windowsLeavePreflight } from './windows-leave.ts';
@@ -73,13 +73,15 @@ export const domainLeave: Undo = {
     const changes = [{ action: 'leave', target: joined.domain, detail: `adcli delete-computer ${joined.computerName} as ${username}@${realmOf(joined.domain)}, password on standard input` }];
     if (ctx.options.keepDomain) return { done: false, changes: [], skipReason: `--keep-domain: the machine stays ${joined.computerName} in ${joined.domain}, with ${domainFiles(ctx).join(' and ')}` };
     if (!ctx.facts.liveRoot) return { done: false, changes, skipReason: `leaving the domain changes the directory: not run under --root ${ctx.host.fs.root}` };
-    // Left already (a reset killed after the account went): the keytab no longer works.
     if (!(await ctx.host.fs.exists(joined.keytab))) return { done: true, changes: [] };
     if (await ctx.host.proc.which('adcli')) {
       const dc = ctx.config.spec.domainJoin?.domainController;
       const argv = ['adcli', 'testjoin', '--domain', joined.domain, ...(dc !== undefined ? ['--domain-controller', dc] : []), '--host-keytab', joined.keytab] as const;
       const test = await ctx.host.proc.run([...argv], { timeoutMs: 60_000, allowFailure: true }).catch(() => undefined);
-      if (test !== undefined && test.exitCode !== 0) return { done: true, changes: [] };
+      // Left already (a reset killed after the account went): the directory no longer knows the
+      // keytab's account. A domain controller that does not answer is not that: the account is
+      // still there, and delete-computer says why it cannot be removed.
+      if (test !== undefined && test.exitCode !== 0 && testjoinSaysAccountGone(`${test.stdout}\n${test.stderr}`)) return { done: true, changes: [] };
     }
     return { done: false, changes };
   },

@@ -38,8 +38,14 @@ function config(password: string, extra = ''): string {
   return path;
 }
 
-async function provision(m: Machine, configPath: string, env: Record<string, string> = {}): Promise<{ exitCode: number; output: string }> {
-  const argv = ['-m', '--propagation', 'private', join(FIXTURES, 'private-etc.sh'), m.upper, m.work, NODE, join(REPO, 'bin', 'machineadm.js'), 'provision', '-c', configPath, '--root', '/', '--state-dir', m.state];
+async function provision(m: Machine, configPath: string, env: Record<string, string> = {}, hostname?: string): Promise<{ exitCode: number; output: string }> {
+  return machineadm('provision', m, configPath, env, hostname);
+}
+
+async function machineadm(command: 'provision' | 'reset', m: Machine, configPath: string, env: Record<string, string> = {}, hostname?: string): Promise<{ exitCode: number; output: string }> {
+  // A host name of its own needs a UTS namespace too.
+  const named = hostname === undefined ? [] : ['-u', 'sh', '-c', 'hostname "$0" && exec "$@"', hostname];
+  const argv = ['-m', '--propagation', 'private', ...named, join(FIXTURES, 'private-etc.sh'), m.upper, m.work, NODE, join(REPO, 'bin', 'machineadm.js'), command, '-c', configPath, '--root', '/', '--state-dir', m.state];
   const childEnv = { ...process.env, PATH: `${join(FIXTURES, 'bin')}:${process.env.PATH}`, FAKE_ADCLI_LOG: m.log, FAKE_ADCLI_KEYTAB: join(FIXTURES, 'corp-node-01.keytab'), ...env };
   return run('unshare', argv, { env: childEnv, encoding: 'utf8', timeout: 60_000 }).then(
     (r) => ({ exitCode: 0, output: r.stdout + r.stderr }),
@@ -99,6 +105,32 @@ describe.skipIf(skip)('the domain/join step on Linux', () => {
     expect(out.exitCode, out.output).toBe(0);
     expect(out.output).toMatch(/provision\/domain\/join skipped .*\(already done\)/);
     expect(existsSync(`${m.log}.argv`)).toBe(false);
+  });
+
+  it('refuses a host name longer than 15 characters without computerName before running adcli, which would cut the name short', async () => {
+    const m = machine();
+    const path = join(dir, `c${++n}.yaml`);
+    writeFileSync(path, `apiVersion: machineadm.cluster.x-k8s.io/v1alpha1\nkind: MachineConfig\nspec:\n  domainJoin:\n    domain: corp.test\n    credentials: { username: joiner, password: "${PASSWORD}" }\n`);
+    const out = await provision(m, path, {}, 'kubernetes-worker-0001');
+    expect(out.exitCode, out.output).toBe(2);
+    expect(out.output).toMatch(/spec\.domainJoin\.computerName: is not given, and this machine's host name kubernetes-worker-0001 is longer than 15 characters/);
+    expect(existsSync(`${m.log}.argv`)).toBe(false);
+    expect(readdirSync(m.upper)).toEqual([]);
+  });
+
+  it('reset with no domain controller answering fails and keeps the keytab, and a later reset deletes the computer account', async () => {
+    const m = machine();
+    const path = config(`"${PASSWORD}"`);
+    expect((await provision(m, path)).exitCode).toBe(0);
+    const down = await machineadm('reset', m, path, { FAKE_ADCLI_DC: 'down' });
+    expect(down.exitCode, down.output).toBe(1);
+    expect(down.output).toMatch(/could not delete the computer account NODE-01 in corp\.test: no domain controller of corp\.test could be reached/);
+    expect(readdirSync(m.upper).sort()).toEqual(['krb5.conf', 'krb5.keytab']);
+    const up = await machineadm('reset', m, path);
+    expect(up.exitCode, up.output).toBe(0);
+    expect(readFileSync(`${m.log}.delete-argv`, 'utf8').split('\n')).toEqual(expect.arrayContaining(['--domain', 'corp.test', '--login-user', 'joiner', '--stdin-password', 'NODE-01']));
+    expect(readFileSync(`${m.log}.delete-stdin`, 'utf8')).toBe(PASSWORD);
+    expect(readdirSync(m.upper)).toEqual([]);
   });
 
   it.each([

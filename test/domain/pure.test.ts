@@ -9,6 +9,8 @@ import { classifyWindowsJoinFailure } from '../../src/domain/windows-join.ts';
 import { JOIN_ERROR_CODES } from '../../src/host/windows/scripts.ts';
 import { renderKrb5Conf } from '../../src/domain/krb5-conf.ts';
 import type { DomainJoinSpec } from '../../src/config/schema/index.ts';
+import { formatPath, parseWith } from '../../src/config/schema/dsl.ts';
+import { machineConfigSchema } from '../../src/config/schema/index.ts';
 
 const FIXTURES = resolve(import.meta.dirname, 'fixtures');
 const DJ: DomainJoinSpec = { domain: 'corp.test', credentials: { username: 'joiner', password: 'x' }, linux: { keytab: '/etc/krb5.keytab', tool: 'adcli' } };
@@ -107,5 +109,28 @@ describe('classifyWindowsJoinFailure', () => {
   it('says what the offline join could not do without naming a user', () => {
     const failure = classifyWindowsJoinFailure({ joined: false, code: 2, message: 'The system cannot find the file specified.' }, { ...WIN, credentials: undefined }, 'djoin');
     expect(failure).toMatchObject({ kind: 'other', message: 'djoin could not join corp.example' });
+  });
+});
+
+describe('spec.domainJoin.organizationalUnit', () => {
+  const issuesFor = (organizationalUnit: string): string => {
+    const { issues } = parseWith(machineConfigSchema, { apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { domainJoin: { domain: 'corp.test', organizationalUnit, credentials: { username: 'joiner', password: 'x' } } } });
+    return issues.map((i) => `${formatPath(i.path)}: ${i.message}`).join('\n');
+  };
+
+  it.each([
+    ['another domain', 'OU=Nodes,DC=other,DC=test', 'DC=other,DC=test'],
+    ['a parent of the domain', 'OU=Nodes,DC=test', 'DC=test'],
+    ['no domain at all', 'OU=Nodes', 'no domain'],
+  ])('refuses an OU in %s, naming the domain it is in', (_what, ou, named) => {
+    expect(issuesFor(ou)).toContain(`spec.domainJoin.organizationalUnit: is not in corp.test (DC=corp,DC=test): it names ${named}`);
+  });
+
+  it.each([
+    'OU=Nodes,DC=corp,DC=test',
+    'ou=Linux\\, Nodes, OU=Servers, dc=CORP, dc=Test',
+    'CN=Computers,DC=corp,DC=test',
+  ])('accepts %s in corp.test', (ou) => {
+    expect(issuesFor(ou)).toBe('');
   });
 });

@@ -13,6 +13,17 @@ const COMPUTER_NAME = /^[A-Za-z0-9]([A-Za-z0-9-]{0,13}[A-Za-z0-9])?$/;
 const HOST = /^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$|^[0-9.]+$|^[0-9A-Fa-f:]+$/;
 const LINE = (v: string): string | undefined => (/[\r\n\0]/.test(v) ? 'must be one line|remove the line break' : undefined);
 
+/**
+ * The domain an OU's distinguished name is in, from its DC= parts (an escaped "\," belongs to a
+ * value): Active Directory names a domain's own DN after its DNS name, corp.example being
+ * DC=corp,DC=example, so an OU with other DC= parts is in another domain, where no join can go.
+ */
+function domainOfDn(dn: string): string {
+  return dn.split(/(?<!\\),/).map((part) => part.trim()).filter((part) => /^DC=/i.test(part)).map((part) => part.slice(3).trim().toLowerCase()).join('.');
+}
+
+const domainDn = (domain: string): string => domain.split('.').map((label) => `DC=${label}`).join(',');
+
 const absolutePath = (example: string) =>
   string({ minLength: 1, pattern: /^(\/|[A-Za-z]:\\)/, patternHint: `an absolute path, e.g. ${example}` });
 
@@ -62,6 +73,12 @@ export const domainJoinSection = object(
       // Linux always joins online; Windows may join offline with a pre-staged account instead.
       if (v.credentials === undefined && v.windows?.offlineBlob === undefined) report('credentials', 'is required', 'give credentials (an account allowed to join computers), or windows.offlineBlob for an offline join of a Windows machine');
       if (v.dnsServers !== undefined && v.domainController !== undefined) report('dnsServers', 'is not used when domainController is given', 'give one of them');
+      if (typeof v.organizationalUnit === 'string' && typeof v.domain === 'string' && DOMAIN_NAME.test(v.domain)) {
+        const inDomain = domainOfDn(v.organizationalUnit);
+        if (inDomain !== v.domain.toLowerCase()) {
+          report('organizationalUnit', `is not in ${v.domain} (${domainDn(v.domain)}): it names ${inDomain === '' ? 'no domain' : domainDn(inDomain)}`, `give the OU's full distinguished name, ending with ${domainDn(v.domain)}`);
+        }
+      }
     },
   },
 );

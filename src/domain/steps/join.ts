@@ -33,6 +33,24 @@ function notAvailable(dj: DomainJoinSpec): NotAvailableError | undefined {
   return undefined;
 }
 
+// A NetBIOS name, which is what the directory keeps of the computer name, has at most 15 characters.
+const NETBIOS_MAX = 15;
+
+/**
+ * Without computerName adcli names the account after the host name's first label and cuts it to
+ * 15 characters without failing: machines whose names share those characters would take over each
+ * other's account, so the name has to be given instead.
+ */
+function unnamedTooLong(dj: DomainJoinSpec, hostname: string): ConfigError | undefined {
+  const label = hostname.split('.')[0] ?? '';
+  if (dj.computerName !== undefined || label.length <= NETBIOS_MAX) return undefined;
+  return new ConfigError([{
+    path: `${FIELD}.computerName`,
+    message: `is not given, and this machine's host name ${label} is longer than ${NETBIOS_MAX} characters: adcli would cut the computer account name to ${label.slice(0, NETBIOS_MAX).toUpperCase()}, which other machines may share`,
+    hint: `give a computerName of at most ${NETBIOS_MAX} letters, digits and "-" that is unique in ${dj.domain}`,
+  }]);
+}
+
 async function readPassword(ctx: StepContext, dj: DomainJoinSpec): Promise<string> {
   if (dj.credentials === undefined) {
     throw new ConfigError([{ path: `${FIELD}.credentials`, message: 'is required to join a Linux machine', hint: 'windows.offlineBlob joins Windows machines only; give an account allowed to join computers to the OU' }]);
@@ -89,7 +107,7 @@ export const domainJoinStep: Step = {
   async preflight(ctx) {
     const dj = domainJoinOf(ctx.config);
     if (ctx.facts.os === 'windows') return windowsPreflight(ctx, dj);
-    const refused = notAvailable(dj);
+    const refused = notAvailable(dj) ?? unnamedTooLong(dj, ctx.facts.hostname);
     if (refused) throw refused;
     await readPassword(ctx, dj);
   },
