@@ -11,7 +11,10 @@ describe('sysctl keys', () => {
   it.each([
     ['net.ipv4.ip_forward', undefined],
     ['net.bridge.bridge-nf-call-iptables', undefined],
-    ['net/ipv4/ip_forward', 'contains "/"'],
+    ['net/ipv4/ip_forward', 'has "/" before its first "."'],
+    ['net.ipv4.conf.eth0/100.forwarding', undefined],
+    ['net.ipv4.conf./eth0.forwarding', 'has an empty part'],
+    ['net.ipv4.conf.eth0/.forwarding', 'has an empty part'],
     ['net.ipv4..ip_forward', 'contains ".."'],
     ['net.ipv4.ip_forward.', 'has an empty part'],
     ['net.ipv4 .x', 'contains a space'],
@@ -23,6 +26,8 @@ describe('sysctl keys', () => {
 
   it('maps a key to its /proc/sys file and compares multi-value settings by words', () => {
     expect(procPath('net.ipv4.conf.all.rp_filter')).toBe('/proc/sys/net/ipv4/conf/all/rp_filter');
+    // As sysctl(8) and sysctl.d(5) read it: "/" stands for a dot inside a name (the VLAN eth0.100).
+    expect(procPath('net.ipv4.conf.eth0/100.forwarding')).toBe('/proc/sys/net/ipv4/conf/eth0.100/forwarding');
     expect(normalizeSysctlValue('32768\t60999\n')).toBe(normalizeSysctlValue('32768 60999'));
   });
 

@@ -12,7 +12,7 @@ const ROOT = join(import.meta.dirname, '..', '..');
 const NODE = join(ROOT, 'node_modules', '.bin', 'node');
 const SCRIPT = join(import.meta.dirname, 'fixtures', 'run-live-step.ts');
 
-const skipSysctl = missingRequirement({ root: true, commands: ['unshare', 'sysctl'] });
+const skipSysctl = missingRequirement({ root: true, commands: ['unshare', 'sysctl', 'ip'] });
 const skipModules = missingRequirement({ root: true, commands: ['modprobe'] });
 
 interface StepRun {
@@ -26,12 +26,12 @@ function hostValue(key: string): string {
   return readFileSync(`/proc/sys/${key.split('.').join('/')}`, 'utf8').trim().split(/\s+/).join(' ');
 }
 
-/** Runs the step `times` times inside one new network namespace; one result per run. */
-function inNetns(dir: string, spec: Record<string, unknown>, stepId: string, keys: string[], times = 1, netns = true): StepRun[] {
+/** Runs the step `times` times inside one new network namespace (after `setup`, a shell command); one result per run. */
+function inNetns(dir: string, spec: Record<string, unknown>, stepId: string, keys: string[], times = 1, netns = true, setup = ''): StepRun[] {
   const config = join(dir, `config-${Math.random().toString(36).slice(2)}.json`);
   writeFileSync(config, JSON.stringify({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec }));
   const one = [NODE, SCRIPT, config, join(dir, 'state'), stepId, ...keys].map((a) => `'${a}'`).join(' ');
-  const script = Array.from({ length: times }, () => one).join('; ');
+  const script = [...(setup ? [setup] : []), ...Array.from({ length: times }, () => one)].join('; ');
   const out = execFileSync(netns ? 'unshare' : 'sh', netns ? ['-n', 'sh', '-c', script] : ['-c', script], { encoding: 'utf8', timeout: 60_000 });
   return out.trim().split('\n').map((l) => JSON.parse(l) as StepRun);
 }
@@ -50,6 +50,16 @@ describe.skipIf(skipSysctl)('prepare/sysctls/apply in a network namespace', () =
     // The second run in the same namespace finds every value in place.
     expect(second!.step).toMatchObject({ result: 'skipped', message: 'already done' });
     expect(Object.fromEntries(keys.map((k) => [k, hostValue(k)]))).toEqual(before);
+  });
+
+  it('sets a key of an interface whose name holds a dot (a VLAN such as eth0.100), written with "/" as sysctl -a prints it', () => {
+    const vlanDir = scratchDir('machineadm-sysctl-vlan-');
+    const key = 'net.ipv4.conf.v/1.forwarding';
+    const runs = inNetns(vlanDir, { sysctls: { [key]: '1' } }, 'prepare/sysctls/apply', [key], 2, true, 'ip link add name v.1 type veth peer name v.2 >&2');
+    expect(runs[0]!.step?.error?.message).toBeUndefined();
+    expect(runs[0]!.step?.result).toBe('success');
+    expect(runs[0]!.values[key]).toBe('1');
+    expect(runs[1]!.step).toMatchObject({ result: 'skipped', message: 'already done' });
   });
 
   it.each([

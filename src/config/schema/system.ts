@@ -14,12 +14,13 @@ export const kernelModuleName = string({
 });
 
 export const sysctlKeyOptions: StringOptions = {
-  pattern: /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_:@-]+)+$/,
-  patternHint: 'use dots, e.g. net.ipv4.ip_forward (no "/", "..", spaces or empty parts)',
+  // "/" only inside a part, standing for a dot in a name: net.ipv4.conf.eth0/100.forwarding.
+  pattern: /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_:@-]+(\/[A-Za-z0-9_:@-]+)*)+$/,
+  patternHint: 'use dots, e.g. net.ipv4.ip_forward; a dot inside a name is written "/", as sysctl -a prints it: net.ipv4.conf.eth0/100.forwarding (no "..", spaces or empty parts)',
   maxLength: 256,
   check: (key) => {
     const problem = sysctlKeyProblem(key);
-    return problem ? `"${key}" is not a sysctl name: ${problem}|use dots, e.g. net.ipv4.ip_forward` : undefined;
+    return problem ? `"${key}" is not a sysctl name: ${problem}|use dots, e.g. net.ipv4.ip_forward; a dot inside a name is written "/": net.ipv4.conf.eth0/100.forwarding` : undefined;
   },
 };
 
