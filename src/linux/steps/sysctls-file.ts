@@ -2,10 +2,19 @@
 // after the live apply, which has already proven every key and value on the running kernel.
 import type { Step, StepContext } from '../../engine/step.ts';
 import { SYSCTL_FILE, renderSysctlFile } from '../../config/schema/sysctl-key.ts';
+import { formatPath } from '../../config/schema/dsl.ts';
 import { inspectFile, writeFiles, type DesiredFile } from '../../engine/managed-file.ts';
+import { laterOverrides, type SysctlOverride } from '../sysctl-overrides.ts';
 
 function desired(ctx: StepContext): DesiredFile {
   return { path: SYSCTL_FILE, content: Buffer.from(renderSysctlFile(ctx.config.spec.sysctls ?? {})), mode: 0o644, field: 'spec.sysctls' };
+}
+
+// The file is written all the same: the live value is right, and the other file is not machineadm's.
+function overridden(found: SysctlOverride[], sysctls: Readonly<Record<string, string>>): string {
+  return found
+    .map((o) => `${formatPath(['spec', 'sysctls', o.key])}: ${o.file} is read after ${SYSCTL_FILE} and sets ${JSON.stringify(o.value)}, so at boot the kernel gets that instead of ${JSON.stringify(sysctls[o.key])}; remove the key from ${o.file} or give it the same value`)
+    .join('\n');
 }
 
 export const sysctlsFileStep: Step = {
@@ -18,9 +27,15 @@ export const sysctlsFileStep: Step = {
   writes: () => [SYSCTL_FILE],
   async check(ctx) {
     const state = await inspectFile(ctx.host.fs, desired(ctx), ctx.facts.privileged);
-    return { done: !state.change, changes: state.change ? [state.change] : [] };
+    if (!state.change) return { done: true, changes: [] };
+    const found = await laterOverrides(ctx.host.fs, ctx.config.spec.sysctls ?? {});
+    const note = found.length ? `; overridden at boot by ${[...new Set(found.map((o) => o.file))].join(', ')} for ${found.map((o) => o.key).join(', ')}` : '';
+    return { done: false, changes: [{ ...state.change, detail: `${state.change.detail ?? ''}${note}` }] };
   },
   async apply(ctx) {
     await writeFiles(ctx.host.fs, [desired(ctx)], ctx.facts.privileged);
+    const sysctls = ctx.config.spec.sysctls ?? {};
+    const found = await laterOverrides(ctx.host.fs, sysctls);
+    return found.length ? { warning: overridden(found, sysctls) } : {};
   },
 };
