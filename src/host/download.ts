@@ -1,6 +1,7 @@
 // Streaming HTTP downloads (got) into a PendingFile (download-copy.ts) that survive a flaky network:
 // a broken connection resumes with Range, mirrors are tried in order, and a body shorter than its
 // Content-Length is caught.
+import type { IncomingHttpHeaders } from 'node:http';
 import { finished } from 'node:stream/promises';
 import { MachineadmError } from '../errors.ts';
 import type { Host } from './index.ts';
@@ -16,6 +17,20 @@ const MAX_ATTEMPTS = 100;
 async function restart(copy: Copy, options: DownloadOptions): Promise<void> {
   await copy.pending.abort();
   Object.assign(copy, await freshCopy(options));
+}
+
+// The version a response is of: a strong ETag, else Last-Modified (a weak ETag cannot tell).
+function validatorOf(headers: IncomingHttpHeaders): string | undefined {
+  return headers.etag && !headers.etag.startsWith('W/') ? headers.etag : headers['last-modified'];
+}
+
+// A server that does not implement If-Range still answers 206, with the new version's validator:
+// its bytes must not be appended to the old version's. Validators of different kinds (an ETag
+// now, only a date before) cannot be compared; the total length then is the only check left.
+function sameVersion(validator: string | undefined, headers: IncomingHttpHeaders): boolean {
+  if (validator === undefined) return true;
+  const now = validator.startsWith('"') ? (headers.etag?.startsWith('W/') ? undefined : headers.etag) : headers['last-modified'];
+  return now === undefined || now === validator;
 }
 
 function parseContentRange(value: string | undefined): { start: number; total: number | undefined } | undefined {
@@ -46,12 +61,18 @@ async function transfer(url: URL, copy: Copy, options: DownloadOptions): Promise
       await restart(copy, options);
       throw new Broken(`the server answered a resume with a different range (${response.headers['content-range'] ?? 'none'}); starting over`, true);
     }
+    if (!sameVersion(copy.validator, response.headers)) {
+      const began = copy.validator;
+      body.destroy();
+      await restart(copy, options);
+      throw new Broken(`the server answered a resume with another version of the file (${validatorOf(response.headers)}; the download began with ${began}); starting over`, true);
+    }
     expectedEnd = range.total ?? copy.total;
   } else if (status === 200) {
     if (resuming) await restart(copy, options);
     const length = response.headers['content-length'];
     copy.total = length !== undefined && /^\d+$/.test(length) ? Number(length) : undefined;
-    copy.validator = response.headers.etag && !response.headers.etag.startsWith('W/') ? response.headers.etag : response.headers['last-modified'];
+    copy.validator = validatorOf(response.headers);
     expectedEnd = copy.total;
   } else {
     body.destroy();
