@@ -63,6 +63,16 @@ function bundleName(folder: string, index: number, target: string): string {
   return `${folder}/${index}-${base.replace(/[^A-Za-z0-9._-]/g, '_')}`;
 }
 
+// The file name a URL's path ends in. Never from the URL as written: a presigned URL's query (its
+// signature) or a password would become a file name in SHA256SUMS, config.yaml and every message.
+function urlFileName(url: string): string {
+  try {
+    return new URL(url).pathname.split('/').pop() || 'file';
+  } catch {
+    return 'file';
+  }
+}
+
 /** One file a configuration fetches, and how the written configuration points at its copy. */
 interface BundleSource {
   /** The source's path in the configuration, named when it fails. */
@@ -102,7 +112,7 @@ function installSourcesOf(config: MachineConfig, platforms: readonly { os: 'linu
     }
   }
   for (const [index, image] of (install.images ?? []).entries()) {
-    out.push({ field: `spec.kubernetes.install.images[${index}]`, path: bundleName('install/images', index, image.url), url: image.url, check: { sha256: image.sha256 }, mode: 0o644, point: (path) => (image.url = path) });
+    out.push({ field: `spec.kubernetes.install.images[${index}]`, path: bundleName('install/images', index, urlFileName(image.url)), url: image.url, check: { sha256: image.sha256 }, mode: 0o644, point: (path) => (image.url = path) });
   }
   return out;
 }
