@@ -3,11 +3,13 @@
 import type { Host } from './index.ts';
 import { displayUrl, isRetryableStatus } from './http.ts';
 import { DownloadError } from './download-copy.ts';
-import { assertOnline, Broken, describeNetworkError, failureHint, getFollowing } from './download-request.ts';
+import { assertOnline, Broken, describeNetworkError, failureHint, getFollowing, throwIfInterrupted } from './download-request.ts';
 
 // One request for a small file, read whole; throws Broken like transfer().
 async function readSmall(url: URL, host: Host, options: { maxBytes: number; ca?: string; idleTimeoutMs?: number }): Promise<{ data: Buffer; url: string }> {
-  const { response, body, url: finalUrl } = await getFollowing(url, {}, { urls: [], fs: host.local, destination: '/', ...options });
+  // The run's signal too: an interrupted run must not wait for a quiet server's idle time.
+  const request = { urls: [], fs: host.local, destination: '/', ...options, ...(host.signal ? { signal: host.signal } : {}) };
+  const { response, body, url: finalUrl } = await getFollowing(url, {}, request);
   const status = response.statusCode ?? 0;
   if (status !== 200) {
     body.destroy();
@@ -25,6 +27,8 @@ async function readSmall(url: URL, host: Host, options: { maxBytes: number; ca?:
       chunks.push(chunk);
     }
   } catch (error) {
+    body.destroy();
+    throwIfInterrupted(request);
     if (error instanceof Broken) throw error;
     const d = describeNetworkError(error);
     throw new Broken(`connection broken: ${d.message}`, d.retry, { cause: error, certificate: d.certificate });
