@@ -163,17 +163,38 @@ async function caBundle(host: Host, path: string, index: number): Promise<string
 }
 
 /** Builds the bundle; on any failure the directory is left as it was found (new or empty). */
+/**
+ * A pinned sha256 is one file's, so one platform's: bundling install for several platforms would
+ * download each other platform's file only to fail on it (exit 3). Refused before any download.
+ */
+function refusePinsForSeveralPlatforms(config: MachineConfig, platforms: readonly { os: string; arch: string }[]): void {
+  const install = config.spec.kubernetes?.install;
+  if (!install || !config.spec.kubernetes?.version || platforms.length < 2) return;
+  const pinned = [
+    ...Object.keys(install.sha256 ?? {}).map((name) => `spec.kubernetes.install.sha256.${name}`),
+    ...(install.crictl?.sha256 ? ['spec.kubernetes.install.crictl.sha256'] : []),
+    ...(install.cniPlugins?.sha256 ? ['spec.kubernetes.install.cniPlugins.sha256'] : []),
+  ];
+  if (pinned.length === 0) return;
+  const names = platforms.map((p) => `${p.os}-${p.arch}`).join(', ');
+  throw new UsageError(`${pinned.join(', ')} ${pinned.length === 1 ? 'pins one file' : 'pin one file each'}, so one platform's, and the bundle is for ${names}: the others' files would not match`, {
+    hint: 'give --platform with the one platform the sha256s are for (e.g. --platform linux-x64), or leave them out to check each file against the .sha256 published beside it',
+  });
+}
+
 export async function buildBundle(host: Host, request: BundleRequest): Promise<BundleResult> {
   const dir = request.destination;
   const info = await host.local.stat(dir);
   if (info && (info.kind !== 'directory' || (await host.local.list(dir)).length > 0)) {
     throw new UsageError(`${dir} ${info.kind === 'directory' ? 'is not empty' : 'exists and is not a directory'}`, { hint: 'give a new or empty directory for the bundle' });
   }
+  const platforms = request.installPlatforms ?? [{ os: 'linux', arch: 'x64' }, { os: 'linux', arch: 'arm64' }];
+  refusePinsForSeveralPlatforms(request.config, platforms);
   // The written configuration is the loaded one with each source pointing into the bundle.
   const config = structuredClone(request.config);
   const files: BundledFile[] = [];
   try {
-    const install = installSourcesOf(config, request.installPlatforms ?? [{ os: 'linux', arch: 'x64' }, { os: 'linux', arch: 'arm64' }]);
+    const install = installSourcesOf(config, platforms);
     for (const source of [...(await sourcesOf(host, config)), ...install]) {
       const check = source.check.sha256 || source.check.signature || !source.sha256File ? source.check : { ...source.check, sha256: await publishedSha256(host, source) };
       const result = await fetchVerified(host, { urls: [source.url], destination: join(dir, source.path), fileSystem: host.local, mode: source.mode, ...check }).catch((error: unknown) => {

@@ -86,3 +86,24 @@ describe('buildBundle refuses', () => {
     expect((error as Error).message).toMatch(/is not empty/);
   });
 });
+
+describe('buildBundle of spec.kubernetes.install with pinned sha256s', () => {
+  const pinned = (extra: string) =>
+    `apiVersion: machineadm.cluster.x-k8s.io/v1alpha1\nkind: MachineConfig\nspec:\n  kubernetes:\n    version: v1.31.2\n    controlPlaneEndpoint: 10.0.0.10:6443\n    token: abcdef.0123456789abcdef\n    caCertHashes: [ "sha256:${'ab'.repeat(32)}" ]\n    install:\n      baseUrl: http://127.0.0.1:9/release\n${extra}`;
+
+  it.each([
+    ['a binary', `      sha256: { kubelet: ${SHA} }\n`, 'spec.kubernetes.install.sha256.kubelet pins one file'],
+    ['crictl and a binary', `      sha256: { kubeadm: ${SHA} }\n      crictl: { version: v1.31.1, sha256: ${SHA} }\n`, 'spec.kubernetes.install.sha256.kubeadm, spec.kubernetes.install.crictl.sha256 pin one file each'],
+  ])('refuses %s pinned for the two Linux platforms it bundles by default, before downloading anything', async (_what, extra, said) => {
+    const dir = join(scratchDir(), 'out');
+    const host = createHost({ root: scratchDir() });
+    const source = join(scratchDir(), 'node.yaml');
+    writeFileSync(source, pinned(extra));
+    const { config } = await loadConfig(host, [source]);
+    const error = await buildBundle(host, { config, destination: dir }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UsageError);
+    expect((error as UsageError).exitCode).toBe(ExitCode.usage);
+    expect((error as Error).message).toContain(`${said}, so one platform's, and the bundle is for linux-x64, linux-arm64`);
+    expect((error as UsageError).hint).toMatch(/--platform linux-x64/);
+  });
+});
