@@ -96,7 +96,8 @@ export async function checkBundle(host: Pick<Host, 'local'>, dir: string, public
  */
 export async function bundleOf(host: Pick<Host, 'local'>, path: string): Promise<string | undefined> {
   const dir = path.replace(/[\\/][^\\/]*$/, '');
-  if (!path.endsWith(`/${BUNDLE_CONFIG}`) || (await host.local.stat(at(dir, MANIFEST)))?.kind !== 'file') return undefined;
+  // Either separator: a Windows path (D:\bundle\config.yaml) names a bundle as much as a POSIX one.
+  if (!/[\\/]config\.yaml$/.test(path) || (await host.local.stat(at(dir, MANIFEST)))?.kind !== 'file') return undefined;
   const text = await host.local.readText(path);
   return text?.startsWith(`${BUNDLE_CONFIG_MARKER}\n`) ? dir : undefined;
 }

@@ -7,7 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { createHost } from '../../src/host/index.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { ConfigError, ExitCode, UsageError } from '../../src/errors.ts';
-import { buildBundle } from '../../src/bundle/build.ts';
+import { buildBundle, BUNDLE_CONFIG_MARKER } from '../../src/bundle/build.ts';
+import { bundleOf } from '../../src/bundle/check.ts';
+import type { Host } from '../../src/host/index.ts';
 import { scratchDir } from '../support/tmp.ts';
 
 const SHA = 'a'.repeat(64);
@@ -105,5 +107,25 @@ describe('buildBundle of spec.kubernetes.install with pinned sha256s', () => {
     expect((error as UsageError).exitCode).toBe(ExitCode.usage);
     expect((error as Error).message).toContain(`${said}, so one platform's, and the bundle is for linux-x64, linux-arm64`);
     expect((error as UsageError).hint).toMatch(/--platform linux-x64/);
+  });
+});
+
+describe('the bundle a configuration file belongs to', () => {
+  // The files of one bundle, as host.local sees them on each system.
+  const local = (files: Record<string, string>) => ({
+    local: {
+      stat: async (path: string) => (path in files ? { kind: 'file' } : undefined),
+      readText: async (path: string) => files[path],
+    },
+  }) as unknown as Pick<Host, 'local'>;
+
+  it.each([
+    ['a POSIX path', '/media/usb/node-bundle', '/'],
+    ['a Windows path', 'D:\\node-bundle', '\\'],
+  ])('is found from %s to its config.yaml, so that the bundle is checked as a whole', async (_what, dir, separator) => {
+    const config = `${dir}${separator}config.yaml`;
+    const host = local({ [`${dir}/SHA256SUMS`]: '', [config]: `${BUNDLE_CONFIG_MARKER}\nspec: {}\n` });
+    expect(await bundleOf(host, config)).toBe(dir);
+    expect(await bundleOf(host, `${dir}${separator}other.yaml`)).toBeUndefined();
   });
 });

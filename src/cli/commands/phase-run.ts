@@ -102,7 +102,7 @@ async function configSources(host: Host, options: PhaseOptions, io: Io): Promise
   if (options.bundle === undefined) {
     if (keyGiven) throw new UsageError('--bundle-public-key and --bundle-public-key-file go with --bundle', { hint: 'give the bundle directory: --bundle DIR' });
     // -c DIR/config.yaml of a bundle (the way before --bundle): the bundle is checked as a whole too.
-    const files = given.filter((g) => !/^[a-z]+:\/\//.test(g) && g !== '-').map((g) => resolve(io.cwd, g)).filter((g) => g.endsWith('/config.yaml'));
+    const files = given.filter((g) => !/^[a-z]+:\/\//.test(g) && g !== '-').map((g) => resolve(io.cwd, g)).filter((g) => /[\\/]config\.yaml$/.test(g));
     if (files.length === 0) return given;
     const { bundleOf, checkBundle } = await import('../../bundle/check.ts');
     for (const file of files) {
