@@ -2,12 +2,15 @@
 // file the way systemd's EnvironmentFile= does, so the flags kubeadm writes to
 // C:\var\lib\kubelet\kubeadm-flags.env (KUBELET_KUBEADM_ARGS="...", Go %q quoting) are put on the
 // service's command line itself. Before the first join that file does not exist yet: the same
-// flags are derived from the configuration kubeadm is given (CRI endpoint, taints, labels,
-// kubeletExtraArgs, node name), so the kubelet kubeadm starts registers the node with its taints.
+// flags are derived from the join configuration kubeadm is given (CRI endpoint, taints, node name
+// and every nodeRegistration.kubeletExtraArgs: labels, node IP, the user's, and before kubeadm
+// v1.25 the kubelet settings themselves), so the kubelet kubeadm starts registers the node with
+// its taints and runs with the settings Windows requires.
+import { loadAll } from 'js-yaml';
 import type { MachineConfig } from '../config/schema/index.ts';
 import type { Facts } from '../host/index.ts';
 import { kubeadmPaths } from '../kubeadm/paths.ts';
-import { WINDOWS_DEFAULT_TAINT } from '../kubeadm/render.ts';
+import { WINDOWS_DEFAULT_TAINT, type RenderedKubeadm } from '../kubeadm/render.ts';
 import { BOOTSTRAP_KUBECONFIG, KUBELET_CERT_DIR, KUBELET_CONFIG, KUBELET_KUBECONFIG, KUBELET_LOG, kubeletPath } from './paths.ts';
 
 /**
@@ -30,17 +33,35 @@ export function parseKubeadmFlags(text: string): string[] | undefined {
   return value.split(/\s+/).filter(Boolean);
 }
 
-/** What kubeadm will write to kubeadm-flags.env for this configuration (before it has). */
-export function expectedKubeadmFlags(config: MachineConfig): string[] {
+/**
+ * nodeRegistration.kubeletExtraArgs of the join configuration as rendered (a map in v1beta3, a list
+ * of { name, value } in v1beta4), in order: kubeadm puts each on the kubelet's command line.
+ */
+export function joinKubeletArgs(rendered: Pick<RenderedKubeadm, 'config'>): [string, string][] {
+  const join = loadAll(rendered.config).find((doc) => (doc as { kind?: unknown } | null)?.kind === 'JoinConfiguration') as { nodeRegistration?: { kubeletExtraArgs?: unknown } } | undefined;
+  const args = join?.nodeRegistration?.kubeletExtraArgs;
+  if (Array.isArray(args)) return (args as { name: string; value: string }[]).map((a) => [a.name, String(a.value)]);
+  return Object.entries((args ?? {}) as Record<string, unknown>).map(([name, value]) => [name, String(value)]);
+}
+
+/** What kubeadm will write to kubeadm-flags.env for this configuration (before it has), given the join's kubeletExtraArgs. */
+export function expectedKubeadmFlags(config: MachineConfig, kubeletArgs: readonly (readonly [string, string])[]): string[] {
   const node = config.spec.kubernetes?.node ?? {};
-  const flags = [`--container-runtime-endpoint=${kubeadmPaths('windows').criSocket}`];
-  if (node.name !== undefined) flags.push(`--hostname-override=${node.name}`);
-  const labels = Object.entries(node.labels ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
-  if (labels.length) flags.push(`--node-labels=${labels.map(([k, v]) => `${k}=${v}`).join(',')}`);
+  const base = [`--container-runtime-endpoint=${kubeadmPaths('windows').criSocket}`];
+  if (node.name !== undefined) base.push(`--hostname-override=${node.name}`);
   const taints = node.taints ?? [WINDOWS_DEFAULT_TAINT];
-  if (taints.length) flags.push(`--register-with-taints=${taints.map((t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`).join(',')}`);
-  for (const [name, value] of Object.entries(node.kubeletExtraArgs ?? {}).sort(([a], [b]) => (a < b ? -1 : 1))) flags.push(`--${name}=${value}`);
-  return flags;
+  if (taints.length) base.push(`--register-with-taints=${taints.map((t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`).join(',')}`);
+  // As in kubeadm, a kubeletExtraArgs entry replaces kubeadm's own flag of that name.
+  const overridden = new Set(kubeletArgs.map(([name]) => `--${name}`));
+  const flags = [...base.filter((f) => !overridden.has(flagName(f))), ...kubeletArgs.map(([name, value]) => `--${name}=${value}`)];
+  // kubeadm writes them sorted by name, then value (ArgumentsToCommand): the same order here keeps
+  // the service's command line as it is once kubeadm-flags.env exists, with no restart for it.
+  const byName = flags.map((flag) => [flagName(flag), flag.slice(flagName(flag).length)] as const);
+  return byName.sort(([a, av], [b, bv]) => (a === b ? compare(av, bv) : compare(a, b))).map(([name, rest]) => name + rest);
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 function flagName(flag: string): string {

@@ -87,9 +87,9 @@ function workerConfig(agentPath = '/csi-proxy.exe') {
 const KUBEADM_FLAGS = 'KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=npipe:////./pipe/containerd-containerd --pod-infra-container-image=registry.k8s.io/pause:3.10 --register-with-taints=os=windows:NoSchedule"\n';
 
 /** Every directory a SYSTEM service reads from, runs from or logs to, locked before the first change. */
-const LOCKED = ['C:\\ProgramData\\machineadm', 'C:\\var\\lib\\kubelet', 'C:\\etc\\kubernetes', 'C:\\var\\log\\kubelet', 'C:\\k', 'C:\\ProgramData\\containerd', 'C:\\opt\\cni\\bin', 'C:\\etc\\cni\\net.d', 'C:\\etc\\kubernetes\\node\\bin', 'C:\\var\\log\\csiproxy'];
+const LOCKED = ['C:\\ProgramData\\machineadm', 'C:\\var\\lib\\kubelet', 'C:\\etc\\kubernetes', 'C:\\var\\log\\kubelet', 'C:\\k', 'C:\\Program Files\\containerd', 'C:\\ProgramData\\containerd', 'C:\\opt\\cni\\bin', 'C:\\etc\\cni\\net.d', 'C:\\etc\\kubernetes\\node\\bin', 'C:\\var\\log\\csiproxy'];
 
-function machine(kubeadmFlags = KUBEADM_FLAGS) {
+function machine(kubeadmFlags = KUBEADM_FLAGS, kubeadmVersion = 'v1.34.2') {
   const root = scratchDir('machineadm-windows-');
   const sim = new SimulatedWindows('20348');
   const writes: { path: string; protectedAcl: boolean }[] = [];
@@ -99,13 +99,16 @@ function machine(kubeadmFlags = KUBEADM_FLAGS) {
     writeFileSync(realPath(root, exe), 'MZ');
   }
   const joinConfigs: string[] = [];
+  /** The kubelet service's command line when kubeadm join ran (the kubelet join starts runs with it). */
+  const kubeletAtJoin: string[] = [];
   const proc = {
     which: async (name: string) => (name === 'kubeadm' ? 'C:\\k\\kubeadm.exe' : undefined),
     run: async (argv: string[]) => {
       const ok = (stdout = '') => ({ argv, exitCode: 0, stdout, stderr: '', durationMs: 1 });
-      if (argv[1] === 'version') return ok('v1.34.2\n');
+      if (argv[1] === 'version') return ok(`${kubeadmVersion}\n`);
       if (argv[1] === 'join') {
         joinConfigs.push((await fs.readText(argv[3]!)) ?? '');
+        kubeletAtJoin.push(sim.services.get('kubelet')?.commandLine ?? '');
         await fs.writeFile('C:\\var\\lib\\kubelet\\kubeadm-flags.env', kubeadmFlags);
         await fs.writeFile('C:\\etc\\kubernetes\\kubelet.conf', 'kubeconfig with the client certificate\n');
         // kubeadm join stops and starts the service "kubelet" (initsystem_windows.go).
@@ -116,7 +119,7 @@ function machine(kubeadmFlags = KUBEADM_FLAGS) {
     },
   } as unknown as ProcessRunner;
   const stateFs = new RootedFileSystem(join(root, 'state'));
-  return { root, sim, fs, proc, writes, joinConfigs, stateFs };
+  return { root, sim, fs, proc, writes, joinConfigs, kubeletAtJoin, stateFs };
 }
 
 async function run(m: ReturnType<typeof machine>, config = workerConfig()) {
@@ -353,6 +356,18 @@ describe('a Windows worker on the simulated machine', () => {
     expect((await run(m)).calls).toEqual([]);
   });
 
+  it('locks the folder containerd runs from, so no other user can replace containerd.exe or the shims it starts as SYSTEM', async () => {
+    const m = machine();
+    const config = workerConfig();
+    config.spec.windows!.containerdPath = 'D:\\containerd\\bin\\containerd.exe';
+    mkdirSync(realPath(m.root, 'D:\\containerd\\bin'), { recursive: true });
+    writeFileSync(realPath(m.root, 'D:\\containerd\\bin\\containerd.exe'), 'MZ');
+    const first = await run(m, config);
+    expect(first.calls).toContain('createPrivateDirectory D:\\containerd\\bin');
+    expect(first.calls.indexOf('createPrivateDirectory D:\\containerd\\bin')).toBeLessThan(first.calls.indexOf('installFeature Containers'));
+    expect(await m.sim.acl('D:\\containerd\\bin')).toEqual(PRIVATE_ACL);
+  });
+
   it('never locks a folder Windows owns, such as the one a host agent is installed in under C:\\Program Files', async () => {
     const m = machine();
     const config = workerConfig();
@@ -384,6 +399,32 @@ describe('a Windows worker on the simulated machine', () => {
     expect(second.calls.slice(-3)).toEqual(['startService kubelet', 'configureService kubelet', 'restartService kubelet']);
     expect(m.sim.services.get('kubelet')!.commandLine).toMatch(/ --node-ip=10\.0\.0\.7$/);
     expect((await run(m)).calls).toEqual([]);
+  });
+
+  it('starts the kubelet of the join with every kubelet flag kubeadm is given: the node IP, and for kubeadm before v1.25 the Windows settings and the memory reservation', async () => {
+    const m = machine(KUBEADM_FLAGS, 'v1.24.17');
+    const config = workerConfig();
+    config.spec.kubernetes!.version = 'v1.24.17';
+    config.spec.kubernetes!.node = { ip: ['10.0.0.7'] };
+    await run(m, config);
+    m.sim.reboot();
+    const second = await run(m, config);
+    expect(second.outcome.error).toBeUndefined();
+    expect(m.joinConfigs[0]).toContain("cgroups-per-qos: 'false'");
+    const flags = m.kubeletAtJoin[0]!.split(' ');
+    expect(flags).toEqual(expect.arrayContaining(['--cgroups-per-qos=false', '--enforce-node-allocatable=', '--system-reserved=memory=2Gi', '--node-ip=10.0.0.7', '--register-with-taints=os=windows:NoSchedule']));
+  });
+
+  it('does not reconfigure or restart the kubelet after the join when kubeadm wrote the flags the configuration predicted, in its order (sorted by name)', async () => {
+    const m = machine('KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=npipe:////./pipe/containerd-containerd --node-labels=node.kubernetes.io/pool=windows --register-with-taints=os=windows:NoSchedule"\n');
+    const config = workerConfig();
+    config.spec.kubernetes!.node = { labels: { 'node.kubernetes.io/pool': 'windows' } };
+    await run(m, config);
+    m.sim.reboot();
+    const second = await run(m, config);
+    expect(second.outcome.error).toBeUndefined();
+    expect(second.calls.slice(-2)).toEqual(['createPrivateDirectory C:\\var\\lib\\kubelet\\pki', 'startService kubelet']);
+    expect(second.finished).toContain('provision/windows/kubelet-flags=skipped');
   });
 
   it('does not go on before the machine has restarted', async () => {
@@ -580,7 +621,7 @@ describe('a Windows worker that joins the Active Directory domain', () => {
 
   it.each([
     ['a wrong password', { credentials: { username: 'k8s-joiner', password: 'wrong' } }, 'credentials', /the domain rejected the credentials of k8s-joiner@CORP\.EXAMPLE \(Add-Computer, code 1326\)/],
-    ['an unknown domain', { domain: 'other.example' }, 'unreachable', /no domain controller of other\.example could be reached \(Add-Computer, code 1355\)/],
+    ['an unknown domain', { domain: 'other.example', organizationalUnit: 'OU=Nodes,DC=other,DC=example' }, 'unreachable', /no domain controller of other\.example could be reached \(Add-Computer, code 1355\)/],
     ['a computer account another user created', {}, 'account-exists', /the computer account NODE-07 exists in corp\.example and may not be reused by k8s-joiner \(Add-Computer, code 2732\)/],
   ])('fails with exit 1 and a clear message for %s, and changes nothing', async (_name, domainJoin, failure, message) => {
     const m = joinMachine();

@@ -8,16 +8,31 @@ import type { Change, Step, StepContext } from '../../engine/step.ts';
 import { MachineadmError, ExitCode } from '../../errors.ts';
 import { windowsCommandLine } from '../../host/windows/index.ts';
 import { KUBEADM_FLAGS_ENV, KUBELET_LOG, KUBELET_LOG_DIR, kubeletPath, kubeLogRunnerPath, kubernetesNeeded } from '../paths.ts';
-import { expectedKubeadmFlags, kubeletServiceArgv, parseKubeadmFlags } from '../kubelet-flags.ts';
+import { expectedKubeadmFlags, joinKubeletArgs, kubeletServiceArgv, parseKubeadmFlags } from '../kubelet-flags.ts';
+import { chooseOrFail, kubeadmFound, kubeadmProgram, render } from '../../kubeadm/steps/kubeadm-inputs.ts';
+import { currentKubeadmVersion } from '../../kubeadm/steps/kubeadm-machine.ts';
+import { placeholderSecrets } from '../../kubeadm/render.ts';
+import { REDACTED } from '../../config/secrets.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
 import { recordExisting, removeCreated } from './undo.ts';
 
 const SERVICE = 'kubelet';
 
+/**
+ * The kubelet flags of the join configuration, rendered as the join will render it: for the kubeadm
+ * on this machine (a plan for another machine goes by the facts and spec.kubernetes.version).
+ */
+async function joinArgs(ctx: StepContext): Promise<[string, string][]> {
+  const k = ctx.config.spec.kubernetes!;
+  const onMachine = ctx.host.fs.platform === 'windows' && ctx.facts.os === 'windows';
+  const version = onMachine ? await currentKubeadmVersion(ctx, (await kubeadmFound(ctx)) ?? kubeadmProgram(ctx)) : ctx.facts.kubeadmVersion;
+  return joinKubeletArgs(render(ctx, k, chooseOrFail(version, k), placeholderSecrets(k, REDACTED), version));
+}
+
 async function kubeadmFlags(ctx: StepContext): Promise<{ flags: string[]; from: string }> {
   const text = ctx.host.fs.platform === 'windows' ? await ctx.host.fs.readText(KUBEADM_FLAGS_ENV) : undefined;
   const written = text === undefined ? undefined : parseKubeadmFlags(text);
-  return written ? { flags: written, from: KUBEADM_FLAGS_ENV } : { flags: expectedKubeadmFlags(ctx.config), from: 'the configuration (kubeadm has not written its flags yet)' };
+  return written ? { flags: written, from: KUBEADM_FLAGS_ENV } : { flags: expectedKubeadmFlags(ctx.config, await joinArgs(ctx)), from: 'the configuration (kubeadm has not written its flags yet)' };
 }
 
 function dependencies(ctx: StepContext): string[] {

@@ -2,12 +2,13 @@
 // protected ACL for SYSTEM and Administrators only, before anything is written into it. On Windows
 // a directory made under C:\ inherits "Authenticated Users: Modify" for what is created in it, so
 // C:\var\lib\kubelet (kubeadm-flags.env and config.yaml: the kubelet service's flags and
-// configuration), C:\k (kubelet.exe), a host agent's folder or machineadm's state directory would
-// otherwise be writable by any user, who could then run code as SYSTEM at the next service start.
+// configuration), C:\k (kubelet.exe), containerd's folder (containerd.exe and its shim), a host
+// agent's folder or machineadm's state directory would otherwise be writable by any user, who
+// could then run code as SYSTEM at the next service start.
 // The seam's private directory sets the ACL on the directory and resets what is already in it to
 // inherit it (icacls /reset), so files written before are covered too.
 import type { Change, Step, StepContext, Undo, UndoContext } from '../../engine/step.ts';
-import { CONTAINERD_LOG, KUBELET_CONFIG, KUBELET_LOG_DIR, agentLogDir, containerdNeeded, kubeletPath, kubernetesNeeded, parentOf } from '../paths.ts';
+import { CONTAINERD_LOG, KUBELET_CONFIG, KUBELET_LOG_DIR, agentLogDir, containerdNeeded, containerdPath, kubeletPath, kubernetesNeeded, parentOf } from '../paths.ts';
 import { WINDOWS_CNI_BIN, WINDOWS_CNI_CONF } from '../../containerd/config.ts';
 import { WINDOWS_OWNED_FOLDER } from '../../config/schema/windows.ts';
 import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
@@ -35,8 +36,9 @@ export function privatePaths(ctx: StepContext): string[] {
   const wanted = [
     stateDirOf(ctx),
     ...(kubernetesNeeded(ctx.config) ? [parentOf(KUBELET_CONFIG), 'C:\\etc\\kubernetes', KUBELET_LOG_DIR, parentOf(kubeletPath(ctx.config))] : []),
-    // containerd (SYSTEM) runs the CNI plugins and reads their configuration.
-    ...(containerdNeeded(ctx.config) ? [parentOf(CONTAINERD_LOG), WINDOWS_CNI_BIN, WINDOWS_CNI_CONF] : []),
+    // containerd runs as SYSTEM from its own folder, and starts the runhcs shim beside it; it also
+    // runs the CNI plugins and reads their configuration.
+    ...(containerdNeeded(ctx.config) ? [parentOf(containerdPath(ctx.config)), parentOf(CONTAINERD_LOG), WINDOWS_CNI_BIN, WINDOWS_CNI_CONF] : []),
     ...agents.map((a) => parentOf(a.installPath)),
     // kube-log-runner (SYSTEM) writes there: a user who could plant a link there could make it write elsewhere.
     ...agents.filter((a) => a.log === 'kube-log-runner').map((a) => agentLogDir(a.name)),
