@@ -108,13 +108,16 @@ export class CommandError extends MachineadmError {
   readonly timedOut: boolean;
   /** Stopped because machineadm itself was interrupted (a signal), not because the command failed. */
   readonly interrupted: boolean;
+  /** The signal that ended the command from outside (the OOM killer's SIGKILL), when one did. */
+  readonly signal: string | undefined;
   constructor(
     message: string,
-    details: { argv: readonly string[]; exitCode?: number; stderrTail?: string; stdoutTail?: string; timedOut?: boolean; interrupted?: boolean },
+    details: { argv: readonly string[]; exitCode?: number; stderrTail?: string; stdoutTail?: string; timedOut?: boolean; interrupted?: boolean; signal?: string },
     options: ErrorOptions = {},
   ) {
     super(message, ExitCode.stepFailed, options);
     this.argv = details.argv;
+    this.signal = details.signal;
     this.commandExitCode = details.exitCode;
     this.stderrTail = details.stderrTail ?? '';
     this.stdoutTail = details.stdoutTail ?? '';

@@ -27,6 +27,8 @@ export interface CommandOutcome {
   exitCode?: number;
   durationMs: number;
   timedOut?: boolean;
+  /** The signal that ended it from outside, when one did. */
+  signal?: string;
   outputLines: number;
 }
 
@@ -109,9 +111,11 @@ export async function runCommands(ctx: StepContext, list: CommandList, commands:
         withoutEnv: secretEnvNames(ctx),
         env: { ...literalEnv(spec), ...(underRoot ? { MACHINEADM_ROOT: ctx.host.fs.root } : {}) },
         ...(underRoot ? { cwd: ctx.host.fs.root } : {}),
-        onLine: (raw) => {
+        onLine: (head, _stream, chars) => {
           lines++;
-          const line = raw.length > MAX_LINE_CHARS ? `${raw.slice(0, MAX_LINE_CHARS)}... (${raw.length} characters)` : raw;
+          // Scrubbed before the cut: a secret the cut went through would keep its first part.
+          const clean = ctx.scrub ? ctx.scrub(head) : head;
+          const line = clean.length > MAX_LINE_CHARS || chars > head.length ? `${clean.slice(0, MAX_LINE_CHARS)}... (${chars} characters)` : clean;
           tail.push(line);
           if (tail.length > FAILURE_TAIL_LINES) tail.shift();
           if (lines <= MAX_OUTPUT_LINES) ctx.output(`${outcome.field}: ${line}`);
@@ -128,6 +132,10 @@ export async function runCommands(ctx: StepContext, list: CommandList, commands:
       } else if (error.commandExitCode !== undefined) {
         outcome.exitCode = error.commandExitCode;
         failure = `exited with code ${error.commandExitCode}`;
+      } else if (error.signal !== undefined) {
+        // It ran and was ended from outside (the OOM killer, an operator's kill): not "could not start".
+        outcome.signal = error.signal;
+        failure = `was killed by ${error.signal}`;
       } else {
         // The runner's message names the program and why it could not start (ENOENT, EACCES).
         failure = `could not start: ${error.message.split('\n')[0]}`;
@@ -136,14 +144,20 @@ export async function runCommands(ctx: StepContext, list: CommandList, commands:
     outcome.durationMs = Math.round(performance.now() - started);
     outcome.outputLines = lines;
     outcomes.push(outcome);
-    const result = outcome.timedOut ? `timed out after ${outcome.durationMs} ms` : outcome.exitCode === undefined ? 'did not start' : `exit code ${outcome.exitCode} in ${outcome.durationMs} ms`;
+    const result = outcome.timedOut
+      ? `timed out after ${outcome.durationMs} ms`
+      : outcome.signal
+        ? `killed by ${outcome.signal} after ${outcome.durationMs} ms`
+        : outcome.exitCode === undefined
+          ? 'did not start'
+          : `exit code ${outcome.exitCode} in ${outcome.durationMs} ms`;
     ctx.log(`${what}: ${result}`, failure ? 'warning' : 'info');
     changes.push({ action: 'ran', target: what, detail: result });
     if (failure) {
       const left = commands.length - index - 1;
       throw new StepDetailsError(
         `${what} ${failure}${tail.length ? `; its last output line: ${tail[tail.length - 1]}` : ''}${left ? ` (${left} later command${left === 1 ? '' : 's'} of spec.commands.${list} not run)` : ''}`,
-        { command: outcome.field, ...(spec.name ? { name: spec.name } : {}), ...(outcome.exitCode !== undefined ? { exitCode: outcome.exitCode } : {}), durationMs: outcome.durationMs, ...(outcome.timedOut ? { timedOut: true } : {}), outputTail: tail.join('\n'), commands: outcomes },
+        { command: outcome.field, ...(spec.name ? { name: spec.name } : {}), ...(outcome.exitCode !== undefined ? { exitCode: outcome.exitCode } : {}), durationMs: outcome.durationMs, ...(outcome.timedOut ? { timedOut: true } : {}), ...(outcome.signal ? { signal: outcome.signal } : {}), outputTail: tail.join('\n'), commands: outcomes },
         { hint: `read the output above (machineadm status shows the tail); fix the command or what it needs, and run again: ${list === 'boot' ? 'boot commands run on every run' : list === 'beforeReset' ? 'reset undid nothing yet; its commands run again on every reset run' : 'the commands run again until they succeed'}` },
       );
     }

@@ -40,6 +40,7 @@ export function contextFor(input: RunnerInput, state: MachineState, fullId: stri
     startedBefore: state.started?.stepId === fullId && state.started.runId !== events.runId,
     log: (message, level = 'info') => events.emit({ type: 'log', step: fullId, message, level }),
     output: (line) => events.emit({ type: 'step.output', step: fullId, message: line }),
+    scrub: (text) => input.secrets.scrub(text),
     downloadProgress: (target) => progressMeter((progress) => events.emit({ type: 'step.progress', step: fullId, progress: { target, ...progress } })),
     emit: (event) => events.emit({ step: fullId, ...event }),
     secret: (source, field, options) => resolveSecret(source, input.host, field, input.secrets, options),

@@ -68,6 +68,12 @@ export interface StepContext {
   /** Lines for the console and the report (secrets must already be out of them). */
   log(message: string, level?: 'info' | 'warning'): void;
   output(line: string): void;
+  /**
+   * The text with every secret known so far replaced (as events are), for a step that cuts text
+   * before it is emitted: a cut through a secret would leave a part the event's scrubbing misses.
+   * Always given by the runner.
+   */
+  scrub?(text: string): string;
   /** A download's onProgress for `target` (a machine path): step.progress events, at most once a second. */
   downloadProgress(target: string): (received: number, total: number | undefined) => void;
   emit(event: EventInput): void;

@@ -17,8 +17,11 @@ export interface RunOptions {
   /** Variables of machineadm's own environment the command must not inherit (a secret read from one). */
   withoutEnv?: readonly string[];
   cwd?: string;
-  /** Called with every output line as it arrives (for streaming kubeadm's output to the console). */
-  onLine?: (line: string, stream: 'stdout' | 'stderr') => void;
+  /**
+   * Called with every output line as it arrives (for streaming kubeadm's output to the console):
+   * at most MAX_LINE_CHARS of it, and `chars`, the length of the whole line.
+   */
+  onLine?: (line: string, stream: 'stdout' | 'stderr', chars: number) => void;
   /** Return the result for a non-zero exit instead of throwing a CommandError. */
   allowFailure?: boolean;
 }
@@ -38,6 +41,12 @@ const DEFAULT_KILL_GRACE_MS = 5_000;
 const PIPE_GRACE_MS = 1_000;
 /** Output kept per stream: enough for any tail a report shows, bounded for a chatty command. */
 const MAX_CAPTURE = 4 * 1024 * 1024;
+/**
+ * Characters of one line handed to onLine. The rest is counted, not kept: output without a newline
+ * (a binary file sent to the terminal) would otherwise be held whole, and searched again for a
+ * newline with every chunk, until it outgrew what a string can hold.
+ */
+export const MAX_LINE_CHARS = 64 * 1024;
 
 export function tail(text: string, lines = TAIL_LINES): string {
   const all = text.replace(/\n$/, '').split('\n');
@@ -96,20 +105,39 @@ export class ProcessRunner {
     });
     const output = { stdout: '', stderr: '' };
     for (const name of ['stdout', 'stderr'] as const) {
+      // The line being read: its first MAX_LINE_CHARS, and how long it is so far.
       let partial = '';
+      let partialChars = 0;
+      let endsInCr = false;
       const stream = subprocess[name];
       stream?.setEncoding('utf8');
       stream?.on('data', (chunk: string) => {
-        output[name] = (output[name] + chunk).slice(-MAX_CAPTURE);
-        if (!options.onLine) return;
-        partial += chunk;
-        const lines = partial.split('\n');
-        partial = lines.pop() ?? '';
-        for (const line of lines) options.onLine(line, name);
+        // Cut back only once twice the bound is held: cutting at every chunk copied the whole
+        // capture each time (seconds of CPU for every hundred megabytes a command printed).
+        output[name] += chunk;
+        if (output[name].length > 2 * MAX_CAPTURE) output[name] = output[name].slice(-MAX_CAPTURE);
+        const onLine = options.onLine;
+        if (!onLine) return;
+        for (let start = 0; ; ) {
+          const end = chunk.indexOf('\n', start);
+          const piece = end < 0 ? chunk.slice(start) : chunk.slice(start, end);
+          if (partial.length < MAX_LINE_CHARS) partial += piece.slice(0, MAX_LINE_CHARS - partial.length);
+          partialChars += piece.length;
+          if (piece) endsInCr = piece.endsWith('\r');
+          if (end < 0) break;
+          // A line ended by CR LF (PowerShell, Windows tools) is the line without its CR.
+          onLine(endsInCr && partialChars === partial.length ? partial.slice(0, -1) : partial, name, endsInCr ? partialChars - 1 : partialChars);
+          partial = '';
+          partialChars = 0;
+          endsInCr = false;
+          start = end + 1;
+        }
       });
       stream?.on('end', () => {
-        if (partial && options.onLine) options.onLine(partial, name);
+        if (partialChars > 0 && options.onLine) options.onLine(partial, name, partialChars);
         partial = '';
+        partialChars = 0;
+        endsInCr = false;
       });
     }
 
@@ -158,7 +186,8 @@ export class ProcessRunner {
     }
     // The leader exited; members of its group that outlived it must not linger after a stop.
     if (stopped) signalTree('SIGKILL');
-    const { stdout, stderr } = output;
+    const stdout = output.stdout.slice(-MAX_CAPTURE);
+    const stderr = output.stderr.slice(-MAX_CAPTURE);
     const durationMs = Math.round(performance.now() - started);
     const exitCode = result?.exitCode ?? -1;
     const couldNotRun = result !== undefined && result.exitCode === undefined && result.signal === undefined && !stopped;
@@ -177,6 +206,7 @@ export class ProcessRunner {
       throw new CommandError(`${argv.join(' ')} ${what}${tailText ? `: ${tailText}` : ''}`, {
         argv,
         ...(result?.exitCode !== undefined ? { exitCode: result.exitCode } : {}),
+        ...(!stopped && result?.exitCode === undefined && result?.signal ? { signal: result.signal } : {}),
         stderrTail: tail(stderr),
         stdoutTail: tail(stdout),
         timedOut: stopped === 'timeout',

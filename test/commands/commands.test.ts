@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.ts';
 import { scratchDir } from '../support/tmp.ts';
 import { standinEnv, processRuns } from '../support/machine-run.ts';
-import { MAX_OUTPUT_LINES } from '../../src/commands/run.ts';
+import { MAX_LINE_CHARS, MAX_OUTPUT_LINES } from '../../src/commands/run.ts';
 
 interface Machine {
   root: string;
@@ -115,6 +115,29 @@ describe('spec.commands', () => {
     expect(out.stdout).toContain('literal <redacted>');
     expect(out.stdout).toContain('env []');
     expect(out.stderr).toContain('fail <redacted>');
+  });
+
+  it('never shows the first part of a secret that the cut of a long output line goes through', async () => {
+    const hash = '$6$saltsalt$' + 'h'.repeat(40);
+    const m = machine({ users: [{ name: 'ops', passwordHash: hash }], commands: { boot: [{ shell: `printf '%${MAX_LINE_CHARS - 10}s' '' | tr ' ' x; echo '${hash}'; exit 1` }] } });
+    const out = await run(m, 'prepare', ['--only', 'prepare/commands/boot', '-o', 'json']);
+    expect(out.code).toBe(1);
+    const everything = out.stdout + out.stderr + readFileSync(join(m.root, 'run/machineadm/result.json'), 'utf8') + readFileSync(join(m.state, 'result.json'), 'utf8');
+    expect(everything).toContain(`${'x'.repeat(MAX_LINE_CHARS - 10)}<redacted>`);
+    expect(everything).not.toContain(hash.slice(0, 8));
+  });
+
+  it('fails the step naming the signal that killed a command, which did start', async () => {
+    const m = machine({ commands: { boot: [{ name: 'oom', shell: 'echo started; kill -KILL $$' }, { shell: 'echo next >> log' }] } });
+    const out = await run(m, 'prepare');
+    expect(out.code).toBe(1);
+    expect(out.stderr).toContain('spec.commands.boot[0] (oom) was killed by SIGKILL; its last output line: started (1 later command of spec.commands.boot not run)');
+    expect(out.stderr).not.toContain('could not start');
+    expect(log(m)).toBe('');
+    const failed = step(m, 'prepare/commands/boot')!;
+    expect(failed.error!.details).toMatchObject({ command: 'spec.commands.boot[0]', name: 'oom', signal: 'SIGKILL', outputTail: 'started' });
+    expect(out.stdout).toMatch(/spec\.commands\.boot\[0\] \(oom\): killed by SIGKILL after \d+ ms/);
+    expect(out.stdout).not.toContain('did not start');
   });
 
   it(`streams at most ${MAX_OUTPUT_LINES} lines of one command's output, and cuts long lines`, async () => {

@@ -3,7 +3,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ProcessRunner } from '../../src/host/exec.ts';
+import { MAX_LINE_CHARS, ProcessRunner } from '../../src/host/exec.ts';
 import { CommandError } from '../../src/errors.ts';
 import { scratchDir } from '../support/tmp.ts';
 import { processRuns } from '../support/machine-run.ts';
@@ -78,6 +78,29 @@ describe('ProcessRunner.run', () => {
     const lines: string[] = [];
     await new ProcessRunner(env).run(['sh', '-c', 'echo one; echo two >&2; printf three'], { onLine: (line, stream) => lines.push(`${stream}:${line}`) });
     expect(lines.sort()).toEqual(['stderr:two', 'stdout:one', 'stdout:three']);
+  });
+
+  it('hands onLine a line ended by CR LF without its CR, also when the two arrive apart', async () => {
+    const lines: [string, number][] = [];
+    await new ProcessRunner(env).run(['sh', '-c', "printf 'disk missing\\r\\nit\\rs ok\\r'; sleep 0.2; printf '\\n\\r\\n'"], { onLine: (line, _stream, chars) => lines.push([line, chars]) });
+    expect(lines).toEqual([['disk missing', 12], ['it\rs ok', 7], ['', 0]]);
+  });
+
+  it('keeps exactly the last 4 MiB of each stream of a command that prints more', async () => {
+    const result = await new ProcessRunner(env).run(['sh', '-c', 'seq 1 2000000; seq 1 3 >&2']);
+    const all = `${Array.from({ length: 2_000_000 }, (_, i) => i + 1).join('\n')}\n`;
+    expect(result.stdout.length).toBe(4 * 1024 * 1024);
+    expect(result.stdout).toBe(all.slice(-4 * 1024 * 1024));
+    expect(result.stderr).toBe('1\n2\n3\n');
+  });
+
+  it('hands onLine the head of a line without a newline and its whole length, never the whole line', async () => {
+    const size = 8 * 1024 * 1024;
+    const lines: { head: string; chars: number }[] = [];
+    await new ProcessRunner(env).run(['sh', '-c', `head -c ${size} /dev/zero | tr '\\0' x; echo; printf end`], { onLine: (head, _stream, chars) => lines.push({ head, chars }) });
+    expect(lines.map((l) => [l.head.length, l.chars])).toEqual([[MAX_LINE_CHARS, size], [3, 3]]);
+    expect(lines[0]!.head).toBe('x'.repeat(MAX_LINE_CHARS));
+    expect(lines[1]!.head).toBe('end');
   });
 });
 
