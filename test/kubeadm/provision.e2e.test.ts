@@ -3,7 +3,7 @@
 // kubeadm runs with --rootfs <scratch root> (MACHINEADM_KUBEADM_ROOTFS=1), so nothing live changes.
 import { describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { NODE_BIN, REPO, TEST_PATH } from './standin.ts';
@@ -247,6 +247,21 @@ describe('machineadm init with the kubeadm stand-in', () => {
     expect(readFileSync(join(m.root, 'etc/kubernetes/manifests/extra.yaml'), 'utf8')).toContain('name: extra');
     // Like kubeadm's own manifests: they can carry credentials in container arguments.
     expect(statSync(join(m.root, 'etc/kubernetes/manifests/extra.yaml')).mode & 0o777).toBe(0o600);
+  });
+
+  it('puts a static pod manifest back to mode 0600 when its content is right but others can read it', () => {
+    const manifest = 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: extra\nspec:\n  containers:\n    - name: c\n      image: registry.k8s.io/pause:3.10\n      args: ["--password=hunter2"]\n';
+    const m = machine({ role: 'control-plane', bootstrap: 'init', version: 'v1.31.2', controlPlaneEndpoint: 'cp.example.internal:6443', token: TOKEN, certificateKey: KEY, staticPods: [{ name: 'extra', manifest }] });
+    expect(machineadm(m, ['init']).status).toBe(0);
+    const path = join(m.root, 'etc/kubernetes/manifests/extra.yaml');
+    chmodSync(path, 0o644);
+    const plan = machineadm(m, ['plan']);
+    expect(plan.stdout).toMatch(/chmod \/etc\/kubernetes\/manifests\/extra\.yaml .*mode 0644 -> 0600/);
+    expect(plan.all).not.toContain('hunter2');
+    const again = machineadm(m, ['init']);
+    expect(again.status, again.all).toBe(0);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(readFileSync(path, 'utf8')).toBe(manifest);
   });
 
   it('plans the join under a scratch root with the config redacted and the run skipped', () => {
