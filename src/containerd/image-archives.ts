@@ -34,6 +34,9 @@ export async function readTarMembers(blocks: AsyncIterable<Uint8Array>, wanted: 
 async function readMembers(reader: ByteReader, wanted: readonly string[], maxBytes: number): Promise<Map<string, Buffer> | TarProblem> {
   const found = new Map<string, Buffer>();
   let longName: string | undefined;
+  // A pax header's size stands for the next member's: a member of 8 GiB or more (a large image
+  // layer, as Go's archive/tar and Python write it) has 0 in its own header's size field.
+  let paxSize: number | undefined;
   let zeroBlocks = 0;
   for (;;) {
     const header = await reader.take(BLOCK);
@@ -44,21 +47,30 @@ async function readMembers(reader: ByteReader, wanted: readonly string[], maxByt
       continue;
     }
     if (!checksumMatches(header)) return { problem: header[0] === 0x1f && header[1] === 0x8b ? 'it is gzip-compressed, not a tar' : 'it is not a tar archive (a header checksum does not match)' };
-    const size = sizeOf(header);
-    if (size === undefined) return { problem: 'it is not a tar archive (a member size is not a number)' };
     const type = String.fromCharCode(header[156]!);
+    const metadata = type === 'x' || type === 'L';
+    const size = metadata ? sizeOf(header) : (paxSize ?? sizeOf(header));
+    if (size === undefined) return { problem: 'it is not a tar archive (a member size is not a number)' };
     const padded = Math.ceil(size / BLOCK) * BLOCK;
-    // Metadata members carry the next member's name.
-    if (type === 'x' || type === 'L') {
+    // Metadata members carry the next member's name (and, in pax, its size).
+    if (metadata) {
       if (size > maxBytes) return { problem: 'it has a member header larger than any tar writer makes' };
       const data = await reader.take(padded);
       if (data === undefined) return { problem: 'it ends inside a member (a truncated file)' };
-      const text = data.subarray(0, size).toString('utf8');
-      longName = type === 'L' ? text.replace(/\0.*$/s, '') : (paxPath(text) ?? longName);
+      if (type === 'L') {
+        longName = data.subarray(0, size).toString('utf8').replace(/\0.*$/s, '');
+        continue;
+      }
+      const records = paxRecords(data.subarray(0, size));
+      longName = records.get('path') ?? longName;
+      const paxSizeText = records.get('size');
+      if (paxSizeText !== undefined && !/^\d+$/.test(paxSizeText)) return { problem: 'it is not a tar archive (a member size is not a number)' };
+      if (paxSizeText !== undefined) paxSize = Number(paxSizeText);
       continue;
     }
     const name = topLevel(longName ?? nameOf(header));
     longName = undefined;
+    paxSize = undefined;
     const keep = (type === '0' || type === '\0') && name !== undefined && wanted.includes(name);
     if (keep && size > maxBytes) return { problem: `its ${name} is ${size} bytes, more than the ${maxBytes} an image index takes` };
     if (keep) {
@@ -155,6 +167,24 @@ export function parseImageTable(stdout: string): Array<{ ref: string; digest: st
 }
 
 /**
+ * The platforms of each reference in `ctr images ls` (its PLATFORMS column, after the two words
+ * of SIZE: "linux/amd64,linux/arm64/v8"); none when ctr could not tell ("-").
+ */
+export function platformsByRef(stdout: string): Map<string, string[]> {
+  const platforms = new Map<string, string[]>();
+  for (const cols of stdout.split('\n').map((l) => l.trim().split(/\s+/))) {
+    if (cols.length < 6 || cols[0] === 'REF' || !/^sha256:[0-9a-f]{64}$/.test(cols[2]!)) continue;
+    platforms.set(cols[0]!, cols[5] === '-' ? [] : cols[5]!.split(','));
+  }
+  return platforms;
+}
+
+/** Whether an image of these platforms runs on `machine` ("linux/arm64" runs "linux/arm64/v8"); unknown platforms are given the benefit of the doubt. */
+export function runsOn(platforms: readonly string[], machine: string): boolean {
+  return platforms.length === 0 || platforms.some((p) => p === machine || p.startsWith(`${machine}/`));
+}
+
+/**
  * The CRI plugin gives every image a second reference, its image id (sha256:<config digest>),
  * and keeps it when the names are removed with ctr; it goes when no name points at that image.
  */
@@ -212,8 +242,9 @@ function field(header: Uint8Array, start: number, length: number): string {
 
 function nameOf(header: Uint8Array): string {
   const name = field(header, 0, 100);
-  // ustar keeps a long path's directories in a prefix field.
-  const prefix = field(header, 257, 6).startsWith('ustar') ? field(header, 345, 155) : '';
+  // ustar keeps a long path's directories in a prefix field; GNU's magic ("ustar " and a space)
+  // says that place holds access and change times instead.
+  const prefix = field(header, 257, 6) === 'ustar' ? field(header, 345, 155) : '';
   return prefix ? `${prefix}/${name}` : name;
 }
 
@@ -236,13 +267,19 @@ function checksumMatches(header: Uint8Array): boolean {
   return sum === parseInt(stored, 8);
 }
 
-function paxPath(text: string): string | undefined {
-  // Records: "<length> <key>=<value>\n".
-  for (const record of text.split('\n')) {
-    const match = /^\d+ path=(.*)$/s.exec(record);
-    if (match) return match[1];
+/** A pax header's records, "<length> <key>=<value>\n" each, where the length counts the record's bytes (a value may hold a line break). */
+function paxRecords(data: Buffer): Map<string, string> {
+  const records = new Map<string, string>();
+  for (let at = 0; at < data.length; ) {
+    const space = data.indexOf(0x20, at);
+    const length = space === -1 ? NaN : Number(data.subarray(at, space).toString('latin1'));
+    if (!Number.isInteger(length) || at + length > data.length || length <= space - at + 1) break;
+    const record = data.subarray(space + 1, at + length - 1).toString('utf8');
+    const equals = record.indexOf('=');
+    if (equals > 0) records.set(record.slice(0, equals), record.slice(equals + 1));
+    at += length;
   }
-  return undefined;
+  return records;
 }
 
 /** Exact-size reads from a stream of blocks of any size (the blocks may be reused once the next is asked for). */

@@ -216,6 +216,39 @@ describe.skipIf(skip)('spec.kubernetes.install.images with a real containerd', (
     expect(await listed()).toEqual(ownBefore);
   });
 
+  it('takes back the archives it imported when a later one fails to import', async () => {
+    // ctr names this one (its manifest.json is whole) but fails on it: its config is not in it.
+    const broken = join(dir, 'broken.docker.tar');
+    mkdirSync(join(dir, 'broken'));
+    writeFileSync(join(dir, 'broken', 'manifest.json'), JSON.stringify([{ Config: 'missing.json', RepoTags: ['example.test/machineadm/broken:1.0'], Layers: [] }]));
+    execFileSync('tar', ['-cf', broken, '-C', join(dir, 'broken'), 'manifest.json']);
+    const m = machine('broken', [{ url: localUrl, sha256: sha256(archives.local) }, { url: pathToFileURL(broken).href, sha256: sha256(broken) }]);
+    const result = await run(m, ['prepare', '--only', STEP]);
+    expect(result.code, result.stdout + result.stderr).toBe(1);
+    expect(result.stderr).toContain('image config "missing.json" not found');
+    // Else the first archive's image stays, in no record: a rerun skips it and reset leaves it.
+    expect(await listed()).toEqual(ownBefore);
+  });
+
+  it("refuses an archive whose image is for another architecture than the machine's, and leaves none of it in containerd", async () => {
+    // ctr imports a single image of another architecture without a word: the kubelet would then
+    // run it and fail with "exec format error".
+    const other = process.arch === 'arm64' ? 'amd64' : 'arm64';
+    const layout = join(dir, 'other-arch');
+    await exec('umoci', ['init', '--layout', layout]);
+    await exec('umoci', ['new', '--image', `${layout}:other`]);
+    await exec('umoci', ['config', '--image', `${layout}:other`, '--architecture', other]);
+    const archive = join(dir, 'other.oci.tar');
+    await skopeo('copy', '--quiet', `oci:${layout}:other`, `oci-archive:${archive}:example.test/machineadm/other:1.0`);
+    const m = machine('other-arch', [{ url: pathToFileURL(archive).href, sha256: sha256(archive) }]);
+    for (const attempt of ['first', 'second']) {
+      const result = await run(m, ['prepare', '--only', STEP]);
+      expect(result.code, `${attempt} run: ${result.stdout}${result.stderr}`).toBe(1);
+      expect(result.stderr).toContain(`spec.kubernetes.install.images[0].url: file:${archive} holds example.test/machineadm/other:1.0 for linux/${other}, not for this machine (linux/${process.arch === 'arm64' ? 'arm64' : 'amd64'})`);
+      expect(await listed()).toEqual(ownBefore);
+    }
+  });
+
   it('leaves no staged archive and creates none of the host folders containerd, skopeo and machineadm use by default', () => {
     expect(absentBefore.filter((p) => existsSync(p))).toEqual([]);
   });
@@ -258,10 +291,52 @@ describe('reading image archives (the real tar writes them)', () => {
     expect((imageRefsOf(found as Map<string, Buffer>) as { problem: string }).problem).toContain(problem);
   });
 
+  it('reads the names of GNU headers that carry access and change times (tar -G)', async () => {
+    // GNU headers keep those times where ustar keeps a name's prefix.
+    const found = await readTarMembers(blocksOf(tar('gnu-times.tar', { 'index.json': index({ 'org.opencontainers.image.ref.name': 'registry.k8s.io/pause:3.10' }) }, ['--format=gnu', '--incremental'])), NAMING_MEMBERS);
+    expect(found).toBeInstanceOf(Map);
+    expect(imageRefsOf(found as Map<string, Buffer>)).toEqual({ refs: ['registry.k8s.io/pause:3.10'] });
+  });
+
   it('keeps its place past a name longer than a ustar header holds (GNU long names)', async () => {
     const deep = `${'d'.repeat(120)}/index.json`;
     const found = await readTarMembers(blocksOf(tar('long.tar', { [deep]: '{}', 'manifest.json': '[]' }, ['--format=gnu'])), NAMING_MEMBERS);
     expect([...(found as Map<string, Buffer>).keys()]).toEqual(['manifest.json']);
+  });
+
+  /** A ustar header block; its size field says `size` (octal), its checksum is right. */
+  function header(name: string, size: number, type: string): Buffer {
+    const block = Buffer.alloc(512);
+    block.write(name, 0);
+    for (const [at, value] of [[100, '0000644'], [108, '0000000'], [116, '0000000'], [124, size.toString(8).padStart(11, '0')], [136, '00000000000']] as const) block.write(`${value}\0`, at);
+    block.write(type, 156);
+    block.write('ustar\0' + '00', 257);
+    block.fill(0x20, 148, 156);
+    const sum = block.reduce((a, b) => a + b, 0);
+    block.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148);
+    return block;
+  }
+  const padded = (data: Buffer) => Buffer.concat([data, Buffer.alloc((512 - (data.length % 512)) % 512)]);
+
+  it('finds the index past a member whose size only its pax header gives (a layer of 8 GiB or more)', async () => {
+    // As Go's archive/tar (docker save, skopeo) and Python write a member too large for the
+    // header's 11 octal digits: the size in a pax record, 0 in the member's own header.
+    const layer = Buffer.alloc(3000, 'x');
+    let record = ` size=${layer.length}\n`;
+    record = `${record.length + String(record.length + 2).length}${record}`;
+    const named = Buffer.from(index({ 'org.opencontainers.image.ref.name': 'registry.k8s.io/pause:3.10' }));
+    const archive = Buffer.concat([
+      header('PaxHeaders/layer', Buffer.byteLength(record), 'x'), padded(Buffer.from(record)),
+      header(`blobs/sha256/${'a'.repeat(64)}`, 0, '0'), padded(layer),
+      header('index.json', named.length, '0'), padded(named),
+      Buffer.alloc(1024),
+    ]);
+    writeFileSync(join(dir, 'pax-size.tar'), archive);
+    // tar itself reads it so.
+    expect(execFileSync('tar', ['-tvf', join(dir, 'pax-size.tar')], { encoding: 'utf8' })).toMatch(/ 3000 .*blobs\/sha256\/a{64}\n.*index\.json\n$/);
+    const found = await readTarMembers(blocksOf(archive), NAMING_MEMBERS);
+    expect(found).toBeInstanceOf(Map);
+    expect(imageRefsOf(found as Map<string, Buffer>)).toEqual({ refs: ['registry.k8s.io/pause:3.10'] });
   });
 
   it('says a compressed or cut archive is not one', async () => {

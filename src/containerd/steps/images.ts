@@ -14,7 +14,8 @@ import { isLocalSource, isRelativeSource } from '../../config/schema/source.ts';
 import { displayUrl } from '../../redaction.ts';
 import { errorForField } from '../../engine/managed-file.ts';
 import { liveSkipReason } from '../../linux/live.ts';
-import { CONTAINERD_SOCKET, CRI_NAMESPACE, NAMING_MEMBERS, configsByTarget, imageRefsOf, isImageIdRef, parseImageList, parseImageTable, readTarMembers } from '../image-archives.ts';
+import { releaseArch } from '../../config/install-layout.ts';
+import { CONTAINERD_SOCKET, CRI_NAMESPACE, NAMING_MEMBERS, configsByTarget, imageRefsOf, isImageIdRef, parseImageList, parseImageTable, platformsByRef, readTarMembers, runsOn } from '../image-archives.ts';
 
 /**
  * Test and operations switch: the containerd socket to import into. Without it the step uses the
@@ -77,6 +78,24 @@ async function ctr(ctx: StepContext, address: string, args: string[], timeoutMs 
 
 async function listed(ctx: StepContext, address: string): Promise<Set<string>> {
   return new Set(parseImageList(await ctr(ctx, address, ['images', 'ls', '-q'])));
+}
+
+/**
+ * Removes the images of these names, and the CRI's image id (sha256:<config>) of each once no
+ * other name points at it, as a CRI RemoveImage does. Returns what it removed.
+ */
+async function removeImages(ctx: StepContext, address: string, names: ReadonlySet<string>): Promise<string[]> {
+  const table = parseImageTable(await ctr(ctx, address, ['images', 'ls']));
+  const ours = table.filter((row) => names.has(row.ref));
+  if (ours.length === 0) return [];
+  const configsOf = configsByTarget(await ctr(ctx, address, ['content', 'ls']));
+  const ourConfigs = new Set(ours.flatMap((row) => configsOf(row.digest)));
+  await ctr(ctx, address, ['images', 'rm', ...ours.map((row) => row.ref)]);
+  const left = parseImageTable(await ctr(ctx, address, ['images', 'ls']));
+  const stillNamed = new Set(left.filter((row) => !isImageIdRef(row.ref)).flatMap((row) => configsOf(row.digest)));
+  const ids = left.filter((row) => isImageIdRef(row.ref) && ourConfigs.has(row.ref) && !stillNamed.has(row.ref)).map((row) => row.ref);
+  if (ids.length) await ctr(ctx, address, ['images', 'rm', ...ids]);
+  return [...ours.map((row) => row.ref), ...ids];
 }
 
 /**
@@ -240,6 +259,7 @@ export const containerdImagesStep: Step = {
     const record = recordOf(ctx.previous?.data);
     const imported = new Set(record.imported);
     const staged: Array<{ archive: Archive; path: string; refs: string[] }> = [];
+    const importedNow: Array<{ archive: Archive; refs: string[]; added: string[] }> = [];
     await ctx.host.fs.mkdirp(STAGE, 0o700);
     try {
       // Every archive is copied and checked before the first import: a wrong one imports nothing.
@@ -256,7 +276,15 @@ export const containerdImagesStep: Step = {
         const absent = s.refs.filter((r) => !present.has(r));
         // Known only now that it is here: an http(s) archive whose images are all listed.
         if (absent.length === 0) continue;
-        await ctr(ctx, address, ['images', 'import', await ctx.host.fs.resolve(s.path)], IMPORT_TIMEOUT_MS);
+        try {
+          await ctr(ctx, address, ['images', 'import', await ctx.host.fs.resolve(s.path)], IMPORT_TIMEOUT_MS);
+        } catch (error) {
+          // A failed step keeps no record, so reset would never know what this run imported before
+          // (nor what ctr named before failing): it goes again, and the original failure is the one told.
+          await removeImages(ctx, address, new Set([...importedNow.flatMap((i) => i.added), ...absent])).catch(() => undefined);
+          throw error;
+        }
+        importedNow.push({ archive: s.archive, refs: s.refs, added: absent });
         for (const r of absent) imported.add(r);
         ctx.log(`imported ${absent.join(', ')} from ${displayUrl(s.archive.url)}`);
       }
@@ -267,6 +295,16 @@ export const containerdImagesStep: Step = {
     const after = await listed(ctx, address);
     const missing = staged.flatMap((s) => s.refs.filter((r) => !after.has(r)).map((r) => `${r} (from ${displayUrl(s.archive.url)})`));
     if (missing.length) throw new StepDetailsError(`containerd does not list ${missing.join(', ')} after the import`, { missing }, { hint: 'an archive for another platform imports nothing on this one: write it for this machine\'s architecture' });
+    // ctr also imports, without a word, a single image of another architecture, which the kubelet
+    // would find and fail to run ("exec format error"). What this run added goes again, so a
+    // rerun does not take it for imported and reset has nothing it does not know of.
+    const machine = `linux/${releaseArch(ctx.facts.arch)}`;
+    const platforms = platformsByRef(await ctr(ctx, address, ['images', 'ls']));
+    const foreign = importedNow.flatMap(({ archive, refs }) => refs.filter((r) => !runsOn(platforms.get(r) ?? [], machine)).map((r) => `${archive.field}.url: ${displayUrl(archive.url)} holds ${r} for ${platforms.get(r)!.join(', ')}, not for this machine (${machine})`));
+    if (foreign.length) {
+      await removeImages(ctx, address, new Set(importedNow.flatMap((i) => i.added)));
+      throw new StepDetailsError(foreign.join('; '), { foreign }, { hint: `write the archive for this machine: skopeo copy --override-arch ${releaseArch(ctx.facts.arch)} SOURCE oci-archive:FILE:REGISTRY/NAME:TAG (or --all for every architecture)` });
+    }
     return { record: { ...withArchives({ imported: [...imported], archives: record.archives }, [...planned, ...staged]) } };
   },
 
@@ -283,20 +321,8 @@ export const containerdImagesStep: Step = {
       return { done: ours.length === 0, changes: changes(ours) };
     },
     async apply(ctx: UndoContext) {
-      const address = addressOf(ctx)!;
-      const imported = new Set(recordOf(ctx.done?.data).imported);
-      const table = parseImageTable(await ctr(ctx, address, ['images', 'ls']));
-      const ours = table.filter((row) => imported.has(row.ref));
-      if (ours.length === 0) return;
-      const configsOf = configsByTarget(await ctr(ctx, address, ['content', 'ls']));
-      const ourConfigs = new Set(ours.flatMap((row) => configsOf(row.digest)));
-      await ctr(ctx, address, ['images', 'rm', ...ours.map((row) => row.ref)]);
-      // The CRI's image id (sha256:<config>) of an image goes with its last name, as a CRI RemoveImage does.
-      const left = parseImageTable(await ctr(ctx, address, ['images', 'ls']));
-      const stillNamed = new Set(left.filter((row) => !isImageIdRef(row.ref)).flatMap((row) => configsOf(row.digest)));
-      const ids = left.filter((row) => isImageIdRef(row.ref) && ourConfigs.has(row.ref) && !stillNamed.has(row.ref)).map((row) => row.ref);
-      if (ids.length) await ctr(ctx, address, ['images', 'rm', ...ids]);
-      ctx.log(`removed ${[...ours.map((row) => row.ref), ...ids].join(', ')} from containerd (${CRI_NAMESPACE})`);
+      const removed = await removeImages(ctx, addressOf(ctx)!, new Set(recordOf(ctx.done?.data).imported));
+      if (removed.length) ctx.log(`removed ${removed.join(', ')} from containerd (${CRI_NAMESPACE})`);
     },
   },
 };
