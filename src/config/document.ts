@@ -343,8 +343,13 @@ function yamlIssue(error: unknown, source: string): ConfigIssue {
     const reason = error.reason || 'cannot be parsed';
     const where = error.mark ? { line: error.mark.line + 1, column: error.mark.column + 1 } : {};
     if (/duplicated mapping key/.test(reason)) {
-      const key = error.mark ? /^\s*("[^"\n]*"|'[^'\n]*'|[^:#\n]+?)\s*:/.exec(error.mark.buffer.slice(error.mark.position, error.mark.position + 200))?.[1] : undefined;
-      return { source, ...where, path: '', message: `${key ? `key ${key.startsWith('"') || key.startsWith("'") ? key : JSON.stringify(key)}` : 'a key'} appears twice in the same map`, hint: 'keep one of them; machineadm does not guess which one you meant' };
+      const mark = error.mark;
+      // The parser marks a quoted key after its opening quote (every key of a JSON document): the
+      // key is named, and placed, as written, quotes included.
+      const quoted = mark && mark.position > 0 ? /^("[^"\n]*"|'[^'\n]*')\s*:/.exec(mark.buffer.slice(mark.position - 1, mark.position + 200))?.[1] : undefined;
+      const key = quoted ?? (mark ? /^\s*("[^"\n]*"|'[^'\n]*'|[^:#\n]+?)\s*:/.exec(mark.buffer.slice(mark.position, mark.position + 200))?.[1] : undefined);
+      const at = quoted && mark ? { line: mark.line + 1, column: mark.column } : where;
+      return { source, ...at, path: '', message: `${key ? `key ${key.startsWith('"') || key.startsWith("'") ? key : JSON.stringify(key)}` : 'a key'} appears twice in the same map`, hint: 'keep one of them; machineadm does not guess which one you meant' };
     }
     if (/maxAliases/.test(reason)) {
       return { source, ...where, path: '', message: `more than ${MAX_ALIASES} YAML aliases (an alias bomb?)`, hint: 'write the values out instead of nesting aliases' };

@@ -8,9 +8,9 @@ import { resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ConfigHost } from '../host/config-host.ts';
 import { ConfigError, ExitCode, MachineadmError, type ConfigIssue } from '../errors.ts';
-import { formatPath, isPlainObject, parseWith, type SchemaIssue } from './schema/dsl.ts';
+import { formatPath, isPlainObject, parseWith, type FieldPath, type SchemaIssue } from './schema/dsl.ts';
 import { API_GROUP, API_VERSION, SUPPORTED_API_VERSIONS, machineConfigSchema, type MachineConfig } from './schema/index.ts';
-import { mergeConfigs } from './merge.ts';
+import { mergeConfigs, replacesWhole } from './merge.ts';
 import { isRelativeSource } from './schema/source.ts';
 import type { ParsedDocument } from './document.ts';
 import { MACHINECONFIG_CONTENT_TYPE } from './mime.ts';
@@ -76,9 +76,15 @@ export async function loadConfig(host: ConfigHost, sources: readonly string[], o
   // Totals of all sources together (./budgets.ts). Past one, reading or parsing on would only
   // spend more: the configuration is refused with what was found so far.
   const budget = new LoadBudget();
+  // The sources as given and what each was read as (a directory's drop-ins, a cloud's user data),
+  // in that order: problems are listed in it.
+  const order: string[] = [];
   for (const spec of specs) {
+    order.push(spec.name);
     try {
-      raws.push(...(await readSource(host, spec, options, maxBytes, budget)));
+      const read = await readSource(host, spec, options, maxBytes, budget);
+      order.push(...read.map((r) => r.name));
+      raws.push(...read);
     } catch (error) {
       issues.push(...sourceIssues(error, spec.name));
       unreadable.push(spec.name);
@@ -89,6 +95,11 @@ export async function loadConfig(host: ConfigHost, sources: readonly string[], o
   const documents: ParsedDocument[] = [];
   const userData = { sources: [] as string[], optedIn: false };
   for (const raw of raws) {
+    if (raw.issues) {
+      issues.push(...raw.issues);
+      unreadable.push(raw.name);
+      continue;
+    }
     try {
       const found = extractDocuments(raw, maxBytes, budget);
       if (found.userData) {
@@ -101,17 +112,17 @@ export async function loadConfig(host: ConfigHost, sources: readonly string[], o
     } catch (error) {
       issues.push(...sourceIssues(error, raw.name));
       unreadable.push(raw.name);
-      if (budget.exhausted) throw new ConfigError(scrub(issues, documents));
+      if (budget.exhausted) throw new ConfigError(scrub(inSourceOrder(issues, order), documents));
     }
   }
   // User data decides whether machineadm is wanted at all: without a MachineConfig in it, the
   // other sources (an image's defaults) do not make this machine a node on their own.
   if (userData.sources.length > 0 && !userData.optedIn) {
-    if (issues.length) throw new ConfigError(scrub(issues, documents));
+    if (issues.length) throw new ConfigError(scrub(inSourceOrder(issues, order), documents));
     throw new NoMachineConfigError(userData.sources);
   }
   if (documents.length === 0) {
-    if (issues.length) throw new ConfigError(scrub(issues, documents));
+    if (issues.length) throw new ConfigError(scrub(inSourceOrder(issues, order), documents));
     if (!explicit && options.emptyWhenNone) {
       const { value } = parseWith(machineConfigSchema, { apiVersion: API_VERSION, kind: 'MachineConfig', spec: {} });
       if (value) return { config: value, sources: [] };
@@ -150,20 +161,28 @@ export async function loadConfig(host: ConfigHost, sources: readonly string[], o
     }
     issues.push(...(await machineFileIssues(host.fs, merged)).map((i) => locateMerged(i, merging)));
   }
-  if (issues.length || !config) throw new ConfigError(scrub(inSourceOrder(issues, documents), documents));
+  if (issues.length || !config) throw new ConfigError(scrub(inSourceOrder(issues, order), documents));
   const instanceId = raws.find((r) => r.instanceId)?.instanceId;
   return { config, sources: documents.map((d) => d.source), ...(instanceId ? { instanceId } : {}), ...(warnings.length ? { warnings } : {}) };
 }
 
-/** Issues grouped by source in the order the sources were given, each source's in file order. */
-function inSourceOrder(issues: ConfigIssue[], documents: ParsedDocument[]): ConfigIssue[] {
-  const order = new Map<string, number>();
-  for (const i of issues) if (i.source !== undefined && !order.has(i.source)) order.set(i.source, order.size);
-  for (const d of documents) if (!order.has(d.source)) order.set(d.source, order.size);
-  const rank = (i: ConfigIssue) => (i.source === undefined ? Number.MAX_SAFE_INTEGER : (order.get(i.source) ?? Number.MAX_SAFE_INTEGER));
+/**
+ * Issues grouped by source in the order the sources were given (`order`: each source, then what it
+ * was read as), a MIME part's after its user data's in part order, each source's in file order.
+ */
+function inSourceOrder(issues: ConfigIssue[], order: readonly string[]): ConfigIssue[] {
+  const first = new Map<string, number>();
+  order.forEach((name, n) => first.has(name) || first.set(name, n));
+  const rank = (source: string | undefined): [number, number] => {
+    const at = source === undefined ? undefined : first.get(source);
+    if (source === undefined || at !== undefined) return [at ?? Number.MAX_SAFE_INTEGER, 0];
+    const part = / \(part (\d+)\)$/.exec(source);
+    const whole = part ? first.get(source.slice(0, part.index)) : undefined;
+    return whole !== undefined ? [whole, Number(part![1])] : [Number.MAX_SAFE_INTEGER, 0];
+  };
   return issues
-    .map((issue, n) => ({ issue, n }))
-    .sort((a, b) => rank(a.issue) - rank(b.issue) || (a.issue.line ?? Infinity) - (b.issue.line ?? Infinity) || (a.issue.column ?? 0) - (b.issue.column ?? 0) || a.n - b.n)
+    .map((issue, n) => ({ issue, n, rank: rank(issue.source) }))
+    .sort((a, b) => a.rank[0] - b.rank[0] || a.rank[1] - b.rank[1] || (a.issue.line ?? Infinity) - (b.issue.line ?? Infinity) || (a.issue.column ?? 0) - (b.issue.column ?? 0) || a.n - b.n)
     .map((x) => x.issue);
 }
 
@@ -263,19 +282,41 @@ function toIssue(i: SchemaIssue, source: string, position: { line: number; colum
 }
 
 // A problem of the merged whole (a required field missing, a cross-field rule) is shown at the
-// last source that wrote the field or its closest ancestor, since that is where a fix goes.
+// last source that wrote the field or its closest ancestor, since that is where a fix goes. A
+// source whose list, null or scalar replaced an ancestor whole wrote the field too: the earlier
+// sources' positions under it point at values the merge threw away.
 function locateMerged(i: SchemaIssue, documents: ParsedDocument[]): ConfigIssue {
   let best: { doc: ParsedDocument; depth: number } | undefined;
   for (const doc of documents) {
-    for (let n = i.path.length; n >= 1; n--) {
-      if (doc.positions.has(i.path.slice(0, n))) {
-        if (!best || n >= best.depth) best = { doc, depth: n };
-        break;
-      }
-    }
+    const written = writtenDepth(doc, i.path);
+    if (written === undefined) continue;
+    if (written.replaces || !best || written.depth >= best.depth) best = { doc, depth: written.depth };
   }
   if (!best) return toIssue(i, documents.length === 1 ? documents[0]!.source : '(merged)', undefined);
   return toIssue(i, best.doc.source, best.doc.positions.find(i.path.slice(0, best.depth)));
+}
+
+/**
+ * How deep along `path` a document reaches (the deepest ancestor it has a position for), and
+ * whether it replaces what earlier documents wrote there: it writes the field itself, or a value on
+ * the way to it that merging does not merge into.
+ */
+function writtenDepth(doc: ParsedDocument, path: FieldPath): { depth: number; replaces: boolean } | undefined {
+  let depth = 0;
+  for (let n = path.length; n >= 1; n--) {
+    if (doc.positions.has(path.slice(0, n))) {
+      depth = n;
+      break;
+    }
+  }
+  if (depth === 0) return undefined;
+  if (depth === path.length) return { depth, replaces: true };
+  let value: unknown = doc.value;
+  for (const key of path.slice(0, depth)) {
+    value = isPlainObject(value) || Array.isArray(value) ? (value as Record<string | number, unknown>)[key] : undefined;
+    if (replacesWhole(value)) return { depth, replaces: true };
+  }
+  return { depth, replaces: false };
 }
 
 // No message may carry a secret's value, whatever rule produced it.

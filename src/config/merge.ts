@@ -25,6 +25,15 @@ export function mergeConfigs(base: unknown, override: unknown): unknown {
   return override;
 }
 
+/**
+ * Whether a source's value, merged over an earlier one, takes its place whole (a list, a scalar, a
+ * null, a secret reference) rather than merging into it key by key: what the earlier sources wrote
+ * under it is then gone.
+ */
+export function replacesWhole(value: unknown): boolean {
+  return !isPlainObject(value) || isSecretReference(value);
+}
+
 function isSecretReference(value: Record<string, unknown>): boolean {
   return Object.keys(value).length === 1 && isPlainObject(value.valueFrom);
 }

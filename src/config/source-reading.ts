@@ -80,9 +80,12 @@ export async function readPath(fs: RootedFileSystem, spec: Extract<SourceSpec, {
 
 export async function readDirectory(fs: RootedFileSystem, spec: Extract<SourceSpec, { kind: 'path' }>, maxBytes: number, budget: LoadBudget = new LoadBudget()): Promise<RawSource[]> {
   if (spec.sha256) throw new SourceError('a sha256 pin names one file, not a directory');
-  // Lexical order, so an image's 10-defaults.yaml comes before a user's 50-site.yaml; hidden files
-  // (editor backups) are left out.
-  const names = (await fs.list(spec.path)).filter((n) => /\.(ya?ml|json)$/i.test(n) && !n.startsWith('.'));
+  // Lexical (byte) order, so an image's 10-defaults.yaml comes before a user's 50-site.yaml, as
+  // `LC_ALL=C ls` lists them (a string sort compares UTF-16 units, which differs beyond U+FFFF);
+  // hidden files (editor backups) are left out.
+  const names = (await fs.list(spec.path))
+    .filter((n) => /\.(ya?ml|json)$/i.test(n) && !n.startsWith('.'))
+    .sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
   // Refused before any is read: ten thousand drop-ins held at once took 360 MiB.
   budget.spendDocuments(names.length);
   const out: RawSource[] = [];
@@ -94,8 +97,10 @@ export async function readDirectory(fs: RootedFileSystem, spec: Extract<SourceSp
     try {
       bytes = await readLimited(fs, child, childInfo, maxBytes);
     } catch (error) {
-      // The problem is the entry's, so the message names the entry rather than the directory.
-      throw new ConfigError(sourceIssues(error, child));
+      // The problem is the entry's, so the message names the entry rather than the directory; the
+      // other drop-ins are still read and checked, as other sources are.
+      out.push({ name: child, bytes: Buffer.alloc(0), userData: false, issues: sourceIssues(error, child) });
+      continue;
     }
     // A link to a subdirectory is left out like a subdirectory.
     if (bytes === 'directory') continue;

@@ -19,6 +19,11 @@ export interface RawSource {
   instanceId?: string;
   /** The real directory of a file source: relative file sources in it are resolved against it. */
   directory?: string;
+  /**
+   * A drop-in of a directory that could not be read: its problems, reported with the other
+   * drop-ins' (which are still read and checked), and no bytes.
+   */
+  issues?: ConfigIssue[];
 }
 
 export const SCHEMES = ['file://', 'https://', 'imds://'];
@@ -93,9 +98,10 @@ export function decodedPath(url: URL): string | undefined {
   }
 }
 
-// Sources are named in messages; a URL's query may hold a token, so it is shown as displayUrl shows it.
+// Sources are named in messages; a URL's query or user info may hold a token, so it is shown as
+// displayUrl shows it, whatever the scheme: a URL refused for its scheme still carries its secret.
 export function safeName(source: string): string {
-  return /^https?:\/\//i.test(source) ? displayUrl(source) : source;
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(source) ? displayUrl(source) : source;
 }
 
 export function isNetwork(spec: SourceSpec): boolean {

@@ -78,6 +78,16 @@ describe('bad input', () => {
     if (line !== undefined) expect(issues[0]!.line).toBe(line);
   });
 
+  it.each([
+    ['JSON', '{"spec": {"sysctls": {"a.b": "1", "a.b": "2"}}}', '"a.b"', 1, 35],
+    ['a double-quoted YAML key', 'spec:\n  sysctls:\n    a.b: "1"\n    "a.b": "2"\n', '"a.b"', 4, 5],
+    ['a single-quoted YAML key', "spec:\n  sysctls:\n    a.b: '1'\n    'a.b': '2'\n", "'a.b'", 4, 5],
+  ])('names a duplicate key written in quotes (%s) as written, at its opening quote', (_name, text, key, line, column) => {
+    const [issue, ...rest] = issuesOf(() => parseDocument(text, 'f.yaml'));
+    expect(rest).toEqual([]);
+    expect(issue).toMatchObject({ message: `key ${key} appears twice in the same map`, line, column });
+  });
+
   it('never quotes the source text in a YAML error (it could hold a secret)', () => {
     const issues = issuesOf(() => parseDocument('token: "s3cr3t-value\n  x: [\n', 'f.yaml'));
     expect(JSON.stringify(issues)).not.toContain('s3cr3t');

@@ -186,6 +186,42 @@ describe('several sources', () => {
     expect(found[0]!.message).toMatch(/content or source/);
   });
 
+  it('places a problem of the merged whole at the source whose list replaced the earlier one', async () => {
+    const a = file(`${HEAD}spec:\n  files:\n    - path: /etc/a\n      content: a\n`);
+    const b = file(`${HEAD}spec:\n  files:\n    - content: b\n`);
+    const found = await issues([a, b]);
+    expect(found.map((i) => [i.source, i.line, i.path])).toEqual([[b, 5, 'spec.files[0].path']]);
+  });
+
+  it('places a missing field at the source that wrote its map after an earlier one removed it', async () => {
+    const a = file(`${HEAD}spec:\n  kubernetes:\n    role: worker\n    token: abcdef.0123456789abcdef\n`);
+    const b = file(`${HEAD}spec:\n  kubernetes: null\n`);
+    const c = file(`${HEAD}spec:\n  kubernetes:\n    role: worker\n    bootstrap: join\n    version: v1.31.2\n    controlPlaneEndpoint: 10.0.0.10:6443\n    caCertHashes: ["sha256:${'0'.repeat(64)}"]\n`);
+    const found = await issues([a, b, c]);
+    expect(found.map((i) => [i.source, i.path])).toEqual([[c, 'spec.kubernetes.token']]);
+  });
+
+  it('lists problems by source in the order the sources were given, whatever kind each problem is', async () => {
+    const a = file(`${HEAD}spec:\n  kernelModules: 5\n`);
+    const b = file(`${HEAD}spec:\n  sysctls: [\n`);
+    const c = join(dir, 'missing.yaml');
+    const d = file(`${HEAD}spec:\n  sysctls: { a.b: "1", a.b: "2" }\n`);
+    const found = await issues([a, b, c, d]);
+    expect(found.map((i) => i.source)).toEqual([a, b, c, d]);
+  });
+
+  it('reads and checks the other drop-ins of a directory when one of them cannot be read', async () => {
+    const d = join(dir, 'partly.d');
+    file(`${HEAD}spec:\n  kernelModules: [overlay]\n`, 'partly.d/10-a.yaml');
+    symlinkSync(join(dir, 'nothing-here.yaml'), join(d, '20-link.yaml'));
+    file(`${HEAD}spec:\n  kernelModules: 5\n`, 'partly.d/30-b.yaml');
+    const found = await issues([d]);
+    expect(found.map((i) => [i.source, i.path])).toEqual([
+      [join(d, '20-link.yaml'), ''],
+      [join(d, '30-b.yaml'), 'spec.kernelModules'],
+    ]);
+  });
+
   it('reads a directory in lexical order, leaving out other and hidden files', async () => {
     const d = join(dir, 'conf.d');
     file(`${HEAD}spec:\n  sysctls: { a.b: "from-20" }\n`, 'conf.d/20-site.yaml');
@@ -196,6 +232,16 @@ describe('several sources', () => {
     const { config, sources } = await loadConfig(host(), [d]);
     expect(config.spec.sysctls).toEqual({ 'a.b': 'from-20', 'c.d': 'x' });
     expect(sources.map((s) => s.slice(d.length + 1))).toEqual(['10-image.yml', '20-site.yaml', '30-extra.json']);
+  });
+
+  it('reads a directory in byte order, also for names beyond the Basic Multilingual Plane', async () => {
+    const d = join(dir, 'bytes.d');
+    // UTF-8 puts U+E000 (EE 80 80) before U+1F600 (F0 9F 98 80); UTF-16 puts it after (D83D DE00).
+    file(`${HEAD}spec:\n  sysctls: { vm.swappiness: "1" }\n`, 'bytes.d/50-\u{E000}.yaml');
+    file(`${HEAD}spec:\n  sysctls: { vm.swappiness: "2" }\n`, 'bytes.d/50-\u{1F600}.yaml');
+    const { config, sources } = await loadConfig(host(), [d]);
+    expect(sources.map((s) => s.slice(d.length + 1))).toEqual(['50-\u{E000}.yaml', '50-\u{1F600}.yaml']);
+    expect(config.spec.sysctls).toEqual({ 'vm.swappiness': '2' });
   });
 
   it('reads the default sources under --root when no -c is given', async () => {
@@ -260,6 +306,12 @@ describe('pins, offline and unsupported sources', () => {
   ])('refuses %s before reading anything', async (_name, source, message) => {
     const [first] = await issues([source]);
     expect(first!.message).toMatch(message);
+  });
+
+  it('hides the password and the query of a URL it refuses, whatever its scheme', async () => {
+    const found = await issues(['ftp://ops:hunter2@example.test/c.yaml?token=abc']);
+    expect(found[0]!.source).toBe('ftp://ops:<redacted>@example.test/c.yaml?token=<redacted>');
+    expect(JSON.stringify(found)).not.toMatch(/hunter2|token=abc/);
   });
 
   it('with --offline refuses every network source at once, naming each, before reading any source', async () => {
