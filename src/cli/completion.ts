@@ -67,6 +67,11 @@ function bash(all: Table[]): string {
 #   source <(machineadm completion bash)
 # or install it: machineadm completion bash > /etc/bash_completion.d/machineadm
 ${shellLookups(all)}
+# File names one per line, never split at spaces or expanded as globs; readline quotes them.
+_machineadm_files() {
+  mapfile -t COMPREPLY < <(compgen -f -- "$1")
+  compopt -o filenames 2>/dev/null
+}
 _machineadm() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" prev="" key
   [ "$COMP_CWORD" -gt 1 ] && prev="\${COMP_WORDS[COMP_CWORD-1]}"
@@ -74,12 +79,12 @@ _machineadm() {
   key="$(_machineadm_command "\${COMP_WORDS[@]:1:COMP_CWORD-1}")"
   if [[ "$prev" == -* && " $(_machineadm_valued "$key") " == *" $prev "* ]]; then
     local values; values="$(_machineadm_choices "$key $prev")"
-    if [ -n "$values" ]; then COMPREPLY=($(compgen -W "$values" -- "$cur")); else COMPREPLY=($(compgen -f -- "$cur")); fi
+    if [ -n "$values" ]; then COMPREPLY=($(compgen -W "$values" -- "$cur")); else _machineadm_files "$cur"; fi
     return 0
   fi
   if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "$(_machineadm_options "$key")" -- "$cur")); return 0; fi
   local candidates; candidates="$(_machineadm_subcommands "$key") $(_machineadm_args "$key")"
-  if [ -n "\${candidates// /}" ]; then COMPREPLY=($(compgen -W "$candidates" -- "$cur")); else COMPREPLY=($(compgen -f -- "$cur")); fi
+  if [ -n "\${candidates// /}" ]; then COMPREPLY=($(compgen -W "$candidates" -- "$cur")); else _machineadm_files "$cur"; fi
   return 0
 }
 complete -F _machineadm machineadm

@@ -104,6 +104,9 @@ export async function main(args: readonly string[], io: Io): Promise<number> {
 /** Writes the error as "error: ..." and "hint: ..." lines and returns its exit code. */
 export function reportError(error: unknown, io: Io, options: { verbose?: boolean } = {}): number {
   if (error instanceof CommanderError) {
+    // A command line that names no command it can run (`machineadm config`, `machineadm help bogus`)
+    // gets the help on standard error with a non-zero code: a usage error, as `machineadm` alone.
+    if (error.code === 'commander.help' && error.exitCode !== 0) return ExitCode.usage;
     // Help and --version end with a CommanderError too, and are not failures.
     if (['commander.helpDisplayed', 'commander.help', 'commander.version'].includes(error.code)) return ExitCode.ok;
     return ExitCode.usage;

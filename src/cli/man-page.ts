@@ -37,6 +37,7 @@ const EXIT_STATUS: [string, string][] = [
   ['3', 'verification failed (signature or checksum)'],
   ['4', 'a step needs a reboot; machineadm continues after it'],
   ['5', 'another run holds the state directory: nothing was changed'],
+  ['6', 'a value the configuration takes from the machine could not be read (the metadata service did not answer): nothing was changed; the same run may succeed once it answers'],
   ['129, 130, 143', 'interrupted by SIGHUP, SIGINT or SIGTERM'],
 ];
 

@@ -1,7 +1,7 @@
 // The completion scripts load in real shells and complete machineadm's subcommands, flags and
 // flag values, as the command tree defines them.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.ts';
@@ -71,6 +71,41 @@ describe.each([
     const current = typed.at(-1)!;
     expect((await results_()).candidates[n]!.filter((c) => c.startsWith(current)).sort()).toEqual([...offered].sort());
   });
+});
+
+describe.skipIf(missingRequirement({ commands: ['bash'] }))('bash completion of file names', () => {
+  it.each([
+    ['the value of -c', ['machineadm', 'init', '-c', 'my']],
+    ["verify's file", ['machineadm', 'verify', 'my']],
+  ])('offers a name with a space or a glob character as one word, for %s', async (_what, typed) => {
+    const file = await script('bash');
+    const files = join(dir, 'files');
+    mkdirSync(files, { recursive: true });
+    for (const name of ['my node.yaml', 'my*.yaml', 'other.yaml']) writeFileSync(join(files, name), '');
+    const words = typed.map((w) => `'${w}'`).join(' ');
+    const out = execFileSync('bash', ['--norc', '--noprofile', '-c', `source '${file}'; COMP_WORDS=(${words}); COMP_CWORD=${typed.length - 1}; _machineadm; printf '%s\\n' "\${COMPREPLY[@]}"`], { cwd: files, encoding: 'utf8' });
+    expect(out.split('\n').filter(Boolean).sort()).toEqual(['my node.yaml', 'my*.yaml']);
+  });
+
+  it.skipIf(missingRequirement({ commands: ['zsh'] }))('puts the name in with its space quoted when Tab is pressed', async () => {
+    const file = await script('bash');
+    const files = join(dir, 'tab-files');
+    mkdirSync(files, { recursive: true });
+    for (const name of ['my node.yaml', 'my notes.txt']) writeFileSync(join(files, name), '');
+    const ran = join(dir, 'ran-file-name');
+    const driver = [
+      'zmodload zsh/zpty',
+      "zpty sh 'bash --norc --noprofile -i'",
+      `zpty -w sh 'cd ${files}; RAN=${ran}; machineadm() { printf "%s\\n" "$@" > "$RAN"; }; source ${file}'`,
+      "zpty -w -n sh $'machineadm verify my\\\\ nod\\t'",
+      'sleep 0.5',
+      "zpty -w -n sh $'\\r'",
+      `for i in {1..150}; do [[ -s '${ran}' ]] && break; sleep 0.2; done`,
+      'zpty -d sh',
+    ].join('\n');
+    execFileSync('zsh', ['-f', '-c', driver], { timeout: 60_000 });
+    expect(readFileSync(ran, 'utf8')).toBe('verify\nmy node.yaml\n');
+  }, 60_000);
 });
 
 // The scripts in the shells' own line editors (readline, ZLE): a pseudo-terminal from zsh's zpty

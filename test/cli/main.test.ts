@@ -108,6 +108,23 @@ describe('usage errors', () => {
     expect(lines[1]).toContain(hint);
   });
 
+  it.each([
+    ['config without its subcommand', ['config'], 'Usage: machineadm config [options] [command]'],
+    ['help for a command that does not exist', ['help', 'bogus'], 'Usage: machineadm [options] [command]'],
+  ])('%s prints the help on standard error and exits 2', async (_name, args, usage) => {
+    const { code, stdout, stderr } = await run(args);
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toContain(usage);
+  });
+
+  it('help for a command prints its help on standard output and exits 0', async () => {
+    const { code, stdout, stderr } = await run(['help', 'config']);
+    expect(code).toBe(0);
+    expect(stderr).toBe('');
+    expect(stdout).toContain('Usage: machineadm config [options] [command]');
+  });
+
   it('rejects an empty --only list', async () => {
     const { code, stderr } = await run(['plan', '--only', ',']);
     expect(code).toBe(2);

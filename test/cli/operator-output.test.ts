@@ -227,6 +227,14 @@ describe.skipIf(noScript)('on a terminal (script(1) gives the run a pseudo-termi
     const out = onTerminal(`'${NODE}' '${BIN}' init -c '${join(REPO, 'examples/quickstart.yaml')}' --root '${root}' --skip provision`);
     expect(out).toMatch(/\x1b\[\?25l/);
   });
+
+  it('with NO_COLOR set the spinner turns without colour', () => {
+    const root = scratchDir();
+    const out = onTerminal(`'${NODE}' '${BIN}' init -c '${join(REPO, 'examples/quickstart.yaml')}' --root '${root}' --skip provision`, { NO_COLOR: '1' });
+    expect(out).toMatch(/\x1b\[\?25l/);
+    // Any SGR sequence (colour, bold, ...) is a colour the operator asked not to see.
+    expect(out).not.toMatch(/\x1b\[[0-9;]*m/);
+  });
 });
 
 const noSetpriv = !isRoot ? 'needs root to become nobody' : missingRequirement({ commands: ['setpriv'] });

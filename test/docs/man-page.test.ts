@@ -17,6 +17,15 @@ describe('docs/machineadm.1', () => {
     expect(readFileSync(PAGE, 'utf8'), 'docs/machineadm.1 is out of date: run npm run docs (or node scripts/man-page.mjs) and commit it').toBe(generated);
   });
 
+  it('lists every exit code of the contract under EXIT STATUS', () => {
+    const contract = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'contract', 'exit-codes.md'), 'utf8');
+    const codes = [...contract.matchAll(/^\| ([\d, ]+) \|/gm)].map((m) => m[1]!.trim());
+    expect(codes).toContain('6');
+    const page = manPageText();
+    const section = page.slice(page.indexOf('.SH EXIT STATUS'), page.indexOf('.SH ENVIRONMENT'));
+    for (const code of codes) expect(section, `exit code ${code}`).toContain(`\\fB${code}\\fR`);
+  });
+
   it.skipIf(missingRequirement({ commands: ['groff'] }))('renders without a warning and names every command', () => {
     const run = spawnSync('groff', ['-man', '-Tutf8', '-ww', PAGE], { encoding: 'utf8' });
     expect(run.stderr).toBe('');

@@ -221,7 +221,7 @@ export async function runPhaseCommand(command: PhaseCommand | 'plan-reset', opti
       if (report.error) io.stderr(`error: ${report.error.message}\n${report.error.hint ? `hint: ${report.error.hint}\n` : ''}`);
       return report.exitCode;
     }
-    const spinner = mode === 'tty' ? await spinnerFactory() : undefined;
+    const spinner = mode === 'tty' ? await spinnerFactory({ color: !io.env.NO_COLOR }) : undefined;
     // Exit codes above 255 exist on Windows only, and cloudbase-init is a Windows agent.
     if (options.cloudbaseInit && host.fs.platform !== 'windows') throw new UsageError('--cloudbase-init is for Windows machines, where cloudbase-init runs', { hint: 'on Linux, --no-reboot leaves the restart to the caller' });
     const argv = resumeCommand(command, options, io);

@@ -1,17 +1,66 @@
 // status: what ran on this machine, from the state file, the kept run history, the last run's
-// result.json and the spool.
+// result.json, the spool, and the status.json a killed run left.
 import type { Command } from 'commander';
 import type { Io } from '../io.ts';
 import { addOutputOption, addRootOption, addStateDirOption, type CommonOptions } from '../options.ts';
-import { ExitCode } from '../../errors.ts';
+import { ExitCode, MachineadmError } from '../../errors.ts';
 import { HISTORY_LIMIT, isMeaningful, type RunHistoryEntry } from '../../report/history.ts';
+import type { RunResultDocument } from '../../report/outcome.ts';
+import type { RootedFileSystem } from '../../host/fs.ts';
 
 // Loaded when status runs, not at every start of machineadm.
 const implementation = () =>
   Promise.all([import('../host-options.ts'), import('../../engine/state.ts'), import('../../report/outcome.ts'), import('../../report/spool.ts'), import('../../report/history.ts'), import('../../host/run-lock.ts')]);
 
+/** The last run's status.json (its progress while it ran), if it can be read. */
+async function readProgress(fs: RootedFileSystem, path: string): Promise<RunResultDocument | undefined> {
+  const text = await fs.readText(path).catch(() => undefined);
+  try {
+    return text === undefined ? undefined : (JSON.parse(text) as RunResultDocument);
+  } catch {
+    return undefined;
+  }
+}
+
 interface StatusOptions extends CommonOptions {
   all?: boolean;
+}
+
+/** A run that ended without recording its end: what its last status.json said. */
+export interface UnfinishedRun {
+  command: string;
+  runId: string;
+  startedAt: string;
+  updatedAt: string;
+  /** The step it was in. */
+  stepId?: string;
+}
+
+/**
+ * A run killed before its end (SIGKILL, the OOM killer) left its status.json saying it runs, and
+ * nothing in the history; before its first state write, nothing in the state file either. Its
+ * status.json is then all that names it. Not the run going now, nor one whose end is recorded.
+ */
+export function unfinishedRun(progress: RunResultDocument | undefined, running: boolean, recorded: readonly string[]): UnfinishedRun | undefined {
+  if (!progress || progress.state !== 'running' || running || recorded.includes(progress.runId)) return undefined;
+  const stepId = progress.phases?.flatMap((p) => p.steps).findLast((s) => s.state === 'running')?.id;
+  return { command: progress.command, runId: progress.runId, startedAt: progress.startedAt, updatedAt: progress.updatedAt, ...(stepId ? { stepId } : {}) };
+}
+
+function unfinishedLine(run: UnfinishedRun): string {
+  return `(started ${run.startedAt}, run ${run.runId}): it stopped${run.stepId ? ` during ${run.stepId}` : ''} without recording its end (killed, or the machine went down); last progress at ${run.updatedAt}`;
+}
+
+/** A state directory status cannot read (not root, not a directory): what to do, not "a bug". */
+function unreadableStateDir(directory: string, error: unknown): unknown {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (error instanceof MachineadmError || typeof code !== 'string') return error;
+  const denied = code === 'EACCES' || code === 'EPERM';
+  const why = denied ? 'machineadm may not read there' : code === 'ENOTDIR' ? 'it is not a directory' : (error as Error).message;
+  return new MachineadmError(`cannot read the state directory ${directory}: ${why} (${code})`, ExitCode.usage, {
+    cause: error,
+    hint: denied ? 'its files are readable by root only: run it as root (sudo machineadm status; on Windows, as an Administrator)' : 'give the directory machineadm keeps its state in with --state-dir DIR, or leave --state-dir out for the default',
+  });
 }
 
 function runLine(run: RunHistoryEntry): string {
@@ -49,23 +98,29 @@ export function registerStatusCommand(program: Command, io: Io, setExit: (code: 
     .option('--all', 'list every kept run, not only the last one and the last one that did something')
     .addHelpText('after', '\nExample:\n  $ machineadm status --all\n  $ machineadm status -o json\n')
     .action(async (options: StatusOptions) => {
-      const [{ hostFrom, stateFsFrom }, { StateStore }, { readLastResult }, { spoolContents }, { readHistory }, { runLockHolder, RUN_LOCK_FILE }] = await implementation();
+      const [{ hostFrom, stateFsFrom }, { StateStore }, { readLastResult, runFilesOf }, { spoolContents }, { readHistory }, { runLockHolder, RUN_LOCK_FILE }] = await implementation();
       const host = hostFrom(options, io);
       const stateFs = stateFsFrom(options, io, host);
       const store = new StateStore(stateFs);
-      const state = await store.load();
+      // Read in this order: a run that ends between the reads has written its history before it
+      // lets the lock go, so a status.json read first is never taken for a killed run's.
+      const progress = await readProgress(host.fs, runFilesOf(host.fs.platform).status);
+      // A run going now has not written its end yet: said first, so "has not run" is never said of it.
+      const running = await runLockHolder(stateFs, RUN_LOCK_FILE).catch(() => undefined);
+      const state = await store.load().catch((error: unknown) => {
+        throw unreadableStateDir(store.directory, error);
+      });
       const history = await readHistory(stateFs);
       const lastResult = await readLastResult(host.fs, stateFs);
       const spool = (await spoolContents(stateFs)).filter((s) => s.events > 0);
       const resume = await host.resume.registered().catch(() => undefined);
-      // A run going now has not written its end yet: said first, so "has not run" is never said of it.
-      const running = await runLockHolder(stateFs, RUN_LOCK_FILE).catch(() => undefined);
+      const unfinished = unfinishedRun(progress, running !== undefined, [...history.map((r) => r.runId), ...state.runs.map((r) => r.runId)]);
       // Only when and why: the command itself (it may hold a source's credentials) stays in the file.
       const { readResumeRecord } = await import('../../engine/resume-record.ts');
       const { args: _args, ...resumeRecord }: Partial<import('../../engine/resume-record.ts').ResumeRecord> = (await readResumeRecord(stateFs)) ?? {};
       if (options.output !== 'text') {
         const { renderData } = await import('../data-output.ts');
-        io.stdout(await renderData(options.output, { stateDir: store.directory, running: running ? { command: running.command, pid: running.pid, startedAt: running.startedAt } : null, ...state, history, lastResult: lastResult ?? null, spool, resume: resume ?? null, resumeRecord: Object.keys(resumeRecord).length ? resumeRecord : null }));
+        io.stdout(await renderData(options.output, { stateDir: store.directory, running: running ? { command: running.command, pid: running.pid, startedAt: running.startedAt } : null, ...state, history, lastResult: lastResult ?? null, spool, resume: resume ?? null, resumeRecord: Object.keys(resumeRecord).length ? resumeRecord : null, unfinished: unfinished ?? null }));
       } else {
         const lines = [`state: ${store.directory}`];
         if (running) lines.push(`running now: ${running.command} (pid ${running.pid}, started ${running.startedAt})`);
@@ -73,8 +128,10 @@ export function registerStatusCommand(program: Command, io: Io, setExit: (code: 
         if (history.length) lines.push(...renderHistory(history, options.all ?? false));
         // A run that never reached its end (killed) is in the state file only.
         else if (last) lines.push(`last run: ${last.command} ${last.result ?? 'unfinished'} (started ${last.startedAt}, run ${last.runId})`);
+        else if (unfinished) lines.push(`last run: ${unfinished.command} did not finish ${unfinishedLine(unfinished)}`);
         else if (!running) lines.push('machineadm has not run on this machine');
         if (last && history.length && last.runId !== history.at(-1)!.runId) lines.push(`a later run did not finish: ${last.command} ${last.result ?? 'unfinished'} (started ${last.startedAt}, run ${last.runId})`);
+        if (unfinished && (history.length || last)) lines.push(`a later run did not finish: ${unfinished.command} ${unfinishedLine(unfinished)}`);
         if (state.pendingReboot) lines.push(`waiting for a reboot requested by ${state.pendingReboot.stepId}: ${state.pendingReboot.reason}`);
         if (resume) lines.push(`pending resume: the next boot runs ${resume.join(' ')}${resumeRecord.registeredAt ? ` (registered ${resumeRecord.registeredAt}, started at ${resumeRecord.boots ?? 0} boot${resumeRecord.boots === 1 ? '' : 's'} so far)` : ''}`);
         if (resumeRecord.gaveUp) lines.push(`resume gave up at ${resumeRecord.gaveUp.at}: ${resumeRecord.gaveUp.reason}; it is no longer registered`);
