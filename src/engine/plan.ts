@@ -7,7 +7,7 @@ import { ConfigError, ExitCode, MachineadmError, StepError, UsageError, type Con
 import type { Phase, PhaseName } from './step.ts';
 import { selectSteps } from './select.ts';
 import type { Plan, PlannedStatus, RunnerInput } from './runner-input.ts';
-import { applicability, checkStep, contextFor, runnable } from './step-context.ts';
+import { applicability, checkStep, contextFor, leftOutOf, runnable } from './step-context.ts';
 import { secretFields } from '../config/redact.ts';
 import { describeSecretSource } from '../config/secret-description.ts';
 
@@ -18,12 +18,14 @@ export async function computePlan(input: RunnerInput): Promise<Plan> {
   const phases: Plan['phases'] = input.phases.map((p) => ({ name: p.name, summary: p.summary, steps: [] }));
   // What the run would have been through when it reaches each step, so that a step that depends
   // on earlier ones (the sentinel after provisioning) plans what the run would then do.
-  const planned: { name: PhaseName; result: Result; steps: { id: string; result: Result; upToDate?: boolean }[] }[] = [];
+  const planned: { name: PhaseName; result: Result; steps: { id: string; result: Result; upToDate?: boolean }[]; leftOut?: string[] }[] = [];
   for (const s of selected) {
     const target = phases.find((p) => p.name === s.phase.name)!;
     // As in a run, every phase up to this one has been entered, also those without steps.
     for (const phase of input.phases.slice(0, input.phases.indexOf(s.phase) + 1)) {
-      if (!planned.some((p) => p.name === phase.name)) planned.push({ name: phase.name, result: 'skipped', steps: [] });
+      if (planned.some((p) => p.name === phase.name)) continue;
+      const leftOut = leftOutOf(selected, phase, input);
+      planned.push({ name: phase.name, result: 'skipped', steps: [], ...(leftOut.length ? { leftOut } : {}) });
     }
     const soFar = planned.find((p) => p.name === s.phase.name)!;
     const base = { id: s.fullId, phase: s.phase.name, summary: s.step.summary };

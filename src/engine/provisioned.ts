@@ -14,13 +14,15 @@ export interface ProvisionRecord {
 /** A provision phase as far as the rule needs it (what RunSoFar and PhaseOutcome both hold). */
 interface PhaseSoFar {
   readonly steps: readonly { readonly id: string; readonly result: string; readonly upToDate?: boolean }[];
+  /** Steps the configuration asks for that --only/--skip left out: they did not run either. */
+  readonly leftOut?: readonly string[];
 }
 
 /**
  * Why the provision phase did not provision the machine, or undefined when it did: at least one
- * step ran or was found done, none failed, none was skipped for another reason than being done
- * (kubeadm under a scratch --root), none ended with a warning. Cluster API marks the machine ready
- * on the sentinel, so anything short of a clean success is a no.
+ * step ran or was found done, none failed, none was left out by --only/--skip or skipped for another
+ * reason than being done (kubeadm under a scratch --root), none ended with a warning. Cluster API
+ * marks the machine ready on the sentinel, so anything short of a clean success is a no.
  */
 export function provisionShortfall(phase: PhaseSoFar, hasKubernetes: boolean): string | undefined {
   if (phase.steps.length === 0) {
@@ -28,6 +30,8 @@ export function provisionShortfall(phase: PhaseSoFar, hasKubernetes: boolean): s
   }
   const failed = phase.steps.find((s) => s.result === 'failure');
   if (failed) return `${failed.id} failed`;
+  const leftOut = phase.leftOut?.[0];
+  if (leftOut) return `${leftOut} was left out by --only/--skip, so the machine is not provisioned`;
   const notRun = phase.steps.find((s) => s.result === 'skipped' && !s.upToDate);
   if (notRun) return `${notRun.id} did not run, so the machine is not provisioned`;
   const warned = phase.steps.find((s) => s.result === 'warning');

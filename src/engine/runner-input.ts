@@ -81,6 +81,8 @@ export interface PhaseOutcome {
   result: Result;
   durationMs: number;
   steps: StepOutcome[];
+  /** Steps of the phase the configuration asks for that --only/--skip left out of this run. */
+  leftOut?: string[];
 }
 
 export interface RunOutcome {

@@ -5,11 +5,11 @@ import { worstResult, type Result } from './events.ts';
 import { ExitCode, InterruptedError, MachineadmError, RebootRequiredError, StepError, UsageError } from '../errors.ts';
 import type { EarlyWork } from './step.ts';
 import { selectSteps, type SelectedStep } from './select.ts';
-import { DEFAULT_MAX_REBOOTS, StateWriter, mergeUndoRecord, rebootedSince, type MachineState, type StepRecord } from './state.ts';
+import { DEFAULT_MAX_REBOOTS, StateWriter, mergeUndoRecord, rebootedSince, resumesPendingReboot, type MachineState, type StepRecord } from './state.ts';
 import { provisionShortfall } from './provisioned.ts';
 import { sinceProcessStart, waitedSinceProcessStart, waitingMeter } from './timing.ts';
 import type { PhaseOutcome, RunnerInput, RunOutcome, StepOutcome } from './runner-input.ts';
-import { applicability, contextFor, interruption, errorInfo } from './step-context.ts';
+import { applicability, contextFor, interruption, errorInfo, leftOutOf } from './step-context.ts';
 
 export { DEFAULT_MAX_REBOOTS } from './state.ts';
 export type { Plan, PlannedStatus, PlannedStep, PhaseOutcome, RunnerInput, RunOutcome, StepOutcome } from './runner-input.ts';
@@ -33,6 +33,8 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   // Reboots this run asked for before (it resumes as the same run): the loop guard counts them.
   let rebootsSoFar = 0;
   const pending = state.pendingReboot;
+  // Another command's run waits for its resume: this run neither takes its place nor removes it.
+  const othersResume = pending !== undefined && input.command !== 'reset' && !resumesPendingReboot(state, input.command);
   if (pending && input.command === 'reset') {
     // The run that asked for the reboot is being undone: nothing is left to resume.
     delete state.pendingReboot;
@@ -40,7 +42,7 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   } else if (pending) {
     if (!input.force && !rebootedSince(pending, input.facts.bootId)) {
       outcome.error = new RebootRequiredError(pending.stepId, `${pending.reason} (the machine has not rebooted yet)`, { alreadyPending: true });
-    } else {
+    } else if (!othersResume) {
       if (pending.runId === events.runId) rebootsSoFar = pending.reboots ?? 1;
       delete state.pendingReboot;
       // Once resumed, the same boot must not find the reboot pending again after a crash.
@@ -59,7 +61,7 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   }
 
   // The run ended other than by asking for a reboot: a resume registered for it has done its job.
-  if (input.resume && !(outcome.error instanceof RebootRequiredError) && (await input.host.resume.registered())) await input.host.resume.remove();
+  if (input.resume && !othersResume && !(outcome.error instanceof RebootRequiredError) && (await input.host.resume.registered())) await input.host.resume.remove();
   const finished = input.host.now();
   outcome.finishedAt = finished.toISOString();
   outcome.durationMs = sinceProcessStart() - runStart;
@@ -86,8 +88,9 @@ async function runPhaseSteps(input: RunnerInput, selected: SelectedStep[], write
     if (outcome.error instanceof RebootRequiredError || outcome.error instanceof InterruptedError) break;
     if (outcome.error && !phase.runsAfterFailure) continue;
     const steps = selected.filter((s) => s.phase === phase && s.selected && !applicability(s.step, input));
+    const leftOut = leftOutOf(selected, phase, input);
     // Until its steps finish, a phase is what a phase without steps is.
-    const phaseOutcome: PhaseOutcome = { name: phase.name, result: worstResult([]), durationMs: 0, steps: [] };
+    const phaseOutcome: PhaseOutcome = { name: phase.name, result: worstResult([]), durationMs: 0, steps: [], ...(leftOut.length ? { leftOut } : {}) };
     outcome.phases.push(phaseOutcome);
     const phaseStart = sinceProcessStart();
     events.emit({ type: 'phase.started', phase: phase.name, summary: phase.summary });
@@ -219,14 +222,17 @@ async function runStep(s: SelectedStep, input: RunnerInput, writer: StateWriter,
         });
       }
       const reboot = new RebootRequiredError(s.fullId, applied.rebootRequired);
-      state.pendingReboot = { stepId: s.fullId, at: input.host.now().toISOString(), reason: applied.rebootRequired, runId: events.runId, reboots, ...(input.facts.bootId ? { bootId: input.facts.bootId } : {}) };
+      // A signal during the step ends the run as interrupted: the reboot is still recorded (a run
+      // in this boot waits for it), but the stopped run is not resumed and the machine not restarted.
+      const interrupted = interruption(input, s.fullId);
+      state.pendingReboot = { stepId: s.fullId, at: input.host.now().toISOString(), reason: applied.rebootRequired, ...(interrupted ? {} : { runId: events.runId, reboots }), ...(input.facts.bootId ? { bootId: input.facts.bootId } : {}) };
       // Registered before the run reports, so a registration that fails is this step's failure.
-      if (input.resume?.unavailable && !input.resume.byCloudbaseInit) {
+      if (!interrupted && input.resume?.unavailable && !input.resume.byCloudbaseInit) {
         throw new UsageError(`needs a reboot (${applied.rebootRequired}), but ${input.resume.unavailable}`, { hint: 'restart the machine, then run machineadm again with the configuration in a file (-c FILE)' });
       }
-      if (input.resume && !input.resume.byCloudbaseInit) await input.host.resume.register(input.resume.argv);
+      if (!interrupted && input.resume && !input.resume.byCloudbaseInit) await input.host.resume.register(input.resume.argv);
       const outcome = await finish('warning', { message: reboot.message, changes: check.changes }, applied.record, true);
-      return { outcome, stop: reboot };
+      return { outcome, stop: interrupted ?? reboot };
     }
     const result: Result = applied.warning ? 'warning' : 'success';
     const lasting = applied.record !== undefined && !s.step.recordCanWait;

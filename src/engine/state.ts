@@ -48,6 +48,17 @@ export function rebootedSince(pending: PendingReboot, bootId: string | undefined
   return pending.bootId === undefined || pending.bootId !== bootId;
 }
 
+/**
+ * Whether a run of `command` is the one that goes on after the pending reboot: another command
+ * (a `report` or `prepare` that runs first after the reboot) must not take the stopped run's place,
+ * or that run would never resume. A pending reboot without its run on record counts as this one.
+ */
+export function resumesPendingReboot(state: MachineState, command: string): boolean {
+  const runId = state.pendingReboot?.runId;
+  const asked = runId === undefined ? undefined : state.runs.find((r) => r.runId === runId)?.command;
+  return asked === undefined || asked === command;
+}
+
 export interface MachineState {
   version: number;
   steps: Record<string, StepRecord>;

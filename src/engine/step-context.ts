@@ -3,7 +3,7 @@
 // interruption as report data.
 import { type ErrorInfo } from './events.ts';
 import { InterruptedError, MachineadmError, StepError, exitCodeOf, type InterruptSignal } from '../errors.ts';
-import type { CheckResult, EarlyWork, RunSoFar, Step, StepContext } from './step.ts';
+import type { CheckResult, EarlyWork, Phase, RunSoFar, Step, StepContext } from './step.ts';
 import { selectSteps, type SelectedStep } from './select.ts';
 import { type MachineState } from './state.ts';
 import { resolveSecret } from '../config/secrets.ts';
@@ -59,6 +59,14 @@ export async function checkStep(step: Step, ctx: StepContext, fullId: string): P
 
 export function runnable(input: RunnerInput): SelectedStep[] {
   return selectSteps(input.phases, input.selection).filter((s) => s.selected && !applicability(s.step, input));
+}
+
+/**
+ * The steps of a phase the configuration asks for that --only/--skip left out: what reads the phase
+ * (the sentinel, the provision record) must not take it as done without them.
+ */
+export function leftOutOf(selected: readonly SelectedStep[], phase: Phase, input: RunnerInput): string[] {
+  return selected.filter((s) => s.phase === phase && !s.selected && !applicability(s.step, input)).map((s) => s.fullId);
 }
 
 export function interruption(input: RunnerInput, stepId?: string): InterruptedError | undefined {

@@ -216,7 +216,7 @@ export interface RunSoFar {
   readonly command: string;
   /** The error that stopped the earlier phases, if any. */
   readonly failed: boolean;
-  readonly phases: readonly { name: PhaseName; result: string; steps: readonly { id: string; result: string; upToDate?: boolean }[] }[];
+  readonly phases: readonly { name: PhaseName; result: string; steps: readonly { id: string; result: string; upToDate?: boolean }[]; leftOut?: readonly string[] }[];
   /** The last run that went through the provision phase, as the state file keeps it. */
   readonly lastProvision?: ProvisionRecord;
 }

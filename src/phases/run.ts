@@ -21,7 +21,7 @@ import { resetPhase } from './reset.ts';
 import { computePlan, preflightRun, refuseRunPaths, removeLeftovers, runPhases, type Plan, type RunnerInput, type RunOutcome } from '../engine/runner.ts';
 import { selectSteps, type Selection } from '../engine/select.ts';
 import { protectedResume } from '../engine/resume-record.ts';
-import { StateStore, rebootedSince, stateDirUnusable, whyNotWritable } from '../engine/state.ts';
+import { StateStore, rebootedSince, resumesPendingReboot, stateDirUnusable, whyNotWritable } from '../engine/state.ts';
 import type { Phase, PhaseName } from '../engine/step.ts';
 
 export type RunCommand = 'init' | 'prepare' | 'provision' | 'report' | 'reset';
@@ -104,7 +104,9 @@ async function runnerInput(request: Omit<RunRequest, 'console'>): Promise<{ inpu
   const identity = await machineIdentity(config, facts, host, request.instanceId, request.machineValues);
   const state = new StateStore(request.stateFs);
   // After the reboot a run asked for, it goes on as the same run: same id, events numbered on.
-  const pending = (await state.load()).pendingReboot;
+  // Another command (a reset undoing that run, a report) is a run of its own, reported alone.
+  const known = await state.load();
+  const pending = resumesPendingReboot(known, command) ? known.pendingReboot : undefined;
   const resumes = pending?.runId !== undefined && !request.force && rebootedSince(pending, facts.bootId) ? pending : undefined;
   const events = new EventBus({ scrub: (value) => secrets.scrubValue(value), identity, ...(resumes ? { runId: resumes.runId, firstSeq: resumes.nextSeq ?? 1 } : {}) });
   const input: RunnerInput = {

@@ -13,11 +13,21 @@ import { parseWith } from '../../src/config/schema/dsl.ts';
 import { machineConfigSchema, type MachineConfig } from '../../src/config/schema/index.ts';
 import { RebootRequiredError, StepError, VerificationError } from '../../src/errors.ts';
 import { scratchDir } from '../support/tmp.ts';
+import { SENTINEL_LINUX, sentinelStep } from '../../src/report/sentinel.ts';
 
 const config: MachineConfig = parseWith(machineConfigSchema, {
   apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1',
   kind: 'MachineConfig',
   spec: {},
+}).value!;
+
+const joining: MachineConfig = parseWith(machineConfigSchema, {
+  apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1',
+  kind: 'MachineConfig',
+  spec: {
+    kubernetes: { role: 'worker', bootstrap: 'join', version: 'v1.31.2', controlPlaneEndpoint: '10.0.0.10:6443', token: 'abcdef.0123456789abcdef', caCertHashes: ['sha256:' + 'ab'.repeat(32)] },
+    report: { clusterAPISentinel: true },
+  },
 }).value!;
 
 const baseFacts: Facts = { os: 'linux', arch: 'x64', hostname: 'node-1', privileged: true, liveRoot: false, bootId: 'boot-1' };
@@ -153,6 +163,19 @@ describe('runPhases', () => {
     await runPhases(input);
     expect(journal).toEqual(['check wanted', 'apply wanted']);
     expect(stepResults(events)).toEqual(['prepare/wanted=success']);
+  });
+
+  it('does not take the machine as provisioned when a provisioning step was left out by --skip: no sentinel, in the plan as in the run', async () => {
+    const list = () => phases([], [fake('join', []), fake('pods', [])], [sentinelStep]);
+    const env = setup(list(), { selection: { skip: ['provision/join'] } });
+    const input = { ...env.input, config: joining };
+    const plan = await computePlan(input);
+    const planned = plan.phases.flatMap((p) => p.steps).find((s) => s.id === 'report/sentinel');
+    expect(planned).toMatchObject({ status: 'skipped', reason: expect.stringContaining('provision/join') });
+    const outcome = await runPhases({ ...input, phases: list() });
+    expect(outcome.phases.at(-1)?.steps[0]).toMatchObject({ id: 'report/sentinel', result: 'skipped', message: expect.stringContaining('provision/join') });
+    expect(await input.host.fs.readText(SENTINEL_LINUX)).toBeUndefined();
+    expect(env.readState().provision).toMatchObject({ provisioned: false, reason: expect.stringContaining('provision/join') });
   });
 
   it('wraps a failure as "step X failed: ...", stops, and still runs the report phase', async () => {

@@ -1,5 +1,5 @@
-// The run module without the command line: what a run does when it is interrupted, and when it
-// leaves the reboot to cloudbase-init.
+// The run module without the command line: what a run does when it is interrupted, when it leaves
+// the reboot to cloudbase-init, and which run goes on after a reboot.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -58,6 +58,38 @@ describe('executeRun', () => {
     expect(json(join(root, 'var/lib/machineadm/state.json')).runs.at(-1).result).toBe('interrupted');
   });
 
+  it('ends a run interrupted during a step that asks for a reboot as interrupted: exit 130, no resume registered, no restart, and the reboot still awaited', async () => {
+    const root = scratchDir();
+    bootAs(root, 'first-boot');
+    const controller = new AbortController();
+    const needsReboot: Step = {
+      id: 'feature',
+      summary: 'a feature that needs a restart',
+      check: async () => ({ done: false, changes: [] }),
+      apply: async () => {
+        controller.abort(new InterruptedError('SIGINT'));
+        return { rebootRequired: 'the feature is installed' };
+      },
+    };
+    const restarts: string[] = [];
+    const machine = createHost({ root, env: {}, signal: controller.signal });
+    const host = { ...machine, facts: async () => ({ ...(await machine.facts()), liveRoot: true }), restart: async (why: string) => void restarts.push(why) };
+    const resume = { argv: ['machineadm', 'init'], maxReboots: 3, reboot: true };
+    const report = await executeRun(request(root, [needsReboot], { resume, host }));
+    expect(report.exitCode).toBe(130);
+    expect(report.error?.message).toBe('interrupted by SIGINT during step prepare/feature');
+    expect(restarts).toEqual([]);
+    expect(await createHost({ root }).resume.registered()).toBeUndefined();
+    expect(json(join(root, 'run/machineadm/result.json'))).toMatchObject({ state: 'finished', result: 'failure', exitCode: 130 });
+    const state = json(join(root, 'var/lib/machineadm/state.json'));
+    expect(state.runs.at(-1).result).toBe('interrupted');
+    expect(state.pendingReboot).toMatchObject({ stepId: 'prepare/feature', bootId: 'first-boot' });
+
+    const again = await executeRun(request(root, [needsReboot], { resume }));
+    expect(again.exitCode).toBe(4);
+    expect(again.error?.message).toContain('has not rebooted yet');
+  });
+
   it('with the reboot left to cloudbase-init, ends with 1003, registers nothing, and goes on as the same run after the reboot', async () => {
     const root = scratchDir();
     bootAs(root, 'first-boot');
@@ -86,5 +118,59 @@ describe('executeRun', () => {
     expect(result).toMatchObject({ runId: first.outcome.runId, result: 'success', exitCode: 0, resumedAt: [expect.any(String)] });
     expect(result.phases.map((p: { name: string; result: string }) => [p.name, p.result])).toEqual([['prepare', 'warning'], ['prepare', 'skipped'], ['report', 'skipped']]);
     expect(result.durationMs).toBeGreaterThanOrEqual(before.durationMs + second.outcome.durationMs);
+  });
+
+  it('runs reset after the reboot an init asked for as a run of its own: its own run id and a result of reset only', async () => {
+    const root = scratchDir();
+    bootAs(root, 'first-boot');
+    const needsReboot: Step = {
+      id: 'kernel',
+      summary: 'a package that needs a reboot',
+      check: async () => ({ done: false, changes: [] }),
+      apply: async () => ({ rebootRequired: 'a new kernel is installed' }),
+    };
+    const resume = { argv: ['machineadm', 'init'], maxReboots: 3, reboot: false };
+    const init = await executeRun(request(root, [needsReboot], { resume }));
+    expect(init.exitCode).toBe(4);
+    bootAs(root, 'second-boot');
+    const undo: Step = { id: 'undo', summary: 'undoes', check: async () => ({ done: false, changes: [] }), apply: async () => undefined };
+    const reset = await executeRun(request(root, [], { command: 'reset', phases: [{ name: 'reset', summary: 'test', steps: [undo] }] }));
+    expect(reset.exitCode).toBe(0);
+    expect(reset.outcome.runId).not.toBe(init.outcome.runId);
+    const result = json(join(root, 'run/machineadm/result.json'));
+    expect(result).toMatchObject({ runId: reset.outcome.runId, command: 'reset', result: 'success', exitCode: 0 });
+    expect(result.resumedAt).toBeUndefined();
+    expect(result.phases.map((p: { name: string }) => p.name)).toEqual(['reset']);
+  });
+
+  it('leaves the resume of the run that asked for the reboot to that run when another command runs first after the reboot', async () => {
+    const root = scratchDir();
+    bootAs(root, 'first-boot');
+    let rebooted = false;
+    const needsReboot: Step = {
+      id: 'kernel',
+      summary: 'a package that needs a reboot',
+      check: async () => ({ done: rebooted, changes: [] }),
+      apply: async () => ({ rebootRequired: 'a new kernel is installed' }),
+    };
+    const resume = { argv: ['machineadm', 'init'], maxReboots: 3, reboot: false };
+    const init = await executeRun(request(root, [needsReboot], { resume }));
+    expect(init.exitCode).toBe(4);
+    bootAs(root, 'second-boot');
+    rebooted = true;
+    const host = createHost({ root });
+    const report = await executeRun(request(root, [], { command: 'report', resume: { ...resume, argv: ['machineadm', 'report'] }, phases: [reportPhase] }));
+    expect(report.exitCode).toBe(0);
+    expect(report.outcome.runId).not.toBe(init.outcome.runId);
+    expect(json(join(root, 'run/machineadm/report-result.json'))).toMatchObject({ runId: report.outcome.runId, command: 'report' });
+    expect(await host.resume.registered()).toEqual(['machineadm', 'init']);
+    expect(json(join(root, 'var/lib/machineadm/state.json')).pendingReboot).toMatchObject({ runId: init.outcome.runId });
+
+    const resumed = await executeRun(request(root, [needsReboot], { resume }));
+    expect(resumed.exitCode).toBe(0);
+    expect(resumed.outcome.runId).toBe(init.outcome.runId);
+    expect(json(join(root, 'run/machineadm/result.json'))).toMatchObject({ runId: init.outcome.runId, resumedAt: [expect.any(String)] });
+    expect(await host.resume.registered()).toBeUndefined();
+    expect(json(join(root, 'var/lib/machineadm/state.json')).pendingReboot).toBeUndefined();
   });
 });
