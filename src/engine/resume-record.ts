@@ -47,11 +47,23 @@ export function protectedResume(inner: ResumeRegistration, stateFs: RootedFileSy
       await writeResumeRecord(stateFs, { args: argv.slice(selfLength), registeredAt: now().toISOString(), boots: 0 });
       await inner.register(launcher);
     },
-    async remove() {
-      await inner.remove();
-      const record = await readResumeRecord(stateFs);
-      if (record && !record.gaveUp) await stateFs.remove(RESUME_RECORD);
-    },
+    remove: () => removeWithRecord(inner, stateFs),
     registered: () => inner.registered(),
   };
+}
+
+/**
+ * A registration whose removal removes the record of the command it would have run too: reset's,
+ * which registers nothing of its own here but takes away an undone run's (its -c may be a URL with
+ * a token in it).
+ */
+export function removingRecord(inner: ResumeRegistration, stateFs: RootedFileSystem): ResumeRegistration {
+  return { ...inner, remove: () => removeWithRecord(inner, stateFs) };
+}
+
+// A record that says the resume gave up stays, for status to tell.
+async function removeWithRecord(inner: ResumeRegistration, stateFs: RootedFileSystem): Promise<void> {
+  await inner.remove();
+  const record = await readResumeRecord(stateFs);
+  if (record && !record.gaveUp) await stateFs.remove(RESUME_RECORD);
 }

@@ -36,9 +36,12 @@ export async function runPhases(input: RunnerInput): Promise<RunOutcome> {
   // Another command's run waits for its resume: this run neither takes its place nor removes it.
   const othersResume = pending !== undefined && input.command !== 'reset' && !resumesPendingReboot(state, input.command);
   if (pending && input.command === 'reset') {
-    // The run that asked for the reboot is being undone: nothing is left to resume.
+    // The run that asked for the reboot is being undone: nothing is left to resume. Its
+    // registration goes now, not at reset/resume's turn: a reset that failed before then would
+    // leave the run it was undoing to start again at the next boot.
     delete state.pendingReboot;
     writer.mark();
+    if ((await input.host.resume.registered()) !== undefined) await input.host.resume.remove();
   } else if (pending) {
     if (!input.force && !rebootedSince(pending, input.facts.bootId)) {
       outcome.error = new RebootRequiredError(pending.stepId, `${pending.reason} (the machine has not rebooted yet)`, { alreadyPending: true });

@@ -101,7 +101,7 @@ const MAX_RUNS = 50;
 /** Why a write into the state directory failed, in the operator's words ("its file system is full (ENOSPC)"). */
 export function whyNotWritable(error: unknown): string {
   const code = (error as NodeJS.ErrnoException).code ?? '';
-  const why = ({ EROFS: 'it is on a read-only file system', ENOSPC: 'its file system is full', EDQUOT: 'its file system quota is used up', EACCES: 'machineadm may not write there', EPERM: 'machineadm may not write there' } as Record<string, string>)[code];
+  const why = ({ EROFS: 'it is on a read-only file system', ENOSPC: 'its file system is full', EDQUOT: 'its file system quota is used up', EACCES: 'machineadm may not write there', EPERM: 'machineadm may not write there', ENOTDIR: 'it is not a directory' } as Record<string, string>)[code];
   return why ? `${why} (${code})` : (error as Error).message;
 }
 

@@ -20,7 +20,7 @@ import { ALL_PHASES, phasesNamed } from './registry.ts';
 import { resetPhase } from './reset.ts';
 import { computePlan, preflightRun, refuseRunPaths, removeLeftovers, runPhases, type Plan, type RunnerInput, type RunOutcome } from '../engine/runner.ts';
 import { selectSteps, type Selection } from '../engine/select.ts';
-import { protectedResume } from '../engine/resume-record.ts';
+import { protectedResume, removingRecord } from '../engine/resume-record.ts';
 import { StateStore, rebootedSince, resumesPendingReboot, stateDirUnusable, whyNotWritable } from '../engine/state.ts';
 import type { Phase, PhaseName } from '../engine/step.ts';
 
@@ -95,7 +95,11 @@ const INTERRUPTED_DELIVERY_MS = 2_000;
 async function runnerInput(request: Omit<RunRequest, 'console'>): Promise<{ input: RunnerInput; secrets: SecretScrubber; resumes: boolean }> {
   const { command, config } = request;
   const launcher = request.resume?.launcher;
-  const host = launcher ? { ...request.host, resume: protectedResume(request.host.resume, request.stateFs, launcher.argv, launcher.selfLength, () => request.host.now()) } : request.host;
+  const host = launcher
+    ? { ...request.host, resume: protectedResume(request.host.resume, request.stateFs, launcher.argv, launcher.selfLength, () => request.host.now()) }
+    : command === 'reset'
+      ? { ...request.host, resume: removingRecord(request.host.resume, request.stateFs) }
+      : request.host;
   const facts = await host.facts();
   const names: PhaseName[] = command === 'init' ? ['prepare', 'provision', 'report'] : [command];
   const phases = request.phases ?? (command === 'reset' ? [resetPhase] : phasesNamed(names));
@@ -105,7 +109,10 @@ async function runnerInput(request: Omit<RunRequest, 'console'>): Promise<{ inpu
   const state = new StateStore(request.stateFs);
   // After the reboot a run asked for, it goes on as the same run: same id, events numbered on.
   // Another command (a reset undoing that run, a report) is a run of its own, reported alone.
-  const known = await state.load();
+  // A state directory that is a file, or one machineadm may not read, is the operator's to fix.
+  const known = await state.load().catch((error: unknown) => {
+    throw (error as NodeJS.ErrnoException).code ? stateDirError(request.stateFs, error) : error;
+  });
   const pending = resumesPendingReboot(known, command) ? known.pendingReboot : undefined;
   const resumes = pending?.runId !== undefined && !request.force && rebootedSince(pending, facts.bootId) ? pending : undefined;
   const events = new EventBus({ scrub: (value) => secrets.scrubValue(value), identity, ...(resumes ? { runId: resumes.runId, firstSeq: resumes.nextSeq ?? 1 } : {}) });
@@ -216,7 +223,9 @@ function stateDirError(stateFs: RootedFileSystem, error: unknown): MachineadmErr
 }
 
 function stateDirHint(why: string): string {
-  return /ENOSPC|EDQUOT|full/.test(why) ? 'free some space there, or give another state directory (--state-dir DIR)' : 'give a writable state directory (--state-dir DIR), or run as root';
+  if (/ENOSPC|EDQUOT|full/.test(why)) return 'free some space there, or give another state directory (--state-dir DIR)';
+  if (/ENOTDIR|not a directory/.test(why)) return 'move what is in its place away, or give another state directory (--state-dir DIR)';
+  return 'give a writable state directory (--state-dir DIR), or run as root';
 }
 
 export async function executeRun(request: RunRequest): Promise<RunReport> {

@@ -54,6 +54,21 @@ describe.skipIf(skip)('a state directory machineadm cannot write', () => {
     expect(snapshotTree(run.root)).toEqual({ '.': expect.stringMatching(/^dir /) });
   });
 
+  it.each(REFUSING)('a file in its place: %s refuses before anything changes (exit 2), saying so', (_name, argv) => {
+    const dir = scratchDir('machineadm-state-file-');
+    const root = join(dir, 'root');
+    mkdirSync(root);
+    const state = join(dir, 'state');
+    writeFileSync(state, 'not a directory\n');
+    const run = spawnSync(NODE, ['bin/machineadm.js', ...argv.map((a) => (a === 'ROOT' ? root : a === 'STATE' ? state : a))], { cwd: REPO, encoding: 'utf8', timeout: 60_000, env: { ...process.env, NODE_OPTIONS: '' } });
+    expect(run.status, run.stderr).toBe(2);
+    expect(run.stderr).toContain(`cannot use the state directory ${state}: it is not a directory (ENOTDIR)`);
+    expect(run.stderr).toContain('hint: move what is in its place away, or give another state directory (--state-dir DIR)');
+    expect(run.stderr).not.toContain('this is a bug');
+    expect(snapshotTree(root)).toEqual({ '.': expect.stringMatching(/^dir /) });
+    expect(readFileSync(state, 'utf8')).toBe('not a directory\n');
+  });
+
   it.each(REFUSING)('full: %s refuses before anything changes (exit 2), saying how much room there is, and leaves no file there', (_name, argv) => {
     const run = withStateDir('size=4k', [...argv]);
     expect(run.status, run.stderr).toBe(2);

@@ -143,6 +143,26 @@ describe('executeRun', () => {
     expect(result.phases.map((p: { name: string }) => p.name)).toEqual(['reset']);
   });
 
+  it('takes away the resume of the init it undoes before any of its steps, so a reset that fails does not start that init again at the next boot', async () => {
+    const root = scratchDir();
+    bootAs(root, 'first-boot');
+    const needsReboot: Step = {
+      id: 'kernel',
+      summary: 'a package that needs a reboot',
+      check: async () => ({ done: false, changes: [] }),
+      apply: async () => ({ rebootRequired: 'a new kernel is installed' }),
+    };
+    const init = await executeRun(request(root, [needsReboot], { resume: { argv: ['machineadm', 'init'], maxReboots: 3, reboot: false } }));
+    expect(init.exitCode).toBe(4);
+    const host = createHost({ root });
+    expect(await host.resume.registered()).toEqual(['machineadm', 'init']);
+    const failing: Step = { id: 'undo', summary: 'undoes', check: async () => ({ done: false, changes: [] }), apply: async () => { throw new Error('userdel exited with code 8'); } };
+    const reset = await executeRun(request(root, [], { command: 'reset', phases: [{ name: 'reset', summary: 'test', steps: [failing] }] }));
+    expect(reset.exitCode).toBe(1);
+    expect(await host.resume.registered()).toBeUndefined();
+    expect(json(join(root, 'var/lib/machineadm/state.json')).pendingReboot).toBeUndefined();
+  });
+
   it('leaves the resume of the run that asked for the reboot to that run when another command runs first after the reboot', async () => {
     const root = scratchDir();
     bootAs(root, 'first-boot');
