@@ -120,16 +120,20 @@ describe('executeRun', () => {
     expect(result.durationMs).toBeGreaterThanOrEqual(before.durationMs + second.outcome.durationMs);
   });
 
+  // A package that needs a reboot (done once `rebooted` says so), and the resume of the init that installs it.
+  const kernelStep = (rebooted: () => boolean = () => false): Step => ({
+    id: 'kernel',
+    summary: 'a package that needs a reboot',
+    check: async () => ({ done: rebooted(), changes: [] }),
+    apply: async () => ({ rebootRequired: 'a new kernel is installed' }),
+  });
+  const INIT_RESUME = { argv: ['machineadm', 'init'], maxReboots: 3, reboot: false };
+
   it('runs reset after the reboot an init asked for as a run of its own: its own run id and a result of reset only', async () => {
     const root = scratchDir();
     bootAs(root, 'first-boot');
-    const needsReboot: Step = {
-      id: 'kernel',
-      summary: 'a package that needs a reboot',
-      check: async () => ({ done: false, changes: [] }),
-      apply: async () => ({ rebootRequired: 'a new kernel is installed' }),
-    };
-    const resume = { argv: ['machineadm', 'init'], maxReboots: 3, reboot: false };
+    const needsReboot = kernelStep();
+    const resume = INIT_RESUME;
     const init = await executeRun(request(root, [needsReboot], { resume }));
     expect(init.exitCode).toBe(4);
     bootAs(root, 'second-boot');
@@ -146,13 +150,8 @@ describe('executeRun', () => {
   it('takes away the resume of the init it undoes before any of its steps, so a reset that fails does not start that init again at the next boot', async () => {
     const root = scratchDir();
     bootAs(root, 'first-boot');
-    const needsReboot: Step = {
-      id: 'kernel',
-      summary: 'a package that needs a reboot',
-      check: async () => ({ done: false, changes: [] }),
-      apply: async () => ({ rebootRequired: 'a new kernel is installed' }),
-    };
-    const init = await executeRun(request(root, [needsReboot], { resume: { argv: ['machineadm', 'init'], maxReboots: 3, reboot: false } }));
+    const needsReboot = kernelStep();
+    const init = await executeRun(request(root, [needsReboot], { resume: INIT_RESUME }));
     expect(init.exitCode).toBe(4);
     const host = createHost({ root });
     expect(await host.resume.registered()).toEqual(['machineadm', 'init']);
@@ -167,13 +166,8 @@ describe('executeRun', () => {
     const root = scratchDir();
     bootAs(root, 'first-boot');
     let rebooted = false;
-    const needsReboot: Step = {
-      id: 'kernel',
-      summary: 'a package that needs a reboot',
-      check: async () => ({ done: rebooted, changes: [] }),
-      apply: async () => ({ rebootRequired: 'a new kernel is installed' }),
-    };
-    const resume = { argv: ['machineadm', 'init'], maxReboots: 3, reboot: false };
+    const needsReboot = kernelStep(() => rebooted);
+    const resume = INIT_RESUME;
     const init = await executeRun(request(root, [needsReboot], { resume }));
     expect(init.exitCode).toBe(4);
     bootAs(root, 'second-boot');
