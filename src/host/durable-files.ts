@@ -63,7 +63,28 @@ export async function removeEmptyFolders(dir: string, top: string, root: string,
  * without it.
  */
 export function temporaryName(base: string): string {
-  return `.${base}${TEMP_MARK}${process.pid}-${process.getBuiltinModule('node:crypto').randomBytes(6).toString('hex')}`;
+  return `.${temporaryBase(base)}${TEMP_MARK}${process.pid}-${process.getBuiltinModule('node:crypto').randomBytes(6).toString('hex')}`;
+}
+
+/** A name's bytes at most (NAME_MAX of Linux file systems, and NTFS's 255 characters). */
+const NAME_MAX_BYTES = 255;
+/** What a temporary name adds to its file's: the dot, the mark, a pid of up to 7 digits, - and 12 hex digits. */
+const TEMP_ADDED_BYTES = 1 + TEMP_MARK.length + 7 + 1 + 12;
+
+/**
+ * The file's name as its temporary name starts with. A name the file system takes may be too long
+ * once the temporary's suffix is added: then its first bytes and a digest of the whole, so that the
+ * temporaries of two long names that begin alike stay apart.
+ */
+function temporaryBase(base: string): string {
+  const max = NAME_MAX_BYTES - TEMP_ADDED_BYTES;
+  const bytes = Buffer.from(base, 'utf8');
+  if (bytes.length <= max) return base;
+  const digest = process.getBuiltinModule('node:crypto').createHash('sha256').update(bytes).digest('hex').slice(0, 16);
+  // Cut on a character's boundary: a partial UTF-8 sequence would decode to a replacement character.
+  let end = max - digest.length - 1;
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
+  return `${bytes.subarray(0, end).toString('utf8')}~${digest}`;
 }
 
 /** The writer's pid in a temporary name (TEMP_MARK, then the pid). */
@@ -71,7 +92,7 @@ export const TEMP_WRITER = /\.machineadm-tmp-(\d+)-[0-9a-f]+$/;
 
 // A crash between write and rename leaves a temporary file behind; the next write cleans it up.
 export async function removeStaleTemporaries(dir: string, base: string): Promise<void> {
-  const prefix = `.${base}${TEMP_MARK}`;
+  const prefix = `.${temporaryBase(base)}${TEMP_MARK}`;
   const names = await fsp.readdir(dir).catch(() => [] as string[]);
   await Promise.all(names.filter((n) => n.startsWith(prefix)).map((n) => fsp.rm(nodePath.join(dir, n), { force: true })));
 }

@@ -48,8 +48,14 @@ export const lstatIfAny = (path: string): Promise<fs.Stats | undefined> =>
     }
   });
 /** The real path of what is there, or undefined (nothing there, a link to nowhere, no access). */
-export const realpathIfAny = (path: string): Promise<string | undefined> =>
-  now(() => (fs.statSync(path, { throwIfNoEntry: false }) ? fs.realpathSync.native(path) : undefined)).catch(() => undefined);
+export const realpathIfAny = (path: string): Promise<string | undefined> => Promise.resolve(realpathIfAnySync(path));
+export function realpathIfAnySync(path: string): string | undefined {
+  try {
+    return fs.statSync(path, { throwIfNoEntry: false }) ? fs.realpathSync.native(path) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 /**
  * A regular file is read at once. Anything else (a FIFO, a device) may wait for a writer for ever:
  * it is read in the pool, where the run stays interruptible (Ctrl-C, deadlines), as before.

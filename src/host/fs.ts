@@ -5,8 +5,7 @@
 // beside the file, where the kubelet, systemd and sysctl would read it as one more live file.
 // The class is built in floors of one job each: paths (./rooted-paths.ts), reading
 // (./file-reading.ts), reset's records (./reset-records.ts), and here the durable writes.
-import { closeSync, createWriteStream, fchmodSync, fchownSync, fsyncSync, mkdirSync, openSync, realpathSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { UsageError } from '../errors.ts';
+import { closeSync, createWriteStream, fchmodSync, fchownSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import * as fsp from './fs-calls.ts';
 import * as nodePath from 'node:path';
 import { once } from 'node:events';
@@ -152,9 +151,10 @@ export class RootedFileSystem extends RecordingFileSystem {
     const recorded = record && records ? fsp.lstat(temp).then((st) => records.write({ ...record, written: [...record.written, fingerprintOf(st, sha256)] })) : undefined;
     recorded?.catch(() => undefined);
     if (target.durable) await handle.sync();
+    // The owner first: a change of owner clears the set-user-ID and set-group-ID bits, also for root.
+    if (target.owner && isRootUser()) fchownSync(handle.fd, target.owner.uid, target.owner.gid);
     // The file was created with the mode, less the umask.
     fchmodSync(handle.fd, target.mode);
-    if (target.owner && isRootUser()) fchownSync(handle.fd, target.owner.uid, target.owner.gid);
     if (target.backup !== undefined) await keepBackupOnce(target.real, target.backup, this.path);
     await recorded;
   }
@@ -302,13 +302,10 @@ export class RootedFileSystem extends RecordingFileSystem {
   writeFileDurableSync(machinePath: string, data: string | Uint8Array, mode = 0o600): void {
     const real = this.mapPath(machinePath);
     const dir = this.path.dirname(real);
+    // Checked before the folders are made too: mkdir follows a link that leaves the root.
+    this.assertInsideRootSync(real, machinePath);
     mkdirSync(dir, { recursive: true, mode: 0o755 });
-    if (!this.isLiveRoot) {
-      const rel = this.path.relative(realpathSync(this.root), realpathSync(dir));
-      if (rel.startsWith('..') || this.path.isAbsolute(rel)) {
-        throw new UsageError(`path "${machinePath}" resolves through a symbolic link outside the root ${this.root}`, { hint: 'remove the link or choose a path inside the root' });
-      }
-    }
+    this.assertInsideRootSync(real, machinePath);
     const temp = this.path.join(dir, temporaryName(this.path.basename(real)));
     const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     const fd = openSync(temp, 'wx', mode);
@@ -341,10 +338,13 @@ export class RootedFileSystem extends RecordingFileSystem {
       // Only the attributes change: the bytes there are as machineadm leaves them.
       if (record && st?.isFile() && record.written.length === 0 && this.written) await this.written.write({ ...record, written: [fingerprintOf(st, await this.contentSha256(machinePath))] });
     }
+    // The mode first: the new owner or group never reads through the old, wider one.
     if (options.mode !== undefined) await fsp.chmod(real, options.mode);
     if (options.owner !== undefined && isRootUser()) {
       const o = await this.resolveOwner(options.owner);
       await fsp.chown(real, o.uid, o.gid);
+      // A change of owner clears the set-user-ID and set-group-ID bits, also for root.
+      if (options.mode !== undefined && (options.mode & 0o6000) !== 0) await fsp.chmod(real, options.mode);
     }
   }
 

@@ -73,14 +73,19 @@ export class RootedPaths {
   protected rootReal: string | undefined;
 
   protected async assertInsideRoot(real: string, machinePath: string): Promise<void> {
+    this.assertInsideRootSync(real, machinePath);
+  }
+
+  /** assertInsideRoot for a write that must not yield to the event loop (writeFileDurableSync). */
+  protected assertInsideRootSync(real: string, machinePath: string): void {
     if (this.isLiveRoot) return;
-    this.rootReal ??= await fsp.realpathIfAny(this.root);
+    this.rootReal ??= fsp.realpathIfAnySync(this.root);
     const rootReal = this.rootReal ?? this.root;
     // The deepest ancestor that exists decides where the rest of the path lands.
     let probe = real;
     // Ancestors above the root (which may not exist yet) are the operator's choice, not checked.
     while (probe !== this.root && !this.path.relative(this.root, probe).startsWith('..')) {
-      const resolved = await fsp.realpathIfAny(probe);
+      const resolved = fsp.realpathIfAnySync(probe);
       if (resolved !== undefined) {
         const rel = this.path.relative(rootReal, resolved);
         if (rel.startsWith('..') || this.path.isAbsolute(rel)) {

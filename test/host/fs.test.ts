@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, sym
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { RootedFileSystem, TEMP_MARK } from '../../src/host/fs.ts';
+import { RootedFileSystem, TEMP_MARK, temporaryName } from '../../src/host/fs.ts';
 import { UsageError } from '../../src/errors.ts';
 import { scratchDir } from '../support/tmp.ts';
 
@@ -60,6 +60,15 @@ describe('RootedFileSystem paths', () => {
     symlinkSync(join(root, 'etc', 'real'), join(root, 'etc', 'planted'));
     await expect(new RootedFileSystem(root).writeFile('/etc/planted', 'new')).rejects.toThrow(/is a symbolic link/);
     expect(readFileSync(join(root, 'etc', 'real'), 'utf8')).toBe('original');
+  });
+
+  it('makes no folder outside the root when a durable record is written through a link that leaves it', () => {
+    const root = scratchDir();
+    const outside = scratchDir('machineadm-outside-');
+    symlinkSync(outside, join(root, 'var'));
+    const fs = new RootedFileSystem(root);
+    expect(() => fs.writeFileDurableSync('/var/lib/machineadm/spool/event.json', '{}')).toThrow(/outside the root/);
+    expect(readdirSync(outside)).toEqual([]);
   });
 
   it('follows links that stay inside the root for directories', async () => {
@@ -162,6 +171,25 @@ describe('RootedFileSystem writes', () => {
     expect(readdirSync(join(root, 'etc')).sort()).toEqual([`.other.conf${TEMP_MARK}0123456789ab`, 'app.conf']);
   });
 
+  // The temporary file's name adds ~40 bytes to the file's: it must still fit in the 255 a name may have.
+  it.each([
+    ['letters', 'a'.repeat(245)],
+    ['two-byte characters', 'é'.repeat(120) + '.conf'],
+  ])('replaces a file whose name of %s is as long as a file system allows, and keeps its backup', async (_case, name) => {
+    const root = scratchDir();
+    const state = scratchDir('machineadm-state-');
+    const fs = new RootedFileSystem(root, { backupDir: join(state, 'backup'), writtenDir: join(state, 'written') });
+    mkdirSync(join(root, 'etc'));
+    writeFileSync(join(root, 'etc', name), 'original');
+    writeFileSync(join(root, 'etc', temporaryName(name)), 'left by a crash');
+    await fs.writeFile(`/etc/${name}`, 'first');
+    await fs.writeFile(`/etc/${name}`, 'second');
+    expect(readFileSync(join(root, 'etc', name), 'utf8')).toBe('second');
+    expect(readFileSync(join(state, 'backup', 'etc', name), 'utf8')).toBe('original');
+    expect(readdirSync(join(root, 'etc'))).toEqual([name]);
+    expect(readdirSync(join(state, 'backup', 'etc'))).toEqual([name]);
+  });
+
   it('refuses to replace a directory', async () => {
     const root = scratchDir();
     mkdirSync(join(root, 'etc'));
@@ -185,6 +213,25 @@ describe('RootedFileSystem writes', () => {
     expect(statSync(join(root, 'etc', 'app', 'secret.key')).mode & 0o777).toBe(0o600);
     expect(readFileSync(join(backups, 'etc', 'app', 'secret.key'), 'utf8')).toBe('original');
     expect(readdirSync(join(root, 'etc', 'app'))).toEqual(['secret.key']);
+  });
+
+  // Changing a file's owner clears its set-user-ID and set-group-ID bits (also for root): the mode goes on last.
+  it.skipIf(process.getuid?.() !== 0).each([
+    ['at once', 100],
+    ['through a stream', 1024 * 1024 + 1],
+  ])('keeps the set-user-ID and set-group-ID bits of a file written %s with an owner', async (_case, size) => {
+    const root = scratchDir();
+    const fs = new RootedFileSystem(root);
+    await fs.writeFile('/usr/local/bin/tool', Buffer.alloc(size, 't'), { mode: 0o6755, owner: '0:0' });
+    expect(statSync(join(root, 'usr', 'local', 'bin', 'tool')).mode & 0o7777).toBe(0o6755);
+  });
+
+  it.skipIf(process.getuid?.() !== 0)('keeps the set-user-ID bit when only the mode and owner of a file are set', async () => {
+    const root = scratchDir();
+    const fs = new RootedFileSystem(root);
+    await fs.writeFile('/usr/local/bin/tool', 'tool', { mode: 0o755 });
+    await fs.setAttributes('/usr/local/bin/tool', { mode: 0o4755, owner: '0:0' });
+    expect(statSync(join(root, 'usr', 'local', 'bin', 'tool')).mode & 0o7777).toBe(0o4755);
   });
 
   it('refuses an owner that does not exist before it records the path or makes a folder', async () => {
