@@ -3,7 +3,7 @@
 // functions only; the CLI decides where they go.
 import { dump } from 'js-yaml';
 import type { EventBus, MachineEvent, Result } from '../engine/events.ts';
-import type { RunResultDocument } from './outcome.ts';
+import { countedSteps, warningCount, type RunResultDocument } from './outcome.ts';
 import type { DeliveryReport } from './delivery.ts';
 import { formatProgress } from '../host/transfer-progress.ts';
 import { MAX_SPOOLED_EVENTS } from './spool.ts';
@@ -197,7 +197,9 @@ export function deliveryLines(delivery: DeliveryReport, archived = false): strin
  * (command and log tails), where the full result is, and how the events went.
  */
 export function renderResultSummary(doc: RunResultDocument, notes: { resultFile?: string; problems?: string[] } = {}): string {
-  const steps = doc.phases.flatMap((p) => p.steps);
+  // Counted as the run's result is: after a resume, the warning of the step that asked for the
+  // reboot is answered, and saying it again would contradict the verdict.
+  const steps = countedSteps(doc.phases);
   const by = (r: Result) => steps.filter((s) => s.result === r).length;
   // A run whose every step was skipped did not fail to run: it found nothing to do.
   const verdict = doc.exitCode === 4 ? 'reboot required' : doc.result === 'skipped' ? 'nothing to do' : (doc.result ?? 'unfinished');
@@ -207,7 +209,7 @@ export function renderResultSummary(doc: RunResultDocument, notes: { resultFile?
   const otherWarnings = (doc.warnings ?? []).filter((w) => !(w.step && warnedSteps.has(w.step)));
   const lines = [
     `machineadm ${doc.command}: ${verdict} in ${formatDuration(doc.durationMs ?? 0)} ` +
-      `(${steps.length} steps: ${by('success')} changed, ${by('skipped')} skipped, ${warnedSteps.size + otherWarnings.length} warnings, ${by('failure')} failed)`,
+      `(${steps.length} steps: ${by('success')} changed, ${by('skipped')} skipped, ${warningCount(doc)} warnings, ${by('failure')} failed)`,
   ];
   for (const step of steps.filter((s) => s.result === 'failure' || s.result === 'warning')) {
     lines.push(`  ${step.result === 'failure' ? 'failed' : 'warning'}: ${step.id}: ${step.error?.message ?? step.message ?? ''}`);
@@ -218,8 +220,12 @@ export function renderResultSummary(doc: RunResultDocument, notes: { resultFile?
   // A planned reboot (code 4) is not an error: the run goes on after it.
   if (doc.error && !doc.error.stepId && doc.failedSteps.length === 0) lines.push(`  ${doc.error.code === 4 ? 'reboot' : 'error'}: ${doc.error.message}`);
   const resultFile = notes.resultFile ?? '/run/machineadm/result.json';
-  if (doc.failedSteps.length) lines.push(`  look at: ${resultFile} (or "machineadm status -o json") for every step's result and error`);
-  else if (!notes.problems?.some((p) => p.startsWith(`${resultFile}:`))) lines.push(`  result: ${resultFile} ("machineadm status" shows this and earlier runs)`);
+  // Never a path to a file that is not there (the "could not write" line below says why). A run
+  // can fail with no step failing (interrupted between steps): still a failure to look into.
+  const written = !notes.problems?.some((p) => p.startsWith(`${resultFile}:`));
+  const failed = doc.failedSteps.length > 0 || doc.result === 'failure';
+  if (written && failed) lines.push(`  look at: ${resultFile} (or "machineadm status -o json") for every step's result and error`);
+  else if (written) lines.push(`  result: ${resultFile} ("machineadm status" shows this and earlier runs)`);
   if (doc.delivery) lines.push(...deliveryLines(doc.delivery, doc.command === 'reset' && doc.exitCode === 0).map((l) => `  ${l}`));
   for (const p of notes.problems ?? []) lines.push(`  could not write ${p}`);
   return lines.join('\n') + '\n';

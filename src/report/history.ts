@@ -4,7 +4,7 @@
 // instead of hiding what the run before it did.
 import type { RootedFileSystem } from '../host/index.ts';
 import type { ChangeInfo, Result } from '../engine/events.ts';
-import type { RunResultDocument } from './outcome.ts';
+import { warningCount, type RunResultDocument } from './outcome.ts';
 
 /** In the state dir. */
 export const HISTORY_FILE = '/history.json';
@@ -44,7 +44,8 @@ export function historyEntry(doc: RunResultDocument): RunHistoryEntry {
     ...(doc.durationMs !== undefined ? { durationMs: doc.durationMs } : {}),
     changed: steps.filter((s) => (s.result === 'success' || s.result === 'warning') && s.changes?.length).map((s) => ({ step: s.id, changes: s.changes ?? [] })),
     failedSteps: doc.failedSteps,
-    warnings: doc.warnings.length,
+    // As the run's summary counted them: a step that ended with a warning is one, logged or not.
+    warnings: warningCount(doc),
     ...(doc.error ? { error: { message: doc.error.message, ...(doc.error.stepId ? { stepId: doc.error.stepId } : {}) } } : {}),
   };
 }

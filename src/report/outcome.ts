@@ -137,15 +137,32 @@ export interface RunResultDocument {
 }
 
 /**
- * The result of a run that went on after a reboot: the worst of every step of every part and of
- * the last part's own end. A step's warning counts unless the same step ran again later in the run
- * and ended without one: the warning of a step that asked for a reboot (or waited on something a
- * reboot settles) is answered once the run resumed and found it done.
+ * The steps of a run with the results its outcome counts. A step's warning counts unless the same
+ * step ran again later in the run and ended without one: the warning of a step that asked for a
+ * reboot (or waited on something a reboot settles) is answered once the run resumed and found it
+ * done. The step did change the machine before the reboot, so it counts as a success.
  */
-function resumedRunResult(phases: readonly PhaseResult[], lastPart: Result): Result {
+export function countedSteps(phases: readonly PhaseResult[]): StepResult[] {
   const steps = phases.flatMap((p) => p.steps);
   const settled = (step: StepResult, i: number): boolean => steps.slice(i + 1).some((later) => later.id === step.id && later.result !== undefined && later.result !== 'warning');
-  return worstResult([lastPart, ...steps.map((step, i) => (step.result === 'warning' && settled(step, i) ? 'success' : (step.result ?? 'skipped')))]);
+  return steps.map((step, i) => (step.result === 'warning' && settled(step, i) ? { ...step, result: 'success' } : step));
+}
+
+/**
+ * The warnings of a run, as its summary and its history count them: each step that ended with a
+ * warning (and was not settled later in the run), and each warning logged other than by one of them.
+ */
+export function warningCount(doc: Pick<RunResultDocument, 'phases' | 'warnings'>): number {
+  const warned = new Set(countedSteps(doc.phases).filter((s) => s.result === 'warning').map((s) => s.id));
+  return warned.size + (doc.warnings ?? []).filter((w) => !(w.step && warned.has(w.step))).length;
+}
+
+/**
+ * The result of a run that went on after a reboot: the worst of every step of every part (as
+ * countedSteps counts them) and of the last part's own end.
+ */
+function resumedRunResult(phases: readonly PhaseResult[], lastPart: Result): Result {
+  return worstResult([lastPart, ...countedSteps(phases).map((step) => step.result ?? 'skipped')]);
 }
 
 /** Folds events into a result document; pure. */
