@@ -22,6 +22,8 @@ export interface KubeadmPaths {
    * kubelet's credentials, which then inherit it). Linux uses mode 0700 on the run directory.
    */
   privateDirs: string[];
+  /** Folders whose contents `kubeadm reset` deletes (its own and the kubelet's, the certificates, etcd's data). */
+  resetEmpties: string[];
 }
 
 export function kubeadmPaths(os: OperatingSystem): KubeadmPaths {
@@ -37,6 +39,7 @@ export function kubeadmPaths(os: OperatingSystem): KubeadmPaths {
       criSocket: 'npipe:////./pipe/containerd-containerd',
       takenFiles: (command, controlPlane) => takenFiles('C:\\etc\\kubernetes', '\\', command, controlPlane),
       privateDirs: [runDir, 'C:\\etc\\kubernetes', 'C:\\var\\lib\\kubelet\\pki'],
+      resetEmpties: ['C:\\etc\\kubernetes', 'C:\\var\\lib\\kubelet', 'C:\\var\\lib\\etcd'],
     };
   }
   return {
@@ -49,6 +52,7 @@ export function kubeadmPaths(os: OperatingSystem): KubeadmPaths {
     criSocket: 'unix:///var/run/containerd/containerd.sock',
     takenFiles: (command, controlPlane) => takenFiles('/etc/kubernetes', '/', command, controlPlane),
     privateDirs: [],
+    resetEmpties: ['/etc/kubernetes', '/var/lib/kubelet', '/var/lib/etcd'],
   };
 }
 

@@ -63,6 +63,23 @@ describe('machineadm init with the kubeadm stand-in', () => {
     expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(true);
   });
 
+  it.each([
+    ['a retry after a transient failure', [] as string[], { KUBEADM_STANDIN_FAIL_PHASE: 'kubelet-start', KUBEADM_STANDIN_FAIL_TIMES: '1' }],
+    ['--force over a join that failed halfway', ['--force'], {}],
+  ])('keeps the certificates and static pods spec.files wrote through the kubeadm reset before %s', (_case, flags, env) => {
+    const pem = (what: string) => ({ path: `/etc/kubernetes/pki/${what}`, content: `-----BEGIN ${what}-----\nx\n-----END ${what}-----\n`, mode: what.endsWith('.key') ? '0600' : '0644' });
+    const files = [...['ca.crt', 'ca.key', 'sa.key', 'sa.pub', 'front-proxy-ca.crt', 'front-proxy-ca.key'].map(pem), { path: '/etc/kubernetes/manifests/kube-vip.yaml', content: 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: kube-vip\n', mode: '0600' }];
+    const m = machine({ ...worker, retries: flags.length ? 0 : 1, role: 'control-plane', controlPlane: { localAPIEndpoint: { advertiseAddress: '10.0.0.12', bindPort: 6443 } } }, { files });
+    if (flags.length) expect(machineadm(m, ['init'], { KUBEADM_STANDIN_FAIL_PHASE: 'kubelet-start' }).status).toBe(1);
+    const run = machineadm(m, ['init', ...flags], env);
+    expect(run.status, run.all).toBe(0);
+    expect(kubeadmCalls(m).map((c) => c.argv[0]).filter((c) => c !== 'version')).toEqual(['join', 'reset', 'join']);
+    for (const file of files.filter((f) => f.path !== '/etc/kubernetes/pki/ca.crt')) {
+      expect(readFileSync(join(m.root, file.path), 'utf8'), file.path).toBe(file.content);
+      expect((statSync(join(m.root, file.path)).mode & 0o777).toString(8), file.path).toBe(file.mode.slice(1));
+    }
+  });
+
   it('copies the patches directory next to its own kubelet patch, and passes the verbosity', () => {
     const patch = { path: '/etc/kubeadm/patches/kubeletconfiguration0+merge.yaml', content: 'serializeImagePulls: false\n' };
     const m = machine({ ...worker, patchesDirectory: '/etc/kubeadm/patches', verbosity: 3 }, { files: [patch] });
@@ -146,6 +163,19 @@ describe('machineadm init with the kubeadm stand-in', () => {
       expect(kubeadmCalls(m).map((c) => c.argv[0]).filter((c) => c !== 'version')).toEqual(['reset', 'join']);
     },
   );
+
+  it('machineadm reset removes the backups kubeadm keeps in /etc/kubernetes/tmp (an etcd copy after an upgrade) and the folders made for them', () => {
+    const m = machine(worker);
+    expect(machineadm(m, ['init']).status).toBe(0);
+    const backup = join(m.root, 'etc/kubernetes/tmp/kubeadm-backup-etcd-2026-12-07-19-00-00/etcd/member/snap');
+    mkdirSync(backup, { recursive: true });
+    writeFileSync(join(backup, 'db'), 'the cluster\'s secrets\n');
+    const reset = spawnSync(join(NODE_BIN, 'node'), ['bin/machineadm.js', 'reset', '--root', m.root], { cwd: REPO, encoding: 'utf8', timeout: 60_000, env: { ...process.env, PATH: TEST_PATH, KUBEADM_STANDIN_VERSION: 'v1.31.2', KUBEADM_STANDIN_LOG: m.log, MACHINEADM_KUBEADM_ROOTFS: '1' } });
+    expect(reset.status, reset.stdout + reset.stderr).toBe(0);
+    expect(kubeadmCalls(m).find((c) => c.argv[0] === 'reset')!.argv).toEqual(['reset', '-f', '--cri-socket', 'unix:///var/run/containerd/containerd.sock', '--cleanup-tmp-dir', '--rootfs', m.root]);
+    expect(existsSync(join(m.root, 'etc'))).toBe(false);
+    expect(reset.stdout + reset.stderr).not.toContain('left in place');
+  });
 
   it('fails at kubelet-start with exit 1, naming the phase and showing the output tail', () => {
     const m = machine(worker);

@@ -99,7 +99,7 @@ function machine() {
       }
       if (argv[1] === 'reset') {
         // kubeadm reset: stops the kubelet, removes its kubeconfig files and empties its folders.
-        expect(argv).toEqual(['kubeadm', 'reset', '-f', '--cri-socket', 'npipe:////./pipe/containerd-containerd']);
+        expect(argv).toEqual(['kubeadm', 'reset', '-f', '--cri-socket', 'npipe:////./pipe/containerd-containerd', '--cleanup-tmp-dir']);
         await sim.stopService('kubelet');
         for (const file of ['C:\\var\\lib\\kubelet\\kubeadm-flags.env', 'C:\\var\\lib\\kubelet\\config.yaml', 'C:\\etc\\kubernetes\\kubelet.conf', 'C:\\etc\\kubernetes\\pki\\ca.crt']) await kubeadmFs.remove(file);
         await kubeadmFs.removeFolderIfEmpty('C:\\etc\\kubernetes\\pki');
@@ -182,7 +182,7 @@ describe.each(EXAMPLES)('%s on the simulated Windows machine: init, then reset',
     expect(m.sim.calls.length).toBe(calls);
     expect(skipped['reset/windows/containers-feature']).toBe('the Containers feature stays installed (other software may use it; Uninstall-WindowsFeature Containers removes it, with a restart)');
     expect(planned).toEqual([
-      'reset/kubeadm/join: run kubeadm reset -f --cri-socket npipe:////./pipe/containerd-containerd',
+      'reset/kubeadm/join: run kubeadm reset -f --cri-socket npipe:////./pipe/containerd-containerd --cleanup-tmp-dir',
       'reset/domain/join: leave corp.example; restart the machine',
       'reset/windows/firewall: remove firewall rule machineadm-kubelet',
       'reset/windows/kubelet-service: delete service kubelet',

@@ -10,7 +10,7 @@ import { MACHINEADM_PATCH } from '../render.ts';
 import { kubeadmPaths } from '../paths.ts';
 import { isTransient, parseKubeadmFailure, scrubKubeadmOutput } from '../output.ts';
 import { KUBEADM_ROOTFS_ENV, OUTPUT_TAIL_LINES, type Command, kubernetesOf, joinPath, kubeadmUnderRoot, rootfsArgs, kubeadmArgv, kubeadmFound, render, renderShown, chooseOrFail, readSecrets, secretValues } from './kubeadm-inputs.ts';
-import { currentKubeadmVersion, kubeletLogTail, hintFor, kubeadmLeftover, missingCertificates, userPatches, leftoverRefusal, LEFTOVER_HINT, planChanges } from './kubeadm-machine.ts';
+import { currentKubeadmVersion, kubeletLogTail, hintFor, kubeadmLeftover, missingCertificates, userPatches, leftoverRefusal, LEFTOVER_HINT, planChanges, filesResetDeletes, putBack } from './kubeadm-machine.ts';
 import { kubeadmUndo, kubeadmUndoRecord } from './kubeadm-undo.ts';
 import { offlineImageIssues } from './offline-images.ts';
 
@@ -106,6 +106,8 @@ export function kubeadmStep(command: Command): Step {
       const rendered = render(ctx, k, choice, secrets, kubeadmVersion);
       const configFile = paths.configFile(command);
       const argv = kubeadmArgv(command, k, paths, ctx, program);
+      // As the files step left them, before any kubeadm of this run changed them.
+      const kept = await filesResetDeletes(ctx, paths);
       const reset = async (): Promise<void> => {
         // The socket is named because a half-joined node has no Node object to read it from, and
         // kubeadm's own detection fails when a second runtime's socket exists.
@@ -114,6 +116,7 @@ export function kubeadmStep(command: Command): Step {
           .catch((error: unknown) => ({ exitCode: -1, error }));
         // A reset that fails is reported; the next kubeadm run says what it left behind.
         if (result.exitCode !== 0) ctx.log(`kubeadm reset -f did not succeed (exit code ${result.exitCode})`, 'warning');
+        await putBack(ctx, kept);
       };
 
       if (paths.privateDirs.length > 0) {

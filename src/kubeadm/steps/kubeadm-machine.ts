@@ -140,3 +140,38 @@ export function planChanges(ctx: StepContext, command: Command, k: KubernetesSpe
   changes.push({ action: 'run', target: kubeadmArgv(command, k, paths, ctx).join(' '), detail: `timeout ${k.timeoutSeconds}s${retries}` });
   return changes;
 }
+
+export interface KeptFile {
+  path: string;
+  bytes: Buffer;
+  mode: number;
+  owner: string;
+}
+
+/**
+ * The files spec.files wrote where `kubeadm reset` deletes everything (the cluster's certificates
+ * a control plane brings as files, a static pod such as kube-vip's): read before a reset that
+ * precedes a join, so the join that follows finds them as the files step left them.
+ */
+export async function filesResetDeletes(ctx: StepContext, paths: KubeadmPaths): Promise<KeptFile[]> {
+  const sep = ctx.facts.os === 'windows' ? '\\' : '/';
+  const kept: KeptFile[] = [];
+  for (const file of ctx.config.spec.files ?? []) {
+    if (!paths.resetEmpties.some((dir) => file.path.startsWith(dir + sep))) continue;
+    const info = await ctx.host.fs.stat(file.path);
+    if (info?.kind !== 'file') continue;
+    const bytes = await ctx.host.fs.readFile(file.path);
+    if (bytes !== undefined) kept.push({ path: file.path, bytes, mode: info.mode, owner: `${info.uid}:${info.gid}` });
+  }
+  return kept;
+}
+
+/** Writes back what the reset deleted or changed of them, with the mode and owner they had. */
+export async function putBack(ctx: StepContext, kept: readonly KeptFile[]): Promise<void> {
+  for (const file of kept) {
+    const now = await ctx.host.fs.readFile(file.path);
+    if (now !== undefined && now.equals(file.bytes)) continue;
+    // Not a change of its own: the files step's record of these bytes stays the record.
+    await ctx.host.fs.writeFile(file.path, file.bytes, { mode: file.mode, owner: file.owner, backup: false });
+  }
+}

@@ -30,6 +30,15 @@ export async function kubeadmLeavings(ctx: UndoContext): Promise<{ cni: string[]
   return { cni, dirs };
 }
 
+/**
+ * kubeadm reset as machineadm reset runs it. --cleanup-tmp-dir: kubeadm leaves /etc/kubernetes/tmp
+ * otherwise, where `kubeadm upgrade` keeps its backups (a copy of etcd's data, with every Secret of
+ * the cluster), on a machine given back for reuse.
+ */
+export function kubeadmResetArgv(ctx: UndoContext, program: string): [string, ...string[]] {
+  return [program, 'reset', '-f', '--cri-socket', kubeadmPaths(ctx.facts.os).criSocket, '--cleanup-tmp-dir', ...rootfsArgs(ctx)];
+}
+
 export const kubeadmUndo: Undo = {
   summary: 'kubeadm reset: the node leaves the cluster, the kubelet stops, kubeadm\'s files, the CNI configuration and the folders made for them go',
   async check(ctx) {
@@ -41,7 +50,7 @@ export const kubeadmUndo: Undo = {
     for (const file of new Set([...paths.takenFiles('init', true), ...paths.takenFiles('join', false)])) if (await ctx.host.fs.exists(file)) taken.push(file);
     const { cni, dirs } = await kubeadmLeavings(ctx);
     const changes: Change[] = [];
-    if (taken.length) changes.push({ action: 'run', target: ['kubeadm', 'reset', '-f', '--cri-socket', paths.criSocket, ...rootfsArgs(ctx)].join(' '), detail: `${taken.join(', ')} ${taken.length === 1 ? 'is' : 'are'} there; kubeadm stops the kubelet and empties its folders` });
+    if (taken.length) changes.push({ action: 'run', target: kubeadmResetArgv(ctx, 'kubeadm').join(' '), detail: `${taken.join(', ')} ${taken.length === 1 ? 'is' : 'are'} there; kubeadm stops the kubelet and empties its folders` });
     for (const file of cni) changes.push({ action: 'delete', target: file, detail: 'CNI configuration (kubeadm reset leaves it)' });
     for (const dir of dirs) changes.push({ action: 'delete', target: `${dir}/`, detail: 'folder that was not there before the first join' });
     if (changes.length === 0) return { done: true, changes };
@@ -50,12 +59,11 @@ export const kubeadmUndo: Undo = {
   },
   async apply(ctx, check) {
     const { fs, proc } = ctx.host;
-    const paths = kubeadmPaths(ctx.facts.os);
     if (check.changes.some((c) => c.action === 'run')) {
       const program = await kubeadmFound(ctx);
       if (!program) throw new StepDetailsError('kubeadm is not installed (not found on PATH): the node cannot be reset', {}, { hint: 'install kubeadm again, or run "kubeadm reset -f" yourself and then machineadm reset' });
       const lines: string[] = [];
-      const result = await proc.run([program, 'reset', '-f', '--cri-socket', paths.criSocket, ...rootfsArgs(ctx)], {
+      const result = await proc.run(kubeadmResetArgv(ctx, program), {
         timeoutMs: 5 * 60_000,
         allowFailure: true,
         onLine: (line) => {
