@@ -5,6 +5,7 @@
 import { ConfigError, type ConfigIssue } from '../errors.ts';
 import { formatPath, isPlainObject, type PathSegment } from '../config/schema/dsl.ts';
 import { API_VERSION, machineConfigJsonSchema } from '../config/schema/index.ts';
+import { KUBEADM_MAX_VERBOSITY } from '../config/schema/kubernetes.ts';
 import { TrackedDocument, type ImportNote, type Path } from './tracked.ts';
 import { CAPI_ENV, clusterConfiguration, initConfiguration, joinConfiguration, type KubeadmShape } from './kubeadm.ts';
 import { machinePreparation } from './machine.ts';
@@ -176,7 +177,10 @@ export function importClusterApi(input: unknown, options: ImportOptions): Import
   joinConfiguration(doc, [...kind.spec, 'joinConfiguration'], shape, kubernetes);
   if (shape.bootstrap === 'init' && kubernetes.controlPlaneEndpoint === undefined) kubernetes.controlPlaneEndpoint = { valueFrom: { env: 'MACHINEADM_CAPI_ENDPOINT' } };
   const verbosity = doc.number([...kind.spec, 'verbosity']);
-  if (verbosity !== undefined) kubernetes.verbosity = verbosity;
+  if (verbosity !== undefined) kubernetes.verbosity = Math.min(verbosity, KUBEADM_MAX_VERBOSITY);
+  if (verbosity !== undefined && verbosity > KUBEADM_MAX_VERBOSITY) {
+    doc.note([...kind.spec, 'verbosity'], `kubeadm --v=${verbosity} prints API request headers and bodies, which carry the bootstrap token: machineadm passes --v=${KUBEADM_MAX_VERBOSITY} at most`);
+  }
   addUninitializedTaint(doc, kubernetes, shape);
   if (kind.controlPlane && shape.bootstrap === 'init') {
     addKubeletLocalMode(kubernetes);

@@ -289,3 +289,16 @@ describe('an import refuses a cloud-init template where machineadm would pass it
     expect(kubernetesOf(doc).node.taints[0]).toEqual({ key: 'example.com/host', value: '{{ v1.instance_id }}', effect: 'NoSchedule' });
   });
 });
+
+describe('kubeadm verbosity', () => {
+  it.each([
+    [5, 5, false],
+    [8, 6, true],
+  ])('imports verbosity %i as %i, saying why when it is lowered', (given, imported, noted) => {
+    const { config, notes } = importClusterApi(joining({ verbosity: given }), { source: 'test', join: true });
+    expect(((config.spec as Json).kubernetes as Json).verbosity).toBe(imported);
+    const note = notes.find((n) => n.path === 'spec.verbosity');
+    if (noted) expect(note?.message).toContain('prints API request headers and bodies, which carry the bootstrap token: machineadm passes --v=6 at most');
+    else expect(note).toBeUndefined();
+  });
+});

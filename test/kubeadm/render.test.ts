@@ -81,3 +81,13 @@ describe('renderKubeadm', () => {
     });
   });
 });
+
+describe('spec.kubernetes.verbosity', () => {
+  it('is refused above 6, where kubeadm prints API request headers and bodies that carry the bootstrap token', () => {
+    const base = { controlPlaneEndpoint: '10.0.0.10:6443', token: { valueFrom: { file: '/t' } }, caCertHashes: [HASH] };
+    expect(parseWith(kubernetesSection, { ...base, verbosity: 6 }).value?.verbosity).toBe(6);
+    const refused = parseWith(kubernetesSection, { ...base, verbosity: 8 });
+    expect(refused.value).toBeUndefined();
+    expect(refused.issues.map((i) => `${i.path.join('.')}: ${i.message}`)).toEqual(['verbosity: must be at most 6']);
+  });
+});

@@ -27,6 +27,9 @@ import { isExactKubernetesVersion, KUBERNETES_VERSION_SHAPE, kubernetesVersionPr
 import { secret, type SecretSource } from './secret-field.ts';
 import { installSection } from './install.ts';
 
+/** The highest kubeadm --v that prints no request headers or bodies (see verbosity below). */
+export const KUBEADM_MAX_VERBOSITY = 6;
+
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const QUALIFIED_NAME_PART = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 
@@ -299,7 +302,9 @@ export const kubernetesSection = object(
     controlPlane: optional(controlPlaneSection),
     discoveryFile: optional(string({ pattern: /^\/[^\0]*$/, patternHint: 'an absolute path, e.g. /etc/kubernetes/discovery.conf', description: 'join: a kubeconfig file on the machine that holds the cluster CA and API server address, used instead of token discovery (kubeadm discovery.file)', example: '/etc/kubernetes/discovery.conf' })),
     patchesDirectory: optional(string({ pattern: /^\/[^\0]*$/, patternHint: 'an absolute path, e.g. /etc/kubeadm/patches', description: 'a directory of kubeadm patch files (target[suffix][+type].yaml) applied to the components kubeadm writes; machineadm adds its own kubelet patch to it', example: '/etc/kubeadm/patches' })),
-    verbosity: optional(integer({ min: 0, max: 10, description: 'kubeadm log level (kubeadm --v); -vv and -vvv on the command line win over it', example: 5 })),
+    // Above 6 kubeadm prints its API requests' headers and bodies, which carry the bootstrap token
+    // in forms machineadm's scrubbing cannot know (base64 in a Secret's data).
+    verbosity: optional(integer({ min: 0, max: KUBEADM_MAX_VERBOSITY, description: 'kubeadm log level (kubeadm --v), at most 6: higher levels print API request headers and bodies, which carry the bootstrap token; -vv and -vvv on the command line win over it', example: 5 })),
     kubeadmTimeouts: optional(
       object(
         {
