@@ -88,7 +88,7 @@ export class RootedReader extends RootedPaths {
    * mounted secret is a link), but what it names must be a regular file of at most `maxBytes`:
    * a FIFO would block the open until some writer came, and a device or a huge file fill memory.
    */
-  async readSmallFile(machinePath: string, maxBytes: number): Promise<{ bytes: Buffer } | { problem: 'missing' | 'not-a-file' | 'too-large'; size?: number }> {
+  async readSmallFile(machinePath: string, maxBytes: number): Promise<{ bytes: Buffer; mode: number } | { problem: 'missing' | 'not-a-file' | 'too-large'; size?: number }> {
     const real = await this.resolve(machinePath);
     const st = await fsp.stat(real).catch((e: NodeJS.ErrnoException) => {
       if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return undefined;
@@ -98,7 +98,8 @@ export class RootedReader extends RootedPaths {
     if (!st.isFile()) return { problem: 'not-a-file' };
     if (st.size > maxBytes) return { problem: 'too-large', size: st.size };
     const bytes = await this.readUpTo(machinePath, maxBytes);
-    return bytes === undefined ? { problem: 'too-large' } : { bytes };
+    // The mode of the file read, not of a link to it: a key's reader checks who else may read it.
+    return bytes === undefined ? { problem: 'too-large' } : { bytes, mode: st.mode & 0o7777 };
   }
 
   /**

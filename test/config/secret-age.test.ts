@@ -1,7 +1,7 @@
 // age envelopes decrypted with the machine's identity: inline armor, files (armored or binary, made
 // by the real age tool), downloads over HTTPS with a test CA; refusals of a shared identity, an
 // envelope for another machine, a damaged one; the identity and the value kept out of every message.
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -121,6 +121,22 @@ describe('age envelopes', () => {
     expect(error.exitCode).toBe(2);
     expect(error.text).toContain('mode 0644');
     expect(error.text).toContain(`chmod 0600 ${ID}`);
+  });
+
+  it('refuses (exit 2) an identity reached through a link to a file others can read', async () => {
+    copyFileSync(at(ID), at('etc/machineadm/shared-identity.txt'));
+    chmodSync(at('etc/machineadm/shared-identity.txt'), 0o644);
+    rmSync(at('etc/machineadm/linked.txt'), { force: true });
+    symlinkSync('shared-identity.txt', at('etc/machineadm/linked.txt'));
+    const error = await failure(read({ armor: ageEncrypt(recipient, VALUE, true).toString(), identity: '/etc/machineadm/linked.txt' }));
+    expect(error.exitCode).toBe(2);
+    expect(error.text).toContain('mode 0644');
+  });
+
+  it('opens an envelope with an identity reached through a link to a file of mode 0600', async () => {
+    rmSync(at('etc/machineadm/mounted.txt'), { force: true });
+    symlinkSync('age-identity.txt', at('etc/machineadm/mounted.txt'));
+    expect(await read({ armor: ageEncrypt(recipient, VALUE, true).toString(), identity: '/etc/machineadm/mounted.txt' })).toBe(VALUE);
   });
 
   it('refuses (exit 2) a missing identity, naming the default path', async () => {

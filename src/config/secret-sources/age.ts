@@ -50,9 +50,9 @@ async function readIdentities(reference: AgeReference, read: SecretRead): Promis
     throw secretRefused(read, found.problem === 'missing' ? `the age identity ${path} does not exist` : `the age identity ${path} is not a small regular file`, 'bake the identity into the image (age-keygen -o, mode 0600) or write it before machineadm runs; or name it as identity');
   }
   // A key others on the machine can read opens every envelope sealed to it: refused, not used.
-  const info = await read.host.fs.stat(path);
-  if (read.host.fs.platform === 'linux' && info?.kind === 'file' && (info.mode & 0o077) !== 0) {
-    throw secretRefused(read, `the age identity ${path} can be read by others (mode ${(info.mode & 0o777).toString(8).padStart(4, '0')})`, `chmod 0600 ${path}, owned by root`);
+  // The mode is the file's, through any link to it (a mounted secret is a link, its mode 0777).
+  if (read.host.fs.platform === 'linux' && (found.mode & 0o077) !== 0) {
+    throw secretRefused(read, `the age identity ${path} can be read by others (mode ${(found.mode & 0o777).toString(8).padStart(4, '0')})`, `chmod 0600 ${path}, owned by root`);
   }
   const keys = found.bytes
     .toString('utf8')
