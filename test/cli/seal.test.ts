@@ -68,6 +68,15 @@ describe('machineadm seal', () => {
     expect(out.stderr).not.toContain('AGE-SECRET-KEY-1QQQ');
   });
 
+  it('refuses a file given with -R that holds no recipients (exit 2), naming its line but not its content', async () => {
+    writeFileSync(join(dir, 'token.txt'), 'db-password-hunter2\n');
+    const out = await seal(['-r', recipients[0]!, '-R', 'token.txt'], 'secret');
+    expect(out.code).toBe(2);
+    expect(out.stdout).toBe('');
+    expect(out.stderr).toContain(`${join(dir, 'token.txt')}:1: not an age recipient`);
+    expect(out.stderr).not.toContain('hunter2');
+  });
+
   it('refuses an empty secret (exit 2)', async () => {
     const out = await seal(['-r', recipients[0]!], '');
     expect(out.code).toBe(2);

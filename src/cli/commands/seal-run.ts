@@ -16,7 +16,9 @@ export interface SealOptions {
 const RECIPIENT = /^age1(pq1)?[02-9ac-hj-np-z]+$/;
 
 export async function runSeal(options: SealOptions, io: Io): Promise<number> {
-  const recipients = [...(options.recipient ?? []).map((r) => ({ r: r.trim(), from: '-r' }))];
+  // `shown`: what a refusal may quote. A line of a file is never quoted (as age does not): a file
+  // given with -R in place of --in would otherwise put the secret on the console.
+  const recipients = [...(options.recipient ?? []).map((r) => ({ r: r.trim(), from: '-r', shown: `${JSON.stringify(r.trim().slice(0, 80))} ` }))];
   for (const file of options.recipientsFile ?? []) {
     const path = resolve(io.cwd, file);
     const text = await readOperatorFile(path, 'recipients file');
@@ -25,18 +27,20 @@ export async function runSeal(options: SealOptions, io: Io): Promise<number> {
       .split(/\r?\n/)
       .forEach((line, i) => {
         const r = line.trim();
-        if (r !== '' && !r.startsWith('#')) recipients.push({ r, from: `${path}:${i + 1}` });
+        if (r !== '' && !r.startsWith('#')) recipients.push({ r, from: `${path}:${i + 1}`, shown: '' });
       });
   }
   if (recipients.length === 0) throw new UsageError('seal needs at least one recipient', { hint: 'give -r age1... (age-keygen -y IDENTITY prints a machine\'s) or -R FILE' });
   const encrypter = new Encrypter();
-  for (const { r, from } of recipients) {
+  for (const { r, from, shown } of recipients) {
     if (r.startsWith('AGE-SECRET-KEY-')) throw new UsageError(`${from}: that is an identity (a secret key), not a recipient`, { hint: 'give its public recipient: age-keygen -y IDENTITY-FILE; and keep the identity off this command line' });
-    if (!RECIPIENT.test(r)) throw new UsageError(`${from}: ${JSON.stringify(r.slice(0, 80))} is not an age recipient`, { hint: 'a recipient starts with age1 (age-keygen -y IDENTITY prints it); SSH and plugin recipients are not supported' });
+    const notOne = `${from}: ${shown}${shown ? 'is ' : ''}not an age recipient`;
+    const hint = 'a recipient starts with age1 (age-keygen -y IDENTITY prints it); SSH and plugin recipients are not supported; the secret itself goes in with --in FILE or standard input';
+    if (!RECIPIENT.test(r)) throw new UsageError(notOne, { hint });
     try {
       encrypter.addRecipient(r);
     } catch (error) {
-      throw new UsageError(`${from}: ${JSON.stringify(r.slice(0, 80))} is not an age recipient: ${(error as Error).message}`);
+      throw new UsageError(`${notOne}${shown ? `: ${(error as Error).message}` : ''}`, { hint });
     }
   }
   const secret = options.in === undefined || options.in === '-' ? await io.readStdin(MAX_SECRET_FILE_BYTES + 1) : await readOperatorFile(resolve(io.cwd, options.in), 'secret');
