@@ -125,6 +125,15 @@ describe.skipIf(skip)('minisign and signify interoperability', () => {
     expect(readFileSync(join(dir, 'other.ours2.minisig'), 'utf8')).toMatch(/^trusted comment: timestamp:\d+\tfile:other\thashed$/m);
   });
 
+  it('refuses (exit 2) to write the public key over the secret key it just made', async () => {
+    for (const force of [[], ['-f']]) {
+      const run = await cli('keygen', '-p', 'both.key', '-s', './both.key', ...force);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain(`${join(dir, 'both.key')} for both the public and the secret key`);
+      expect(existsSync(join(dir, 'both.key'))).toBe(false);
+    }
+  });
+
   it('signs with a password-encrypted minisign key, and says so when the password is wrong', async () => {
     const made = spawnSync('minisign', ['-G', '-p', 'enc.pub', '-s', 'enc.key'], { cwd: dir, input: 'correct horse\ncorrect horse\n', encoding: 'utf8' });
     expect(made.status, made.stderr).toBe(0);

@@ -118,6 +118,8 @@ export async function runKeygen(options: KeygenOptions, io: Io): Promise<number>
   const { generateKeyPair } = await import('../../verify/sign.ts');
   const pubPath = resolve(io.cwd, options.publicKeyFile);
   const keyPath = resolve(io.cwd, options.secretKeyFile);
+  // The public key is written second: it would replace the secret key, which would be lost.
+  if (pubPath === keyPath) throw new UsageError(`keygen was given ${keyPath} for both the public and the secret key`, { hint: 'give each its own file: -p machineadm.pub -s machineadm.key' });
   if (!options.force) {
     for (const p of [keyPath, pubPath]) {
       if (await host.local.exists(p)) throw new UsageError(`${p} already exists; not overwriting a key`, { hint: 'choose other paths, or add --force' });
