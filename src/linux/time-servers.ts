@@ -48,7 +48,9 @@ export function renderChronySources(servers: readonly string[]): string {
 }
 
 export function renderTimesyncd(servers: readonly string[]): string {
-  return `# Written by machineadm from spec.timeServers.\n[Time]\nNTP=${servers.join(' ')}\n`;
+  // Each NTP= adds to the servers of the files read before (timesyncd.conf first), and timesyncd
+  // keeps to the first that answers: the empty one drops theirs, so these are the ones in use.
+  return `# Written by machineadm from spec.timeServers.\n[Time]\nNTP=\nNTP=${servers.join(' ')}\n`;
 }
 
 /** chrony.conf with machineadm's block put in place of an earlier one, or added at the end. */

@@ -33,8 +33,8 @@ const read = (root: string, path: string) => readFileSync(join(root, path), 'utf
 describe('prepare/time-servers', () => {
   it.each([
     ["Debian's chrony (a sourcedir under /etc)", { '/etc/chrony/chrony.conf': DEBIAN_CHRONY }, '/etc/chrony/sources.d/machineadm.sources', '# Written by machineadm from spec.timeServers.\nserver 0.pool.ntp.org iburst\nserver 10.0.0.1 iburst\n', 'chronyc reload sources'],
-    ['systemd-timesyncd', { '/etc/systemd/timesyncd.conf': '[Time]\n#NTP=\n' }, '/etc/systemd/timesyncd.conf.d/machineadm.conf', '# Written by machineadm from spec.timeServers.\n[Time]\nNTP=0.pool.ntp.org 10.0.0.1\n', 'systemctl restart systemd-timesyncd'],
-    ['a root with neither (timesyncd assumed)', {}, '/etc/systemd/timesyncd.conf.d/machineadm.conf', '# Written by machineadm from spec.timeServers.\n[Time]\nNTP=0.pool.ntp.org 10.0.0.1\n', 'systemctl restart systemd-timesyncd'],
+    ['systemd-timesyncd', { '/etc/systemd/timesyncd.conf': '[Time]\n#NTP=\n' }, '/etc/systemd/timesyncd.conf.d/machineadm.conf', '# Written by machineadm from spec.timeServers.\n[Time]\nNTP=\nNTP=0.pool.ntp.org 10.0.0.1\n', 'systemctl restart systemd-timesyncd'],
+    ['a root with neither (timesyncd assumed)', {}, '/etc/systemd/timesyncd.conf.d/machineadm.conf', '# Written by machineadm from spec.timeServers.\n[Time]\nNTP=\nNTP=0.pool.ntp.org 10.0.0.1\n', 'systemctl restart systemd-timesyncd'],
   ])('writes its own file for %s; a rerun changes nothing', async (_layout, files, path, content, reload) => {
     const m = machine(files);
     const plan = await run(m, 'plan');
@@ -68,6 +68,21 @@ describe('prepare/time-servers', () => {
     expect(changed.stdout).toContain('-server 0.pool.ntp.org iburst');
     expect((await run(m, 'prepare')).code).toBe(0);
     expect(read(m.root, '/etc/chrony.conf')).toBe(`${REDHAT_CHRONY}\n# BEGIN machineadm spec.timeServers\nserver ntp.corp.example iburst\n# END machineadm spec.timeServers\n`);
+  });
+
+  it('gives systemd-timesyncd only these servers, even when timesyncd.conf names others', async () => {
+    const m = machine({ '/etc/systemd/timesyncd.conf': '[Time]\nNTP=ntp.ubuntu.com\n' });
+    expect((await run(m, 'prepare')).code).toBe(0);
+    // timesyncd.conf(5): each NTP= adds to the list the files read before it; an empty one resets it.
+    const servers: string[] = [];
+    for (const path of ['/etc/systemd/timesyncd.conf', '/etc/systemd/timesyncd.conf.d/machineadm.conf']) {
+      for (const [, value] of read(m.root, path).matchAll(/^NTP=(.*)$/gm)) {
+        if (value!.trim() === '') servers.length = 0;
+        else servers.push(...value!.trim().split(/\s+/));
+      }
+    }
+    expect(servers).toEqual(['0.pool.ntp.org', '10.0.0.1']);
+    expect(read(m.root, '/etc/systemd/timesyncd.conf')).toBe('[Time]\nNTP=ntp.ubuntu.com\n');
   });
 
   it('refuses a server that is not a host name or IP address in validation', async () => {
