@@ -316,6 +316,31 @@ describe.skipIf(skip)('spec.storage on loop devices', { timeout: 240_000 }, () =
     expect(blkid(`${device}p1`, 'UUID')).toBe(uuid);
   });
 
+  it('reset leaves mounted another filesystem that was mounted where machineadm had mounted its own', () => {
+    const device = disk(64);
+    const m = machine({
+      filesystems: [{ device, format: 'ext4', label: tag('swapped') }],
+      mounts: [{ device: `LABEL=${tag('swapped')}`, path: '/srv/swapped', format: 'ext4' }],
+    });
+    const target = join(m.root, 'srv/swapped');
+    const [init, unmounted, other, plan, reset, after] = inMountNamespace([
+      machineadm(m),
+      ['umount', target],
+      ['mount', '-t', 'tmpfs', '-o', 'size=1m', 'operator-tmpfs', target],
+      [NODE, MACHINEADM, 'reset', '--root', m.root, '--state-dir', m.state, '--devices', '--dry-run'],
+      [NODE, MACHINEADM, 'reset', '--root', m.root, '--state-dir', m.state, '--devices'],
+      ['findmnt', '-n', '-o', 'SOURCE', '--mountpoint', target],
+    ]);
+    expect(init!.code, init!.stderr + init!.stdout).toBe(0);
+    expect(unmounted!.code).toBe(0);
+    expect(other!.code, other!.stderr).toBe(0);
+    expect(plan!.stdout).not.toContain('unmount /srv/swapped');
+    expect(plan!.stdout).toContain(`keep /srv/swapped (/srv/swapped has operator-tmpfs (tmpfs) mounted on it, not LABEL=${tag('swapped')}: left mounted)`);
+    expect(reset!.code, reset!.stdout + reset!.stderr).toBe(0);
+    expect(reset!.stdout + reset!.stderr).toContain(`/srv/swapped has operator-tmpfs (tmpfs) mounted on it, not LABEL=${tag('swapped')}: left mounted`);
+    expect(after!.stdout.trim()).toBe('operator-tmpfs');
+  });
+
   it('reset unmounts what machineadm mounted, gives fstab back and removes the mount point it made; the partitions and filesystems stay; a busy mount fails reset (exit 1) until --force detaches it', () => {
     const device = disk(64);
     const m = machine({

@@ -6,9 +6,9 @@
 // running kernel's devices: under a scratch --root they are shown and skipped, unless --devices.
 import type { ApplyResult, Change, CheckResult, Step, StepContext, Undo, UndoContext } from '../../engine/step.ts';
 import { ConfigError, MachineadmError, ExitCode, type ConfigIssue } from '../../errors.ts';
-import type { Host } from '../../host/index.ts';
+import type { Host, MountedFilesystem } from '../../host/index.ts';
 import { partitionPath, sfdiskScript } from '../storage/layout.ts';
-import { mkfsArgv, planStorage, probeSignature, type StoragePlan } from '../storage/plan.ts';
+import { findTagged, mkfsArgv, planStorage, probeSignature, type StoragePlan } from '../storage/plan.ts';
 import { FSTAB, outsideEntries, renderFstab, mountOrder } from '../storage/fstab.ts';
 import { errorForField, inspectFile, inspectTarget, missingFolders, writeFiles, type DesiredFile } from '../../engine/managed-file.ts';
 
@@ -204,6 +204,8 @@ interface PlannedUnmount {
   path: string;
   mount: RecordedMount;
   mounted: boolean;
+  /** Another filesystem mounted there now (the operator's): left mounted. */
+  other?: MountedFilesystem;
   /** Folders machineadm made for it that are there now, deepest first. */
   folders: string[];
 }
@@ -215,12 +217,26 @@ async function plannedUnmounts(ctx: UndoContext): Promise<PlannedUnmount[]> {
   // Inner mounts first: a parent cannot be unmounted under a child.
   for (const path of mountOrder(Object.keys(recorded), (p) => p).reverse()) {
     const mount = recorded[path]!;
-    const mounted = inUse.some((m) => m.target === mount.target);
+    const here = inUse.filter((m) => m.target === mount.target).at(-1);
+    const other = here && !(await isDevice(ctx.host, mount.device, here)) ? here : undefined;
     const folders: string[] = [];
     for (const d of [...mount.created].reverse()) if ((await ctx.host.fs.stat(d))?.kind === 'directory') folders.push(d);
-    if (mounted || folders.length) out.push({ path, mount, mounted, folders });
+    if (here || folders.length) out.push({ path, mount, mounted: here !== undefined && !other, ...(other ? { other } : {}), folders });
   }
   return out;
+}
+
+/** Whether a mounted filesystem is on the device the configuration named (a path, LABEL= or UUID=). */
+async function isDevice(host: Host, device: string, mounted: MountedFilesystem): Promise<boolean> {
+  for (const node of device.startsWith('/dev/') ? [device] : await findTagged(host, device)) {
+    const found = await host.devices.lookup(node);
+    if (found.kind === 'block' && found.device.major === mounted.major && found.device.minor === mounted.minor) return true;
+  }
+  return false;
+}
+
+function leftMounted(p: PlannedUnmount): string {
+  return `${p.path} has ${p.other!.source} (${p.other!.fstype}) mounted on it, not ${p.mount.device}: left mounted`;
 }
 
 /**
@@ -238,7 +254,8 @@ function unmountAtReset(): Undo {
       if (planned.length === 0) return { done: true, changes: [] };
       const changes: Change[] = [];
       for (const p of planned) {
-        if (p.mounted || !ctx.host.devices.allowed) changes.push({ action: 'unmount', target: p.path, detail: `${p.mount.device}, mounted by machineadm${ctx.options.force ? '; lazily when busy (--force)' : ''}` });
+        if (p.other) changes.push({ action: 'keep', target: p.path, detail: leftMounted(p) });
+        else if (p.mounted || !ctx.host.devices.allowed) changes.push({ action: 'unmount', target: p.path, detail: `${p.mount.device}, mounted by machineadm${ctx.options.force ? '; lazily when busy (--force)' : ''}` });
         for (const d of p.folders) changes.push({ action: 'delete', target: `${d}/`, detail: 'mount point made by machineadm, when empty' });
       }
       const skip = deviceSkipReason(ctx);
@@ -246,7 +263,9 @@ function unmountAtReset(): Undo {
     },
     async apply(ctx) {
       const kept: string[] = [];
+      const warnings: string[] = [];
       for (const p of await plannedUnmounts(ctx)) {
+        if (p.other) warnings.push(leftMounted(p));
         if (p.mounted) {
           const result = await ctx.host.proc.run(['umount', p.mount.target], { timeoutMs: TOOL_TIMEOUT_MS, allowFailure: true });
           if (result.exitCode !== 0) {
@@ -265,7 +284,8 @@ function unmountAtReset(): Undo {
         }
         for (const d of p.folders) if (!(await ctx.host.fs.removeFolderIfEmpty(d))) kept.push(d);
       }
-      return kept.length ? { warning: `mount points left in place, something else is in them now: ${kept.join(', ')}` } : {};
+      if (kept.length) warnings.push(`mount points left in place, something else is in them now: ${kept.join(', ')}`);
+      return warnings.length ? { warning: warnings.join('; ') } : {};
     },
   };
 }
