@@ -34,7 +34,9 @@ param(
   [string] $Destination = (Join-Path $env:ProgramFiles 'machineadm\machineadm.exe'),
   # One string, split at spaces: `powershell -File` cannot pass an array (paths without spaces).
   [string] $Arguments = 'init',
-  [int] $Attempts = 5
+  [int] $Attempts = 5,
+  # A download that sends nothing for this long is given up and tried again, like one that breaks off.
+  [int] $StallSeconds = 60
 )
 
 Set-StrictMode -Version Latest
@@ -74,12 +76,27 @@ function Receive-Binary([string] $Uri, [string] $Path, [bool] $Inflate) {
     if ($Inflate) { $source = New-Object IO.Compression.GZipStream($source, [IO.Compression.CompressionMode]::Decompress) }
     $sha = [Security.Cryptography.SHA256]::Create()
     $hashing = New-Object Security.Cryptography.CryptoStream([IO.File]::Create($Path), $sha, [Security.Cryptography.CryptoStreamMode]::Write)
+    # Each read is cancelled after $StallSeconds without a byte: once the headers are in, neither
+    # HttpClient's Timeout nor the connection ends a transfer that stalls, and the loader would wait
+    # forever instead of trying again.
+    $stalled = New-Object Threading.CancellationTokenSource
+    $buffer = New-Object byte[] 1048576
     try {
-      $source.CopyTo($hashing, 1048576)
+      while ($true) {
+        $stalled.CancelAfter([TimeSpan]::FromSeconds($StallSeconds))
+        try {
+          $count = $source.ReadAsync($buffer, 0, $buffer.Length, $stalled.Token).GetAwaiter().GetResult()
+        } catch [OperationCanceledException] {
+          throw "no data from $Uri for $StallSeconds s"
+        }
+        if ($count -eq 0) { break }
+        $hashing.Write($buffer, 0, $count)
+      }
       $hashing.FlushFinalBlock()
     } finally {
       $hashing.Dispose()
       $source.Dispose()
+      $stalled.Dispose()
     }
     return @{ Status = [int]$response.StatusCode; Sha256 = ([BitConverter]::ToString($sha.Hash) -replace '-', '').ToLowerInvariant() }
   } finally {

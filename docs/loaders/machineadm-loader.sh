@@ -32,6 +32,11 @@
 # Exit codes: those of machineadm once it runs; before that 1 download failed, 2 bad settings,
 # 3 verification failed or a compressed file did not inflate (nothing was installed or run).
 set -eu
+# What it creates (the install folder, the binary, its .minisig) must not be writable by others
+# whatever umask it was started with: someone who can write the binary between its verification
+# and its run decides what runs. machineadm gets the umask the loader was given.
+given_umask=$(umask)
+umask 022
 
 say() { printf 'machineadm-loader: %s\n' "$*" >&2; }
 fail() { code=$1; shift; say "error: $*"; exit "$code"; }
@@ -54,6 +59,12 @@ if [ -z "$arch" ]; then
     *) fail 2 "unsupported machine $(uname -m); set MACHINEADM_ARCH" ;;
   esac
 fi
+# Another name (amd64, aarch64: what other tools call them) is a file no release has: a setting to
+# fix, not a download to retry.
+case $arch in
+  x64 | arm64) ;;
+  *) fail 2 "MACHINEADM_ARCH must be x64 or arm64, not '$arch'" ;;
+esac
 name=machineadm-linux-$arch
 base=${base%/}
 
@@ -198,4 +209,5 @@ mv -f "$dest.loader-tmp" "$dest"
 [ "$#" -gt 0 ] || set -- init
 rm -rf "$work"
 trap - EXIT
+umask "$given_umask"
 exec "$dest" "$@"

@@ -49,8 +49,10 @@ let requests: string[] = [];
 const flaky = new Set<string>();
 /** Paths that break off halfway through their first body only. */
 const brokenOnce = new Set<string>();
+/** Paths that stall halfway through their first body only (the connection stays open, silent). */
+const stalledOnce = new Set<string>();
 
-function answer(path: string): { status: number; body?: Buffer | string; breakOff?: boolean } {
+function answer(path: string): { status: number; body?: Buffer | string; breakOff?: boolean; stall?: boolean } {
   const [, kind, file] = /^\/([\w-]+)\/(.+)$/.exec(path) ?? [];
   if (kind === 'missing') return { status: 404 };
   if (kind === 'flaky' && !flaky.has(path)) {
@@ -64,7 +66,9 @@ function answer(path: string): { status: number; body?: Buffer | string; breakOf
     if (kind === 'gz-damaged') return { status: 200, body: Buffer.concat([GZ.binary!.subarray(0, 2), Buffer.from([7]), GZ.binary!.subarray(3)]) };
     const breakOff = kind === 'gz-broken' || (kind === 'gz-broken-once' && !brokenOnce.has(path));
     brokenOnce.add(path);
-    return { status: 200, body: GZ.binary, breakOff };
+    const stall = kind === 'gz-stalled-once' && !stalledOnce.has(path);
+    stalledOnce.add(path);
+    return { status: 200, body: GZ.binary, breakOff, stall };
   }
   if (file === 'machineadm-windows-x64.exe.minisig' && kind !== 'nosig') return { status: 200, body: SIGNATURE };
   return { status: 404 };
@@ -82,16 +86,19 @@ beforeAll(async () => {
   GZ.tampered = await gzipped(TAMPERED);
   server = createServer((req, res) => {
     requests.push(req.url ?? '');
-    const { status, body, breakOff } = answer(req.url ?? '');
-    if (!breakOff) return void res.writeHead(status).end(body);
-    // The whole length announced, half of it sent, then the connection closed.
+    const { status, body, breakOff, stall } = answer(req.url ?? '');
+    if (!breakOff && !stall) return void res.writeHead(status).end(body);
+    // The whole length announced, half of it sent, then the connection closed (or left silent).
     res.writeHead(status, { 'content-length': (body as Buffer).length });
-    res.write((body as Buffer).subarray(0, (body as Buffer).length >> 1), () => res.destroy());
+    res.write((body as Buffer).subarray(0, (body as Buffer).length >> 1), () => (breakOff ? res.destroy() : undefined));
   });
   await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
-afterAll(() => new Promise<void>((done) => server.close(() => done())));
+afterAll(() => {
+  server.closeAllConnections();
+  return new Promise<void>((done) => server.close(() => done()));
+});
 
 interface Ran {
   code: number;
@@ -114,9 +121,10 @@ function install(): { destination: string; record: string } {
   return { destination: join(at, 'machineadm.ps1'), record: join(dir, `record-${n}.txt`) };
 }
 
-function loader(kind: string, where: { destination: string; record: string }, options: { sha?: string; exit?: number; attempts?: number; tmp?: string } = {}): Promise<Ran> {
+function loader(kind: string, where: { destination: string; record: string }, options: { sha?: string; exit?: number; attempts?: number; tmp?: string; stallSeconds?: number } = {}): Promise<Ran> {
   return pwsh(['-ExecutionPolicy', 'Bypass', '-File', LOADER, '-BaseUrl', `${base}/${kind}/`, '-Sha256', options.sha ?? SHA.toUpperCase(), '-Destination', where.destination,
-    '-Arguments', 'init -c C:\\ProgramData\\machineadm\\config.yaml --no-reboot', '-Attempts', String(options.attempts ?? 3)],
+    '-Arguments', 'init -c C:\\ProgramData\\machineadm\\config.yaml --no-reboot', '-Attempts', String(options.attempts ?? 3),
+    ...(options.stallSeconds ? ['-StallSeconds', String(options.stallSeconds)] : [])],
   { STANDIN_RECORD: where.record, STANDIN_EXIT: String(options.exit ?? 0), ProgramFiles: dir, ...(options.tmp ? { TMPDIR: options.tmp } : {}) });
 }
 
@@ -191,6 +199,14 @@ describe.skipIf(skip)('the Windows loader, run by pwsh against an HTTP server', 
     const ran = await loader('gz-broken-once', where);
     expect(ran.code, ran.stderr).toBe(0);
     expect(requests.filter((r) => !r.endsWith('.minisig'))).toEqual(['/gz-broken-once/machineadm-windows-x64.exe.gz', '/gz-broken-once/machineadm-windows-x64.exe.gz']);
+    expect(readFileSync(where.destination)).toEqual(BINARY);
+  }, 180_000);
+
+  it('gives up a .gz download that stalls (no data for -StallSeconds), tries again, and goes on when a later attempt succeeds', async () => {
+    const where = install();
+    const ran = await loader('gz-stalled-once', where, { stallSeconds: 2 });
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(requests.filter((r) => !r.endsWith('.minisig'))).toEqual(['/gz-stalled-once/machineadm-windows-x64.exe.gz', '/gz-stalled-once/machineadm-windows-x64.exe.gz']);
     expect(readFileSync(where.destination)).toEqual(BINARY);
   }, 180_000);
 

@@ -4,7 +4,7 @@
 // takes the .zst or .gz copy (made by the build's own compressor) when the server has it and the
 // machine can inflate it, and refuses one that does not inflate or inflates to another binary.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -34,10 +34,11 @@ let key = '';
 let otherKey = '';
 let payloadIsBinary = false;
 
-function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(args: string[], env: Record<string, string>, umask?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   // Asynchronous: the HTTP server answering the loader lives in this process.
   return new Promise((resolvePromise, reject) => {
-    const child = spawn('sh', [LOADER, ...args], { env, cwd: dir });
+    const argv = umask ? ['-c', `umask ${umask} && exec sh "$0" "$@"`, LOADER, ...args] : [LOADER, ...args];
+    const child = spawn('sh', argv, { env, cwd: dir });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -228,6 +229,16 @@ describe.skipIf(skip)('the sh loader', () => {
     expect(r.stderr).toContain(`verified with ${verifier}`);
   });
 
+  it('installs nothing group- or world-writable under a umask of 000', async () => {
+    const { dest, env: e } = env('minisign', 'good');
+    const r = await run(['version'], e, '000');
+    expect(r.code, r.stderr).toBe(0);
+    const mode = (path: string) => statSync(path).mode & 0o777;
+    expect(mode(join(dest, '..')).toString(8)).toBe('755');
+    expect(mode(dest).toString(8)).toBe('755');
+    expect(mode(`${dest}.minisig`).toString(8)).toBe('644');
+  });
+
   it('fails with exit 1 when the binary is not at the base URL', async () => {
     const r = await run([], env('minisign', 'nowhere').env);
     expect(r.code).toBe(1);
@@ -238,6 +249,15 @@ describe.skipIf(skip)('the sh loader', () => {
     const r = await run([], env('minisign', 'good', { MACHINEADM_PUBKEY: '' }).env);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('MACHINEADM_PUBKEY is not set');
+  });
+
+  it.each(['amd64', 'aarch64', 'x64 '])('fails with exit 2, downloading nothing, when MACHINEADM_ARCH is %j (not x64 or arm64)', async (arch) => {
+    const { dest, env: e } = env('minisign', 'good', { MACHINEADM_ARCH: arch });
+    const r = await run(['version'], e);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain('MACHINEADM_ARCH must be x64 or arm64');
+    expect(requests).toEqual([]);
+    expect(existsSync(join(dest, '..'))).toBe(false);
   });
 
   it('refuses a signature made with another key given as the public key (openssl path)', async () => {
