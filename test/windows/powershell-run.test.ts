@@ -71,6 +71,8 @@ $global:StubAnswers = @{
   }
   'Enable-WindowsOptionalFeature' = { param($bound) [pscustomobject]@{ RestartNeeded = $true; Online = [bool]$bound.Online } }
 }
+# The resume task, with the description STUB_DESCRIPTION.
+if ($env:STUB_BEHAVIOUR -eq 'resume') { $global:StubAnswers['Get-ScheduledTask'] = { [pscustomobject]@{ TaskName = 'resume'; Description = $env:STUB_DESCRIPTION } } }
 # A client SKU has no ServerManager module.
 if ($env:STUB_BEHAVIOUR -eq 'client') { Remove-Item -LiteralPath Function:\Install-WindowsFeature }
 `;
@@ -79,8 +81,8 @@ function withStubs(script: WindowsScript): WindowsScript {
   return { ...script, text: `${STUBS}\n${script.text}` };
 }
 
-function runner(behaviour: string): { run: ScriptRunner; proc: PwshProcessRunner } {
-  const proc = new PwshProcessRunner({ ...process.env, STUB_RECORD: RECORD, STUB_BEHAVIOUR: behaviour });
+function runner(behaviour: string, env: Record<string, string> = {}): { run: ScriptRunner; proc: PwshProcessRunner } {
+  const proc = new PwshProcessRunner({ ...process.env, STUB_RECORD: RECORD, STUB_BEHAVIOUR: behaviour, ...env });
   return { run: powershellRunner(proc), proc };
 }
 
@@ -244,6 +246,15 @@ describe.skipIf(skip)('Windows actions run by pwsh against declared cmdlets', ()
     expect(error).toBeInstanceOf(CommandError);
     expect((error as CommandError).commandExitCode).toBe(1);
     expect(plain((error as CommandError).message).split('\n')[0]).toBe(`Windows action ${action} failed: ${reason}`);
+  }, 120_000);
+
+  it('resume.query reads back a description with non-ASCII characters unchanged when standard output is in a legacy code page', async () => {
+    // powershell.exe writes redirected standard output in the console's OEM code page (437, 850,
+    // ...), not UTF-8; pwsh does the same in a locale with a single-byte character set.
+    const argv = ['C:\\Users\\Zoë\\machineadm.exe', 'join', '--config', 'C:\\Users\\Zoë\\O’Brien 設定.yaml'];
+    const { run } = runner('resume', { STUB_DESCRIPTION: JSON.stringify(argv), LANG: 'en_US.ISO-8859-1', LC_ALL: 'en_US.ISO-8859-1' });
+    const out = (await run(withStubs(windowsScripts.resumeQuery({ taskName: 'resume', taskPath: '\\machineadm\\' })))) as { description: string };
+    expect(JSON.parse(out.description)).toEqual(argv);
   }, 120_000);
 
   it('containerd.register, restart and domain.join-offline print their JSON line after the native tool succeeds', async () => {

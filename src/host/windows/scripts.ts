@@ -1,8 +1,9 @@
 // The PowerShell machineadm runs on Windows, one constant template per action. User values are
 // never spliced into a template: each script starts with assignments of verbatim literals
 // ($Name = '...', see quote.ts) and the constant body reads only those variables. Every script
-// prints one line of JSON (ConvertTo-Json -Compress) for the caller to read, and fails with a
-// terminating error ($ErrorActionPreference = 'Stop'), which powershell.exe turns into exit code 1.
+// prints one line of JSON (ConvertTo-Json -Compress, in ASCII: see compose.ts) for the caller to
+// read, and fails with a terminating error ($ErrorActionPreference = 'Stop'), which powershell.exe
+// turns into exit code 1.
 // Only domain.join takes a secret, and it reads it from standard input ($input): script block
 // logging (event 4104) records the script text, and module logging (4103) records the values
 // bound to cmdlet parameters.

@@ -1,6 +1,7 @@
 # machineadm acl.private-directory
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
+filter ConvertTo-AsciiJson { [regex]::Replace([string]$_, '[^\x00-\x7F]', { '\u{0:x4}' -f [int][char]$args[0].Value }) }
 $Path = 'C:\Program Files\containerd\containerd.exe'
 [System.IO.Directory]::CreateDirectory($Path) | Out-Null
 $acl = New-Object System.Security.AccessControl.DirectorySecurity

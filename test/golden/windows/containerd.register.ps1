@@ -1,6 +1,7 @@
 # machineadm containerd.register
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
+filter ConvertTo-AsciiJson { [regex]::Replace([string]$_, '[^\x00-\x7F]', { '\u{0:x4}' -f [int][char]$args[0].Value }) }
 $Executable = 'C:\Program Files\containerd\containerd.exe'
 $Config = 'C:\Program Files\containerd\containerd.exe.toml'
 $LogFile = 'C:\Program Files\containerd\containerd.exe.log'

@@ -1,6 +1,7 @@
 # machineadm domain.join
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
+filter ConvertTo-AsciiJson { [regex]::Replace([string]$_, '[^\x00-\x7F]', { '\u{0:x4}' -f [int][char]$args[0].Value }) }
 $Domain = 'corp.example'
 $User = 'CORP\k8s-joiner'
 $OUPath = 'OU=Nodes,DC=corp,DC=example'
@@ -25,7 +26,7 @@ if ($NewName -ne '') { $join.NewName = $NewName }
 if ($Server -ne '') { $join.Server = $Server }
 try {
   Add-Computer @join
-  [pscustomobject]@{ joined = $true } | ConvertTo-Json -Compress
+  [pscustomobject]@{ joined = $true } | ConvertTo-Json -Compress | ConvertTo-AsciiJson
 } catch {
   $failure = $_
   $message = [string]$failure.Exception.Message
@@ -38,5 +39,5 @@ try {
     $text = (New-Object System.ComponentModel.Win32Exception($known)).Message
     if ($message.Contains($text)) { $code = $known }
   }
-  [pscustomobject]@{ joined = $false; errorId = [string]$failure.FullyQualifiedErrorId; code = $code; message = $message } | ConvertTo-Json -Compress
+  [pscustomobject]@{ joined = $false; errorId = [string]$failure.FullyQualifiedErrorId; code = $code; message = $message } | ConvertTo-Json -Compress | ConvertTo-AsciiJson
 }

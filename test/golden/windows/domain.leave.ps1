@@ -1,6 +1,7 @@
 # machineadm domain.leave
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
+filter ConvertTo-AsciiJson { [regex]::Replace([string]$_, '[^\x00-\x7F]', { '\u{0:x4}' -f [int][char]$args[0].Value }) }
 $User = 'CORP\k8s-joiner'
 $Workgroup = 'WORKGROUP'
 $Server = 'dc1.corp.example'
@@ -23,12 +24,12 @@ $reachable = $false
 $why = ''
 try { $reachable = [bool](Test-ComputerSecureChannel @probe) } catch { $why = [string]$_.Exception.Message }
 if (-not $reachable) {
-  [pscustomobject]@{ left = $false; reachable = $false; message = $why } | ConvertTo-Json -Compress
+  [pscustomobject]@{ left = $false; reachable = $false; message = $why } | ConvertTo-Json -Compress | ConvertTo-AsciiJson
   return
 }
 try {
   Remove-Computer -UnjoinDomainCredential $credential -WorkgroupName $Workgroup -Force -ErrorAction Stop -WarningAction SilentlyContinue
-  [pscustomobject]@{ left = $true; reachable = $true } | ConvertTo-Json -Compress
+  [pscustomobject]@{ left = $true; reachable = $true } | ConvertTo-Json -Compress | ConvertTo-AsciiJson
 } catch {
   $failure = $_
   $message = [string]$failure.Exception.Message
@@ -41,5 +42,5 @@ try {
     $text = (New-Object System.ComponentModel.Win32Exception($known)).Message
     if ($message.Contains($text)) { $code = $known }
   }
-  [pscustomobject]@{ left = $false; errorId = [string]$failure.FullyQualifiedErrorId; code = $code; message = $message } | ConvertTo-Json -Compress
+  [pscustomobject]@{ left = $false; errorId = [string]$failure.FullyQualifiedErrorId; code = $code; message = $message } | ConvertTo-Json -Compress | ConvertTo-AsciiJson
 }

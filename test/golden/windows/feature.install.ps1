@@ -1,6 +1,7 @@
 # machineadm feature.install
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
+filter ConvertTo-AsciiJson { [regex]::Replace([string]$_, '[^\x00-\x7F]', { '\u{0:x4}' -f [int][char]$args[0].Value }) }
 $Name = 'Containers'
 if (Get-Command -Name Install-WindowsFeature -ErrorAction SilentlyContinue) {
   $result = Install-WindowsFeature -Name $Name
@@ -10,4 +11,4 @@ if (Get-Command -Name Install-WindowsFeature -ErrorAction SilentlyContinue) {
   $result = Enable-WindowsOptionalFeature -Online -FeatureName $Name -All -NoRestart
   $restart = [bool]$result.RestartNeeded
 }
-[pscustomobject]@{ restartNeeded = $restart } | ConvertTo-Json -Compress
+[pscustomobject]@{ restartNeeded = $restart } | ConvertTo-Json -Compress | ConvertTo-AsciiJson

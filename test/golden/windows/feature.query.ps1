@@ -1,6 +1,7 @@
 # machineadm feature.query
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
+filter ConvertTo-AsciiJson { [regex]::Replace([string]$_, '[^\x00-\x7F]', { '\u{0:x4}' -f [int][char]$args[0].Value }) }
 $Name = 'Containers'
 if (Get-Command -Name Get-WindowsFeature -ErrorAction SilentlyContinue) {
   $feature = Get-WindowsFeature -Name $Name
@@ -15,4 +16,4 @@ if (Get-Command -Name Get-WindowsFeature -ErrorAction SilentlyContinue) {
   elseif ([string]$feature.State -eq 'EnablePending') { $state = 'pending' }
   else { $state = 'available' }
 }
-[pscustomobject]@{ state = $state } | ConvertTo-Json -Compress
+[pscustomobject]@{ state = $state } | ConvertTo-Json -Compress | ConvertTo-AsciiJson

@@ -1,6 +1,7 @@
 # machineadm resume.register
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
+filter ConvertTo-AsciiJson { [regex]::Replace([string]$_, '[^\x00-\x7F]', { '\u{0:x4}' -f [int][char]$args[0].Value }) }
 $TaskName = 'kubelet'
 $TaskPath = '\machineadm\'
 $Execute = 'C:\Program Files\containerd\containerd.exe'

@@ -1,6 +1,7 @@
 # machineadm resume.remove
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
+filter ConvertTo-AsciiJson { [regex]::Replace([string]$_, '[^\x00-\x7F]', { '\u{0:x4}' -f [int][char]$args[0].Value }) }
 $TaskName = 'kubelet'
 $TaskPath = '\machineadm\'
 $task = Get-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath -ErrorAction SilentlyContinue -ErrorVariable lookupErrors

@@ -1,6 +1,7 @@
 # machineadm service.configure
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
+filter ConvertTo-AsciiJson { [regex]::Replace([string]$_, '[^\x00-\x7F]', { '\u{0:x4}' -f [int][char]$args[0].Value }) }
 $Name = 'kubelet'
 $CommandLine = '"C:\Program Files\containerd\containerd.exe" --windows-service'
 $DependsOn = @('kubelet')

@@ -11,8 +11,13 @@ export interface WindowsScript {
   readonly values: Readonly<Record<string, PsValue>>;
 }
 
+// The result is read back as UTF-8, but powershell.exe writes redirected output in the console's
+// code page (OEM: 437, 850, ...), where a character outside ASCII in a result (a path under
+// C:\Users\Zoë, a Win32 message in French) becomes "?" or a look-alike. Results are JSON, so
+// those characters leave as \uXXXX escapes and only ASCII is printed (ConvertTo-AsciiJson).
 const PRELUDE = String.raw`$ErrorActionPreference = 'Stop'
-$ProgressPreference = 'SilentlyContinue'`;
+$ProgressPreference = 'SilentlyContinue'
+filter ConvertTo-AsciiJson { [regex]::Replace([string]$_, '[^\x00-\x7F]', { '\u{0:x4}' -f [int][char]$args[0].Value }) }`;
 
 export function compose(action: string, body: string, values: Record<string, PsValue> = {}): WindowsScript {
   const assignments = Object.entries(values).map(([name, value]) => `$${name} = ${psValue(value)}`);

@@ -38,7 +38,7 @@ const FAILURE_WITH_CODE = String.raw`
     $text = (New-Object System.ComponentModel.Win32Exception($known)).Message
     if ($message.Contains($text)) { $code = $known }
   }
-  [pscustomobject]@{ RESULT = $false; errorId = [string]$failure.FullyQualifiedErrorId; code = $code; message = $message } | ConvertTo-Json -Compress
+  [pscustomobject]@{ RESULT = $false; errorId = [string]$failure.FullyQualifiedErrorId; code = $code; message = $message } | ConvertTo-Json -Compress | ConvertTo-AsciiJson
 `;
 
 // Add-Computer exists only in Windows PowerShell 5.1. Its join failures are non-terminating, so
@@ -62,7 +62,7 @@ if ($NewName -ne '') { $join.NewName = $NewName }
 if ($Server -ne '') { $join.Server = $Server }
 try {
   Add-Computer @join
-  [pscustomobject]@{ joined = $true } | ConvertTo-Json -Compress
+  [pscustomobject]@{ joined = $true } | ConvertTo-Json -Compress | ConvertTo-AsciiJson
 } catch {
 ${FAILURE_WITH_CODE.replace('RESULT', 'joined').replace(/^\n|\n$/g, '')}
 }
@@ -79,7 +79,7 @@ $ErrorActionPreference = 'Continue'
 $output = & djoin.exe /requestODJ /loadfile $BlobPath /windowspath $env:SystemRoot /localos 2>&1 | ForEach-Object { [string]$_ } | Out-String
 $code = $LASTEXITCODE
 $ErrorActionPreference = 'Stop'
-[pscustomobject]@{ joined = ($code -eq 0); code = $code; message = [string]$output } | ConvertTo-Json -Compress
+[pscustomobject]@{ joined = ($code -eq 0); code = $code; message = [string]$output } | ConvertTo-Json -Compress | ConvertTo-AsciiJson
 `;
 
 // Remove-Computer (Windows PowerShell 5.1 only) with -UnjoinDomainCredential disables the computer
@@ -102,12 +102,12 @@ $reachable = $false
 $why = ''
 try { $reachable = [bool](Test-ComputerSecureChannel @probe) } catch { $why = [string]$_.Exception.Message }
 if (-not $reachable) {
-  [pscustomobject]@{ left = $false; reachable = $false; message = $why } | ConvertTo-Json -Compress
+  [pscustomobject]@{ left = $false; reachable = $false; message = $why } | ConvertTo-Json -Compress | ConvertTo-AsciiJson
   return
 }
 try {
   Remove-Computer -UnjoinDomainCredential $credential -WorkgroupName $Workgroup -Force -ErrorAction Stop -WarningAction SilentlyContinue
-  [pscustomobject]@{ left = $true; reachable = $true } | ConvertTo-Json -Compress
+  [pscustomobject]@{ left = $true; reachable = $true } | ConvertTo-Json -Compress | ConvertTo-AsciiJson
 } catch {
 ${FAILURE_WITH_CODE.replace('RESULT', 'left').replace(/^\n|\n$/g, '')}
 }
@@ -122,15 +122,15 @@ ${FAILURE_WITH_CODE.replace('RESULT', 'left').replace(/^\n|\n$/g, '')}
 export const DOMAIN_LEAVE_LOCAL = String.raw`
 $system = Get-CimInstance -ClassName Win32_ComputerSystem
 if (-not $system.PartOfDomain) {
-  [pscustomobject]@{ left = $true } | ConvertTo-Json -Compress
+  [pscustomobject]@{ left = $true } | ConvertTo-Json -Compress | ConvertTo-AsciiJson
   return
 }
 $unjoin = Invoke-CimMethod -InputObject $system -MethodName UnjoinDomainOrWorkgroup -Arguments @{ FUnjoinOptions = [uint32]0 }
 if ($unjoin.ReturnValue -ne 0) {
-  [pscustomobject]@{ left = $false; code = [int]$unjoin.ReturnValue; message = 'UnjoinDomainOrWorkgroup returned ' + [string]$unjoin.ReturnValue } | ConvertTo-Json -Compress
+  [pscustomobject]@{ left = $false; code = [int]$unjoin.ReturnValue; message = 'UnjoinDomainOrWorkgroup returned ' + [string]$unjoin.ReturnValue } | ConvertTo-Json -Compress | ConvertTo-AsciiJson
   return
 }
 $moved = Invoke-CimMethod -InputObject $system -MethodName JoinDomainOrWorkgroup -Arguments @{ Name = $Workgroup; FJoinOptions = [uint32]0 }
 if ($moved.ReturnValue -ne 0) { throw ('left the domain, but JoinDomainOrWorkgroup ' + $Workgroup + ' returned ' + [string]$moved.ReturnValue) }
-[pscustomobject]@{ left = $true } | ConvertTo-Json -Compress
+[pscustomobject]@{ left = $true } | ConvertTo-Json -Compress | ConvertTo-AsciiJson
 `;

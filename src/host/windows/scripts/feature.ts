@@ -19,7 +19,7 @@ if (Get-Command -Name Get-WindowsFeature -ErrorAction SilentlyContinue) {
   elseif ([string]$feature.State -eq 'EnablePending') { $state = 'pending' }
   else { $state = 'available' }
 }
-[pscustomobject]@{ state = $state } | ConvertTo-Json -Compress
+[pscustomobject]@{ state = $state } | ConvertTo-Json -Compress | ConvertTo-AsciiJson
 `;
 
 // Install-WindowsFeature without -Restart (machineadm restarts through its own resume); its result
@@ -35,5 +35,5 @@ if (Get-Command -Name Install-WindowsFeature -ErrorAction SilentlyContinue) {
   $result = Enable-WindowsOptionalFeature -Online -FeatureName $Name -All -NoRestart
   $restart = [bool]$result.RestartNeeded
 }
-[pscustomobject]@{ restartNeeded = $restart } | ConvertTo-Json -Compress
+[pscustomobject]@{ restartNeeded = $restart } | ConvertTo-Json -Compress | ConvertTo-AsciiJson
 `;

@@ -59,7 +59,7 @@ Register-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath -Xml $task.OuterX
 
 export const RESUME_QUERY = String.raw`
 ${lookup('task', 'Get-ScheduledTask -TaskName $TaskName -TaskPath $TaskPath')}
-if ($null -eq $task) { 'null' } else { [pscustomobject]@{ description = [string]$task.Description } | ConvertTo-Json -Compress }
+if ($null -eq $task) { 'null' } else { [pscustomobject]@{ description = [string]$task.Description } | ConvertTo-Json -Compress | ConvertTo-AsciiJson }
 `;
 
 // Microsoft's pattern: look the task up first, then Unregister-ScheduledTask -Confirm:$false.
