@@ -177,6 +177,20 @@ describe('prepare/files', () => {
     expect(result.stderr).toContain('spec.files[1].content: is base64 but not gzip data');
   });
 
+  // Four base64 characters make three bytes: one character more than a whole group cannot be
+  // decoded (a value cut short): refused, not dropped from the file written.
+  it.each([
+    ['base64', Buffer.from('key = value\n').toString('base64').replace(/=+$/, '') + 'Q'],
+    // Gzip bytes that are whole groups of three: their base64 has no padding to stop at.
+    ['gzip+base64', ['', 'a', 'ab', 'abc'].map((more) => gzipSync(`key = value${more}\n`)).find((gz) => gz.length % 3 === 0)!.toString('base64') + 'Q'],
+  ])('refuses %s content with a character left over, naming the field, and writes nothing', async (encoding, content) => {
+    const root = freshRoot();
+    const result = await prepare(root, configFile([{ path: '/etc/x', content, encoding }]));
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('spec.files[0].content: is not valid base64');
+    expect(existsSync(join(root, 'etc/x'))).toBe(false);
+  });
+
   it('refuses a symbolic link planted at a target, naming the field, and writes none of the files', async () => {
     const root = freshRoot();
     mkdirSync(join(root, 'etc'));

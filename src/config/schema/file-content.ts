@@ -24,7 +24,11 @@ export function decodeContent(content: string, encoding: FileEncoding, limit: nu
     return bytes.length > limit ? tooLarge : { bytes };
   }
   if (!BASE64.test(content)) return { problem: `is not valid base64 (encoding is "${encoding}")` };
-  const raw = Buffer.from(content.replace(/\s+/g, ''), 'base64');
+  const text = content.replace(/\s+/g, '');
+  // Every 4 characters make 3 bytes, and 2 or 3 characters the last 1 or 2: a single one left over
+  // is no byte at all (a value cut short), which the decoder would drop without a word.
+  if (text.replace(/=+$/, '').length % 4 === 1) return { problem: `is not valid base64 (encoding is "${encoding}"): one character more than whole bytes, as if cut short|encode the whole file again (base64 -w0 FILE, or gzip -c FILE | base64 -w0)` };
+  const raw = Buffer.from(text, 'base64');
   if (encoding === 'base64') return raw.length > limit ? tooLarge : { bytes: raw };
   try {
     // node:zlib only for gzip content: configuration is validated at every start of most commands.
