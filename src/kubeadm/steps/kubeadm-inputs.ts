@@ -4,7 +4,7 @@
 import { binaryDirectory, inFolder } from '../../config/install-layout.ts';
 import type { StepContext } from '../../engine/step.ts';
 import type { KubernetesSpec, MachineConfig } from '../../config/schema/index.ts';
-import { CA_HASH_PATTERN, CERTIFICATE_KEY_PATTERN, TOKEN_PATTERN } from '../../config/schema/kubernetes.ts';
+import { CA_HASH_PATTERN, CERTIFICATE_KEY_PATTERN, KUBEADM_MAX_VERBOSITY, TOKEN_PATTERN } from '../../config/schema/kubernetes.ts';
 import { REDACTED } from '../../config/secrets.ts';
 import { ConfigError, StepDetailsError, type ConfigIssue } from '../../errors.ts';
 import { chooseApi, type ApiChoice } from '../version.ts';
@@ -77,12 +77,13 @@ export function kubeadmArgv(command: Command, k: KubernetesSpec, paths: KubeadmP
 
 /**
  * kubeadm's own log level at machineadm's higher verbosity: -vv gives --v=5 (kubeadm's level for
- * debugging a join), -vvv --v=6 (also each API request's URL). Higher levels print request
- * headers and bodies, which carry the bootstrap token: never passed.
+ * debugging a join), -vvv the highest level spec.kubernetes.verbosity takes too (--v=6: also each
+ * API request's URL). Higher levels print request headers and bodies, which carry the bootstrap
+ * token: never passed.
  */
 export function kubeadmVerbosity(ctx: Pick<StepContext, 'options'>): string[] {
   const level = ctx.options.verbosity ?? 0;
-  return level >= 3 ? ['--v=6'] : level === 2 ? ['--v=5'] : [];
+  return level >= 3 ? [`--v=${KUBEADM_MAX_VERBOSITY}`] : level === 2 ? ['--v=5'] : [];
 }
 
 export function render(ctx: StepContext, k: KubernetesSpec, choice: ApiChoice, secrets: KubeadmSecrets, kubeadmVersion: string | undefined): RenderedKubeadm {
