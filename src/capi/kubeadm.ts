@@ -4,7 +4,7 @@
 // names, so one imported configuration serves every Machine of a template.
 import { formatPath, isPlainObject } from '../config/schema/dsl.ts';
 import type { TrackedDocument, Path } from './tracked.ts';
-import { azureNameFill, composedProviderScheme, hasMachineTemplate, hasTemplate, isProviderIdTemplate, machineReferenceOf, providerIdTemplateOf } from './templates.ts';
+import { azureNameFill, composedProviderScheme, hasMachineTemplate, hasTemplate, isProviderIdTemplate, machineReferenceOf, providerIdTemplateOf, usesSmbiosVariable } from './templates.ts';
 
 type Json = Record<string, unknown>;
 
@@ -182,7 +182,10 @@ function nodeRegistration(doc: TrackedDocument, path: Path, shape: KubeadmShape,
       case 'provider-id': {
         const template = providerIdTemplateOf(value);
         if (isProviderIdTemplate(value) && composedProviderScheme(value)) node.providerID = 'auto';
-        else if (template) node.providerID = template;
+        else if (template) {
+          node.providerID = template;
+          if (usesSmbiosVariable(value)) doc.notes.push({ path: formatPath(at), message: `${value}: the VM's SMBIOS UUID, which CAPMOX's Ignition data hands its Flatcar units; machineadm reads it as instanceId from /sys/class/dmi/id/product_uuid given --set cloud=bare-metal (Proxmox has no metadata service), or give each machine's ID with --set providerID=...` });
+        }
         else if (isProviderIdTemplate(value)) {
           // An Afterburn variable (Flatcar: no cloud-init, so no instance data to read).
           node.providerID = 'auto';

@@ -59,6 +59,12 @@ const AFTERBURN: Record<string, MachineReferenceName> = {
   CUSTOM_HOSTNAME: 'localHostname',
 };
 
+// CAPMOX's Ignition data gives a Flatcar template's own units COREOS_CUSTOM_INSTANCE_ID, the VM's
+// SMBIOS UUID (its internal/service/vmservice/bootstrap.go), for the provider ID
+// proxmox://<that UUID>: the DMI product UUID machineadm reads as instanceId where no cloud's
+// metadata service answers.
+const SMBIOS_VARIABLES: Record<string, MachineReferenceName> = { CUSTOM_INSTANCE_ID: 'instanceId' };
+
 const TEMPLATE = /\{\{\s*(.*?)\s*\}\}/g;
 // cloud-init's templates also know these keys of v1 without "v1." ({{ instance_id }}).
 const V1_ALIASES = new Set(['instance_id', 'local_hostname', 'availability_zone', 'region', 'cloud_name', 'platform']);
@@ -152,20 +158,35 @@ export function composedProviderScheme(value: string): boolean {
  * compose. Undefined when a part is anything else.
  */
 export function providerIdTemplateOf(value: string): { template: string; values: Record<string, MachineReference> } | undefined {
-  if (!/^[a-z][a-z0-9]*:\/\//.test(value) || /\{%|\$\{/.test(value)) return undefined;
+  if (!/^[a-z][a-z0-9]*:\/\//.test(value) || /\{%/.test(value) || /\$\{/.test(value.replace(AFTERBURN_VARIABLE, ''))) return undefined;
   const values: Record<string, MachineReference> = {};
   let ok = true;
-  // cloudstack:///'{{ ds.meta_data.instance_id }}': the quotes are the template author's, around
-  // the value; the ID its cloud controller manager writes has none (as `auto` composes it).
-  const unquoted = value.replace(/(['"])(\{\{.*?\}\})\1/g, '$2');
-  const template = unquoted.replace(TEMPLATE, (_, written: string) => {
-    const expression = V1_ALIASES.has(written) ? `v1.${written}` : written;
-    if (!isInstanceDataPath(expression)) ok = false;
-    const reference = { fromInstanceData: expression };
+  const put = (reference: MachineReference): string => {
     values[variableOf(reference)] = reference;
     return `\${${variableOf(reference)}}`;
-  });
+  };
+  // cloudstack:///'{{ ds.meta_data.instance_id }}': the quotes are the template author's, around
+  // the value; the ID its cloud controller manager writes has none (as `auto` composes it).
+  // proxmox://'${COREOS_CUSTOM_INSTANCE_ID}' reaches the kubelet through systemd, which takes
+  // the quotes off when it splits $KUBELET_KUBEADM_ARGS.
+  const unquoted = value.replace(/(['"])(\{\{.*?\}\}|\$\{(?:COREOS|AFTERBURN)_[A-Z0-9_]+\})\1/g, '$2');
+  const template = unquoted
+    .replace(AFTERBURN_VARIABLE, (written: string, name: string) => {
+      const reference = SMBIOS_VARIABLES[name];
+      if (!reference) ok = false;
+      return reference ? put({ fromMachine: reference }) : written;
+    })
+    .replace(TEMPLATE, (_, written: string) => {
+      const expression = V1_ALIASES.has(written) ? `v1.${written}` : written;
+      if (!isInstanceDataPath(expression)) ok = false;
+      return put({ fromInstanceData: expression });
+    });
   return ok && Object.keys(values).length > 0 && !/\{\{|\}\}/.test(template) ? { template, values } : undefined;
+}
+
+/** Whether a provider ID takes a value from a Flatcar template's own variable of the VM's SMBIOS UUID. */
+export function usesSmbiosVariable(value: string): boolean {
+  return [...value.matchAll(AFTERBURN_VARIABLE)].some((m) => Object.hasOwn(SMBIOS_VARIABLES, m[1]!));
 }
 
 /** The variable a command reads a machine value from (localHostname: MACHINE_LOCAL_HOSTNAME). */

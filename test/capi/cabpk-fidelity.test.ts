@@ -149,9 +149,15 @@ describe('an import reads the instance data where cloud-init\'s templates did', 
     ['an expression', 'oci://{{ ds["id"] | lower }}'],
     ['a template of a name outside the instance data', 'x://{{ CLUSTER_NAME }}'],
     ['a Go template', 'equinixmetal://{{ `{{ v1.instance_id }}` }}'],
-    ['a value in quotes of a Flatcar unit', "proxmox://'${COREOS_CUSTOM_INSTANCE_ID}'"],
+    ['a Flatcar unit\'s variable that is not the SMBIOS UUID', "proxmox://'${COREOS_CUSTOM_PRIVATE_IPV4}'"],
   ])('refuses a provider ID made of %s', (_what, providerId) => {
     expect(() => importClusterApi(worker({ kubeletExtraArgs: { 'provider-id': providerId } }), { source: 'test' })).toThrow(/kubeletExtraArgs\["provider-id"\]: template .* is not a provider ID machineadm composes/);
+  });
+
+  it("makes CAPMOX's Flatcar provider ID proxmox://'${COREOS_CUSTOM_INSTANCE_ID}' from the SMBIOS UUID machineadm reads as instanceId, saying where it comes from", () => {
+    const { config, notes } = importClusterApi(worker({ kubeletExtraArgs: { 'provider-id': "proxmox://'${COREOS_CUSTOM_INSTANCE_ID}'" } }), { source: 'test' });
+    expect((config.spec as Json).kubernetes.node.providerID).toEqual({ template: 'proxmox://${MACHINE_INSTANCE_ID}', values: { MACHINE_INSTANCE_ID: { fromMachine: 'instanceId' } } });
+    expect(notes.map((n) => `${n.path}: ${n.message}`)).toContainEqual(expect.stringMatching(/kubeletExtraArgs\["provider-id"\]: .*SMBIOS UUID.*\/sys\/class\/dmi\/id\/product_uuid given --set cloud=bare-metal/));
   });
 
   it("names the node from Azure's metadata where CAPZ's Flatcar template fills '@@HOSTNAME@@' with sed, dropping the sed and saying so", () => {
