@@ -48,7 +48,7 @@ function kubeadmFileEdit(doc: TrackedDocument, at: Path, line: string): boolean 
   const fill = azureNameFill(line);
   if (fill) doc.notes.push({ path: formatPath(at), message: `puts the VM's name from Azure's metadata service into ${file} in place of ${fill.placeholder}: machineadm names the node { fromMachine: instanceName }, read from the same service: dropped` });
   else if (VALUE_EDIT.test(line)) doc.notes.push({ path: formatPath(at), message: `puts the machine's values into ${file}, CABPK's kubeadm configuration, which machineadm does not write: machineadm fills them itself ({ fromMachine }): dropped` });
-  else doc.refuse(at, `works on ${file}, CABPK's kubeadm configuration, which machineadm does not write (it renders kubeadm's configuration from spec.kubernetes)`, 'put the change in spec.kubernetes (node, kubeletExtraArgs, patchesDirectory) instead');
+  else doc.refuse(at, `works on ${file}, CABPK's kubeadm configuration, which machineadm does not write (it renders kubeadm's configuration from spec.kubernetes)`, 'put the change in spec.kubernetes instead: node (name, labels, taints, providerID), kubeletExtraArgs, controlPlane.apiServer, controllerManager or scheduler extraArgs, or a kubeadm patch in patchesDirectory');
   return true;
 }
 
