@@ -279,14 +279,17 @@ function parseLines(text: string, source: string, lineOffset: number, budget: Lo
   let values: unknown[];
   try {
     events = parseEvents(text, { maxDepth: 64 });
-    const documents = events.filter((e) => e.type === EVENT_ID.DOCUMENT).length;
-    if (documents > 1) {
-      const second = text.search(/^---/m) >= 0 ? positionAt(lineStarts(text), secondDocumentOffset(text)) : undefined;
+    // A document of nothing (a trailing "---", as generators write after each document) is no document.
+    const roots = events.flatMap((e, i) => (e.type === EVENT_ID.DOCUMENT ? [events[i + 1]!] : []));
+    const kept = roots.flatMap((root, index) => (isEmptyNode(root) ? [] : [{ root, index }]));
+    if (kept.length > 1) {
+      const second = positionAt(lineStarts(text), documentMarkerBefore(text, nodeStart(kept[1]!.root)));
       throw new DocumentError([
-        { source, ...(second ? { line: second.line, column: second.column } : {}), path: '', message: `holds ${documents} YAML documents; machineadm reads one per source`, hint: 'put each document in its own file (a directory source reads them in order)' },
+        { source, line: second.line, column: second.column, path: '', message: `holds ${kept.length} YAML documents; machineadm reads one per source`, hint: 'put each document in its own file (a directory source reads them in order)' },
       ]);
     }
-    values = constructFromEvents(events, { source: text, schema: CORE_SCHEMA, maxAliases: MAX_ALIASES });
+    const all = constructFromEvents(events, { source: text, schema: CORE_SCHEMA, maxAliases: MAX_ALIASES });
+    values = kept.length > 0 ? [all[kept[0]!.index]] : [];
   } catch (error) {
     if (error instanceof DocumentError) throw error;
     throw new DocumentError([yamlIssue(error, source)]);
@@ -325,17 +328,15 @@ function spend(budget: LoadBudget, what: 'yamlPieces' | 'values' | 'textBytes', 
   throw new DocumentError([{ source: doc.source, path: '', message, hint }]);
 }
 
-function secondDocumentOffset(text: string): number {
-  const re = /^---/gm;
-  let match: RegExpExecArray | null;
-  let count = 0;
-  let offset = 0;
-  while ((match = re.exec(text)) !== null) {
-    offset = match.index;
-    // A document that starts with '---' counts its own marker; without one, the first marker starts the second.
-    if (++count === (/^\s*(#.*\n\s*)*---/.test(text) ? 2 : 1)) return offset;
-  }
-  return offset;
+/** A document's root that holds nothing: no value, tag or anchor (what a bare "---" starts). */
+function isEmptyNode(event: Event): boolean {
+  return event.type === EVENT_ID.SCALAR && event.valueStart < 0 && event.tagStart < 0 && event.anchorStart < 0;
+}
+
+/** The "---" that starts the document whose root is at `offset`, or the root itself when it has none. */
+function documentMarkerBefore(text: string, offset: number): number {
+  const marker = text.lastIndexOf('\n---', offset);
+  return marker >= 0 ? marker + 1 : text.startsWith('---') ? 0 : offset;
 }
 
 function yamlIssue(error: unknown, source: string): ConfigIssue {

@@ -60,6 +60,14 @@ describe('positions of fields', () => {
   it('returns nothing for a document of only comments', () => {
     expect(parseDocument('# nothing here\n', 'f')).toBeUndefined();
   });
+
+  it.each([
+    ['a trailing ---', 'a: 1\n---\n'],
+    ['a --- between the comments after it', 'a: 1\n---\n# the end\n---\n'],
+    ['a leading and a trailing ---', '---\na: 1\n---\n'],
+  ])('reads one document with %s (empty documents, as generators write them, are nothing)', (_what, text) => {
+    expect(parseDocument(text, 'f')!.value).toEqual({ a: 1 });
+  });
 });
 
 describe('bad input', () => {
@@ -69,6 +77,7 @@ describe('bad input', () => {
     ['malformed JSON', '{"a": 1,, }', /not valid YAML or JSON/, 1],
     ['a duplicate key', 'spec:\n  sysctls: {}\n  files: []\n  sysctls: {}\n', /key "sysctls" appears twice in the same map/, 4],
     ['several documents', 'a: 1\n---\nb: 2\n', /holds 2 YAML documents/, 2],
+    ['several documents, an empty one between', 'a: 1\n---\n---\nb: 2\n', /holds 2 YAML documents/, 3],
     ['an HTML page', '\n<!DOCTYPE html>\n<html><body>Sign in</body></html>', /HTML page, not a configuration/, 1],
   ])('reports %s with its line', (_name, text, message, line) => {
     const issues = issuesOf(() => parseDocument(text, 'f.yaml'));
