@@ -7,6 +7,7 @@ import { isPlainObject } from './schema/dsl.ts';
 import type { SecretSource } from './schema/secret-field.ts';
 import { REDACTED } from './secrets.ts';
 import { displayUrl, hasCredentials } from '../redaction.ts';
+import { extraConfigCredentials } from './containerd-toml/credentials.ts';
 export { REDACTED };
 
 type JsonSchema = Record<string, unknown>;
@@ -21,7 +22,30 @@ function schema(): JsonSchema {
  * user info or a query (a proxy's password, a presigned download) shown as displayUrl shows it.
  */
 export function redactConfig(config: MachineConfig | unknown): unknown {
-  return redactHeaders(mapUrls(walk(schema(), config, (secret) => (isReference(secret) ? secret : REDACTED)), displayUrl));
+  return redactExtraConfig(redactHeaders(mapUrls(walk(schema(), config, (secret) => (isReference(secret) ? secret : REDACTED)), displayUrl)));
+}
+
+/**
+ * extraConfig with each value of a registry login (password, identitytoken, auth) as <redacted>,
+ * the rest as written; all of it <redacted> when a value is written in a way not found here (an
+ * escape, a multi-line string), so that no login is ever shown.
+ */
+function redactExtraConfigText(text: string): string {
+  const values = extraConfigCredentials(text);
+  if (values === undefined || values.length === 0) return text;
+  let out = text;
+  // Longest first, so that a value inside another is not replaced before it.
+  for (const value of [...new Set(values)].sort((a, b) => b.length - a.length)) {
+    out = out.replaceAll(JSON.stringify(value), `"${REDACTED}"`).replaceAll(`'${value}'`, `'${REDACTED}'`);
+  }
+  const left = extraConfigCredentials(out);
+  return left !== undefined && left.every((v) => v === REDACTED) ? out : REDACTED;
+}
+
+function redactExtraConfig(value: unknown): unknown {
+  const containerd = (value as { spec?: { containerd?: unknown } } | undefined)?.spec?.containerd;
+  if (isPlainObject(containerd) && typeof containerd.extraConfig === 'string') containerd.extraConfig = redactExtraConfigText(containerd.extraConfig);
+  return value;
 }
 
 // Headers whose value is a credential: Authorization and its proxy twin, cookies, and API keys

@@ -7,8 +7,7 @@ import { renderHostsToml } from './hosts.ts';
 import { proxyHasCredentials, renderProxyDropIn } from './proxy.ts';
 import { PROXY_DROPIN, containerdPaths } from './paths.ts';
 import { hasCredentials } from '../redaction.ts';
-import { parseExtraConfig } from '../config/containerd-toml/extra.ts';
-import { isTable, type TomlTable } from '../config/containerd-toml/toml.ts';
+import { holdsCredentialKey } from '../config/containerd-toml/credentials.ts';
 
 export interface RenderedFile {
   path: string;
@@ -40,22 +39,9 @@ export function hostsTomlRegistries(spec: ContainerdSpec | undefined): string[] 
   return names;
 }
 
-// A registry's login (the CRI plugin's registry.configs."<host>".auth, or the older registry.auths)
-// and any password or token by its own name.
-const CREDENTIAL_KEY = /^(password|identitytoken|auth|auths)$/i;
-
 /** Whether extraConfig puts a credential into config.toml, which then must not be readable by all. */
 export function extraConfigHoldsCredentials(text: string | undefined): boolean {
-  if (!text) return false;
-  let table: TomlTable;
-  try {
-    table = parseExtraConfig(text);
-  } catch {
-    // Refused at validation; nothing here to protect.
-    return false;
-  }
-  const holds = (value: TomlTable): boolean => Object.entries(value).some(([key, v]) => CREDENTIAL_KEY.test(key) || (isTable(v) && holds(v)));
-  return holds(table);
+  return holdsCredentialKey(text);
 }
 
 export function renderContainerdFiles(spec: ContainerdSpec | undefined, facts: TargetFacts): ContainerdFiles {

@@ -25,6 +25,40 @@ describe('endpoint headers', () => {
   });
 });
 
+describe('a registry login in spec.containerd.extraConfig', () => {
+  const extraConfig = [
+    '[plugins."io.containerd.grpc.v1.cri"]',
+    '  enable_unprivileged_ports = true',
+    '[plugins."io.containerd.grpc.v1.cri".registry.configs."registry.example".auth]',
+    '  username = "robot"',
+    '  password = "reg-pw-3f9a1c"',
+    "  identitytoken = 'reg-idtok-88b2'",
+    '[plugins."io.containerd.grpc.v1.cri".registry.configs."other.example"]',
+    '  auth = { username = "bot2", password = "reg-pw-inline-51d0", auth = "cm9ib3Q6cHc=" }',
+    '',
+  ].join('\n');
+
+  it.each(['text', 'json', 'yaml'])('is redacted by config view -o %s; the rest of extraConfig is shown', async (format) => {
+    const dir = scratchDir();
+    const config = join(dir, 'c.json');
+    writeFileSync(config, JSON.stringify({ ...HEADER, spec: { containerd: { extraConfig } } }));
+    const out = await runCli(['config', 'view', '-c', config, '--root', dir, '-o', format]);
+    expect(out.code, out.stderr).toBe(0);
+    for (const secret of ['reg-pw-3f9a1c', 'reg-idtok-88b2', 'reg-pw-inline-51d0', 'cm9ib3Q6cHc=']) expect(out.stdout).not.toContain(secret);
+    for (const shown of ['enable_unprivileged_ports = true', 'username = \\\\?"robot', 'configs.\\\\?"other.example']) expect(out.stdout).toMatch(new RegExp(shown));
+  });
+
+  it('written with an escape, hides the whole extraConfig rather than show the login', async () => {
+    const dir = scratchDir();
+    const config = join(dir, 'c.json');
+    const escaped = '[plugins."io.containerd.grpc.v1.cri".registry.configs."registry.example".auth]\n  password = "esc\\u0061ped-pw-9a"\n';
+    writeFileSync(config, JSON.stringify({ ...HEADER, spec: { containerd: { extraConfig: escaped } } }));
+    const out = await runCli(['config', 'view', '-c', config, '--root', dir, '-o', 'json']);
+    expect(out.code, out.stderr).toBe(0);
+    expect(JSON.parse(out.stdout).spec.containerd.extraConfig).toBe('<redacted>');
+  });
+});
+
 describe("a mirror's hosts.toml", () => {
   const render = (url: string) => {
     const { value } = parseWith(machineConfigSchema, { ...HEADER, spec: { containerd: { registries: { 'docker.io': { mirrors: [{ url }] } } } } });
