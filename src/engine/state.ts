@@ -124,6 +124,33 @@ export function emptyState(): MachineState {
   return { version: STATE_VERSION, steps: {}, runs: [] };
 }
 
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+// Why a state file of this version is not one machineadm can use (changed by hand), or undefined.
+function damage(parsed: Record<string, unknown>): string | undefined {
+  if (parsed.steps !== undefined && !isRecord(parsed.steps)) return 'has "steps" that is not a map of step records';
+  if (parsed.runs !== undefined && !(Array.isArray(parsed.runs) && parsed.runs.every((r) => isRecord(r) && typeof r.runId === 'string' && typeof r.command === 'string'))) return 'has "runs" that is not a list of run records';
+  if (parsed.pendingReboot !== undefined && !(isRecord(parsed.pendingReboot) && typeof parsed.pendingReboot.stepId === 'string')) return 'has a "pendingReboot" that is not a reboot record';
+  return undefined;
+}
+
+/** The state file's text as a MachineState; a file that is not one is an error naming it and what to do. */
+export function parseStateFile(text: string, where: string): MachineState {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (cause) {
+    throw new MachineadmError(`state file ${where} is not valid JSON`, ExitCode.stepFailed, { cause, hint: MOVE_IT_AWAY });
+  }
+  if (!isRecord(parsed)) throw new MachineadmError(`state file ${where} holds ${parsed === null ? 'null' : Array.isArray(parsed) ? 'a list' : `a ${typeof parsed}`}, not a machineadm state`, ExitCode.stepFailed, { hint: MOVE_IT_AWAY });
+  if (parsed.version !== STATE_VERSION) throw new MachineadmError(`state file ${where} has version ${String(parsed.version)}, this machineadm reads ${STATE_VERSION}`, ExitCode.stepFailed);
+  const why = damage(parsed);
+  if (why) throw new MachineadmError(`state file ${where} ${why}`, ExitCode.stepFailed, { hint: MOVE_IT_AWAY });
+  return { ...emptyState(), ...(parsed as Partial<MachineState>) };
+}
+
+const MOVE_IT_AWAY = `move it away to start over; machineadm's steps check the machine again and converge`;
+
 /** The state store lives in the state directory (a file system rooted there). */
 export class StateStore {
   private readonly fs: RootedFileSystem;
@@ -137,20 +164,7 @@ export class StateStore {
 
   async load(): Promise<MachineState> {
     const text = await this.fs.readText(STATE_FILE);
-    if (text === undefined) return emptyState();
-    let parsed: MachineState;
-    try {
-      parsed = JSON.parse(text) as MachineState;
-    } catch (cause) {
-      throw new MachineadmError(`state file ${this.fs.root}${STATE_FILE} is not valid JSON`, ExitCode.stepFailed, {
-        cause,
-        hint: `move it away to start over; machineadm's steps check the machine again and converge`,
-      });
-    }
-    if (parsed.version !== STATE_VERSION) {
-      throw new MachineadmError(`state file ${this.fs.root}${STATE_FILE} has version ${String(parsed.version)}, this machineadm reads ${STATE_VERSION}`, ExitCode.stepFailed);
-    }
-    return { ...emptyState(), ...parsed };
+    return text === undefined ? emptyState() : parseStateFile(text, `${this.fs.root}${STATE_FILE}`);
   }
 
   /**

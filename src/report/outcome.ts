@@ -378,6 +378,25 @@ export class OutcomeFiles {
   }
 }
 
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * A result.json or status.json as status and reset read it, or undefined when it is not one: a file
+ * cut short or changed by hand must not end them with "a bug", nor show "undefined" as a run.
+ */
+export function parseRunDocument(text: string): RunResultDocument | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!isRecord(value) || !['runId', 'command', 'state', 'startedAt', 'updatedAt'].every((key) => typeof value[key] === 'string')) return undefined;
+  const phases = value.phases ?? [];
+  if (!Array.isArray(phases) || !phases.every((p) => isRecord(p) && Array.isArray(p.steps) && p.steps.every(isRecord))) return undefined;
+  return value as unknown as RunResultDocument;
+}
+
 /** The last result: /run/machineadm/result.json under the root, else the copy in the state dir. */
 export async function readLastResult(fs: RootedFileSystem, stateFs: RootedFileSystem): Promise<RunResultDocument | undefined> {
   for (const [where, path] of [
@@ -385,12 +404,8 @@ export async function readLastResult(fs: RootedFileSystem, stateFs: RootedFileSy
     [stateFs, RESULT_COPY],
   ] as const) {
     const text = await where.readText(path).catch(() => undefined);
-    if (text === undefined) continue;
-    try {
-      return JSON.parse(text) as RunResultDocument;
-    } catch {
-      continue;
-    }
+    const document = text === undefined ? undefined : parseRunDocument(text);
+    if (document) return document;
   }
   return undefined;
 }

@@ -101,3 +101,57 @@ describe('status with a state directory it cannot read', () => {
     }
   });
 });
+
+describe('status with a damaged status.json or result.json', () => {
+  it.each([
+    ['status.json', 'phases that are not a list', '{"kind":"MachineadmRunResult","state":"running","runId":"r1","command":"prepare","startedAt":"T","updatedAt":"T","phases":"x"}'],
+    ['status.json', 'a phase that is null', '{"kind":"MachineadmRunResult","state":"running","runId":"r1","command":"prepare","startedAt":"T","updatedAt":"T","phases":[null]}'],
+    ['status.json', 'steps that are null', '{"kind":"MachineadmRunResult","state":"running","runId":"r1","command":"prepare","startedAt":"T","updatedAt":"T","phases":[{"steps":null}]}'],
+    ['status.json', 'no run id, command or times', '{"state":"running"}'],
+    ['result.json', 'a command and state of the wrong types', '{"state":5,"command":{}}'],
+  ])('leaves out a %s with %s, and shows the rest (exit 0)', async (file, _what, content) => {
+    const root = fresh();
+    expect((await runCli(['init', '-c', QUICKSTART, '--root', root])).code).toBe(0);
+    writeFileSync(join(root, 'run/machineadm', file), content);
+    const status = await runCli(['status', '--root', root]);
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toContain('last run: init success');
+    expect(status.stdout).not.toMatch(/undefined|\[object Object\]/);
+    const json = await runCli(['status', '--root', root, '-o', 'json']);
+    expect(json.code, json.stderr).toBe(0);
+    const data = JSON.parse(json.stdout) as { unfinished: unknown; lastResult: { runId?: unknown } | null };
+    expect(data.unfinished).toBeNull();
+    if (data.lastResult !== null) expect(typeof data.lastResult.runId).toBe('string');
+  });
+});
+
+describe('status with a damaged state file', () => {
+  it.each([
+    ['cut short', '{"version":1,"runs":[', 'is not valid JSON'],
+    ['holding null', 'null', 'holds null, not a machineadm state'],
+    ['with runs that are not a list', '{"version":1,"steps":{},"runs":"x"}', 'has "runs" that is not a list of run records'],
+    ['with a run that is null', '{"version":1,"steps":{},"runs":[null]}', 'has "runs" that is not a list of run records'],
+  ])('%s: names it and what to do, and shows the run history (exit 0)', async (_what, content, why) => {
+    const root = fresh();
+    expect((await runCli(['init', '-c', QUICKSTART, '--root', root])).code).toBe(0);
+    const stateFile = join(root, 'var/lib/machineadm/state.json');
+    writeFileSync(stateFile, content);
+    const status = await runCli(['status', '--root', root]);
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toContain('last run: init success');
+    expect(status.stdout).toContain(`problem: state file ${stateFile} ${why}\n  hint: move it away to start over`);
+    const json = await runCli(['status', '--root', root, '-o', 'json']);
+    expect(json.code, json.stderr).toBe(0);
+    const data = JSON.parse(json.stdout) as { stateFileProblem: { message: string; hint: string }; history: unknown[]; runs: unknown[] };
+    expect(data.stateFileProblem.message).toBe(`state file ${stateFile} ${why}`);
+    expect(data.history).toHaveLength(1);
+    expect(data.runs).toEqual([]);
+    expect(readFileSync(stateFile, 'utf8')).toBe(content);
+  });
+
+  it('gives no problem with -o json when the state file is sound', async () => {
+    const root = fresh();
+    await runCli(['init', '-c', QUICKSTART, '--root', root]);
+    expect((JSON.parse((await runCli(['status', '--root', root, '-o', 'json'])).stdout) as { stateFileProblem: unknown }).stateFileProblem).toBeNull();
+  });
+});

@@ -14,12 +14,8 @@ const implementation = () =>
 
 /** The last run's status.json (its progress while it ran), if it can be read. */
 async function readProgress(fs: RootedFileSystem, path: string): Promise<RunResultDocument | undefined> {
-  const text = await fs.readText(path).catch(() => undefined);
-  try {
-    return text === undefined ? undefined : (JSON.parse(text) as RunResultDocument);
-  } catch {
-    return undefined;
-  }
+  const [text, { parseRunDocument }] = await Promise.all([fs.readText(path).catch(() => undefined), import('../../report/outcome.ts')]);
+  return text === undefined ? undefined : parseRunDocument(text);
 }
 
 interface StatusOptions extends CommonOptions {
@@ -98,7 +94,7 @@ export function registerStatusCommand(program: Command, io: Io, setExit: (code: 
     .option('--all', 'list every kept run, not only the last one and the last one that did something')
     .addHelpText('after', '\nExample:\n  $ machineadm status --all\n  $ machineadm status -o json\n')
     .action(async (options: StatusOptions) => {
-      const [{ hostFrom, stateFsFrom }, { StateStore }, { readLastResult, runFilesOf }, { spoolContents }, { readHistory }, { runLockHolder, RUN_LOCK_FILE }] = await implementation();
+      const [{ hostFrom, stateFsFrom }, { StateStore, emptyState }, { readLastResult, runFilesOf }, { spoolContents }, { readHistory }, { runLockHolder, RUN_LOCK_FILE }] = await implementation();
       const host = hostFrom(options, io);
       const stateFs = stateFsFrom(options, io, host);
       const store = new StateStore(stateFs);
@@ -107,8 +103,14 @@ export function registerStatusCommand(program: Command, io: Io, setExit: (code: 
       const progress = await readProgress(host.fs, runFilesOf(host.fs.platform).status);
       // A run going now has not written its end yet: said first, so "has not run" is never said of it.
       const running = await runLockHolder(stateFs, RUN_LOCK_FILE).catch(() => undefined);
+      // A state file cut short or changed by hand is said, with what to do; the history, the
+      // result and the spool still tell what ran, so status shows them (the file stays as it is).
+      let stateFileProblem: { message: string; hint?: string } | undefined;
       const state = await store.load().catch((error: unknown) => {
-        throw unreadableStateDir(store.directory, error);
+        // parseStateFile's errors are the only ones load ends with "a step failed".
+        if (!(error instanceof MachineadmError && error.exitCode === ExitCode.stepFailed)) throw unreadableStateDir(store.directory, error);
+        stateFileProblem = { message: error.message, ...(error.hint ? { hint: error.hint } : {}) };
+        return emptyState();
       });
       const history = await readHistory(stateFs);
       const lastResult = await readLastResult(host.fs, stateFs);
@@ -120,7 +122,7 @@ export function registerStatusCommand(program: Command, io: Io, setExit: (code: 
       const { args: _args, ...resumeRecord }: Partial<import('../../engine/resume-record.ts').ResumeRecord> = (await readResumeRecord(stateFs)) ?? {};
       if (options.output !== 'text') {
         const { renderData } = await import('../data-output.ts');
-        io.stdout(await renderData(options.output, { stateDir: store.directory, running: running ? { command: running.command, pid: running.pid, startedAt: running.startedAt } : null, ...state, history, lastResult: lastResult ?? null, spool, resume: resume ?? null, resumeRecord: Object.keys(resumeRecord).length ? resumeRecord : null, unfinished: unfinished ?? null }));
+        io.stdout(await renderData(options.output, { stateDir: store.directory, running: running ? { command: running.command, pid: running.pid, startedAt: running.startedAt } : null, ...state, history, lastResult: lastResult ?? null, spool, resume: resume ?? null, resumeRecord: Object.keys(resumeRecord).length ? resumeRecord : null, unfinished: unfinished ?? null, stateFileProblem: stateFileProblem ?? null }));
       } else {
         const lines = [`state: ${store.directory}`];
         if (running) lines.push(`running now: ${running.command} (pid ${running.pid}, started ${running.startedAt})`);
@@ -136,6 +138,7 @@ export function registerStatusCommand(program: Command, io: Io, setExit: (code: 
         if (resume) lines.push(`pending resume: the next boot runs ${resume.join(' ')}${resumeRecord.registeredAt ? ` (registered ${resumeRecord.registeredAt}, started at ${resumeRecord.boots ?? 0} boot${resumeRecord.boots === 1 ? '' : 's'} so far)` : ''}`);
         if (resumeRecord.gaveUp) lines.push(`resume gave up at ${resumeRecord.gaveUp.at}: ${resumeRecord.gaveUp.reason}; it is no longer registered`);
         if (lastResult && lastResult.state !== 'finished') lines.push(`unfinished result: ${lastResult.command} (run ${lastResult.runId})`);
+        if (stateFileProblem) lines.push(`problem: ${stateFileProblem.message}`, ...(stateFileProblem.hint ? [`  hint: ${stateFileProblem.hint}`] : []));
         for (const s of spool) lines.push(`spool: ${s.events} event${s.events === 1 ? '' : 's'} waiting in spool/${s.key} ("machineadm report" sends them)`);
         io.stdout(lines.join('\n') + '\n');
       }
