@@ -90,9 +90,14 @@ function temporaryBase(base: string): string {
 /** The writer's pid in a temporary name (TEMP_MARK, then the pid). */
 export const TEMP_WRITER = /\.machineadm-tmp-(\d+)-[0-9a-f]+$/;
 
+/** What the temporary names of a file's writes begin with (see temporaryName). */
+export function temporaryPrefix(base: string): string {
+  return `.${temporaryBase(base)}${TEMP_MARK}`;
+}
+
 // A crash between write and rename leaves a temporary file behind; the next write cleans it up.
 export async function removeStaleTemporaries(dir: string, base: string): Promise<void> {
-  const prefix = `.${temporaryBase(base)}${TEMP_MARK}`;
+  const prefix = temporaryPrefix(base);
   const names = await fsp.readdir(dir).catch(() => [] as string[]);
   await Promise.all(names.filter((n) => n.startsWith(prefix)).map((n) => fsp.rm(nodePath.join(dir, n), { force: true })));
 }

@@ -13,7 +13,7 @@ import { processRuns } from './process-runs.ts';
 import { fingerprintOf, sha256Of, type WrittenRecord } from './written.ts';
 import { RecordingFileSystem } from './reset-records.ts';
 import { FileSystemError, type Owner, type PendingFile, type WriteOptions } from './fs-types.ts';
-import { removeEmptyFolders, removeStaleTemporaries, syncDirectory, TEMP_MARK, TEMP_WRITER, temporaryName, keepBackupOnce } from './durable-files.ts';
+import { removeEmptyFolders, removeStaleTemporaries, syncDirectory, TEMP_MARK, TEMP_WRITER, temporaryName, temporaryPrefix, keepBackupOnce } from './durable-files.ts';
 
 export type { FileInfo, FileSystemOptions, Owner, PendingFile, WriteOptions } from './fs-types.ts';
 export { FileSystemError } from './fs-types.ts';
@@ -65,6 +65,9 @@ export const WRITE_BUFFER_SIZE = 1024 * 1024;
  * final fsync finds little left.
  */
 export const WRITE_BEHIND_BYTES = 8 * 1024 * 1024;
+
+/** A temporary file unchanged this long was left by a killed writer, whatever runs under its pid now. */
+const ABANDONED_AFTER_MS = 10 * 60_000;
 
 export class RootedFileSystem extends RecordingFileSystem {
 
@@ -293,6 +296,26 @@ export class RootedFileSystem extends RecordingFileSystem {
       const old = await fsp.lstat(path).then((st) => now - st.mtimeMs >= olderThanMs, () => false);
       if (abandoned || old) await fsp.rm(path, { force: true });
     }
+  }
+
+  /**
+   * The temporary files that killed writes of this machine path left beside it (machine paths):
+   * regular files named as its writes name theirs, whose writer is gone or that have not changed
+   * for ABANDONED_AFTER_MS (its pid is another process's since a reboot).
+   */
+  async abandonedTemporariesOf(machinePath: string): Promise<string[]> {
+    const real = await this.resolve(machinePath);
+    const prefix = temporaryPrefix(this.path.basename(real));
+    const found: string[] = [];
+    for (const name of await fsp.readdir(this.path.dirname(real)).catch(() => [] as string[])) {
+      const pid = name.startsWith(prefix) ? /^(\d+)-[0-9a-f]{12}$/.exec(name.slice(prefix.length))?.[1] : undefined;
+      if (pid === undefined) continue;
+      const st = await fsp.lstatIfAny(this.path.join(this.path.dirname(real), name)).catch(() => undefined);
+      if (!st?.isFile()) continue;
+      const gone = Number(pid) !== process.pid && !processRuns(Number(pid));
+      if (gone || Date.now() - st.mtimeMs >= ABANDONED_AFTER_MS) found.push(this.path.join(this.path.dirname(machinePath), name));
+    }
+    return found;
   }
 
   /**

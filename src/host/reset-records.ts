@@ -15,7 +15,9 @@ export class RecordingFileSystem extends RootedReader {
   protected async recordFirstTouch(machinePath: string, existing: { isFile(): boolean; mode: number; uid: number; gid: number } | undefined, ahead = false, anyWriter = false): Promise<WrittenRecord | undefined> {
     if (!this.written) return undefined;
     const found = await this.written.read(machinePath);
-    if (found) return found;
+    // Folders made ahead of this write, nothing written since: the path itself is looked at now.
+    const madeAhead = found?.foldersOnly && found.written.length === 0 ? found.dirs : undefined;
+    if (found && !madeAhead) return found;
     const dirs: string[] = [];
     if (!existing) {
       for (let d = this.path.dirname(machinePath); this.path.dirname(d) !== d; d = this.path.dirname(d)) {
@@ -23,14 +25,26 @@ export class RecordingFileSystem extends RootedReader {
         dirs.unshift(d);
       }
     }
-    const record: WrittenRecord = { path: machinePath, before: existing ? { mode: existing.mode & 0o7777, uid: existing.uid, gid: existing.gid } : null, dirs, written: [], ...(anyWriter ? { anyWriter: true } : {}) };
+    const made = [...new Set([...(madeAhead ?? []), ...dirs])].sort((a, b) => a.length - b.length);
+    const record: WrittenRecord = { path: machinePath, before: existing ? { mode: existing.mode & 0o7777, uid: existing.uid, gid: existing.gid } : null, dirs: made, written: [], ...(anyWriter ? { anyWriter: true } : {}) };
     const backup = this.backupPath(machinePath);
     if (existing?.isFile() && backup !== undefined) await keepBackupOnce(this.mapPath(machinePath), backup, this.path);
     // A write of machineadm's own records again, durably, before its rename: needed now only when
     // folders are to be made first. A tool about to change the file (`ahead`) needs it on disk now.
     if (ahead) await this.written.write(record);
-    else if (dirs.length > 0) await this.written.write(record, { beforeFolders: true });
+    else if (dirs.length > 0) await this.written.write({ ...record, foldersOnly: true }, { beforeFolders: true });
     return record;
+  }
+
+  /**
+   * Makes the folders a write of machineadm's own to this machine path needs, ahead of it (a
+   * download makes them before it begins): recorded first, as folders only (WrittenRecord.foldersOnly),
+   * so that reset removes them also when the write finds them made, or never comes.
+   */
+  async makeFoldersFor(machinePath: string): Promise<void> {
+    const dir = this.path.dirname(await this.resolve(machinePath));
+    await this.recordFirstTouch(machinePath, undefined);
+    await fsp.mkdir(dir, { recursive: true, mode: 0o755 });
   }
 
   /**

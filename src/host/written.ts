@@ -57,6 +57,13 @@ export interface WrittenRecord {
   anyWriter?: boolean;
   /** machineadm wrote a secret there (a file whose content is a secret reference): reset shows no diff of it. */
   secret?: boolean;
+  /**
+   * Written before the folders were made, ahead of a write of machineadm's own (a download begun
+   * with the run makes them long before its step's turn): while nothing is written, the record
+   * names those folders only. What is at the path is looked at again by the write (a file there
+   * then is someone else's, kept and given back), and reset leaves the path itself alone.
+   */
+  foldersOnly?: boolean;
 }
 
 /** Fingerprints kept per path: a run killed between its record and its rename leaves the one before on disk. */

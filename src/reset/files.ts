@@ -19,6 +19,8 @@ interface Planned {
   actions: { action: Action; changedByOthers: boolean }[];
   /** Folders machineadm created that would be empty once the files go, deepest first. */
   folders: string[];
+  /** The temporary files killed writes of machineadm's left beside the files it records. */
+  temporaries: string[];
   changes: Change[];
   /** Prepare records exist but no record of files: state written by an older machineadm. */
   olderState: boolean;
@@ -54,7 +56,7 @@ function ownerMatters(ctx: StepContext): boolean {
 async function planFiles(ctx: StepContext, kept: readonly string[]): Promise<Planned> {
   const fs: RootedFileSystem = ctx.host.fs;
   const records = ((await fs.written?.all()) ?? []).filter((r) => !kept.includes(r.path));
-  const planned: Planned = { actions: [], folders: [], changes: [], olderState: false, unreachable: [] };
+  const planned: Planned = { actions: [], folders: [], temporaries: [], changes: [], olderState: false, unreachable: [] };
   if (records.length === 0) {
     planned.olderState = ['prepare/files', 'prepare/sysctls/file', 'prepare/kernel-modules/file', 'prepare/containerd/config'].some((id) => ctx.recordOf(id) !== undefined);
     if (planned.olderState) planned.changes.push({ action: 'keep', target: 'files', detail: OLDER_STATE });
@@ -70,6 +72,14 @@ async function planFiles(ctx: StepContext, kept: readonly string[]): Promise<Pla
       planned.changes.push({ action: 'refuse', target: record.path, detail: `${unreachable.message}: reset does not follow it; remove the link (or what leads through it), then run reset again` });
       continue;
     }
+    // Named by the path's own name and a writer that is gone: its write's, never anyone else's.
+    for (const temporary of await fs.abandonedTemporariesOf(record.path)) {
+      planned.temporaries.push(temporary);
+      removed.add(temporary);
+      planned.changes.push({ action: 'delete', target: temporary, detail: `temporary file of a write of ${record.path} that machineadm did not finish (killed)` });
+    }
+    // Only folders were made: nothing at the path is machineadm's.
+    if (record.foldersOnly && record.written.length === 0) continue;
     const info = await fs.stat(record.path);
     if (info?.kind === 'symlink') {
       planned.unreachable.push(record.path);
@@ -150,7 +160,7 @@ export function resetFilesStep(kept: (ctx: StepContext) => Promise<string[]> = a
     summary: 'give back every file machineadm wrote: created ones removed, replaced ones restored byte for byte with mode and owner',
     async check(ctx): Promise<CheckResult> {
       const planned = await planFiles(ctx, await kept(ctx));
-      const pending = planned.actions.length + planned.folders.length + planned.unreachable.length;
+      const pending = planned.actions.length + planned.temporaries.length + planned.folders.length + planned.unreachable.length;
       return { done: pending === 0 && !planned.olderState, changes: planned.changes };
     },
     async apply(ctx) {
@@ -176,6 +186,10 @@ export function resetFilesStep(kept: (ctx: StepContext) => Promise<string[]> = a
             ctx.log(`${record.path}: removed since machineadm changed its mode or owner; nothing to give back`, 'warning');
             break;
         }
+      }
+      for (const temporary of planned.temporaries) {
+        await fs.remove(temporary);
+        ctx.log(`${temporary}: removed, the temporary file of a write machineadm did not finish`);
       }
       for (const folder of planned.folders) {
         if (!(await fs.removeFolderIfEmpty(folder))) ctx.log(`${folder}: left in place, something else is in it now`, 'warning');

@@ -3,7 +3,7 @@
 // step's turn, are not downloaded twice, are done again at the step's turn when they failed on
 // the network, and a wrong sha256 found early leaves the machine as it was.
 import { afterAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
@@ -11,6 +11,7 @@ import { scratchDir } from '../support/tmp.ts';
 import { snapshotTree } from '../support/tree.ts';
 import { createHost, RootedFileSystem, type Facts } from '../../src/host/index.ts';
 import { filesStep } from '../../src/linux/steps/files.ts';
+import { resetFilesStep } from '../../src/reset/files.ts';
 import { runPhases, type RunnerInput } from '../../src/engine/runner.ts';
 import { StateStore } from '../../src/engine/state.ts';
 import type { Step, StepContext } from '../../src/engine/step.ts';
@@ -125,6 +126,21 @@ describe('prepare/files: downloads begun when the run starts', () => {
     expect((failure as Error).message).toContain('spec.files[1].source.sha256');
     expect(requests).toHaveLength(2);
     expect(tree(root)).toEqual(before);
+  });
+
+  it('takes a file someone else put at a target before the step\'s turn as theirs: reset gives it back, and keeps the folder it is in', async () => {
+    const { root, ctx } = fresh(twoFiles());
+    const early = filesStep.begin!(ctx)!;
+    await settled(2);
+    writeFileSync(join(root, 'opt/dl/a.bin'), 'someone else\'s\n');
+    const step = { ...ctx, early };
+    await filesStep.apply(step, await filesStep.check(step));
+    await early.cancel();
+    expect(readFileSync(join(root, 'opt/dl/a.bin'), 'utf8')).toBe('first download\n');
+    const reset = resetFilesStep();
+    await reset.apply(ctx, await reset.check(ctx));
+    expect(Object.keys(tree(root)).sort()).toEqual(['.', 'opt', 'opt/dl', 'opt/dl/a.bin']);
+    expect(readFileSync(join(root, 'opt/dl/a.bin'), 'utf8')).toBe('someone else\'s\n');
   });
 
   it('leaves nothing behind when the run ends before the step (cancelled while downloading)', async () => {

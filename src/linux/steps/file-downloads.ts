@@ -45,7 +45,7 @@ async function makeFolders(ctx: StepContext, files: readonly SourceFile[]): Prom
     const dir = posix.dirname(file.spec.path);
     try {
       for (let d = dir; d !== posix.dirname(d) && !missing.has(d) && !(await ctx.host.fs.exists(d)); d = posix.dirname(d)) missing.add(d);
-      await ctx.host.fs.mkdirp(dir);
+      await ctx.host.fs.makeFoldersFor(file.spec.path);
     } catch (error) {
       await removeEmptyMade(ctx, deepestFirst());
       throw errorForField(`spec.files[${file.index}].path`, error);
