@@ -140,6 +140,16 @@ const refusals: Refusal[] = [
     message: /spec\.kubernetes\.install: \/usr\/local\/bin\/kubeadm is already there and is not kubeadm v1\.31\.2/,
   },
   {
+    by: 'prepare/kubernetes/kubelet-unit',
+    what: "a distribution's kubelet drop-in that systemd reads after 10-kubeadm.conf and that runs another kubelet",
+    spec: (m) => (
+      write(m, '/usr/lib/systemd/system/kubelet.service.d/kubeadm.conf', '[Service]\nExecStart=\nExecStart=/usr/bin/kubelet $KUBELET_EXTRA_ARGS\n'),
+      { ...early, kubernetes: { ...worker, version: 'v1.31.2', install: { baseUrl: 'http://127.0.0.1:9/release', sha256: { kubeadm: 'a'.repeat(64), kubelet: 'b'.repeat(64), kubectl: 'c'.repeat(64) } } } }
+    ),
+    code: 2,
+    message: /spec\.kubernetes\.install: \/usr\/lib\/systemd\/system\/kubelet\.service\.d\/kubeadm\.conf \(read after .*\) makes the kubelet's unit run \/usr\/bin\/kubelet/,
+  },
+  {
     by: 'prepare/containerd/images',
     what: 'an image archive on this machine that is not there',
     spec: (m) => ({ ...early, kubernetes: { ...worker, version: 'v1.31.2', install: { binaries: [], images: [{ url: `file://${m.dir}/missing.tar`, sha256: 'd'.repeat(64) }] } } }),

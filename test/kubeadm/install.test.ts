@@ -4,9 +4,9 @@
 // installs them and joins (kubeadm is the strict stand-in); a rerun downloads nothing; a wrong
 // sha256 exits 3 with nothing installed; another binary in the way is refused before any change;
 // the units pass the real systemd-analyze verify; reset gives the root back.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -48,6 +48,10 @@ beforeAll(async () => {
   const cni = archive(dir, 'cni.tgz', { bridge: 'bridge plugin', 'host-local': 'host-local plugin', loopback: 'loopback plugin' });
   files.set('/cni.tgz', cni);
   files.set('/cni.tgz.sha256', Buffer.from(`${sha(cni)}  cni.tgz\n`));
+  // A later release that no longer has one of the plugins.
+  const cniNext = archive(dir, 'cni-next.tgz', { bridge: 'bridge plugin, next', 'host-local': 'host-local plugin, next' });
+  files.set('/cni-next.tgz', cniNext);
+  files.set('/cni-next.tgz.sha256', Buffer.from(`${sha(cniNext)}  cni-next.tgz\n`));
   // A docker-archive naming one image (its layers do not matter to a bundle).
   const image = archive(dir, 'pause.tar', { 'manifest.json': JSON.stringify([{ Config: 'config.json', RepoTags: ['registry.k8s.io/pause:3.10'], Layers: [] }]), 'config.json': '{}' }, false);
   files.set('/pause.tar', image);
@@ -194,6 +198,74 @@ describe('spec.kubernetes.install', () => {
     const done = await run(replacing, ['init']);
     expect(done.code, done.stderr).toBe(0);
     expect(readFileSync(join(replacing.root, 'usr/local/bin/kubeadm'))).toEqual(BINARIES.kubeadm);
+  });
+
+  it.each([
+    ['0644, as Ignition leaves a file written without a mode', 0o644],
+    ['0777, writable by anyone', 0o777],
+  ])('gives mode 0755 to a binary in place with the expected sha256 but mode %s, without downloading it', async (_what, mode) => {
+    const m = machine({ crictl: undefined, cniPlugins: undefined }, (root) => {
+      mkdirSync(join(root, 'usr/local/bin'), { recursive: true });
+      writeFileSync(join(root, 'usr/local/bin/kubelet'), BINARIES.kubelet!);
+      chmodSync(join(root, 'usr/local/bin/kubelet'), mode);
+    });
+    const plan = await run(m, ['plan']);
+    expect(plan.code, plan.stderr).toBe(0);
+    expect(plan.stdout).toContain(`chmod /usr/local/bin/kubelet (mode 0${mode.toString(8)} -> 0755`);
+    const asked = server.requests.length;
+    const init = await run(m, ['init']);
+    expect(init.code, init.stdout + init.stderr).toBe(0);
+    expect(statSync(join(m.root, 'usr/local/bin/kubelet')).mode & 0o7777).toBe(0o755);
+    expect(server.requests.slice(asked).map((r) => r.url).filter((u) => u.endsWith('/kubelet'))).toEqual([]);
+    const again = await run(m, ['plan']);
+    expect(again.stdout).toMatch(/prepare\/kubernetes\/install: .*\[up to date\]/);
+  });
+
+  it("removes the CNI plugins of the release it installed before that a new cniPlugins release lacks, and leaves the operator's", async () => {
+    const m = machine({ crictl: undefined }, (root) => {
+      mkdirSync(join(root, 'opt/cni/bin'), { recursive: true });
+      writeFileSync(join(root, 'opt/cni/bin/calico'), 'the operator\'s plugin', { mode: 0o755 });
+    });
+    const before = snapshot(m.root);
+    expect((await run(m, ['init'])).code).toBe(0);
+    expect(readFileSync(join(m.root, 'opt/cni/bin/loopback'), 'utf8')).toBe('loopback plugin');
+    writeFileSync(m.config, readFileSync(m.config, 'utf8').replace(`${server.url}/cni.tgz`, `${server.url}/cni-next.tgz`).replace('v1.5.1', 'v1.6.0'));
+    const upgrade = await run(m, ['init']);
+    expect(upgrade.code, upgrade.stdout + upgrade.stderr).toBe(0);
+    expect(readFileSync(join(m.root, 'opt/cni/bin/bridge'), 'utf8')).toBe('bridge plugin, next');
+    expect(existsSync(join(m.root, 'opt/cni/bin/loopback'))).toBe(false);
+    expect(readFileSync(join(m.root, 'opt/cni/bin/calico'), 'utf8')).toBe('the operator\'s plugin');
+    const plan = await run(m, ['plan']);
+    expect(plan.stdout).toMatch(/prepare\/kubernetes\/install: .*\[up to date\]/);
+    const reset = await runCli(['reset', '--root', m.root, '--state-dir', m.state], { env: standinEnv() });
+    expect(reset.code, reset.stdout + reset.stderr).toBe(0);
+    expect(snapshot(m.root, ownReport)).toEqual(before);
+  });
+
+  it("refuses before any change (exit 2) a distribution's kubelet drop-in read after 10-kubeadm.conf that runs another kubelet, and takes one spec.files masks", async () => {
+    // Fedora's kubernetes-kubeadm names its drop-in kubeadm.conf: systemd reads it after 10-kubeadm.conf.
+    const fedora = (root: string) => {
+      mkdirSync(join(root, 'usr/lib/systemd/system/kubelet.service.d'), { recursive: true });
+      writeFileSync(join(root, 'usr/lib/systemd/system/kubelet.service.d/kubeadm.conf'), '[Service]\nEnvironmentFile=-/etc/sysconfig/kubelet\nExecStart=\nExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS\n');
+      // What systemd-analyze verify --root needs to load a unit.
+      for (const unit of ['sysinit.target', 'basic.target', 'shutdown.target', 'multi-user.target', 'network-online.target', 'system.slice', '-.slice']) writeFileSync(join(root, 'usr/lib/systemd/system', unit), '[Unit]\n');
+    };
+    const m = machine({ crictl: undefined, cniPlugins: undefined }, fedora);
+    const init = await run(m, ['init']);
+    expect(init.code).toBe(2);
+    expect(init.stderr).toContain('/usr/lib/systemd/system/kubelet.service.d/kubeadm.conf');
+    expect(init.stderr).toContain('/usr/bin/kubelet, not the kubelet spec.kubernetes.install puts at /usr/local/bin/kubelet');
+    expect(existsSync(join(m.root, 'usr/local/bin'))).toBe(false);
+
+    const masked = machine({ crictl: undefined, cniPlugins: undefined }, fedora);
+    writeFileSync(masked.config, readFileSync(masked.config, 'utf8').replace('spec:\n', 'spec:\n  files:\n    - { path: /etc/systemd/system/kubelet.service.d/kubeadm.conf, content: "" }\n'));
+    for (let i = 0; i < 2; i++) {
+      const done = await run(masked, ['init']);
+      expect(done.code, done.stdout + done.stderr).toBe(0);
+    }
+    // The kubelet systemd runs is the one installed (it would say /usr/bin/kubelet is not executable).
+    const verify = spawnSync('systemd-analyze', ['verify', `--root=${masked.root}`, 'kubelet.service'], { encoding: 'utf8' });
+    expect(verify.stdout + verify.stderr).toBe('');
   });
 
   it('installs into /opt/bin when /usr is read-only, and the units name the kubelet there', async () => {

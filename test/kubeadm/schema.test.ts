@@ -126,3 +126,14 @@ describe('spec.kubernetes validation', () => {
     expect(JSON.stringify(found)).not.toContain('secret-but-malformed');
   });
 });
+
+describe('spec.kubernetes.install.directory', () => {
+  // systemd refuses a program whose name holds a quote or a backslash: the kubelet's unit could not start.
+  it.each(['/opt/k8s"bin', "/opt/k8s'bin", '/opt/k8s\\bin'])("refuses %s, which the kubelet's unit could not name", (directory) => {
+    expect(issues({ ...worker, version: 'v1.31.2', install: { directory } })).toEqual([expect.stringMatching(/^install\.directory: .*without quotes or backslashes/)]);
+  });
+
+  it.each(['/opt/bin', '/opt/k8s%bin', 'C:\\k'])('accepts %s', (directory) => {
+    expect(issues({ ...worker, version: 'v1.31.2', install: { directory } })).toEqual([]);
+  });
+});

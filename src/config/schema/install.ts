@@ -48,7 +48,8 @@ export const installSection = object(
       },
     ),
     directory: optional(
-      string({ pattern: /^(\/[^\0\s]*|[A-Za-z]:\\[^\0"\r\n]*)$/, patternHint: 'an absolute path, e.g. /opt/bin (C:\\k on Windows)', description: 'where the binaries go (default: /usr/local/bin, or /opt/bin when /usr is read-only, as on Flatcar; on Windows the folder of spec.windows.kubeletPath, C:\\k)', example: '/opt/bin' }),
+      // systemd refuses a program's name with a quote or a backslash in it: the kubelet's unit names the kubelet here.
+      string({ pattern: /^(\/[^\0\s"'\\]*|[A-Za-z]:\\[^\0"\r\n]*)$/, patternHint: 'an absolute path without quotes or backslashes, e.g. /opt/bin (C:\\k on Windows)', description: 'where the binaries go (default: /usr/local/bin, or /opt/bin when /usr is read-only, as on Flatcar; on Windows the folder of spec.windows.kubeletPath, C:\\k)', example: '/opt/bin' }),
     ),
     crictl: archive('crictl (cri-tools)', 'v1.31.1', 'https://github.com/kubernetes-sigs/cri-tools/releases/download/VERSION/crictl-VERSION-linux-ARCH.tar.gz', 'crictl'),
     cniPlugins: archive('the CNI plugins, into /opt/cni/bin', 'v1.5.1', 'https://github.com/containernetworking/plugins/releases/download/VERSION/cni-plugins-linux-ARCH-VERSION.tgz', 'cni-plugins'),

@@ -12,7 +12,7 @@ import { ConfigError, ExitCode, MachineadmError, StepDetailsError, type ConfigIs
 import { fetchVerified, fetchVerifiedPending } from '../../verify/fetch.ts';
 import { downloadSmall } from '../../host/download-small.ts';
 import { displayUrl } from '../../redaction.ts';
-import { errorForField } from '../../engine/managed-file.ts';
+import { errorForField, formatMode } from '../../engine/managed-file.ts';
 import { artifacts, binaryDirectory, inFolder, parseSha256File, type Artifact, type InstallSpec } from '../../config/install-layout.ts';
 
 const MODE = 0o755;
@@ -25,7 +25,7 @@ interface Planned {
   artifact: Artifact;
   /** The sha256 to check, when known (pinned, or read from URL.sha256). */
   sha256: string | undefined;
-  /** 'create', 'replace', 'extract', or undefined when in place. */
+  /** 'create', 'replace', 'extract', 'chmod' (the bytes in place, not their mode or owner), or undefined when in place. */
   action: string | undefined;
   detail: string;
   /** A different file at a binary's path, to refuse unless replace is set. */
@@ -103,6 +103,18 @@ async function sha256Of(ctx: StepContext, path: string): Promise<string | undefi
   return hash.digest('hex');
 }
 
+/** How a binary's mode and owner differ from 0755 and root's, as a plan says it; undefined when they do not. */
+async function attributesToFix(ctx: StepContext, path: string): Promise<string | undefined> {
+  // A Windows file has no Unix mode: its ACL comes from its folder, locked before the step.
+  if (ctx.facts.os === 'windows') return undefined;
+  const info = await ctx.host.fs.stat(path);
+  if (info?.kind !== 'file') return undefined;
+  const details: string[] = [];
+  if (info.mode !== MODE) details.push(`mode ${formatMode(info.mode)} -> ${formatMode(MODE)}`);
+  if (ctx.facts.privileged && (info.uid !== 0 || info.gid !== 0)) details.push(`owner ${info.uid}:${info.gid} -> 0:0`);
+  return details.length ? details.join(', ') : undefined;
+}
+
 function previous(ctx: StepContext): InstallRecord | undefined {
   return ctx.previous?.data as InstallRecord | undefined;
 }
@@ -120,13 +132,19 @@ async function plan(ctx: StepContext): Promise<Planned[]> {
       if ('path' in artifact.install) {
         const on = await sha256Of(ctx, artifact.install.path);
         if (on === undefined) return { artifact, sha256, action: 'create', detail: `${artifact.name} ${version} ${from}, mode 0755` };
-        if (sha256 !== undefined && on === sha256) return { artifact, sha256, action: undefined, detail: '' };
+        if (sha256 !== undefined && on === sha256) {
+          // The right bytes are not enough: systemd cannot run a kubelet left 0644 (Ignition's mode
+          // for a file given none), and one others may write runs as root.
+          const attributes = await attributesToFix(ctx, artifact.install.path);
+          return attributes ? { artifact, sha256, action: 'chmod', detail: `${attributes} (${artifact.name} ${version} is in place)` } : { artifact, sha256, action: undefined, detail: '' };
+        }
         const mine = previous(ctx)?.files[artifact.install.path] === on;
         return { artifact, sha256, action: 'replace', detail: `${artifact.name} ${version} ${from}; ${mine ? 'the one machineadm installed before' : 'another file is there'}`, ...(mine ? {} : { conflict: on }) };
       }
       const had = previous(ctx)?.archives[artifact.name];
       const intact = had !== undefined && had.sha256 === sha256 && (await Promise.all(had.files.map(async (f) => (await sha256Of(ctx, f)) === previous(ctx)?.files[f]))).every(Boolean);
-      return intact ? { artifact, sha256, action: undefined, detail: '' } : { artifact, sha256, action: 'extract', detail: `${artifact.name} ${from} into ${artifact.install.directory}` };
+      const replacing = had !== undefined && had.sha256 !== sha256 ? `; what the one extracted before gave and this one lacks is removed` : '';
+      return intact ? { artifact, sha256, action: undefined, detail: '' } : { artifact, sha256, action: 'extract', detail: `${artifact.name} ${from} into ${artifact.install.directory}${replacing}` };
     }),
   );
 }
@@ -159,7 +177,7 @@ export const kubernetesInstallStep: Step = {
     const planned = await plan(ctx);
     const todo = planned.filter((p) => p.action !== undefined);
     const network = todo
-      .filter((p) => !p.artifact.url.startsWith('file:'))
+      .filter((p) => p.action !== 'chmod' && !p.artifact.url.startsWith('file:'))
       .flatMap((p) => [`download ${displayUrl(p.artifact.url)} for ${p.artifact.field}`, ...(p.sha256 === undefined ? [`download ${displayUrl(p.artifact.url)}.sha256 for ${p.artifact.field}`] : [])]);
     return {
       done: todo.length === 0,
@@ -179,7 +197,7 @@ export const kubernetesInstallStep: Step = {
     const planned = await plan(ctx);
     const issues = refusals(ctx, planned);
     if (issues.length) throw new ConfigError(issues);
-    const todo = planned.filter((p) => p.action !== undefined);
+    const todo = planned.filter((p) => p.action !== undefined && p.action !== 'chmod');
     const pending: Array<{ path: string; file: PendingFile; sha256: string }> = [];
     const archives: InstallRecord['archives'] = {};
     try {
@@ -197,14 +215,35 @@ export const kubernetesInstallStep: Step = {
       throw error;
     }
     for (const p of pending) await p.file.commit({ sha256: p.sha256 });
+    const stale = await staleArchiveFiles(ctx, archives);
+    for (const path of stale) await ctx.host.fs.remove(path);
+    for (const p of planned.filter((q) => q.action === 'chmod' && 'path' in q.artifact.install)) {
+      await ctx.host.fs.setAttributes((p.artifact.install as { path: string }).path, { mode: MODE, ...(ctx.facts.privileged ? { owner: '0:0' } : {}) });
+    }
     await ctx.host.fs.remove(stageOf(ctx));
     const installed = Object.fromEntries(pending.map((p) => [p.path, p.sha256]));
-    return { record: recordOf(ctx, planned, previous(ctx), installed, archives) };
+    return { record: recordOf(ctx, planned, previous(ctx), installed, archives, stale) };
   },
 };
 
-function recordOf(ctx: StepContext, planned: Planned[], before: InstallRecord | undefined, installed: Record<string, string> = {}, archives: InstallRecord['archives'] = {}): Record<string, unknown> {
+/**
+ * The files an archive extracted before gave that its new release lacks (a plugin the CNI project
+ * dropped): left there, the folder would mix two releases. One changed since is not machineadm's.
+ */
+async function staleArchiveFiles(ctx: StepContext, archives: InstallRecord['archives']): Promise<string[]> {
+  const before = previous(ctx);
+  const stale: string[] = [];
+  for (const [name, now] of Object.entries(archives)) {
+    for (const path of before?.archives[name]?.files ?? []) {
+      if (!now.files.includes(path) && (await sha256Of(ctx, path)) === before?.files[path]) stale.push(path);
+    }
+  }
+  return stale;
+}
+
+function recordOf(ctx: StepContext, planned: Planned[], before: InstallRecord | undefined, installed: Record<string, string> = {}, archives: InstallRecord['archives'] = {}, removed: string[] = []): Record<string, unknown> {
   const files: Record<string, string> = { ...(before?.files ?? {}) };
+  for (const path of removed) delete files[path];
   const kept: InstallRecord['archives'] = {};
   const sources: NonNullable<InstallRecord['sources']> = { ...(before?.sources ?? {}) };
   for (const p of planned) {

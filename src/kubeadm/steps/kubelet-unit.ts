@@ -4,8 +4,8 @@
 // kubelet itself; systemd is told to read the units again when it runs.
 import type { CheckResult, Step, StepContext, UndoContext } from '../../engine/step.ts';
 import { inspectFiles, writeFiles, type DesiredFile } from '../../engine/managed-file.ts';
-import { StepDetailsError } from '../../errors.ts';
-import { KUBEADM_DROPIN, KUBELET_UNIT, KUBELET_WANTS_LINK, renderKubeadmDropIn, renderKubeletUnit } from '../kubelet-unit.ts';
+import { ConfigError, StepDetailsError } from '../../errors.ts';
+import { KUBEADM_DROPIN, KUBELET_DROPIN_DIRS, KUBELET_UNIT, KUBELET_WANTS_LINK, laterExecStarts, renderKubeadmDropIn, renderKubeletUnit } from '../kubelet-unit.ts';
 import { installDirectory } from './install.ts';
 
 const LINK_TARGET = '../kubelet.service';
@@ -23,11 +23,47 @@ async function linked(ctx: StepContext): Promise<boolean> {
   return (await ctx.host.fs.stat(KUBELET_WANTS_LINK))?.kind === 'symlink';
 }
 
+/**
+ * The kubelet's drop-ins on the machine, the folders systemd reads first first, without machineadm's
+ * own and those spec.files writes (the operator's word on that name, wherever it is).
+ */
+async function otherDropIns(ctx: StepContext): Promise<Array<{ path: string; text: string }>> {
+  const written = new Set((ctx.config.spec.files ?? []).filter((f) => KUBELET_DROPIN_DIRS.some((dir) => f.path.startsWith(`${dir}/`))).map((f) => f.path.slice(f.path.lastIndexOf('/') + 1)));
+  const found: Array<{ path: string; text: string }> = [];
+  for (const dir of KUBELET_DROPIN_DIRS) {
+    // A folder that leaves a scratch root through a link (/lib -> /usr/lib) is read as the other one.
+    const names = await ctx.host.fs.list(dir).catch(() => [] as string[]);
+    for (const name of names) {
+      const path = `${dir}/${name}`;
+      if (path === KUBEADM_DROPIN || written.has(name)) continue;
+      const text = await ctx.host.fs.readText(path).catch(() => undefined);
+      if (text !== undefined) found.push({ path, text });
+    }
+  }
+  return found;
+}
+
 export const kubeletUnitStep: Step = {
   id: 'kubernetes/kubelet-unit',
   summary: 'write and enable the kubelet\'s systemd unit and kubeadm\'s drop-in, as the official packages do',
   platforms: ['linux'],
   applies: (config) => config.spec.kubernetes?.install?.binaries.includes('kubelet') === true,
+
+  // The unit written and enabled, systemd would still run what a later drop-in says.
+  async preflight(ctx) {
+    const kubelet = `${await installDirectory(ctx)}/kubelet`;
+    const later = laterExecStarts(await otherDropIns(ctx), kubelet);
+    if (!later) return;
+    const runs = later.runs.length === 0 ? 'no program (ExecStart= left empty)' : later.runs.length > 1 ? `${later.runs.length} programs (${later.runs.join(', ')}), which systemd refuses for a service` : later.runs[0]!;
+    throw new ConfigError([
+      {
+        path: 'spec.kubernetes.install',
+        message: `${later.paths.join(', ')} (read after ${KUBEADM_DROPIN}) make${later.paths.length === 1 ? 's' : ''} the kubelet's unit run ${runs}, not the kubelet spec.kubernetes.install puts at ${kubelet}`,
+        hint: `remove ${later.paths.length === 1 ? 'it' : 'them'}, or hide ${later.paths.length === 1 ? 'it' : 'each'} with an empty file of the same name in /etc/systemd/system/kubelet.service.d written by spec.files`,
+        refused: true,
+      },
+    ]);
+  },
 
   async check(ctx): Promise<CheckResult> {
     const states = await inspectFiles(ctx.host.fs, await desired(ctx), ctx.facts.privileged);
