@@ -4,7 +4,7 @@
 // product UUID. A key of cloud-init's instance data comes from the file cloud-init wrote. Values
 // are read only when the configuration references them, and all before the first change of a run.
 import type { ConfigHost } from '../host/config-host.ts';
-import { ConfigError, MachineValuesUnavailableError } from '../errors.ts';
+import { ConfigError, MachineValuesUnavailableError, UsageError } from '../errors.ts';
 import type { HttpTimeouts, RetryPolicy } from '../host/http.ts';
 import { CLOUDS, ImdsError, probeClouds, readDmi, type Cloud } from './imds.ts';
 import { readInstanceValues, type InstanceValues } from './instance-values.ts';
@@ -80,9 +80,16 @@ async function readMachine(host: ConfigHost, namedCloud: string | undefined, nee
   if (namedCloud !== undefined) {
     // The command line refuses other names; a library caller gets the same word.
     if (!(CLOUDS as readonly string[]).includes(namedCloud)) throw new MachineValuesUnavailableError(`cloud "${namedCloud}" is not one machineadm knows`, { hint: `name one of ${KNOWN_CLOUD_NAMES.join(', ')}` });
+    if (host.offline) throw offlineRefusal(wanted, `the cloud named by --set cloud=${namedCloud}`);
     return cloudValues(host, namedCloud as Cloud, wanted, `the cloud named by --set cloud=${namedCloud}`, imds);
   }
   const dmi = await readDmi(host);
+  if (host.offline) {
+    // Bare metal's own values need no network; anywhere else only a metadata service has them,
+    // and waiting out its retries for requests --offline never sends would tell the operator nothing.
+    if (dmi.bareMetal) return bareMetalValues(host, `bare metal: DMI ${dmi.evidence} names no cloud; no metadata service asked: --offline`);
+    throw offlineRefusal(wanted, dmi.cloud ? `the firmware (DMI ${dmi.evidence}) names ${dmi.cloud}` : `the firmware (DMI: ${dmi.evidence}) names no cloud`);
+  }
   if (dmi.cloud) return cloudValues(host, dmi.cloud, wanted, `the firmware (DMI ${dmi.evidence}) names ${dmi.cloud}`, imds);
   const found = await probeClouds(host, { ...(dmi.bareMetal ? BARE_METAL_PROBE : { retry: imds.retry ?? {}, timeouts: imds.timeouts ?? {} }), maxBytes: 64 * 1024 });
   if (found.cloud) return cloudValues(host, found.cloud, wanted, `the ${found.cloud} metadata service answered`, imds);
@@ -94,6 +101,12 @@ async function readMachine(host: ConfigHost, namedCloud: string | undefined, nee
     `cannot read ${wanted} from the machine: its firmware (DMI: ${dmi.evidence}) names no cloud and no metadata service (AWS, Azure, GCE) answered within ${Math.round(found.elapsedMs / 1000)} s; nothing was changed`,
     { hint: `in a cloud, run again once its metadata service answers (or name it: --set cloud=aws|azure|gce); on bare metal, say so with --set cloud=${BARE_METAL}; or give the values with --set NAME=VALUE` },
   );
+}
+
+function offlineRefusal(wanted: string, why: string): UsageError {
+  return new UsageError(`--offline: cannot read ${wanted} from the machine without asking a metadata service (${why}); nothing was changed`, {
+    hint: `give the values with --set NAME=VALUE (outside a cloud: --set cloud=${BARE_METAL}, the hostname and DMI product UUID), or run without --offline`,
+  });
 }
 
 async function cloudValues(host: ConfigHost, cloud: Cloud, wanted: string, why: string, imds: NonNullable<MachineValueInput['imds']>): Promise<InstanceValues> {

@@ -1,7 +1,7 @@
 // Values from the machine on the command line: which clouds --set cloud= names, the exit code of a
 // metadata service that does not answer (its own, not "invalid configuration"), and a bare-metal
-// machine that does not wait for metadata services it does not have.
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+// machine that does not wait for metadata services it does not have, and --offline, which asks none.
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.ts';
@@ -74,4 +74,48 @@ describe('a metadata service that does not answer', () => {
     // A generous bound: the patient probing a cloud machine gets takes a minute here.
     expect(elapsed).toBeLessThan(15_000);
   }, 90_000);
+});
+
+// An air-gapped machine: a value only a metadata service has cannot be had, so the run is refused
+// at once, as every other network use under --offline is, and never waits for an answer it
+// did not ask for (nor asks, when the configuration itself says offline).
+describe('--offline', () => {
+  it.each([
+    ['firmware that names no cloud', {}],
+    ['firmware that names AWS', { sys_vendor: 'Amazon EC2', product_name: 'm5.large' }],
+  ])('refuses at once (exit 2), before anything changes, a value only a metadata service has, on %s', async (_, dmi) => {
+    const metadata = await startHttp((_req, res) => res.writeHead(404).end());
+    servers.push(metadata);
+    const root = rootWithDmi(dmi);
+    const before = readdirSync(root, { recursive: true }).sort();
+    const started = Date.now();
+    const r = await runCli(['init', '--offline', '-c', FLEET_AWS, '--root', root], { env: { MACHINEADM_IMDS_ENDPOINT: metadata.url } });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^error: --offline: cannot read localHostname, providerID, zone, region, instanceType from the machine without asking a metadata service/);
+    expect(r.stderr).toMatch(/\nhint: .*--set NAME=VALUE/);
+    expect(metadata.requests).toEqual([]);
+    expect(readdirSync(root, { recursive: true }).sort()).toEqual(before);
+  }, 90_000);
+
+  it('spec.security.offline asks no metadata service either: the run is refused as with --offline (exit 2)', async () => {
+    const metadata = await startHttp((_req, res) => res.writeHead(404).end());
+    servers.push(metadata);
+    const file = join(scratchDir(), 'offline.yaml');
+    writeFileSync(file, `${readFileSync(nameOnlyConfig(), 'utf8')}  security:\n    offline: true\n`);
+    const r = await runCli(['plan', '-c', file, '--root', rootWithDmi({})], { env: { MACHINEADM_IMDS_ENDPOINT: metadata.url } });
+    expect(metadata.requests).toEqual([]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^error: --offline: cannot read localHostname from the machine without asking a metadata service/);
+  }, 90_000);
+
+  it('takes the values a bare-metal machine has itself, asking no metadata service', async () => {
+    const metadata = await startHttp((_req, res) => res.writeHead(404).end());
+    servers.push(metadata);
+    const r = await runCli(['plan', '--offline', '-c', nameOnlyConfig(), '--root', rootWithDmi({ sys_vendor: 'Dell Inc.', product_name: 'PowerEdge R650' })], { env: { MACHINEADM_IMDS_ENDPOINT: metadata.url } });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(metadata.requests).toEqual([]);
+    expect(r.stdout).toContain('localHostname from the machine\'s hostname (bare metal: DMI sys_vendor "Dell Inc.", product_name "PowerEdge R650" names no cloud; no metadata service asked: --offline)');
+  });
 });

@@ -160,11 +160,12 @@ export async function runPhaseCommand(command: PhaseCommand | 'plan-reset', opti
     // here (exit 2); a machine that cannot be read (its metadata service down) too (exit 6).
     // reset reads nothing of the machine: it takes the values of the run it undoes.
     const given = { ...givenMachine, ...setValues };
+    // spec.security.offline covers the machine's values too: a metadata service is the network.
+    if (loaded.config.spec.security.offline && !options.offline) host = hostOptions(true, await facts);
     const { config, resolved } =
       resetting && !givenFacts
         ? await (await import('./reset-values.ts')).resetMachineValues(host, stateFsFrom(options, io, host), loaded.config, given)
         : await resolveMachineValues(host, loaded.config, { given, otherMachine: givenFacts !== undefined });
-    if (config.spec.security.offline && !options.offline) host = hostOptions(true, await facts);
     // Before anything changes: a binary that is not the signed release must not touch the machine.
     // A plan of this machine shows it as the run's refusal (exit 3), after the whole plan.
     let unsigned: MachineadmError | undefined;
