@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.ts';
 import { scratchDir } from '../support/tmp.ts';
 import { standinEnv } from '../support/machine-run.ts';
+import { missingRequirement } from '../support/environment.ts';
 import { startHttp, type RunningServer } from '../config/helpers/servers.ts';
 import { ownReport, snapshot } from '../reset/machine.ts';
 
@@ -83,6 +84,15 @@ function machine(install: Record<string, unknown> = {}, setup?: (root: string) =
   };
   writeFileSync(m.config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec }, { lineWidth: -1 }));
   return m;
+}
+
+const noContainerd = missingRequirement({ commands: ['containerd'] });
+
+/** The sandbox image the real containerd here runs when its configuration names none. */
+function containerdDefaultSandbox(): string | undefined {
+  const dumped = spawnSync('containerd', ['config', 'default'], { encoding: 'utf8' });
+  if (dumped.status !== 0) return undefined;
+  return /^\s*(?:sandbox_image|sandbox)\s*=\s*"([^"]+)"/m.exec(dumped.stdout)?.[1];
 }
 
 const run = (m: ReturnType<typeof machine>, args: string[]) => runCli([...args, '-c', m.config, '--root', m.root, '--state-dir', m.state], { env: standinEnv() });
@@ -314,8 +324,45 @@ describe('spec.kubernetes.install', () => {
     expect(existsSync(join(target.root, 'usr/local/bin'))).toBe(false);
   });
 
+  // Pods run the sandbox image containerd is configured with; without spec.containerd.sandboxImage
+  // that is the one the machine's config.toml or containerd itself gives, which need not be the
+  // pause image kubeadm lists (containerd 1.6 runs pause:3.6, kubeadm v1.31 lists pause:3.10).
+  it('asks an --offline run without spec.containerd.sandboxImage for the sandbox image named by the containerd config.toml of the machine', async () => {
+    const m = machine({ images: images('pause', 'kube-proxy') });
+    const bundle = join(m.dir, 'bundle');
+    expect((await runCli(['bundle', '-c', m.config, '-d', bundle, '--platform', `linux-${process.arch}`])).code).toBe(0);
+    const target = machine(undefined, (root) => {
+      mkdirSync(join(root, 'etc/containerd'), { recursive: true });
+      writeFileSync(join(root, 'etc/containerd/config.toml'), 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "registry.example/site/pause:3.9"\n');
+    });
+    const init = await runCli(['init', '--offline', '--bundle', bundle, '--root', target.root, '--state-dir', target.state], { env: standinEnv() });
+    expect(init.code, init.stdout + init.stderr).toBe(2);
+    expect(init.stderr).toContain('spec.kubernetes.install.images: --offline: registry.example/site/pause:3.9 (which a worker');
+    expect(existsSync(join(target.root, 'usr/local/bin'))).toBe(false);
+  });
+
+  it.skipIf(noContainerd)('asks an --offline run whose spec.containerd names no sandbox image for the one containerd runs by default', async () => {
+    const sandbox = containerdDefaultSandbox();
+    expect(sandbox, 'containerd config default names a sandbox image').toBeDefined();
+    const m = machine({ images: images('pause', 'kube-proxy') });
+    writeFileSync(m.config, readFileSync(m.config, 'utf8').replace('spec:\n', 'spec:\n  containerd:\n    cgroupDriver: systemd\n'));
+    const bundle = join(m.dir, 'bundle');
+    expect((await runCli(['bundle', '-c', m.config, '-d', bundle, '--platform', `linux-${process.arch}`])).code).toBe(0);
+    const target = machine();
+    const init = await runCli(['init', '--offline', '--bundle', bundle, '--root', target.root, '--state-dir', target.state], { env: standinEnv() });
+    // The bundle holds kubeadm's pause:3.10: enough only where containerd runs that one too.
+    if (sandbox === 'registry.k8s.io/pause:3.10') {
+      expect(init.code, init.stdout + init.stderr).toBe(0);
+    } else {
+      expect(init.code, init.stdout + init.stderr).toBe(2);
+      expect(init.stderr).toContain(`spec.kubernetes.install.images: --offline: ${sandbox} (which a worker`);
+    }
+  });
+
   it('gathers every piece into machineadm bundle, from which an --offline init installs them with no network', async () => {
     const m = machine({ images: images('pause', 'kube-proxy') });
+    // The pause image the bundle holds is the one containerd is told to run (its own default is its release's).
+    writeFileSync(m.config, readFileSync(m.config, 'utf8').replace('spec:\n', 'spec:\n  containerd:\n    sandboxImage: registry.k8s.io/pause:3.10\n'));
     const bundle = join(m.dir, 'bundle');
     const built = await runCli(['bundle', '-c', m.config, '-d', bundle, '--platform', `linux-${process.arch}`]);
     expect(built.code, built.stderr).toBe(0);

@@ -8,6 +8,12 @@ import type { ConfigIssue } from '../../errors.ts';
 import { artifacts, releaseArch } from '../../config/install-layout.ts';
 import { CONTAINERD_SOCKET, CRI_NAMESPACE, imageRefsOf, NAMING_MEMBERS, normalizeImageRef, parseImageList, readTarMembers } from '../../containerd/image-archives.ts';
 import { CONTAINERD_ADDRESS_ENV } from '../../containerd/steps/images.ts';
+import { renderFor } from '../../containerd/steps/render.ts';
+import { containerdConfigTable } from '../../containerd/config.ts';
+import { CONTAINERD_CONFIG } from '../../containerd/paths.ts';
+import { parseExtraConfig } from '../../config/containerd-toml/extra.ts';
+import { V2_CRI, V3_IMAGES } from '../../config/containerd-toml/keys.ts';
+import { isTable, type TomlTable } from '../../config/containerd-toml/toml.ts';
 import { kubeadmProgram, kubernetesOf } from './kubeadm-inputs.ts';
 
 const WORKER_IMAGES = /\/(kube-proxy|pause):[^/]*$/;
@@ -51,6 +57,41 @@ function mirrored(ctx: StepContext, ref: string): boolean {
   return [host, '_default'].some((name) => (registries[name]?.mirrors?.length ?? 0) > 0);
 }
 
+/** The sandbox image a config.toml names: version 2's CRI sandbox_image, version 3's pinned sandbox. */
+function sandboxIn(table: TomlTable | undefined): string | undefined {
+  const plugins = table?.plugins;
+  if (!isTable(plugins)) return undefined;
+  const v2 = plugins[V2_CRI];
+  const v3 = plugins[V3_IMAGES];
+  const named = (isTable(v2) ? v2.sandbox_image : undefined) ?? (isTable(v3) && isTable(v3.pinned_images) ? v3.pinned_images.sandbox : undefined);
+  return typeof named === 'string' && named !== '' ? named : undefined;
+}
+
+function parsedToml(text: string | undefined): TomlTable | undefined {
+  if (text === undefined) return undefined;
+  try {
+    return parseExtraConfig(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The image pod sandboxes will run: spec.containerd.sandboxImage, else the one the config.toml
+ * containerd reads names (machineadm's with its extraConfig, or the machine's own), else
+ * containerd's built-in default, which is its release's and not kubeadm's (1.6 runs pause:3.6
+ * where kubeadm v1.31 lists pause:3.10). Undefined when containerd cannot say.
+ */
+async function sandboxImage(ctx: StepContext): Promise<string | undefined> {
+  const spec = ctx.config.spec.containerd;
+  if (spec?.sandboxImage) return spec.sandboxImage;
+  const configured = spec ? containerdConfigTable(spec, renderFor(ctx).target) : parsedToml(await ctx.host.fs.readText(CONTAINERD_CONFIG).catch(() => undefined));
+  const named = sandboxIn(configured);
+  if (named) return named;
+  const defaults = await ctx.host.proc.run(['containerd', 'config', 'default'], { timeoutMs: 30_000, allowFailure: true }).catch(() => undefined);
+  return defaults?.exitCode === 0 ? sandboxIn(parsedToml(defaults.stdout)) : undefined;
+}
+
 export async function offlineImageIssues(ctx: StepContext, command: 'init' | 'join'): Promise<ConfigIssue[]> {
   const k = kubernetesOf(ctx.config)!;
   if (!ctx.host.offline || ctx.facts.os !== 'linux' || !k.version) return [];
@@ -61,9 +102,8 @@ export async function offlineImageIssues(ctx: StepContext, command: 'init' | 'jo
     return [{ path: 'spec.kubernetes.version', message: `--offline: cannot tell which images kubeadm ${k.version} needs (${argv.slice(0, 4).join(' ')} exited with code ${listed.exitCode}: ${listed.stderr.trim().split('\n').at(-1) ?? ''})`, hint: 'install kubeadm first, or bundle it with spec.kubernetes.install (machineadm bundle)' }];
   }
   // Pod sandboxes run containerd's sandbox image, not the pause image kubeadm lists (with
-  // containerd the kubelet's choice only keeps an image from garbage collection): when
-  // spec.containerd.sandboxImage names one, that one is pulled.
-  const sandbox = ctx.config.spec.containerd?.sandboxImage;
+  // containerd the kubelet's choice only keeps an image from garbage collection).
+  const sandbox = await sandboxImage(ctx);
   const needed = listed.stdout
     .split('\n')
     .map((line) => line.trim())
