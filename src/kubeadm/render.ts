@@ -20,6 +20,8 @@ export const KUBELET_API_VERSION = 'kubelet.config.k8s.io/v1beta1';
 export const WINDOWS_DEFAULT_SYSTEM_RESERVED_MEMORY = '2Gi';
 export const WINDOWS_DEFAULT_TAINT = { key: 'os', value: 'windows', effect: 'NoSchedule' } as const;
 const INODE_SIGNALS = ['nodefs.inodesFree', 'imagefs.inodesFree', 'containerfs.inodesFree'];
+/** Every eviction signal spec.kubernetes.kubelet.evictionHard takes. */
+const EVICTION_SIGNALS = ['memory.available', 'nodefs.available', 'imagefs.available', 'containerfs.available', 'pid.available', ...INODE_SIGNALS];
 
 export interface KubeadmSecrets {
   token?: string;
@@ -310,6 +312,15 @@ function kubeletSettings(input: RenderInput): Json {
     }
     out.evictionHard = sortedRecord(kubelet.evictionHard);
   }
+  if (input.os === 'windows') {
+    // A join merges this patch into the cluster's kubelet-config, made for its Linux nodes (inode
+    // signals Windows has no statistics for, memory thresholds sized for Linux): null removes each
+    // threshold not given here, so the given ones hold as a whole and none leaves the kubelet its
+    // Windows defaults (memory.available 500Mi).
+    const given = (out.evictionHard ?? {}) as Record<string, string>;
+    const removed = EVICTION_SIGNALS.filter((signal) => given[signal] === undefined).map((signal) => [signal, null] as const);
+    out.evictionHard = Object.keys(given).length > 0 ? sortedRecord({ ...given, ...Object.fromEntries(removed) }) : null;
+  }
   return out;
 }
 
@@ -324,7 +335,9 @@ function kubeletFlags(settings: Json): Record<string, string> {
   if (settings.maxPods !== undefined) flags['max-pods'] = String(settings.maxPods);
   if (settings.systemReserved !== undefined) flags['system-reserved'] = pairs(settings.systemReserved, '=');
   if (settings.kubeReserved !== undefined) flags['kube-reserved'] = pairs(settings.kubeReserved, '=');
-  if (settings.evictionHard !== undefined) flags['eviction-hard'] = pairs(settings.evictionHard, '<');
+  // A flag cannot remove a threshold (null above): only the given ones are passed.
+  const evictionHard = Object.entries((settings.evictionHard ?? {}) as Record<string, string | null>).filter(([, v]) => v !== null);
+  if (evictionHard.length > 0) flags['eviction-hard'] = pairs(Object.fromEntries(evictionHard), '<');
   return flags;
 }
 

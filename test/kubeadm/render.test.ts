@@ -46,6 +46,37 @@ describe('renderKubeadm', () => {
     expect(rendered.patches[0]!.content).not.toContain('systemReserved');
   });
 
+  describe('eviction thresholds of a Windows worker joining a cluster made by a Linux init', () => {
+    // kubeadm join writes the cluster's kubelet-config (the KubeletConfiguration init uploaded)
+    // with the patches applied as RFC 7386 merge patches (jsonpatch.MergePatch in kubeadm's
+    // util/patches): a map in a patch merges into the cluster's key by key, null removes a key.
+    const mergePatch = (target: unknown, patch: unknown): unknown => {
+      if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
+      const out: Record<string, unknown> = target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+      for (const [key, value] of Object.entries(patch)) {
+        if (value === null) delete out[key];
+        else out[key] = mergePatch(out[key], value);
+      }
+      return out;
+    };
+    const linuxInit = spec({ role: 'control-plane', bootstrap: 'init', kubelet: { evictionHard: { 'memory.available': '100Mi', 'nodefs.inodesFree': '5%', 'imagefs.inodesFree': '5%', 'pid.available': '10%' } } });
+    const clusterKubeletConfig = (loadAll(renderKubeadm({ kubernetes: linuxInit, os: 'linux', api: 'v1beta4', cgroupDriver: 'systemd', secrets: placeholderSecrets(linuxInit, 'x') }).config) as any[]).find((d) => d.kind === 'KubeletConfiguration');
+    const joined = (k: KubernetesSpec): Record<string, unknown> => {
+      const rendered = renderKubeadm({ kubernetes: k, os: 'windows', api: 'v1beta4', cgroupDriver: 'systemd', secrets: placeholderSecrets(k, 'x') });
+      return rendered.patches.reduce((config, patch) => mergePatch(config, loadAll(patch.content)[0]), clusterKubeletConfig as unknown) as Record<string, unknown>;
+    };
+
+    it('leaves the Linux thresholds of the cluster out, so the kubelet takes its Windows defaults', () => {
+      expect(clusterKubeletConfig.evictionHard).toHaveProperty(['nodefs.inodesFree']);
+      expect(joined(worker).evictionHard).toBeUndefined();
+    });
+
+    it('are the ones the Windows worker gives, as a whole', () => {
+      const k = spec({ ...worker, kubelet: { evictionHard: { 'memory.available': '500Mi', 'nodefs.available': '10%' } } });
+      expect(joined(k).evictionHard).toEqual({ 'memory.available': '500Mi', 'nodefs.available': '10%' });
+    });
+  });
+
   it.each([
     ['a Windows control plane', spec({ ...worker, role: 'control-plane', certificateKey: 'ab'.repeat(32) }), 'Windows machines can only be workers'],
     ['inode eviction signals on Windows', spec({ ...worker, kubelet: { evictionHard: { 'nodefs.inodesFree': '5%' } } }), 'Windows has no inode eviction signals'],
