@@ -1,7 +1,8 @@
 // Windows builds by number, and whether a node's build is one the configuration supports.
 // Container images carry a Windows build: below 20348 a host runs only images of its own build;
-// from 20348 a host runs images from 20348 up to its own build (hcsshim CheckHostAndContainerCompat,
-// containerd's platform matcher). spec.windows.supportedBuilds lists the builds of the images
+// from 20348 a host runs images from the last LTSC build before its own (20348, or 26100 for a host
+// above 26100) up to its own build (hcsshim CheckHostAndContainerCompat, containerd's platform
+// matcher). spec.windows.supportedBuilds lists the builds of the images
 // the cluster runs, so a host is supported when it can run at least one of them.
 const RELEASES: Record<string, string> = {
   '14393': 'ltsc2016',
@@ -22,10 +23,15 @@ export function describeBuild(build: string | undefined): string {
   return release ? `build ${build} (${release})` : `build ${build}`;
 }
 
+/** The LTSC builds whose images later builds run (hcsshim's compatLTSCReleases), ascending. */
+const COMPAT_LTSC_BUILDS = [20348, 26100];
+
 /** True when a host of this build runs images of `imageBuild`. */
 export function hostRunsImage(hostBuild: number, imageBuild: number): boolean {
   if (hostBuild < 20348) return hostBuild === imageBuild;
-  return imageBuild >= 20348 && imageBuild <= hostBuild;
+  // An LTSC host runs the images of the LTSC before it; a later host, those of the last LTSC.
+  const oldest = COMPAT_LTSC_BUILDS.filter((ltsc) => ltsc < hostBuild).at(-1) ?? 20348;
+  return imageBuild >= oldest && imageBuild <= hostBuild;
 }
 
 /** Undefined when supported; else why not. */

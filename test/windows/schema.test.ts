@@ -1,7 +1,9 @@
 // spec.windows: defaults, and each bad value named by its field with what to do.
 import { describe, expect, it } from 'vitest';
 import { formatPath, parseWith } from '../../src/config/schema/dsl.ts';
-import { machineConfigSchema } from '../../src/config/schema/index.ts';
+import { machineConfigJsonSchema, machineConfigSchema } from '../../src/config/schema/index.ts';
+import { allFields } from '../../src/config/schema/fields.ts';
+import { unsupportedBuild } from '../../src/windows/build.ts';
 
 const agent = { name: 'csiproxy', source: { url: 'https://a.internal/csi-proxy.exe', sha256: 'a'.repeat(64) }, installPath: 'C:\\k\\csi-proxy.exe' };
 
@@ -43,6 +45,17 @@ describe('spec.windows', () => {
 
   it('takes a binary in a folder of its own, also below Program Files', () => {
     expect(issues({ kubeletPath: 'C:\\Program Files\\kubernetes\\kubelet.exe', hostAgents: [{ ...agent, installPath: 'D:\\agents\\csi\\csi-proxy.exe' }] })).toEqual([]);
+  });
+});
+
+describe('spec.windows.supportedBuilds as explain and the API reference describe it', () => {
+  it('names the builds of the container images, which a host of a later build also runs, not the builds of the machines', () => {
+    const field = allFields(machineConfigJsonSchema()).find((f) => f.path === 'spec.windows.supportedBuilds')!;
+    // A build 26100 machine is accepted for [20348] (test/windows/windows-run.test.ts), so the
+    // field cannot promise that a machine of another build stops.
+    expect(unsupportedBuild('26100', [20348])).toBeUndefined();
+    expect(field.description).toMatch(/container images/);
+    expect(field.description).not.toMatch(/a machine of another build stops/);
   });
 });
 

@@ -460,6 +460,8 @@ describe('a Windows worker on the simulated machine', () => {
     ['17763', [20348], /^this machine is Windows build 17763 \(ltsc2019\); machineadm needs Windows build 20348 \(Windows Server 2022, ltsc2022\) or later$/],
     ['14393', [14393], /^this machine is Windows build 14393 \(ltsc2016\); machineadm needs Windows build 20348/],
     ['20348', [26100], /build 20348 \(ltsc2022\), which cannot run container images of build 26100 \(ltsc2025\)/],
+    // Above 26100 the oldest image build a host runs is 26100's, the LTSC before it (hcsshim's CheckHostAndContainerCompat).
+    ['26200', [20348], /build 26200, which cannot run container images of build 20348 \(ltsc2022\)/],
   ] as [string, number[] | undefined, RegExp][])('refuses a build %s node for supportedBuilds %j before anything changes (exit 2)', async (build, supported, message) => {
     const m = machine();
     const sim = new SimulatedWindows(build);

@@ -92,7 +92,7 @@ export const hostAgent = object(
 
 export const windowsSection = object({
   supportedBuilds: optional(
-    array(integer({ min: 14393, description: 'a Windows build number, e.g. 17763 (ltsc2019), 20348 (ltsc2022), 26100 (ltsc2025)' }), { minItems: 1, unique: true, description: 'Windows builds this configuration is for; a machine of another build stops before any change', example: [20348, 26100] }),
+    array(integer({ min: 14393, description: 'a Windows build number, e.g. 17763 (ltsc2019), 20348 (ltsc2022), 26100 (ltsc2025)' }), { minItems: 1, unique: true, description: 'Windows builds of the container images the cluster runs; a machine that runs none of them (below 20348 its own build only; from 20348 the last LTSC build before its own up to its own) stops before any change', example: [20348, 26100] }),
   ),
   kubeletPath: withDefault(serviceBinaryPath('the kubelet binary', 'C:\\k\\kubelet.exe'), 'C:\\k\\kubelet.exe'),
   containerdPath: withDefault(serviceBinaryPath('the containerd binary', 'C:\\Program Files\\containerd\\containerd.exe'), 'C:\\Program Files\\containerd\\containerd.exe'),
