@@ -22,7 +22,13 @@
 #   MACHINEADM_PUBKEY    required: the minisign public key line (56 characters, RW...)
 #   MACHINEADM_ARCH      x64 or arm64 (default: from uname -m)
 #   MACHINEADM_DEST      where to install (default /usr/local/bin/machineadm)
+#   MACHINEADM_ATTEMPTS  tries per download (default 5), 2 s, 4 s, ... apart
+#   MACHINEADM_STALL_SECONDS  a download that sends nothing for this long is given up and started
+#                        again (default 60; curl notices a few seconds late, averaging its speed)
 # Arguments: passed to machineadm (default: init).
+#
+# Behind an https:// base URL every redirect must stay on https: a redirect to plain http is
+# refused (exit 1). An http:// base URL (an air-gapped mirror) may redirect to either.
 #
 # Example (cloud-init):
 #   runcmd:
@@ -68,17 +74,63 @@ esac
 name=machineadm-linux-$arch
 base=${base%/}
 
+attempts=${MACHINEADM_ATTEMPTS:-5}
+stall=${MACHINEADM_STALL_SECONDS:-60}
+for setting in "MACHINEADM_ATTEMPTS=$attempts" "MACHINEADM_STALL_SECONDS=$stall"; do
+  case ${setting#*=} in
+    *[!0-9]* | '' | 0 | 0*) fail 2 "${setting%%=*} must be a whole number of at least 1, not '${setting#*=}'" ;;
+  esac
+done
+# A signed older release served over http by someone on the path would verify too: https stays https.
+case $base in
+  https://*) https_only=yes ;;
+  *) https_only=no ;;
+esac
+
 work=$(mktemp -d "${TMPDIR:-/tmp}/machineadm-loader.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 
-# $1 URL, to stdout. curl retries only what fails before the first byte (a refused connection,
-# 408, 429, 5xx; a transfer that breaks is not retried), so a retry never appends to bytes already
-# in the pipe. First boot often races the network.
+# $1 URL, to stdout: one try, no retries of its own (a retry would append to the bytes already in
+# the pipe; receive tries again from the start). Ends with 1 (curl's code for a protocol it may
+# not use) for a redirect from https to http, and says on its last line of stderr "returned
+# error: <status>" for an HTTP error.
 if command -v curl >/dev/null 2>&1; then
-  get() { curl -fsSL --retry 5 --retry-delay 2 --retry-connrefused "$1"; }
+  get() {
+    if [ "$https_only" = yes ]; then set -- --proto-redir =https "$@"; fi
+    curl -fsSL --speed-limit 1 --speed-time "$stall" "$@"
+  }
 elif command -v wget >/dev/null 2>&1; then
-  get() { wget -q -t 5 -O - "$1"; }
+  # wget's --https-only holds for recursive downloads only: it follows redirects here one at a
+  # time, to check each target before asking it.
+  get() {
+    at=$1
+    hops=0
+    while :; do
+      wrc=0
+      wget -q -S --max-redirect=0 -t 1 -T "$stall" -O - "$at" 2>"$work/wget.log" || wrc=$?
+      [ "$wrc" != 0 ] || return 0
+      code=$(sed -n 's/^ *HTTP\/[0-9.]* \([0-9][0-9][0-9]\).*/\1/p' "$work/wget.log" | tail -n 1)
+      to=$(sed -n 's/^ *[Ll]ocation: *//p' "$work/wget.log" | tail -n 1 | tr -d '\r')
+      case $code in
+        30[12378]) [ -n "$to" ] && [ "$hops" -lt 10 ] || { echo "wget: ($wrc) $at: a redirect without a location, or more than 10" >&2; return "$wrc"; } ;;
+        ?*) echo "wget: ($wrc) The requested URL returned error: $code" >&2; return "$wrc" ;;
+        *) echo "wget: ($wrc) $(tail -n 1 "$work/wget.log")" >&2; return "$wrc" ;;
+      esac
+      case $to in
+        *://*) ;;
+        //*) to=${at%%//*}$to ;;
+        /*) to=$(printf '%s' "$at" | sed 's|^\([^:]*://[^/]*\).*|\1|')$to ;;
+        *) to=${at%/*}/$to ;;
+      esac
+      case $https_only:$to in
+        yes:https://* | no:*) ;;
+        *) echo "wget: refused the redirect to $to" >&2; return 1 ;;
+      esac
+      at=$to
+      hops=$((hops + 1))
+    done
+  }
 else
   fail 1 "neither curl nor wget is installed"
 fi
@@ -86,15 +138,6 @@ fi
 hex() { od -An -v -tx1 | tr -d ' \n'; }
 b64d() { openssl base64 -d -A; }
 line() { sed -n "$1p" "$work/machineadm.minisig" | tr -d '\r'; }
-
-# The signature first: with openssl, its algorithm says whether the binary can be hashed as it
-# arrives (a prehashed "ED" signature signs the BLAKE2b-512 of the file).
-get "$base/$name.minisig" >"$work/machineadm.minisig" || fail 1 "download of $base/$name.minisig failed"
-prehash=no
-if ! command -v minisign >/dev/null 2>&1; then
-  command -v openssl >/dev/null 2>&1 || fail 3 "neither minisign nor openssl is installed; cannot verify $name"
-  [ "$(line 2 | b64d 2>/dev/null | dd bs=1 count=2 2>/dev/null | hex)" = 4544 ] && prehash=yes
-fi
 
 # A pipeline's status is its last command's: each stage writes its own into $work/rc.<stage>.
 status_of() {
@@ -104,34 +147,74 @@ status_of() {
   "$@" || rc=$?
   echo "$rc" >"$work/rc.$stage"
 }
-# Standard input into $work/machineadm, and its BLAKE2b-512 into $work/message on the way when
-# openssl is to verify a prehashed signature (no second pass over the bytes).
+# Standard input into $1, and its BLAKE2b-512 into $work/message on the way when openssl is to
+# verify a prehashed signature (no second pass over the bytes).
 keep() {
-  if [ "$prehash" = yes ]; then
-    status_of keep tee "$work/machineadm" | openssl dgst -blake2b512 -binary >"$work/message"
+  if [ "$prehash" = yes ] && [ "$1" = "$work/machineadm" ]; then
+    status_of keep tee "$1" | openssl dgst -blake2b512 -binary >"$work/message"
   else
-    status_of keep cat >"$work/machineadm"
+    status_of keep cat >"$1"
   fi
 }
-# $1 URL, $2 the command that inflates it (empty: none), as it downloads. Returns 0, 4 when the
-# server has no such file (an HTTP error), 5 when what came does not inflate, 1 otherwise. What
-# curl and the inflater say goes to $work/*.err, shown only when it explains a failure (an empty
-# answer to a 404 makes the inflater complain too).
-receive() {
+# One try: $1 URL into the file $3, through $2, the command that inflates it (empty: none), as it
+# downloads; the file and the pipe are new each time. Returns 0, 4 when the server has no such
+# file (an HTTP error other than 408, 429, 5xx), 5 when what came does not inflate, 6 for a
+# redirect from https to http, 1 otherwise (worth another try). What curl and the inflater say
+# goes to $work/*.err, shown only when it explains a failure (an empty answer to a 404 makes the
+# inflater complain too).
+attempt() {
   rm -f "$work"/rc.* "$work"/*.err
   if [ -n "$2" ]; then
-    status_of get get "$1" 2>"$work/get.err" | status_of inflate $2 2>"$work/inflate.err" | keep
+    status_of get get "$1" 2>"$work/get.err" | status_of inflate $2 2>"$work/inflate.err" | keep "$3"
   else
-    status_of get get "$1" 2>"$work/get.err" | keep
+    status_of get get "$1" 2>"$work/get.err" | keep "$3"
   fi
   [ "$(cat "$work/rc.keep")" = 0 ] || return 1
   case $(cat "$work/rc.get") in
     # 23 (curl) and 141 (SIGPIPE, wget): it could not write because the inflater stopped reading.
-    0 | 23 | 141) [ ! -e "$work/rc.inflate" ] || [ "$(cat "$work/rc.inflate")" = 0 ] || return 5 ;;
-    22 | 8) return 4 ;; # curl -f, wget: an HTTP error
-    *) return 1 ;;
+    0 | 23 | 141) [ ! -e "$work/rc.inflate" ] || [ "$(cat "$work/rc.inflate")" = 0 ] || return 5
+      return 0 ;;
+    22 | 8) # curl -f, wget: an HTTP error
+      case $(sed -n 's/.*returned error: \([0-9][0-9][0-9]\).*/\1/p' "$work/get.err" | tail -n 1) in
+        408 | 429 | 5??) return 1 ;;
+        *) return 4 ;;
+      esac ;;
+    1) [ "$https_only" = no ] || return 6 ;;
+  esac
+  return 1
+}
+# attempt, up to $attempts times while it returns 1 (a refused connection, a 5xx, a transfer
+# that breaks off or stalls: first boot often races the network), each from the start.
+receive() {
+  try=1
+  while :; do
+    status=0
+    attempt "$@" || status=$?
+    why=$(tail -n 1 "$work/get.err")
+    [ "$status" = 1 ] && [ "$try" -lt "$attempts" ] || return "$status"
+    say "download of $1 failed${why:+ ($why)}; trying again in $((2 * try)) s"
+    sleep $((2 * try))
+    try=$((try + 1))
+  done
+}
+# Exits 1 with what went wrong for a download that failed with $1 (from receive), $2 its URL.
+download_failed() {
+  case $1 in
+    6) fail 1 "download of $2 failed: it was redirected to plain http, which an https base URL does not allow (the mirror must redirect to https${why:+; $why})" ;;
+    *) fail 1 "download of $2 failed${why:+ ($why)}" ;;
   esac
 }
+
+# The signature first: with openssl, its algorithm says whether the binary can be hashed as it
+# arrives (a prehashed "ED" signature signs the BLAKE2b-512 of the file).
+prehash=no
+status=0
+receive "$base/$name.minisig" "" "$work/machineadm.minisig" || status=$?
+[ "$status" = 0 ] || download_failed "$status" "$base/$name.minisig"
+if ! command -v minisign >/dev/null 2>&1; then
+  command -v openssl >/dev/null 2>&1 || fail 3 "neither minisign nor openssl is installed; cannot verify $name"
+  [ "$(line 2 | b64d 2>/dev/null | dd bs=1 count=2 2>/dev/null | hex)" = 4544 ] && prehash=yes
+fi
 
 # The best form this machine can inflate: fewest bytes first (zstd also inflates fastest).
 for form in zst gz plain; do
@@ -143,15 +226,14 @@ for form in zst gz plain; do
   [ -z "$inflate" ] || command -v "${inflate%% *}" >/dev/null 2>&1 || continue
   url=$base/$name${inflate:+.$form}
   status=0
-  receive "$url" "$inflate" || status=$?
-  why=$(tail -n 1 "$work/get.err")
+  receive "$url" "$inflate" "$work/machineadm" || status=$?
   case $status in
     0) break ;;
     4) [ -n "$inflate" ] || fail 1 "download of $url failed (${why:-HTTP error})"
       say "no $name.$form at $base (${why:-HTTP error}); trying the next form" ;;
     5) cat "$work/inflate.err" >&2
       fail 3 "$url does not inflate with ${inflate%% *} (damaged, or not what its name says): not installing or running it" ;;
-    *) fail 1 "download of $url failed${why:+ ($why)}" ;;
+    *) download_failed "$status" "$url" ;;
   esac
 done
 

@@ -2,7 +2,7 @@
 // PowerShell 7 against a real HTTP server on 127.0.0.1: the pinned SHA-256, a hash mismatch, a
 // download that fails, one that fails once and is retried, bad settings, and the exit code of what
 // they run; the same for the .gz copy the loader takes when the mirror has it (made by the build's
-// own compressor), and a .gz that does not inflate. The "machineadm" they download and run is a PowerShell script standing in for it: it
+// own compressor), and a .gz that does not inflate; and an https mirror that redirects to plain http. The "machineadm" they download and run is a PowerShell script standing in for it: it
 // records its arguments, writes a line to stderr, and writes an error record the way Windows
 // PowerShell 5.1 presents each stderr line of a native command whose stderr is redirected (as under
 // SetupComplete.cmd and cloudbase-init): under $ErrorActionPreference = 'Stop' that record ends
@@ -10,6 +10,7 @@
 import { createHash } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
@@ -19,6 +20,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { compressFile } from '../../scripts/build.mjs';
 import { findPowerShell } from '../support/pwsh.ts';
 import { scratchDir } from '../support/tmp.ts';
+import { makePki } from '../report/certs.ts';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const LOADER = join(REPO, 'docs/loaders/machineadm-loader.ps1');
@@ -43,6 +45,10 @@ const GZ: Record<string, Buffer> = {};
 
 let server: Server;
 let base = '';
+/** An https server (test CA) that redirects every request to the http one. */
+let tlsServer: Server;
+let tlsBase = '';
+let caFile = '';
 /** Requests by path, in order. */
 let requests: string[] = [];
 /** Paths that fail with 503 on their first request only. */
@@ -94,10 +100,20 @@ beforeAll(async () => {
   });
   await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const pki = makePki(dir);
+  caFile = pki.caFile;
+  tlsServer = createHttpsServer({ cert: pki.serverCert, key: pki.serverKey }, (req, res) => {
+    requests.push(`https ${req.url ?? ''}`);
+    res.writeHead(302, { location: `${base}/ok/${(req.url ?? '').split('/').pop()}` }).end();
+  });
+  await new Promise<void>((done) => tlsServer.listen(0, '127.0.0.1', done));
+  tlsBase = `https://127.0.0.1:${(tlsServer.address() as AddressInfo).port}`;
 });
-afterAll(() => {
-  server.closeAllConnections();
-  return new Promise<void>((done) => server.close(() => done()));
+afterAll(async () => {
+  for (const s of [server, tlsServer]) {
+    s.closeAllConnections();
+    await new Promise<void>((done) => s.close(() => done()));
+  }
 });
 
 interface Ran {
@@ -121,11 +137,11 @@ function install(): { destination: string; record: string } {
   return { destination: join(at, 'machineadm.ps1'), record: join(dir, `record-${n}.txt`) };
 }
 
-function loader(kind: string, where: { destination: string; record: string }, options: { sha?: string; exit?: number; attempts?: number; tmp?: string; stallSeconds?: number } = {}): Promise<Ran> {
-  return pwsh(['-ExecutionPolicy', 'Bypass', '-File', LOADER, '-BaseUrl', `${base}/${kind}/`, '-Sha256', options.sha ?? SHA.toUpperCase(), '-Destination', where.destination,
+function loader(kind: string, where: { destination: string; record: string }, options: { sha?: string; exit?: number; attempts?: number; tmp?: string; stallSeconds?: number; base?: string; env?: Record<string, string> } = {}): Promise<Ran> {
+  return pwsh(['-ExecutionPolicy', 'Bypass', '-File', LOADER, '-BaseUrl', `${options.base ?? base}/${kind}/`, '-Sha256', options.sha ?? SHA.toUpperCase(), '-Destination', where.destination,
     '-Arguments', 'init -c C:\\ProgramData\\machineadm\\config.yaml --no-reboot', '-Attempts', String(options.attempts ?? 3),
     ...(options.stallSeconds ? ['-StallSeconds', String(options.stallSeconds)] : [])],
-  { STANDIN_RECORD: where.record, STANDIN_EXIT: String(options.exit ?? 0), ProgramFiles: dir, ...(options.tmp ? { TMPDIR: options.tmp } : {}) });
+  { STANDIN_RECORD: where.record, STANDIN_EXIT: String(options.exit ?? 0), ProgramFiles: dir, ...(options.tmp ? { TMPDIR: options.tmp } : {}), ...options.env });
 }
 
 describe.skipIf(skip)('the Windows loader, run by pwsh against an HTTP server', () => {
@@ -234,6 +250,17 @@ describe.skipIf(skip)('the Windows loader, run by pwsh against an HTTP server', 
     expect(ran.stderr).toMatch(/machineadm-loader: error: download of http:\/\/127\.0\.0\.1:\d+\/missing\/machineadm-windows-x64\.exe failed: /);
     expect(requests).toEqual(['/missing/machineadm-windows-x64.exe.gz', '/missing/machineadm-windows-x64.exe', '/missing/machineadm-windows-x64.exe']);
     expect(existsSync(where.destination)).toBe(false);
+  }, 180_000);
+
+  it('refuses a redirect from an https base URL to plain http (HttpClient does not follow it): exit 1, nothing asked of the http server, nothing installed', async () => {
+    const where = install();
+    // .NET on Linux trusts what SSL_CERT_FILE names: the test CA of the https server.
+    const ran = await loader('to-http', where, { base: tlsBase, attempts: 1, env: { SSL_CERT_FILE: caFile } });
+    expect(ran.code).toBe(1);
+    expect(ran.stderr).toMatch(/machineadm-loader: error: download of https:\/\/127\.0\.0\.1:\d+\/to-http\/machineadm-windows-x64\.exe\.gz failed: HTTP status 302/);
+    expect(requests).toEqual(['https /to-http/machineadm-windows-x64.exe.gz']);
+    expect(existsSync(join(where.destination, '..'))).toBe(false);
+    expect(existsSync(where.record)).toBe(false);
   }, 180_000);
 
   it('installs without a .minisig when the mirror has none, says so, and removes an older one beside the binary', async () => {

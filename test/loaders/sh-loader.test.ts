@@ -3,10 +3,13 @@
 // from PATH, and refuse a tampered binary, a changed trusted comment or another key in both. It
 // takes the .zst or .gz copy (made by the build's own compressor) when the server has it and the
 // machine can inflate it, and refuses one that does not inflate or inflates to another binary.
+// Behind an https base URL it refuses a redirect to plain http (an http mirror, and its redirect to
+// https, keep working); a transfer that stalls is given up and tried again from its start.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as http from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { basename, join, resolve } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -15,11 +18,12 @@ import { compressFile } from '../../scripts/build.mjs';
 import { scratchDir } from '../support/tmp.ts';
 import { inCI, missingRequirement } from '../support/environment.ts';
 import { binaryBuilder } from '../verify/binary-builder.ts';
+import { makePki } from '../report/certs.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const LOADER = join(ROOT, 'docs/loaders/machineadm-loader.sh');
 const dir = scratchDir('machineadm-loader-');
-const skip = missingRequirement({ commands: ['minisign', 'openssl', 'curl', 'sh', 'zstd', 'gzip'] });
+const skip = missingRequirement({ commands: ['minisign', 'openssl', 'curl', 'wget', 'sh', 'zstd', 'gzip'] });
 const NAME = 'machineadm-linux-x64';
 
 /** Served files: "/<variant>/<name>" -> bytes. */
@@ -28,23 +32,35 @@ const files = new Map<string, Buffer>();
 const requests: string[] = [];
 /** Paths of the flaky variant that have failed once (503) already. */
 const failedOnce = new Set<string>();
+/** Paths of the stalled-once variants that have stalled once already. */
+const stalledOnce = new Set<string>();
 let server: http.Server | undefined;
+let tlsServer: http.Server | undefined;
 let base = '';
+/** The https server: the same files, and redirects to the http one. */
+let tlsBase = '';
+/** Settings that make curl and wget trust the test CA of the https server. */
+let trustTestCa: Record<string, string> = {};
 let key = '';
 let otherKey = '';
 let payloadIsBinary = false;
 
-function run(args: string[], env: Record<string, string>, umask?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(args: string[], env: Record<string, string>, umask?: string, killAfterMs?: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
   // Asynchronous: the HTTP server answering the loader lives in this process.
   return new Promise((resolvePromise, reject) => {
     const argv = umask ? ['-c', `umask ${umask} && exec sh "$0" "$@"`, LOADER, ...args] : [LOADER, ...args];
-    const child = spawn('sh', argv, { env, cwd: dir });
+    // Its own process group, so that a loader that hangs is killed with its curl or wget.
+    const child = spawn('sh', argv, { env, cwd: dir, detached: killAfterMs !== undefined });
+    const timer = killAfterMs === undefined ? undefined : setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), killAfterMs);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.once('error', reject);
-    child.once('close', (code) => resolvePromise({ code, stdout, stderr }));
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolvePromise({ code, stdout, stderr });
+    });
   });
 }
 
@@ -129,15 +145,25 @@ describe.skipIf(skip)('the sh loader', () => {
       'damaged-gz': { '.gz': damaged(gz) },
       // A mirror that answers every name with the plain binary (zstd -d inflates gzip, so not that).
       'not-zstd': { '.zst': bytes },
+      // The first request for the .zst stalls after half of it (the connection open, silent); or every one does.
+      'stalled-once-curl': { '.zst': zst },
+      'stalled-once-wget': { '.zst': zst },
+      stalled: { '.zst': zst },
     };
     for (const [variant, copies] of Object.entries(compressedVariants)) {
       files.set(`/${variant}/${NAME}`, bytes);
       files.set(`/${variant}/${NAME}.minisig`, good);
       for (const [suffix, body] of Object.entries(copies)) files.set(`/${variant}/${NAME}${suffix}`, body);
     }
-    server = http.createServer((req, res) => {
+    const serve = (scheme: string) => (req: http.IncomingMessage, res: http.ServerResponse) => {
       const url = req.url ?? '';
-      requests.push(url);
+      requests.push(scheme === 'http' ? url : `${scheme} ${url}`);
+      // A mirror that hands every download to another server: https to http (a downgrade), or http to https.
+      const [, redirect, file] = /^\/(to-http|to-https)\/(.+)$/.exec(url) ?? [];
+      if (redirect) {
+        res.writeHead(302, { location: `${redirect === 'to-http' ? base : tlsBase}/good/${file}` }).end();
+        return;
+      }
       const body = files.get(url);
       if (!body) {
         res.writeHead(404);
@@ -151,12 +177,23 @@ describe.skipIf(skip)('the sh loader', () => {
         return;
       }
       res.writeHead(200, { 'content-length': body.length });
+      const stall = url === `/stalled/${NAME}.zst` || (url.startsWith('/stalled-once-') && url.endsWith('.zst') && !stalledOnce.has(url));
+      if (stall) stalledOnce.add(url);
       if (url === `/broken-off/${NAME}.zst`) res.write(body.subarray(0, body.length >> 1), () => res.destroy());
+      else if (stall) res.write(body.subarray(0, body.length >> 1));
       else res.end(body);
-    });
+    };
+    server = http.createServer(serve('http'));
     await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const pki = makePki(dir);
+    tlsServer = createHttpsServer({ cert: pki.serverCert, key: pki.serverKey }, serve('https'));
+    await new Promise<void>((r) => tlsServer!.listen(0, '127.0.0.1', r));
+    tlsBase = `https://127.0.0.1:${(tlsServer.address() as AddressInfo).port}`;
+    writeFileSync(join(dir, 'wgetrc'), `ca_certificate = ${pki.caFile}\n`);
+    trustTestCa = { CURL_CA_BUNDLE: pki.caFile, WGETRC: join(dir, 'wgetrc') };
     noMinisign = pathWithout('minisign');
+    paths.wget = pathWithout('curl');
     paths['without zstd'] = pathWithout('zstd');
     paths['without zstd or gzip'] = pathWithout('zstd', 'gzip');
   }, 300_000);
@@ -166,9 +203,11 @@ describe.skipIf(skip)('the sh loader', () => {
   });
 
   afterAll(async () => {
-    if (!server) return;
-    server.closeAllConnections();
-    await new Promise((r) => server!.close(r));
+    for (const s of [server, tlsServer]) {
+      if (!s) continue;
+      s.closeAllConnections();
+      await new Promise((r) => s.close(r));
+    }
   });
 
   let n = 0;
@@ -328,12 +367,13 @@ describe.skipIf(skip)('the sh loader', () => {
   });
 
   it('fails with exit 1 when the compressed download breaks off, installing nothing', async () => {
-    const { dest, env: e } = env('minisign', 'broken-off');
+    const { dest, env: e } = env('minisign', 'broken-off', { MACHINEADM_ATTEMPTS: '2' });
     const r = await run(['version'], e);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/download of http:\/\/127\.0\.0\.1:\d+\/broken-off\/machineadm-linux-x64\.zst failed/);
+    expect(requests.filter((u) => u.endsWith('.zst'))).toEqual([`/broken-off/${NAME}.zst`, `/broken-off/${NAME}.zst`]);
     expect(existsSync(join(dest, '..'))).toBe(false);
-  });
+  }, 60_000);
 
   it('retries a compressed download that fails before its first byte (503) and goes on with it', async () => {
     const { dest, env: e } = env('openssl', 'flaky');
@@ -341,5 +381,65 @@ describe.skipIf(skip)('the sh loader', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(requests).toEqual([`/flaky/${NAME}.minisig`, `/flaky/${NAME}.zst`, `/flaky/${NAME}.zst`]);
     expect(readFileSync(dest).equals(plainBytes())).toBe(true);
+  });
+
+  // curl, or wget when it is the only one installed.
+  const tools = [['curl', 'minisign'], ['wget', 'wget']] as const;
+
+  it.each(tools)('with %s: refuses a redirect from an https base URL to plain http with exit 1, asking nothing of the http server, installing nothing', async (_tool, path) => {
+    const { dest, env: e } = env(path, 'good', { ...trustTestCa, MACHINEADM_BASE_URL: `${tlsBase}/to-http` });
+    const r = await run(['version'], e, undefined, 60_000);
+    expect(r.stderr).toMatch(/download of https:\/\/127\.0\.0\.1:\d+\/to-http\/machineadm-linux-x64\.minisig failed: it was redirected to plain http/);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(requests).toEqual([`https /to-http/${NAME}.minisig`]);
+    expect(existsSync(join(dest, '..'))).toBe(false);
+  }, 60_000);
+
+  it.each(tools)('with %s: follows a redirect from an http base URL to https, verifies and installs', async (_tool, path) => {
+    const { dest, env: e } = env(path, 'to-https', trustTestCa);
+    const r = await run(['version'], e, undefined, 60_000);
+    expect(r.code, r.stderr).toBe(0);
+    expect(requests).toContain(`https /good/${NAME}`);
+    expect(readFileSync(dest).equals(plainBytes())).toBe(true);
+  }, 60_000);
+
+  it.each(tools)('with %s: gives up a download that stalls (nothing for MACHINEADM_STALL_SECONDS), starts it again, and verifies and installs what a later attempt brings', async (tool, path) => {
+    const { dest, env: e } = env(path, `stalled-once-${tool}`, { MACHINEADM_STALL_SECONDS: '1' });
+    const r = await run(['version'], e, undefined, 40_000);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain('verified with minisign');
+    expect(requests).toEqual([`/stalled-once-${tool}/${NAME}.minisig`, `/stalled-once-${tool}/${NAME}.zst`, `/stalled-once-${tool}/${NAME}.zst`]);
+    expect(readFileSync(dest).equals(plainBytes())).toBe(true);
+  }, 60_000);
+
+  it.each(tools)('with %s: ends with exit 1 after MACHINEADM_ATTEMPTS downloads that stall, within their stall limits, installing nothing and leaving nothing behind', async (_tool, path) => {
+    const { dest, env: e } = env(path, 'stalled', { MACHINEADM_STALL_SECONDS: '1', MACHINEADM_ATTEMPTS: '2' });
+    const tmp = join(dir, `tmp-${n}`);
+    mkdirSync(tmp);
+    const started = Date.now();
+    const r = await run(['version'], { ...e, TMPDIR: tmp }, undefined, 45_000);
+    // Two stalls of 1 s (curl notices one up to 6 s late: it averages over its last 5 seconds) and a 2 s pause.
+    expect(Date.now() - started).toBeLessThan(30_000);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/download of http:\/\/127\.0\.0\.1:\d+\/stalled\/machineadm-linux-x64\.zst failed/);
+    expect(requests).toEqual([`/stalled/${NAME}.minisig`, `/stalled/${NAME}.zst`, `/stalled/${NAME}.zst`]);
+    expect(r.stdout).toBe('');
+    expect(existsSync(join(dest, '..'))).toBe(false);
+    expect(readdirSync(tmp)).toEqual([]);
+  }, 60_000);
+
+  it.each([
+    ['MACHINEADM_ATTEMPTS', '0'],
+    ['MACHINEADM_ATTEMPTS', 'five'],
+    ['MACHINEADM_STALL_SECONDS', '-1'],
+    ['MACHINEADM_STALL_SECONDS', '1.5'],
+  ])('fails with exit 2, downloading nothing, when %s is %j (not a whole number of at least 1)', async (name, value) => {
+    const { dest, env: e } = env('minisign', 'good', { [name]: value });
+    const r = await run(['version'], e);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain(`${name} must be a whole number of at least 1`);
+    expect(requests).toEqual([]);
+    expect(existsSync(join(dest, '..'))).toBe(false);
   });
 });
