@@ -5,6 +5,7 @@ import type { RootedFileSystem } from '../host/index.ts';
 import type { Result } from './events.ts';
 import { MachineadmError, ExitCode } from '../errors.ts';
 import type { ProvisionRecord } from './provisioned.ts';
+import { isPlainObject } from '../config/schema/dsl.ts';
 
 export const STATE_FILE = '/state.json';
 export const STATE_VERSION = 1;
@@ -124,13 +125,11 @@ export function emptyState(): MachineState {
   return { version: STATE_VERSION, steps: {}, runs: [] };
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
 // Why a state file of this version is not one machineadm can use (changed by hand), or undefined.
 function damage(parsed: Record<string, unknown>): string | undefined {
-  if (parsed.steps !== undefined && !isRecord(parsed.steps)) return 'has "steps" that is not a map of step records';
-  if (parsed.runs !== undefined && !(Array.isArray(parsed.runs) && parsed.runs.every((r) => isRecord(r) && typeof r.runId === 'string' && typeof r.command === 'string'))) return 'has "runs" that is not a list of run records';
-  if (parsed.pendingReboot !== undefined && !(isRecord(parsed.pendingReboot) && typeof parsed.pendingReboot.stepId === 'string')) return 'has a "pendingReboot" that is not a reboot record';
+  if (parsed.steps !== undefined && !isPlainObject(parsed.steps)) return 'has "steps" that is not a map of step records';
+  if (parsed.runs !== undefined && !(Array.isArray(parsed.runs) && parsed.runs.every((r) => isPlainObject(r) && typeof r.runId === 'string' && typeof r.command === 'string'))) return 'has "runs" that is not a list of run records';
+  if (parsed.pendingReboot !== undefined && !(isPlainObject(parsed.pendingReboot) && typeof parsed.pendingReboot.stepId === 'string')) return 'has a "pendingReboot" that is not a reboot record';
   return undefined;
 }
 
@@ -142,7 +141,7 @@ export function parseStateFile(text: string, where: string): MachineState {
   } catch (cause) {
     throw new MachineadmError(`state file ${where} is not valid JSON`, ExitCode.stepFailed, { cause, hint: MOVE_IT_AWAY });
   }
-  if (!isRecord(parsed)) throw new MachineadmError(`state file ${where} holds ${parsed === null ? 'null' : Array.isArray(parsed) ? 'a list' : `a ${typeof parsed}`}, not a machineadm state`, ExitCode.stepFailed, { hint: MOVE_IT_AWAY });
+  if (!isPlainObject(parsed)) throw new MachineadmError(`state file ${where} holds ${parsed === null ? 'null' : Array.isArray(parsed) ? 'a list' : `a ${typeof parsed}`}, not a machineadm state`, ExitCode.stepFailed, { hint: MOVE_IT_AWAY });
   if (parsed.version !== STATE_VERSION) throw new MachineadmError(`state file ${where} has version ${String(parsed.version)}, this machineadm reads ${STATE_VERSION}`, ExitCode.stepFailed);
   const why = damage(parsed);
   if (why) throw new MachineadmError(`state file ${where} ${why}`, ExitCode.stepFailed, { hint: MOVE_IT_AWAY });

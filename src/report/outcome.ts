@@ -5,6 +5,7 @@
 import type { RootedFileSystem } from '../host/index.ts';
 import { worstResult, type ChangeInfo, type ErrorInfo, type MachineEvent, type MachineIdentity, type Result } from '../engine/events.ts';
 import type { DeliveryReport } from './delivery.ts';
+import { isPlainObject } from '../config/schema/dsl.ts';
 
 export const RUN_DIR = '/run/machineadm';
 /** Only root may look inside: kubeadm's configuration (with the join token) is kept there while it runs. */
@@ -378,8 +379,6 @@ export class OutcomeFiles {
   }
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /**
  * A result.json or status.json as status and reset read it, or undefined when it is not one: a file
  * cut short or changed by hand must not end them with "a bug", nor show "undefined" as a run.
@@ -391,9 +390,9 @@ export function parseRunDocument(text: string): RunResultDocument | undefined {
   } catch {
     return undefined;
   }
-  if (!isRecord(value) || !['runId', 'command', 'state', 'startedAt', 'updatedAt'].every((key) => typeof value[key] === 'string')) return undefined;
+  if (!isPlainObject(value) || !['runId', 'command', 'state', 'startedAt', 'updatedAt'].every((key) => typeof value[key] === 'string')) return undefined;
   const phases = value.phases ?? [];
-  if (!Array.isArray(phases) || !phases.every((p) => isRecord(p) && Array.isArray(p.steps) && p.steps.every(isRecord))) return undefined;
+  if (!Array.isArray(phases) || !phases.every((p) => isPlainObject(p) && Array.isArray(p.steps) && p.steps.every(isPlainObject))) return undefined;
   return value as unknown as RunResultDocument;
 }
 
