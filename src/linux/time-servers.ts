@@ -3,8 +3,8 @@
 import type { RootedFileSystem } from '../host/index.ts';
 
 export type TimeClient =
-  /** chrony with a sourcedir under /etc: a file of its own there. */
-  | { kind: 'chrony-sources'; path: string; unit: string }
+  /** chrony with a sourcedir under /etc: a file of its own there; `conf` is the chrony.conf that lists it. */
+  | { kind: 'chrony-sources'; path: string; unit: string; conf?: string }
   /** chrony without one: a marked block in chrony.conf. */
   | { kind: 'chrony-block'; path: string; unit: string }
   | { kind: 'timesyncd'; path: string; unit: string; assumed?: boolean };
@@ -37,7 +37,7 @@ export async function detectTimeClient(fs: RootedFileSystem): Promise<TimeClient
     if (conf === undefined) continue;
     const dirs = chronySourceDirs(conf);
     const dir = dirs.find((d) => d === DEBIAN_SOURCES_DIR) ?? dirs[0];
-    return dir ? { kind: 'chrony-sources', path: `${dir}/${SOURCES_FILE_NAME}`, unit } : { kind: 'chrony-block', path, unit };
+    return dir ? { kind: 'chrony-sources', path: `${dir}/${SOURCES_FILE_NAME}`, unit, conf: path } : { kind: 'chrony-block', path, unit };
   }
   for (const mark of TIMESYNCD_MARKS) if (await fs.exists(mark)) return { kind: 'timesyncd', path: TIMESYNCD_DROP_IN, unit: 'systemd-timesyncd' };
   return undefined;
@@ -62,7 +62,36 @@ export function withChronyBlock(conf: string, servers: readonly string[]): strin
   return conf + (conf === '' || conf.endsWith('\n') ? '' : '\n') + block;
 }
 
-/** The command that makes the client read its servers again. */
-export function reloadArgv(client: TimeClient): [string, ...string[]] {
-  return client.kind === 'chrony-sources' ? ['chronyc', 'reload', 'sources'] : ['systemctl', 'restart', client.unit];
+/** What machineadm puts before an image's source line of chrony.conf it turns off. */
+export const SOURCE_OFF = '#machineadm spec.timeServers: ';
+
+/**
+ * chrony.conf with the image's own sources turned off (each line kept, behind SOURCE_OFF), so that
+ * chrony uses spec.timeServers only: its server, pool and peer lines, and its sourcedir lines under
+ * /etc but `keepDir` (machineadm's). Kept: a sourcedir elsewhere (/run/chrony-dhcp: the servers the
+ * network's DHCP gives, which timesyncd also uses), refclock lines (hardware, no network), and the
+ * lines of machineadm's block. chrony reads directives case-insensitively, after any indentation.
+ */
+export function withoutImageSources(conf: string, keepDir?: string): string {
+  let inBlock = false;
+  return conf
+    .split('\n')
+    .map((line) => {
+      if (line === BLOCK_BEGIN) inBlock = true;
+      if (line === BLOCK_END) inBlock = false;
+      if (inBlock) return line;
+      const [directive, value] = line.trim().split(/[ \t]+/);
+      const source = /^(server|pool|peer)$/i.test(directive ?? '') && value !== undefined;
+      const dir = /^sourcedir$/i.test(directive ?? '') ? value?.replace(/\/+$/, '') : undefined;
+      return source || (dir?.startsWith('/etc/') && dir !== keepDir) ? SOURCE_OFF + line : line;
+    })
+    .join('\n');
+}
+
+/**
+ * The command that makes the client read its servers again. `confChanged`: machineadm changed the
+ * chrony.conf chrony read at its start, which `chronyc reload sources` does not read again.
+ */
+export function reloadArgv(client: TimeClient, confChanged = false): [string, ...string[]] {
+  return client.kind === 'chrony-sources' && !confChanged ? ['chronyc', 'reload', 'sources'] : ['systemctl', 'restart', client.unit];
 }

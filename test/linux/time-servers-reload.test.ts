@@ -111,3 +111,44 @@ describe('reset/time-servers/restart', () => {
     expect((await undo.check(undoContext({ previous: done({ digest: null }) }))).done).toBe(true);
   });
 });
+
+describe('time-servers/restart for chrony whose chrony.conf machineadm changed', () => {
+  const sources = '/etc/chrony/sources.d/machineadm.sources';
+  const conf = '/etc/chrony/chrony.conf';
+  // Like systemctl: restart takes one unit; the log keeps what it was asked.
+  writeFileSync(join(bin, 'systemctl'), `#!/bin/sh\necho "$@" >> "${dir}/systemctl.log"\n[ "$1" = restart ] && [ "$#" = 2 ] || { echo "bad arguments: $*" >&2; exit 1; }\n`);
+  chmodSync(join(bin, 'systemctl'), 0o755);
+  const fileRecord = done({ client: 'chrony-sources', path: sources, unit: 'chrony', conf, writtenAt: 'T1' });
+  const withRecord = (ctx: StepContext): StepContext => ({ ...ctx, recordOf: (id) => (id === 'time-servers/file' ? fileRecord : undefined) });
+
+  it('restarts chrony (reload sources does not read chrony.conf again) for each write, and once more when reset gave chrony.conf back', async () => {
+    rmSync(join(dir, 'chronyc.log'), { force: true });
+    mkdirSync(join(root, 'run/systemd/system'), { recursive: true });
+    mkdirSync(join(root, 'etc/chrony/sources.d'), { recursive: true });
+    writeFileSync(join(root, sources.slice(1)), '# Written by machineadm from spec.timeServers.\nserver 10.0.0.1 iburst\n');
+    writeFileSync(join(root, conf.slice(1)), '#machineadm spec.timeServers: pool 2.debian.pool.ntp.org iburst\nsourcedir /etc/chrony/sources.d\n');
+    const due = await timeServersRestartStep.check(withRecord(context('T1', undefined)));
+    expect(due).toMatchObject({ done: false, changes: [{ action: 'run', target: 'systemctl restart chrony', detail: `${conf} changed` }] });
+    const applied = await timeServersRestartStep.apply(withRecord(context('T1', undefined)), due);
+    expect(readFileSync(join(dir, 'systemctl.log'), 'utf8')).toBe('restart chrony\n');
+    expect(existsSync(join(dir, 'chronyc.log'))).toBe(false);
+    // reset/files gave chrony.conf back (its pool again): chrony is restarted to read it.
+    const undo = timeServersRestartStep.undo!;
+    const undoContext = (previous?: StepRecord): UndoContext => ({
+      ...withRecord(context('T1', previous)),
+      config: parseWith(machineConfigSchema, { apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: {} }).value as MachineConfig,
+      done: done({ reloadedFor: 'T1', ...(applied as { record: Record<string, unknown> }).record }),
+      undoRecord: undefined,
+      filesToGiveBack: async () => [],
+    });
+    expect((await undo.check(undoContext())).done).toBe(true);
+    writeFileSync(join(root, conf.slice(1)), 'pool 2.debian.pool.ntp.org iburst\nsourcedir /etc/chrony/sources.d\n');
+    const given = await undo.check(undoContext());
+    expect(given).toMatchObject({ done: false, changes: [{ action: 'run', target: 'systemctl restart chrony', detail: `${sources} and ${conf} given back` }] });
+    const after = await undo.apply(undoContext(), given);
+    expect(readFileSync(join(dir, 'systemctl.log'), 'utf8')).toBe('restart chrony\nrestart chrony\n');
+    expect((await undo.check(undoContext(done((after as { record: Record<string, unknown> }).record)))).done).toBe(true);
+    rmSync(join(root, 'run'), { recursive: true });
+    rmSync(join(root, 'etc/chrony/sources.d'), { recursive: true });
+  });
+});

@@ -2,7 +2,7 @@
 // without a sourcedir (Red Hat's), and systemd-timesyncd: the file each gets, reruns that change
 // nothing, a changed server list replacing (never adding to) what machineadm wrote, and the
 // reload shown only when the file changes.
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { describe, expect, it } from 'vitest';
@@ -32,7 +32,8 @@ const read = (root: string, path: string) => readFileSync(join(root, path), 'utf
 
 describe('prepare/time-servers', () => {
   it.each([
-    ["Debian's chrony (a sourcedir under /etc)", { '/etc/chrony/chrony.conf': DEBIAN_CHRONY }, '/etc/chrony/sources.d/machineadm.sources', '# Written by machineadm from spec.timeServers.\nserver 0.pool.ntp.org iburst\nserver 10.0.0.1 iburst\n', 'chronyc reload sources'],
+    // No servers of its own: chrony.conf is left as it is, and chrony reads its sourcedirs again.
+    ["Debian's chrony without a pool (a sourcedir under /etc)", { '/etc/chrony/chrony.conf': DEBIAN_CHRONY.replace(/^pool .*\n/m, '') }, '/etc/chrony/sources.d/machineadm.sources', '# Written by machineadm from spec.timeServers.\nserver 0.pool.ntp.org iburst\nserver 10.0.0.1 iburst\n', 'chronyc reload sources'],
     ['systemd-timesyncd', { '/etc/systemd/timesyncd.conf': '[Time]\n#NTP=\n' }, '/etc/systemd/timesyncd.conf.d/machineadm.conf', '# Written by machineadm from spec.timeServers.\n[Time]\nNTP=\nNTP=0.pool.ntp.org 10.0.0.1\n', 'systemctl restart systemd-timesyncd'],
     ['a root with neither (timesyncd assumed)', {}, '/etc/systemd/timesyncd.conf.d/machineadm.conf', '# Written by machineadm from spec.timeServers.\n[Time]\nNTP=\nNTP=0.pool.ntp.org 10.0.0.1\n', 'systemctl restart systemd-timesyncd'],
   ])('writes its own file for %s; a rerun changes nothing', async (_layout, files, path, content, reload) => {
@@ -60,14 +61,81 @@ describe('prepare/time-servers', () => {
     expect(plan.stdout).toContain('run systemctl restart chronyd (/etc/chrony.conf changed)');
     expect((await run(m, 'prepare')).code).toBe(0);
     const block = '# BEGIN machineadm spec.timeServers\nserver 0.pool.ntp.org iburst\nserver 10.0.0.1 iburst\n# END machineadm spec.timeServers\n';
-    expect(read(m.root, '/etc/chrony.conf')).toBe(`${REDHAT_CHRONY}\n${block}`);
+    const image = `#machineadm spec.timeServers: ${REDHAT_CHRONY}`;
+    expect(read(m.root, '/etc/chrony.conf')).toBe(`${image}\n${block}`);
     expect((await run(m, 'prepare')).code).toBe(0);
-    expect(read(m.root, '/etc/chrony.conf')).toBe(`${REDHAT_CHRONY}\n${block}`);
+    expect(read(m.root, '/etc/chrony.conf')).toBe(`${image}\n${block}`);
     m.configure(['ntp.corp.example']);
     const changed = await run(m, 'plan');
     expect(changed.stdout).toContain('-server 0.pool.ntp.org iburst');
     expect((await run(m, 'prepare')).code).toBe(0);
-    expect(read(m.root, '/etc/chrony.conf')).toBe(`${REDHAT_CHRONY}\n# BEGIN machineadm spec.timeServers\nserver ntp.corp.example iburst\n# END machineadm spec.timeServers\n`);
+    expect(read(m.root, '/etc/chrony.conf')).toBe(`${image}\n# BEGIN machineadm spec.timeServers\nserver ntp.corp.example iburst\n# END machineadm spec.timeServers\n`);
+  });
+
+  // chrony.conf(5): a line starting with #, %, ; or ! is a comment; directives are read case-insensitively.
+  function chronySources(root: string, conf: string): { servers: string[]; sourceDirs: string[] } {
+    const servers: string[] = [];
+    const sourceDirs: string[] = [];
+    const directives = (text: string) => text.split('\n').map((l) => l.trim().split(/\s+/)).filter(([d]) => d && !/^[#%;!]/.test(d));
+    for (const [directive, value] of directives(read(root, conf))) {
+      if (/^(server|pool|peer)$/i.test(directive!)) servers.push(value!);
+      if (/^sourcedir$/i.test(directive!)) sourceDirs.push(value!);
+    }
+    for (const dir of sourceDirs) {
+      if (!existsSync(join(root, dir))) continue;
+      for (const file of readdirSync(join(root, dir)).filter((f) => f.endsWith('.sources'))) {
+        for (const [directive, value] of directives(read(root, `${dir}/${file}`))) if (/^(server|pool|peer)$/i.test(directive!)) servers.push(value!);
+      }
+    }
+    return { servers, sourceDirs };
+  }
+
+  it.each([
+    ["Debian's chrony (a sourcedir under /etc)", '/etc/chrony/chrony.conf', `${DEBIAN_CHRONY}  Server ntp.image.example iburst\npeer peer.image.example\nsourcedir /etc/chrony/image.d\n`, 'chrony'],
+    ["Red Hat's chrony (no sourcedir under /etc)", '/etc/chrony.conf', `${REDHAT_CHRONY}\nsourcedir /run/chrony-dhcp\n`, 'chronyd'],
+  ])('gives %s only these servers, keeps the servers DHCP gives, restarts it, and reset gives chrony.conf back byte for byte', async (_layout, conf, content, unit) => {
+    const m = machine({ [conf]: content, '/etc/chrony/image.d/vendor.sources': 'pool vendor.example iburst\n' });
+    chmodSync(join(m.root, conf), 0o640);
+    const plan = await run(m, 'plan');
+    expect(plan.code, plan.stderr).toBe(0);
+    expect(plan.stdout).toContain(`run systemctl restart ${unit} (`);
+    expect((await run(m, 'prepare')).code).toBe(0);
+    expect(chronySources(m.root, conf)).toEqual({ servers: ['0.pool.ntp.org', '10.0.0.1'], sourceDirs: expect.arrayContaining(['/run/chrony-dhcp']) });
+    // Only source lines change: every other line is where it was.
+    const kept = (text: string) => text.split('\n').filter((l) => !/^\s*(#|$)|^\s*(server|pool|peer|sourcedir)\s/i.test(l));
+    expect(kept(read(m.root, conf))).toEqual(kept(content));
+    const tree = snapshotTree(join(m.root, 'etc'));
+    expect((await run(m, 'prepare')).code).toBe(0);
+    expect(snapshotTree(join(m.root, 'etc'))).toEqual(tree);
+    m.configure(['ntp.corp.example']);
+    expect((await run(m, 'prepare')).code).toBe(0);
+    expect(chronySources(m.root, conf).servers).toEqual(['ntp.corp.example']);
+    const reset = await runCli(['reset', '--root', m.root, '--state-dir', m.state]);
+    expect(reset.code, reset.stderr).toBe(0);
+    expect(readFileSync(join(m.root, conf))).toEqual(Buffer.from(content));
+    expect(statSync(join(m.root, conf)).mode & 0o7777).toBe(0o640);
+    expect(existsSync(join(m.root, 'etc/chrony/sources.d/machineadm.sources'))).toBe(false);
+  });
+
+  // Ubuntu from 25.04 ships its pools as /etc/chrony/sources.d/ubuntu-ntp-pools.sources, in the
+  // sourcedir machineadm writes its own file into; chrony.conf then lists no server of its own.
+  it("gives Ubuntu's chrony (its pools in a .sources file beside machineadm's) only these servers, reloads its sources, and reset gives that file back byte for byte", async () => {
+    const conf = 'confdir /etc/chrony/conf.d\nsourcedir /run/chrony-dhcp\nsourcedir /etc/chrony/sources.d\nkeyfile /etc/chrony/chrony.keys\n';
+    const pools = '# Use servers from the NTP Pool Project.\npool ntp.ubuntu.com        iburst maxsources 4\npool 0.ubuntu.pool.ntp.org iburst maxsources 1\n';
+    const m = machine({ '/etc/chrony/chrony.conf': conf, '/etc/chrony/sources.d/ubuntu-ntp-pools.sources': pools });
+    const plan = await run(m, 'plan');
+    expect(plan.code, plan.stderr).toBe(0);
+    expect(plan.stdout).toContain('run chronyc reload sources (');
+    expect((await run(m, 'prepare')).code).toBe(0);
+    expect(chronySources(m.root, '/etc/chrony/chrony.conf').servers).toEqual(['0.pool.ntp.org', '10.0.0.1']);
+    expect(read(m.root, '/etc/chrony/chrony.conf')).toBe(conf);
+    const tree = snapshotTree(join(m.root, 'etc'));
+    expect((await run(m, 'prepare')).code).toBe(0);
+    expect(snapshotTree(join(m.root, 'etc'))).toEqual(tree);
+    const reset = await runCli(['reset', '--root', m.root, '--state-dir', m.state]);
+    expect(reset.code, reset.stderr).toBe(0);
+    expect(read(m.root, '/etc/chrony/sources.d/ubuntu-ntp-pools.sources')).toBe(pools);
+    expect(existsSync(join(m.root, 'etc/chrony/sources.d/machineadm.sources'))).toBe(false);
   });
 
   it('gives systemd-timesyncd only these servers, even when timesyncd.conf names others', async () => {

@@ -18,5 +18,5 @@ export const timeServersSection = object(
       description: 'the NTP servers, in order of preference, e.g. ["0.pool.ntp.org", "10.0.0.1"]', example: ['0.pool.ntp.org', '10.0.0.1'],
     }),
   },
-  { description: 'NTP servers for the time client the machine has: chrony (a sources file, or a marked block in chrony.conf) or systemd-timesyncd (a drop-in); the client reloads only when they change', example: { servers: ['0.pool.ntp.org'] } },
+  { description: "NTP servers for the time client the machine has, the only ones it uses besides those DHCP gives: chrony (a sources file, or a marked block in chrony.conf; the image's server, pool and peer lines of chrony.conf and of the other sources files beside machineadm's commented out) or systemd-timesyncd (a drop-in); the client reloads only when they change", example: { servers: ['0.pool.ntp.org'] } },
 );

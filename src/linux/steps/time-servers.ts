@@ -6,7 +6,7 @@ import type { ApplyResult, CheckResult, Step, StepContext, Undo, UndoContext } f
 import { ConfigError, StepDetailsError } from '../../errors.ts';
 import { inspectFile, writeFiles, type DesiredFile } from '../../engine/managed-file.ts';
 import { liveSkipReason } from '../live.ts';
-import { TIMESYNCD_DROP_IN, detectTimeClient, reloadArgv, renderChronySources, renderTimesyncd, withChronyBlock, type TimeClient } from '../time-servers.ts';
+import { TIMESYNCD_DROP_IN, detectTimeClient, reloadArgv, renderChronySources, renderTimesyncd, withChronyBlock, withoutImageSources, type TimeClient } from '../time-servers.ts';
 
 const FIELD = 'spec.timeServers.servers';
 
@@ -18,18 +18,68 @@ async function clientOf(ctx: StepContext): Promise<TimeClient> {
   throw new ConfigError([{ path: 'spec.timeServers', message: 'neither chrony (/etc/chrony/chrony.conf, /etc/chrony.conf) nor systemd-timesyncd is on this machine', hint: 'install chrony or systemd-timesyncd in the image, or leave spec.timeServers out' }]);
 }
 
-async function desiredFile(ctx: StepContext, client: TimeClient): Promise<DesiredFile> {
+/** The files the client gets: its servers, and for chrony its chrony.conf without the image's sources. */
+async function desiredFiles(ctx: StepContext, client: TimeClient): Promise<DesiredFile[]> {
   const servers = ctx.config.spec.timeServers!.servers;
-  const content =
-    client.kind === 'chrony-block' ? withChronyBlock((await ctx.host.fs.readText(client.path)) ?? '', servers) : client.kind === 'chrony-sources' ? renderChronySources(servers) : renderTimesyncd(servers);
+  if (client.kind === 'timesyncd') return [{ path: client.path, content: Buffer.from(renderTimesyncd(servers)), mode: 0o644, field: FIELD }];
+  const confPath = client.kind === 'chrony-block' ? client.path : client.conf!;
+  const conf = (await ctx.host.fs.readText(confPath)) ?? '';
   // chrony.conf keeps the mode it has.
-  const mode = client.kind === 'chrony-block' ? ((await ctx.host.fs.stat(client.path))?.mode ?? 0o644) : 0o644;
-  return { path: client.path, content: Buffer.from(content), mode, field: FIELD };
+  const confFile = { path: confPath, mode: (await ctx.host.fs.stat(confPath))?.mode ?? 0o644, field: FIELD };
+  if (client.kind === 'chrony-block') return [{ ...confFile, content: Buffer.from(withChronyBlock(withoutImageSources(conf), servers)) }];
+  const sourcesDir = client.path.slice(0, client.path.lastIndexOf('/'));
+  return [
+    { path: client.path, content: Buffer.from(renderChronySources(servers)), mode: 0o644, field: FIELD },
+    { ...confFile, content: Buffer.from(withoutImageSources(conf, sourcesDir)) },
+    ...(await otherSourcesFiles(ctx, sourcesDir, client.path)),
+  ];
 }
 
-function describe(client: TimeClient): string {
+/**
+ * The other .sources files of the sourcedir machineadm writes its own into, their server, pool and
+ * peer lines turned off: the image's (Ubuntu ships its pools as ubuntu-ntp-pools.sources there from
+ * 25.04 on). One spec.files writes is the operator's word, and a link is not followed: both are left.
+ */
+async function otherSourcesFiles(ctx: StepContext, dir: string, ours: string): Promise<DesiredFile[]> {
+  const written = new Set((ctx.config.spec.files ?? []).map((f) => f.path));
+  const out: DesiredFile[] = [];
+  for (const name of (await ctx.host.fs.list(dir).catch(() => [] as string[])).sort()) {
+    const path = `${dir}/${name}`;
+    if (!name.endsWith('.sources') || path === ours || written.has(path)) continue;
+    const info = await ctx.host.fs.stat(path);
+    const text = info?.kind === 'file' ? await ctx.host.fs.readText(path) : undefined;
+    if (text !== undefined) out.push({ path, content: Buffer.from(withoutImageSources(text)), mode: info!.mode, field: FIELD });
+  }
+  return out;
+}
+
+/** Whether chrony's chrony.conf beside its sources file is to change (then chrony is restarted, not reloaded). */
+async function sourcesConfChanges(ctx: StepContext, client: TimeClient): Promise<boolean> {
+  if (client.kind !== 'chrony-sources') return false;
+  const conf = (await desiredFiles(ctx, client)).find((f) => f.path === client.conf)!;
+  const now = await ctx.host.fs.readFile(conf.path);
+  return now === undefined || !now.equals(conf.content);
+}
+
+/** Inspects every file of the client; a target machineadm must not write is refused, naming the field. */
+async function inspectAll(ctx: StepContext, files: readonly DesiredFile[]): Promise<Awaited<ReturnType<typeof inspectFile>>[]> {
+  const states = [];
+  for (const file of files) {
+    states.push(
+      await inspectFile(ctx.host.fs, file, ctx.facts.privileged).catch((error: unknown) => {
+        throw new ConfigError([{ path: FIELD, message: error instanceof Error ? error.message.replace(`${FIELD}: `, '') : String(error) }]);
+      }),
+    );
+  }
+  return states;
+}
+
+function describe(client: TimeClient, path: string): string {
   if (client.kind === 'timesyncd') return client.assumed ? 'systemd-timesyncd (neither chrony nor timesyncd found under the root: timesyncd assumed)' : 'systemd-timesyncd';
-  return client.kind === 'chrony-sources' ? 'chrony (a sources file in its sourcedir)' : 'chrony (a marked block in its chrony.conf: it has no sourcedir under /etc)';
+  const off = "the image's server, pool, peer and sourcedir (under /etc) lines commented out";
+  if (client.kind === 'chrony-block') return `chrony (a marked block in its chrony.conf: it has no sourcedir under /etc; ${off})`;
+  if (path === client.path) return 'chrony (a sources file in its sourcedir)';
+  return path === client.conf ? `chrony (${off}, so that it uses its sources file only)` : "chrony (the image's server, pool and peer lines of another sources file beside machineadm's commented out)";
 }
 
 export const timeServersFileStep: Step = {
@@ -39,26 +89,32 @@ export const timeServersFileStep: Step = {
   async preflight(ctx) {
     if (ctx.facts.os === 'windows') throw new ConfigError([{ path: 'spec.timeServers', message: 'time servers are set on Linux only', hint: 'set them on Windows through a group policy or a boot command (w32tm /config /manualpeerlist:...)' }]);
     const client = await clientOf(ctx);
-    // A link or a directory at the path is refused now, not halfway through the run.
-    await inspectFile(ctx.host.fs, await desiredFile(ctx, client), ctx.facts.privileged).catch((error: unknown) => {
-      throw new ConfigError([{ path: FIELD, message: error instanceof Error ? error.message.replace(`${FIELD}: `, '') : String(error) }]);
-    });
+    // A link or a directory at a path is refused now, not halfway through the run.
+    await inspectAll(ctx, await desiredFiles(ctx, client));
   },
   async check(ctx): Promise<CheckResult> {
     if (ctx.facts.os === 'windows') return { done: false, changes: [{ action: 'refuse', target: 'spec.timeServers', detail: 'time servers are set on Linux only' }] };
     const client = await clientOf(ctx);
-    const desired = await desiredFile(ctx, client);
+    const desired = await desiredFiles(ctx, client);
     // What the preflight refuses shows in the plan as a refusal, with the plan of the other steps.
-    const state = await inspectFile(ctx.host.fs, desired, ctx.facts.privileged).catch((error: unknown) => ({ refused: error instanceof Error ? error.message.replace(`${FIELD}: `, '') : String(error) }));
-    if ('refused' in state) return { done: false, changes: [{ action: 'refuse', target: desired.path, detail: state.refused }] };
-    if (!state.change) return { done: true, changes: [] };
-    return { done: false, changes: [{ ...state.change, detail: `${state.change.detail ?? ''}; for ${describe(client)}` }] };
+    const changes = [];
+    for (const file of desired) {
+      const state = await inspectAll(ctx, [file]).catch((error: unknown) => ({ refused: error instanceof ConfigError ? error.issues[0]!.message : String(error) }));
+      if ('refused' in state) return { done: false, changes: [{ action: 'refuse', target: file.path, detail: state.refused }] };
+      const change = state[0]!.change;
+      if (change) changes.push({ ...change, detail: `${change.detail ?? ''}; for ${describe(client, file.path)}` });
+    }
+    return changes.length === 0 ? { done: true, changes: [] } : { done: false, changes };
   },
   async apply(ctx) {
     const client = await clientOf(ctx);
-    await writeFiles(ctx.host.fs, [await desiredFile(ctx, client)], ctx.facts.privileged);
+    const confChanged = await sourcesConfChanges(ctx, client);
+    await writeFiles(ctx.host.fs, await desiredFiles(ctx, client), ctx.facts.privileged);
+    // chrony whose chrony.conf machineadm changed (in this run or an earlier one) is restarted for
+    // each write, and reset restarts it once it gave chrony.conf back: the record keeps its path.
+    const conf = client.kind === 'chrony-sources' && (confChanged || typeof ctx.previous?.data?.conf === 'string') ? { conf: client.conf } : {};
     // The restart step reloads the client for this write (see below).
-    return { record: { client: client.kind, path: client.path, unit: client.unit, writtenAt: ctx.host.now().toISOString() } };
+    return { record: { client: client.kind, path: client.path, unit: client.unit, ...conf, writtenAt: ctx.host.now().toISOString() } };
   },
 };
 
@@ -80,28 +136,52 @@ export const timeServersRestartStep: Step = {
     const needed = reloadNeeded(ctx);
     if (!needed) return { done: true, changes: [] };
     const client = await clientOf(ctx);
-    const changes = [{ action: 'run', target: reloadArgv(client).join(' '), detail: `${client.path} changed` }];
+    const conf = await restartsFor(ctx, client);
+    const changes = [{ action: 'run', target: reloadArgv(client, conf !== undefined).join(' '), detail: `${conf ?? client.path} changed` }];
     const skip = liveSkipReason(ctx.host);
     return { done: false, changes, ...(skip ? { skipReason: skip } : {}) };
   },
   async apply(ctx) {
     const writtenAt = reloadNeeded(ctx)!;
     const client = await clientOf(ctx);
-    return reload(ctx, client, { reloadedFor: writtenAt }, `${client.path} is written; the next run tries the reload again`);
+    const conf = await restartsFor(ctx, client);
+    return reload(ctx, client, conf, { reloadedFor: writtenAt }, `${client.path} is written; the next run tries the reload again`);
   },
   undo: undoReload(),
 };
 
-/** The content the client was last made to read, by digest (null: the file was not there). */
-async function digestOf(ctx: StepContext, path: string): Promise<string | null> {
-  const content = await ctx.host.fs.readFile(path);
-  return content === undefined ? null : createHash('sha256').update(content).digest('hex');
+/**
+ * The chrony.conf beside chrony's sources file that machineadm changed (by the file step's record),
+ * or is to change (in a plan): chrony is then restarted, as `chronyc reload sources` reads only its
+ * sourcedirs. Undefined for the other clients.
+ */
+async function restartsFor(ctx: StepContext, client: TimeClient): Promise<string | undefined> {
+  if (client.kind !== 'chrony-sources') return undefined;
+  const recorded = ctx.recordOf('time-servers/file')?.data?.conf;
+  if (typeof recorded === 'string') return recorded;
+  return (await sourcesConfChanges(ctx, client)) ? client.conf : undefined;
 }
 
-/** Makes the client read its servers again; the record keeps the content it now reads (for reset). */
-async function reload(ctx: StepContext, client: TimeClient, record: Record<string, unknown>, hint: string): Promise<ApplyResult> {
-  const argv = reloadArgv(client);
-  const digest = await digestOf(ctx, client.path);
+/**
+ * The content the client was last made to read, by digest (null: the file was not there). With
+ * chrony.conf recorded beside chrony's sources file, of both (records without it: of the one file).
+ */
+async function digestOf(ctx: StepContext, path: string, conf: string | undefined): Promise<string | null> {
+  const one = async (p: string) => {
+    const content = await ctx.host.fs.readFile(p);
+    return content === undefined ? null : createHash('sha256').update(content).digest('hex');
+  };
+  if (conf === undefined) return one(path);
+  return createHash('sha256').update(`${await one(path)} ${await one(conf)}`).digest('hex');
+}
+
+/**
+ * Makes the client read its servers again (chrony whose chrony.conf `conf` machineadm changed is
+ * restarted); the record keeps the content it now reads (for reset).
+ */
+async function reload(ctx: StepContext, client: TimeClient, conf: string | undefined, record: Record<string, unknown>, hint: string): Promise<ApplyResult> {
+  const argv = reloadArgv(client, conf !== undefined);
+  const digest = await digestOf(ctx, client.path, conf);
   // In a container without systemd as init there is no service to restart: said, not failed.
   if (argv[0] === 'systemctl' && !(await ctx.host.fs.exists('/run/systemd/system'))) {
     return { record: { ...record, digest }, warning: `${client.unit} was not restarted: systemd is not running on this machine (no /run/systemd/system); restart it yourself so it reads ${client.path}` };
@@ -118,7 +198,7 @@ async function reload(ctx: StepContext, client: TimeClient, record: Record<strin
 function recordedClient(ctx: UndoContext): TimeClient | undefined {
   const data = ctx.recordOf('time-servers/file')?.data;
   if (typeof data?.client !== 'string' || typeof data.path !== 'string' || typeof data.unit !== 'string') return undefined;
-  return { kind: data.client as TimeClient['kind'], path: data.path, unit: data.unit } as TimeClient;
+  return { kind: data.client as TimeClient['kind'], path: data.path, unit: data.unit, ...(typeof data.conf === 'string' ? { conf: data.conf } : {}) } as TimeClient;
 }
 
 /**
@@ -127,15 +207,17 @@ function recordedClient(ctx: UndoContext): TimeClient | undefined {
  * containerd's restart). A reset run again after that reloads nothing: its own record says so.
  */
 function undoReload(): Undo {
-  const pending = async (ctx: UndoContext): Promise<{ client: TimeClient; digest: string | null } | undefined> => {
+  const pending = async (ctx: UndoContext): Promise<{ client: TimeClient; conf: string | undefined; digest: string | null } | undefined> => {
     if (typeof ctx.done?.data?.reloadedFor !== 'string') return undefined;
     const client = recordedClient(ctx);
     if (!client) return undefined;
-    const digest = await digestOf(ctx, client.path);
+    const conf = client.kind === 'chrony-sources' ? client.conf : undefined;
+    const digest = await digestOf(ctx, client.path, conf);
     const seen = ctx.previous?.data && 'digest' in ctx.previous.data ? ctx.previous.data.digest : ctx.done.data.digest;
     // A record from before digests: reloaded once (then this step's own record has one).
-    if (seen === undefined) return { client, digest };
-    if (seen !== digest || (ctx.options.dryRun && (await ctx.filesToGiveBack()).includes(client.path))) return { client, digest };
+    if (seen === undefined) return { client, conf, digest };
+    const paths = [client.path, ...(conf ? [conf] : [])];
+    if (seen !== digest || (ctx.options.dryRun && (await ctx.filesToGiveBack()).some((p) => paths.includes(p)))) return { client, conf, digest };
     return undefined;
   };
   return {
@@ -144,14 +226,15 @@ function undoReload(): Undo {
     async check(ctx) {
       const found = await pending(ctx);
       if (!found) return { done: true, changes: [] };
-      const changes = [{ action: 'run', target: reloadArgv(found.client).join(' '), detail: `${found.client.path} given back` }];
+      const { client, conf } = found;
+      const changes = [{ action: 'run', target: reloadArgv(client, conf !== undefined).join(' '), detail: `${conf ? `${client.path} and ${conf}` : client.path} given back` }];
       const skip = liveSkipReason(ctx.host);
       return { done: false, changes, ...(skip ? { skipReason: skip } : {}) };
     },
     async apply(ctx) {
       const found = await pending(ctx);
       if (!found) return {};
-      return reload(ctx, found.client, {}, `${found.client.path} is given back; run reset again to reload ${found.client.unit}`);
+      return reload(ctx, found.client, found.conf, {}, `${found.client.path} is given back; run reset again to reload ${found.client.unit}`);
     },
   };
 }
