@@ -7,6 +7,11 @@ import type { ConfigIssue } from '../errors.ts';
 const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/;
 const PEM_KEY = /-----BEGIN ((RSA|EC|ENCRYPTED) )?PRIVATE KEY-----[\s\S]+?-----END ((RSA|EC|ENCRYPTED) )?PRIVATE KEY-----/;
 
+/** Whether the text holds a PEM certificate (Node ignores a `ca` without one, without a word). */
+export function holdsPemCertificate(text: string): boolean {
+  return PEM_CERTIFICATE.test(text);
+}
+
 /** A CA bundle, certificate or key: the system bundle is a few hundred KiB. */
 const MAX_PEM_FILE_BYTES = 4 * 1024 * 1024;
 

@@ -1,6 +1,7 @@
 // Secrets: a literal, or a reference read when a step needs it (so a plan made on another machine
 // never needs the secret). Every value read is registered with a scrubber that removes it from
 // every event, log line and report; so is every credential a secret store was reached with.
+import { isUtf8 } from 'node:buffer';
 import type { ConfigHost } from '../host/config-host.ts';
 import { referenceKind, type SecretReference, type SecretSource } from './schema/secret-field.ts';
 import { ConfigError } from '../errors.ts';
@@ -9,6 +10,7 @@ import { SecretScrubber } from './secret-scrubber.ts';
 import { MAX_SECRET_FILE_BYTES, OFFLINE_HINT } from './secret-sources/limits.ts';
 import type { SecretRead } from './secret-sources/read.ts';
 import { describeSecretSource } from './secret-description.ts';
+import { decodeContent, type FileEncoding } from './schema/file-content.ts';
 
 export { REDACTED, SecretScrubber, MAX_SECRET_FILE_BYTES };
 
@@ -29,8 +31,15 @@ export function readAtStart(source: SecretSource): boolean {
 // needs it get the same value (and the store sees one request). Keyed by the host of the run.
 const remembered = new WeakMap<ConfigHost, Map<string, string>>();
 
+export interface SecretOptions {
+  /** The value is a file's content: kept byte for byte. */
+  exact?: boolean;
+  /** The file's encoding: what the value decodes to is scrubbed too. */
+  encoding?: FileEncoding;
+}
+
 /** The secret's value; `field` names it in errors (never the value). */
-export async function resolveSecret(source: SecretSource, host: ConfigHost, field: string, scrubber?: SecretScrubber, options: { exact?: boolean } = {}): Promise<string> {
+export async function resolveSecret(source: SecretSource, host: ConfigHost, field: string, scrubber?: SecretScrubber, options: SecretOptions = {}): Promise<string> {
   const read: SecretRead = { host, field, register: (value) => scrubber?.add(value), exact: options.exact === true };
   let value: string;
   if (typeof source === 'string') value = source;
@@ -40,12 +49,15 @@ export async function resolveSecret(source: SecretSource, host: ConfigHost, fiel
     if (host.offline && secretNeedsNetwork(source)) throw new ConfigError([{ path: field, message: `is read from ${describeSecretSource(source, host.fs.platform)}, which machineadm cannot reach with --offline`, hint: OFFLINE_HINT }]);
     const cache = remembered.get(host) ?? new Map<string, string>();
     remembered.set(host, cache);
-    const key = JSON.stringify([source.valueFrom, read.exact]);
-    value = cache.get(key) ?? (await readRemote(source.valueFrom, read));
-    cache.set(key, value);
+    // The stored bytes are kept whole, so that a field and a file naming one secret ask the store
+    // once; each then takes its own form of them.
+    const key = JSON.stringify(source.valueFrom);
+    const stored = cache.get(key) ?? (await readRemote(source.valueFrom, { ...read, exact: true }));
+    cache.set(key, stored);
+    value = read.exact ? stored : stored.replace(/\r?\n$/, '');
   }
   if (value === '') throw new ConfigError([{ path: field, message: 'the secret is empty' }]);
-  if (scrubber) for (const part of scrubbedParts(value)) scrubber.add(part);
+  if (scrubber) for (const part of [...scrubbedParts(value), ...decodedParts(value, options.encoding)]) scrubber.add(part);
   return value;
 }
 
@@ -57,6 +69,16 @@ export async function resolveSecret(source: SecretSource, host: ConfigHost, fiel
 function scrubbedParts(value: string): string[] {
   const lines = value.split(/\r?\n/).map((l) => l.trim());
   return [value, value.replace(/\r?\n$/, ''), ...(lines.length > 1 ? lines.filter((l) => l.length >= 20 && !l.startsWith('-----')) : [])];
+}
+
+/**
+ * What a file's content given encoded (base64, as binary secrets are stored) decodes to: the
+ * secret a tool reading the file would print. Bytes that are not text are no line of output.
+ */
+function decodedParts(value: string, encoding: FileEncoding | undefined): string[] {
+  if (encoding === undefined || encoding === 'plain') return [];
+  const decoded = decodeContent(value, encoding);
+  return 'bytes' in decoded && isUtf8(decoded.bytes) ? scrubbedParts(decoded.bytes.toString('utf8')) : [];
 }
 
 async function readLocal(reference: SecretReference, read: SecretRead): Promise<string> {

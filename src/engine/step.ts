@@ -3,6 +3,7 @@
 import type { Host, Facts, OperatingSystem } from '../host/index.ts';
 import type { MachineConfig } from '../config/schema/index.ts';
 import type { SecretSource } from '../config/schema/secret-field.ts';
+import type { SecretOptions } from '../config/secrets.ts';
 import type { EventInput } from './events.ts';
 import type { StepRecord } from './state.ts';
 import type { ProvisionRecord } from './provisioned.ts';
@@ -81,7 +82,8 @@ export interface StepContext {
   readonly run: RunSoFar;
   /**
    * Reads a secret when the step needs it; the value is scrubbed from every event from then on.
-   * `exact`: the value is a file's content, kept byte for byte (a secret file's trailing newline too).
+   * `exact`: the value is a file's content, kept byte for byte (a secret file's trailing newline too);
+   * `encoding`: the file's, so that what the content decodes to is scrubbed as well.
    */
   secret(source: SecretSource, field: string, options?: { exact?: boolean }): Promise<string>;
   /** Other steps' records from this and earlier runs, by step id. */

@@ -1,6 +1,8 @@
 // AWS Secrets Manager and SSM Parameter Store read as the instance role, against a stand-in IMDSv2
 // and service (HTTPS with a test CA) that checks every SigV4 signature with the AWS SDK's signer:
 // credentials, region, retries, refusals and what is scrubbed.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ConfigHost } from '../../src/host/config-host.ts';
 import { resolveSecret, SecretScrubber } from '../../src/config/secrets.ts';
@@ -94,6 +96,14 @@ describe('AWS Secrets Manager as the instance role', () => {
     expect(error.text).toContain('encoding: base64');
   });
 
+  it('drops one final newline for a field, keeps it for a file, and asks the store once for both', async () => {
+    // What `aws secretsmanager create-secret --secret-string file://token.txt` stores from a file written with echo.
+    aws.secrets.set('echoed', `${VALUE}\n`);
+    expect(await readSm({ secretId: 'echoed' })).toBe(VALUE);
+    expect(await resolveSecret({ valueFrom: { awsSecretsManager: sm({ secretId: 'echoed' }) } }, host, 'spec.files[0].content', undefined, { exact: true })).toBe(`${VALUE}\n`);
+    expect(aws.calls()).toHaveLength(1);
+  });
+
   it('keeps the credentials and region for the run: a second secret asks IMDS nothing', async () => {
     aws.secrets.set('other', 'other-secret-value');
     await readSm();
@@ -127,6 +137,17 @@ describe('AWS Secrets Manager as the instance role', () => {
     expect(error.text).toContain('ThrottlingException');
     expect(aws.calls()).toHaveLength(6);
     expectNothingSecretIn(error.text);
+  });
+
+  it('fails (exit 1) at once on an answer larger than any secret, saying so, without retrying', async () => {
+    aws.inject('oversized', 6);
+    const error = await failure(readSm());
+    expect(error.exitCode).toBe(1);
+    expect(error.text).toContain(FIELD);
+    expect(error.text).toContain('larger than');
+    expect(error.text).not.toContain('did not answer');
+    expect(aws.calls()).toHaveLength(1);
+    expect(machine.waits).toHaveLength(0);
   });
 
   it('asks IMDS for new credentials once when the service says the token expired', async () => {
@@ -197,6 +218,20 @@ describe('AWS Secrets Manager as the instance role', () => {
     const error = await failure(readSm({ caFile: undefined }));
     expect(error.exitCode).toBe(1);
     expect(error.text).toContain('caFile');
+    expect(aws.calls()).toHaveLength(0);
+    expect(machine.waits).toHaveLength(0);
+  });
+
+  it.each([
+    ['the CA in DER, not PEM', () => Buffer.from(machine.ca.caPem.replace(/-----[A-Z ]+-----|\s/g, ''), 'base64')],
+    ['a private key', () => '-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIO8fq6jF5Yf1qW0kQn2d5Gx2kqkV6t2b3c4d5e6f7g8h\n-----END PRIVATE KEY-----\n'],
+  ])('refuses (exit 2) a caFile that holds no PEM certificate (%s), naming it, before asking the service', async (_, content) => {
+    writeFileSync(join(machine.root, 'etc/ssl/not-a-ca.pem'), content());
+    const error = await failure(readSm({ caFile: '/etc/ssl/not-a-ca.pem' }));
+    expect(error.exitCode).toBe(2);
+    expect(error.text).toContain(FIELD);
+    expect(error.text).toContain('caFile /etc/ssl/not-a-ca.pem');
+    expect(error.text).toContain('BEGIN CERTIFICATE');
     expect(aws.calls()).toHaveLength(0);
     expect(machine.waits).toHaveLength(0);
   });

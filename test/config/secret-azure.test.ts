@@ -73,6 +73,14 @@ describe('Azure Key Vault as the managed identity', () => {
     expect([...azure.issued.values()].map((w) => w.clientId)).toEqual([CLIENT_ID]);
   });
 
+  it('drops one final newline for a field, keeps it for a file, and asks the vault once for both', async () => {
+    // What `az keyvault secret set --file token.txt` stores from a file written with echo.
+    azure.secrets.set('echoed', [{ version: '00112233445566778899aabbccddeeff', value: `${VALUE}\n` }]);
+    expect(await read({ name: 'echoed' })).toBe(VALUE);
+    expect(await resolveSecret({ valueFrom: { azureKeyVault: reference({ name: 'echoed' }) } }, host, 'spec.files[0].content', undefined, { exact: true })).toBe(`${VALUE}\n`);
+    expect(azure.vaultRequests()).toHaveLength(1);
+  });
+
   it('keeps the token for the run: a second secret asks no new one', async () => {
     azure.secrets.set('other', [{ version: '1', value: 'other-secret-value' }]);
     expect(await read()).toBe(VALUE);

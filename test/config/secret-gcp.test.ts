@@ -70,6 +70,14 @@ describe('Google Cloud Secret Manager as the service account', () => {
     expect(gcp.metadata.requests.map((r) => r.url)).toContain('/computeMetadata/v1/project/project-id');
   });
 
+  it('drops one final newline for a field, keeps it for a file, and asks the store once for both', async () => {
+    // What `echo VALUE | gcloud secrets create echoed --data-file=-` stores.
+    gcp.secrets.set('cluster-a-prod/echoed', [`${VALUE}\n`]);
+    expect(await read({ secret: 'echoed' })).toBe(VALUE);
+    expect(await resolveSecret({ valueFrom: { gcpSecretManager: reference({ secret: 'echoed' }) } }, host, 'spec.files[0].content', undefined, { exact: true })).toBe(`${VALUE}\n`);
+    expect(gcp.storeRequests()).toHaveLength(1);
+  });
+
   it('keeps the token for the run: a second secret asks no new one', async () => {
     gcp.secrets.set('cluster-a-prod/other', ['other-secret-value']);
     expect(await read()).toBe(VALUE);

@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { dump } from 'js-yaml';
 import { scratchDir } from '../support/tmp.ts';
 import { runCli, type CliRun } from '../support/cli.ts';
@@ -96,6 +97,24 @@ describe('prepare/files with secret content', () => {
     const found = leaks(runs, [m.state, join(m.root, 'run'), join(m.root, 'var'), ...archived], []);
     expect(found).toEqual([]);
     expect(runs.length).toBe(7);
+  });
+
+  it.each([
+    ['plain', REGISTRY, {}],
+    ['base64', Buffer.from(REGISTRY).toString('base64'), { encoding: 'base64' }],
+    ['gzip+base64', gzipSync(REGISTRY).toString('base64'), { encoding: 'gzip+base64' }],
+  ])('scrubs what a secret file holds (given %s) from the output of a command that prints it', async (_, value, encoding) => {
+    const m = machine([{ path: '/etc/registry/credentials', content: { valueFrom: { env: 'REGISTRY_CREDENTIALS' } }, ...encoding }]);
+    const config = readFileSync(m.config, 'utf8').replace('spec:\n', 'spec:\n  commands:\n    boot:\n      - shell: cat etc/registry/credentials 2>/dev/null || true\n');
+    writeFileSync(m.config, config);
+    const env = { REGISTRY_CREDENTIALS: value, PATH: process.env.PATH ?? '/usr/bin:/bin', MACHINEADM_COMMANDS_UNDER_ROOT: '1' };
+    const runs: CliRun[] = [];
+    // The second run's boot command finds the file the first one wrote.
+    for (let i = 0; i < 2; i++) runs.push(await runCli(['prepare', '-c', m.config, '--root', m.root, '--state-dir', m.state, '-v'], { env }));
+    expect(runs.map((r) => r.code)).toEqual([0, 0]);
+    expect(readFileSync(join(m.root, 'etc/registry/credentials'), 'utf8')).toBe(REGISTRY);
+    expect(runs[1]!.stdout).toContain('spec.commands.boot[0]: <redacted>');
+    expect(leaks(runs, [m.state, join(m.root, 'run')], [])).toEqual([]);
   });
 
   it('refuses append with a secret at validation (exit 2), writing nothing', async () => {

@@ -32,8 +32,8 @@ export async function readAgeSecret(reference: AgeReference, read: SecretRead): 
     throw secretRefused(read, `the age envelope (${where(reference)}) cannot be opened: ${why.slice(0, 200)}`, 'it was damaged or cut short: give the whole output of machineadm seal (or age -a)');
   }
   if (!isUtf8(bytes)) throw secretRefused(read, `the age envelope (${where(reference)}) holds ${NOT_UTF8.message}`, NOT_UTF8.hint);
-  const plain = Buffer.from(bytes).toString('utf8');
-  return read.exact ? plain : plain.replace(/\r?\n$/, '');
+  // Kept byte for byte: resolveSecret drops a field's final newline, as for every source.
+  return Buffer.from(bytes).toString('utf8');
 }
 
 function where(reference: AgeReference): string {

@@ -6,6 +6,7 @@ import type { ConfigHost } from '../../host/config-host.ts';
 import { HttpError, httpRequest, retryDelayMs, parseRetryAfter, type HttpResponse, type HttpTimeouts, type RetryPolicy } from '../../host/http.ts';
 import { ConfigError, ExitCode, MachineadmError } from '../../errors.ts';
 import { MAX_SECRET_FILE_BYTES, OFFLINE_HINT } from './limits.ts';
+import { holdsPemCertificate } from '../pem-file.ts';
 
 export interface SecretRead {
   host: ConfigHost;
@@ -13,7 +14,7 @@ export interface SecretRead {
   field: string;
   /** Registers a value (the secret, or a credential it was read with) with the run's scrubber. */
   register(value: string): void;
-  /** The value is a file's content: kept byte for byte (no trailing newline dropped). */
+  /** The value is a file's content: kept byte for byte (no trailing newline dropped). A store or an envelope returns what it holds whole; resolveSecret takes a field's form of it. */
   exact: boolean;
 }
 
@@ -45,7 +46,11 @@ export async function readCaFile(read: SecretRead, caFile: string | undefined): 
     throw secretRefused(read, `cannot read caFile ${caFile}: ${(cause as Error).message}`);
   });
   if ('problem' in found) throw secretRefused(read, `caFile ${caFile} ${found.problem === 'missing' ? 'does not exist' : 'is not a readable PEM file'}`, 'write the CA bundle before machineadm runs');
-  return found.bytes.toString('utf8');
+  const text = found.bytes.toString('utf8');
+  // Node would drop a CA it cannot parse without a word, and the store's certificate would then
+  // look untrusted: a wrong file is the configuration's to fix, not a TLS failure to report.
+  if (!holdsPemCertificate(text)) throw secretRefused(read, `caFile ${caFile} holds no PEM certificate`, 'give the CA bundle as PEM, with -----BEGIN CERTIFICATE----- blocks (openssl x509 -inform der -in CA.crt -out CA.pem converts a DER one)');
+  return text;
 }
 
 // A secret store is asked at boot, when throttling and cold starts are common: patient, bounded.
@@ -109,6 +114,8 @@ export async function storeRequest(read: SecretRead, request: StoreRequest): Pro
       if (!(error instanceof HttpError)) throw error;
       if (error.reason === 'offline') throw secretRefused(read, `is read from ${request.service}, which machineadm cannot reach with --offline`, OFFLINE_HINT);
       if (error.reason === 'tls') throw new SecretUnavailableError(read, `${request.service}: ${error.message}`, { hint: 'check the endpoint, or give its CA as caFile', cause: error });
+      // No secret is that large (Secrets Manager's limit is 64 KiB): whatever answered will answer so again.
+      if (error.reason === 'too-large') throw new SecretUnavailableError(read, `${request.service}: ${error.message} (no secret is that large)`, { hint: 'check the endpoint: something other than the service answered (a proxy, another server)', cause: error });
       verdict = { retry: error.message };
     }
     if ('ok' in verdict) return verdict.ok;

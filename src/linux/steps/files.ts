@@ -100,7 +100,7 @@ async function split(ctx: StepContext): Promise<{ inline: DesiredFile[]; sources
     }
     // A secret is read when the step looks at its file (a plan for another machine reads none).
     const secret = isSecretContent(spec);
-    const text = typeof spec.content === 'string' ? spec.content : spec.content === undefined || otherMachine(ctx) ? '' : await ctx.secret(spec.content, `spec.files[${index}].content`, { exact: true });
+    const text = typeof spec.content === 'string' ? spec.content : spec.content === undefined || otherMachine(ctx) ? '' : await ctx.secret(spec.content, `spec.files[${index}].content`, { exact: true, encoding: spec.encoding });
     const decoded = typeof spec.content === 'string' ? decodeInline(spec, spec.content) : decodeContent(text, spec.encoding);
     if ('problem' in decoded) throw new MachineadmError(`spec.files[${index}].content ${secret ? `(the secret read) ${decoded.problem.split('|')[0]}` : decoded.problem}`, ExitCode.usage);
     // A target the step must not write (a link, a directory) is refused by inspectFile below.

@@ -11,7 +11,8 @@ import { SignatureV4 } from '@smithy/signature-v4';
 import { startHttp, startHttps, type RunningServer, type TestCa } from './servers.ts';
 
 export const AWS_REGION = 'eu-west-1';
-export type AwsFault = 'throttle' | 'unavailable' | 'expired';
+// 'oversized': an answer of 2 MiB, as something other than the service (a proxy's page, a wrong endpoint) sends.
+export type AwsFault = 'throttle' | 'unavailable' | 'expired' | 'oversized';
 
 interface Credentials {
   accessKeyId: string;
@@ -158,6 +159,7 @@ export async function startAwsStandIn(ca: TestCa): Promise<AwsStandIn> {
       if (expected !== req.headers.authorization) return awsError(res, 400, 'InvalidSignatureException', 'The request signature we calculated does not match the signature you provided.');
       if (fault === 'throttle') return awsError(res, 400, 'ThrottlingException', 'Rate exceeded', state.retryAfterSeconds ? { 'retry-after': String(state.retryAfterSeconds) } : {});
       if (fault === 'unavailable') return awsError(res, 500, 'InternalServiceError', 'We encountered an internal error. Please try again.');
+      if (fault === 'oversized') return json(res, 200, { SecretString: 'x'.repeat(2 * 1024 * 1024) });
       if (target === 'secretsmanager.GetSecretValue') {
         const id = String(parsed.SecretId ?? '');
         if (state.denied.has(id)) return awsError(res, 400, 'AccessDeniedException', `User: arn:aws:sts::123456789012:assumed-role/${state.role}/i-0abc is not authorized to perform: secretsmanager:GetSecretValue on resource: ${id}`);
