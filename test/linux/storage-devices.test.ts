@@ -297,6 +297,59 @@ describe.skipIf(skip)('spec.storage on loop devices', { timeout: 240_000 }, () =
     expect(snapshot(device)).toEqual(before);
   });
 
+  it('refuses to format a whole disk one of whose partitions is mounted, even with overwrite: plan and init exit 2, nothing changed', () => {
+    const device = disk(64);
+    execFileSync('sfdisk', ['-q', device], { input: 'label: gpt\nsize=32MiB, type=L\ntype=L\n' });
+    spawnSync('partx', ['-u', device]);
+    execFileSync('mkfs.ext4', ['-q', `${device}p1`]);
+    // Formatted first, to show that the refusal comes before any change of the run.
+    const other = disk(64);
+    const before = { device: snapshot(device), other: snapshot(other) };
+    const m = machine({
+      filesystems: [
+        { device: other, format: 'ext4', label: tag('first') },
+        { device, format: 'ext4', label: tag('whole'), overwrite: true },
+      ],
+    });
+    const elsewhere = join(dir, `mounted-${++n}`);
+    mkdirSync(elsewhere);
+    const [mounted, plan, init] = inMountNamespace([['mount', `${device}p1`, elsewhere], machineadm(m, 'plan'), machineadm(m, 'init')]);
+    expect(mounted!.code).toBe(0);
+    for (const [command, out] of [['plan', plan!], ['init', init!]] as const) {
+      expect(out.code, `${command}: ${out.stdout}${out.stderr}`).toBe(2);
+      expect(out.stdout + out.stderr).toContain(`spec.storage.filesystems[1].device: ${device} is in use: ${device}p1 is mounted on ${elsewhere}`);
+    }
+    expect({ device: snapshot(device), other: snapshot(other) }).toEqual(before);
+  });
+
+  it('knows a disk by any of its names: a partition of the disk the run partitions is formatted on the new table, and a filesystem on the whole of it is refused before any change', () => {
+    const named = disk(64);
+    const whole = disk(64);
+    const before = snapshot(whole);
+    // Another name for each disk, as /dev/disk/by-id gives one: links in a tmpfs of the namespace.
+    const link = (device: string) => `/dev/shm/${tag(device.split('/').pop()!)}`;
+    const partitioned = machine({ disks: [{ device: link(named) }], filesystems: [{ device: named, partition: 1, format: 'ext4', label: tag('named') }] });
+    // Without the second name, the configuration's own rules refuse this (a filesystem on a disk the run partitions).
+    const wiped = machine({ disks: [{ device: whole, overwrite: true }], filesystems: [{ device: link(whole), format: 'ext4', overwrite: true }] });
+    const [links, first, second, plan, init] = inMountNamespace([
+      ['sh', '-c', `mount -t tmpfs links /dev/shm && ln -s '${named}' '${link(named)}' && ln -s '${whole}' '${link(whole)}'`],
+      machineadm(partitioned),
+      machineadm(partitioned),
+      machineadm(wiped, 'plan'),
+      machineadm(wiped, 'init'),
+    ]);
+    expect(links!.code, links!.stderr).toBe(0);
+    expect(first!.code, first!.stderr).toBe(0);
+    expect(blkid(`${named}p1`, 'LABEL')).toBe(tag('named'));
+    expect(second!.code, second!.stderr).toBe(0);
+    expect(second!.stdout).toMatch(/prepare\/storage\/filesystems skipped .*already done/);
+    for (const [command, out] of [['plan', plan!], ['init', init!]] as const) {
+      expect(out.code, `${command}: ${out.stdout}${out.stderr}`).toBe(2);
+      expect(out.stdout + out.stderr).toContain(`spec.storage.filesystems[0].partition: ${link(whole)} (${whole}) is the disk spec.storage.disks[0] partitions: a filesystem on the whole disk would destroy its partition table`);
+    }
+    expect(snapshot(whole)).toEqual(before);
+  });
+
   it('gives a disk whose table alone was lost its table back, and keeps the filesystem still on it (nothing is wiped without overwrite)', () => {
     const device = disk(64);
     execFileSync('sfdisk', ['-q', device], { input: 'label: gpt\nsize=32MiB, type=L\ntype=L\n' });
@@ -339,6 +392,31 @@ describe.skipIf(skip)('spec.storage on loop devices', { timeout: 240_000 }, () =
     expect(reset!.code, reset!.stdout + reset!.stderr).toBe(0);
     expect(reset!.stdout + reset!.stderr).toContain(`/srv/swapped has operator-tmpfs (tmpfs) mounted on it, not LABEL=${tag('swapped')}: left mounted`);
     expect(after!.stdout.trim()).toBe('operator-tmpfs');
+  });
+
+  it('reset unmounts a mount made inside another one and then the outer one, and removes each mount point once, without a warning', () => {
+    const outer = disk(64);
+    const inner = disk(64);
+    const m = machine({
+      filesystems: [
+        { device: outer, format: 'ext4', label: tag('outer') },
+        { device: inner, format: 'ext4', label: tag('inner') },
+      ],
+      mounts: [
+        { device: `LABEL=${tag('inner')}`, path: '/srv/nested/etcd', format: 'ext4' },
+        { device: `LABEL=${tag('outer')}`, path: '/srv/nested', format: 'ext4' },
+      ],
+    });
+    const reset = (extra: string[] = []) => [NODE, MACHINEADM, 'reset', '--root', m.root, '--state-dir', m.state, '--devices', ...extra];
+    const [init, plan, done, left] = inMountNamespace([machineadm(m), reset(['--dry-run']), reset(), ['findmnt', '-n', '-o', 'TARGET', '--list']]);
+    expect(init!.code, init!.stderr + init!.stdout).toBe(0);
+    expect(plan!.code, plan!.stderr).toBe(0);
+    for (const folder of ['/srv/nested/etcd/', '/srv/nested/', '/srv/']) expect(plan!.stdout.split(`delete ${folder} (mount point made by machineadm, when empty)`)).toHaveLength(2);
+    expect(done!.code, done!.stdout + done!.stderr).toBe(0);
+    expect(done!.stdout + done!.stderr).not.toContain('left in place');
+    expect(done!.stdout).toMatch(/machineadm reset: success/);
+    expect(left!.stdout).not.toContain(join(m.root, 'srv'));
+    expect(spawnSync('ls', ['-A', m.root], { encoding: 'utf8' }).stdout).not.toMatch(/^srv$/m);
   });
 
   it('reset unmounts what machineadm mounted, gives fstab back and removes the mount point it made; the partitions and filesystems stay; a busy mount fails reset (exit 1) until --force detaches it', () => {

@@ -214,13 +214,21 @@ async function plannedUnmounts(ctx: UndoContext): Promise<PlannedUnmount[]> {
   const recorded = (ctx.undoRecord?.mounts ?? {}) as Record<string, RecordedMount>;
   const inUse = ctx.host.devices.allowed ? await ctx.host.devices.mounted() : [];
   const out: PlannedUnmount[] = [];
+  const paths = Object.keys(recorded);
+  const clean = (p: string) => p.replace(/\/+/g, '/');
   // Inner mounts first: a parent cannot be unmounted under a child.
-  for (const path of mountOrder(Object.keys(recorded), (p) => p).reverse()) {
+  for (const path of mountOrder(paths, (p) => p).reverse()) {
     const mount = recorded[path]!;
     const here = inUse.filter((m) => m.target === mount.target).at(-1);
     const other = here && !(await isDevice(ctx.host, mount.device, here)) ? here : undefined;
     const folders: string[] = [];
-    for (const d of [...mount.created].reverse()) if ((await ctx.host.fs.stat(d))?.kind === 'directory') folders.push(d);
+    // A folder made for an inner mount that is an outer mount's point (or above it) can only go
+    // once that outer mount is unmounted: it is the outer one's to remove.
+    const outer = paths.map(clean).filter((p) => clean(path).startsWith(`${p}/`));
+    for (const d of [...mount.created].reverse()) {
+      if (outer.some((p) => p === clean(d) || p.startsWith(`${clean(d)}/`))) continue;
+      if ((await ctx.host.fs.stat(d))?.kind === 'directory') folders.push(d);
+    }
     if (here || folders.length) out.push({ path, mount, mounted: here !== undefined && !other, ...(other ? { other } : {}), folders });
   }
   return out;

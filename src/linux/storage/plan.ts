@@ -167,7 +167,10 @@ async function planDisk(ctx: Context, spec: DiskSpec, index: number, issues: Con
 
 async function planFilesystem(ctx: Context, spec: FilesystemSpec, index: number, disks: readonly DiskPlan[], issues: ConfigIssue[]): Promise<FilesystemPlan> {
   const field = `spec.storage.filesystems[${index}]`;
-  const disk = spec.partition === undefined ? undefined : disks.find((d) => d.spec.device === spec.device);
+  // The disk is the same one whichever name each entry gives it (/dev/sdb, a /dev/disk/by-id link).
+  const realDevice = await ctx.host.devices.realPath(spec.device);
+  const partitioned = disks.find((d) => d.spec.device === spec.device || (realDevice !== undefined && d.node === realDevice));
+  const disk = spec.partition === undefined ? undefined : partitioned;
   let node = spec.device;
   if (spec.partition !== undefined) {
     const found = await ctx.host.devices.lookup(spec.device);
@@ -177,6 +180,12 @@ async function planFilesystem(ctx: Context, spec: FilesystemSpec, index: number,
     issues.push({ path: at, message, hint });
     return { index, spec, node, action: 'refused', wipe: false, detail: message };
   };
+  // The configuration's own rules refuse this when both entries name the disk alike; with two names,
+  // mkfs would wipe the table the run writes and the next run would repartition: data lost on every run.
+  if (partitioned && spec.partition === undefined) {
+    const name = realDevice === undefined || realDevice === spec.device ? spec.device : `${spec.device} (${realDevice})`;
+    return refused(`${name} is the disk spec.storage.disks[${partitioned.index}] partitions: a filesystem on the whole disk would destroy its partition table`, 'name the partition, e.g. partition: 1', `${field}.partition`);
+  }
   const tools = await toolIssues(ctx, `${field}.format`, [MKFS[spec.format], 'blkid', ...(spec.overwrite ? ['wipefs'] : [])]);
   if (tools.length) {
     issues.push(...tools);
@@ -199,7 +208,8 @@ async function planFilesystem(ctx: Context, spec: FilesystemSpec, index: number,
   }
   const holds = sig.TYPE || sig.PTTYPE ? describeSignature(sig) : undefined;
   if (holds && !spec.overwrite) return refused(`${what} holds ${holds}, not the ${asked}${spec.label ? ` labelled "${spec.label}"` : ''} asked for; machineadm never reformats without overwrite`, 'set overwrite: true to reformat it (its data is lost), or change format and label to what it holds');
-  const inUse = mountedOn(ctx.inUse, [found.device]);
+  // A whole disk is in use when one of its partitions is: mkfs over it would destroy that partition.
+  const inUse = mountedOn(ctx.inUse, [found.device, ...found.device.partitions]);
   if (inUse) return refused(`${what} is in use: ${describeUse(inUse)}`, 'unmount it (swapoff a swap area) first, or leave this filesystem out');
   if (!ctx.privileged) return refused(`formatting ${what} needs root`, 'run machineadm as root');
   return { index, spec, node, action: 'format', wipe: holds !== undefined, detail: describeFormat(spec, holds ? `replacing ${holds} (overwrite)` : undefined) };
