@@ -5,7 +5,7 @@ import { isUtf8 } from 'node:buffer';
 import { posix, win32 } from 'node:path';
 import type { FileInfo, RootedFileSystem } from '../host/index.ts';
 import type { Change } from './step.ts';
-import { ExitCode, MachineadmError, UsageError } from '../errors.ts';
+import { ConfigError, ExitCode, MachineadmError, UsageError } from '../errors.ts';
 import { unifiedDiff } from './diff.ts';
 
 export interface DesiredFile {
@@ -118,6 +118,22 @@ export async function inspectFile(fs: RootedFileSystem, desired: DesiredFile, is
     return { desired, attributesOnly: false, change: { action: 'update', target: desired.path, detail: details.join(', '), ...(diff ? { diff } : {}) } };
   } catch (error) {
     throw errorForField(desired.field, error);
+  }
+}
+
+/**
+ * inspectFile, with a target machineadm itself refuses (a link, a folder, a path under a file)
+ * refused as the machine's problem (exit 2): a step's preflight then finds it before the run's
+ * first change, not at the step's turn after earlier steps changed the machine.
+ */
+export async function inspectFileOrRefuse(fs: RootedFileSystem, desired: DesiredFile, isRoot: boolean): Promise<FileState> {
+  try {
+    return await inspectFile(fs, desired, isRoot);
+  } catch (error) {
+    // An error reading the file (EACCES, EIO) is the step's failure, not a refusal.
+    if (!(error instanceof MachineadmError) || !(error.cause instanceof MachineadmError)) throw error;
+    const message = error.message.startsWith(`${desired.field}: `) ? error.message.slice(desired.field.length + 2) : error.message;
+    throw new ConfigError([{ path: desired.field, message, ...(error.hint ? { hint: error.hint } : {}), refused: true }]);
   }
 }
 

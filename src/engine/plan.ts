@@ -29,7 +29,7 @@ export async function computePlan(input: RunnerInput): Promise<Plan> {
     }
     const soFar = planned.find((p) => p.name === s.phase.name)!;
     const base = { id: s.fullId, phase: s.phase.name, summary: s.step.summary };
-    const notApplicable = applicability(s.step, input);
+    const notApplicable = applicability(s.step, input, state.steps[s.fullId]);
     if (notApplicable) {
       target.steps.push({ ...base, status: 'not-applicable', reason: notApplicable, changes: [] });
       continue;

@@ -90,7 +90,7 @@ async function runPhaseSteps(input: RunnerInput, selected: SelectedStep[], write
   for (const phase of input.phases) {
     if (outcome.error instanceof RebootRequiredError || outcome.error instanceof InterruptedError) break;
     if (outcome.error && !phase.runsAfterFailure) continue;
-    const steps = selected.filter((s) => s.phase === phase && s.selected && !applicability(s.step, input));
+    const steps = selected.filter((s) => s.phase === phase && s.selected && !applicability(s.step, input, writer.state.steps[s.fullId]));
     const leftOut = leftOutOf(selected, phase, input);
     // Until its steps finish, a phase is what a phase without steps is.
     const phaseOutcome: PhaseOutcome = { name: phase.name, result: worstResult([]), durationMs: 0, steps: [], ...(leftOut.length ? { leftOut } : {}) };
@@ -140,7 +140,7 @@ async function runPhaseSteps(input: RunnerInput, selected: SelectedStep[], write
 function beginEarlyWork(input: RunnerInput, state: MachineState, selected: readonly SelectedStep[]): Map<string, EarlyWork> {
   const began = new Map<string, EarlyWork>();
   for (const s of selected) {
-    if (!s.selected || applicability(s.step, input)) continue;
+    if (!s.selected || applicability(s.step, input, state.steps[s.fullId])) continue;
     if (s.step.begin) {
       try {
         const work = s.step.begin(contextFor(input, state, s.fullId, false, { failed: false, phases: [] }));

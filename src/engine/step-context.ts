@@ -5,14 +5,15 @@ import { type ErrorInfo } from './events.ts';
 import { InterruptedError, MachineadmError, StepError, exitCodeOf, type InterruptSignal } from '../errors.ts';
 import type { CheckResult, EarlyWork, Phase, RunSoFar, Step, StepContext } from './step.ts';
 import { selectSteps, type SelectedStep } from './select.ts';
-import { type MachineState } from './state.ts';
+import { type MachineState, type StepRecord } from './state.ts';
 import { resolveSecret } from '../config/secrets.ts';
 import type { RunnerInput } from './runner-input.ts';
 import { progressMeter } from '../host/transfer-progress.ts';
 
-export function applicability(step: Step, input: RunnerInput): string | undefined {
+/** Why the step does not run here, or undefined. `earlier`: its record in the state, where the caller has it (Step.leftBehind). */
+export function applicability(step: Step, input: RunnerInput, earlier?: StepRecord): string | undefined {
   if (step.platforms && !step.platforms.includes(input.facts.os)) return `only on ${step.platforms.join(', ')}`;
-  if (step.applies && !step.applies(input.config, input.facts)) return 'not asked for by the configuration';
+  if (step.applies && !step.applies(input.config, input.facts) && !(earlier && step.leftBehind?.(earlier.data))) return 'not asked for by the configuration';
   return undefined;
 }
 

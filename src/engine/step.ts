@@ -85,7 +85,7 @@ export interface StepContext {
    * `exact`: the value is a file's content, kept byte for byte (a secret file's trailing newline too);
    * `encoding`: the file's, so that what the content decodes to is scrubbed as well.
    */
-  secret(source: SecretSource, field: string, options?: { exact?: boolean }): Promise<string>;
+  secret(source: SecretSource, field: string, options?: SecretOptions): Promise<string>;
   /** Other steps' records from this and earlier runs, by step id. */
   recordOf(stepId: string): StepRecord | undefined;
   /** What a step recorded for its undo before its first change (Step.undoRecord), by full step id. */
@@ -147,6 +147,13 @@ export interface Step {
   readonly platforms?: readonly OperatingSystem[];
   /** False when the configuration does not ask for this step at all (it is then left out of the plan). */
   applies?(config: MachineConfig, facts: Facts): boolean;
+  /**
+   * Whether the record of the step's last run (its data) names something it left on the machine
+   * that it takes away once the configuration no longer asks for it. The step then runs although
+   * applies() is false: taking a whole section out of the configuration must take away what the
+   * section made, as taking out one entry of it does. Its apply() records that nothing is left.
+   */
+  leftBehind?(earlier: Record<string, unknown> | undefined): boolean;
   /**
    * The machine paths this step writes whole for this configuration, where they are fixed by it.
    * Two steps that write one file would each rewrite it on every run: refused before the first

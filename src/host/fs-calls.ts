@@ -9,6 +9,7 @@
 // in the pool, so that downloads and timers go on meanwhile: fsync, copying a file, removing a tree,
 // and reading or writing through an open file.
 import * as fs from 'node:fs';
+import { dirname, resolve } from 'node:path';
 
 type Callback<T> = (error: NodeJS.ErrnoException | null, value: T) => void;
 
@@ -95,8 +96,27 @@ export const readRegularUpTo = (path: string, maxBytes: number, blockSize: numbe
   });
 export const readdir = (path: string): Promise<string[]> => now(() => fs.readdirSync(path));
 /** With `recursive`, the first directory it created, or undefined when all existed. */
-export const mkdir = (path: string, options: { recursive: true; mode?: number }): Promise<string | undefined> => now(() => fs.mkdirSync(path, options));
+export const mkdir = (path: string, options: { recursive: true; mode?: number }): Promise<string | undefined> => now(() => mkdirSyncWithMode(path, options));
+
+/**
+ * mkdirSync, the folders it made given `mode` itself: mkdir(2) takes the umask off it, and under a
+ * umask of 077 (a hardened image's, for root) /usr/local/bin would be made 0700. Folders that were
+ * there keep theirs. The umask itself stays the operator's: the tools machineadm runs keep it.
+ */
+export function mkdirSyncWithMode(path: string, options: { recursive: true; mode?: number }): string | undefined {
+  const first = fs.mkdirSync(path, options);
+  // A Windows folder has no Unix mode: its ACL comes from its parent.
+  if (first === undefined || options.mode === undefined || process.platform === 'win32') return first;
+  for (let dir = resolve(path); dir.length >= first.length; dir = dirname(dir)) {
+    // Only where the umask took bits off; the set-group-ID bit a folder takes from its parent stays.
+    const made = fs.statSync(dir).mode;
+    if ((made & 0o777) !== (options.mode & 0o777)) fs.chmodSync(dir, (made & 0o7000) | options.mode);
+    if (dir === dirname(dir)) break;
+  }
+  return first;
+}
 export const symlink = (target: string, path: string): Promise<void> => now(() => fs.symlinkSync(target, path));
+export const readlink = (path: string): Promise<string> => now(() => fs.readlinkSync(path));
 export const rename = (from: string, to: string): Promise<void> => now(() => fs.renameSync(from, to));
 export const rm = (path: string, options: fs.RmOptions): Promise<void> => call((done) => fs.rm(path, options, (e) => done(e, undefined)));
 export const rmdir = (path: string): Promise<void> => now(() => fs.rmdirSync(path));

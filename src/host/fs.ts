@@ -5,7 +5,7 @@
 // beside the file, where the kubelet, systemd and sysctl would read it as one more live file.
 // The class is built in floors of one job each: paths (./rooted-paths.ts), reading
 // (./file-reading.ts), reset's records (./reset-records.ts), and here the durable writes.
-import { closeSync, createWriteStream, fchmodSync, fchownSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, createWriteStream, fchmodSync, fchownSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import * as fsp from './fs-calls.ts';
 import * as nodePath from 'node:path';
 import { once } from 'node:events';
@@ -327,7 +327,7 @@ export class RootedFileSystem extends RecordingFileSystem {
     const dir = this.path.dirname(real);
     // Checked before the folders are made too: mkdir follows a link that leaves the root.
     this.assertInsideRootSync(real, machinePath);
-    mkdirSync(dir, { recursive: true, mode: 0o755 });
+    fsp.mkdirSyncWithMode(dir, { recursive: true, mode: 0o755 });
     this.assertInsideRootSync(real, machinePath);
     const temp = this.path.join(dir, temporaryName(this.path.basename(real)));
     const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;

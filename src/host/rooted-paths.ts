@@ -115,6 +115,14 @@ export class RootedPaths {
     );
   }
 
+  /** Whether the path is a folder, following symbolic links (as systemd reading it would). */
+  async isFolderFollowingLinks(machinePath: string): Promise<boolean> {
+    return fsp.stat(await this.resolve(machinePath)).then(
+      (st) => st.isDirectory(),
+      () => false,
+    );
+  }
+
   /**
    * Whether this root could be written into now, asked of the deepest folder of it that exists:
    * the error a write would meet there (EROFS, EACCES), else the bytes free for this process.
@@ -162,6 +170,16 @@ export class RootedPaths {
     const temp = this.path.join(this.path.dirname(real), temporaryName(this.path.basename(real)));
     await fsp.symlink(target, temp);
     await fsp.rename(temp, real);
+  }
+
+  /**
+   * What the link at machinePath points to, as written, or undefined when it is no link. Only its
+   * folder must be inside the root: a masked unit is a link to /dev/null, which is named, not followed.
+   */
+  async readLink(machinePath: string): Promise<string | undefined> {
+    const real = this.mapPath(machinePath);
+    await this.assertInsideRoot(this.path.dirname(real), machinePath);
+    return (await fsp.lstatIfAny(real))?.isSymbolicLink() ? fsp.readlink(real) : undefined;
   }
 
   async remove(machinePath: string): Promise<void> {

@@ -130,6 +130,20 @@ const refusals: Refusal[] = [
     message: /spec\.timeServers\.servers: \/etc\/systemd\/timesyncd\.conf\.d\/machineadm\.conf is a symbolic link/,
   },
   {
+    by: 'prepare/containerd/config',
+    what: 'a config.toml that is a symbolic link',
+    spec: (m) => (write(m, '/opt/config.toml', 'version = 2\n'), mkdirSync(join(m.root, 'etc/containerd'), { recursive: true }), symlinkSync('../../opt/config.toml', join(m.root, 'etc/containerd/config.toml')), { ...early, containerd: {} }),
+    code: 2,
+    message: /spec\.containerd: \/etc\/containerd\/config\.toml is a symbolic link/,
+  },
+  {
+    by: 'prepare/containerd/proxy',
+    what: 'a proxy drop-in path that is a symbolic link',
+    spec: (m) => (write(m, '/opt/proxy.conf', '[Service]\n'), mkdirSync(join(m.root, 'etc/systemd/system/containerd.service.d'), { recursive: true }), symlinkSync('../../../../opt/proxy.conf', join(m.root, 'etc/systemd/system/containerd.service.d/machineadm-proxy.conf')), { ...early, containerd: { proxy: { httpsProxy: 'http://proxy.internal:3128' } } }),
+    code: 2,
+    message: /spec\.containerd\.proxy: \/etc\/systemd\/system\/containerd\.service\.d\/machineadm-proxy\.conf is a symbolic link/,
+  },
+  {
     by: 'prepare/kubernetes/install',
     what: 'another kubeadm where install would put its own',
     spec: (m) => (

@@ -1,7 +1,7 @@
 // Bad spec.containerd input: each gets a clear error naming the field (and the TOML line for
 // extraConfig), exit code 2, and nothing is written under the root.
 import { describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { scratchDir } from '../support/tmp.ts';
@@ -123,6 +123,46 @@ describe('bad spec.containerd input', () => {
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(readFileSync(join(root, 'etc/containerd/certs.d/docker.io/hosts.toml'), 'utf8')).toContain('ca = "/etc/ssl/mirror.pem"');
+  });
+
+  // The link was refused only at the step's turn, after spec.sysctls' file was written.
+  it('refuses a config.toml that is a symbolic link before any change (exit 2), naming the path and what to do', async () => {
+    const config = join(base, `link-${n}.yaml`);
+    const root = join(base, `root-${n++}`);
+    mkdirSync(join(root, 'etc/containerd'), { recursive: true });
+    mkdirSync(join(root, 'opt'), { recursive: true });
+    writeFileSync(join(root, 'opt/config.toml'), 'version = 2\n');
+    symlinkSync('../../opt/config.toml', join(root, 'etc/containerd/config.toml'));
+    writeFileSync(config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { sysctls: { 'net.ipv4.ip_forward': '1' }, containerd: {} } }));
+    for (const command of ['plan', 'prepare']) {
+      const result = await runCli([command, '-c', config, '--root', root]);
+      expect(result.code, result.stdout + result.stderr).toBe(2);
+      expect(result.stderr).toContain('spec.containerd: /etc/containerd/config.toml is a symbolic link; machineadm does not write through links');
+      expect(result.stderr).toContain('remove the link');
+    }
+    expect(existsSync(join(root, 'etc/sysctl.d'))).toBe(false);
+    expect(readFileSync(join(root, 'opt/config.toml'), 'utf8')).toBe('version = 2\n');
+  });
+
+  // The link was refused only at the step's turn, after config.toml and spec.sysctls' file were written.
+  it("refuses a proxy drop-in path that is a symbolic link before any change (exit 2), naming the path and what to do", async () => {
+    const config = join(base, `proxy-link-${n}.yaml`);
+    const root = join(base, `root-${n++}`);
+    const dropIns = join(root, 'etc/systemd/system/containerd.service.d');
+    mkdirSync(dropIns, { recursive: true });
+    mkdirSync(join(root, 'opt'), { recursive: true });
+    writeFileSync(join(root, 'opt/proxy.conf'), '[Service]\n');
+    symlinkSync('../../../../opt/proxy.conf', join(dropIns, 'machineadm-proxy.conf'));
+    writeFileSync(config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { sysctls: { 'net.ipv4.ip_forward': '1' }, containerd: { proxy: { httpsProxy: 'http://proxy.internal:3128' } } } }));
+    for (const command of ['plan', 'prepare']) {
+      const result = await runCli([command, '-c', config, '--root', root]);
+      expect(result.code, result.stdout + result.stderr).toBe(2);
+      expect(result.stderr).toContain('/etc/systemd/system/containerd.service.d/machineadm-proxy.conf is a symbolic link; machineadm does not write through links');
+      expect(result.stderr).toContain('remove the link');
+    }
+    expect(existsSync(join(root, 'etc/sysctl.d'))).toBe(false);
+    expect(existsSync(join(root, 'etc/containerd/config.toml'))).toBe(false);
+    expect(readFileSync(join(root, 'opt/proxy.conf'), 'utf8')).toBe('[Service]\n');
   });
 
   it('accepts extraConfig overriding a generated value with one of the same type', async () => {

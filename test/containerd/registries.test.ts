@@ -36,6 +36,33 @@ describe('prepare/containerd/registries and proxy over several runs', () => {
     expect(existsSync(dropIn)).toBe(false);
   });
 
+  // Taking out the whole section (not just one registry, or the proxy) left every hosts.toml and
+  // the drop-in in place: the steps did not run at all without spec.containerd.
+  it('removes the hosts.toml files and proxy drop-in it wrote when spec.containerd leaves the configuration as a whole', async () => {
+    const root = join(dir, 'section-removed');
+    const run = (spec: Record<string, unknown>) => {
+      const path = join(dir, 'section-removed.yaml');
+      writeFileSync(path, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec }));
+      return runCli(['prepare', '-c', path, '--root', root]);
+    };
+    const mirror = { mirrors: [{ url: 'https://mirror.example' }] };
+    expect((await run({ containerd: { registries: { 'docker.io': mirror }, proxy: { httpsProxy: 'http://proxy.example:3128' } } })).code).toBe(0);
+    const certs = join(root, 'etc/containerd/certs.d');
+    const dropIn = join(root, 'etc/systemd/system/containerd.service.d/machineadm-proxy.conf');
+    expect(existsSync(join(certs, 'docker.io/hosts.toml'))).toBe(true);
+    expect(existsSync(dropIn)).toBe(true);
+
+    const removed = await run({ sysctls: {} });
+    expect(removed.code, removed.stderr).toBe(0);
+    expect(removed.stdout).toMatch(/prepare\/containerd\/registries success .*delete \/etc\/containerd\/certs.d\/docker.io\/hosts.toml/);
+    expect(existsSync(join(certs, 'docker.io'))).toBe(false);
+    expect(existsSync(dropIn)).toBe(false);
+    // Nothing is left to take away: a run after that is a no-op, and does not list the steps again.
+    const again = await run({ sysctls: {} });
+    expect(again.code).toBe(0);
+    expect(again.stdout).not.toContain('prepare/containerd/');
+  });
+
   it('removes a hosts.toml it wrote even when the record of it was lost (a run killed before its state was written)', async () => {
     const root = join(dir, 'lost-record');
     const run = (registries: Record<string, unknown>) => {

@@ -3,7 +3,7 @@
 // run here, so the live machine is a scratch directory treated as the live root, and systemctl is
 // a recording stand-in.
 import { describe, expect, it } from 'vitest';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { scratchDir } from '../support/tmp.ts';
 import { LiveLikeFileSystem } from '../support/live-like-fs.ts';
@@ -42,8 +42,9 @@ function machine(withSystemd: boolean) {
   const facts: Facts = { os: 'linux', arch: 'x64', hostname: 'node-1', privileged: true, liveRoot: true, containerdVersion: '1.7.24' };
   const host = { fs, local: fs, proc, devices: new BlockDevices('skip'), env: {}, offline: false, now: () => new Date(), sleep: async () => {}, facts: async () => facts, resume: systemdResume(fs), restart: async () => { throw new Error('a test never restarts the machine'); } } satisfies Host;
   const state = new StateStore(new RootedFileSystem(join(dir, 'state')));
-  const run = async (containerd: Record<string, unknown>, only = ['prepare/containerd']) => {
-    const { value: config, issues } = parseWith(machineConfigSchema, { apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { containerd } });
+  // Without `containerd`: a configuration that has no spec.containerd (any more).
+  const run = async (containerd: Record<string, unknown> | undefined, only = ['prepare/containerd']) => {
+    const { value: config, issues } = parseWith(machineConfigSchema, { apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: containerd ? { containerd } : {} });
     if (!config) throw new Error(JSON.stringify(issues));
     proc.calls.length = 0;
     const outcome = await runPhases({ command: 'prepare', phases: [preparePhase], selection: { only, skip: [] }, config, facts, host, events: new EventBus(), state, secrets: new SecretScrubber() });
@@ -69,6 +70,19 @@ describe('prepare/containerd/restart', () => {
     // Only config.toml changed: no daemon-reload.
     const third = await run({ ...base, sandboxImage: 'registry.k8s.io/pause:3.10.1' });
     expect(third.calls).toEqual(['systemctl restart containerd', 'systemctl is-active containerd']);
+  });
+
+  // The drop-in went with spec.containerd, but containerd kept the proxy it started with.
+  it('restarts once more when spec.containerd leaves the configuration and the proxy drop-in goes with it, then no more', async () => {
+    const { run, root } = machine(true);
+    expect((await run(base)).restart.result).toBe('success');
+    const removed = await run(undefined);
+    expect(existsSync(join(root, 'etc/systemd/system/containerd.service.d/machineadm-proxy.conf'))).toBe(false);
+    expect(removed.calls).toEqual(['systemctl daemon-reload', 'systemctl restart containerd', 'systemctl is-active containerd']);
+    expect(removed.restart.result).toBe('success');
+    const again = await run(undefined);
+    expect(again.calls).toEqual([]);
+    expect(again.restart).toBeUndefined();
   });
 
   it('restarts after a run that was killed between writing config.toml and recording it', async () => {

@@ -4,15 +4,16 @@
 // installs them and joins (kubeadm is the strict stand-in); a rerun downloads nothing; a wrong
 // sha256 exits 3 with nothing installed; another binary in the way is refused before any change;
 // the units pass the real systemd-analyze verify; reset gives the root back.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.ts';
 import { scratchDir } from '../support/tmp.ts';
 import { standinEnv } from '../support/machine-run.ts';
+import { REPO } from './standin.ts';
 import { missingRequirement } from '../support/environment.ts';
 import { startHttp, type RunningServer } from '../config/helpers/servers.ts';
 import { ownReport, snapshot } from '../reset/machine.ts';
@@ -276,6 +277,55 @@ describe('spec.kubernetes.install', () => {
     // The kubelet systemd runs is the one installed (it would say /usr/bin/kubelet is not executable).
     const verify = spawnSync('systemd-analyze', ['verify', `--root=${masked.root}`, 'kubelet.service'], { encoding: 'utf8' });
     expect(verify.stdout + verify.stderr).toBe('');
+  });
+
+  // A link at a path the kubelet-unit step writes was refused only at that step, after the
+  // binaries were in place. Under --root a link to /dev/null would leave the root: the links of the
+  // last three cases point inside it, as a masked unit's does on the machine itself.
+  it.each([
+    ['kubelet.service masked (a link to /dev/null)', 'etc/systemd/system/kubelet.service', '/dev/null', '', ['/etc/systemd/system/kubelet.service is masked (a link to /dev/null)', 'systemctl unmask kubelet']],
+    ['kubelet.service a link made by systemctl link', 'etc/systemd/system/kubelet.service', '../../../opt/units/kubelet.service', 'opt/units/kubelet.service', ['/etc/systemd/system/kubelet.service is a link to ../../../opt/units/kubelet.service', 'remove the link']],
+    ['the 10-kubeadm.conf drop-in a link', 'etc/systemd/system/kubelet.service.d/10-kubeadm.conf', '../../../../opt/units/10-kubeadm.conf', 'opt/units/10-kubeadm.conf', ['/etc/systemd/system/kubelet.service.d/10-kubeadm.conf is a link to ../../../../opt/units/10-kubeadm.conf', 'remove the link']],
+    ['the multi-user.target.wants folder a link to no folder', 'etc/systemd/system/multi-user.target.wants', '../../../opt/units/null', 'opt/units/null', ['/etc/systemd/system/multi-user.target.wants is a link to ../../../opt/units/null, not a folder', 'remove the link']],
+  ])('refuses before any change (exit 2) with %s, naming the path and what to do', async (_what, at, to, file, messages) => {
+    const m = machine({ crictl: undefined, cniPlugins: undefined }, (root) => {
+      mkdirSync(join(root, at, '..'), { recursive: true });
+      if (file) {
+        mkdirSync(join(root, file, '..'), { recursive: true });
+        writeFileSync(join(root, file), '[Unit]\n');
+      }
+      symlinkSync(to, join(root, at));
+    });
+    const before = snapshot(m.root, ownReport);
+    const plan = await run(m, ['plan']);
+    expect(plan.code, plan.stdout + plan.stderr).toBe(2);
+    const init = await run(m, ['init']);
+    expect(init.code, init.stdout + init.stderr).toBe(2);
+    for (const message of messages) {
+      expect(plan.stderr).toContain(message);
+      expect(init.stderr).toContain(message);
+    }
+    expect(snapshot(m.root, ownReport)).toEqual(before);
+  });
+
+  // mkdir(2) takes the umask off the mode asked for: under 077 (a hardened image's, for root)
+  // /usr/local/bin was made 0700, and only root could run kubectl.
+  it('makes the folders it creates 0755 under a umask of 077, with its files keeping their modes', async () => {
+    const m = machine();
+    const child = spawn('sh', ['-c', 'umask 077 && exec "$@"', 'sh', join(REPO, 'node_modules/.bin/node'), join(REPO, 'src/cli/bin.ts'), 'init', '-c', m.config, '--root', m.root, '--state-dir', m.state], { env: standinEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const code = await new Promise((resolve) => child.once('exit', resolve));
+    expect(code, output).toBe(0);
+    const modeOf = (path: string) => (statSync(join(m.root, path)).mode & 0o7777).toString(8);
+    for (const folder of ['usr', 'usr/local', 'usr/local/bin', 'opt', 'opt/cni', 'opt/cni/bin', 'etc/systemd', 'etc/systemd/system', 'etc/systemd/system/kubelet.service.d', 'etc/systemd/system/multi-user.target.wants']) {
+      expect([folder, modeOf(folder)]).toEqual([folder, '755']);
+    }
+    for (const binary of ['usr/local/bin/kubelet', 'usr/local/bin/crictl', 'opt/cni/bin/bridge']) expect([binary, modeOf(binary)]).toEqual([binary, '755']);
+    for (const unit of ['etc/systemd/system/kubelet.service', 'etc/systemd/system/kubelet.service.d/10-kubeadm.conf']) expect([unit, modeOf(unit)]).toEqual([unit, '644']);
+    // The run's own folder stays private, as under any umask.
+    expect(modeOf('run/machineadm')).toBe('700');
   });
 
   it('installs into /opt/bin when /usr is read-only, and the units name the kubelet there', async () => {

@@ -204,6 +204,25 @@ describe('plan with spec.storage under a scratch --root', () => {
     expect(again.stdout + again.stderr).toMatch(/prepare\/storage\/fstab skipped .*already done/);
     expect(readFileSync(join(root, 'etc/fstab'), 'utf8')).toBe(first);
   });
+  // Without spec.storage the step did not run at all: the block stayed, and the next boot mounted
+  // what the configuration no longer has.
+  it('takes its block out of fstab when spec.storage leaves the configuration as a whole, and then stops running', async () => {
+    const root = join(dir, 'root-removed');
+    mkdirSync(join(root, 'etc'), { recursive: true });
+    writeFileSync(join(root, 'etc/fstab'), 'UUID=1234 / ext4 defaults 0 1\n');
+    const state = join(dir, 'state-removed');
+    expect((await runCli(['prepare', '-c', config, '--root', root, '--state-dir', state])).code).toBe(0);
+    expect(readFileSync(join(root, 'etc/fstab'), 'utf8')).toContain('LABEL=etcd /var/lib/etcd');
+    const without = join(dir, 'without-storage.yaml');
+    writeFileSync(without, JSON.stringify({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: {} }));
+    const removed = await runCli(['prepare', '-c', without, '--root', root, '--state-dir', state]);
+    expect(removed.code, removed.stderr).toBe(0);
+    expect(removed.stdout).toMatch(/prepare\/storage\/fstab success .*update \/etc\/fstab/);
+    expect(readFileSync(join(root, 'etc/fstab'), 'utf8')).toBe('UUID=1234 / ext4 defaults 0 1\n');
+    const again = await runCli(['prepare', '-c', without, '--root', root, '--state-dir', state]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).not.toContain('prepare/storage/');
+  });
 });
 
 describe('examples/etcd-disk.yaml', () => {

@@ -1,6 +1,6 @@
 // prepare/sysctls/file on a scratch root laid out as Debian's /etc/sysctl.d: systemd-sysctl applies
 // the files of every sysctl.d directory sorted by name, so one read after machineadm's wins at boot.
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { describe, expect, it } from 'vitest';
@@ -48,5 +48,28 @@ describe('prepare/sysctls/file', () => {
     expect(init.code).toBe(0);
     expect(`${init.stdout}${init.stderr}`).not.toContain('is read after');
     expect(init.stdout).toMatch(/prepare\/sysctls\/file success/);
+  });
+
+  // With fewer keys the file was rewritten, but with none the step did not run: the file kept every
+  // value, and systemd-sysctl (systemd-modules-load) set them again at the next boot.
+  it('removes its file, and the modules-load.d file, once spec.sysctls and spec.kernelModules leave the configuration', async () => {
+    const m = machine({ 'net.core.somaxconn': '1234' }, { '/etc/sysctl.d/10-image.conf': 'vm.swappiness = 10\n' });
+    const prepare = (spec: Record<string, unknown>) => {
+      writeFileSync(m.config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec }));
+      return runCli(['prepare', '-c', m.config, '--root', m.root, '--state-dir', m.state]);
+    };
+    expect((await prepare({ sysctls: { 'net.core.somaxconn': '1234' }, kernelModules: ['overlay'] })).code).toBe(0);
+    expect(existsSync(join(m.root, 'etc/sysctl.d/90-machineadm.conf'))).toBe(true);
+    expect(existsSync(join(m.root, 'etc/modules-load.d/machineadm.conf'))).toBe(true);
+
+    const removed = await prepare({});
+    expect(removed.code, removed.stderr).toBe(0);
+    expect(removed.stdout).toMatch(/prepare\/sysctls\/file success .*delete \/etc\/sysctl.d\/90-machineadm.conf/);
+    expect(existsSync(join(m.root, 'etc/sysctl.d/90-machineadm.conf'))).toBe(false);
+    expect(existsSync(join(m.root, 'etc/modules-load.d/machineadm.conf'))).toBe(false);
+    expect(readFileSync(join(m.root, 'etc/sysctl.d/10-image.conf'), 'utf8')).toBe('vm.swappiness = 10\n');
+    const again = await prepare({});
+    expect(again.code).toBe(0);
+    expect(again.stdout).not.toMatch(/prepare\/(sysctls|kernel-modules)\//);
   });
 });

@@ -3,7 +3,8 @@
 import type { Step } from '../../engine/step.ts';
 import { describeTarget } from '../target.ts';
 import { CONTAINERD_CONFIG } from '../paths.ts';
-import { inspectFile, writeFiles } from '../../engine/managed-file.ts';
+import { inspectFileOrRefuse, writeFiles } from '../../engine/managed-file.ts';
+import { ConfigError } from '../../errors.ts';
 import { desiredFile, renderFor } from './render.ts';
 
 export const containerdConfigStep: Step = {
@@ -16,9 +17,18 @@ export const containerdConfigStep: Step = {
   writes: () => [CONTAINERD_CONFIG],
   // check() returns the same record when config.toml already matches.
   recordCanWait: true,
+  // A link or a folder at config.toml is refused before the run's first change.
+  async preflight(ctx) {
+    await inspectFileOrRefuse(ctx.host.fs, desiredFile(renderFor(ctx).config), ctx.facts.privileged);
+  },
   async check(ctx) {
     const files = renderFor(ctx);
-    const state = await inspectFile(ctx.host.fs, desiredFile(files.config), ctx.facts.privileged);
+    const state = await inspectFileOrRefuse(ctx.host.fs, desiredFile(files.config), ctx.facts.privileged).catch((error: unknown) => {
+      if (!(error instanceof ConfigError)) throw error;
+      return error;
+    });
+    // What the preflight refuses shows in the plan as a refusal, with the plan of the other steps.
+    if (state instanceof ConfigError) return { done: false, changes: state.issues.map((i) => ({ action: 'refuse', target: i.path, detail: i.hint ? `${i.message} (${i.hint})` : i.message })) };
     const record = { configVersion: files.target.configVersion, containerdVersion: files.target.containerdVersion };
     if (!state.change) return { done: true, changes: [], record };
     const target = describeTarget(files.target);

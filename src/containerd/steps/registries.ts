@@ -41,6 +41,8 @@ export const containerdRegistriesStep: Step = {
   summary: 'write certs.d/<registry>/hosts.toml (mirrors, CAs, TLS) and the extra CA bundle',
   platforms: ['linux'],
   applies: (config) => config.spec.containerd !== undefined,
+  // Without spec.containerd too, while the last run wrote files: they are taken away then.
+  leftBehind: (earlier) => Array.isArray(earlier?.paths) && earlier.paths.length > 0,
   // The same hosts.toml files the step renders, _default included when only the CAs ask for it.
   writes: (config) => [...hostsTomlRegistries(config.spec.containerd).map(hostsTomlPath), ...((config.spec.containerd?.caCertificates?.length ?? 0) > 0 ? [CA_BUNDLE] : [])],
   // Stale files are found on the machine too: a lost record only names fewer of them.

@@ -24,7 +24,8 @@ async function changedFiles(ctx: StepContext): Promise<string[]> {
   const rewritten: string[] = [];
   if (ctx.options.dryRun) {
     for (const { step, path } of WATCHED) {
-      if (step.applies && !step.applies(ctx.config, ctx.facts)) continue;
+      const earlier = ctx.recordOf(step.id);
+      if (step.applies && !step.applies(ctx.config, ctx.facts) && !(earlier && step.leftBehind?.(earlier.data))) continue;
       if (!(await step.check(ctx)).done) rewritten.push(path);
     }
   }
@@ -40,6 +41,9 @@ export const containerdRestartStep: Step = {
   summary: 'restart containerd when its configuration changed',
   platforms: ['linux'],
   applies: (config) => config.spec.containerd !== undefined,
+  // Without spec.containerd too, while containerd runs with a proxy drop-in that
+  // prepare/containerd/proxy then takes away: containerd keeps the proxy until it restarts.
+  leftBehind: (earlier) => typeof (earlier?.seen as Record<string, unknown> | undefined)?.[PROXY_DROPIN] === 'string',
   async check(ctx) {
     const changed = await changedFiles(ctx);
     if (changed.length === 0) return { done: true, changes: [] };

@@ -3,8 +3,8 @@
 // multi-user.target.wants, so it works under --root and before systemd runs). kubeadm starts the
 // kubelet itself; systemd is told to read the units again when it runs.
 import type { CheckResult, Step, StepContext, UndoContext } from '../../engine/step.ts';
-import { inspectFiles, writeFiles, type DesiredFile } from '../../engine/managed-file.ts';
-import { ConfigError, StepDetailsError } from '../../errors.ts';
+import { inspectFileOrRefuse, inspectFiles, writeFiles, type DesiredFile } from '../../engine/managed-file.ts';
+import { ConfigError, StepDetailsError, type ConfigIssue } from '../../errors.ts';
 import { KUBEADM_DROPIN, KUBELET_DROPIN_DIRS, KUBELET_UNIT, KUBELET_WANTS_LINK, laterExecStarts, renderKubeadmDropIn, renderKubeletUnit } from '../kubelet-unit.ts';
 import { installDirectory } from './install.ts';
 
@@ -43,14 +43,52 @@ async function otherDropIns(ctx: StepContext): Promise<Array<{ path: string; tex
   return found;
 }
 
+/** `systemctl mask` links a unit to this: systemd then never starts it. */
+const MASKED = '/dev/null';
+
+/**
+ * Links where the step writes (the unit and the drop-in), or a link where it needs a folder that
+ * leads to none: refused before the run's first change, not when the step comes after the binaries
+ * were put in place. A link to a real folder is written into, as systemd reads it.
+ */
+async function linksInTheWay(ctx: StepContext): Promise<ConfigIssue[]> {
+  const issues: ConfigIssue[] = [];
+  const refuse = (path: string, to: string, what: string, hint: string) => issues.push({ path: 'spec.kubernetes.install', message: `${path} is ${to === MASKED ? `masked (a link to ${MASKED})` : `a link to ${to}`}${what}`, hint, refused: true });
+  const folders = [dirname(KUBEADM_DROPIN), dirname(KUBELET_WANTS_LINK)];
+  const refusedFolders = new Set<string>();
+  for (const folder of folders) {
+    const to = await ctx.host.fs.readLink(folder).catch(() => undefined);
+    // A folder that leaves a scratch root through the link is refused by check, as any such path.
+    if (to === undefined || (await ctx.host.fs.isFolderFollowingLinks(folder).catch(() => true))) continue;
+    refusedFolders.add(folder);
+    refuse(folder, to, ', not a folder', `remove the link (rm ${folder}); machineadm makes the folder`);
+  }
+  for (const path of [KUBELET_UNIT, KUBEADM_DROPIN].filter((p) => !refusedFolders.has(dirname(p)))) {
+    const to = await ctx.host.fs.readLink(path).catch(() => undefined);
+    if (to === undefined) continue;
+    const what = `, where machineadm writes the ${path === KUBELET_UNIT ? "kubelet's unit" : "kubelet's drop-in for kubeadm"}`;
+    if (path === KUBELET_UNIT && to === MASKED) refuse(path, to, `${what}: systemd would never start the kubelet`, 'run "systemctl unmask kubelet" (it removes the link), then run machineadm again');
+    else refuse(path, to, what, `remove the link (rm ${path}${path === KUBELET_UNIT ? '; "systemctl disable kubelet" first if it is enabled' : ''}), then run machineadm again`);
+  }
+  return issues;
+}
+
+function dirname(path: string): string {
+  return path.slice(0, path.lastIndexOf('/'));
+}
+
 export const kubeletUnitStep: Step = {
   id: 'kubernetes/kubelet-unit',
   summary: 'write and enable the kubelet\'s systemd unit and kubeadm\'s drop-in, as the official packages do',
   platforms: ['linux'],
   applies: (config) => config.spec.kubernetes?.install?.binaries.includes('kubelet') === true,
 
-  // The unit written and enabled, systemd would still run what a later drop-in says.
   async preflight(ctx) {
+    const links = await linksInTheWay(ctx);
+    if (links.length) throw new ConfigError(links);
+    // A folder at a file's path, or a file at a folder's, likewise.
+    for (const file of await desired(ctx)) await inspectFileOrRefuse(ctx.host.fs, file, ctx.facts.privileged);
+    // The unit written and enabled, systemd would still run what a later drop-in says.
     const kubelet = `${await installDirectory(ctx)}/kubelet`;
     const later = laterExecStarts(await otherDropIns(ctx), kubelet);
     if (!later) return;
@@ -66,6 +104,9 @@ export const kubeletUnitStep: Step = {
   },
 
   async check(ctx): Promise<CheckResult> {
+    // What the preflight refuses shows in the plan as a refusal, with the plan of the other steps.
+    const links = await linksInTheWay(ctx);
+    if (links.length) return { done: false, changes: links.map((i) => ({ action: 'refuse', target: 'spec.kubernetes.install', detail: `${i.message} (${i.hint})` })) };
     const states = await inspectFiles(ctx.host.fs, await desired(ctx), ctx.facts.privileged);
     const changes = states.flatMap((s) => (s.change ? [s.change] : []));
     if (!(await linked(ctx))) changes.push({ action: 'enable', target: 'kubelet.service', detail: `link ${KUBELET_WANTS_LINK} -> ${LINK_TARGET}` });
@@ -75,7 +116,7 @@ export const kubeletUnitStep: Step = {
   async apply(ctx) {
     const states = await writeFiles(ctx.host.fs, await desired(ctx), ctx.facts.privileged);
     const enabled = !(await linked(ctx));
-    const wants = KUBELET_WANTS_LINK.slice(0, KUBELET_WANTS_LINK.lastIndexOf('/'));
+    const wants = dirname(KUBELET_WANTS_LINK);
     const madeWants = enabled && !(await ctx.host.fs.exists(wants));
     if (enabled) {
       await ctx.host.fs.mkdirp(wants);

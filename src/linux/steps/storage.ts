@@ -320,14 +320,19 @@ async function fstabState(ctx: StepContext): Promise<FstabState> {
   return { issues, desired: { path: FSTAB, content: Buffer.from(after), mode: info?.mode ?? 0o644, field: 'spec.storage.mounts' } };
 }
 
+const blockRecord = (ctx: StepContext) => ({ block: (ctx.config.spec.storage?.mounts?.length ?? 0) > 0 });
+
 export const storageFstabStep: Step = {
   id: 'storage/fstab',
   summary: 'write the mounts of spec.storage.mounts to /etc/fstab',
   platforms: ['linux'],
   // Also with no mounts left: the block written for earlier ones is taken out.
   applies: (config) => config.spec.storage !== undefined,
+  // And without spec.storage, unless the last run left no block (a record without `block` is an
+  // older machineadm's, which may have written one).
+  leftBehind: (earlier) => earlier?.block !== false,
   writes: (config) => ((config.spec.storage?.mounts?.length ?? 0) > 0 ? [FSTAB] : []),
-  // The mounts' records are the file itself; no run reads the step's record.
+  // The mounts' records are the file itself; the record only says whether a block is there.
   recordCanWait: true,
   async preflight(ctx) {
     const { issues } = await fstabState(ctx);
@@ -337,11 +342,12 @@ export const storageFstabStep: Step = {
     const { desired, issues } = await fstabState(ctx);
     if (issues.length) return { done: false, changes: refusals(issues) };
     const change = desired && (await inspectFile(ctx.host.fs, desired, ctx.facts.privileged)).change;
-    return { done: change === undefined, changes: change ? [change] : [] };
+    return { done: change === undefined, changes: change ? [change] : [], record: blockRecord(ctx) };
   },
   async apply(ctx) {
     const { desired, issues } = await fstabState(ctx);
     if (issues.length) throw new ConfigError(issues);
     if (desired) await writeFiles(ctx.host.fs, [desired], ctx.facts.privileged);
+    return { record: blockRecord(ctx) };
   },
 };

@@ -10,6 +10,9 @@ function desired(ctx: StepContext): DesiredFile {
   return { path: SYSCTL_FILE, content: Buffer.from(renderSysctlFile(ctx.config.spec.sysctls ?? {})), mode: 0o644, field: 'spec.sysctls' };
 }
 
+const asked = (ctx: StepContext): boolean => Object.keys(ctx.config.spec.sysctls ?? {}).length > 0;
+const TAKEN_OUT = { action: 'delete', target: SYSCTL_FILE, detail: 'spec.sysctls is no longer set' };
+
 // The file is written all the same: the live value is right, and the other file is not machineadm's.
 function overridden(found: SysctlOverride[], sysctls: Readonly<Record<string, string>>): string {
   return found
@@ -24,18 +27,28 @@ export const sysctlsFileStep: Step = {
   summary: `write ${SYSCTL_FILE} so the values hold at boot`,
   platforms: ['linux'],
   applies: (config) => Object.keys(config.spec.sysctls ?? {}).length > 0,
+  // Without sysctls too, while the last run left the file (a record without `written` is an older
+  // machineadm's): systemd-sysctl would set its values again at every boot.
+  leftBehind: (earlier) => earlier?.written !== false,
+  // check() returns the same record when the file is as it should be: it goes out with the next state write.
+  recordCanWait: true,
   writes: () => [SYSCTL_FILE],
   async check(ctx) {
+    if (!asked(ctx)) return (await ctx.host.fs.exists(SYSCTL_FILE)) ? { done: false, changes: [TAKEN_OUT] } : { done: true, changes: [], record: { written: false } };
     const state = await inspectFile(ctx.host.fs, desired(ctx), ctx.facts.privileged);
-    if (!state.change) return { done: true, changes: [] };
+    if (!state.change) return { done: true, changes: [], record: { written: true } };
     const found = await laterOverrides(ctx.host.fs, ctx.config.spec.sysctls ?? {});
     const note = found.length ? `; overridden at boot by ${[...new Set(found.map((o) => o.file))].join(', ')} for ${found.map((o) => o.key).join(', ')}` : '';
     return { done: false, changes: [{ ...state.change, detail: `${state.change.detail ?? ''}${note}` }] };
   },
   async apply(ctx) {
+    if (!asked(ctx)) {
+      await ctx.host.fs.remove(SYSCTL_FILE);
+      return { record: { written: false } };
+    }
     await writeFiles(ctx.host.fs, [desired(ctx)], ctx.facts.privileged);
     const sysctls = ctx.config.spec.sysctls ?? {};
     const found = await laterOverrides(ctx.host.fs, sysctls);
-    return found.length ? { warning: overridden(found, sysctls) } : {};
+    return { ...(found.length ? { warning: overridden(found, sysctls) } : {}), record: { written: true } };
   },
 };
