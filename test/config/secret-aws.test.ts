@@ -122,6 +122,27 @@ describe('AWS Secrets Manager as the instance role', () => {
     for (const wait of machine.waits) expect(wait).toBeGreaterThanOrEqual(2000);
   });
 
+  it('waits the whole Retry-After a throttling store asks for, beyond the 10 s its own backoff stops at', async () => {
+    aws.retryAfterSeconds = 30;
+    aws.inject('throttle', 1);
+    expect(await readSm()).toBe(VALUE);
+    expect(aws.calls()).toHaveLength(2);
+    expect(machine.waits).toHaveLength(1);
+    expect(machine.waits[0]).toBeGreaterThanOrEqual(30_000);
+  });
+
+  it('gives up (exit 1) at once, without waiting, when Retry-After asks for longer than the 60 s budget leaves', async () => {
+    aws.retryAfterSeconds = 90;
+    aws.inject('throttle', 100);
+    const error = await failure(readSm());
+    expect(error.exitCode).toBe(1);
+    expect(error.text).toContain(FIELD);
+    expect(error.text).toContain('ThrottlingException');
+    expect(error.text).toContain('asked to wait 90 s');
+    expect(aws.calls()).toHaveLength(1);
+    expect(machine.waits).toEqual([]);
+  });
+
   it('retries an internal error', async () => {
     aws.inject('unavailable');
     expect(await readSm()).toBe(VALUE);
@@ -146,6 +167,17 @@ describe('AWS Secrets Manager as the instance role', () => {
     expect(error.text).toContain(FIELD);
     expect(error.text).toContain('larger than');
     expect(error.text).not.toContain('did not answer');
+    expect(aws.calls()).toHaveLength(1);
+    expect(machine.waits).toHaveLength(0);
+  });
+
+  it('fails (exit 1) at once on a 200 that is not JSON (a sign-in page of a proxy), saying something other than the service answered, without retrying', async () => {
+    aws.inject('login-page', 6);
+    const error = await failure(readSm());
+    expect(error.exitCode).toBe(1);
+    expect(error.text).toContain(FIELD);
+    expect(error.text).toContain('not JSON');
+    expect(error.text).toContain('something other than the service answered');
     expect(aws.calls()).toHaveLength(1);
     expect(machine.waits).toHaveLength(0);
   });

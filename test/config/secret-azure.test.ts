@@ -99,6 +99,17 @@ describe('Azure Key Vault as the managed identity', () => {
     for (const wait of machine.waits) expect(wait).toBeGreaterThanOrEqual(2000);
   });
 
+  it('fails (exit 1) at once on a 200 that is not JSON (a sign-in page of a proxy), saying something other than the service answered, without retrying', async () => {
+    azure.inject('login-page', 6);
+    const error = await failure(read());
+    expect(error.exitCode).toBe(1);
+    expect(error.text).toContain(FIELD);
+    expect(error.text).toContain('not JSON');
+    expect(error.text).toContain('something other than the service answered');
+    expect(azure.vaultRequests()).toHaveLength(1);
+    expect(machine.waits).toHaveLength(0);
+  });
+
   it('retries a 503 and an identity endpoint that answers 410 while it updates', async () => {
     azure.identityFaults.push(410, 404);
     azure.inject('unavailable');

@@ -96,6 +96,17 @@ describe('Google Cloud Secret Manager as the service account', () => {
     for (const wait of machine.waits) expect(wait).toBeGreaterThanOrEqual(3000);
   });
 
+  it('fails (exit 1) at once on a 200 that is not JSON (a sign-in page of a proxy), saying something other than the service answered, without retrying', async () => {
+    gcp.inject('login-page', 6);
+    const error = await failure(read());
+    expect(error.exitCode).toBe(1);
+    expect(error.text).toContain(FIELD);
+    expect(error.text).toContain('not JSON');
+    expect(error.text).toContain('something other than the service answered');
+    expect(gcp.storeRequests()).toHaveLength(1);
+    expect(machine.waits).toHaveLength(0);
+  });
+
   it('retries a 503', async () => {
     gcp.inject('unavailable', 2);
     expect(await read()).toBe(VALUE);

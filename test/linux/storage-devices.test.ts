@@ -419,6 +419,48 @@ describe.skipIf(skip)('spec.storage on loop devices', { timeout: 240_000 }, () =
     expect(spawnSync('ls', ['-A', m.root], { encoding: 'utf8' }).stdout).not.toMatch(/^srv$/m);
   });
 
+  it('reset unmounts two mounts side by side under a parent machineadm made, and removes the parent after both, without a warning', () => {
+    const a = disk(64);
+    const b = disk(64);
+    const m = machine({
+      filesystems: [
+        { device: a, format: 'ext4', label: tag('side-a') },
+        { device: b, format: 'ext4', label: tag('side-b') },
+      ],
+      mounts: [
+        { device: `LABEL=${tag('side-a')}`, path: '/srv/a', format: 'ext4' },
+        { device: `LABEL=${tag('side-b')}`, path: '/srv/b', format: 'ext4' },
+      ],
+    });
+    const [init, done, left] = inMountNamespace([machineadm(m), [NODE, MACHINEADM, 'reset', '--root', m.root, '--state-dir', m.state, '--devices'], ['findmnt', '-n', '-o', 'TARGET', '--list']]);
+    expect(init!.code, init!.stderr + init!.stdout).toBe(0);
+    expect(done!.code, done!.stdout + done!.stderr).toBe(0);
+    expect(done!.stdout + done!.stderr).not.toContain('left in place');
+    expect(done!.stdout).toMatch(/machineadm reset: success/);
+    expect(left!.stdout).not.toContain(join(m.root, 'srv'));
+    expect(spawnSync('ls', ['-A', m.root], { encoding: 'utf8' }).stdout).not.toMatch(/^srv$/m);
+  });
+
+  it('reset keeps a mount point machineadm made when something else is in it after reset, and names it in a warning', () => {
+    const device = disk(64);
+    const m = machine({
+      filesystems: [{ device, format: 'ext4', label: tag('kept-mp') }],
+      mounts: [{ device: `LABEL=${tag('kept-mp')}`, path: '/srv/kept/data', format: 'ext4' }],
+    });
+    const [init, put, done] = inMountNamespace([
+      machineadm(m),
+      ['touch', join(m.root, 'srv/kept/operator-file')],
+      [NODE, MACHINEADM, 'reset', '--root', m.root, '--state-dir', m.state, '--devices'],
+    ]);
+    expect(init!.code, init!.stderr + init!.stdout).toBe(0);
+    expect(put!.code, put!.stderr).toBe(0);
+    expect(done!.code, done!.stdout + done!.stderr).toBe(0);
+    // Its parent stays too, since it is not empty: both named, the emptied data folder not.
+    expect(done!.stdout + done!.stderr).toContain('mount points left in place, something else is in them now: /srv/kept, /srv\n');
+    expect(spawnSync('ls', ['-A', join(m.root, 'srv/kept')], { encoding: 'utf8' }).stdout).toBe('operator-file\n');
+    expect(spawnSync('ls', ['-A', join(m.root, 'srv')], { encoding: 'utf8' }).stdout).toBe('kept\n');
+  });
+
   it('reset unmounts what machineadm mounted, gives fstab back and removes the mount point it made; the partitions and filesystems stay; a busy mount fails reset (exit 1) until --force detaches it', () => {
     const device = disk(64);
     const m = machine({

@@ -9,7 +9,7 @@ import type { HttpResponse } from '../../host/http.ts';
 import type { MachineadmError } from '../../errors.ts';
 import { baseUrl, IMDS_TIMEOUTS } from '../imds.ts';
 import type { AwsParameterStoreReference, AwsSecretsManagerReference } from '../schema/secret-field.ts';
-import { jsonBody, NOT_UTF8, readCaFile, retryAfter, secretRefused, SecretUnavailableError, storeRequest, transient, type SecretRead, type Verdict } from './read.ts';
+import { jsonBody, notTheService, NOT_UTF8, readCaFile, retryAfter, secretRefused, SecretUnavailableError, storeRequest, transient, type SecretRead, type Verdict } from './read.ts';
 
 const IMDS = 'the EC2 instance metadata service (IMDSv2)';
 const CREDENTIALS_MARGIN_MS = 5 * 60_000;
@@ -57,7 +57,8 @@ export async function readAwsSecret(reference: AwsReference, read: SecretRead): 
   const judge = (answer: HttpResponse): Verdict => {
     const parsed = jsonBody(answer);
     if (answer.status === 200) {
-      const found = parsed ? service.value(parsed) : { fail: 'an answer that is not JSON' };
+      if (!parsed) return { fail: notTheService(read, service.name, service.what, answer) };
+      const found = service.value(parsed);
       if (typeof found !== 'string') return { fail: secretRefused(read, `${service.name} answered ${service.what} with ${found.fail}`, found.hint) };
       value = found;
       return { ok: answer };

@@ -5,7 +5,7 @@ import type { ConfigHost } from '../../host/config-host.ts';
 import type { HttpResponse } from '../../host/http.ts';
 import { baseUrl, IMDS_TIMEOUTS } from '../imds.ts';
 import type { AzureKeyVaultReference } from '../schema/secret-field.ts';
-import { jsonBody, readCaFile, secretRefused, SecretUnavailableError, storeRequest, transient, type SecretRead, type Verdict } from './read.ts';
+import { jsonBody, notTheService, readCaFile, secretRefused, SecretUnavailableError, storeRequest, transient, type SecretRead, type Verdict } from './read.ts';
 
 const VAULT_TAG = 'machineadm-key-vault';
 const KEY_VAULT = 'Azure Key Vault';
@@ -31,7 +31,9 @@ export async function readAzureKeyVault(reference: AzureKeyVaultReference, read:
   let token = '';
   const judge = (answer: HttpResponse): Verdict => {
     if (answer.status === 200) {
-      const value = jsonBody(answer)?.value;
+      const body = jsonBody(answer);
+      if (!body) return { fail: notTheService(read, KEY_VAULT, what, answer) };
+      const value = body.value;
       return typeof value === 'string' ? { ok: answer } : { fail: new SecretUnavailableError(read, `${KEY_VAULT} answered ${what} without a string value`) };
     }
     const error = vaultError(answer, token);

@@ -6,7 +6,7 @@ import type { ConfigHost } from '../../host/config-host.ts';
 import type { HttpResponse } from '../../host/http.ts';
 import { baseUrl, IMDS_TIMEOUTS } from '../imds.ts';
 import type { GcpSecretManagerReference } from '../schema/secret-field.ts';
-import { jsonBody, NOT_UTF8, readCaFile, secretRefused, SecretUnavailableError, storeRequest, transient, type SecretRead, type Verdict } from './read.ts';
+import { jsonBody, notTheService, NOT_UTF8, readCaFile, secretRefused, SecretUnavailableError, storeRequest, transient, type SecretRead, type Verdict } from './read.ts';
 
 const SECRET_MANAGER = 'Google Cloud Secret Manager';
 const METADATA = 'the GCE metadata server';
@@ -30,7 +30,9 @@ export async function readGcpSecret(reference: GcpSecretManagerReference, read: 
   const judge = (answer: HttpResponse): Verdict => {
     const error = serviceError(answer);
     if (answer.status === 200) {
-      const payload = jsonBody(answer)?.payload as { data?: unknown; dataCrc32c?: unknown } | undefined;
+      const body = jsonBody(answer);
+      if (!body) return { fail: notTheService(read, SECRET_MANAGER, what, answer) };
+      const payload = body.payload as { data?: unknown; dataCrc32c?: unknown } | undefined;
       if (typeof payload?.data !== 'string') return { fail: new SecretUnavailableError(read, `${SECRET_MANAGER} answered ${what} without a payload`) };
       const bytes = Buffer.from(payload.data, 'base64');
       if (payload.dataCrc32c !== undefined && String(payload.dataCrc32c) !== String(crc32c(bytes))) {

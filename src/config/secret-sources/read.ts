@@ -120,9 +120,12 @@ export async function storeRequest(read: SecretRead, request: StoreRequest): Pro
     }
     if ('ok' in verdict) return verdict.ok;
     if ('fail' in verdict) throw verdict.fail;
-    const wait = retryDelayMs(attempt, policy, verdict.retryAfterMs);
+    // A throttling store's Retry-After is waited in full, past the backoff's own cap: asking sooner
+    // only adds to the throttling. The deadline still bounds the run, so a long one ends it at once.
+    const wait = Math.max(retryDelayMs(attempt, policy), verdict.retryAfterMs ?? 0);
     if (attempt >= policy.attempts || performance.now() - started + wait > (policy.deadlineMs ?? Infinity)) {
-      throw new SecretUnavailableError(read, `${request.service} did not answer after ${attempt} attempts: ${verdict.retry}`, { hint: 'retry later; the run picks up where it stopped' });
+      const asked = verdict.retryAfterMs !== undefined && verdict.retryAfterMs === wait && attempt < policy.attempts ? ` (it asked to wait ${Math.ceil(wait / 1000)} s, longer than the ${Math.round((policy.deadlineMs ?? 0) / 1000)} s budget leaves)` : '';
+      throw new SecretUnavailableError(read, `${request.service} did not answer after ${attempt} attempts: ${verdict.retry}${asked}`, { hint: 'retry later; the run picks up where it stopped' });
     }
     await read.host.sleep(wait);
   }
@@ -138,6 +141,17 @@ export function transient(answer: HttpResponse, why: string): Verdict | undefine
 export function retryAfter(answer: HttpResponse): { retryAfterMs?: number } {
   const ms = parseRetryAfter(answer.headers['retry-after'], new Date());
   return ms === undefined ? {} : { retryAfterMs: ms };
+}
+
+/**
+ * A 200 that is not JSON is no store's answer (a proxy's sign-in page, another server at the
+ * endpoint): exit 1 like the oversized answer, since no configuration change is what fixes it.
+ */
+export function notTheService(read: SecretRead, service: string, what: string, answer: HttpResponse): SecretUnavailableError {
+  const type = answer.headers['content-type'];
+  return new SecretUnavailableError(read, `${service} answered ${what} with content that is not JSON${typeof type === 'string' ? ` (${type.slice(0, 60)})` : ''}: something other than the service answered`, {
+    hint: 'check the endpoint, and any proxy between the machine and the service (a proxy that wants a sign-in must let the machine through)',
+  });
 }
 
 /** The answer's body as JSON, or undefined when it is not JSON. */

@@ -292,7 +292,11 @@ function unmountAtReset(): Undo {
         }
         for (const d of p.folders) if (!(await ctx.host.fs.removeFolderIfEmpty(d))) kept.push(d);
       }
-      if (kept.length) warnings.push(`mount points left in place, something else is in them now: ${kept.join(', ')}`);
+      // A parent shared by sibling mounts is not empty until the last of them is gone, and is then
+      // removed with it: only what is still there after every removal stays, each named once.
+      const stayed: string[] = [];
+      for (const d of new Set(kept)) if ((await ctx.host.fs.stat(d))?.kind === 'directory') stayed.push(d);
+      if (stayed.length) warnings.push(`mount points left in place, something else is in them now: ${stayed.join(', ')}`);
       return warnings.length ? { warning: warnings.join('; ') } : {};
     },
   };

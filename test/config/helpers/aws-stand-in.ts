@@ -12,7 +12,8 @@ import { startHttp, startHttps, type RunningServer, type TestCa } from './server
 
 export const AWS_REGION = 'eu-west-1';
 // 'oversized': an answer of 2 MiB, as something other than the service (a proxy's page, a wrong endpoint) sends.
-export type AwsFault = 'throttle' | 'unavailable' | 'expired' | 'oversized';
+// 'login-page': a 200 with a proxy's HTML sign-in page instead of the service's JSON.
+export type AwsFault = 'throttle' | 'unavailable' | 'expired' | 'oversized' | 'login-page';
 
 interface Credentials {
   accessKeyId: string;
@@ -160,6 +161,7 @@ export async function startAwsStandIn(ca: TestCa): Promise<AwsStandIn> {
       if (fault === 'throttle') return awsError(res, 400, 'ThrottlingException', 'Rate exceeded', state.retryAfterSeconds ? { 'retry-after': String(state.retryAfterSeconds) } : {});
       if (fault === 'unavailable') return awsError(res, 500, 'InternalServiceError', 'We encountered an internal error. Please try again.');
       if (fault === 'oversized') return json(res, 200, { SecretString: 'x'.repeat(2 * 1024 * 1024) });
+      if (fault === 'login-page') return void res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><html><head><title>Sign in</title></head><body><form action="/login"><input name="user"><input name="password" type="password"></form></body></html>\n');
       if (target === 'secretsmanager.GetSecretValue') {
         const id = String(parsed.SecretId ?? '');
         if (state.denied.has(id)) return awsError(res, 400, 'AccessDeniedException', `User: arn:aws:sts::123456789012:assumed-role/${state.role}/i-0abc is not authorized to perform: secretsmanager:GetSecretValue on resource: ${id}`);

@@ -6,7 +6,8 @@ import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { startHttp, startHttps, type RunningServer, type TestCa } from './servers.ts';
 
-export type VaultFault = 'throttle' | 'unavailable' | 'expired';
+// 'login-page': a 200 with a proxy's HTML sign-in page instead of the vault's JSON.
+export type VaultFault = 'throttle' | 'unavailable' | 'expired' | 'login-page';
 
 export interface AzureStandIn {
   imds: RunningServer;
@@ -85,6 +86,7 @@ export async function startAzureStandIn(ca: TestCa): Promise<AzureStandIn> {
     const fault = faults.shift();
     if (fault === 'throttle') return json(res, 429, { error: { code: 'Throttled', message: 'Request was not processed because too many requests were received.' } }, { 'retry-after': String(state.retryAfterSeconds) });
     if (fault === 'unavailable') return json(res, 503, { error: { code: 'ServiceUnavailable', message: 'The service is unavailable.' } });
+    if (fault === 'login-page') return void res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><html><head><title>Sign in</title></head><body><form action="/login"><input name="user"><input name="password" type="password"></form></body></html>\n');
     if (fault === 'expired') {
       expired.add(auth);
       return json(res, 401, { error: { code: 'Unauthorized', message: 'AKV10032: Token expired.' } }, challenge);

@@ -7,7 +7,8 @@ import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { startHttp, startHttps, type RunningServer, type TestCa } from './servers.ts';
 
-export type SecretManagerFault = 'throttle' | 'unavailable' | 'expired' | 'bad-crc';
+// 'login-page': a 200 with a proxy's HTML sign-in page instead of the service's JSON.
+export type SecretManagerFault = 'throttle' | 'unavailable' | 'expired' | 'bad-crc' | 'login-page';
 
 export interface GcpStandIn {
   metadata: RunningServer;
@@ -85,6 +86,7 @@ export async function startGcpStandIn(ca: TestCa): Promise<GcpStandIn> {
     const fault = faults.shift();
     if (fault === 'throttle') return googleError(res, 429, 'RESOURCE_EXHAUSTED', 'Quota exceeded for quota metric \'Access requests\'.', { 'retry-after': String(state.retryAfterSeconds) });
     if (fault === 'unavailable') return googleError(res, 503, 'UNAVAILABLE', 'The service is currently unavailable.');
+    if (fault === 'login-page') return void res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><html><head><title>Sign in</title></head><body><form action="/login"><input name="user"><input name="password" type="password"></form></body></html>\n');
     if (fault === 'expired') {
       state.issued.set(auth, 0);
       return googleError(res, 401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials.');
