@@ -13,6 +13,11 @@ const CHRONY_CONFS = [
   { path: '/etc/chrony/chrony.conf', unit: 'chrony' },
   { path: '/etc/chrony.conf', unit: 'chronyd' },
 ];
+
+/** The chrony.conf of chrony's unit (records of a sources file name it only when machineadm changed it). */
+export function chronyConfOf(unit: string): string | undefined {
+  return CHRONY_CONFS.find((c) => c.unit === unit)?.path;
+}
 const TIMESYNCD_MARKS = ['/etc/systemd/timesyncd.conf', '/lib/systemd/systemd-timesyncd', '/usr/lib/systemd/systemd-timesyncd'];
 export const TIMESYNCD_DROP_IN = '/etc/systemd/timesyncd.conf.d/machineadm.conf';
 export const SOURCES_FILE_NAME = 'machineadm.sources';
@@ -62,6 +67,24 @@ export function withChronyBlock(conf: string, servers: readonly string[]): strin
   return conf + (conf === '' || conf.endsWith('\n') ? '' : '\n') + block;
 }
 
+/**
+ * chrony.conf without machineadm's block. `newlineAdded`: withChronyBlock ended the file's last
+ * line for the block (the file had no final newline), taken away with it.
+ */
+export function withoutChronyBlock(conf: string, newlineAdded = false): string {
+  const begin = conf.indexOf(`${BLOCK_BEGIN}\n`);
+  const end = begin < 0 ? -1 : conf.indexOf(`${BLOCK_END}\n`, begin);
+  if (begin < 0 || end < 0) return conf;
+  const before = conf.slice(0, begin);
+  const after = conf.slice(end + BLOCK_END.length + 1);
+  return (newlineAdded && after === '' && before.endsWith('\n') ? before.slice(0, -1) : before) + after;
+}
+
+/** Whether withChronyBlock ends the last line of `conf` before it adds the block. */
+export function blockAddsNewline(conf: string): boolean {
+  return conf !== '' && !conf.endsWith('\n') && !conf.includes(`${BLOCK_BEGIN}\n`);
+}
+
 /** What machineadm puts before an image's source line of chrony.conf it turns off. */
 export const SOURCE_OFF = '#machineadm spec.timeServers: ';
 
@@ -85,6 +108,18 @@ export function withoutImageSources(conf: string, keepDir?: string): string {
       const dir = /^sourcedir$/i.test(directive ?? '') ? value?.replace(/\/+$/, '') : undefined;
       return source || (dir?.startsWith('/etc/') && dir !== keepDir) ? SOURCE_OFF + line : line;
     })
+    .join('\n');
+}
+
+/**
+ * A chrony.conf or .sources file without machineadm's block and with the lines withoutImageSources
+ * turned off given back: only what machineadm put there is taken away, so whatever else was
+ * changed in the file since stays. `newlineAdded`: see withoutChronyBlock.
+ */
+export function withChronySourcesBack(text: string, newlineAdded = false): string {
+  return withoutChronyBlock(text, newlineAdded)
+    .split('\n')
+    .map((line) => (line.startsWith(SOURCE_OFF) ? line.slice(SOURCE_OFF.length) : line))
     .join('\n');
 }
 

@@ -152,3 +152,29 @@ describe('time-servers/restart for chrony whose chrony.conf machineadm changed',
     rmSync(join(root, 'etc/chrony/sources.d'), { recursive: true });
   });
 });
+
+describe('time-servers/restart once spec.timeServers leaves the configuration', () => {
+  const sources = '/etc/chrony/sources.d/machineadm.sources';
+  const none = parseWith(machineConfigSchema, { apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: {} }).value as MachineConfig;
+  // The file step removed machineadm's sources file (writtenAt T2) and recorded that nothing is left.
+  const givenBack = (previous: StepRecord | undefined): StepContext => ({
+    ...context('T2', previous),
+    config: none,
+    recordOf: (id) => (id === 'time-servers/file' ? done({ client: 'chrony-sources', path: sources, unit: 'chrony', writtenAt: 'T2', left: false }) : undefined),
+  });
+
+  it('reloads the client once for what the file step gave back, then records that nothing is left', async () => {
+    rmSync(join(dir, 'fail'), { force: true });
+    rmSync(join(dir, 'chronyc.log'), { force: true });
+    expect(timeServersRestartStep.leftBehind!({ reloadedFor: 'T1', digest: 'd' })).toBe(true);
+    const due = await timeServersRestartStep.check(givenBack(done({ reloadedFor: 'T1' })));
+    expect(due).toMatchObject({ done: false, changes: [{ action: 'run', target: 'chronyc reload sources' }] });
+    const applied = await timeServersRestartStep.apply(givenBack(done({ reloadedFor: 'T1' })), due);
+    expect(applied).toEqual({ record: { reloadedFor: 'T2', left: false, digest: null } });
+    expect(readFileSync(join(dir, 'chronyc.log'), 'utf8')).toBe('reload sources\n');
+    // Later runs leave the step out, and would find nothing to do if they ran it.
+    const record = (applied as { record: Record<string, unknown> }).record;
+    expect(timeServersRestartStep.leftBehind!(record)).toBe(false);
+    expect((await timeServersRestartStep.check(givenBack(done(record)))).done).toBe(true);
+  });
+});

@@ -153,6 +153,50 @@ describe('prepare/time-servers', () => {
     expect(read(m.root, '/etc/systemd/timesyncd.conf')).toBe('[Time]\nNTP=ntp.ubuntu.com\n');
   });
 
+  // Ubuntu's layout from 25.04 on: its pools in a .sources file of the sourcedir machineadm writes into.
+  const UBUNTU_CHRONY = 'confdir /etc/chrony/conf.d\nsourcedir /run/chrony-dhcp\nsourcedir /etc/chrony/sources.d\nkeyfile /etc/chrony/chrony.keys\n';
+  const UBUNTU_POOLS = '# Use servers from the NTP Pool Project.\npool ntp.ubuntu.com        iburst maxsources 4\npool 0.ubuntu.pool.ntp.org iburst maxsources 1\n';
+  it.each([
+    ["Debian's chrony (a sourcedir under /etc)", { '/etc/chrony/chrony.conf': DEBIAN_CHRONY }, '/etc/chrony/sources.d/machineadm.sources', 'systemctl restart chrony'],
+    ["Red Hat's chrony (a block in chrony.conf)", { '/etc/chrony.conf': REDHAT_CHRONY }, undefined, 'systemctl restart chronyd'],
+    ["Ubuntu's chrony (its pools in a .sources file beside machineadm's)", { '/etc/chrony/chrony.conf': UBUNTU_CHRONY, '/etc/chrony/sources.d/ubuntu-ntp-pools.sources': UBUNTU_POOLS }, '/etc/chrony/sources.d/machineadm.sources', 'chronyc reload sources'],
+    ['systemd-timesyncd', { '/etc/systemd/timesyncd.conf': '[Time]\nNTP=ntp.ubuntu.com\n' }, '/etc/systemd/timesyncd.conf.d/machineadm.conf', 'systemctl restart systemd-timesyncd'],
+  ])('gives %s back what it had once spec.timeServers leaves the configuration, then leaves it out; reset leaves the machine as before', async (_layout, files, own, reload) => {
+    const m = machine(files);
+    const before = snapshotTree(join(m.root, 'etc'));
+    expect((await run(m, 'prepare')).code).toBe(0);
+    expect(snapshotTree(join(m.root, 'etc'))).not.toEqual(before);
+    writeFileSync(m.config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: {} }));
+    const plan = await run(m, 'plan');
+    expect(plan.code, plan.stderr).toBe(0);
+    if (own) expect(plan.stdout).toContain(`delete ${own}`);
+    expect(plan.stdout).toContain(`run ${reload} (`);
+    const out = await run(m, 'prepare');
+    expect(out.code, out.stderr).toBe(0);
+    for (const [path, content] of Object.entries(files)) expect(read(m.root, path)).toBe(content);
+    if (own) expect(existsSync(join(m.root, own))).toBe(false);
+    // Nothing is left: the file step is left out from now on, and the machine stays as it is.
+    const tree = snapshotTree(join(m.root, 'etc'));
+    const again = await run(m, 'plan');
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(/prepare\/time-servers\/file: .*\[not applicable: not asked for by the configuration\]/);
+    expect((await run(m, 'prepare')).code).toBe(0);
+    expect(snapshotTree(join(m.root, 'etc'))).toEqual(tree);
+    const reset = await runCli(['reset', '--root', m.root, '--state-dir', m.state]);
+    expect(reset.code, reset.stderr).toBe(0);
+    expect(snapshotTree(join(m.root, 'etc'))).toEqual(before);
+  });
+
+  it("gives back only the lines it turned off once spec.timeServers leaves the configuration: the operator's own edits stay", async () => {
+    const m = machine({ '/etc/chrony/chrony.conf': DEBIAN_CHRONY });
+    expect((await run(m, 'prepare')).code).toBe(0);
+    const edit = '#server ntp.old.example iburst\nmakestep 1.0 3\n';
+    writeFileSync(join(m.root, 'etc/chrony/chrony.conf'), read(m.root, '/etc/chrony/chrony.conf') + edit);
+    writeFileSync(m.config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: {} }));
+    expect((await run(m, 'prepare')).code).toBe(0);
+    expect(read(m.root, '/etc/chrony/chrony.conf')).toBe(DEBIAN_CHRONY + edit);
+  });
+
   it('refuses a server that is not a host name or IP address in validation', async () => {
     const m = machine({});
     m.configure(['ntp.example', 'bad host;rm -rf /']);

@@ -1,14 +1,18 @@
 // prepare/time-servers/file and prepare/time-servers/restart: the NTP servers for chrony or
 // systemd-timesyncd, whichever the machine has, and a reload of that client only when the file
-// changed (in this run, or in an earlier one whose reload did not happen).
+// changed (in this run, or in an earlier one whose reload did not happen). Once spec.timeServers
+// is taken out of the configuration, both run until the client has what it had back.
 import { createHash } from 'node:crypto';
 import type { ApplyResult, CheckResult, Step, StepContext, Undo, UndoContext } from '../../engine/step.ts';
 import { ConfigError, StepDetailsError } from '../../errors.ts';
 import { inspectFile, writeFiles, type DesiredFile } from '../../engine/managed-file.ts';
 import { liveSkipReason } from '../live.ts';
-import { TIMESYNCD_DROP_IN, detectTimeClient, reloadArgv, renderChronySources, renderTimesyncd, withChronyBlock, withoutImageSources, type TimeClient } from '../time-servers.ts';
+import { TIMESYNCD_DROP_IN, blockAddsNewline, detectTimeClient, reloadArgv, renderChronySources, renderTimesyncd, withChronyBlock, withoutImageSources, type TimeClient } from '../time-servers.ts';
+import { giveBack, otherSourcesFiles, recordedClient } from './time-servers-give-back.ts';
 
 const FIELD = 'spec.timeServers.servers';
+
+const asked = (ctx: StepContext): boolean => ctx.config.spec.timeServers !== undefined;
 
 async function clientOf(ctx: StepContext): Promise<TimeClient> {
   const found = await detectTimeClient(ctx.host.fs);
@@ -31,26 +35,10 @@ async function desiredFiles(ctx: StepContext, client: TimeClient): Promise<Desir
   return [
     { path: client.path, content: Buffer.from(renderChronySources(servers)), mode: 0o644, field: FIELD },
     { ...confFile, content: Buffer.from(withoutImageSources(conf, sourcesDir)) },
-    ...(await otherSourcesFiles(ctx, sourcesDir, client.path)),
+    // The image's other .sources files there, their server, pool and peer lines turned off
+    // (Ubuntu ships its pools as ubuntu-ntp-pools.sources there from 25.04 on).
+    ...(await otherSourcesFiles(ctx, sourcesDir, client.path, (text) => withoutImageSources(text), FIELD)),
   ];
-}
-
-/**
- * The other .sources files of the sourcedir machineadm writes its own into, their server, pool and
- * peer lines turned off: the image's (Ubuntu ships its pools as ubuntu-ntp-pools.sources there from
- * 25.04 on). One spec.files writes is the operator's word, and a link is not followed: both are left.
- */
-async function otherSourcesFiles(ctx: StepContext, dir: string, ours: string): Promise<DesiredFile[]> {
-  const written = new Set((ctx.config.spec.files ?? []).map((f) => f.path));
-  const out: DesiredFile[] = [];
-  for (const name of (await ctx.host.fs.list(dir).catch(() => [] as string[])).sort()) {
-    const path = `${dir}/${name}`;
-    if (!name.endsWith('.sources') || path === ours || written.has(path)) continue;
-    const info = await ctx.host.fs.stat(path);
-    const text = info?.kind === 'file' ? await ctx.host.fs.readText(path) : undefined;
-    if (text !== undefined) out.push({ path, content: Buffer.from(withoutImageSources(text)), mode: info!.mode, field: FIELD });
-  }
-  return out;
 }
 
 /** Whether chrony's chrony.conf beside its sources file is to change (then chrony is restarted, not reloaded). */
@@ -86,13 +74,22 @@ export const timeServersFileStep: Step = {
   id: 'time-servers/file',
   summary: 'write the NTP servers for chrony or systemd-timesyncd',
   applies: (config) => config.spec.timeServers !== undefined,
+  // Without spec.timeServers too, until a run gave the client back what it had (a record without
+  // `left` is of a run that wrote for spec.timeServers).
+  leftBehind: (earlier) => earlier?.left !== false,
   async preflight(ctx) {
+    if (!asked(ctx)) {
+      const back = await giveBack(ctx);
+      if (back) await inspectAll(ctx, back.files);
+      return;
+    }
     if (ctx.facts.os === 'windows') throw new ConfigError([{ path: 'spec.timeServers', message: 'time servers are set on Linux only', hint: 'set them on Windows through a group policy or a boot command (w32tm /config /manualpeerlist:...)' }]);
     const client = await clientOf(ctx);
     // A link or a directory at a path is refused now, not halfway through the run.
     await inspectAll(ctx, await desiredFiles(ctx, client));
   },
   async check(ctx): Promise<CheckResult> {
+    if (!asked(ctx)) return checkGiveBack(ctx);
     if (ctx.facts.os === 'windows') return { done: false, changes: [{ action: 'refuse', target: 'spec.timeServers', detail: 'time servers are set on Linux only' }] };
     const client = await clientOf(ctx);
     const desired = await desiredFiles(ctx, client);
@@ -107,16 +104,45 @@ export const timeServersFileStep: Step = {
     return changes.length === 0 ? { done: true, changes: [] } : { done: false, changes };
   },
   async apply(ctx) {
+    if (!asked(ctx)) return applyGiveBack(ctx);
     const client = await clientOf(ctx);
     const confChanged = await sourcesConfChanges(ctx, client);
+    // The newline ending chrony.conf's last line for the block goes with the block.
+    const newlineAdded = client.kind === 'chrony-block' && (ctx.previous?.data?.newlineAdded === true || blockAddsNewline((await ctx.host.fs.readText(client.path)) ?? '')) ? { newlineAdded: true } : {};
     await writeFiles(ctx.host.fs, await desiredFiles(ctx, client), ctx.facts.privileged);
     // chrony whose chrony.conf machineadm changed (in this run or an earlier one) is restarted for
     // each write, and reset restarts it once it gave chrony.conf back: the record keeps its path.
     const conf = client.kind === 'chrony-sources' && (confChanged || typeof ctx.previous?.data?.conf === 'string') ? { conf: client.conf } : {};
     // The restart step reloads the client for this write (see below).
-    return { record: { client: client.kind, path: client.path, unit: client.unit, ...conf, writtenAt: ctx.host.now().toISOString() } };
+    return { record: { client: client.kind, path: client.path, unit: client.unit, ...conf, ...newlineAdded, writtenAt: ctx.host.now().toISOString() } };
   },
 };
+
+const NO_LONGER = 'spec.timeServers is no longer set';
+
+async function checkGiveBack(ctx: StepContext): Promise<CheckResult> {
+  const back = await giveBack(ctx);
+  const changes = back ? back.remove.map((path) => ({ action: 'delete', target: path, detail: `${NO_LONGER}; ${back.client.unit} gets back what it had` })) : [];
+  for (const file of back?.files ?? []) {
+    const state = await inspectAll(ctx, [file]).catch((error: unknown) => ({ refused: error instanceof ConfigError ? error.issues[0]!.message : String(error) }));
+    if ('refused' in state) return { done: false, changes: [{ action: 'refuse', target: file.path, detail: state.refused }] };
+    const change = state[0]!.change;
+    if (change) changes.push({ ...change, detail: `${change.detail ?? ''}; ${NO_LONGER}: machineadm's lines taken out, the ones it turned off given back` });
+  }
+  // Nothing is left: the record says so, and later runs leave the step out.
+  return changes.length ? { done: false, changes } : { done: true, changes: [], record: { ...ctx.previous?.data, left: false } };
+}
+
+async function applyGiveBack(ctx: StepContext): Promise<ApplyResult> {
+  const back = (await giveBack(ctx))!;
+  const states = await writeFiles(ctx.host.fs, back.files, ctx.facts.privileged);
+  for (const path of back.remove) await ctx.host.fs.remove(path);
+  // chrony whose chrony.conf changes now (or did in an earlier run) is restarted, not reloaded.
+  const confChanged = back.conf !== undefined && states.some((s) => s.desired.path === back.conf && s.change !== undefined);
+  const { client } = back;
+  const conf = client.kind === 'chrony-sources' && (confChanged || client.conf !== undefined) ? { conf: back.conf ?? client.conf } : {};
+  return { record: { client: client.kind, path: client.path, unit: client.unit, ...conf, writtenAt: ctx.host.now().toISOString(), left: false } };
+}
 
 /** Whether the file step wrote in this run (or plans to), or wrote in an earlier run whose reload did not happen. */
 function reloadNeeded(ctx: StepContext): string | undefined {
@@ -132,10 +158,13 @@ export const timeServersRestartStep: Step = {
   summary: 'make the time client read its servers again when they changed',
   platforms: ['linux'],
   applies: (config) => config.spec.timeServers !== undefined,
+  // Without spec.timeServers too, until the client was reloaded for what the file step gave back.
+  leftBehind: (earlier) => earlier?.left !== false,
   async check(ctx): Promise<CheckResult> {
     const needed = reloadNeeded(ctx);
-    if (!needed) return { done: true, changes: [] };
-    const client = await clientOf(ctx);
+    const gone = givenBack(ctx);
+    if (!needed) return { done: true, changes: [], ...(gone ? { record: { ...ctx.previous?.data, left: false } } : {}) };
+    const client = await reloadedClient(ctx);
     const conf = await restartsFor(ctx, client);
     const changes = [{ action: 'run', target: reloadArgv(client, conf !== undefined).join(' '), detail: `${conf ?? client.path} changed` }];
     const skip = liveSkipReason(ctx.host);
@@ -143,12 +172,23 @@ export const timeServersRestartStep: Step = {
   },
   async apply(ctx) {
     const writtenAt = reloadNeeded(ctx)!;
-    const client = await clientOf(ctx);
+    const client = await reloadedClient(ctx);
     const conf = await restartsFor(ctx, client);
-    return reload(ctx, client, conf, { reloadedFor: writtenAt }, `${client.path} is written; the next run tries the reload again`);
+    return reload(ctx, client, conf, { reloadedFor: writtenAt, ...(givenBack(ctx) ? { left: false } : {}) }, `${client.path} is written; the next run tries the reload again`);
   },
   undo: undoReload(),
 };
+
+/** Whether spec.timeServers is gone and the file step gave the client back what it had (or plans to, in a plan). */
+function givenBack(ctx: StepContext): boolean {
+  return !asked(ctx) && (ctx.options.dryRun || ctx.recordOf('time-servers/file')?.data?.left === false);
+}
+
+/** The client to reload: the one the configuration's servers are for, or once it has none, the one they were written for. */
+async function reloadedClient(ctx: StepContext): Promise<TimeClient> {
+  if (asked(ctx)) return clientOf(ctx);
+  return recordedClient(ctx) ?? clientOf(ctx);
+}
 
 /**
  * The chrony.conf beside chrony's sources file that machineadm changed (by the file step's record),
@@ -159,6 +199,7 @@ async function restartsFor(ctx: StepContext, client: TimeClient): Promise<string
   if (client.kind !== 'chrony-sources') return undefined;
   const recorded = ctx.recordOf('time-servers/file')?.data?.conf;
   if (typeof recorded === 'string') return recorded;
+  if (!asked(ctx)) return undefined;
   return (await sourcesConfChanges(ctx, client)) ? client.conf : undefined;
 }
 
@@ -192,13 +233,6 @@ async function reload(ctx: StepContext, client: TimeClient, conf: string | undef
   }
   ctx.log(`${argv.join(' ')}: ${client.unit} reads ${client.path} again`);
   return { record: { ...record, digest } };
-}
-
-/** The client and file the file step wrote for, from its record (reset has no spec.timeServers). */
-function recordedClient(ctx: UndoContext): TimeClient | undefined {
-  const data = ctx.recordOf('time-servers/file')?.data;
-  if (typeof data?.client !== 'string' || typeof data.path !== 'string' || typeof data.unit !== 'string') return undefined;
-  return { kind: data.client as TimeClient['kind'], path: data.path, unit: data.unit, ...(typeof data.conf === 'string' ? { conf: data.conf } : {}) } as TimeClient;
 }
 
 /**
