@@ -312,14 +312,18 @@ function kubeletSettings(input: RenderInput): Json {
     }
     out.evictionHard = sortedRecord(kubelet.evictionHard);
   }
-  if (input.os === 'windows') {
-    // A join merges this patch into the cluster's kubelet-config, made for its Linux nodes (inode
-    // signals Windows has no statistics for, memory thresholds sized for Linux): null removes each
-    // threshold not given here, so the given ones hold as a whole and none leaves the kubelet its
-    // Windows defaults (memory.available 500Mi).
-    const given = (out.evictionHard ?? {}) as Record<string, string>;
+  // A join merges this patch into the cluster's kubelet-config key by key (kubeadm applies it as a
+  // JSON merge patch), so a map given here would keep the cluster's other thresholds: null removes
+  // each signal not given, so the given ones hold as a whole. None given, a Linux kubelet keeps the
+  // cluster's thresholds, its right default; a Windows one drops them (made for Linux nodes: inode
+  // signals Windows has no statistics for, memory sized for Linux) and takes its own defaults
+  // (memory.available 500Mi). Init needs no null: its KubeletConfiguration is not a patch.
+  const given = kubelet.evictionHard;
+  if (input.kubernetes.bootstrap !== 'init' && given !== undefined) {
     const removed = EVICTION_SIGNALS.filter((signal) => given[signal] === undefined).map((signal) => [signal, null] as const);
-    out.evictionHard = Object.keys(given).length > 0 ? sortedRecord({ ...given, ...Object.fromEntries(removed) }) : null;
+    out.evictionHard = sortedRecord({ ...given, ...Object.fromEntries(removed) });
+  } else if (input.kubernetes.bootstrap !== 'init' && input.os === 'windows') {
+    out.evictionHard = null;
   }
   return out;
 }

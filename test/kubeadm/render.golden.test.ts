@@ -18,6 +18,8 @@ const update = process.env.UPDATE_GOLDEN === '1';
 const cases = readdirSync(GOLDEN).filter((name) => existsSync(join(GOLDEN, name, 'input.yaml'))).sort();
 
 type Doc = Record<string, any>;
+// Every eviction signal spec.kubernetes.kubelet.evictionHard takes (the kubelet's, pkg/kubelet/eviction/api/types.go).
+const KUBELET_EVICTION_SIGNALS = ['memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree', 'containerfs.available', 'containerfs.inodesFree', 'pid.available'];
 
 function loadCase(name: string): { config: MachineConfig; facts: Facts; rendered: RenderedKubeadm } {
   const dir = join(GOLDEN, name);
@@ -155,7 +157,14 @@ describe('kubeadm golden cases', () => {
     }
     expect(kubelet.maxPods).toBe(k.kubelet?.maxPods);
     if (k.kubelet?.kubeReserved) expect(kubelet.kubeReserved).toEqual(k.kubelet.kubeReserved);
-    if (k.kubelet?.evictionHard) expect(kubelet.evictionHard).toEqual(k.kubelet.evictionHard);
+    if (k.kubelet?.evictionHard && rendered.command === 'join' && rendered.patches.length > 0) {
+      // A join's patch is merged into the cluster's thresholds: every signal not given is removed.
+      const thresholds = Object.entries(kubelet.evictionHard as Record<string, string | null>);
+      expect(Object.fromEntries(thresholds.filter(([, v]) => v !== null))).toEqual(k.kubelet.evictionHard);
+      expect(thresholds.filter(([, v]) => v === null).map(([s]) => s).sort()).toEqual(KUBELET_EVICTION_SIGNALS.filter((s) => k.kubelet!.evictionHard![s] === undefined).sort());
+    } else if (k.kubelet?.evictionHard) {
+      expect(kubelet.evictionHard).toEqual(k.kubelet.evictionHard);
+    }
   });
 
   // Windows output names an npipe socket, which the Linux build of kubeadm rejects; the stand-in is Linux kubeadm.

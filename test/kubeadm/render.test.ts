@@ -1,6 +1,8 @@
 // Renderer rules that golden files do not show on their own: placeholders for the plan, and the
 // combinations it refuses.
 import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { loadAll } from 'js-yaml';
 import { parseWith } from '../../src/config/schema/dsl.ts';
 import { kubernetesSection } from '../../src/config/schema/kubernetes.ts';
@@ -19,6 +21,25 @@ function spec(value: Record<string, unknown>): KubernetesSpec {
 }
 
 const worker = spec({ controlPlaneEndpoint: '10.0.0.10:6443', token: { valueFrom: { file: '/t' } }, caCertHashes: [HASH, { valueFrom: { env: 'H' } }] });
+
+// kubeadm join writes the cluster's kubelet-config (the KubeletConfiguration init uploaded) with
+// the patches applied as RFC 7386 merge patches (jsonpatch.MergePatch in kubeadm's util/patches):
+// a map in a patch merges into the cluster's key by key, null removes a key.
+function mergePatch(target: unknown, patch: unknown): unknown {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
+  const out: Record<string, unknown> = target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete out[key];
+    else out[key] = mergePatch(out[key], value);
+  }
+  return out;
+}
+const linuxInit = spec({ role: 'control-plane', bootstrap: 'init', kubelet: { evictionHard: { 'memory.available': '100Mi', 'nodefs.inodesFree': '5%', 'imagefs.inodesFree': '5%', 'pid.available': '10%' } } });
+const clusterKubeletConfig = (loadAll(renderKubeadm({ kubernetes: linuxInit, os: 'linux', api: 'v1beta4', cgroupDriver: 'systemd', secrets: placeholderSecrets(linuxInit, 'x') }).config) as any[]).find((d) => d.kind === 'KubeletConfiguration');
+function joinedKubeletConfig(k: KubernetesSpec, os: 'linux' | 'windows'): Record<string, unknown> {
+  const rendered = renderKubeadm({ kubernetes: k, os, api: 'v1beta4', cgroupDriver: 'systemd', secrets: placeholderSecrets(k, 'x') });
+  return rendered.patches.reduce((config, patch) => mergePatch(config, loadAll(patch.content)[0]), clusterKubeletConfig as unknown) as Record<string, unknown>;
+}
 
 describe('renderKubeadm', () => {
   it('renders the plan with a placeholder for every secret, whatever its source', () => {
@@ -47,24 +68,7 @@ describe('renderKubeadm', () => {
   });
 
   describe('eviction thresholds of a Windows worker joining a cluster made by a Linux init', () => {
-    // kubeadm join writes the cluster's kubelet-config (the KubeletConfiguration init uploaded)
-    // with the patches applied as RFC 7386 merge patches (jsonpatch.MergePatch in kubeadm's
-    // util/patches): a map in a patch merges into the cluster's key by key, null removes a key.
-    const mergePatch = (target: unknown, patch: unknown): unknown => {
-      if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
-      const out: Record<string, unknown> = target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
-      for (const [key, value] of Object.entries(patch)) {
-        if (value === null) delete out[key];
-        else out[key] = mergePatch(out[key], value);
-      }
-      return out;
-    };
-    const linuxInit = spec({ role: 'control-plane', bootstrap: 'init', kubelet: { evictionHard: { 'memory.available': '100Mi', 'nodefs.inodesFree': '5%', 'imagefs.inodesFree': '5%', 'pid.available': '10%' } } });
-    const clusterKubeletConfig = (loadAll(renderKubeadm({ kubernetes: linuxInit, os: 'linux', api: 'v1beta4', cgroupDriver: 'systemd', secrets: placeholderSecrets(linuxInit, 'x') }).config) as any[]).find((d) => d.kind === 'KubeletConfiguration');
-    const joined = (k: KubernetesSpec): Record<string, unknown> => {
-      const rendered = renderKubeadm({ kubernetes: k, os: 'windows', api: 'v1beta4', cgroupDriver: 'systemd', secrets: placeholderSecrets(k, 'x') });
-      return rendered.patches.reduce((config, patch) => mergePatch(config, loadAll(patch.content)[0]), clusterKubeletConfig as unknown) as Record<string, unknown>;
-    };
+    const joined = (k: KubernetesSpec) => joinedKubeletConfig(k, 'windows');
 
     it('leaves the Linux thresholds of the cluster out, so the kubelet takes its Windows defaults', () => {
       expect(clusterKubeletConfig.evictionHard).toHaveProperty(['nodefs.inodesFree']);
@@ -75,6 +79,35 @@ describe('renderKubeadm', () => {
       const k = spec({ ...worker, kubelet: { evictionHard: { 'memory.available': '500Mi', 'nodefs.available': '10%' } } });
       expect(joined(k).evictionHard).toEqual({ 'memory.available': '500Mi', 'nodefs.available': '10%' });
     });
+  });
+
+  describe('eviction thresholds of a Linux worker joining a cluster made by a Linux init', () => {
+    it('are the ones the Linux worker gives, as a whole', () => {
+      const k = spec({ ...worker, kubelet: { evictionHard: { 'memory.available': '500Mi' } } });
+      expect(joinedKubeletConfig(k, 'linux').evictionHard).toEqual({ 'memory.available': '500Mi' });
+    });
+
+    it('are the cluster\'s when the Linux worker gives none', () => {
+      expect(joinedKubeletConfig(worker, 'linux').evictionHard).toEqual(clusterKubeletConfig.evictionHard);
+    });
+
+    it('are the ones the Linux worker gives, as a whole, in the kubelet configuration the kubeadm stand-in writes on join', () => {
+      const initRun = runRendered(renderKubeadm({ kubernetes: linuxInit, os: 'linux', api: 'v1beta4', cgroupDriver: 'systemd', secrets: placeholderSecrets(linuxInit, 'abcdef.0123456789abcdef') }), 'v1.31.2');
+      expect(initRun.status, initRun.stderr).toBe(0);
+      const k = spec({ ...worker, kubelet: { evictionHard: { 'memory.available': '500Mi' } } });
+      const secrets = { token: 'abcdef.0123456789abcdef', caCertHashes: [HASH, HASH] };
+      const joinRun = runRendered(renderKubeadm({ kubernetes: k, os: 'linux', api: 'v1beta4', cgroupDriver: 'systemd', secrets }), 'v1.31.2', { KUBEADM_STANDIN_CLUSTER_KUBELET_CONFIG: join(initRun.root, 'var/lib/kubelet/config.yaml') });
+      expect(joinRun.status, joinRun.stderr).toBe(0);
+      expect(JSON.parse(readFileSync(join(joinRun.root, 'var/lib/kubelet/config.yaml'), 'utf8')).evictionHard).toEqual({ 'memory.available': '500Mi' });
+    });
+
+    it('are none at all when the Linux worker gives an empty map', () => {
+      expect(joinedKubeletConfig(spec({ ...worker, kubelet: { evictionHard: {} } }), 'linux').evictionHard).toEqual({});
+    });
+  });
+
+  it('writes the thresholds an init gives into its KubeletConfiguration as they are, without null', () => {
+    expect(clusterKubeletConfig.evictionHard).toEqual({ 'imagefs.inodesFree': '5%', 'memory.available': '100Mi', 'nodefs.inodesFree': '5%', 'pid.available': '10%' });
   });
 
   it.each([

@@ -1,7 +1,7 @@
 // The kubeadm stand-in must refuse what kubeadm refuses (and what kubeadm only warns about), with
 // kubeadm's wording, or the renderer's tests prove nothing.
 import { describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runStandin } from './standin.ts';
 import { scratchDir } from '../support/tmp.ts';
@@ -121,6 +121,19 @@ describe('kubeadm stand-in', () => {
     expect(ran.status).toBe(1);
     expect(ran.stderr).toContain('error execution phase kubelet-start: the kubelet refused /var/lib/kubelet/config.yaml: ');
     expect(ran.stderr).toContain(message);
+  });
+
+  it('writes the cluster\'s kubelet-config with the kubeletconfiguration patch applied as a merge patch, where null removes a threshold', () => {
+    const root = scratchDir('machineadm-standin-');
+    mkdirSync(join(root, 'run/patches'), { recursive: true });
+    writeFileSync(join(root, 'run/k.yaml'), join4('patches:\n  directory: /run/patches\n'));
+    writeFileSync(join(root, 'run/patches/kubeletconfiguration+merge.yaml'), 'evictionHard:\n  memory.available: 500Mi\n  nodefs.inodesFree: null\n');
+    const cluster = join(root, 'cluster-kubelet-config.yaml');
+    writeFileSync(cluster, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\nevictionHard:\n  memory.available: 100Mi\n  nodefs.inodesFree: 5%\n  pid.available: 10%\n');
+    const ran = runStandin(['join', '--config', '/run/k.yaml', '--rootfs', root], { KUBEADM_STANDIN_VERSION: 'v1.31.2', KUBEADM_STANDIN_CLUSTER_KUBELET_CONFIG: cluster });
+    expect(ran.status, ran.stderr).toBe(0);
+    const written = JSON.parse(readFileSync(join(root, 'var/lib/kubelet/config.yaml'), 'utf8'));
+    expect(written.evictionHard).toEqual({ 'memory.available': '500Mi', 'pid.available': '10%' });
   });
 
   it('empties the manifests directory on reset -f, also of manifests kubeadm did not write', () => {

@@ -29,7 +29,7 @@ export function runStandin(args: string[], env: Record<string, string> = {}): Ra
  * Feeds a rendered kubeadm configuration (and its patches) to the stand-in of that version, in a
  * scratch root laid out as machineadm lays out the machine; returns the run and the root.
  */
-export function runRendered(rendered: RenderedKubeadm, version: string): Ran & { root: string } {
+export function runRendered(rendered: RenderedKubeadm, version: string, env: Record<string, string> = {}): Ran & { root: string } {
   const root = scratchDir('machineadm-rendered-');
   const file = `/run/machineadm/kubeadm-${rendered.command}.yaml`;
   mkdirSync(join(root, 'run/machineadm'), { recursive: true });
@@ -38,5 +38,5 @@ export function runRendered(rendered: RenderedKubeadm, version: string): Ran & {
     mkdirSync(join(root, rendered.patchesDir), { recursive: true });
     writeFileSync(join(root, rendered.patchesDir, patch.name), patch.content);
   }
-  return { ...runStandin([rendered.command, '--config', file, '--rootfs', root], { KUBEADM_STANDIN_VERSION: version }), root };
+  return { ...runStandin([rendered.command, '--config', file, '--rootfs', root], { KUBEADM_STANDIN_VERSION: version, ...env }), root };
 }
