@@ -168,12 +168,15 @@ function files(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: 
     // cloud-init would put the machine's value into the path; machineadm's paths take none.
     if (target !== undefined && os === 'linux' && hasTemplate(target)) doc.refuse([...at, 'path'], `${target} holds a cloud-init template, which cloud-init fills in and machineadm's file paths do not`, 'write the path itself');
     else if (target !== undefined) file.path = os === 'windows' && /^[A-Za-z]:[\\/]/.test(target) ? windowsPath(target) : target;
-    const content = doc.string([...at, 'content']);
+    const written = doc.string([...at, 'content']);
+    const encoding = doc.string([...at, 'encoding']);
+    // CABPK writes plain content as a YAML literal block (content: |), which ends it with exactly
+    // one newline whatever it ended with: that is what cloud-init (or Ignition) writes.
+    const content = written !== undefined && encoding === undefined ? endedAsLiteralBlock(written) : written;
     const fromSecret = secretOf(doc, [...at, 'contentFrom'], os, mapping);
     if (fromSecret !== undefined) file.content = fromSecret;
     const format = doc.string([...at, 'contentFormat']);
     if (format !== undefined) doc.refuse([...at, 'contentFormat'], `${format}: machineadm writes content as it is (no template engine)`, 'render the content before it goes into the configuration');
-    const encoding = doc.string([...at, 'encoding']);
     if (content !== undefined) {
       // cloud-init renders the templates of CABPK's user data (## template: jinja) before it
       // decodes anything: only plain content holds any it sees.
@@ -204,6 +207,12 @@ function files(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: 
   if (out.length > 0) spec.files = out;
 }
 
+/** Text as a YAML literal block with clip chomping reads it back: its trailing newlines made one. */
+function endedAsLiteralBlock(text: string): string {
+  const body = text.replace(/\n+$/, '');
+  return body === '' ? '' : `${body}\n`;
+}
+
 function users(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: Json, mapping: SecretMapping): void {
   const path = [...base, 'users'];
   const n = doc.length(path);
@@ -217,7 +226,12 @@ function users(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: 
       continue;
     }
     const user: Json = { name: doc.string([...at, 'name']) };
-    for (const key of ['gecos', 'homeDir', 'shell', 'primaryGroup', 'sudo']) setIf(user, key, doc.string([...at, key]));
+    for (const key of ['gecos', 'homeDir', 'shell', 'primaryGroup']) setIf(user, key, doc.string([...at, key]));
+    const sudo = doc.string([...at, 'sudo']);
+    // CABPK writes sudo unquoted: cloud-init's YAML 1.1 reads false, no, off, null or ~ as no rule
+    // (its Ignition writes the text into a sudoers file as it is).
+    if (sudo !== undefined && doc.peek([...base, 'format']) !== 'ignition' && NO_SUDO_RULE.test(sudo)) doc.notes.push({ path: formatPath([...at, 'sudo']), message: `"${sudo}" reaches cloud-init as ${/^(null|Null|NULL|~)?$/.test(sudo) ? 'null' : 'false'}, which gives the user no sudo rule: none is written` });
+    else setIf(user, 'sudo', sudo);
     const groups = doc.string([...at, 'groups']);
     // cloud-init takes groups as one comma-separated string.
     if (groups !== undefined) user.groups = groups.split(',').map((g) => g.trim()).filter(Boolean);
@@ -233,6 +247,9 @@ function users(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: 
   }
   if (out.length > 0) spec.users = out;
 }
+
+// The plain YAML 1.1 scalars that are false or null, as PyYAML reads them.
+const NO_SUDO_RULE = /^(false|False|FALSE|no|No|NO|off|Off|OFF|null|Null|NULL|~|)$/;
 
 /**
  * cloud-init sets a user's passwd and then locks it unless lock_passwd is false (its default is

@@ -121,6 +121,20 @@ describe('an import does what CABPK and KubeadmControlPlane add', () => {
     ]);
     expect(notes.map((n) => `${n.path}: ${n.message}`)).toContainEqual(expect.stringMatching(/mounts\[1\]: takes cloud-init's default options defaults,nofail and fsck pass 2/));
   });
+
+  // CABPK writes a file's content as a YAML literal block (content: |), which ends the text with
+  // exactly one newline whatever it ended with; cloud-init writes what YAML read.
+  it.each([
+    ['127.0.0.1 localhost kubernetes', '127.0.0.1 localhost kubernetes\n'],
+    ['a\n\nb\n\n\n', 'a\n\nb\n'],
+    ['line\n', 'line\n'],
+    ['\n', ''],
+  ])("ends a file's plain content %j with one newline, as CABPK's content: | block does", (content, written) => {
+    const doc = fixture('03-capd-quickstart-workers.yaml');
+    doc.spec.template.spec.files = [{ path: '/etc/kube-vip.hosts', content }, { path: '/etc/b64', content: 'aGk=', encoding: 'base64' }];
+    const files = (importClusterApi(doc, { source: 'test' }).config.spec as Json).files;
+    expect(files.map((f: Json) => f.content)).toEqual([written, 'aGk=']);
+  });
 });
 
 // Providers whose machines cloud-init names from their own datasource's keys (Linode's label,
@@ -197,6 +211,15 @@ describe('an import gives users the password state cloud-init leaves them', () =
     const { config, notes } = importClusterApi(joining({ users: [{ name: 'ops', passwd: HASH_OF_PASSWORD, ...lock }] }), { source: 'test' });
     expect((config.spec as Json).users).toEqual([{ name: 'ops', lockPassword: true }]);
     expect(notes).toContainEqual({ path: 'spec.users[0].passwd', message: expect.stringMatching(/^cloud-init sets this password and locks it .*not carried; the password stays locked .*set lockPassword: false$/) });
+  });
+
+  // CABPK writes sudo unquoted (sudo: false), which cloud-init's YAML reads as false or null: no rule.
+  it.each(['false', 'False', 'no', 'off', 'null', '~'])('gives no sudo rule for sudo %j, as cloud-init does, saying so', (sudo) => {
+    const doc = fixture('03-capd-quickstart-workers.yaml');
+    doc.spec.template.spec.users = [{ name: 'ops', sudo }];
+    const { config, notes } = importClusterApi(doc, { source: 'test' });
+    expect((config.spec as Json).users[0].sudo).toBeUndefined();
+    expect(notes.map((n) => n.path)).toContain('spec.template.spec.users[0].sudo');
   });
 
   it('carries passwd, or passwdFrom, as passwordHash when lockPassword is false', () => {
