@@ -106,6 +106,10 @@ function commands(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spe
   const out: Json = {};
   const ignition = doc.peek([...base, 'format']) === 'ignition';
   setIf(out, 'boot', commandList(doc, [...base, 'bootCommands'], os, ignition, bootstrap));
+  // cloud-init's bootcmd runs at every boot; the recipe starts machineadm from runcmd, once per
+  // instance, and nothing of machineadm runs at a later boot. (CABPK refuses bootCommands with
+  // Ignition, and cloudbase-init has no bootcmd.)
+  if (os === 'linux' && !ignition && Array.isArray(out.boot) && out.boot.length > 0) doc.notes.push({ path: formatPath([...base, 'bootCommands']), message: "cloud-init runs bootcmd at every boot; machineadm runs spec.commands.boot when it runs (under the cloud-config recipe, whose runcmd starts it once per instance: at the first boot, and after a reboot it asked for), not at the boots after: what must hold at every boot belongs in spec.sysctls, spec.kernelModules, spec.storage.mounts, or a systemd unit written by spec.files" });
   setIf(out, 'beforeKubeadm', commandList(doc, [...base, 'preKubeadmCommands'], os, ignition, bootstrap));
   setIf(out, 'afterKubeadm', commandList(doc, [...base, 'postKubeadmCommands'], os, ignition, bootstrap));
   if (Object.keys(out).length > 0) spec.commands = out;
@@ -175,6 +179,10 @@ function files(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: 
     const content = written !== undefined && encoding === undefined ? endedAsLiteralBlock(written) : written;
     const fromSecret = secretOf(doc, [...at, 'contentFrom'], os, mapping);
     if (fromSecret !== undefined) file.content = fromSecret;
+    // CABPK puts the Secret's value into the same content: | block: the file cloud-init (or
+    // Ignition) wrote ends with exactly one newline. machineadm reads the value on the machine
+    // and writes it byte for byte; an encoded value decodes to the same bytes either way.
+    if (fromSecret !== undefined && encoding === undefined) doc.notes.push({ path: formatPath([...at, 'contentFrom']), message: "CABPK writes the Secret's value as a YAML literal block, so the file it made ends with exactly one newline (one added to a value without one, extra ones dropped); machineadm writes the value byte for byte: give it ending with exactly one newline for the same file" });
     const format = doc.string([...at, 'contentFormat']);
     if (format !== undefined) doc.refuse([...at, 'contentFormat'], `${format}: machineadm writes content as it is (no template engine)`, 'render the content before it goes into the configuration');
     if (content !== undefined) {
@@ -246,6 +254,11 @@ function users(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: 
     out.push(user);
   }
   if (out.length > 0) spec.users = out;
+  // CABPK's users: takes the place of cloud-init's users: [default], so the image's default user
+  // (ubuntu, ec2-user) is not made and gets no SSH key of the cloud's. The recipe's cloud-config
+  // lists no users: there cloud-init makes it, with its sudo rule and the cloud's key. Flatcar's
+  // core user is there under Ignition either way.
+  if (out.length > 0 && doc.peek([...base, 'format']) !== 'ignition') doc.notes.push({ path: formatPath(path), message: "CABPK's cloud-config lists these users without default, so cloud-init makes no default user of the image (ubuntu, ec2-user, ...); under machineadm's cloud-config recipe, which lists no users, cloud-init makes it, with its sudo rule and the cloud's SSH key: add users: [] to the recipe's cloud-config to keep it from being made" });
 }
 
 // The plain YAML 1.1 scalars that are false or null, as PyYAML reads them.
@@ -271,6 +284,18 @@ function ntp(doc: TrackedDocument, base: Path, spec: Json): void {
   const servers = doc.strings([...path, 'servers']);
   if (enabled === false) {
     if (servers !== undefined) doc.notes.push({ path: formatPath([...path, 'servers']), message: 'ntp.enabled is false: the servers are not configured' });
+    return;
+  }
+  // CABPK's Ignition writes the servers into ntp.conf only with enabled: true; cloud-init's
+  // enabled defaults to true.
+  if (servers !== undefined && enabled !== true && doc.peek([...base, 'format']) === 'ignition') {
+    doc.notes.push({ path: formatPath([...path, 'servers']), message: "CABPK's Ignition writes these servers only with ntp.enabled: true: not configured (set enabled: true for machineadm to configure them)" });
+    return;
+  }
+  // ntp: {} (v1beta1): CABPK before v1.11 renders an ntp: section of no servers, which cloud-init
+  // sets up; v1.11 and later render none.
+  if (servers === undefined && enabled === undefined && isPlainObject(doc.peek(path))) {
+    doc.notes.push({ path: formatPath(path), message: "{} gives cloud-init an ntp: section under CABPK before v1.11 (later ones write none), and cloud-init then sets up its NTP client with the distribution's default pools (enabled defaults to true); machineadm leaves the machine's time service as the image has it: give ntp.servers for servers of your own" });
     return;
   }
   if (servers !== undefined) spec.timeServers = { servers };

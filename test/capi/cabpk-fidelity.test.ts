@@ -331,3 +331,53 @@ describe('kubeadm verbosity', () => {
     else expect(note).toBeUndefined();
   });
 });
+
+// What cloud-init does with CABPK's cloud-config that machineadm's run, started once by the
+// recipe's runcmd, does not do by itself: each is said to the operator in a note.
+describe('an import says where cloud-init does more than a machineadm run', () => {
+  const said = (doc: Json): string[] => importClusterApi(doc, { source: 'test' }).notes.map((n) => `${n.path}: ${n.message}`);
+
+  // cloud-init's bootcmd runs at every boot (cc_bootcmd: PER_ALWAYS); the recipe runs machineadm
+  // from runcmd, once per instance.
+  it('says that bootCommands ran at every boot under cloud-init, and run only when machineadm runs', () => {
+    const { config, notes } = importClusterApi(joining({ bootCommands: ['sysctl -w vm.max_map_count=262144'] }), { source: 'test' });
+    expect((config.spec as Json).commands.boot[0].shell).toContain('sysctl -w vm.max_map_count=262144');
+    expect(notes).toContainEqual({ path: 'spec.bootCommands', message: expect.stringMatching(/^cloud-init runs bootcmd at every boot; machineadm runs spec\.commands\.boot when it runs .*not at the boots after/) });
+  });
+
+  // CABPK writes a Secret's value into a content: | block too, which cloud-init reads back ending
+  // with exactly one newline; machineadm writes the value it reads byte for byte.
+  it.each([
+    ['plain', undefined, true],
+    ['base64', 'base64', false],
+  ])("says that a %s contentFrom file ended with exactly one newline under cloud-init", (_what, encoding, noted) => {
+    const notes = said(joining({ files: [{ path: '/etc/s.conf', contentFrom: { secret: { name: 's', key: 'k' } }, ...(encoding ? { encoding } : {}) }] }));
+    const newline = notes.filter((n) => n.startsWith('spec.files[0].contentFrom: ') && /exactly one newline/.test(n));
+    expect(newline).toHaveLength(noted ? 1 : 0);
+  });
+
+  it("says that ntp: {} has cloud-init's default pools set up by CABPK before v1.11, and leaves the time service as it is", () => {
+    const { config, notes } = importClusterApi(joining({ ntp: {} }), { source: 'test' });
+    expect((config.spec as Json).timeServers).toBeUndefined();
+    expect(notes).toContainEqual({ path: 'spec.ntp', message: expect.stringMatching(/default pools/) });
+    // cloud-init's ntp enabled defaults to true: servers without it are set up.
+    expect((importClusterApi(joining({ ntp: { servers: ['time.example'] } }), { source: 'test' }).config.spec as Json).timeServers).toEqual({ servers: ['time.example'] });
+  });
+
+  // CABPK's Ignition writes /etc/ntp.conf only `if and .NTP.Enabled .NTP.Servers`.
+  it('leaves ntp servers without enabled: true out of an Ignition import, as CABPK does, saying so', () => {
+    const { config, notes } = importClusterApi(joining({ format: 'ignition', ntp: { servers: ['time.example'] } }), { source: 'test' });
+    expect((config.spec as Json).timeServers).toBeUndefined();
+    expect(notes).toContainEqual({ path: 'spec.ntp.servers', message: expect.stringContaining('enabled: true') });
+    expect((importClusterApi(joining({ format: 'ignition', ntp: { enabled: true, servers: ['time.example'] } }), { source: 'test' }).config.spec as Json).timeServers).toEqual({ servers: ['time.example'] });
+  });
+
+  // CABPK's users: replace cloud-init's users: [default]; the recipe's cloud-config has no users:.
+  it.each([
+    ['cloud-config', {}, true],
+    ['Ignition (Flatcar keeps its core user either way)', { format: 'ignition' }, false],
+  ])("says, for %s, that cloud-init makes the image's default user under the recipe but not under CABPK", (_what, format, noted) => {
+    const notes = said(joining({ ...format, users: [{ name: 'ops' }] }));
+    expect(notes.filter((n) => n.startsWith('spec.users: ') && /default user/.test(n) && /users: \[\]/.test(n))).toHaveLength(noted ? 1 : 0);
+  });
+});
