@@ -105,10 +105,14 @@ function assigned(lines: readonly string[]): Set<string> {
 function commands(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: Json, bootstrap: 'init' | 'join'): void {
   const out: Json = {};
   const ignition = doc.peek([...base, 'format']) === 'ignition';
-  setIf(out, 'boot', commandList(doc, [...base, 'bootCommands'], os, ignition, bootstrap));
+  // CABPK writes bootCommands as cloud-config's bootcmd; cloudbase-init has no plugin for it (its
+  // cloud-config plugins: write_files, set_timezone, set_hostname, ntp, groups, users, runcmd) and
+  // skips the key, so on Windows these lines never ran: carrying them would run them now.
+  if (os === 'windows') doc.note([...base, 'bootCommands'], "cloudbase-init has no bootcmd: these never ran under CABPK on Windows (cloudbase-init skips cloud-config keys it has no plugin for): not carried (a command that should run goes in spec.commands.beforeKubeadm)");
+  else setIf(out, 'boot', commandList(doc, [...base, 'bootCommands'], os, ignition, bootstrap));
   // cloud-init's bootcmd runs at every boot; the recipe starts machineadm from runcmd, once per
   // instance, and nothing of machineadm runs at a later boot. (CABPK refuses bootCommands with
-  // Ignition, and cloudbase-init has no bootcmd.)
+  // Ignition.)
   if (os === 'linux' && !ignition && Array.isArray(out.boot) && out.boot.length > 0) doc.notes.push({ path: formatPath([...base, 'bootCommands']), message: "cloud-init runs bootcmd at every boot; machineadm runs spec.commands.boot when it runs (under the cloud-config recipe, whose runcmd starts it once per instance: at the first boot, and after a reboot it asked for), not at the boots after: what must hold at every boot belongs in spec.sysctls, spec.kernelModules, spec.storage.mounts, or a systemd unit written by spec.files" });
   setIf(out, 'beforeKubeadm', commandList(doc, [...base, 'preKubeadmCommands'], os, ignition, bootstrap));
   setIf(out, 'afterKubeadm', commandList(doc, [...base, 'postKubeadmCommands'], os, ignition, bootstrap));

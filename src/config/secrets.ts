@@ -32,7 +32,7 @@ export function readAtStart(source: SecretSource): boolean {
 const remembered = new WeakMap<ConfigHost, Map<string, string>>();
 
 export interface SecretOptions {
-  /** The value is a file's content: kept byte for byte. */
+  /** The value is a file's content: kept byte for byte, and may be empty. */
   exact?: boolean;
   /** The file's encoding: what the value decodes to is scrubbed too. */
   encoding?: FileEncoding;
@@ -56,7 +56,9 @@ export async function resolveSecret(source: SecretSource, host: ConfigHost, fiel
     cache.set(key, stored);
     value = read.exact ? stored : stored.replace(/\r?\n$/, '');
   }
-  if (value === '') throw new ConfigError([{ path: field, message: 'the secret is empty' }]);
+  // An empty file is a file (cloud-init writes a contentFrom Secret's empty value as one); an empty
+  // token, password or key is a mistake to stop at.
+  if (value === '' && !read.exact) throw new ConfigError([{ path: field, message: 'the secret is empty' }]);
   if (scrubber) for (const part of [...scrubbedParts(value), ...decodedParts(value, options.encoding)]) scrubber.add(part);
   return value;
 }

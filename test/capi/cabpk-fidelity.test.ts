@@ -107,6 +107,20 @@ describe('an import does what CABPK and KubeadmControlPlane add', () => {
     expect(notes).toContainEqual({ path: 'spec.template.spec.users[0]', message: expect.stringContaining('capi: local users are managed on Linux only: not carried') });
   });
 
+  // CABPK writes bootCommands as cloud-config's bootcmd, which cloudbase-init has no plugin for
+  // (its cloud-config plugins: write_files, set_timezone, set_hostname, ntp, groups, users,
+  // runcmd): it logs the key as not supported and goes on, so the lines never ran.
+  it('leaves the bootCommands of a Windows template out, saying they never ran, and keeps them on Linux', () => {
+    const doc = fixture('08-capz-windows-workers.yaml');
+    doc.spec.template.spec.bootCommands = ['New-Item -ItemType Directory -Force C:\\boot'];
+    const windows = importClusterApi(doc, { source: 'test' });
+    expect((windows.config.spec as Json).commands?.boot).toBeUndefined();
+    expect(windows.notes).toContainEqual({ path: 'spec.template.spec.bootCommands', message: expect.stringContaining('cloudbase-init has no bootcmd: these never ran under CABPK on Windows') });
+    const linux = fixture('03-capd-quickstart-workers.yaml');
+    linux.spec.template.spec.bootCommands = ['mkdir -p /boot-marker'];
+    expect((importClusterApi(linux, { source: 'test' }).config.spec as Json).commands.boot[0].shell).toContain('mkdir -p /boot-marker');
+  });
+
   it("refuses any other work on CABPK's kubeadm configuration file, naming the line", () => {
     const doc = fixture('03-capd-quickstart-workers.yaml');
     doc.spec.template.spec.preKubeadmCommands = ['echo ok', 'sed -i "s/old/new/" /run/kubeadm/kubeadm-join-config.yaml'];

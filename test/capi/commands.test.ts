@@ -163,10 +163,11 @@ describe('Cluster API commands', () => {
     const lists = { bootCommands: ['swapoff -a'], preKubeadmCommands: ['apt-get install -y socat'], postKubeadmCommands: ['echo done'] };
     const cloudConfig = await imported(lists);
     const ignition = await imported({ ...lists, format: 'ignition', ignition: { containerLinuxConfig: { additionalConfig: unit } } });
+    // A Windows template's bootCommands are not carried (cloudbase-init has no bootcmd).
     const windows = await imported({ ...lists, joinConfiguration: { nodeRegistration: { criSocket: 'npipe:////./pipe/containerd-containerd' } } });
-    for (const { commands } of [cloudConfig, ignition, windows]) {
+    for (const [{ commands }, least] of [[cloudConfig, 3], [ignition, 3], [windows, 2]] as const) {
       const all = Object.values(commands).flat();
-      expect(all.length).toBeGreaterThanOrEqual(3);
+      expect(all.length).toBeGreaterThanOrEqual(least);
       for (const command of all) expect(command.timeoutSeconds, JSON.stringify(command)).toBe(longest);
     }
     expect(ignition.commands.beforeKubeadm![0]!.argv).toEqual(['systemctl', 'enable', '--now', 'hello.service']);

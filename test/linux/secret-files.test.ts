@@ -117,6 +117,25 @@ describe('prepare/files with secret content', () => {
     expect(leaks(runs, [m.state, join(m.root, 'run')], [])).toEqual([]);
   });
 
+  // cloud-init writes a contentFrom Secret's empty value as an empty file (CABPK checks only that
+  // the key is there); an empty file is a file, where an empty token is no credential.
+  it('writes an empty secret as an empty file, and still refuses an empty credential', async () => {
+    const m = machine([{ path: '/etc/app/empty.conf', content: { valueFrom: { file: '/etc/machineadm/empty' } } }]);
+    writeFileSync(join(m.root, 'etc/machineadm/empty'), '', { mode: 0o600 });
+    const common = ['-c', m.config, '--root', m.root, '--state-dir', m.state, '--only', 'prepare/files'];
+    const first = await runCli(['prepare', ...common]);
+    expect(first.code, first.stderr).toBe(0);
+    expect(readFileSync(join(m.root, 'etc/app/empty.conf'))).toHaveLength(0);
+    expect(statSync(join(m.root, 'etc/app/empty.conf')).mode & 0o777).toBe(0o600);
+    const again = await runCli(['plan', ...common]);
+    expect(again.stdout).toContain('= prepare/files: write the files listed in spec.files [up to date]');
+
+    writeFileSync(join(m.root, 'etc/machineadm/bootstrap-token'), '', { mode: 0o600 });
+    const token = await runCli(['plan', '-c', 'examples/linux-worker.yaml', '--root', m.root]);
+    expect(token.code).toBe(2);
+    expect(token.stderr).toContain('spec.kubernetes.token: the secret is empty');
+  });
+
   it('refuses append with a secret at validation (exit 2), writing nothing', async () => {
     const m = machine([{ path: '/etc/environment', content: { valueFrom: { file: '/etc/machineadm/azure.json' } }, append: true }]);
     const run = await runCli(['prepare', '-c', m.config, '--root', m.root, '--state-dir', m.state, '--only', 'prepare/files']);
