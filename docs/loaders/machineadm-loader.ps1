@@ -65,13 +65,27 @@ $url = $BaseUrl.TrimEnd('/') + '/' + $FileName
 Add-Type -AssemblyName System.Net.Http
 $client = New-Object System.Net.Http.HttpClient
 
+# Why a download of $Uri ends at a redirect HttpClient did not follow (to plain http from https,
+# or too many): another try would get the same. The target is said without its user info and
+# query, which may carry credentials (a signed URL's).
+function Get-RedirectRefusal([string] $Uri, $Got) {
+  if (-not $Got.Location) { return "download of ${Uri} failed: HTTP status $($Got.Status) without a location to follow" }
+  $to = New-Object Uri([Uri]$Uri, $Got.Location)
+  $shown = "$($to.Scheme)://$($to.Authority)$($to.AbsolutePath)"
+  if ($to.Scheme -eq 'http' -and $Uri -like 'https:*') {
+    return "download of ${Uri} failed: it was redirected to plain http, which an https base URL does not allow (the mirror must redirect to https; it redirected to $shown)"
+  }
+  return "download of ${Uri} failed: the mirror redirected to $shown (HTTP status $($Got.Status)), which was not followed"
+}
+
 # Downloads $Uri into $Path, through GZipStream when $Inflate, hashing what is written on the way
 # (a CryptoStream over SHA-256, which passes the bytes through): the bytes are read once. Returns
-# the HTTP status and the SHA-256 (lower-case hex) of the file written.
+# the HTTP status and the SHA-256 (lower-case hex) of the file written, or for an answer that is not
+# a success its Location (a redirect HttpClient did not follow).
 function Receive-Binary([string] $Uri, [string] $Path, [bool] $Inflate) {
   $response = $client.GetAsync($Uri, [Net.Http.HttpCompletionOption]::ResponseHeadersRead).GetAwaiter().GetResult()
   try {
-    if (-not $response.IsSuccessStatusCode) { return @{ Status = [int]$response.StatusCode; Sha256 = $null } }
+    if (-not $response.IsSuccessStatusCode) { return @{ Status = [int]$response.StatusCode; Sha256 = $null; Location = $response.Headers.Location } }
     $source = $response.Content.ReadAsStreamAsync().GetAwaiter().GetResult()
     if ($Inflate) { $source = New-Object IO.Compression.GZipStream($source, [IO.Compression.CompressionMode]::Decompress) }
     $sha = [Security.Cryptography.SHA256]::Create()
@@ -117,6 +131,7 @@ try {
         if ($got.Sha256) { $actual = $got.Sha256 }
         # A copy the mirror does not have (404; 403 from object stores): the binary itself.
         elseif ($suffix -and $got.Status -ge 400 -and $got.Status -lt 500 -and $got.Status -notin 408, 429) { break }
+        elseif ($got.Status -ge 300 -and $got.Status -lt 400) { Stop-Loader 1 (Get-RedirectRefusal $from $got) }
         else { throw "HTTP status $($got.Status)" }
       } catch [IO.InvalidDataException] {
         Stop-Loader 3 "$from does not inflate with GZipStream (damaged, or not what its name says): not installing or running it"
