@@ -144,14 +144,17 @@ async function runnerInput(request: Omit<RunRequest, 'console'>): Promise<{ inpu
 async function refuseBeforeChange(request: Omit<RunRequest, 'console'>, input: RunnerInput, secrets: SecretScrubber): Promise<ResolvedEndpoint[]> {
   selectSteps(input.phases, input.selection);
   const issues: ConfigIssue[] = [];
+  const refusedOffline = new Set<string>();
   const collect = (error: unknown): undefined => {
     if (!(error instanceof ConfigError)) throw error;
-    issues.push(...error.issues);
+    // A step's preflight refuses the same offline secret again: one problem per secret.
+    issues.push(...error.issues.filter((i) => !(i.hint === OFFLINE_HINT && refusedOffline.has(i.path))));
     return undefined;
   };
   // A secret read over the network cannot be had offline: refused now, not by its step mid-run.
   if (request.host.offline) {
     for (const { field, source } of secretFields(request.config).filter((s) => secretNeedsNetwork(s.source))) {
+      refusedOffline.add(field);
       issues.push({ path: field, message: `is read from ${describeSecretSource(source, input.facts.os)}, which needs the network: refused with --offline`, hint: OFFLINE_HINT });
     }
   }

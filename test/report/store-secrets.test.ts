@@ -179,6 +179,9 @@ describe('an offline run with secrets in a store', () => {
     expect(run.stderr).toContain('spec.kubernetes.token: is read from AWS Secrets Manager secret cluster-a/join-token');
     expect(run.stderr).toContain('spec.files[1].content: is read from Google Secret Manager');
     expect(run.stderr).toContain('refused with --offline');
+    // Each secret is one problem, however many checks refuse it.
+    expect(run.stderr).toContain('invalid configuration (2 problems)');
+    for (const field of ['spec.kubernetes.token:', 'spec.files[1].content:']) expect(run.stderr.split(field)).toHaveLength(2);
     expect(existsSync(join(root, 'etc/first.conf'))).toBe(false);
     expect(aws.imds.requests.length + gcp.metadata.requests.length).toBe(asked);
   });
