@@ -185,6 +185,32 @@ describe('an offline run with secrets in a store', () => {
     expect(existsSync(join(root, 'etc/first.conf'))).toBe(false);
     expect(aws.imds.requests.length + gcp.metadata.requests.length).toBe(asked);
   });
+
+  it('is planned in full, then refused (exit 2), each network secret named once, the store never asked', async () => {
+    const dir = scratchDir('machineadm-store-offline-plan-');
+    const root = join(dir, 'root');
+    const config = join(dir, 'machine.yaml');
+    mkdirSync(join(root, 'etc'), { recursive: true });
+    const spec = {
+      kubernetes: { controlPlaneEndpoint: '10.0.0.10:6443', token: { valueFrom: STORES.aws!.token() }, caCertHashes: ['sha256:' + 'ab'.repeat(32)] },
+      files: [
+        { path: '/etc/first.conf', content: 'x\n' },
+        { path: '/etc/kubernetes/azure.json', content: { valueFrom: STORES.aws!.file() } },
+      ],
+    };
+    writeFileSync(config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec }, { lineWidth: -1 }));
+    const asked = aws.imds.requests.length;
+    const plan = await runCli(['plan', '-c', config, '--root', root, '--state-dir', join(dir, 'state'), '--offline'], { env: standinEnv({ MACHINEADM_IMDS_ENDPOINT: aws.imds.url }) });
+    expect(plan.code).toBe(2);
+    // The whole plan, the file whose content the store holds among the rest.
+    for (const shown of ['prepare/files', '/etc/first.conf', '/etc/kubernetes/azure.json', 'provision/kubeadm']) expect(plan.stdout).toContain(shown);
+    expect(plan.stderr).toContain('spec.kubernetes.token: is read from AWS Secrets Manager secret cluster-a/join-token');
+    expect(plan.stderr).toContain('spec.files[1].content: is read from AWS SSM parameter /cluster-a/azure-json');
+    expect(plan.stderr).toContain('invalid configuration (2 problems)');
+    for (const field of ['spec.kubernetes.token:', 'spec.files[1].content:']) expect(plan.stderr.split(field)).toHaveLength(2);
+    expect(existsSync(join(root, 'etc/first.conf'))).toBe(false);
+    expect(aws.imds.requests.length).toBe(asked);
+  });
 });
 
 describe('an age envelope the machine cannot open', () => {

@@ -12,6 +12,8 @@ import { decodeContent } from '../../config/schema/file-content.ts';
 import { fillValues, type MachineString } from '../../config/schema/machine.ts';
 import { errorForField, formatMode, inspectFile, inspectTarget, writeFiles, type DesiredFile } from '../../engine/managed-file.ts';
 import { readPem } from '../../config/pem-file.ts';
+import { secretNeedsNetwork } from '../../config/secrets.ts';
+import { describeSecretSource } from '../../config/secret-description.ts';
 import { downloadAll, EarlyDownloads, sourceFiles, type SourceFile } from './file-downloads.ts';
 
 // An owner that prepare/users makes (a user of spec.users, or one of their groups) may not exist
@@ -87,7 +89,15 @@ function decodeInline(spec: FileSpec, content: string): ReturnType<typeof decode
   return decoded;
 }
 
-async function split(ctx: StepContext): Promise<{ inline: DesiredFile[]; sources: SourceFile[] }> {
+/** A file whose content is in a store the --offline run cannot reach: planned, never read. */
+interface UnreadFile {
+  path: string;
+  detail: string;
+}
+
+// `unread`: the check of an --offline run plans such a file without reading its secret (the run
+// refuses it before any step, once); the preflight and apply read it, and refuse it themselves.
+async function split(ctx: StepContext, options: { unread?: UnreadFile[] } = {}): Promise<{ inline: DesiredFile[]; sources: SourceFile[] }> {
   const inline: DesiredFile[] = [];
   const sources: SourceFile[] = [];
   const duplicates = duplicatePaths(ctx.config.spec.files ?? [], ctx.host.fs.platform === 'windows' ? '\\' : '/');
@@ -100,6 +110,10 @@ async function split(ctx: StepContext): Promise<{ inline: DesiredFile[]; sources
     }
     // A secret is read when the step looks at its file (a plan for another machine reads none).
     const secret = isSecretContent(spec);
+    if (secret && options.unread && ctx.host.offline && secretNeedsNetwork(spec.content)) {
+      options.unread.push({ path: spec.path, detail: `content from ${describeSecretSource(spec.content, ctx.facts.os)}, not read with --offline` });
+      continue;
+    }
     const text = typeof spec.content === 'string' ? spec.content : spec.content === undefined || otherMachine(ctx) ? '' : await ctx.secret(spec.content, `spec.files[${index}].content`, { exact: true, encoding: spec.encoding });
     const decoded = typeof spec.content === 'string' ? decodeInline(spec, spec.content) : decodeContent(text, spec.encoding);
     if ('problem' in decoded) throw new MachineadmError(`spec.files[${index}].content ${secret ? `(the secret read) ${decoded.problem.split('|')[0]}` : decoded.problem}`, ExitCode.usage);
@@ -213,12 +227,13 @@ export const filesStep: Step = {
     for (const file of sources.filter(isLocal)) await checkLocalSource(ctx.host, file.spec.source, `spec.files[${file.index}].source`);
   },
   async check(ctx) {
-    const { inline, sources } = await split(ctx);
+    const unread: UnreadFile[] = [];
+    const { inline, sources } = await split(ctx, { unread });
     if (otherMachine(ctx)) {
       const planned = [...inline.map((f) => f.path), ...sources.map((s) => s.spec.path)].map((target) => ({ action: 'write', target, detail: `planned for a ${ctx.facts.os} machine: its current content is not looked at from here` }));
       return { done: false, changes: planned };
     }
-    const changes: Change[] = [];
+    const changes: Change[] = unread.map((f) => ({ action: 'write', target: f.path, detail: f.detail }));
     for (const f of inline) {
       const state = await inspectFile(ctx.host.fs, f, ctx.facts.privileged);
       if (state.change) changes.push(state.change);
