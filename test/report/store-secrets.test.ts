@@ -159,20 +159,26 @@ describe.each(Object.keys(STORES))('secrets from %s', (name) => {
   });
 });
 
+/** A machine whose token (AWS) and second file's content (from `file`) are in a store, with one plain file beside. */
+function offlineMachine(file: unknown): { dir: string; root: string; config: string } {
+  const dir = scratchDir('machineadm-store-offline-');
+  const root = join(dir, 'root');
+  const config = join(dir, 'machine.yaml');
+  mkdirSync(join(root, 'etc'), { recursive: true });
+  const spec = {
+    kubernetes: { controlPlaneEndpoint: '10.0.0.10:6443', token: { valueFrom: STORES.aws!.token() }, caCertHashes: ['sha256:' + 'ab'.repeat(32)] },
+    files: [
+      { path: '/etc/first.conf', content: 'x\n' },
+      { path: '/etc/kubernetes/azure.json', content: { valueFrom: file } },
+    ],
+  };
+  writeFileSync(config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec }, { lineWidth: -1 }));
+  return { dir, root, config };
+}
+
 describe('an offline run with secrets in a store', () => {
   it('is refused before anything changes (exit 2), each network secret named, the store never asked', async () => {
-    const dir = scratchDir('machineadm-store-offline-');
-    const root = join(dir, 'root');
-    const config = join(dir, 'machine.yaml');
-    mkdirSync(join(root, 'etc'), { recursive: true });
-    const spec = {
-      kubernetes: { controlPlaneEndpoint: '10.0.0.10:6443', token: { valueFrom: STORES.aws!.token() }, caCertHashes: ['sha256:' + 'ab'.repeat(32)] },
-      files: [
-        { path: '/etc/first.conf', content: 'x\n' },
-        { path: '/etc/kubernetes/azure.json', content: { valueFrom: STORES.gcp!.file() } },
-      ],
-    };
-    writeFileSync(config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec }, { lineWidth: -1 }));
+    const { dir, root, config } = offlineMachine(STORES.gcp!.file());
     const asked = aws.imds.requests.length + gcp.metadata.requests.length;
     const run = await runCli(['init', '-c', config, '--root', root, '--state-dir', join(dir, 'state'), '--offline'], { env: standinEnv({ MACHINEADM_IMDS_ENDPOINT: aws.imds.url }) });
     expect(run.code).toBe(2);
@@ -187,18 +193,7 @@ describe('an offline run with secrets in a store', () => {
   });
 
   it('is planned in full, then refused (exit 2), each network secret named once, the store never asked', async () => {
-    const dir = scratchDir('machineadm-store-offline-plan-');
-    const root = join(dir, 'root');
-    const config = join(dir, 'machine.yaml');
-    mkdirSync(join(root, 'etc'), { recursive: true });
-    const spec = {
-      kubernetes: { controlPlaneEndpoint: '10.0.0.10:6443', token: { valueFrom: STORES.aws!.token() }, caCertHashes: ['sha256:' + 'ab'.repeat(32)] },
-      files: [
-        { path: '/etc/first.conf', content: 'x\n' },
-        { path: '/etc/kubernetes/azure.json', content: { valueFrom: STORES.aws!.file() } },
-      ],
-    };
-    writeFileSync(config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec }, { lineWidth: -1 }));
+    const { dir, root, config } = offlineMachine(STORES.aws!.file());
     const asked = aws.imds.requests.length;
     const plan = await runCli(['plan', '-c', config, '--root', root, '--state-dir', join(dir, 'state'), '--offline'], { env: standinEnv({ MACHINEADM_IMDS_ENDPOINT: aws.imds.url }) });
     expect(plan.code).toBe(2);
