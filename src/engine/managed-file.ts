@@ -137,6 +137,19 @@ export async function inspectFileOrRefuse(fs: RootedFileSystem, desired: Desired
   }
 }
 
+/**
+ * inspectFileOrRefuse for a step's check: a refusal comes back as the plan's `refuse` changes
+ * (what the preflight refuses shows in the plan with the plan of the other steps).
+ */
+export async function inspectFileOrRefusal(fs: RootedFileSystem, desired: DesiredFile, isRoot: boolean): Promise<FileState | { refused: Change[] }> {
+  try {
+    return await inspectFileOrRefuse(fs, desired, isRoot);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    return { refused: error.issues.map((i) => ({ action: 'refuse', target: i.path, detail: i.hint ? `${i.message} (${i.hint})` : i.message })) };
+  }
+}
+
 export async function inspectFiles(fs: RootedFileSystem, files: readonly DesiredFile[], isRoot: boolean): Promise<FileState[]> {
   const states: FileState[] = [];
   for (const f of files) states.push(await inspectFile(fs, f, isRoot));

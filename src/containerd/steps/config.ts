@@ -3,8 +3,7 @@
 import type { Step } from '../../engine/step.ts';
 import { describeTarget } from '../target.ts';
 import { CONTAINERD_CONFIG } from '../paths.ts';
-import { inspectFileOrRefuse, writeFiles } from '../../engine/managed-file.ts';
-import { ConfigError } from '../../errors.ts';
+import { inspectFileOrRefusal, inspectFileOrRefuse, writeFiles } from '../../engine/managed-file.ts';
 import { desiredFile, renderFor } from './render.ts';
 
 export const containerdConfigStep: Step = {
@@ -23,12 +22,8 @@ export const containerdConfigStep: Step = {
   },
   async check(ctx) {
     const files = renderFor(ctx);
-    const state = await inspectFileOrRefuse(ctx.host.fs, desiredFile(files.config), ctx.facts.privileged).catch((error: unknown) => {
-      if (!(error instanceof ConfigError)) throw error;
-      return error;
-    });
-    // What the preflight refuses shows in the plan as a refusal, with the plan of the other steps.
-    if (state instanceof ConfigError) return { done: false, changes: state.issues.map((i) => ({ action: 'refuse', target: i.path, detail: i.hint ? `${i.message} (${i.hint})` : i.message })) };
+    const state = await inspectFileOrRefusal(ctx.host.fs, desiredFile(files.config), ctx.facts.privileged);
+    if ('refused' in state) return { done: false, changes: state.refused };
     const record = { configVersion: files.target.configVersion, containerdVersion: files.target.containerdVersion };
     if (!state.change) return { done: true, changes: [], record };
     const target = describeTarget(files.target);

@@ -1,8 +1,7 @@
 // prepare/containerd/proxy: the systemd drop-in that gives containerd HTTP(S)_PROXY and NO_PROXY.
 // When the proxy is taken out of the configuration, the drop-in machineadm wrote is removed.
 import type { Step, StepContext } from '../../engine/step.ts';
-import { inspectFileOrRefuse, writeFiles } from '../../engine/managed-file.ts';
-import { ConfigError } from '../../errors.ts';
+import { inspectFileOrRefusal, inspectFileOrRefuse, writeFiles } from '../../engine/managed-file.ts';
 import { PROXY_DROPIN } from '../paths.ts';
 import { desiredFile, renderFor, WRITTEN_BY_MACHINEADM } from './render.ts';
 
@@ -42,12 +41,8 @@ export const containerdProxyStep: Step = {
       if (ctx.config.spec.containerd === undefined) return { done: true, changes: [], record: { dropIn: false } };
       return { done: true, changes: [], skipReason: NOT_ASKED };
     }
-    const state = await inspectFileOrRefuse(ctx.host.fs, desiredFile(proxy), ctx.facts.privileged).catch((error: unknown) => {
-      if (!(error instanceof ConfigError)) throw error;
-      return error;
-    });
-    // What the preflight refuses shows in the plan as a refusal, with the plan of the other steps.
-    if (state instanceof ConfigError) return { done: false, changes: state.issues.map((i) => ({ action: 'refuse', target: i.path, detail: i.hint ? `${i.message} (${i.hint})` : i.message })) };
+    const state = await inspectFileOrRefusal(ctx.host.fs, desiredFile(proxy), ctx.facts.privileged);
+    if ('refused' in state) return { done: false, changes: state.refused };
     return { done: !state.change, changes: state.change ? [state.change] : [], record: { dropIn: true } };
   },
   async apply(ctx) {
