@@ -97,6 +97,17 @@ function commandList(doc: TrackedDocument, path: Path, os: 'linux' | 'windows', 
   return [{ name, shell: [...(ignition ? ['set -e'] : []), ...kept, ...end].join('\n'), ...(Object.keys(env).length > 0 ? { env } : {}), timeoutSeconds: LONGEST_TIMEOUT_SECONDS }];
 }
 
+/**
+ * Whether a script reads a variable before it assigns it (a script that sets it first, as
+ * Nutanix's postKubeadmCommands set their version variables again, does not need the value).
+ */
+function usedBeforeSet(script: string, name: string): boolean {
+  const use = script.search(new RegExp(`\\$\\{?${name}\\b`));
+  if (use < 0) return false;
+  const set = script.search(new RegExp(`(?:^|[;&|\\s])(?:export\\s+|readonly\\s+|local\\s+)?${name}=`));
+  return set < 0 || use < set;
+}
+
 /** Shell variables a script assigns (NAME=..., export NAME=...). */
 function assigned(lines: readonly string[]): Set<string> {
   return new Set(lines.flatMap((l) => [...l.matchAll(/(?:^|[;&|\s])(?:export\s+|readonly\s+|local\s+)?([A-Za-z_][A-Za-z0-9_]*)=/g)].map((m) => m[1]!)));
@@ -123,7 +134,8 @@ function commands(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spe
   const before = assigned(pre);
   const after = doc.peek([...base, 'postKubeadmCommands']);
   if (os === 'linux' && Array.isArray(after) && after.length > 0) {
-    const used = [...before].filter((name) => after.some((l) => typeof l === 'string' && new RegExp(`\\$\\{?${name}\\b`).test(l)));
+    const script = after.filter((l): l is string => typeof l === 'string').join('\n');
+    const used = [...before].filter((name) => usedBeforeSet(script, name));
     if (used.length > 0) doc.notes.push({ path: formatPath([...base, 'postKubeadmCommands']), message: `uses ${used.map((n) => `$${n}`).join(', ')}, set by preKubeadmCommands: machineadm runs kubeadm between the two scripts, so set ${used.length > 1 ? 'them' : 'it'} again in postKubeadmCommands` });
     // Ignition's scripts both begin with set -e: only the others matter there.
     const kept = SHELL_STATE.filter((s) => !(ignition && s.what === 'set -e') && pre.some((l) => s.test.test(l))).map((s) => s.what);

@@ -87,6 +87,16 @@ describe('Cluster API commands', () => {
     expect(stderr).toContain('note: spec.template.spec.postKubeadmCommands: uses $CRICTL_VERSION, $ARCH, set by preKubeadmCommands: machineadm runs kubeadm between the two scripts, so set them again in postKubeadmCommands');
   });
 
+  it('say nothing of a variable postKubeadmCommands set again before using it, as Nutanix\'s templates do', async () => {
+    const post = ['KUBERNETES_VERSION_NO_V=1.31.2', 'if [ "$KUBERNETES_VERSION_NO_V" != 1.29.0 ]; then echo "$ARCH"; fi'];
+    const { stderr } = await imported({ preKubeadmCommands: ['KUBERNETES_VERSION_NO_V=1.31.2', ...INSTALL], postKubeadmCommands: post });
+    expect(stderr).toContain('note: spec.template.spec.postKubeadmCommands: uses $ARCH, set by preKubeadmCommands');
+    expect(stderr).not.toContain('$KUBERNETES_VERSION_NO_V');
+    // Used before it is set again: the first use still needs the value of preKubeadmCommands.
+    const late = await imported({ preKubeadmCommands: INSTALL, postKubeadmCommands: ['echo "$ARCH"', 'ARCH=arm64'] });
+    expect(late.stderr).toContain('uses $ARCH, set by preKubeadmCommands');
+  });
+
   it("take the machine's values where cloud-init's templates put them, as variables the script gets: the real shell reads them", async () => {
     const line = 'echo "name={{ ds.meta_data.local_hostname }} zone={{ v1.availability_zone }}" > "$MACHINEADM_ROOT/host"; echo {{v1.instance_id}} >> "$MACHINEADM_ROOT/host"';
     const { commands } = await imported({ bootCommands: [line] });
