@@ -224,11 +224,23 @@ function files(doc: TrackedDocument, base: Path, os: 'linux' | 'windows', spec: 
     const owner = doc.string([...at, 'owner']);
     // A Windows file takes its folder's ACL: Cluster API templates still say root:root there.
     if (owner !== undefined && os === 'windows') doc.notes.push({ path: formatPath([...at, 'owner']), message: `${owner}: a Windows file takes the ACL of its folder; not carried` });
-    else setIf(file, 'owner', owner);
+    else setIf(file, 'owner', owner === undefined ? undefined : cloudInitOwner(owner));
     if (doc.boolean([...at, 'append']) === true) file.append = true;
     out.push(file);
   }
   if (out.length > 0) spec.files = out;
+}
+
+/**
+ * A write_files owner as cloud-init applies it (util.extract_usergroup, then chown): a user or
+ * group left out (empty, "-1" or "none") is not changed, so the file it has just written as root
+ * keeps root there. machineadm's owner alone ("ops") would mean the group ops.
+ */
+function cloudInitOwner(owner: string): string {
+  const colon = owner.indexOf(':');
+  const [user, group] = colon === -1 ? [owner.trim(), undefined] : [owner.slice(0, colon).trim(), owner.slice(colon + 1).trim()];
+  const given = (part: string | undefined) => (part === undefined || part === '' || part === '-1' || part.toLowerCase() === 'none' ? 'root' : part);
+  return `${given(user)}:${given(group)}`;
 }
 
 /** Text as a YAML literal block with clip chomping reads it back: its trailing newlines made one. */

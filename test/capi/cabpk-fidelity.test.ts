@@ -246,6 +246,23 @@ describe('an import gives users the password state cloud-init leaves them', () =
   });
 });
 
+// cloud-init's write_files chowns with the user and group it is given, leaving out what is not
+// given: the file it has just written as root keeps root there.
+describe("an import gives files the owner cloud-init's write_files gives them", () => {
+  it.each([
+    ['ops', 'ops:root'],
+    ['ops:', 'ops:root'],
+    [':adm', 'root:adm'],
+    ['ops:adm', 'ops:adm'],
+    [' ops : adm ', 'ops:adm'],
+    ['-1:adm', 'root:adm'],
+    ['root:root', 'root:root'],
+  ])('carries the owner %j as %s', (written, owner) => {
+    const { config } = importClusterApi(joining({ files: [{ path: '/etc/x', content: 'x', owner: written }] }), { source: 'test' });
+    expect((config.spec as Json).files[0].owner).toBe(owner);
+  });
+});
+
 // CABPK's Ignition additionalConfig is a Container Linux Config, read by a YAML 1.1 parser.
 describe("an import reads Ignition's files as the Container Linux Config transpiler does", () => {
   const ignitionFiles = (files: string): Json => joining({ format: 'ignition', ignition: { containerLinuxConfig: { additionalConfig: `storage:\n  files:\n${files}` } } });

@@ -134,4 +134,21 @@ describe.skipIf(needRoot)('spec.files owner', () => {
     const gid = Number(/^svcgrp:x:(\d+):/m.exec(readFileSync(join(m.root, 'etc/group'), 'utf8'))![1]);
     expect(statSync(join(m.root, 'etc/svc.conf'))).toMatchObject({ uid, gid });
   });
+
+  it.skipIf(needShadow).each([
+    ['svc:nosuchgroup', 'group "nosuchgroup"'],
+    ['nobody-here:svcgrp', 'user "nobody-here"'],
+    // svc's primary group is svcgrp: no group named svc is made for it.
+    ['svc', 'group "svc"'],
+  ])('refuses the owner %s before any change when prepare/users makes only part of it (exit 2)', async (owner, missing) => {
+    const m = machine({ users: [{ name: 'svc', primaryGroup: 'svcgrp' }], files: [{ path: '/etc/svc.conf', content: 'x\n', owner }] }, false);
+    for (const f of ['passwd', 'group', 'shadow', 'gshadow']) copyFileSync(`/etc/${f}`, join(m.root, 'etc', f));
+    for (const command of ['plan', 'prepare']) {
+      const out = await m.run(command, 'prepare/users,prepare/files');
+      expect(out.code, out.stderr).toBe(2);
+      expect(out.stderr).toContain(`spec.files[0].owner: owner "${owner}": ${missing} does not exist on this machine`);
+    }
+    expect(readFileSync(join(m.root, 'etc/passwd'), 'utf8')).not.toMatch(/^svc:/m);
+    expect(existsSync(join(m.root, 'etc/svc.conf'))).toBe(false);
+  });
 });

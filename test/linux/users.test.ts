@@ -2,7 +2,7 @@
 // with --root) on a scratch root that holds a copy of this machine's /etc/passwd, /etc/group,
 // /etc/shadow and /etc/gshadow; sudo rules checked by the real visudo.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, rmSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chownSync, copyFileSync, rmSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dump } from 'js-yaml';
 import { describe, expect, it } from 'vitest';
@@ -108,6 +108,39 @@ describe.skipIf(skip)('prepare/users', () => {
     expect(a.users.get('web')!.gid).toBe(a.groups.get('web')!.gid);
     expect(statSync(join(m.root, 'srv/app')).uid).toBe(a.users.get('app')!.uid);
     expect(readdirSync(join(m.root, 'srv/app'))).toEqual(['.root-skel']);
+  });
+
+  it('gives the sudo rule file back to root when another owner took it (sudo ignores a rule file root does not own)', async () => {
+    const m = machine();
+    configure(m, [{ name: 'ops', sudo: 'ALL=(ALL) NOPASSWD:ALL' }]);
+    expect((await prepare(m)).code).toBe(0);
+    const sudoers = join(m.root, 'etc/sudoers.d/machineadm-ops');
+    const ops = accounts(m).users.get('ops')!;
+    chownSync(sudoers, ops.uid, ops.gid);
+    expect((await prepare(m, 'plan')).stdout).toContain(`chmod /etc/sudoers.d/machineadm-ops (owner ${ops.uid}:${ops.gid} -> 0:0)`);
+    const out = await prepare(m);
+    expect(out.code, out.stderr).toBe(0);
+    expect(statSync(sudoers)).toMatchObject({ uid: 0, gid: 0 });
+    expect(statSync(sudoers).mode & 0o7777).toBe(0o440);
+  });
+
+  it.each([
+    ['an existing user whose home was never made', [], '/home/ops', ['home']],
+    ['an existing user given a new homeDir', ['--create-home'], '/srv/homes/ops', ['srv', 'srv/homes']],
+  ])('gives %s its home, its own, and leaves the folders above it open, when it writes its SSH keys', async (_what, useradd, home, parents) => {
+    const m = machine();
+    execFileSync('useradd', ['--prefix', m.root, ...useradd, 'ops']);
+    configure(m, [{ name: 'ops', homeDir: home, sshAuthorizedKeys: [KEY] }]);
+    expect((await prepare(m, 'plan')).stdout).toContain(`create ${home} (home directory, mode 0700, owned by the user)`);
+    const out = await prepare(m);
+    expect(out.code, out.stderr).toBe(0);
+    const ops = accounts(m).users.get('ops')!;
+    expect(ops.home).toBe(home);
+    expect(statSync(join(m.root, home))).toMatchObject({ uid: ops.uid, gid: ops.gid });
+    expect(statSync(join(m.root, home)).mode & 0o7777).toBe(0o700);
+    for (const parent of parents) expect(statSync(join(m.root, parent)).mode & 0o7777, parent).toBe(0o755);
+    expect(readFileSync(join(m.root, home, '.ssh/authorized_keys'), 'utf8')).toBe(`${KEY}\n`);
+    expect((await prepare(m, 'plan')).stdout).toMatch(/prepare\/users: .*\[up to date\]/);
   });
 
   it('sets a password hash read from a file through chpasswd (never in an argument or the output), once', async () => {

@@ -16,11 +16,24 @@ import { secretNeedsNetwork } from '../../config/secrets.ts';
 import { describeSecretSource } from '../../config/secret-description.ts';
 import { downloadAll, EarlyDownloads, sourceFiles, type SourceFile } from './file-downloads.ts';
 
+/** The users prepare/users makes, and their groups: the primary one (a group named after the user when none is given) and the others. */
+function madeByUsers(ctx: StepContext): { users: Set<string>; groups: Set<string> } {
+  const users = ctx.config.spec.users ?? [];
+  return { users: new Set(users.map((u) => u.name)), groups: new Set(users.flatMap((u) => [u.primaryGroup ?? u.name, ...(u.groups ?? [])])) };
+}
+
+/** "user:group" as resolveOwner reads it: a user alone has the group of the same name. */
+function ownerParts(owner: string): { user: string; group: string } {
+  const [user = '', group = user] = owner.split(':');
+  return { user, group };
+}
+
 // An owner that prepare/users makes (a user of spec.users, or one of their groups) may not exist
 // when a plan looks at the machine; the run makes it before this step.
 function ownerMadeByUsers(ctx: StepContext, owner: string): boolean {
-  const names = new Set((ctx.config.spec.users ?? []).flatMap((u) => [u.name, ...(u.primaryGroup ? [u.primaryGroup] : []), ...(u.groups ?? [])]));
-  return owner.split(':').some((part) => names.has(part));
+  const made = madeByUsers(ctx);
+  const { user, group } = ownerParts(owner);
+  return made.users.has(user) || made.groups.has(group);
 }
 
 /** A file no one but its owner (and group) may read is treated as a secret: its content never shows in a diff. */
@@ -208,10 +221,16 @@ export const filesStep: Step = {
     // An owner the machine does not have (and prepare/users does not make) is refused now, not
     // after earlier steps changed the machine. Owners apply only when machineadm runs as root.
     if (ctx.facts.privileged) {
+      const made = madeByUsers(ctx);
       for (const [index, spec] of (ctx.config.spec.files ?? []).entries()) {
-        if (!spec.owner || ownerMadeByUsers(ctx, spec.owner)) continue;
-        await ctx.host.fs.resolveOwner(spec.owner).catch((error: unknown) => {
-          issues.push({ path: `spec.files[${index}].owner`, message: error instanceof Error ? error.message : String(error), hint: 'create the user and group first (spec.users), or give numeric ids such as 1000:1000' });
+        if (!spec.owner) continue;
+        // Each part prepare/users makes is there by this step's turn; the other must be there now,
+        // or the run would fail here after prepare/users changed the machine.
+        const { user, group } = ownerParts(spec.owner);
+        const unmade = `${made.users.has(user) ? 'root' : user}:${made.groups.has(group) ? 'root' : group}`;
+        await ctx.host.fs.resolveOwner(unmade).catch((error: unknown) => {
+          const message = (error instanceof Error ? error.message : String(error)).replace(`owner "${unmade}"`, `owner "${spec.owner}"`);
+          issues.push({ path: `spec.files[${index}].owner`, message, hint: 'create the user and group first (spec.users), or give numeric ids such as 1000:1000' });
         });
       }
     }

@@ -21,9 +21,10 @@ export function sudoersPath(name: string): string {
   return `${SUDOERS_DIR}/machineadm-${name}`;
 }
 
+// Owned by root, checked at every run: sudo skips a rule file another user owns, without failing.
 function sudoersFile(user: UserSpec, index: number): DesiredFile | undefined {
   if (user.sudo === undefined) return undefined;
-  return { path: sudoersPath(user.name), content: Buffer.from(`${user.name} ${user.sudo}\n`), mode: 0o440, field: `spec.users[${index}].sudo` };
+  return { path: sudoersPath(user.name), content: Buffer.from(`${user.name} ${user.sudo}\n`), mode: 0o440, owner: '0:0', field: `spec.users[${index}].sudo` };
 }
 
 function homeOf(user: UserSpec, accounts: Accounts): string {
@@ -127,6 +128,15 @@ async function sshDirChange(ctx: StepContext, p: PlannedUser, accounts: Accounts
   return undefined;
 }
 
+// A home useradd never made (a user made without one, or given a new homeDir, which usermod
+// does not make) is made when keys go into it: the user's own, as useradd --create-home makes it.
+async function homeChange(ctx: StepContext, p: PlannedUser, accounts: Accounts): Promise<Change | undefined> {
+  if (p.user.sshAuthorizedKeys === undefined || p.create) return undefined;
+  const home = homeOf(p.user, accounts);
+  if (await ctx.host.fs.stat(home)) return undefined;
+  return { action: 'create', target: home, detail: 'home directory, mode 0700, owned by the user' };
+}
+
 async function changesOf(ctx: StepContext, accounts: Accounts, planned: readonly PlannedUser[]): Promise<Change[]> {
   const changes: Change[] = missingGroups(usersOf(ctx), accounts).map((g) => ({ action: 'create', target: `group ${g}` }));
   for (const p of planned) {
@@ -144,6 +154,8 @@ async function changesOf(ctx: StepContext, accounts: Accounts, planned: readonly
       const state = await inspectFile(ctx.host.fs, sudo, ctx.facts.privileged);
       if (state.change) changes.push(state.change);
     }
+    const home = await homeChange(ctx, p, accounts);
+    if (home) changes.push(home);
     const dir = await sshDirChange(ctx, p, accounts);
     if (dir) changes.push(dir);
     const keys = keysFile(user, p.index, accounts);
@@ -262,7 +274,15 @@ export const usersStep: Step = {
         const dir = `${homeOf(p.user, accounts)}/.ssh`;
         // A ~/.ssh that was there gets its mode and owner back at reset: recorded before they change.
         if ((await sshDirChange(ctx, p, accounts))?.action === 'chmod') await ctx.host.fs.keepOriginal(dir);
+        const home = await homeChange(ctx, p, accounts);
         await ctx.host.fs.keepOriginal(keys.path);
+        if (home) {
+          // The folders above it stay open to the other users (one mkdirp would make them all 0700).
+          await ctx.host.fs.mkdirp(home.target.slice(0, home.target.lastIndexOf('/')) || '/', 0o755);
+          await ctx.host.fs.mkdirp(home.target, 0o700);
+          // Made for the keys, recorded with them: reset removes it with them when it is empty.
+          if (keys.owner) await ctx.host.fs.setAttributes(home.target, { owner: keys.owner, record: false });
+        }
         await ctx.host.fs.mkdirp(dir, 0o700);
         await ctx.host.fs.setAttributes(dir, { mode: 0o700, ...(keys.owner ? { owner: keys.owner } : {}) });
         await writeFiles(ctx.host.fs, [keys], ctx.facts.privileged);
