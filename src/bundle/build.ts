@@ -182,12 +182,25 @@ function refusePinsForSeveralPlatforms(config: MachineConfig, platforms: readonl
   });
 }
 
+// A new directory under a file cannot be made: said before the first download, not by the
+// first write after it (and the cleanup of a directory that was never made).
+async function refuseFileAbove(host: Host, dir: string): Promise<void> {
+  for (let above = dir.replace(/[\\/][^\\/]*$/, ''); above !== ''; above = above.replace(/[\\/][^\\/]*$/, '')) {
+    const info = await host.local.stat(above);
+    if (info === undefined) continue;
+    // A link is left to the write, which follows one that leads to a directory.
+    if (info.kind === 'directory' || info.kind === 'symlink') return;
+    throw new UsageError(`${dir} cannot be made: ${above} is ${info.kind === 'file' ? 'a file' : 'a special file'}, not a directory`, { hint: 'give a new or empty directory for the bundle' });
+  }
+}
+
 export async function buildBundle(host: Host, request: BundleRequest): Promise<BundleResult> {
   const dir = request.destination;
   const info = await host.local.stat(dir);
   if (info && (info.kind !== 'directory' || (await host.local.list(dir)).length > 0)) {
     throw new UsageError(`${dir} ${info.kind === 'directory' ? 'is not empty' : 'exists and is not a directory'}`, { hint: 'give a new or empty directory for the bundle' });
   }
+  if (!info) await refuseFileAbove(host, dir);
   const platforms = request.installPlatforms ?? [{ os: 'linux', arch: 'x64' }, { os: 'linux', arch: 'arm64' }];
   refusePinsForSeveralPlatforms(request.config, platforms);
   // The written configuration is the loaded one with each source pointing into the bundle.

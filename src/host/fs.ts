@@ -127,7 +127,9 @@ export class RootedFileSystem extends RecordingFileSystem {
     // Recorded before any folder is made or byte written (see written.ts).
     const record = (options.backup ?? true) ? await this.recordFirstTouch(machinePath, existing) : undefined;
     // The first folder this write creates, if any: an aborted write removes what it made.
-    const madeFrom = await fsp.mkdir(dir, { recursive: true, mode: 0o755 });
+    const madeFrom = await fsp.mkdir(dir, { recursive: true, mode: 0o755 }).catch(async (error: NodeJS.ErrnoException) => {
+      throw (await this.fileInTheWay(machinePath, dir, error)) ?? error;
+    });
     await removeStaleTemporaries(dir, this.path.basename(real));
     return {
       real,
@@ -160,6 +162,25 @@ export class RootedFileSystem extends RecordingFileSystem {
     fchmodSync(handle.fd, target.mode);
     if (target.backup !== undefined) await keepBackupOnce(target.real, target.backup, this.path);
     await recorded;
+  }
+
+  /**
+   * mkdir -p fails with EEXIST or ENOTDIR when a folder of the path is a file (fetch -d FILE/x):
+   * named as a refusal, nothing made, instead of the system call's error.
+   */
+  private async fileInTheWay(machinePath: string, dir: string, error: NodeJS.ErrnoException): Promise<FileSystemError | undefined> {
+    if (error.code !== 'EEXIST' && error.code !== 'ENOTDIR') return undefined;
+    for (let probe = dir; ; probe = this.path.dirname(probe)) {
+      const st = await fsp.lstatIfAny(probe).catch(() => undefined);
+      if (st && !st.isDirectory()) {
+        const shown = this.isLiveRoot ? probe : this.path.join(this.path.sep, this.path.relative(this.root, probe));
+        return new FileSystemError(`cannot write ${machinePath}: ${shown} is ${st.isFile() ? 'a file' : st.isSymbolicLink() ? 'a symbolic link' : 'a special file'}, not a directory`, {
+          hint: `choose a path whose folders are directories, or move ${shown} away`,
+          cause: error,
+        });
+      }
+      if (probe === this.path.dirname(probe)) return undefined;
+    }
   }
 
   /** The sealed temporary file renamed into place; the rename made durable, or left to syncDirectories. */

@@ -1,6 +1,6 @@
 // How a bundle's configuration names its files: a relative spec.files[].source.url is a file beside
 // the configuration file that names it, and nothing else can be relative.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -86,6 +86,21 @@ describe('buildBundle refuses', () => {
     const error = await buildBundle(host, { config, destination: dir }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UsageError);
     expect((error as Error).message).toMatch(/is not empty/);
+  });
+
+  it.each(['bundle', 'deeper/bundle'])('a directory %s under a regular file (exit 2), naming the file, before downloading anything', async (below) => {
+    const file = join(scratchDir(), 'a-file');
+    writeFileSync(file, 'stays\n');
+    const host = createHost({ root: scratchDir() });
+    const source = join(scratchDir(), 'node.yaml');
+    // Nothing answers on port 9: a download tried first would fail otherwise (exit 1).
+    writeFileSync(source, document('http://127.0.0.1:9/a'));
+    const { config } = await loadConfig(host, [source]);
+    const error = await buildBundle(host, { config, destination: join(file, below) }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UsageError);
+    expect((error as UsageError).exitCode).toBe(ExitCode.usage);
+    expect((error as Error).message).toBe(`${join(file, below)} cannot be made: ${file} is a file, not a directory`);
+    expect(readFileSync(file, 'utf8')).toBe('stays\n');
   });
 });
 

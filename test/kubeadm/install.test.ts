@@ -430,6 +430,31 @@ describe('spec.kubernetes.install', () => {
     expect(readFileSync(join(target.root, 'opt/cni/bin/bridge'), 'utf8')).toBe('bridge plugin');
   });
 
+  it('refuses a bundle made for another platform before any change (exit 2), naming the platform it lacks and the --platform to make it with', async () => {
+    const other = process.arch === 'x64' ? 'arm64' : 'x64';
+    const otherArch = other === 'x64' ? 'amd64' : other;
+    for (const [name, bytes] of Object.entries(BINARIES)) {
+      files.set(`/release/${VERSION}/bin/linux/${otherArch}/${name}`, bytes);
+      files.set(`/release/${VERSION}/bin/linux/${otherArch}/${name}.sha256`, Buffer.from(sha(bytes)));
+    }
+    const m = machine();
+    const bundle = join(m.dir, 'bundle');
+    const built = await runCli(['bundle', '-c', m.config, '-d', bundle, '--platform', `linux-${other}`]);
+    expect(built.code, built.stderr).toBe(0);
+    const target = machine();
+    const before = snapshot(target.root);
+    for (const command of ['plan', 'init']) {
+      const refused = await runCli([command, '--offline', '--bundle', bundle, '--root', target.root, '--state-dir', target.state], { env: standinEnv() });
+      expect(refused.code, refused.stdout + refused.stderr).toBe(2);
+      expect(refused.stderr).toContain('spec.kubernetes.install.baseUrl: ');
+      expect(refused.stderr).toContain(`has nothing for this machine's platform, linux/${ARCH}`);
+      expect(refused.stderr).toContain(`--platform linux-${process.arch}`);
+    }
+    const init = await runCli(['init', '--offline', '--bundle', bundle, '--root', target.root, '--state-dir', target.state], { env: standinEnv() });
+    expect(init.stderr).toMatch(/^error: invalid configuration \(\d problems?\):\n {2}spec\.kubernetes\.install\.baseUrl: /);
+    expect(snapshot(target.root)).toEqual(before);
+  });
+
   it('finds what it installed in place on an --offline rerun, without the sha256 files it read online', async () => {
     const m = machine();
     writeFileSync(m.config, readFileSync(m.config, 'utf8').replace('spec:\n', 'spec:\n  containerd:\n    registries:\n      _default:\n        mirrors: [{ url: "https://mirror.internal.example:5000" }]\n'));

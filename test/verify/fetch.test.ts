@@ -363,6 +363,21 @@ describe('machineadm fetch', () => {
     expect(statSync(oldInode).atime.toISOString()).toBe('2000-01-01T00:00:00.000Z');
   });
 
+  it.each([
+    ['directly under a regular file', 'result.bin'],
+    ['further under a regular file', 'sub/result.bin'],
+  ])('says a destination %s cannot be written, naming that file, not that machineadm has a bug', async (_name, below) => {
+    const file = join(dir, `out-${++n}`, 'a-file');
+    mkdirSync(join(file, '..'), { recursive: true });
+    writeFileSync(file, 'stays as it is\n');
+    const run = await fetchCli(url('/file'), '-d', join(file, below), '--sha256', sha);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`error: cannot write ${join(file, below)}: ${file} is a file, not a directory`);
+    expect(run.stderr).not.toMatch(/bug in machineadm|EEXIST|ENOTDIR/);
+    expect(readFileSync(file, 'utf8')).toBe('stays as it is\n');
+    expect(readdirSync(join(file, '..'))).toEqual(['a-file']);
+  });
+
   it('checks the signature before downloading the file when the key id does not match', async () => {
     await fetchCli(url('/file'), '-d', out(), '-P', strangerKey);
     expect(hits('/file')).toHaveLength(0);

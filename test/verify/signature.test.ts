@@ -2,7 +2,7 @@
 // minisign verifies, signify's signatures verify in legacy mode; and every kind of bad input.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, statSync, symlinkSync, writeFileSync, copyFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import nacl from 'tweetnacl';
@@ -207,6 +207,21 @@ describe.skipIf(skip)('minisign and signify interoperability', () => {
     const run = await cli('verify', 'artifact', '-P', make());
     expect(run.code).toBe(3);
     expect(run.stderr).toMatch(message);
+  });
+
+  it.each<[string, string[], string]>([
+    ['verify -x', ['verify', 'artifact', '-x', 'a-dir', '-p', 'mini.pub'], 'a-dir'],
+    ['verify -p', ['verify', 'artifact', '-p', 'a-dir'], 'a-dir'],
+    ['sign -s', ['sign', 'other', '-s', 'a-dir', '-x', 'never.minisig'], 'a-dir'],
+    ['sign --password-file', ['sign', 'other', '-s', 'mini.key', '--password-file', 'a-dir', '-x', 'never.minisig'], 'a-dir'],
+    ['verify -p through a file', ['verify', 'artifact', '-p', 'other/mini.pub'], 'other/mini.pub'],
+  ])('says what is wrong with a path given to %s that is no file (exit 2), not that machineadm has a bug', async (_option, args, named) => {
+    mkdirSync(join(dir, 'a-dir'), { recursive: true });
+    const run = await cli(...args);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toMatch(new RegExp(`^error: .*${join(dir, named)}(: no such file| is a directory, not a file)\\n`));
+    expect(run.stderr).not.toMatch(/bug in machineadm|EISDIR|ENOTDIR/);
+    expect(existsSync(join(dir, 'never.minisig'))).toBe(false);
   });
 
   it('refuses a file changed by one byte', async () => {

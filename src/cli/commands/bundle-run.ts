@@ -8,6 +8,7 @@ import { buildBundle, RELEASE_FILES, type Platform } from '../../bundle/build.ts
 import { formatPublicKeyLine, keyIdHex, parseSecretKey, type SecretKey } from '../../verify/minisign.ts';
 import { publicKeyFrom } from './trust-run.ts';
 import { displayUrl } from '../../redaction.ts';
+import { readOperatorFile } from '../operator-file.ts';
 
 export interface BundleOptions {
   config?: string[];
@@ -57,11 +58,11 @@ export async function runBundle(options: BundleOptions, io: Io): Promise<number>
 
 async function secretKeyFrom(host: ReturnType<typeof createHost>, io: Io, file: string, passwordFile: string | undefined): Promise<SecretKey> {
   const path = resolve(io.cwd, file);
-  const data = await host.local.readFile(path);
+  const data = await readOperatorFile(host, path, '--sign-key');
   if (data === undefined) throw new UsageError(`--sign-key ${path}: no such file`);
   let password: string | undefined;
   if (passwordFile !== undefined) {
-    const text = await host.local.readText(resolve(io.cwd, passwordFile));
+    const text = (await readOperatorFile(host, resolve(io.cwd, passwordFile), '--password-file'))?.toString('utf8');
     if (text === undefined) throw new UsageError(`--password-file ${resolve(io.cwd, passwordFile)}: no such file`);
     password = text.replace(/\r?\n$/, '');
   }

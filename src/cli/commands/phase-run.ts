@@ -117,7 +117,8 @@ async function configSources(host: Host, options: PhaseOptions, io: Io): Promise
   if (options.bundlePublicKey !== undefined) publicKey = parsePublicKey(options.bundlePublicKey, 'given with --bundle-public-key');
   else if (options.bundlePublicKeyFile !== undefined) {
     const path = resolve(io.cwd, options.bundlePublicKeyFile);
-    const data = await host.local.readFile(path);
+    const { readOperatorFile } = await import('../operator-file.ts');
+    const data = await readOperatorFile(host, path, '--bundle-public-key-file');
     if (data === undefined) throw new UsageError(`--bundle-public-key-file ${path}: no such file`);
     publicKey = parsePublicKey(data, path);
   }

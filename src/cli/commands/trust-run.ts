@@ -11,6 +11,7 @@ import { formatPublicKey, formatSecretKey, formatSignature, keyIdHex, parsePubli
 import { verifyStream, type VerifiedSignature } from '../../verify/signature.ts';
 import { verifySelf, type SelfVerifyResult } from '../../verify/self.ts';
 import { displayUrl } from '../../redaction.ts';
+import { readOperatorFile } from '../operator-file.ts';
 
 // The whole host (processes, facts, the clock) is loaded only by the commands that need more than files.
 async function localHost(io: Io, offline = false): Promise<Host> {
@@ -24,7 +25,7 @@ function operatorFiles(): Pick<Host, 'local'> {
 }
 
 async function readLocal(host: Pick<Host, 'local'>, path: string, what: string): Promise<Buffer> {
-  const data = await host.local.readFile(path);
+  const data = await readOperatorFile(host, path, what);
   if (data === undefined) throw new UsageError(`${what} ${path}: no such file`);
   return data;
 }
@@ -99,7 +100,7 @@ export async function runVerify(file: string | undefined, options: VerifyOptions
   if (!(await host.local.isFileFollowingLinks(path))) throw new UsageError(`${path}: no such file`);
   const publicKey = await publicKeyFrom(host, io, options);
   const sigPath = options.signature ? resolve(io.cwd, options.signature) : `${path}.minisig`;
-  const sigData = await host.local.readFile(sigPath);
+  const sigData = await readOperatorFile(host, sigPath, 'signature file');
   if (sigData === undefined) throw new VerificationError(`no signature file ${sigPath}`, { hint: 'give its path with -x' });
   const signature = parseSignature(sigData, sigPath);
   const result = await verifyStream(host.local.readBlocks(path), signature, publicKey, { fileName: path, requirePrehashed: options.requirePrehashed ?? false, signify: options.signify ?? false });

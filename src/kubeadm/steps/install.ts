@@ -13,7 +13,7 @@ import { fetchVerified, fetchVerifiedPending } from '../../verify/fetch.ts';
 import { downloadSmall } from '../../host/download-small.ts';
 import { displayUrl } from '../../redaction.ts';
 import { errorForField, formatMode } from '../../engine/managed-file.ts';
-import { artifacts, binaryDirectory, inFolder, parseSha256File, type Artifact, type InstallSpec } from '../../config/install-layout.ts';
+import { artifacts, binaryDirectory, inFolder, parseSha256File, releaseArch, type Artifact, type InstallSpec } from '../../config/install-layout.ts';
 
 const MODE = 0o755;
 /** Where archives are unpacked while the step runs (gone after it; a killed run's leftover). */
@@ -76,7 +76,7 @@ async function expectedSha256(ctx: StepContext, artifact: Artifact): Promise<str
   if (!found) {
     // A local release (a bundle, a mounted mirror) has its .sha256 files beside it too.
     const read = artifact.url.startsWith('file:')
-      ? readLocalSmall(ctx, `${artifact.url}.sha256`)
+      ? readLocalSmall(ctx, artifact)
       : downloadSmall(ctx.host, [`${artifact.url}.sha256`], { maxBytes: SHA256_FILE_BYTES }).then((r) => r.data);
     found = read.then((data) => {
       const hex = parseSha256File(data.toString('utf8'));
@@ -89,8 +89,18 @@ async function expectedSha256(ctx: StepContext, artifact: Artifact): Promise<str
   return found;
 }
 
-async function readLocalSmall(ctx: StepContext, url: string): Promise<Buffer> {
+async function readLocalSmall(ctx: StepContext, artifact: Artifact): Promise<Buffer> {
+  const url = `${artifact.url}.sha256`;
   const found = await ctx.host.local.readSmallFile(fileURLToPath(url), SHA256_FILE_BYTES);
+  // Neither the piece nor its .sha256: a bundle (or a local mirror) made for other platforms only.
+  if ('problem' in found && found.problem === 'missing' && !(await ctx.host.local.exists(fileURLToPath(artifact.url)))) {
+    const platform = `${ctx.facts.os}/${releaseArch(ctx.facts.arch)}`;
+    throw new ConfigError([{
+      path: artifact.field,
+      message: `${displayUrl(artifact.url)} does not exist: the local release has nothing for this machine's platform, ${platform}`,
+      hint: `make the bundle for it (machineadm bundle --platform ${ctx.facts.os}-${ctx.facts.arch}), or point ${artifact.field} at a release that has it`,
+    }]);
+  }
   if ('problem' in found) throw new StepDetailsError(`${url}: ${found.problem === 'missing' ? 'does not exist' : 'is not a small file'}`, {}, { hint: 'put the release\'s .sha256 files beside its files, or pin the sha256 in the configuration' });
   return found.bytes;
 }
