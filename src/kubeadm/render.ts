@@ -81,6 +81,8 @@ function refuseOnV1beta3(k: KubernetesSpec): void {
     ['kubeadmTimeouts.kubeletHealthCheckSeconds', k.kubeadmTimeouts?.kubeletHealthCheckSeconds],
     ['kubeadmTimeouts.kubernetesAPICallSeconds', k.kubeadmTimeouts?.kubernetesAPICallSeconds],
     ['kubeadmTimeouts.tlsBootstrapSeconds', k.kubeadmTimeouts?.tlsBootstrapSeconds],
+    // v1beta3 has this wait only in ClusterConfiguration, which a join does not read (it takes the cluster's).
+    ['kubeadmTimeouts.controlPlaneComponentHealthCheckSeconds', k.bootstrap === 'init' ? undefined : k.kubeadmTimeouts?.controlPlaneComponentHealthCheckSeconds],
   ];
   const issues = fields.filter(([, value]) => value !== undefined).map(([field]) => ({ path: `spec.kubernetes.${field}`, message: 'needs kubeadm v1.31 or newer (kubeadm.k8s.io/v1beta4); this kubeadm reads v1beta3', hint: 'install kubeadm v1.31 or newer, or remove the field' }));
   if (issues.length > 0) throw new ConfigError(issues);

@@ -80,6 +80,22 @@ describe('machineadm init with the kubeadm stand-in', () => {
     }
   });
 
+  it('joins with a discovery file that spec.files writes, and refuses one that is not on the machine before any change, naming the field', () => {
+    const fileJoin = { discoveryFile: '/etc/kubernetes/discovery.conf', token: TOKEN, retries: 0, backoffSeconds: 0 };
+    const discovery = { path: '/etc/kubernetes/discovery.conf', content: 'apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: "https://10.0.0.10:6443"}\n', mode: '0600' };
+    const written = machine(fileJoin, { files: [discovery] });
+    const joined = machineadm(written, ['init']);
+    expect(joined.status, joined.all).toBe(0);
+    expect(existsSync(join(written.root, 'etc/kubernetes/kubelet.conf'))).toBe(true);
+
+    const missing = machine(fileJoin, { sysctls: { 'net.ipv4.ip_forward': '1' } });
+    const refused = machineadm(missing, ['init']);
+    expect(refused.status, refused.all).toBe(2);
+    expect(refused.stderr).toContain('spec.kubernetes.discoveryFile: /etc/kubernetes/discovery.conf is not on this machine');
+    expect(kubeadmCalls(missing).filter((c) => c.argv[0] === 'join')).toEqual([]);
+    expect(existsSync(join(missing.root, 'etc/sysctl.d'))).toBe(false);
+  });
+
   it('copies the patches directory next to its own kubelet patch, and passes the verbosity', () => {
     const patch = { path: '/etc/kubeadm/patches/kubeletconfiguration0+merge.yaml', content: 'serializeImagePulls: false\n' };
     const m = machine({ ...worker, patchesDirectory: '/etc/kubeadm/patches', verbosity: 3 }, { files: [patch] });
@@ -175,6 +191,22 @@ describe('machineadm init with the kubeadm stand-in', () => {
     expect(kubeadmCalls(m).find((c) => c.argv[0] === 'reset')!.argv).toEqual(['reset', '-f', '--cri-socket', 'unix:///var/run/containerd/containerd.sock', '--cleanup-tmp-dir', '--rootfs', m.root]);
     expect(existsSync(join(m.root, 'etc'))).toBe(false);
     expect(reset.stdout + reset.stderr).not.toContain('left in place');
+  });
+
+  it.each([
+    ['v1.25.16', ['reset', '-f', '--cri-socket', 'unix:///var/run/containerd/containerd.sock']],
+    ['v1.26.0', ['reset', '-f', '--cri-socket', 'unix:///var/run/containerd/containerd.sock', '--cleanup-tmp-dir']],
+  ])('machineadm reset of a node joined with kubeadm %s gives kubeadm reset only flags it has, and the backups in /etc/kubernetes/tmp still go', (version, argv) => {
+    const m = machine(worker);
+    const env = { KUBEADM_STANDIN_VERSION: version };
+    expect(machineadm(m, ['init'], env).status).toBe(0);
+    const backup = join(m.root, 'etc/kubernetes/tmp/kubeadm-backup-etcd-2026-12-07-19-00-00/etcd/member/snap');
+    mkdirSync(backup, { recursive: true });
+    writeFileSync(join(backup, 'db'), 'the cluster\'s secrets\n');
+    const reset = spawnSync(join(NODE_BIN, 'node'), ['bin/machineadm.js', 'reset', '--root', m.root], { cwd: REPO, encoding: 'utf8', timeout: 60_000, env: { ...process.env, PATH: TEST_PATH, KUBEADM_STANDIN_VERSION: version, KUBEADM_STANDIN_LOG: m.log, MACHINEADM_KUBEADM_ROOTFS: '1' } });
+    expect(reset.status, reset.stdout + reset.stderr).toBe(0);
+    expect(kubeadmCalls(m).find((c) => c.argv[0] === 'reset')!.argv).toEqual([...argv, '--rootfs', m.root]);
+    expect(existsSync(join(m.root, 'etc'))).toBe(false);
   });
 
   it('fails at kubelet-start with exit 1, naming the phase and showing the output tail', () => {

@@ -122,6 +122,18 @@ describe('renderKubeadm', () => {
     }
   });
 
+  it('refuses the control plane\'s health-check wait on a join for kubeadm before v1.31, whose JoinConfiguration has no place for it, naming the field', () => {
+    const k = spec({ ...worker, role: 'control-plane', certificateKey: 'ab'.repeat(32), kubeadmTimeouts: { controlPlaneComponentHealthCheckSeconds: 1200, discoverySeconds: 300 } });
+    const render = (api: 'v1beta3' | 'v1beta4') => renderKubeadm({ kubernetes: k, os: 'linux', api, cgroupDriver: 'systemd', secrets: placeholderSecrets(k, 'x') });
+    expect((loadAll(render('v1beta4').config) as any[])[0].timeouts).toEqual({ controlPlaneComponentHealthCheck: '0h20m0s', discovery: '0h5m0s' });
+    expect(() => render('v1beta3')).toThrow(ConfigError);
+    try {
+      render('v1beta3');
+    } catch (error) {
+      expect((error as ConfigError).issues).toEqual([expect.objectContaining({ path: 'spec.kubernetes.kubeadmTimeouts.controlPlaneComponentHealthCheckSeconds', message: expect.stringContaining('v1beta3') })]);
+    }
+  });
+
   describe('encryptionAlgorithm ECDSA-P384', () => {
     const init = spec({ role: 'control-plane', bootstrap: 'init', version: 'v1.34.1', controlPlane: { encryptionAlgorithm: 'ECDSA-P384' } });
     const renderFor = (kubeadm: string) => {

@@ -121,6 +121,13 @@ describe('spec.kubernetes validation', () => {
     expect(found.join('\n')).toContain(expected);
   });
 
+  it.each([
+    ['an init phase on a join', { ...worker, skipPhases: ['preflight', 'addon/kube-proxy'] }, 'skipPhases[1]: "addon/kube-proxy" is a phase of kubeadm init, not of kubeadm join, which refuses it as an invalid phase name (remove it from joining machines; skip it on the machine that runs init)'],
+    ['a join phase on an init', { role: 'control-plane', bootstrap: 'init', skipPhases: ['control-plane-join'] }, 'skipPhases[0]: "control-plane-join" is a phase of kubeadm join, not of kubeadm init, which refuses it as an invalid phase name (remove it from the machine that runs init; skip it on joining machines)'],
+  ])('refuses in skipPhases %s, which kubeadm would refuse only after prepare changed the machine', (_, value, message) => {
+    expect(issues(value)).toEqual([message]);
+  });
+
   it('never echoes a malformed secret in the message', () => {
     const found = parseWith(kubernetesSection, { ...worker, token: 'secret-but-malformed' }).issues;
     expect(JSON.stringify(found)).not.toContain('secret-but-malformed');

@@ -61,6 +61,8 @@ describe('kubeadm stand-in', () => {
     ['an unknown KubeletConfiguration field at init', 'apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n---\napiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPod: 10\n', 'strict decoding error: unknown field "maxPod"'],
     ['an init for a control plane older than kubeadm supports', 'apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: v1.28.0\n', 'this version of kubeadm only supports deploying clusters with the control plane version >= 1.30.0'],
     ['a service subnet of more than 2^20 addresses', 'apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nnetworking:\n  serviceSubnet: 10.0.0.0/8\n', 'networking.serviceSubnet: Invalid value: "10.0.0.0/8": specified service subnet is too large; for 32-bit addresses, the mask must be >= 12'],
+    ['an init phase among the phases a join skips', join4('skipPhases: [addon/kube-proxy]\n'), 'invalid phase name: addon/kube-proxy'],
+    ['a join phase among the phases an init skips', 'apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nskipPhases: [control-plane-prepare/download-certs]\n', 'invalid phase name: control-plane-prepare/download-certs'],
     ['a pod subnet smaller than a node range', 'apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nnetworking:\n  podSubnet: 10.244.0.0/25\n', 'the size of pod subnet with mask 25 is smaller than the size of node subnet with mask 24'],
   ])('rejects %s', (_, config, message) => {
     const ran = withConfig(config);

@@ -286,6 +286,13 @@ const kubeletSection = object({
   ),
 }, { description: 'kubelet settings (rendered into its KubeletConfiguration)', example: { maxPods: 110 } });
 
+// The phase groups only one of kubeadm's two workflows has (v1.22 on): kubeadm refuses a skipped
+// phase its workflow lacks, and only when it runs, after prepare changed the machine.
+const PHASE_GROUPS_OF = {
+  init: new Set(['certs', 'kubeconfig', 'etcd', 'control-plane', 'upload-config', 'upload-certs', 'mark-control-plane', 'bootstrap-token', 'kubelet-finalize', 'addon', 'show-join-command']),
+  join: new Set(['control-plane-prepare', 'check-etcd', 'etcd-join', 'kubelet-wait-bootstrap', 'control-plane-join']),
+};
+
 export const kubernetesSection = object(
   {
     role: withDefault(enumOf(['worker', 'control-plane'] as const, { description: 'what the node is: a worker, or a control-plane machine (runs the API server and etcd)', example: 'control-plane' }), 'worker'),
@@ -384,6 +391,13 @@ export const kubernetesSection = object(
       for (const flag of Object.keys(instead) as (keyof typeof instead)[]) {
         if (k.node?.kubeletExtraArgs?.[flag] !== undefined) report(['node', 'kubeletExtraArgs', flag], 'is set by machineadm', instead[flag]);
       }
+      const command = k.bootstrap === 'init' ? 'init' : 'join';
+      const other = command === 'init' ? 'join' : 'init';
+      k.skipPhases?.forEach((phase, i) => {
+        if (!PHASE_GROUPS_OF[other].has(phase.split('/')[0]!)) return;
+        const where = command === 'init' ? ['from the machine that runs init', 'on joining machines'] : ['from joining machines', 'on the machine that runs init'];
+        report(['skipPhases', i], `"${phase}" is a phase of kubeadm ${other}, not of kubeadm ${command}, which refuses it as an invalid phase name`, `remove it ${where[0]}; skip it ${where[1]}`);
+      });
       const names = new Set<string>();
       k.staticPods?.forEach((p, i) => {
         if (names.has(p.name)) report(['staticPods', i, 'name'], `duplicate static pod name "${p.name}"`, 'give each static pod its own name (it is the file name)');

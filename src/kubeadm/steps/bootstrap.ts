@@ -10,7 +10,7 @@ import { MACHINEADM_PATCH } from '../render.ts';
 import { kubeadmPaths } from '../paths.ts';
 import { isTransient, parseKubeadmFailure, scrubKubeadmOutput } from '../output.ts';
 import { KUBEADM_ROOTFS_ENV, OUTPUT_TAIL_LINES, type Command, kubernetesOf, joinPath, kubeadmUnderRoot, rootfsArgs, kubeadmArgv, kubeadmFound, render, renderShown, chooseOrFail, readSecrets, secretValues } from './kubeadm-inputs.ts';
-import { currentKubeadmVersion, kubeletLogTail, hintFor, kubeadmLeftover, missingCertificates, userPatches, leftoverRefusal, LEFTOVER_HINT, planChanges, filesResetDeletes, putBack } from './kubeadm-machine.ts';
+import { currentKubeadmVersion, kubeletLogTail, hintFor, kubeadmLeftover, missingCertificates, missingDiscoveryFile, userPatches, leftoverRefusal, LEFTOVER_HINT, planChanges, filesResetDeletes, putBack } from './kubeadm-machine.ts';
 import { kubeadmUndo, kubeadmUndoRecord } from './kubeadm-undo.ts';
 import { offlineImageIssues } from './offline-images.ts';
 
@@ -39,6 +39,10 @@ export function kubeadmStep(command: Command): Step {
           message: `a control-plane join needs the certificate key, or the cluster's certificates as files (missing: ${certificates.join(', ')})`,
           hint: 'give the key "kubeadm init phase upload-certs --upload-certs" printed, or write the certificates with spec.files (Cluster API\'s KubeadmControlPlane does)',
         });
+      }
+      const discoveryFile = await missingDiscoveryFile(ctx, k);
+      if (discoveryFile !== undefined) {
+        issues.push({ path: 'spec.kubernetes.discoveryFile', message: `${discoveryFile} is not on this machine: kubeadm join refuses a discovery file it cannot read`, hint: 'put the kubeconfig there before machineadm runs, or write it with spec.files' });
       }
       if (k.patchesDirectory !== undefined && (await userPatches(ctx, k.patchesDirectory)).includes(MACHINEADM_PATCH)) {
         issues.push({ path: 'spec.kubernetes.patchesDirectory', message: `${k.patchesDirectory}/${MACHINEADM_PATCH} has the name of machineadm's own kubelet patch`, hint: 'rename it, e.g. kubeletconfiguration0+merge.yaml (kubeadm applies patches of one target in name order)' });

@@ -107,6 +107,19 @@ export async function missingCertificates(ctx: StepContext, k: KubernetesSpec, p
   return missing;
 }
 
+/**
+ * The discovery file of a file-discovery join when it is not there for kubeadm, whose validation
+ * refuses a path that names no file: not on the machine, not written by spec.files, and no
+ * operator's command before kubeadm that may fetch it.
+ */
+export async function missingDiscoveryFile(ctx: StepContext, k: KubernetesSpec): Promise<string | undefined> {
+  const file = k.discoveryFile;
+  if (k.bootstrap !== 'join' || file === undefined || ctx.host.fs.platform !== ctx.facts.os) return undefined;
+  const commands = (ctx.config.spec.commands?.boot?.length ?? 0) + (ctx.config.spec.commands?.beforeKubeadm?.length ?? 0);
+  if (commands > 0 || (ctx.config.spec.files ?? []).some((f) => f.path === file)) return undefined;
+  return (await ctx.host.fs.exists(file)) ? undefined : file;
+}
+
 /** Names of the patch files the user keeps in spec.kubernetes.patchesDirectory: on disk, or written by spec.files. */
 export async function userPatches(ctx: StepContext, dir: string): Promise<string[]> {
   const fromFiles = (ctx.config.spec.files ?? []).filter((f) => f.path.startsWith(`${dir}/`) && !f.path.slice(dir.length + 1).includes('/')).map((f) => f.path.slice(dir.length + 1));

@@ -5,7 +5,9 @@ import { StepDetailsError } from '../../errors.ts';
 import { tail } from '../../host/index.ts';
 import { kubeadmPaths } from '../paths.ts';
 import { parseKubeadmFailure } from '../output.ts';
-import { KUBEADM_ROOTFS_ENV, OUTPUT_TAIL_LINES, kubeadmFound, kubeadmUnderRoot, rootfsArgs } from './kubeadm-inputs.ts';
+import { parseMinor } from '../version.ts';
+import { KUBEADM_ROOTFS_ENV, OUTPUT_TAIL_LINES, joinPath, kubeadmFound, kubeadmUnderRoot, rootfsArgs } from './kubeadm-inputs.ts';
+import { currentKubeadmVersion } from './kubeadm-machine.ts';
 
 /** Folders kubeadm and the kubelet make on Linux (with their parents): those that were not there before the first join go after reset. */
 export const KUBEADM_DIRS = ['/etc/kubernetes/manifests', '/etc/kubernetes/pki', '/etc/kubernetes/tmp', '/var/lib/kubelet', '/var/lib/etcd', '/etc/cni/net.d'];
@@ -30,13 +32,29 @@ export async function kubeadmLeavings(ctx: UndoContext): Promise<{ cni: string[]
   return { cni, dirs };
 }
 
+/** kubeadm v1.26 added `reset --cleanup-tmp-dir`; an older kubeadm refuses the flag as unknown. */
+export const CLEANUP_TMP_DIR_SINCE = 26;
+
+/** Whether this kubeadm empties its tmp folder itself (unknown: the newest kubeadm's way). */
+function cleansTmpDir(kubeadmVersion: string | undefined): boolean {
+  const parsed = kubeadmVersion === undefined ? undefined : parseMinor(kubeadmVersion);
+  return parsed === undefined || parsed.minor >= CLEANUP_TMP_DIR_SINCE;
+}
+
+/** kubeadm's tmp folder, beside kubelet.conf. */
+function kubeadmTmpDir(ctx: UndoContext): string {
+  const conf = kubeadmPaths(ctx.facts.os).kubeletConf;
+  const sep = ctx.facts.os === 'windows' ? '\\' : '/';
+  return joinPath(ctx.facts.os, conf.slice(0, conf.lastIndexOf(sep)), 'tmp');
+}
+
 /**
  * kubeadm reset as machineadm reset runs it. --cleanup-tmp-dir: kubeadm leaves /etc/kubernetes/tmp
  * otherwise, where `kubeadm upgrade` keeps its backups (a copy of etcd's data, with every Secret of
- * the cluster), on a machine given back for reuse.
+ * the cluster), on a machine given back for reuse; before v1.26 machineadm removes it after kubeadm.
  */
-export function kubeadmResetArgv(ctx: UndoContext, program: string): [string, ...string[]] {
-  return [program, 'reset', '-f', '--cri-socket', kubeadmPaths(ctx.facts.os).criSocket, '--cleanup-tmp-dir', ...rootfsArgs(ctx)];
+export function kubeadmResetArgv(ctx: UndoContext, program: string, kubeadmVersion = ctx.facts.kubeadmVersion): [string, ...string[]] {
+  return [program, 'reset', '-f', '--cri-socket', kubeadmPaths(ctx.facts.os).criSocket, ...(cleansTmpDir(kubeadmVersion) ? ['--cleanup-tmp-dir'] : []), ...rootfsArgs(ctx)];
 }
 
 export const kubeadmUndo: Undo = {
@@ -63,7 +81,8 @@ export const kubeadmUndo: Undo = {
       const program = await kubeadmFound(ctx);
       if (!program) throw new StepDetailsError('kubeadm is not installed (not found on PATH): the node cannot be reset', {}, { hint: 'install kubeadm again, or run "kubeadm reset -f" yourself and then machineadm reset' });
       const lines: string[] = [];
-      const result = await proc.run(kubeadmResetArgv(ctx, program), {
+      const kubeadmVersion = await currentKubeadmVersion(ctx, program);
+      const result = await proc.run(kubeadmResetArgv(ctx, program, kubeadmVersion), {
         timeoutMs: 5 * 60_000,
         allowFailure: true,
         onLine: (line) => {
@@ -75,6 +94,7 @@ export const kubeadmUndo: Undo = {
         const failure = parseKubeadmFailure(lines);
         throw new StepDetailsError(`kubeadm reset -f failed${failure.phase ? ` in phase ${failure.phase}` : ''} (exit code ${result.exitCode})${failure.message ? `: ${failure.message}` : ''}`, { kubeadmCommand: 'kubeadm reset', exitCode: result.exitCode, outputTail: tail(lines.join('\n'), OUTPUT_TAIL_LINES) }, { hint: 'read the output tail, fix the cause and run machineadm reset again' });
       }
+      if (!cleansTmpDir(kubeadmVersion)) await fs.remove(kubeadmTmpDir(ctx));
     }
     const { cni, dirs } = await kubeadmLeavings(ctx);
     for (const file of cni) await fs.remove(file);
