@@ -145,9 +145,30 @@ function stringSlots(root: unknown): { key: string; value: string; set: (v: stri
   return slots.sort((a, b) => b.value.length - a.value.length);
 }
 
+/** Every list in a JSON-like value with more than one entry, largest in JSON first. */
+function listSlots(root: unknown): unknown[][] {
+  const lists: unknown[][] = [];
+  const walk = (node: unknown): void => {
+    if (Array.isArray(node)) {
+      if (node.length > 1) lists.push(node);
+      node.forEach(walk);
+    } else if (node && typeof node === 'object') Object.values(node).forEach(walk);
+  };
+  walk(root);
+  return lists.map((list) => ({ list, size: byteLength(list) })).sort((a, b) => b.size - a.size).map((l) => l.list);
+}
+
+/** The entry that ends a cut list: a change's shape for a list of changes, else the text. */
+function cutEntry(first: unknown, removed: number, limit: number): unknown {
+  const text = `[cut by machineadm: ${removed} more entries removed to keep the event under ${Math.round(limit / 1024)} KiB]`;
+  const change = first as { action?: unknown; target?: unknown } | null;
+  return typeof change === 'object' && change !== null && typeof change.action === 'string' && typeof change.target === 'string' ? { action: 'cut', target: text } : text;
+}
+
 /**
  * A copy of the event that fits in `limit` bytes of JSON: output tails in error.details are cut
- * first (keeping their ends), then any other long text (keeping its start), each with a marker.
+ * first (keeping their ends), then any other long text (keeping its start), each with a marker,
+ * then long lists of short entries (a step's changes to a thousand files) keep their first entries.
  */
 export function limitEventSize<T extends object>(event: T, limit = EVENT_SIZE_LIMIT): T & { truncated?: boolean } {
   if (byteLength(event) <= limit) return event;
@@ -174,6 +195,18 @@ export function limitEventSize<T extends object>(event: T, limit = EVENT_SIZE_LI
     const slot = stringSlots(copy).find((s) => s.key !== 'id' && s.key !== 'time' && s.value.length > 200);
     if (!slot) break;
     slot.set(cutTail(slot.value, Math.min(Buffer.byteLength(slot.value), excess + 256), limit));
+  }
+  // Each list is cut once, at its end, with room for its marker entry.
+  for (const list of listSlots(copy)) {
+    const excess = byteLength(copy) - limit;
+    if (excess <= 0) return copy;
+    let freed = 0;
+    let removed = 0;
+    while (list.length > 1 && freed < excess + 256) {
+      freed += byteLength(list.pop()) + 1;
+      removed += 1;
+    }
+    list.push(cutEntry(list[0], removed, limit));
   }
   return copy;
 }

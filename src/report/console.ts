@@ -6,7 +6,7 @@ import type { EventBus, MachineEvent, Result } from '../engine/events.ts';
 import { countedSteps, warningCount, type RunResultDocument } from './outcome.ts';
 import type { DeliveryReport } from './delivery.ts';
 import { formatProgress } from '../host/transfer-progress.ts';
-import { MAX_SPOOLED_EVENTS } from './spool.ts';
+import { MAX_SPOOLED_EVENTS, UNREADABLE_SUFFIX } from './spool.ts';
 
 export type ConsoleMode = 'tty' | 'text' | 'json' | 'yaml';
 
@@ -170,6 +170,7 @@ function detailLines(details: Record<string, unknown>): string[] {
 export function deliveryLines(delivery: DeliveryReport, archived = false): string[] {
   const lines: string[] = [];
   for (const e of delivery.endpoints) {
+    if (e.unreadable) lines.push(`events: ${e.unreadable} spooled for ${e.url} could not be read (cut short, or not a CloudEvent): set aside in its spool folder as *${UNREADABLE_SUFFIX}, never sent`);
     if (e.dropped) lines.push(`events: the ${e.dropped} oldest unsent for ${e.url} were dropped: its spool keeps at most ${MAX_SPOOLED_EVENTS} (the endpoint has taken none for a long time; check its URL and that it is up)`);
     if (e.spooled === 0) {
       lines.push(`events: ${e.delivered} delivered to ${e.url}`);

@@ -7,7 +7,7 @@ import type { HttpPoster } from '../host/http-post.ts';
 import { batchBody, CLOUDEVENT_BATCH_CONTENT_TYPE, CLOUDEVENT_CONTENT_TYPE, isReportedEvent, toCloudEvent } from './cloudevents.ts';
 import type { MachineEvent, MachineIdentity } from '../engine/events.ts';
 import type { ResolvedEndpoint } from './endpoints.ts';
-import { EndpointSpool, MAX_SPOOLED_EVENTS, nextRunStamp, spoolContents, spoolName } from './spool.ts';
+import { EndpointSpool, isSpooledEvent, MAX_SPOOLED_EVENTS, nextRunStamp, spoolContents, spoolName } from './spool.ts';
 
 export interface EndpointDelivery {
   url: string;
@@ -21,6 +21,8 @@ export interface EndpointDelivery {
   refused?: boolean;
   /** The oldest unsent events removed at the start of the run, the spool being full (MAX_SPOOLED_EVENTS). */
   dropped?: number;
+  /** Spooled files that were not events (cut short, changed by hand), set aside unsent in this run. */
+  unreadable?: number;
 }
 
 export interface DeliveryReport {
@@ -48,6 +50,7 @@ export interface ReporterOptions {
   maxBatch?: number;
 }
 
+/** The most a batch request's body takes, in bytes: a proxy's default body limit (nginx: 1 MiB). */
 const MAX_BATCH_BYTES = 1024 * 1024;
 // While the run goes on, a failing endpoint is retried after a pause (full jitter up to this).
 const ROUND_BACKOFF = { baseMs: 500, capMs: 5_000 };
@@ -64,6 +67,7 @@ class EndpointQueue {
   readonly queue: Queued[] = [];
   delivered = 0;
   dropped = 0;
+  unreadable = 0;
   lastError: string | undefined;
   refused = false;
   private wake: (() => void) | undefined;
@@ -205,6 +209,7 @@ export class EventReporter {
         ...(spooled > 0 && q.lastError ? { lastError: q.lastError } : {}),
         ...(q.refused ? { refused: true } : {}),
         ...(q.dropped > 0 ? { dropped: q.dropped } : {}),
+        ...(q.unreadable > 0 ? { unreadable: q.unreadable } : {}),
       });
     }
     return { endpoints, orphaned, spoolErrors: this.spoolErrors, offline: this.options.offline };
@@ -278,7 +283,8 @@ export class EventReporter {
     const max = q.endpoint.batch ? (this.options.maxBatch ?? 100) : 1;
     const items: Queued[] = [];
     const texts: string[] = [];
-    let bytes = 0;
+    // The opening bracket; each text adds its comma or the closing bracket.
+    let bytes = 1;
     for (let i = 0; i < q.queue.length && items.length < max; i++) {
       const item = q.queue[i]!;
       const text = item.text ?? (await q.spool.read(item.name).catch(() => undefined));
@@ -288,10 +294,21 @@ export class EventReporter {
         i -= 1;
         continue;
       }
-      if (items.length > 0 && bytes + text.length > MAX_BATCH_BYTES) break;
+      // Texts in memory are this run's own; a file may have been cut short (a disk fault) or edited.
+      if (item.text === undefined && !isSpooledEvent(text)) {
+        await q.spool.setAside(item.name).catch(() => undefined);
+        q.unreadable += 1;
+        q.queue.splice(i, 1);
+        i -= 1;
+        continue;
+      }
+      // In UTF-8 bytes as sent, with the array's brackets and commas: text beyond ASCII takes more
+      // bytes than characters.
+      const size = Buffer.byteLength(text, 'utf8') + 1;
+      if (items.length > 0 && bytes + size > MAX_BATCH_BYTES) break;
       items.push(item);
       texts.push(text);
-      bytes += text.length;
+      bytes += size;
     }
     return { items, texts };
   }

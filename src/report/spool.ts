@@ -13,6 +13,8 @@ export const SPOOL_DIR = '/spool';
  * for as long as the machine lives, a `machineadm report` timer's included.
  */
 export const MAX_SPOOLED_EVENTS = 10_000;
+/** What a spooled file that is not an event is renamed to: kept for a look, never sent. */
+export const UNREADABLE_SUFFIX = '.unreadable';
 /** A spool write takes milliseconds; a temporary file this old was left by a killed process. */
 const STALE_TEMPORARY_MS = 10 * 60_000;
 
@@ -56,6 +58,16 @@ export async function spoolContents(stateFs: RootedFileSystem): Promise<{ key: s
     out.push({ key, events: (await stateFs.list(`${SPOOL_DIR}/${key}`)).filter(isSpoolName).length });
   }
   return out;
+}
+
+/** Whether a spooled text is an event as the spool writes them: a CloudEvent's JSON object. */
+export function isSpooledEvent(text: string): boolean {
+  try {
+    const value = JSON.parse(text) as { specversion?: unknown; id?: unknown } | null;
+    return typeof value === 'object' && value !== null && typeof value.specversion === 'string' && typeof value.id === 'string';
+  } catch {
+    return false;
+  }
 }
 
 export class EndpointSpool {
@@ -103,6 +115,16 @@ export class EndpointSpool {
 
   async read(name: string): Promise<string | undefined> {
     return this.fs.readText(`${this.dir}/${name}`);
+  }
+
+  /**
+   * Moves a spooled file that is not an event out of the queue (NAME.unreadable): a collector
+   * refuses it, and being first it would hold back every event after it, run after run.
+   */
+  async setAside(name: string): Promise<void> {
+    const bytes = await this.fs.readFile(`${this.dir}/${name}`);
+    if (bytes) this.fs.writeFileDurableSync(`${this.dir}/${name}${UNREADABLE_SUFFIX}`, bytes, 0o600);
+    await this.remove(name);
   }
 
   async remove(name: string): Promise<void> {

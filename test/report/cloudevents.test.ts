@@ -38,6 +38,19 @@ describe('a machineadm event as a CloudEvent', () => {
     expect(ce.data.truncated).toBe(true);
   });
 
+  it('stays under 64 KiB when a step changed a thousand files, keeping the first changes and saying how many were left out', () => {
+    const changes = Array.from({ length: 1000 }, (_, i) => ({ action: 'create', target: `/etc/app/conf.d/file-${String(i).padStart(4, '0')}.conf`, detail: 'mode 0644, 4 bytes' }));
+    const ce = toCloudEvent(emitted({ type: 'step.finished', phase: 'prepare', step: 'prepare/files', result: 'success', durationMs: 3, changes }), identity);
+    expect(Buffer.byteLength(JSON.stringify(ce))).toBeLessThanOrEqual(CLOUDEVENT_SIZE_LIMIT);
+    expect(ce.data.truncated).toBe(true);
+    const kept = ce.data.changes!;
+    const marker = kept.at(-1)!;
+    expect(marker.target).toMatch(/^\[cut by machineadm: (\d+) more entries removed to keep the event under 60 KiB\]$/);
+    const removed = Number(/(\d+) more entries/.exec(marker.target)![1]);
+    expect(kept.slice(0, -1)).toEqual(changes.slice(0, 1000 - removed));
+    expect(kept.length - 1).toBeGreaterThan(100);
+  });
+
   it('is not sent for lines of command output (their tail reaches the failure event)', () => {
     expect(isReportedEvent(emitted({ type: 'step.output', message: 'x' }))).toBe(false);
     expect(isReportedEvent(emitted({ type: 'log', message: 'x' }))).toBe(true);

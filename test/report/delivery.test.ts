@@ -191,6 +191,36 @@ describe('delivery to a collector', () => {
     expect(next.reported.document?.delivery?.endpoints?.[0]).toMatchObject({ spooled: MAX_SPOOLED_EVENTS + 12, dropped: 12 });
   });
 
+  it('sets aside a spooled event cut short, never sends it, and delivers every event after it', async () => {
+    reset();
+    const root = scratchDir();
+    const config = configFrom({ report: { endpoints: [{ url: collector.url }] } });
+    await runWithReporting({ root, offline: true, config, prepare: [step('a')] });
+    const left = spooled(root, collector.url);
+    const cut = left[2]!;
+    const whole = readFileSync(join(spoolDir(root, collector.url), cut), 'utf8');
+    writeFileSync(join(spoolDir(root, collector.url), cut), whole.slice(0, whole.length / 2));
+    // A strict collector: a body that is not JSON is a 400.
+    collector.onRequest = (r) => {
+      if (r.events.length === 0) collector.script.unshift({ kind: 'status', status: 400 });
+    };
+    try {
+      const run = await runWithReporting({ root, config, prepare: [step('a')] });
+      expect(collector.requests.filter((r) => r.events.length === 0)).toEqual([]);
+      const acked = collector.ackedIds();
+      expect(acked).toHaveLength(left.length - 1 + 12);
+      // The older run's events first, in spool order, the cut one left out.
+      const earlier = left.filter((n) => n !== cut).map((n) => n.replace(/^\d{13}-(.+)-(\d{6})\.json$/, '$1.$2'));
+      expect(acked.slice(0, earlier.length)).toEqual(earlier);
+      expect(spooled(root, collector.url)).toEqual([]);
+      expect(readFileSync(join(spoolDir(root, collector.url), `${cut}.unreadable`), 'utf8')).toBe(whole.slice(0, whole.length / 2));
+      expect(run.reported.document?.delivery?.endpoints).toEqual([{ url: collector.url, delivered: left.length - 1 + 12, spooled: 0, unreadable: 1 }]);
+      expect(run.summary).toContain(`events: 1 spooled for ${collector.url} could not be read (cut short, or not a CloudEvent): set aside in its spool folder as *.unreadable, never sent`);
+    } finally {
+      delete collector.onRequest;
+    }
+  });
+
   it('never lets a secret reach the collector, the files it writes or the console', async () => {
     reset();
     const root = scratchDir();
@@ -339,5 +369,34 @@ describe('a backlog of 1,000 spooled events', () => {
     expect(ids).toEqual([...ids].sort());
     expect(ids[0]).toBe(`${bus.runId}.000001`);
     expect(deliverMs).toBeLessThan(45_000);
+  });
+});
+
+describe('a batch endpoint', () => {
+  // A collector behind a proxy with a 1 MiB body limit (nginx's default) answers 413 to more, and
+  // a refused endpoint is sent nothing more: every later run would stop at the same batch.
+  it('gets requests of at most 1 MiB, counted in bytes, when the events hold text beyond ASCII', async () => {
+    reset();
+    const root = scratchDir();
+    const stateFs = new RootedFileSystem(join(root, 'var/lib/machineadm'));
+    const config = configFrom({ report: { endpoints: [{ url: collector.url, batch: true }] } });
+    const [endpoint] = await resolveEndpoints(config, createHost({ root, env: {} }), new SecretScrubber());
+    const identity = { hostname: 'h', nodeName: 'h', machineadmVersion: 't' };
+    const bus = new EventBus({ identity });
+    const offline = new EventReporter({ endpoints: [endpoint!], identity, runId: bus.runId, stateFs, poster: createHttpPoster(), offline: true, deadlineMs: 1_000 });
+    await offline.open();
+    bus.listen(offline.listener);
+    // Each event ~50 KB of UTF-8 in 25,000 characters: 40 of them are ~2 MB.
+    for (let i = 0; i < 40; i++) bus.emit({ type: 'log', message: `${i} ${'ü'.repeat(25_000)}`, step: 'prepare/x' });
+    await offline.finish();
+    const online = new EventReporter({ endpoints: [endpoint!], identity, runId: 'next', stateFs, poster: createHttpPoster(), offline: false, deadlineMs: 30_000 });
+    await online.open();
+    const report = await online.finish();
+    expect(report.endpoints[0]).toMatchObject({ delivered: 40, spooled: 0 });
+    expect(Math.max(...collector.requests.map((r) => r.body.length))).toBeLessThanOrEqual(1024 * 1024);
+    expect(collector.requests.length).toBeGreaterThan(1);
+    const ids = collector.ackedIds();
+    expect(ids).toHaveLength(40);
+    expect(ids).toEqual([...ids].sort());
   });
 });
