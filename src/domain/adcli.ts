@@ -28,7 +28,7 @@ export function adcliTestjoinArgv(dj: DomainJoinSpec): [string, ...string[]] {
   return ['adcli', 'testjoin', '--domain', dj.domain, ...(dj.domainController !== undefined ? ['--domain-controller', dj.domainController] : []), '--host-keytab', dj.linux.keytab];
 }
 
-export type JoinFailureKind = 'credentials' | 'unreachable' | 'account-exists' | 'not-permitted' | 'clock-skew' | 'other';
+export type JoinFailureKind = 'credentials' | 'unreachable' | 'account-exists' | 'not-permitted' | 'name-in-use' | 'clock-skew' | 'other';
 
 export interface JoinFailure {
   kind: JoinFailureKind;
@@ -41,6 +41,10 @@ export interface JoinFailure {
 const PATTERNS: readonly [JoinFailureKind, RegExp][] = [
   ['clock-skew', /clock skew too great/i],
   ['credentials', /couldn't authenticate as|preauthentication failed|password incorrect|client '[^']*' not found in kerberos database|client not found in kerberos database|password has expired|clients credentials have been revoked/i],
+  // Before not-permitted: adcli words the directory's refusal of a service principal name another
+  // account holds (Samba: "samldb: spn[host/NAME] would cause a conflict") as insufficient
+  // permissions, though no right of the user's would let the write through.
+  ['name-in-use', /spn\[[^\]]*\] would cause a conflict/i],
   // Before account-exists: adcli says "Insufficient permissions to modify computer account" when
   // the directory refused the user a write (on a new account or an existing one), which is the
   // user's rights, not the account's existence.
@@ -61,7 +65,8 @@ export function testjoinSaysAccountGone(output: string): boolean {
 
 export function classifyJoinFailure(output: string, dj: DomainJoinSpec, username: string): JoinFailure {
   const kind = PATTERNS.find(([, pattern]) => pattern.test(output))?.[0] ?? 'other';
-  return describeJoinFailure(kind, dj, username, { tool: 'adcli', otherHint: 'read the output tail; adcli --verbose names the operation that failed' });
+  const spn = /spn\[([^\]]*)\] would cause a conflict/i.exec(output)?.[1];
+  return describeJoinFailure(kind, dj, username, { tool: 'adcli', otherHint: 'read the output tail; adcli --verbose names the operation that failed', ...(spn !== undefined ? { spn } : {}) });
 }
 
 /** Where the computer account goes, for plans on both systems: the OU and the computer name. */
@@ -70,7 +75,7 @@ export function joinPlacement(dj: DomainJoinSpec): string {
 }
 
 /** The operator's message for a kind of join failure, the same on both systems. */
-export function describeJoinFailure(kind: JoinFailureKind, dj: DomainJoinSpec, username: string | undefined, how: { tool: string; otherHint: string }): JoinFailure {
+export function describeJoinFailure(kind: JoinFailureKind, dj: DomainJoinSpec, username: string | undefined, how: { tool: string; otherHint: string; spn?: string }): JoinFailure {
   const realm = realmOf(dj.domain);
   const user = username ?? 'the account that pre-staged the computer';
   switch (kind) {
@@ -95,6 +100,12 @@ export function describeJoinFailure(kind: JoinFailureKind, dj: DomainJoinSpec, u
         kind,
         message: `${user} has insufficient permissions to create or change the computer account${dj.computerName !== undefined ? ` ${dj.computerName}` : ''} in ${dj.organizationalUnit ?? dj.domain} (the directory denied the write, or the user's quota of computer accounts is used up)`,
         hint: 'ask the directory administrators to delegate "create computer objects" on the OU to this account (and "reset password" and "write all properties" on computer objects, to reuse an existing one), or to pre-stage the computer account',
+      };
+    case 'name-in-use':
+      return {
+        kind,
+        message: `the service principal name ${how.spn ?? 'host/<host name>'}, which adcli registers for this machine's host name, belongs to another computer account in ${dj.domain}`,
+        hint: 'give every machine a unique host name (cloned images keep theirs), or ask the directory administrators to remove the stale computer account that holds the name',
       };
     case 'clock-skew':
       return { kind, message: `this machine's clock differs from the domain controller's by more than Kerberos allows (5 minutes)`, hint: 'synchronise the clock (NTP, e.g. with the domain controllers) before the provision phase' };

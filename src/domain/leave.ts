@@ -8,7 +8,7 @@ import type { DomainJoinSpec } from '../config/schema/index.ts';
 import { ConfigError, StepDetailsError } from '../errors.ts';
 import { tail } from '../host/index.ts';
 import { classifyJoinFailure, realmOf, testjoinSaysAccountGone } from './adcli.ts';
-import { readJoinPassword } from './password.ts';
+import { passwordEnvNames, readJoinPassword } from './password.ts';
 import { KRB5_CONF } from './krb5-conf.ts';
 import { windowsLeaveApply, windowsLeaveCheck, windowsLeavePreflight } from './windows-leave.ts';
 
@@ -73,11 +73,12 @@ export const domainLeave: Undo = {
     const changes = [{ action: 'leave', target: joined.domain, detail: `adcli delete-computer ${joined.computerName} as ${username}@${realmOf(joined.domain)}, password on standard input` }];
     if (ctx.options.keepDomain) return { done: false, changes: [], skipReason: `--keep-domain: the machine stays ${joined.computerName} in ${joined.domain}, with ${domainFiles(ctx).join(' and ')}` };
     if (!ctx.facts.liveRoot) return { done: false, changes, skipReason: `leaving the domain changes the directory: not run under --root ${ctx.host.fs.root}` };
-    if (!(await ctx.host.fs.exists(joined.keytab))) return { done: true, changes: [] };
-    if (await ctx.host.proc.which('adcli')) {
+    // A keytab removed from the machine leaves the account in the directory: delete-computer needs
+    // only the user's credentials, and testjoin (which needs the keytab) cannot tell it is gone.
+    if ((await ctx.host.fs.exists(joined.keytab)) && (await ctx.host.proc.which('adcli'))) {
       const dc = ctx.config.spec.domainJoin?.domainController;
       const argv = ['adcli', 'testjoin', '--domain', joined.domain, ...(dc !== undefined ? ['--domain-controller', dc] : []), '--host-keytab', joined.keytab] as const;
-      const test = await ctx.host.proc.run([...argv], { timeoutMs: 60_000, allowFailure: true }).catch(() => undefined);
+      const test = await ctx.host.proc.run([...argv], { timeoutMs: 60_000, allowFailure: true, withoutEnv: passwordEnvNames(credentialsOf(ctx)) }).catch(() => undefined);
       // Left already (a reset killed after the account went): the directory no longer knows the
       // keytab's account. A domain controller that does not answer is not that: the account is
       // still there, and delete-computer says why it cannot be removed.
@@ -94,10 +95,9 @@ export const domainLeave: Undo = {
     const password = await readJoinPassword(ctx, credentials);
     const lines: string[] = [];
     const scrub = (line: string): string => (password === '' ? line : line.split(password).join('<redacted>'));
-    const source = credentials.password;
     const result = await ctx.host.proc.run(adcliDeleteArgv(joined, ctx.config.spec.domainJoin, credentials.username), {
       input: password,
-      withoutEnv: typeof source === 'object' && 'env' in source.valueFrom ? [source.valueFrom.env] : [],
+      withoutEnv: passwordEnvNames(credentials),
       timeoutMs: LEAVE_TIMEOUT_MS,
       allowFailure: true,
       onLine: (line) => {

@@ -12,3 +12,12 @@ export async function readJoinPassword(ctx: StepContext, credentials: NonNullabl
   if (password.includes('\0')) throw new ConfigError([{ path: PASSWORD_FIELD, message: 'the value read holds a NUL character', hint: 'check the file or variable it comes from' }]);
   return password;
 }
+
+/**
+ * The variable the password is read from, if any: every adcli call leaves it out of its
+ * environment (testjoin needs no password, and none of them may inherit it).
+ */
+export function passwordEnvNames(credentials: DomainJoinSpec['credentials']): string[] {
+  const source = credentials?.password;
+  return typeof source === 'object' && 'env' in source.valueFrom ? [source.valueFrom.env] : [];
+}

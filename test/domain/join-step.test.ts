@@ -2,7 +2,7 @@
 // (fixtures/private-etc.sh) in a mount namespace, with a stand-in adcli first on PATH that records
 // what it was given. What the real adcli does is proven against Samba in samba-join.test.ts.
 import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -107,6 +107,28 @@ describe.skipIf(skip)('the domain/join step on Linux', () => {
     expect(existsSync(`${m.log}.argv`)).toBe(false);
   });
 
+  it.each([
+    ['a rerun of provision', 'provision'],
+    ['reset', 'reset'],
+  ] as const)('keeps a password read from an environment variable out of the environment of adcli testjoin in %s', async (_name, command) => {
+    const m = machine();
+    const path = config('{ valueFrom: { env: DJ_PASSWORD } }');
+    const env = { DJ_PASSWORD: PASSWORD };
+    expect((await provision(m, path, env)).exitCode).toBe(0);
+    const out = await machineadm(command, m, path, env);
+    expect(out.exitCode, out.output).toBe(0);
+    expect(readFileSync(`${m.log}.testjoin-env`, 'utf8')).not.toContain(PASSWORD);
+  });
+
+  it('refuses a keytab in a folder that does not exist before adcli join creates the computer account it could not keep', async () => {
+    const m = machine();
+    const out = await provision(m, config(`"${PASSWORD}"`, '    linux: { keytab: /etc/krb5/keytabs/host.keytab }\n'));
+    expect(out.exitCode, out.output).not.toBe(0);
+    expect(out.output).toMatch(/spec\.domainJoin\.linux\.keytab: the folder \/etc\/krb5\/keytabs does not exist/);
+    expect(existsSync(`${m.log}.argv`)).toBe(false);
+    expect(readdirSync(m.upper)).toEqual([]);
+  });
+
   it('refuses a host name longer than 15 characters without computerName before running adcli, which would cut the name short', async () => {
     const m = machine();
     const path = join(dir, `c${++n}.yaml`);
@@ -131,6 +153,17 @@ describe.skipIf(skip)('the domain/join step on Linux', () => {
     expect(readFileSync(`${m.log}.delete-argv`, 'utf8').split('\n')).toEqual(expect.arrayContaining(['--domain', 'corp.test', '--login-user', 'joiner', '--stdin-password', 'NODE-01']));
     expect(readFileSync(`${m.log}.delete-stdin`, 'utf8')).toBe(PASSWORD);
     expect(readdirSync(m.upper)).toEqual([]);
+  });
+
+  it("reset deletes the computer account with the join's credentials also when the keytab was removed from the machine", async () => {
+    const m = machine();
+    const path = config(`"${PASSWORD}"`);
+    expect((await provision(m, path)).exitCode).toBe(0);
+    rmSync(join(m.upper, 'krb5.keytab'));
+    const out = await machineadm('reset', m, path);
+    expect(out.exitCode, out.output).toBe(0);
+    expect(readFileSync(`${m.log}.delete-argv`, 'utf8').split('\n')).toEqual(expect.arrayContaining(['--domain', 'corp.test', '--login-user', 'joiner', '--stdin-password', 'NODE-01']));
+    expect(readFileSync(`${m.log}.delete-stdin`, 'utf8')).toBe(PASSWORD);
   });
 
   it.each([

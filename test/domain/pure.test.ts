@@ -69,6 +69,15 @@ describe('adcli', () => {
     expect(failure.message).toBe('joiner has insufficient permissions to create or change the computer account NODE-01 in corp.test (the directory denied the write, or the user\'s quota of computer accounts is used up)');
     expect(failure.message).not.toMatch(/exists/);
   });
+
+  // As adcli 0.9.1 prints Samba 4.17's refusal when another computer account holds host/<host name>.
+  it("says a host name another computer account holds as a service principal name is the name's conflict, not the user's permissions", () => {
+    const output = "adcli: joining domain corp.test failed: Insufficient permissions to modify computer account: CN=NODE-02,OU=Nodes,DC=corp,DC=test: 0000202F: samldb: spn[host/node.corp.test] would cause a conflict";
+    const failure = classifyJoinFailure(output, { ...DJ, computerName: 'NODE-02' }, 'joiner');
+    expect(failure.kind).toBe('name-in-use');
+    expect(failure.message).toBe('the service principal name host/node.corp.test, which adcli registers for this machine\'s host name, belongs to another computer account in corp.test');
+    expect(failure.hint).toMatch(/unique host name/);
+  });
 });
 
 describe('renderKrb5Conf', () => {

@@ -9,7 +9,7 @@ import { tail } from '../../host/index.ts';
 import { adcliJoinArgv, adcliTestjoinArgv, classifyJoinFailure, joinPlacement, realmOf } from '../adcli.ts';
 import { keytabPrincipals, machineAccount } from '../keytab.ts';
 import { KRB5_CONF, renderKrb5Conf } from '../krb5-conf.ts';
-import { readJoinPassword } from '../password.ts';
+import { passwordEnvNames, readJoinPassword } from '../password.ts';
 import { domainLeave } from '../leave.ts';
 import { DOWNLOADED_BLOB, windowsApply, windowsCheck, windowsPreflight } from '../windows-join.ts';
 
@@ -78,6 +78,16 @@ function mismatch(dj: DomainJoinSpec, account: { computerName: string; realm: st
   return undefined;
 }
 
+/**
+ * adcli creates the computer account and sets its password before it writes the keytab, and does
+ * not make the keytab's folder: without one the directory keeps an account no machine can use.
+ */
+async function requireKeytabFolder(ctx: StepContext, keytab: string): Promise<void> {
+  const folder = keytab.slice(0, keytab.lastIndexOf('/')) || '/';
+  if (await ctx.host.fs.isFolderFollowingLinks(folder)) return;
+  throw new StepDetailsError(`${FIELD}.linux.keytab: the folder ${folder} does not exist`, { keytab }, { hint: `create ${folder} before the provision phase (adcli does not), or give a keytab path in an existing folder; nothing was changed in ${ctx.config.spec.domainJoin!.domain}` });
+}
+
 const LEAVE_FIRST = 'machineadm does not move a machine between domains or accounts: leave the domain first (adcli delete-computer, then remove the keytab), or correct spec.domainJoin';
 
 function linuxChanges(dj: DomainJoinSpec, krb5Exists: boolean): Change[] {
@@ -125,7 +135,7 @@ export const domainJoinStep: Step = {
       return { done: false, changes, skipReason: `the domain join changes the directory and the live machine: not run under --root ${ctx.host.fs.root} (run it with --root /)` };
     }
     if (account && (await ctx.host.proc.which('adcli'))) {
-      const test = await ctx.host.proc.run(adcliTestjoinArgv(dj), { timeoutMs: TESTJOIN_TIMEOUT_MS, allowFailure: true }).catch(() => undefined);
+      const test = await ctx.host.proc.run(adcliTestjoinArgv(dj), { timeoutMs: TESTJOIN_TIMEOUT_MS, allowFailure: true, withoutEnv: passwordEnvNames(dj.credentials) }).catch(() => undefined);
       if (test?.exitCode === 0) return { done: true, changes: [] };
       // The keytab names this domain but no longer works (account reset or deleted): join again.
       changes[0] = { ...changes[0]!, detail: `${changes[0]!.detail}; ${dj.linux.keytab} holds ${account.computerName}$ but adcli testjoin fails` };
@@ -147,10 +157,9 @@ export const domainJoinStep: Step = {
     if (!(await proc.which('adcli'))) {
       throw new StepDetailsError('adcli is not installed (not found on PATH)', {}, { hint: 'install adcli (Debian and Ubuntu: apt-get install adcli; RHEL: dnf install adcli) before the provision phase' });
     }
+    await requireKeytabFolder(ctx, dj.linux.keytab);
     const password = await readPassword(ctx, dj);
     const username = dj.credentials!.username;
-    const source = dj.credentials!.password;
-    const inheritedSecret = typeof source === 'object' && 'env' in source.valueFrom ? [source.valueFrom.env] : [];
     const keytabExisted = before !== undefined || (await fs.exists(dj.linux.keytab));
     // adcli writes the keytab: what was there is recorded and kept first, for reset to give back.
     await fs.keepOriginal(dj.linux.keytab);
@@ -159,7 +168,7 @@ export const domainJoinStep: Step = {
     try {
       const result = await proc.run(adcliJoinArgv(dj, username), {
         input: password,
-        withoutEnv: inheritedSecret,
+        withoutEnv: passwordEnvNames(dj.credentials),
         timeoutMs: JOIN_TIMEOUT_MS,
         allowFailure: true,
         onLine: (line) => {
