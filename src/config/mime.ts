@@ -56,7 +56,7 @@ export function isGzip(bytes: Uint8Array): boolean {
  * Decompresses gzip content, refusing to produce more than maxBytes, nor more than is left of the
  * sources' total: a thousand small gzip bombs are one big one.
  */
-export function gunzipLimited(bytes: Uint8Array, maxBytes: number, budget: LoadBudget = new LoadBudget()): Buffer {
+export function gunzipLimited(bytes: Uint8Array, maxBytes: number, budget: LoadBudget = new LoadBudget(), what = 'the part'): Buffer {
   const limit = Math.max(1, Math.min(maxBytes, budget.sourceBytes));
   let out: Buffer;
   try {
@@ -72,7 +72,7 @@ export function gunzipLimited(bytes: Uint8Array, maxBytes: number, budget: LoadB
       }
       throw new MimeError(`gzip content expands beyond the limit of ${maxBytes} bytes`, undefined, 'a configuration is never that large');
     }
-    throw new MimeError(`gzip content is corrupt (${(error as Error).message})`, undefined, 'compress the part again with gzip; a truncated download is the usual cause');
+    throw new MimeError(`gzip content is corrupt (${(error as Error).message})`, undefined, `compress ${what} again with gzip; a truncated download is the usual cause`);
   }
   budget.spendBytes(out.length);
   return out;

@@ -3,9 +3,9 @@
 import { ConfigError, type ConfigIssue } from '../errors.ts';
 import { API_GROUP, SUPPORTED_API_VERSIONS } from './schema/index.ts';
 import { DocumentError, decodeUtf8, parseDocument, type ParsedDocument } from './document.ts';
-import { MACHINECONFIG_CONTENT_TYPE, gunzipLimited, isGzip, isMultipart, machineConfigPart, mimeForCloudInit, singlePart, splitMultipart, unwrapBase64, type MimePart } from './mime.ts';
+import { MACHINECONFIG_CONTENT_TYPE, MimeError, gunzipLimited, isGzip, isMultipart, machineConfigPart, mimeForCloudInit, singlePart, splitMultipart, unwrapBase64, type MimePart } from './mime.ts';
 import type { RawSource } from './source-specs.ts';
-import { sourceIssues } from './source-reading.ts';
+import { SourceError, sourceIssues } from './source-reading.ts';
 import type { LoadBudget } from './budgets.ts';
 
 /** The MachineConfig documents among MIME parts: machineadm's parts parsed, a mistyped one refused. */
@@ -75,9 +75,9 @@ export function mimeDocuments(raw: RawSource, content: Uint8Array, maxBytes: num
 export function extractDocuments(raw: RawSource, maxBytes: number, budget: LoadBudget): { documents: ParsedDocument[]; userData: boolean; warnings?: string[] } {
   let bytes = raw.bytes;
   // cloud-init accepts gzip-compressed user data; so does machineadm, from any source.
-  if (isGzip(bytes)) bytes = gunzipLimited(bytes, maxBytes, budget);
+  if (isGzip(bytes)) bytes = gunzipSource(bytes, maxBytes, budget);
   const unwrapped = raw.userData ? unwrapBase64(bytes) : undefined;
-  if (unwrapped) bytes = isGzip(unwrapped) ? gunzipLimited(unwrapped, maxBytes, budget) : unwrapped;
+  if (unwrapped) bytes = isGzip(unwrapped) ? gunzipSource(unwrapped, maxBytes, budget) : unwrapped;
   const mime = mimeDocuments(raw, bytes, maxBytes, budget);
   if (mime) return mime;
   if (raw.userData) {
@@ -86,8 +86,10 @@ export function extractDocuments(raw: RawSource, maxBytes: number, budget: LoadB
     if (bytes.length === 0) return { documents: [], userData: true };
     const text = stripBom(Buffer.from(bytes).toString('utf8'));
     // cloud-init's own formats start with a marker line; one that only mentions machineadm (a
-    // cloud-config writing a MachineConfig file with write_files) is still cloud-init's.
-    const cloudInit = /^#(!|cloud-|include|part-handler|upstart-job)/.test(text);
+    // cloud-config writing a MachineConfig file with write_files) is still cloud-init's. cloud-init
+    // matches the marker in any case after leading blanks, and a jinja template (Cluster API's
+    // user data) before its cloud-config or script.
+    const cloudInit = /^(#!|#cloud-|#include|#part-handler|#upstart-job|## template: jinja)/i.test(text.trimStart());
     const ours = !cloudInit && (text.includes(API_GROUP) || /^\s*kind:\s*["']?MachineConfig\b/m.test(text));
     if (!ours) return { documents: [], userData: true };
     const doc = parseDocument(stripBom(decodeUtf8(bytes, raw.name)), raw.name, 0, budget);
@@ -96,6 +98,16 @@ export function extractDocuments(raw: RawSource, maxBytes: number, budget: LoadB
   const doc = parseDocument(stripBom(decodeUtf8(bytes, raw.name)), raw.name, 0, budget);
   if (!doc) throw new DocumentError([{ source: raw.name, path: '', message: 'is empty', hint: `write a MachineConfig (apiVersion: ${SUPPORTED_API_VERSIONS[0]}, kind: MachineConfig, spec: ...)` }]);
   return { documents: [doc], userData: false };
+}
+
+// A whole source in gzip is not MIME: its problem is the source's, not a part's.
+function gunzipSource(bytes: Uint8Array, maxBytes: number, budget: LoadBudget): Buffer {
+  try {
+    return gunzipLimited(bytes, maxBytes, budget, 'it');
+  } catch (error) {
+    if (error instanceof MimeError) throw new SourceError(error.message, error.hint);
+    throw error;
+  }
 }
 
 export function stripBom(text: string): string {

@@ -91,10 +91,11 @@ export async function readDirectory(fs: RootedFileSystem, spec: Extract<SourceSp
   const out: RawSource[] = [];
   for (const name of names) {
     const child = `${spec.path.replace(/[\\/]+$/, '')}/${name}`;
-    const childInfo = await fs.stat(child);
-    if (!childInfo || childInfo.kind === 'directory') continue;
     let bytes: Buffer | 'directory';
     try {
+      // stat too: under --root it refuses an entry that links out of the root.
+      const childInfo = await fs.stat(child);
+      if (!childInfo || childInfo.kind === 'directory') continue;
       bytes = await readLimited(fs, child, childInfo, maxBytes);
     } catch (error) {
       // The problem is the entry's, so the message names the entry rather than the directory; the

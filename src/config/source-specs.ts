@@ -59,6 +59,9 @@ export function parseSources(sources: readonly string[], cwd: string): { specs: 
       const allowed = FRAGMENT_PARAMETERS[url.protocol];
       const unknown = allowed ? [...fragment.keys()].filter((k) => !allowed.names.includes(k)) : [];
       if (unknown.length) bad(`unknown URL fragment parameter ${unknown.map((k) => JSON.stringify(k)).join(', ')}`, allowed!.hint);
+      // Only the first of a repeated parameter is read: a second pin would never be checked.
+      const repeated = [...new Set(fragment.keys())].filter((k) => fragment.getAll(k).length > 1);
+      if (repeated.length) bad(`URL fragment parameter ${repeated.map((k) => JSON.stringify(k)).join(', ')} given more than once`, `give ${repeated.map((k) => `${k}=`).join(' and ')} once`);
       if (sha256 !== undefined && !/^[a-f0-9]{64}$/i.test(sha256)) bad('the sha256 pin is not 64 hex digits', 'write #sha256=<64 hex digits> (sha256sum prints them)');
       const pin = sha256?.toLowerCase();
       if (url.protocol === 'file:') {

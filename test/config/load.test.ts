@@ -222,6 +222,20 @@ describe('several sources', () => {
     ]);
   });
 
+  it('names a drop-in that links out of --root, and still reads and checks the other drop-ins', async () => {
+    const root = scratchDir();
+    mkdirSync(join(root, 'etc/machineadm/config.d'), { recursive: true });
+    writeFileSync(join(root, 'etc/machineadm/config.d/10-a.yaml'), `${HEAD}spec:\n  kernelModules: [overlay]\n`);
+    symlinkSync(file(`${HEAD}spec: {}\n`), join(root, 'etc/machineadm/config.d/20-out.yaml'));
+    writeFileSync(join(root, 'etc/machineadm/config.d/30-b.yaml'), `${HEAD}spec:\n  kernelModules: 5\n`);
+    const found = await issues([], {}, host({ root }));
+    expect(found.map((i) => [i.source, i.path])).toEqual([
+      ['/etc/machineadm/config.d/20-out.yaml', ''],
+      ['/etc/machineadm/config.d/30-b.yaml', 'spec.kernelModules'],
+    ]);
+    expect(found[0]!.message).toMatch(/resolves through a symbolic link to .*, outside the root/);
+  });
+
   it('reads a directory in lexical order, leaving out other and hidden files', async () => {
     const d = join(dir, 'conf.d');
     file(`${HEAD}spec:\n  sysctls: { a.b: "from-20" }\n`, 'conf.d/20-site.yaml');
@@ -302,6 +316,8 @@ describe('pins, offline and unsupported sources', () => {
     ['an unknown fragment parameter', 'https://example.test/c.yaml#md5=x', /unknown URL fragment parameter "md5"/],
     ['a pin on instance metadata, which nothing would check', `imds://aws/user-data#sha256=${'a'.repeat(64)}`, /unknown URL fragment parameter "sha256"/],
     ['a CA on a file:// source', 'file:///x.yaml#ca=/ca.pem', /unknown URL fragment parameter "ca"/],
+    ['a pin given twice, one of which nothing would check', `file:///x.yaml#sha256=${sha}&sha256=${'b'.repeat(64)}`, /URL fragment parameter "sha256" given more than once/],
+    ['a CA given twice', 'https://example.test/c.yaml#ca=/a.pem&ca=/b.pem', /URL fragment parameter "ca" given more than once/],
     ['a file:// URL with a broken %-escape', 'file:///etc/%zz.yaml', /not a valid file:\/\/ URL/],
   ])('refuses %s before reading anything', async (_name, source, message) => {
     const [first] = await issues([source]);
@@ -351,6 +367,14 @@ describe('user data in files', () => {
   it('reads gzip-compressed user data', async () => {
     const path = file(gzipSync(multipart([{ type: MACHINECONFIG_CONTENT_TYPE, body: config }])));
     expect((await loadConfig(host(), [path])).config.spec.kernelModules).toEqual(['overlay']);
+  });
+
+  it('names a truncated gzip file as the file it is, not as a MIME part', async () => {
+    const path = file(gzipSync(`${HEAD}spec:\n  kernelModules: [overlay]\n`).subarray(0, 20));
+    const [first, ...rest] = await issues([path]);
+    expect(rest).toEqual([]);
+    expect(first).toMatchObject({ source: path, message: 'gzip content is corrupt (unexpected end of file)' });
+    expect(first!.hint).not.toMatch(/part/);
   });
 
   it('reports a MachineConfig part that does not parse, with the line in the whole user data', async () => {

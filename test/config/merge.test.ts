@@ -16,6 +16,13 @@ describe('merging sources', () => {
     ['a scalar replaces a map', { a: { b: 1 } }, { a: 'x' }, { a: 'x' }],
     ['a secret reference replaces another whole', { t: { valueFrom: { env: 'A' } } }, { t: { valueFrom: { file: '/f' } } }, { t: { valueFrom: { file: '/f' } } }],
     ['a literal secret replaces a reference', { t: { valueFrom: { env: 'A' } } }, { t: 'lit' }, { t: 'lit' }],
+    ['a machine value reference replaces another whole', { n: { fromMachine: 'localHostname' } }, { n: { fromInstanceData: 'ds.meta_data.label' } }, { n: { fromInstanceData: 'ds.meta_data.label' } }],
+    [
+      'a provider ID template replaces another whole',
+      { p: { template: 'oci://${ID}', values: { ID: { fromInstanceData: 'ds["id"]' } } } },
+      { p: { template: 'oci://${OCID}', values: { OCID: { fromInstanceData: 'ds.meta_data.ocid' } } } },
+      { p: { template: 'oci://${OCID}', values: { OCID: { fromInstanceData: 'ds.meta_data.ocid' } } } },
+    ],
   ])('%s', (_name, base, override, expected) => {
     expect(mergeConfigs(base, override)).toEqual(expected);
   });

@@ -174,6 +174,15 @@ describe('imds:// sources', () => {
     expect((error as Error).message).toMatch(/nothing to do: the user data holds no MachineConfig \(imds:\/\/aws\/user-data\)/);
   });
 
+  it.each([
+    ['a jinja template of a cloud-config that writes a MachineConfig file', `## template: jinja\n#cloud-config\nwrite_files:\n  - path: /etc/machineadm/config.yaml\n    content: |\n${CONFIG.replace(/^/gm, '      ')}\n`],
+    ['a cloud-config after a blank line, its marker in capitals, that writes a MachineConfig file', `\n#Cloud-Config\nwrite_files:\n  - path: /etc/machineadm/config.yaml\n    content: |\n${CONFIG.replace(/^/gm, '      ')}\n`],
+  ])('leaves to cloud-init user data whose marker cloud-init reads: %s', async (_name, data) => {
+    const s = await imds('aws', { userData: data });
+    const error = await loadConfig(host({ MACHINEADM_IMDS_ENDPOINT: s.url }), ['imds://aws/user-data'], quick).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NoMachineConfigError);
+  });
+
   it('takes non-multipart user data that is a MachineConfig whole', async () => {
     const s = await imds('gce', { userData: CONFIG });
     const { sources } = await loadConfig(host({ MACHINEADM_IMDS_ENDPOINT: s.url }), ['imds://gce/user-data'], quick);
