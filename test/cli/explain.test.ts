@@ -42,6 +42,18 @@ describe('machineadm explain', () => {
     expect(failed).toEqual([]);
   });
 
+  it.each([
+    ['a key of a map of strings', 'spec.sysctls.net.ipv4.ip_forward', 'FIELD: spec.sysctls.* <string>'],
+    ['a map of strings by *', 'spec.kubernetes.node.labels.*', 'FIELD: spec.kubernetes.node.labels.* <'],
+    ['the form validation prints: a quoted key', 'spec.containerd.registries["docker.io"].mirrors', 'FIELD: spec.containerd.registries.*.mirrors <[]object>'],
+    ['the form validation prints: a list index', 'spec.files[0].path', 'FIELD: spec.files.path <string>'],
+  ])('explains %s (%s)', async (_what, path, heading) => {
+    const { code, stdout, stderr } = await runCli(['explain', path]);
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout).toContain(heading);
+  });
+
   it('names the closest field and the known ones for a misspelt path (exit 2)', async () => {
     const { code, stdout, stderr } = await runCli(['explain', 'spec.kubernetes.node.tains']);
     expect(code).toBe(2);

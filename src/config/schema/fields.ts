@@ -105,14 +105,28 @@ function info(path: string, raw: JsonSchema, required: boolean): FieldInfo {
 /** The schema of a child field, through lists and maps ("*" or any key). */
 function child(schema: JsonSchema, name: string): { schema: JsonSchema; required: boolean; name: string } | undefined {
   const value = mapValue(withoutNull(schema));
-  if (value) return objectsIn(value).length > 0 ? { schema: value, required: false, name: '*' } : undefined;
+  if (value) return { schema: value, required: false, name: '*' };
   const found = objectsIn(schema).find((o) => Object.hasOwn(o.properties as object, name));
   return found ? { schema: (found.properties as Record<string, JsonSchema>)[name]!, required: ((found.required as string[] | undefined) ?? []).includes(name), name } : undefined;
 }
 
+/**
+ * A path's segments, as written here (spec.containerd.registries.docker.io) or as validation prints
+ * it (spec.containerd.registries["docker.io"], spec.files[0].path): a quoted key is one segment, and
+ * a list index none (list items add no segment).
+ */
+function pathSegments(path: string): string[] {
+  const segments: string[] = [];
+  for (const [, name, quoted] of path.matchAll(/([^.[\]]+)|\[("(?:[^"\\]|\\.)*")\]|\[\d*\]/g)) {
+    if (name !== undefined) segments.push(name);
+    else if (quoted !== undefined) segments.push(JSON.parse(quoted) as string);
+  }
+  return segments;
+}
+
 /** Where a dotted path leads: the field's schema, or the longest path that exists and what is missing after it. */
 export function locateField(root: JsonSchema, path: string): { path: string; schema: JsonSchema; required: boolean } | { known: string; missing: string; children: string[] } {
-  const segments = path.split('.').filter((s) => s !== '');
+  const segments = pathSegments(path);
   let schema = root;
   let required = true;
   const at: string[] = [];
