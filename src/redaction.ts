@@ -16,8 +16,9 @@ export function displayUrl(url: string): string {
   if (!u) return '(an invalid URL)';
   const userinfo = u.password ? `${u.username}:${REDACTED}@` : u.username ? `${REDACTED}@` : '';
   const query = u.search.length > 1 ? `?${u.search.slice(1).split('&').map(redactParameter).join('&')}` : '';
-  // new URL() turns "scheme:" without "//" into an opaque path; only hierarchical URLs have a host.
-  const authority = u.host || userinfo ? `//${userinfo}${u.host}` : '';
+  // new URL() turns "scheme:" without "//" into an opaque path; only hierarchical URLs have a host,
+  // and a file: URL has "//" with an empty one (file:///etc/x, which file:/etc/x would not read back as).
+  const authority = u.host || userinfo || u.protocol === 'file:' ? `//${userinfo}${u.host}` : '';
   // new URL() adds "/" to a URL without a path (http://proxy:3128); shown as written.
   const path = u.pathname === '/' && /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*([?#]|$)/i.test(url) ? '' : u.pathname;
   return `${u.protocol}${authority}${path}${query}`;

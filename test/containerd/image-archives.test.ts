@@ -143,7 +143,7 @@ describe.skipIf(skip)('spec.kubernetes.install.images with a real containerd', (
     expect(plan.code, plan.stdout + plan.stderr).toBe(0);
     expect(plan.stdout).toContain(`import ${servedUrl} (into containerd (k8s.io): the images it names, known once it is downloaded)`);
     // As machineadm shows a file: URL (redaction.ts displayUrl).
-    expect(plan.stdout).toContain(`import file:${archives.local} (into containerd (k8s.io): ${LOCAL})`);
+    expect(plan.stdout).toContain(`import file://${archives.local} (into containerd (k8s.io): ${LOCAL})`);
     expect(server!.requests).toHaveLength(0);
     expect(await listed()).toEqual(ownBefore);
   });
@@ -155,7 +155,7 @@ describe.skipIf(skip)('spec.kubernetes.install.images with a real containerd', (
     writeFileSync(beside, readFileSync(archives.local));
     const plan = await run(m, ['plan', '--only', STEP]);
     expect(plan.code, plan.stdout + plan.stderr).toBe(0);
-    expect(plan.stdout).toContain(`import file:${beside} (into containerd (k8s.io): ${LOCAL})`);
+    expect(plan.stdout).toContain(`import file://${beside} (into containerd (k8s.io): ${LOCAL})`);
   });
 
   it('refuses --offline before any change while the served archive is to be downloaded', async () => {
@@ -244,7 +244,7 @@ describe.skipIf(skip)('spec.kubernetes.install.images with a real containerd', (
     for (const attempt of ['first', 'second']) {
       const result = await run(m, ['prepare', '--only', STEP]);
       expect(result.code, `${attempt} run: ${result.stdout}${result.stderr}`).toBe(1);
-      expect(result.stderr).toContain(`spec.kubernetes.install.images[0].url: file:${archive} holds example.test/machineadm/other:1.0 for linux/${other}, not for this machine (linux/${process.arch === 'arm64' ? 'arm64' : 'amd64'})`);
+      expect(result.stderr).toContain(`spec.kubernetes.install.images[0].url: file://${archive} holds example.test/machineadm/other:1.0 for linux/${other}, not for this machine (linux/${process.arch === 'arm64' ? 'arm64' : 'amd64'})`);
       expect(await listed()).toEqual(ownBefore);
     }
   });

@@ -48,6 +48,15 @@ describe('displayUrl', () => {
     }, 500);
   });
 
+  it.each([
+    ['file:///etc/machineadm/config.yaml', 'file:///etc/machineadm/config.yaml'],
+    ['file:///srv/release/kubeadm?x=1', 'file:///srv/release/kubeadm?x=<redacted>'],
+    ['imds://user-data', 'imds://user-data'],
+    ['http://proxy:3128', 'http://proxy:3128'],
+  ])('shows %s as %s, a URL that reads back the same (a file: URL keeps its //)', (text, shown) => {
+    expect(displayUrl(text)).toBe(shown);
+  });
+
   it('never throws, whatever the text', async () => {
     await holds('displayUrl: any text', fc.oneof(fc.string({ unit: 'binary', maxLength: 200 }), fc.webUrl({ withQueryParameters: true, withFragments: true, validSchemes: ['http', 'https'] })), (text) => {
       expect(typeof displayUrl(text)).toBe('string');

@@ -174,7 +174,7 @@ describe('spec.kubernetes.install', () => {
     writeFileSync(m.config, readFileSync(m.config, 'utf8').replace('    install:\n', `    install:\n      urls: { kubelet: "file://${local}" }\n`));
     const asked = server.requests.length;
     const plan = await run(m, ['plan']);
-    expect(plan.stdout).toContain(`create /usr/local/bin/kubelet (kubelet ${VERSION} from file:${local} (sha256 ${sha(bytes).slice(0, 12)}...)`);
+    expect(plan.stdout).toContain(`create /usr/local/bin/kubelet (kubelet ${VERSION} from file://${local} (sha256 ${sha(bytes).slice(0, 12)}...)`);
     const init = await run(m, ['init']);
     expect(init.code, init.stderr).toBe(0);
     expect(readFileSync(join(m.root, 'usr/local/bin/kubelet'))).toEqual(bytes);
