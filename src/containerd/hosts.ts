@@ -38,7 +38,9 @@ export function renderHostsToml(registry: string, entry: RegistrySpec | undefine
     if (mirror.overridePath) h.override_path = true;
     hosts[mirror.url] = h;
   }
-  if (Object.keys(hosts).length) table.host = hosts;
+  // Always present, empty without mirrors: containerd 1.6 (1.6.20, Debian 12's) refuses a hosts.toml
+  // with no [host] table ("invalid `host` tree"), logs it and pulls without its ca and skip_verify.
+  table.host = hosts;
   const what = registry === '_default' ? 'every registry without its own directory' : registry;
   return stringifyToml(table, [`Written by machineadm from spec.containerd for ${what}; changes here are overwritten on its next run.`]);
 }

@@ -48,6 +48,11 @@ describe('bad spec.containerd input', () => {
     ],
     ['extraConfig setting the config version', { extraConfig: 'version = 3\n' }, 'spec.containerd.extraConfig: TOML line 1: sets "version"'],
     [
+      'extraConfig turning runc\'s SystemdCgroup on while cgroupDriver is cgroupfs',
+      { cgroupDriver: 'cgroupfs', extraConfig: 'oom_score = -999\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n  SystemdCgroup = true\n' },
+      'spec.containerd.extraConfig: TOML line 3: sets plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options.SystemdCgroup = true, but spec.containerd.cgroupDriver is cgroupfs, the driver the kubelet is given too\n    hint: set spec.containerd.cgroupDriver: systemd instead',
+    ],
+    [
       'extraConfig adding registry mirrors next to config_path',
       { extraConfig: '[plugins."io.containerd.grpc.v1.cri".registry.mirrors."docker.io"]\n  endpoint = ["https://m.example"]\n' },
       '"mirrors" together with the config_path machineadm writes makes the CRI plugin fail to load',
@@ -83,12 +88,35 @@ describe('bad spec.containerd input', () => {
     expect(existsSync(result.root)).toBe(false);
   });
 
+  // The kubelet's cgroupDriver comes from spec.containerd.cgroupDriver: containerd on cgroupfs
+  // under a kubelet on systemd was accepted, and only the pods showed it.
+  it("refuses extraConfig turning runc's SystemdCgroup off while the kubelet gets the systemd driver (the default cgroupDriver), naming the field, before anything is written", async () => {
+    const result = await prepareWith({ extraConfig: '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n  SystemdCgroup = false\n' });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('spec.containerd.extraConfig: TOML line 2: sets plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options.SystemdCgroup = false, but spec.containerd.cgroupDriver is systemd (the default), the driver the kubelet is given too\n    hint: set spec.containerd.cgroupDriver: cgroupfs instead');
+    expect(existsSync(result.root)).toBe(false);
+  });
+
   // Each containerd step rendered the file and said the same problem again, without its line.
   it('refuses extraConfig written for the other config version once, with its TOML line, before anything is written', async () => {
     const result = await prepareWith({ version: '1.7', extraConfig: 'oom_score = -999\n\n[plugins."io.containerd.cri.v1.runtime".containerd]\n  snapshotter = "native"\n' });
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('invalid configuration (1 problem)');
     expect(result.stderr).toContain('spec.containerd.extraConfig: TOML line 3: sets plugins."io.containerd.cri.v1.runtime", a config version 3 (containerd 2.x) section, but this containerd takes config version 2');
+    expect(existsSync(result.root)).toBe(false);
+  });
+
+  // containerd uses only the scheme, host and path of a mirror URL: the mirror answered 401 to the
+  // pull, and containerd went on to the registry itself.
+  it.each([
+    ['a user and password', 'https://puller:mirror-pw1@mirror.example:5000'],
+    ['a token in its query', 'https://mirror.example:5000/v2/proxy?token=mirror-tok1'],
+  ])('refuses a mirror URL with %s, which containerd never sends, without quoting it', async (_what, url) => {
+    const result = await prepareWith({ registries: { 'docker.io': { mirrors: [{ url }] } } });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('spec.containerd.registries["docker.io"].mirrors[0].url: has a user name, password or query, which containerd leaves out of every request to the mirror');
+    expect(result.stderr).toContain('registry.configs');
+    expect(result.stderr).not.toMatch(/mirror-pw1|mirror-tok1/);
     expect(existsSync(result.root)).toBe(false);
   });
 

@@ -3,7 +3,7 @@
 // registry name that exists only as a certs.d hosts.toml mirror, so the pull works only if the
 // mirror configuration is right.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, writeFileSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
@@ -14,7 +14,7 @@ import { runCli } from '../support/cli.ts';
 import { parseFacts } from './facts.ts';
 import { absentHostPaths } from '../support/host-paths.ts';
 
-const skip = missingRequirement({ root: true, commands: ['containerd', 'ctr', 'runc', 'docker-registry', 'skopeo', 'umoci'] });
+const skip = missingRequirement({ root: true, commands: ['containerd', 'ctr', 'runc', 'docker-registry', 'skopeo', 'umoci', 'openssl'] });
 
 type Client = grpc.Client & Record<string, (req: unknown, opts: { deadline: Date }, cb: (err: grpc.ServiceError | null, res: any) => void) => void>;
 
@@ -42,11 +42,20 @@ describe.skipIf(skip)('a real containerd with machineadm configuration', () => {
   // Before the registry, skopeo and containerd start.
   const absentBefore = absentHostPaths();
   const tag = '1.0';
+  let tlsRegistry = '';
+  let ca = '';
 
   beforeAll(async () => {
     const registry = await services.startRegistry();
     await services.pushImage(registry, repository, tag);
     const machine = join(dir, 'machine');
+    // A registry over TLS with a CA of its own, given only as the entry's caFile (a hosts.toml
+    // without mirrors). The path is the same under the root and on this machine, where the daemon reads it.
+    ca = join(dir, 'registry-ca.pem');
+    tlsRegistry = await services.startRegistry({ ca });
+    await services.pushImage(tlsRegistry, repository, tag);
+    mkdirSync(join(machine, dir), { recursive: true });
+    copyFileSync(ca, join(machine, ca));
     const version = parseFacts((await exec('containerd', ['--version'])).stdout);
     const certs = join(machine, 'etc/containerd/certs.d');
     // Every folder the daemon uses is under the temporary directory: the hosts directory, its opt
@@ -71,6 +80,8 @@ describe.skipIf(skip)('a real containerd with machineadm configuration', () => {
         '      mirror-only.example:',
         '        mirrors:',
         `          - url: http://${registry}`,
+        `      ${JSON.stringify(tlsRegistry)}:`,
+        `        caFile: ${ca}`,
         '    extraConfig: |',
         ...extra.split('\n').map((l) => `      ${l}`),
       ].join('\n'),
@@ -109,6 +120,12 @@ describe.skipIf(skip)('a real containerd with machineadm configuration', () => {
     expect(pulled.imageRef).toMatch(/^sha256:[0-9a-f]{64}$/);
     const listed = await call<{ images: { id: string; repoTags: string[] }[] }>(clients!.images, 'ListImages', {});
     expect(listed.images.find((i) => i.id === pulled.imageRef)?.repoTags).toContain(image);
+  });
+
+  it('pulls an image through the CRI from a registry whose hosts.toml gives only its CA, no mirrors', async () => {
+    const image = `${tlsRegistry}/${repository}:${tag}`;
+    const pulled = await call<{ imageRef: string }>(clients!.images, 'PullImage', { image: { image } }, 45).catch((e: grpc.ServiceError) => e.message);
+    expect(pulled, `log:\n${readFileSync(log, 'utf8').split('\n').filter((l) => /hosts\.toml|x509/.test(l)).slice(-5).join('\n')}`).toEqual({ imageRef: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
   });
 
   it('does not find the same image under a registry name without a mirror (the mirror is what made the pull work)', async () => {

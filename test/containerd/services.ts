@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { request } from 'node:http';
+import { connect as tlsConnect } from 'node:tls';
 
 export const exec = promisify(execFile);
 
@@ -46,6 +47,21 @@ async function waitFor(what: string, ready: () => Promise<boolean> | boolean, lo
   throw new Error(`${what} did not come up within ${timeoutMs} ms; its log:\n${existsSync(log) ? readFileSync(log, 'utf8').slice(-3000) : '(none)'}`);
 }
 
+function tlsAnswers(address: string): Promise<boolean> {
+  const [host, port] = address.split(':') as [string, string];
+  return new Promise((resolve) => {
+    const socket = tlsConnect({ host, port: Number(port), rejectUnauthorized: false, timeout: 1000 }, () => {
+      socket.end();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(false));
+    socket.on('timeout', () => {
+      socket.destroy();
+      resolve(false);
+    });
+  });
+}
+
 export class Services {
   private readonly processes: ChildProcess[] = [];
   readonly dir: string;
@@ -61,26 +77,45 @@ export class Services {
     return { child, log };
   }
 
-  /** docker-registry with storage under the temporary directory, plain http on 127.0.0.1. */
-  async startRegistry(): Promise<string> {
+  /**
+   * docker-registry with storage under the temporary directory on 127.0.0.1: plain http, or https
+   * with a server certificate for 127.0.0.1 signed by a CA of its own (`tls.ca`, PEM, written there).
+   */
+  async startRegistry(tls?: { ca: string }): Promise<string> {
     const port = await freePort();
-    const config = join(this.dir, 'registry.yml');
-    writeFileSync(config, `version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: ${join(this.dir, 'registry-data')}\nhttp:\n  addr: 127.0.0.1:${port}\n`);
-    const { log } = this.start('registry', ['docker-registry', 'serve', config]);
+    const name = tls ? 'registry-tls' : 'registry';
+    const config = join(this.dir, `${name}.yml`);
+    const certificate = tls ? await this.serverCertificate(name, tls.ca) : undefined;
+    const https = certificate ? `  tls:\n    certificate: ${certificate.cert}\n    key: ${certificate.key}\n` : '';
+    writeFileSync(config, `version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: ${join(this.dir, `${name}-data`)}\nhttp:\n  addr: 127.0.0.1:${port}\n${https}`);
+    const { log } = this.start(name, ['docker-registry', 'serve', config]);
     const address = `127.0.0.1:${port}`;
-    await waitFor('docker-registry', async () => (await httpStatus(`http://${address}/v2/`)) === 200, log);
+    // Any answer over TLS will do for "up": the registry's certificate is not trusted here.
+    await waitFor('docker-registry', async () => (tls ? await tlsAnswers(address) : (await httpStatus(`http://${address}/v2/`)) === 200), log);
     return address;
+  }
+
+  private async serverCertificate(name: string, caPath: string): Promise<{ cert: string; key: string }> {
+    const [caKey, key, csr, cert, ext] = ['ca.key', 'key', 'csr', 'crt', 'ext'].map((s) => join(this.dir, `${name}.${s}`)) as [string, string, string, string, string];
+    await exec('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', caKey, '-out', caPath, '-days', '2', '-subj', '/CN=machineadm test CA']);
+    await exec('openssl', ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', csr, '-subj', '/CN=127.0.0.1']);
+    writeFileSync(ext, 'subjectAltName=IP:127.0.0.1\n');
+    await exec('openssl', ['x509', '-req', '-in', csr, '-CA', caPath, '-CAkey', caKey, '-CAcreateserial', '-out', cert, '-days', '2', '-extfile', ext]);
+    return { cert, key };
   }
 
   /** A one-layer image built with umoci and pushed with skopeo; returns the repository path and tag. */
   async pushImage(registry: string, repository: string, tag: string): Promise<void> {
     const layout = join(this.dir, 'oci');
     const bundle = join(this.dir, 'bundle');
-    await exec('umoci', ['init', '--layout', layout]);
-    await exec('umoci', ['new', '--image', `${layout}:${tag}`]);
-    await exec('umoci', ['unpack', '--image', `${layout}:${tag}`, bundle]);
-    writeFileSync(join(bundle, 'rootfs', 'hello.txt'), 'prepared by machineadm\n');
-    await exec('umoci', ['repack', '--image', `${layout}:${tag}`, bundle]);
+    // Built once: a second registry gets the same image.
+    if (!existsSync(layout)) {
+      await exec('umoci', ['init', '--layout', layout]);
+      await exec('umoci', ['new', '--image', `${layout}:${tag}`]);
+      await exec('umoci', ['unpack', '--image', `${layout}:${tag}`, bundle]);
+      writeFileSync(join(bundle, 'rootfs', 'hello.txt'), 'prepared by machineadm\n');
+      await exec('umoci', ['repack', '--image', `${layout}:${tag}`, bundle]);
+    }
     // skopeo as root keeps a blob cache in /var/lib/containers/cache on the host, and has no flag to
     // move it: it runs with a private, empty /var/lib (mount -n: no /run/mount/utab on the host).
     const skopeo = ['skopeo', 'copy', '--quiet', '--dest-tls-verify=false', `oci:${layout}:${tag}`, `docker://${registry}/${repository}:${tag}`];

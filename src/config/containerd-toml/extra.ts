@@ -181,6 +181,27 @@ export function mergeExtraConfig(base: TomlTable, extra: TomlTable, text: string
   return merged;
 }
 
+/**
+ * runc's SystemdCgroup set against spec.containerd.cgroupDriver: the kubelet is given that driver,
+ * and a kubelet and containerd on different drivers put pods in cgroups neither manages.
+ */
+export function cgroupDriverConflicts(extra: TomlTable, text: string, driver: 'systemd' | 'cgroupfs', defaulted: boolean): ExtraConfigProblem[] {
+  const problems: ExtraConfigProblem[] = [];
+  for (const plugin of ['io.containerd.grpc.v1.cri', 'io.containerd.cri.v1.runtime']) {
+    const path = ['plugins', plugin, 'containerd', 'runtimes', 'runc', 'options', 'SystemdCgroup'];
+    let value: unknown = extra;
+    for (const key of path) value = isTable(value as TomlValue) && Object.hasOwn(value as TomlTable, key) ? (value as TomlTable)[key] : undefined;
+    if (typeof value !== 'boolean' || value === (driver === 'systemd')) continue;
+    const line = lineOf(text, path);
+    problems.push({
+      message: `sets ${dottedKey(path)} = ${value}, but spec.containerd.cgroupDriver is ${driver}${defaulted ? ' (the default)' : ''}, the driver the kubelet is given too`,
+      ...(line ? { line } : {}),
+      hint: `set spec.containerd.cgroupDriver: ${value ? 'systemd' : 'cgroupfs'} instead (machineadm sets SystemdCgroup and the kubelet's cgroupDriver from it), and leave SystemdCgroup out of extraConfig`,
+    });
+  }
+  return problems;
+}
+
 /** The first line naming plugin `id` in a table header or dotted key ([plugins."id".containerd], plugins."id".x = 1). */
 function sectionLine(text: string, id: string): number | undefined {
   const escaped = id.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

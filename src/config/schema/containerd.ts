@@ -3,6 +3,7 @@ import { array, boolean, documented, enumOf, object, optional, record, string } 
 import { networkUrlProblem } from './url.ts';
 import { hasCredentials } from '../../redaction.ts';
 import { extraConfigProblems } from '../containerd-toml/extra-types.ts';
+import { cgroupDriverConflicts, parseExtraConfig } from '../containerd-toml/extra.ts';
 
 const HTTP_URL = /^https?:\/\/[^\s/]+(\/\S*)?$/;
 
@@ -62,7 +63,14 @@ export const registryMirror = object(
     // the API root it asks for /<repo>/manifests/<tag>, gets 404 and falls back to upstream, which
     // an air-gapped node cannot reach and a connected one reaches silently, bypassing the mirror.
     check: (mirror, report) => {
-      if (!mirror.overridePath || !URL.canParse(mirror.url)) return;
+      if (!URL.canParse(mirror.url)) return;
+      // containerd keeps only the scheme, host and path of a hosts.toml host: a login or token in the
+      // URL is never sent, the mirror answers 401, and the pull goes on to the registry itself.
+      const parsed = new URL(mirror.url);
+      if (parsed.username || parsed.password || parsed.search) {
+        report('url', 'has a user name, password or query, which containerd leaves out of every request to the mirror (the value is not shown: it may hold a credential); the mirror would refuse the pull and containerd go on to the registry itself', 'give the URL without them, and the login in spec.containerd.extraConfig under [plugins."io.containerd.grpc.v1.cri".registry.configs."<mirror host>".auth] (containerd 2.x: io.containerd.cri.v1.images), or let the mirror allow anonymous pulls');
+      }
+      if (!mirror.overridePath) return;
       const segments = new URL(mirror.url).pathname.split('/');
       if (!segments.includes('v2')) {
         report('url', 'overridePath: true needs the registry API root in the URL, including its /v2 part (containerd would request <url>/<repository>/manifests/<tag>, get 404 and fall back to upstream)', `e.g. ${apiRootOf(mirror.url)}, or leave overridePath out for a mirror that serves /v2/ at its root`);
@@ -118,7 +126,13 @@ export const containerdSection = object({
   // problem shows at validation time whichever containerd the machine turns out to have.
   check: (spec, report) => {
     if (!spec.extraConfig?.trim()) return;
-    for (const p of extraConfigProblems(spec.extraConfig)) report('extraConfig', `${p.line ? `TOML line ${p.line}: ` : ''}${p.message}`, p.hint);
+    const problems = extraConfigProblems(spec.extraConfig);
+    for (const p of problems) report('extraConfig', `${p.line ? `TOML line ${p.line}: ` : ''}${p.message}`, p.hint);
+    if (problems.length) return;
+    // The kubelet's cgroupDriver comes from spec.containerd.cgroupDriver (default systemd), never from extraConfig.
+    for (const p of cgroupDriverConflicts(parseExtraConfig(spec.extraConfig), spec.extraConfig, spec.cgroupDriver ?? 'systemd', spec.cgroupDriver === undefined)) {
+      report('extraConfig', `${p.line ? `TOML line ${p.line}: ` : ''}${p.message}`, p.hint);
+    }
   },
 });
 
