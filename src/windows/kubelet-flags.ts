@@ -44,11 +44,15 @@ export function joinKubeletArgs(rendered: Pick<RenderedKubeadm, 'config'>): [str
   return Object.entries((args ?? {}) as Record<string, unknown>).map(([name, value]) => [name, String(value)]);
 }
 
-/** What kubeadm will write to kubeadm-flags.env for this configuration (before it has), given the join's kubeletExtraArgs. */
-export function expectedKubeadmFlags(config: MachineConfig, kubeletArgs: readonly (readonly [string, string])[]): string[] {
+/**
+ * What kubeadm will write to kubeadm-flags.env for this configuration (before it has), given the
+ * join's kubeletExtraArgs and the machine's hostname.
+ */
+export function expectedKubeadmFlags(config: MachineConfig, kubeletArgs: readonly (readonly [string, string])[], hostname: string): string[] {
   const node = config.spec.kubernetes?.node ?? {};
   const base = [`--container-runtime-endpoint=${kubeadmPaths('windows').criSocket}`];
-  if (node.name !== undefined) base.push(`--hostname-override=${node.name}`);
+  // kubeadm passes it only for a node name other than the lower-cased hostname (GetNodeNameAndHostname).
+  if (node.name !== undefined && node.name !== hostname.trim().toLowerCase()) base.push(`--hostname-override=${node.name}`);
   const taints = node.taints ?? [WINDOWS_DEFAULT_TAINT];
   if (taints.length) base.push(`--register-with-taints=${taints.map((t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`).join(',')}`);
   // As in kubeadm, a kubeletExtraArgs entry replaces kubeadm's own flag of that name.

@@ -3,7 +3,7 @@
 // parameters the loader declares. With -File the command line is split by Windows, not parsed as
 // PowerShell; the loader itself is parsed by the grammar in test/loaders/powershell-loader.test.ts.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { missingRequirement } from '../support/environment.ts';
@@ -79,7 +79,9 @@ describe.skipIf(skip)('the Windows recipes', () => {
     const parsed = JSON.parse(execFileSync(process.execPath, ['--liftoff-only', join(REPO, 'test/loaders/parse-powershell.mjs'), file], { encoding: 'utf8', cwd: REPO })) as Record<string, { problems: string[] }>;
     expect(Object.values(parsed)[0]!.problems).toEqual([]);
     const text = readFileSync(file, 'utf8');
-    expect(text).toMatch(/^& \(Join-Path \$PSScriptRoot 'machineadm-loader\.ps1'\) @loader >> \$log 2>&1$/m);
+    expect(text).toMatch(/^\$argv = @\('-NoProfile', '-NonInteractive', '-ExecutionPolicy', 'Bypass', '-File', \(Join-Path \$PSScriptRoot 'machineadm-loader\.ps1'\)\)$/m);
+    expect(text).toMatch(/^foreach \(\$name in @\('BaseUrl', 'Sha256', 'Arguments'\)\) \{ \$argv \+= @\("-\$name", \$loader\[\$name\]\) \}$/m);
+    expect(text).toMatch(/^& powershell\.exe @argv 2>&1 \| ForEach-Object \{ \[string\]\$_ \} \| Add-Content -LiteralPath \$log$/m);
     const splat = /^\$loader = @\{\n([\s\S]*?)\n\}$/m.exec(text)![1]!;
     const given = Object.fromEntries([...splat.matchAll(/^\s+(\w+) = '([^']*)'$/gm)].map((m) => [m[1]!, m[2]!]));
     const declared = new Set([...LOADER.matchAll(/^\s*\[(?:string|int)\] \$(\w+)/gm)].map((m) => m[1]));
@@ -88,6 +90,13 @@ describe.skipIf(skip)('the Windows recipes', () => {
   });
 
   const tools = findPowerShell();
+  /** A folder for PATH with powershell.exe, as Windows has it there: here PowerShell 7. */
+  const powershellExe = (work: string, pwsh: string) => {
+    const bin = join(work, 'bin');
+    mkdirSync(bin);
+    writeFileSync(join(bin, 'powershell.exe'), `#!/bin/sh\nexec '${pwsh}' "$@"\n`, { mode: 0o755 });
+    return bin;
+  };
   it.skipIf('skip' in tools)('machineadm-after-setup.ps1 waits until Setup is complete, runs the loader once, removes its task and ends with machineadm\'s exit code; gives up after its wait, running nothing', () => {
     const pwsh = (tools as { pwsh: string }).pwsh;
     const run = (states: string[], waitMinutes: number) => {
@@ -95,6 +104,7 @@ describe.skipIf(skip)('the Windows recipes', () => {
       writeFileSync(join(work, 'machineadm-after-setup.ps1'), readFileSync(join(WINDOWS, 'machineadm-after-setup.ps1')));
       // The loader beside it: records what it was given, says something, exits 4 (a restart is coming).
       writeFileSync(join(work, 'machineadm-loader.ps1'), "param([string]$BaseUrl, [string]$Sha256, [string]$Arguments)\nAdd-Content -LiteralPath (Join-Path $PSScriptRoot 'calls') -Value \"loader $Arguments\"\nWrite-Output 'machineadm: restart to finish'\nexit 4\n");
+      const bin = powershellExe(work, pwsh);
       const stubs = `
         $global:states = [System.Collections.Generic.Queue[string]]::new([string[]]@(${states.map((st) => `'${st}'`).join(', ')}))
         function Get-ItemProperty { param([string]$LiteralPath, [string]$Name, $ErrorAction)
@@ -105,7 +115,7 @@ describe.skipIf(skip)('the Windows recipes', () => {
         function Unregister-ScheduledTask { param([string]$TaskName, [switch]$Confirm) Add-Content -LiteralPath '${work}/calls' -Value "unregister $TaskName confirm=$Confirm" }
         & '${work}/machineadm-after-setup.ps1' -WaitMinutes ${waitMinutes}
         exit $LASTEXITCODE`;
-      const result = spawnSync(pwsh, ['-NoLogo', '-NoProfile', '-NonInteractive', '-Command', stubs], { encoding: 'utf8', timeout: 60_000 });
+      const result = spawnSync(pwsh, ['-NoLogo', '-NoProfile', '-NonInteractive', '-Command', stubs], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } });
       const read = (name: string) => { try { return readFileSync(join(work, name), 'utf8'); } catch { return ''; } };
       return { status: result.status, calls: read('calls').trim().split('\n'), log: read('machineadm.log') };
     };
@@ -119,6 +129,25 @@ describe.skipIf(skip)('the Windows recipes', () => {
     expect(never.status).toBe(1);
     expect(never.calls.filter((c) => c.startsWith('loader') || c.startsWith('unregister'))).toEqual([]);
     expect(never.log).toContain('Windows Setup did not finish within 0 minutes: machineadm did not run (the task runs again at the next boot)');
+  });
+
+  it.skipIf('skip' in tools)('machineadm-after-setup.ps1 keeps in machineadm.log the messages the loader writes to standard error itself, such as why it ran no machineadm', () => {
+    const pwsh = (tools as { pwsh: string }).pwsh;
+    const work = scratchDir('machineadm-after-setup-');
+    writeFileSync(join(work, 'machineadm-after-setup.ps1'), readFileSync(join(WINDOWS, 'machineadm-after-setup.ps1')));
+    // As the loader's Stop-Loader does: straight to the process's standard error, then its exit code.
+    writeFileSync(join(work, 'machineadm-loader.ps1'), "param([string]$BaseUrl, [string]$Sha256, [string]$Arguments)\n[Console]::Error.WriteLine(\"machineadm-loader: error: SHA-256 of $BaseUrl/machineadm-windows-x64.exe is 00, expected ${Sha256}: not installing or running it\")\nexit 3\n");
+    const bin = powershellExe(work, pwsh);
+    const stubs = `
+      function Get-ItemProperty { param([string]$LiteralPath, [string]$Name, $ErrorAction) [pscustomobject]@{ ImageState = 'IMAGE_STATE_COMPLETE' } }
+      function Unregister-ScheduledTask { param([string]$TaskName, [switch]$Confirm) }
+      & '${work}/machineadm-after-setup.ps1'
+      exit $LASTEXITCODE`;
+    const result = spawnSync(pwsh, ['-NoLogo', '-NoProfile', '-NonInteractive', '-Command', stubs], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } });
+    expect(result.status, result.stderr).toBe(3);
+    const log = readFileSync(join(work, 'machineadm.log'), 'utf8');
+    expect(log).toContain('machineadm-loader: error: SHA-256 of https://bucket.example/machineadm/v0.1.0/machineadm-windows-x64.exe is 00, expected 0123456789abcdef');
+    expect(log).toContain('machineadm exit code 3');
   });
 
   it('cloudbase-init-user-data.ps1 is a #ps1_sysnative script that parses, writes a valid MachineConfig and hands machineadm\'s exit code (1003 for a restart) to cloudbase-init', () => {

@@ -39,6 +39,14 @@ describe('spec.windows', () => {
     ['an agent in C:\\Users\\Public', { hostAgents: [{ ...agent, installPath: 'c:\\users\\public\\csi-proxy.exe' }] }, /hostAgents\[0\]\.installPath: .* is in c:\\users\\public, a folder of Windows' own/],
     ['an agent in C:\\ProgramData', { hostAgents: [{ ...agent, installPath: 'C:\\ProgramData\\csi-proxy.exe' }] }, /is in C:\\ProgramData, a folder of Windows' own/],
     ['the kubelet in a drive root', { kubeletPath: 'D:\\kubelet.exe' }, /kubeletPath: .* is in D:\\, a folder of Windows' own/],
+    // Names Windows reads as another folder than they show, so the folder machineadm locks (and
+    // resets with icacls /T) would be the drive root or one of Windows' own.
+    ['a "." segment (C:\\. is the drive root)', { kubeletPath: 'C:\\.\\kubelet.exe' }, /kubeletPath: "C:\\\\\.\\\\kubelet\.exe" has a "\." segment/],
+    ['a folder name ending in a dot (C:\\Windows. is C:\\Windows)', { hostAgents: [{ ...agent, installPath: 'C:\\Windows.\\csi-proxy.exe' }] }, /hostAgents\[0\]\.installPath: .* has a segment ending in a dot or a space \("Windows\."\)/],
+    ['a folder name ending in a space', { kubeletPath: 'C:\\Program Files \\kubelet.exe' }, /kubeletPath: .* has a segment ending in a dot or a space \("Program Files "\)/],
+    ['an empty segment (C:\\\\Windows is C:\\Windows)', { containerdPath: 'C:\\\\Windows\\containerd.exe' }, /containerdPath: .* has an empty segment/],
+    ['a forward slash (C:\\Windows/Temp is C:\\Windows\\Temp)', { kubeletPath: 'C:\\Windows/Temp\\kubelet.exe' }, /kubeletPath: .* has a "\/", which Windows reads as a "\\"/],
+    ['an 8.3 short name (PROGRA~1 is Program Files)', { containerdPath: 'C:\\PROGRA~1\\containerd.exe' }, /containerdPath: .* has a short \(8\.3\) name \("PROGRA~1"\)/],
   ])('refuses %s', (_what, windows, message) => {
     expect(issues(windows).join('\n')).toMatch(message);
   });

@@ -9,6 +9,9 @@
 //   Automatic, fails when it exists.
 // - Start-Service / StartService: the SCM starts the services a service depends on first, and
 //   fails (ERROR_SERVICE_DEPENDENCY_DELETED) when one of them does not exist.
+// - Stop-Service -Force: the running services that depend on it are stopped first, and stay
+//   stopped. Restart-Service -Force starts again those it stopped (PowerShell's Service.cs:
+//   DoStopService collects the running dependents, Restart-Service starts each of them).
 // - Win32_Service.Change: replaces the command line, start mode and dependencies.
 // - New-NetFirewallRule -Name: rules are looked up by Name; Remove-NetFirewallRule removes one.
 // - Register-ScheduledTask -Force replaces a task of the same path and name; Unregister removes it.
@@ -143,13 +146,24 @@ export class SimulatedWindows implements WindowsHost {
 
   async stopService(name: string): Promise<void> {
     this.calls.push(`stopService ${name}`);
+    this.stop(name);
+  }
+
+  /** Stops a service and, first, every running one that depends on it; returns all it stopped. */
+  private stop(name: string): SimulatedService[] {
     const s = this.services.get(this.key(name));
-    if (s) s.state = 'Stopped';
+    if (!s || s.state === 'Stopped') return [];
+    const dependents = [...this.services.values()].filter((other) => other.dependsOn.some((d) => this.key(d) === this.key(name)));
+    const stopped = dependents.flatMap((d) => this.stop(d.name));
+    s.state = 'Stopped';
+    return [...stopped, s];
   }
 
   async restartService(name: string): Promise<void> {
     this.calls.push(`restartService ${name}`);
+    const stopped = this.stop(name);
     this.start(name, []);
+    for (const s of stopped) this.start(s.name, []);
   }
 
   async registerContainerdService(r: { executable: string; config: string; logFile: string }): Promise<void> {

@@ -427,6 +427,20 @@ describe('a Windows worker on the simulated machine', () => {
     expect(second.finished).toContain('provision/windows/kubelet-flags=skipped');
   });
 
+  it('does not restart the kubelet after the join when node.name is the machine\'s own hostname, for which kubeadm writes no --hostname-override', async () => {
+    // kubeadm passes --hostname-override only when the node name differs from the lower-cased hostname (flags.go).
+    const m = machine('KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=npipe:////./pipe/containerd-containerd --register-with-taints=os=windows:NoSchedule"\n');
+    const config = workerConfig();
+    config.spec.kubernetes!.node = { name: 'win-node1' };
+    await run(m, config);
+    m.sim.reboot();
+    const second = await run(m, config);
+    expect(second.outcome.error).toBeUndefined();
+    expect(m.kubeletAtJoin[0]).toContain('--hostname-override=win-node1');
+    expect(second.calls.slice(-2)).toEqual(['createPrivateDirectory C:\\var\\lib\\kubelet\\pki', 'startService kubelet']);
+    expect(second.finished).toContain('provision/windows/kubelet-flags=skipped');
+  });
+
   it('does not go on before the machine has restarted', async () => {
     const m = machine();
     await run(m);
@@ -442,7 +456,7 @@ describe('a Windows worker on the simulated machine', () => {
     await run(m);
     writeFileSync(realPath(m.root, 'C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe'), 'an older csi-proxy');
     const after = await run(m);
-    expect(after.calls).toEqual(['stopService csiproxy', 'startService csiproxy']);
+    expect(after.calls).toEqual(['stopService csiproxy', 'startService csiproxy', 'startService kubelet']);
     expect(readFileSync(realPath(m.root, 'C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe'))).toEqual(AGENT);
 
     writeFileSync(realPath(m.root, 'C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe'), 'an older csi-proxy');
@@ -452,6 +466,20 @@ describe('a Windows worker on the simulated machine', () => {
     expect(tampered.calls).toEqual([]);
     expect(m.sim.services.get('csiproxy')!.state).toBe('Running');
     expect(readFileSync(realPath(m.root, 'C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe'), 'utf8')).toBe('an older csi-proxy');
+  });
+
+  it('starts the kubelet again after replacing the binary of a host agent it depends on, which Stop-Service -Force stopped with it', async () => {
+    const m = machine();
+    await run(m);
+    m.sim.reboot();
+    await run(m);
+    expect(m.sim.services.get('kubelet')!.state).toBe('Running');
+    writeFileSync(realPath(m.root, 'C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe'), 'an older csi-proxy');
+    const after = await run(m);
+    expect(after.outcome.error).toBeUndefined();
+    expect(readFileSync(realPath(m.root, 'C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe'))).toEqual(AGENT);
+    expect(m.sim.services.get('csiproxy')!.state).toBe('Running');
+    expect(m.sim.services.get('kubelet')!.state).toBe('Running');
   });
 
   it.each([

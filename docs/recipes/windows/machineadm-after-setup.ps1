@@ -31,7 +31,12 @@ $loader = @{
   Sha256 = '0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef'
   Arguments = 'init -c C:\ProgramData\machineadm\config.yaml'
 }
-& (Join-Path $PSScriptRoot 'machineadm-loader.ps1') @loader >> $log 2>&1
+# The loader writes its messages (why it ran no machineadm: a download that failed, a SHA-256 that
+# did not match) to the process's standard error itself, past any redirection in this process: it
+# runs as a process of its own, whose output, and machineadm's, goes to the log line by line.
+$argv = @('-NoProfile', '-NonInteractive', '-ExecutionPolicy', 'Bypass', '-File', (Join-Path $PSScriptRoot 'machineadm-loader.ps1'))
+foreach ($name in @('BaseUrl', 'Sha256', 'Arguments')) { $argv += @("-$name", $loader[$name]) }
+& powershell.exe @argv 2>&1 | ForEach-Object { [string]$_ } | Add-Content -LiteralPath $log
 $code = $LASTEXITCODE
 Add-Content -LiteralPath $log -Value "machineadm exit code $code"
 Unregister-ScheduledTask -TaskName $task -Confirm:$false

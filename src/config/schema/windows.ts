@@ -4,7 +4,10 @@ import { array, boolean, documented, enumOf, integer, object, optional, string, 
 import { networkUrlProblem } from './url.ts';
 import { isLocalSource, sourceUrl } from './source.ts';
 
-/** Why a string is not a drive-letter path without "..", and without the characters Windows refuses in file names (also line breaks and NUL). */
+/**
+ * Why a string is not a drive-letter path without "..", without the characters Windows refuses in
+ * file names (also line breaks and NUL), and without segments Windows reads as another path.
+ */
 export function windowsPathProblem(p: string): string | undefined {
   // Quoted as JSON: a line break or NUL shows as \n or \u0000, not as a broken message.
   const shown = JSON.stringify(p);
@@ -12,6 +15,22 @@ export function windowsPathProblem(p: string): string | undefined {
   if (p.split(/[\\/]/).includes('..')) return `${shown} contains ".."|write the path without ".." segments`;
   if (/[\x00-\x1f]/.test(p)) return `${shown} contains a control character (a line break, a tab or NUL), which Windows does not allow in a path|remove it`;
   if (/[<>"|?*]/.test(p.slice(2))) return `${shown} contains a character Windows does not allow in a path (< > " | ? *)|remove it`;
+  return aliasProblem(shown, p.slice(3).split('\\'));
+}
+
+// Windows reads these segments as another folder than they show (C:\. and C:\\ are C:\,
+// C:\Windows. is C:\Windows, PROGRA~1 is Program Files), so the check for Windows' own folders
+// and the folder locked (with icacls /reset /T on what it holds) could differ. [Naming Files,
+// Paths, and Namespaces: "." segments, empty segments, trailing dots and spaces, short names]
+function aliasProblem(shown: string, segments: readonly string[]): string | undefined {
+  const hint = 'write each folder by its full name, as Explorer shows it, e.g. C:\\Program Files\\containerd\\containerd.exe';
+  if (segments.some((s) => s.includes('/'))) return `${shown} has a "/", which Windows reads as a "\\": the folder it names is not the one checked|${hint}`;
+  if (segments.includes('.')) return `${shown} has a "." segment, which Windows drops: it names another folder than it shows|${hint}`;
+  if (segments.includes('')) return `${shown} has an empty segment (two backslashes), which Windows drops: it names another folder than it shows|${hint}`;
+  const trailing = segments.find((s) => /[. ]$/.test(s));
+  if (trailing !== undefined) return `${shown} has a segment ending in a dot or a space (${JSON.stringify(trailing)}), which Windows drops: it names another folder than it shows|${hint}`;
+  const short = segments.find((s) => /~\d/.test(s));
+  if (short !== undefined) return `${shown} has a short (8.3) name (${JSON.stringify(short)}), another name of a folder or file than it shows|${hint}`;
   return undefined;
 }
 

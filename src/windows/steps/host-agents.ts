@@ -18,6 +18,8 @@ import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
 import { recordExisting, removeCreated } from './undo.ts';
 import { agentLogDir, agentLogFile, kubeLogRunnerPath } from '../paths.ts';
 
+const KUBELET_SERVICE = 'kubelet';
+
 interface AgentPlan {
   index: number;
   agent: HostAgentSpec;
@@ -106,6 +108,7 @@ export const hostAgentsStep: Step = {
   async apply(ctx) {
     const windows = requireSeam(ctx);
     const installed: Record<string, { url: string; sha256: string }> = { ...((ctx.previous?.data?.installed as Record<string, { url: string; sha256: string }>) ?? {}) };
+    let stoppedKubelet = false;
     for (const [index, agent] of agentsOf(ctx).entries()) {
       const plan = await planAgent(ctx, agent, index);
       const field = `spec.windows.hostAgents[${index}]`;
@@ -123,6 +126,9 @@ export const hostAgentsStep: Step = {
         } catch (error) {
           throw errorForField(`${field}.source`, error);
         }
+        // Stop-Service -Force stops the kubelet with an agent it depends on, and starting the agent
+        // again does not start the kubelet: it is started again below.
+        if (agent.kubeletDependsOn && (await windows.service(KUBELET_SERVICE))?.state === 'Running') stoppedKubelet = true;
         // Verified before the running agent is stopped: a bad download leaves it running as it was.
         try {
           if ((await windows.service(agent.name))?.state === 'Running') await windows.stopService(agent.name);
@@ -145,6 +151,10 @@ export const hostAgentsStep: Step = {
       if (plan.service === 'configure' && (await windows.service(agent.name))?.state === 'Running') await windows.restartService(agent.name);
       else if ((await windows.service(agent.name))?.state !== 'Running') await windows.startService(agent.name);
       if (plan.service) ctx.log(`service ${agent.name}: ${plan.service === 'create' ? 'registered and started' : plan.service === 'configure' ? 'reconfigured and restarted' : 'started'}`);
+    }
+    if (stoppedKubelet && (await windows.service(KUBELET_SERVICE))?.state !== 'Running') {
+      await windows.startService(KUBELET_SERVICE);
+      ctx.log(`service ${KUBELET_SERVICE}: started again (stopping a host agent it depends on stopped it)`);
     }
     return { record: { installed } };
   },

@@ -32,7 +32,7 @@ async function joinArgs(ctx: StepContext): Promise<[string, string][]> {
 async function kubeadmFlags(ctx: StepContext): Promise<{ flags: string[]; from: string }> {
   const text = ctx.host.fs.platform === 'windows' ? await ctx.host.fs.readText(KUBEADM_FLAGS_ENV) : undefined;
   const written = text === undefined ? undefined : parseKubeadmFlags(text);
-  return written ? { flags: written, from: KUBEADM_FLAGS_ENV } : { flags: expectedKubeadmFlags(ctx.config, await joinArgs(ctx)), from: 'the configuration (kubeadm has not written its flags yet)' };
+  return written ? { flags: written, from: KUBEADM_FLAGS_ENV } : { flags: expectedKubeadmFlags(ctx.config, await joinArgs(ctx), ctx.facts.hostname), from: 'the configuration (kubeadm has not written its flags yet)' };
 }
 
 function dependencies(ctx: StepContext): string[] {
