@@ -5,7 +5,7 @@
 // value's source, so nothing has changed when it is found.
 import { ConfigError, type ConfigIssue } from '../errors.ts';
 import type { MachineConfig } from './schema/index.ts';
-import { dns1123SubdomainProblem, labelValueProblem, nodeIpProblem, providerIdPartProblem, providerIdProblem } from './schema/kubernetes.ts';
+import { labelValueProblem, nodeIpProblem, nodeNameProblem, providerIdPartProblem, providerIdProblem } from './schema/kubernetes.ts';
 import { describeReference, fillValues, isMachineReference, referenceName, type MachineString } from './schema/machine.ts';
 import type { InstanceValues } from './instance-values.ts';
 import { composeProviderId } from './provider-id.ts';
@@ -30,9 +30,10 @@ interface Site {
   assign: (config: MachineConfig, value: string) => void;
 }
 
-function nodeNameProblem(value: string): string | undefined {
+function machineNodeNameProblem(value: string): string | undefined {
   if (value !== value.toLowerCase()) return 'is not lower case (Kubernetes node names are lower-case DNS names)';
-  return dns1123SubdomainProblem(value);
+  // The value is shown before the problem already; the hint is the field's own.
+  return nodeNameProblem(value)?.replace(/^".*?" /, '').split('|')[0];
 }
 
 function sites(config: MachineConfig): Site[] {
@@ -55,7 +56,7 @@ function sites(config: MachineConfig): Site[] {
   const node = config.spec.kubernetes?.node;
   if (!node) return out;
   const name = ref(node.name);
-  if (name) out.push({ field: 'spec.kubernetes.node.name', ...name, check: nodeNameProblem, assign: (c, v) => (c.spec.kubernetes!.node!.name = v) });
+  if (name) out.push({ field: 'spec.kubernetes.node.name', ...name, check: machineNodeNameProblem, assign: (c, v) => (c.spec.kubernetes!.node!.name = v) });
   const providerID = node.providerID;
   if (providerID === 'auto') out.push({ field: 'spec.kubernetes.node.providerID', name: 'providerID', written: 'providerID: auto', check: (v) => (v === 'auto' ? 'is not a provider ID' : providerIdProblem(v)), assign: (c, v) => (c.spec.kubernetes!.node!.providerID = v) });
   if (typeof providerID === 'object') {

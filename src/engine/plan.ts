@@ -41,7 +41,8 @@ export async function computePlan(input: RunnerInput): Promise<Plan> {
     const check = await checkStep(s.step, contextFor(input, state, s.fullId, true, { failed: false, phases: planned }), s.fullId);
     const status: PlannedStatus = check.skipReason ? 'skipped' : check.done ? 'up-to-date' : 'change';
     const network = status === 'change' && check.network?.length ? { network: check.network } : {};
-    target.steps.push({ ...base, status, ...(check.skipReason ? { reason: check.skipReason } : {}), changes: check.changes, ...network });
+    const reason = check.skipReason ?? (check.done ? check.note : undefined);
+    target.steps.push({ ...base, status, ...(reason ? { reason } : {}), changes: check.changes, ...network });
     soFar.steps.push({ id: s.fullId, result: status === 'change' ? 'success' : 'skipped', ...(status === 'up-to-date' ? { upToDate: true } : {}) });
     soFar.result = worstResult(soFar.steps.map((x) => x.result));
   }

@@ -201,7 +201,7 @@ async function runStep(s: SelectedStep, input: RunnerInput, writer: StateWriter,
   try {
     const check = await s.step.check(ctx);
     if (check.skipReason) return { outcome: await finish('skipped', { message: check.skipReason, changes: check.changes }) };
-    if (check.done) return { outcome: await finish('skipped', { message: 'already done', upToDate: true }, check.record) };
+    if (check.done) return { outcome: await finish('skipped', { message: check.note ?? 'already done', upToDate: true }, check.record) };
     if (s.step.undoRecord) {
       // Before the change it is about: a run killed during apply() still leaves what reset needs.
       const added = await s.step.undoRecord(ctx, check);

@@ -27,6 +27,11 @@ export interface CheckResult {
   /** Set when the step cannot run in this setting (e.g. a live change under a scratch --root): shown as skipped with this reason. */
   skipReason?: string;
   /**
+   * With done: what the operator should hear about a machine that is settled, but not as the
+   * configuration says now and cannot be made so by this step (shown instead of "already done").
+   */
+  note?: string;
+  /**
    * What apply() would fetch over the network, one line each ("download https://host/path for
    * spec.files[0]"). Under --offline a run with any of these is refused before anything changes.
    */

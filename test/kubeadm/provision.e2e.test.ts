@@ -142,6 +142,21 @@ describe('machineadm init with the kubeadm stand-in', () => {
     expect(commands).toEqual(['join', 'reset', 'join']);
   });
 
+  it('tells on a rerun which node settings changed since the join, which kubeadm applies only when it joins', () => {
+    const m = machine(worker);
+    expect(machineadm(m, ['init']).status).toBe(0);
+    writeFileSync(m.config, dump({ apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { kubernetes: { ...worker, node: { labels: { 'node.kubernetes.io/pool': 'gpu' } }, kubelet: { maxPods: 60 } } } }));
+    const rerun = machineadm(m, ['init']);
+    expect(rerun.status, rerun.all).toBe(0);
+    expect(rerun.all).toMatch(/provision\/kubeadm\/join skipped .*spec\.kubernetes\.node\.labels, spec\.kubernetes\.kubelet changed since this machine joined/);
+    expect(rerun.all).toContain('--force');
+    const plan = machineadm(m, ['plan']);
+    expect(plan.all).toMatch(/provision\/kubeadm\/join.*spec\.kubernetes\.node\.labels, spec\.kubernetes\.kubelet changed since this machine joined/);
+    expect(kubeadmCalls(m).filter((c) => c.argv[0] === 'join')).toHaveLength(1);
+    // What the kubelet runs with is still the first join's.
+    expect(readFileSync(join(m.root, 'var/lib/kubelet/kubeadm-flags.env'), 'utf8')).toContain('--node-labels=node.kubernetes.io/pool=e2e');
+  });
+
   // The facts ask kubeadm for its version when the run starts; the join step asks again only when
   // an earlier step of the run may have put another kubeadm in place.
   it.each([

@@ -128,6 +128,57 @@ describe('spec.kubernetes validation', () => {
     expect(issues(value)).toEqual([message]);
   });
 
+  // The kubelet takes a flag over its configuration file: a flag next to a setting machineadm
+  // writes would win over it without a word.
+  it.each([
+    ['cgroup-driver', { 'cgroup-driver': 'cgroupfs' }, {}, 'node.kubeletExtraArgs["cgroup-driver"]: would win over the cgroup driver machineadm gives the kubelet from spec.containerd.cgroupDriver, so the kubelet and containerd would disagree (set spec.containerd.cgroupDriver instead)'],
+    ['max-pods', { 'max-pods': '50' }, { maxPods: 110 }, 'node.kubeletExtraArgs["max-pods"]: would win over kubelet.maxPods (the kubelet takes a flag over its configuration) (give it once: remove the flag, or kubelet.maxPods)'],
+    ['system-reserved', { 'system-reserved': 'cpu=1' }, { systemReserved: { memory: '1Gi' } }, 'node.kubeletExtraArgs["system-reserved"]: would win over kubelet.systemReserved (the kubelet takes a flag over its configuration) (give it once: remove the flag, or kubelet.systemReserved)'],
+    ['kube-reserved', { 'kube-reserved': 'cpu=1' }, { kubeReserved: { memory: '1Gi' } }, 'node.kubeletExtraArgs["kube-reserved"]: would win over kubelet.kubeReserved (the kubelet takes a flag over its configuration) (give it once: remove the flag, or kubelet.kubeReserved)'],
+    ['eviction-hard', { 'eviction-hard': 'memory.available<1Gi' }, { evictionHard: { 'memory.available': '100Mi' } }, 'node.kubeletExtraArgs["eviction-hard"]: would win over kubelet.evictionHard (the kubelet takes a flag over its configuration) (give it once: remove the flag, or kubelet.evictionHard)'],
+  ])('refuses the kubelet flag %s, which would silently win over what machineadm writes into the kubelet configuration', (_, kubeletExtraArgs, kubelet, message) => {
+    expect(issues({ ...worker, node: { kubeletExtraArgs }, kubelet })).toEqual([message]);
+  });
+
+  it('accepts a kubelet flag for a setting the kubelet section leaves out', () => {
+    expect(issues({ ...worker, node: { kubeletExtraArgs: { 'max-pods': '50' } }, kubelet: { systemReserved: { memory: '1Gi' } } })).toEqual([]);
+  });
+
+  // The kubelet validates a static pod as the API server validates a Pod, and skips one it
+  // refuses with only a line in its log: the run would succeed and the pod never run.
+  it.each([
+    ['a container without an image', '{containers: [{name: lb}]}', 'staticPods[0].manifest: spec.containers[0] needs an image (add image: to it, e.g. image: haproxy:3.0)'],
+    ['a container without a name', '{containers: [{image: "haproxy:3.0"}]}', 'staticPods[0].manifest: spec.containers[0] needs a name, a lower-case DNS label'],
+    ['a container named with upper case', '{containers: [{name: LB, image: "haproxy:3.0"}]}', 'staticPods[0].manifest: spec.containers[0] needs a name, a lower-case DNS label'],
+    ['two containers of one name', '{containers: [{name: lb, image: "haproxy:3.0"}, {name: lb, image: "haproxy:3.0"}]}', 'staticPods[0].manifest: spec.containers[1] has the name "lb" of another container (give each container its own name)'],
+    ['an init container without an image', '{initContainers: [{name: init}], containers: [{name: lb, image: "haproxy:3.0"}]}', 'staticPods[0].manifest: spec.initContainers[0] needs an image (add image: to it, e.g. image: haproxy:3.0)'],
+  ])('refuses a static pod the kubelet would skip with only a line in its log: %s', (_, podSpec, message) => {
+    const manifest = `apiVersion: v1\nkind: Pod\nmetadata: {name: lb}\nspec: ${podSpec}\n`;
+    expect(issues({ role: 'control-plane', bootstrap: 'init', staticPods: [{ name: 'lb', manifest }] })).toEqual([message]);
+  });
+
+  // The kubelet labels its node kubernetes.io/hostname=<node name>, and the API server refuses a
+  // label value over 63 characters: the node would never register.
+  it('refuses a node name longer than 63 characters, which the kubelet could not register', () => {
+    const name = 'pool-a-x7k2.us-central1-a.c.fleet-project-with-a-long-name.internal';
+    expect(issues({ ...worker, node: { name } })).toEqual([`node.name: "${name}" is longer than 63 characters: the kubelet labels its node kubernetes.io/hostname with the node name, and a label value is at most 63 characters (use the host name without its domain, e.g. pool-a-x7k2)`]);
+    expect(issues({ ...worker, node: { name: 'a'.repeat(63) } })).toEqual([]);
+  });
+
+  // The kubelet runs one static pod per namespace and name, ignoring any other with only an event.
+  it.each([
+    ['two manifests of the same pod', [['lb-a', 'lb', undefined], ['lb-b', 'lb', undefined]], 'staticPods[1].manifest: is the pod default/lb, as staticPods[0] is (give each static pod its own metadata.name)'],
+    ['a manifest of one of kubeadm’s own pods', [['my-apiserver', 'kube-apiserver', 'kube-system']], "staticPods[0].manifest: is the pod kube-system/kube-apiserver, which kubeadm writes itself (choose another metadata.name)"],
+  ])('refuses %s, of which the kubelet would run only one', (_, pods, message) => {
+    const staticPods = (pods as [string, string, string | undefined][]).map(([name, podName, namespace]) => ({ name, manifest: `apiVersion: v1\nkind: Pod\nmetadata: {name: ${podName}${namespace ? `, namespace: ${namespace}` : ''}}\nspec: {containers: [{name: c, image: "haproxy:3.0"}]}\n` }));
+    expect(issues({ role: 'control-plane', bootstrap: 'init', staticPods })).toEqual([message]);
+  });
+
+  it('accepts static pods of one name in different namespaces', () => {
+    const manifest = (namespace: string) => `apiVersion: v1\nkind: Pod\nmetadata: {name: lb, namespace: ${namespace}}\nspec: {containers: [{name: c, image: "haproxy:3.0"}]}\n`;
+    expect(issues({ role: 'control-plane', bootstrap: 'init', staticPods: [{ name: 'lb-a', manifest: manifest('a') }, { name: 'lb-b', manifest: manifest('b') }] })).toEqual([]);
+  });
+
   it('never echoes a malformed secret in the message', () => {
     const found = parseWith(kubernetesSection, { ...worker, token: 'secret-but-malformed' }).issues;
     expect(JSON.stringify(found)).not.toContain('secret-but-malformed');

@@ -47,6 +47,17 @@ export function dns1123SubdomainProblem(value: string): string | undefined {
   return undefined;
 }
 
+/**
+ * A node name the kubelet can register: a DNS subdomain, and at most 63 characters, since the
+ * kubelet labels its node kubernetes.io/hostname with the name and a label value is at most 63.
+ */
+export function nodeNameProblem(value: string): string | undefined {
+  const subdomain = dns1123SubdomainProblem(value);
+  if (subdomain) return subdomain;
+  if (value.length > 63) return `"${value}" is longer than 63 characters: the kubelet labels its node kubernetes.io/hostname with the node name, and a label value is at most 63 characters|use the host name without its domain, e.g. ${value.split('.')[0]!.slice(0, 63)}`;
+  return undefined;
+}
+
 /** apimachinery IsQualifiedName: an optional DNS subdomain prefix, "/", then a name of at most 63 characters. */
 export function qualifiedNameProblem(value: string): string | undefined {
   const parts = value.split('/');
@@ -262,7 +273,37 @@ function manifestProblem(text: string): string | undefined {
   const meta = doc.metadata;
   if (!isPlainObject(meta) || typeof meta.name !== 'string' || dns1123SubdomainProblem(meta.name)) return 'needs metadata.name, a lower-case DNS name';
   if (!isPlainObject(doc.spec) || !Array.isArray(doc.spec.containers) || doc.spec.containers.length === 0) return 'needs spec.containers with at least one container';
+  return containersProblem(doc.spec);
+}
+
+// The kubelet validates a static pod as the API server validates a Pod and skips one it refuses,
+// saying so only in its log; these are the checks a hand-written manifest most often misses.
+function containersProblem(spec: Record<string, unknown>): string | undefined {
+  const names = new Set<string>();
+  for (const list of ['initContainers', 'containers'] as const) {
+    const containers = spec[list] ?? [];
+    if (!Array.isArray(containers)) return `spec.${list} must be a list of containers`;
+    for (const [i, c] of containers.entries()) {
+      const at = `spec.${list}[${i}]`;
+      if (!isPlainObject(c) || typeof c.name !== 'string' || c.name.length > 63 || !DNS1123_LABEL.test(c.name)) return `${at} needs a name, a lower-case DNS label`;
+      if (names.has(c.name)) return `${at} has the name "${c.name}" of another container|give each container its own name`;
+      names.add(c.name);
+      if (typeof c.image !== 'string' || c.image.trim() === '') return `${at} needs an image|add image: to it, e.g. image: haproxy:3.0`;
+    }
+  }
   return undefined;
+}
+
+/** namespace/name of a manifest manifestProblem accepts (the kubelet's default namespace is "default"). */
+function podFullName(manifest: string): string | undefined {
+  try {
+    const doc = loadYaml(manifest) as { metadata?: { name?: unknown; namespace?: unknown } } | undefined;
+    const name = doc?.metadata?.name;
+    const namespace = doc?.metadata?.namespace ?? 'default';
+    return typeof name === 'string' && typeof namespace === 'string' ? `${namespace}/${name}` : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export const staticPod = object({
@@ -327,7 +368,7 @@ export const kubernetesSection = object(
     ),
     node: optional(
       object({
-        name: optional(machineString(string({ minLength: 1, check: dns1123SubdomainProblem, description: 'the node name (default: the host name); a literal, { fromMachine: NAME } or { fromInstanceData: KEY }', example: { fromMachine: 'instanceName' } }))),
+        name: optional(machineString(string({ minLength: 1, check: nodeNameProblem, description: 'the node name (default: the host name); a literal, { fromMachine: NAME } or { fromInstanceData: KEY }', example: { fromMachine: 'instanceName' } }))),
         ip: optional(array(machineString(string({ check: (v) => (nodeIpProblem(v) ? `"${v}" ${nodeIpProblem(v)}|an address of this machine, e.g. 10.0.0.21 or fd00::21` : undefined) })), { minItems: 1, maxItems: 2, description: 'the node IP the kubelet reports (kubelet --node-ip): one address, or one IPv4 and one IPv6 for dual stack; an address may be { fromMachine: privateIP }', example: ['10.0.0.21'] })),
         providerID: optional(
           either(string({ minLength: 1, check: providerIdProblem }), providerIdTemplate, {
@@ -391,6 +432,14 @@ export const kubernetesSection = object(
       for (const flag of Object.keys(instead) as (keyof typeof instead)[]) {
         if (k.node?.kubeletExtraArgs?.[flag] !== undefined) report(['node', 'kubeletExtraArgs', flag], 'is set by machineadm', instead[flag]);
       }
+      // The kubelet takes a flag over its configuration file, so a flag beside a setting machineadm
+      // writes there would win over it without a word.
+      const extra = k.node?.kubeletExtraArgs;
+      if (extra?.['cgroup-driver'] !== undefined) report(['node', 'kubeletExtraArgs', 'cgroup-driver'], 'would win over the cgroup driver machineadm gives the kubelet from spec.containerd.cgroupDriver, so the kubelet and containerd would disagree', 'set spec.containerd.cgroupDriver instead');
+      const configured = { 'max-pods': 'maxPods', 'system-reserved': 'systemReserved', 'kube-reserved': 'kubeReserved', 'eviction-hard': 'evictionHard' } as const;
+      for (const [flag, field] of Object.entries(configured)) {
+        if (extra?.[flag] !== undefined && k.kubelet?.[field] !== undefined) report(['node', 'kubeletExtraArgs', flag], `would win over kubelet.${field} (the kubelet takes a flag over its configuration)`, `give it once: remove the flag, or kubelet.${field}`);
+      }
       const command = k.bootstrap === 'init' ? 'init' : 'join';
       const other = command === 'init' ? 'join' : 'init';
       k.skipPhases?.forEach((phase, i) => {
@@ -399,9 +448,16 @@ export const kubernetesSection = object(
         report(['skipPhases', i], `"${phase}" is a phase of kubeadm ${other}, not of kubeadm ${command}, which refuses it as an invalid phase name`, `remove it ${where[0]}; skip it ${where[1]}`);
       });
       const names = new Set<string>();
+      // The kubelet runs one static pod per namespace and name and ignores the others, with only an event.
+      const pods = new Map<string, number>();
       k.staticPods?.forEach((p, i) => {
         if (names.has(p.name)) report(['staticPods', i, 'name'], `duplicate static pod name "${p.name}"`, 'give each static pod its own name (it is the file name)');
         names.add(p.name);
+        const pod = podFullName(p.manifest);
+        if (pod === undefined) return;
+        if (KUBEADM_STATIC_PODS.some((own) => pod === `kube-system/${own}`)) report(['staticPods', i, 'manifest'], `is the pod ${pod}, which kubeadm writes itself`, 'choose another metadata.name');
+        else if (pods.has(pod)) report(['staticPods', i, 'manifest'], `is the pod ${pod}, as staticPods[${pods.get(pod)}] is`, 'give each static pod its own metadata.name');
+        else pods.set(pod, i);
       });
     },
   },

@@ -13,6 +13,7 @@ import { KUBEADM_ROOTFS_ENV, OUTPUT_TAIL_LINES, type Command, kubernetesOf, join
 import { currentKubeadmVersion, kubeletLogTail, hintFor, kubeadmLeftover, missingCertificates, missingDiscoveryFile, userPatches, leftoverRefusal, LEFTOVER_HINT, planChanges, filesResetDeletes, putBack } from './kubeadm-machine.ts';
 import { kubeadmUndo, kubeadmUndoRecord } from './kubeadm-undo.ts';
 import { offlineImageIssues } from './offline-images.ts';
+import { changedSinceJoin, registrationDigests } from './registration.ts';
 
 export { KUBEADM_ROOTFS_ENV, OUTPUT_TAIL_LINES, kubeadmVerbosity } from './kubeadm-inputs.ts';
 
@@ -80,7 +81,12 @@ export function kubeadmStep(command: Command): Step {
       const paths = kubeadmPaths(ctx.facts.os);
       // A plan for another operating system (--os, --facts) cannot look at that machine's files.
       const hasKubeletConf = ctx.host.fs.platform === ctx.facts.os && (await ctx.host.fs.exists(paths.kubeletConf));
-      if (ctx.previous?.data?.joined === true && hasKubeletConf && !ctx.options.force) return { done: true, changes: [] };
+      if (ctx.previous?.data?.joined === true && hasKubeletConf && !ctx.options.force) {
+        // Settled, but not as configured now: the operator hears it instead of "already done".
+        const changed = changedSinceJoin(ctx, ctx.previous.data.registered);
+        if (changed.length === 0) return { done: true, changes: [] };
+        return { done: true, changes: [], note: `joined already; ${changed.join(', ')} changed since this machine joined, and kubeadm applies ${changed.length > 1 ? 'them' : 'it'} only when it joins: the node keeps the earlier value${changed.length > 1 ? 's' : ''} (change the node through the API, e.g. kubectl label or kubectl taint, or run again with --force to reset the node and join again)` };
+      }
       const choice = chooseOrFail(ctx.facts.kubeadmVersion, k);
       const rendered = renderShown(ctx, k, choice);
       const changes = planChanges(ctx, command, k, paths, choice, rendered, await kubeadmLeftover(ctx, command, paths));
@@ -185,7 +191,7 @@ export function kubeadmStep(command: Command): Step {
               }, { hint: 'read the output tail; check that nothing removed the file and that kubeadm ran against this root, then run again with --force' });
             }
             // joinedAt tells this kubeadm run from a later one (spec.commands.afterKubeadm runs once per join).
-            return { record: { joined: true, joinedAt: ctx.host.now().toISOString(), command, role: k.role, apiVersion: rendered.apiVersion, kubeadmVersion, attempts: attempt } };
+            return { record: { joined: true, joinedAt: ctx.host.now().toISOString(), command, role: k.role, apiVersion: rendered.apiVersion, kubeadmVersion, attempts: attempt, registered: registrationDigests(ctx) } };
           }
           const failure = parseKubeadmFailure(lines);
           const transient = isTransient(failure, lines, timedOut);
