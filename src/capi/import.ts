@@ -142,6 +142,22 @@ function leftTemplates(value: unknown, path: PathSegment[], source: string): Con
   return [];
 }
 
+/**
+ * The kubelet's cgroup-driver flag would win over the driver machineadm gives the kubelet and
+ * containerd alike (spec.containerd.cgroupDriver, systemd unless said): it becomes that field.
+ */
+function cgroupDriverFlag(doc: TrackedDocument, base: Path, shape: KubeadmShape, spec: Json, kubernetes: Json): void {
+  const node = kubernetes.node as Json | undefined;
+  const flags = node?.kubeletExtraArgs as Record<string, string> | undefined;
+  const driver = flags?.['cgroup-driver'];
+  if (node === undefined || flags === undefined || (driver !== 'systemd' && driver !== 'cgroupfs')) return;
+  delete flags['cgroup-driver'];
+  if (Object.keys(flags).length === 0) delete node.kubeletExtraArgs;
+  if (driver === 'cgroupfs') spec.containerd = { ...((spec.containerd as Json | undefined) ?? {}), cgroupDriver: driver };
+  const at = [...base, shape.bootstrap === 'init' ? 'initConfiguration' : 'joinConfiguration', 'nodeRegistration', 'kubeletExtraArgs', 'cgroup-driver'];
+  doc.notes.push({ path: formatPath(at), message: `cgroup-driver=${driver}: machineadm gives the kubelet and containerd one driver, spec.containerd.cgroupDriver${driver === 'systemd' ? ' (systemd unless said)' : ''}: carried there` });
+}
+
 /** The fields in the order the schema lists them (the order the docs and `config view` use). */
 function inSchemaOrder(value: unknown, schema: Json | undefined): unknown {
   const props = (schema?.properties ?? (schema?.anyOf as Json[] | undefined)?.[0]?.properties) as Record<string, Json> | undefined;
@@ -188,6 +204,7 @@ export function importClusterApi(input: unknown, options: ImportOptions): Import
     // API's variable gives them (see joinConfiguration): the first one uploads them with it.
     kubernetes.certificateKey = { valueFrom: { env: CAPI_ENV.certificateKey } };
   }
+  if (os === 'linux') cgroupDriverFlag(doc, kind.spec, shape, spec, kubernetes);
   spec.kubernetes = kubernetes;
   doc.refuseUnread();
   // Ignition renders no templates either: CABPK's Ignition data writes them as text too.

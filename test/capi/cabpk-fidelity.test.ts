@@ -173,6 +173,16 @@ describe('an import reads the instance data where cloud-init\'s templates did', 
     expect(kubernetesOf(worker({ kubeletExtraArgs: { 'provider-id': 'oci://{{ ds["id"] }}' } })).node.providerID).toEqual({ template: 'oci://${INSTANCE_DATA_DS_ID}', values: { INSTANCE_DATA_DS_ID: { fromInstanceData: 'ds["id"]' } } });
   });
 
+  it.each(['systemd', 'cgroupfs'])("takes the kubelet's cgroup-driver=%s as spec.containerd.cgroupDriver, the one driver of the kubelet and containerd, and the result validates", async (driver) => {
+    const { config, notes } = importClusterApi(worker({ kubeletExtraArgs: { 'cgroup-driver': driver, 'cloud-provider': 'external' } }), { source: 'test' });
+    const spec = config.spec as Json;
+    expect(spec.kubernetes.node.kubeletExtraArgs).toEqual({ 'cloud-provider': 'external' });
+    expect(spec.containerd?.cgroupDriver ?? 'systemd').toBe(driver);
+    expect(notes.map((n) => `${n.path}: ${n.message}`).join('\n')).toContain('kubeletExtraArgs["cgroup-driver"]: cgroup-driver=' + driver);
+    const [{ machineConfigSchema }, { parseWith }] = await Promise.all([import('../../src/config/schema/index.ts'), import('../../src/config/schema/dsl.ts')]);
+    expect(parseWith(machineConfigSchema, config).issues).toEqual([]);
+  });
+
   it.each([
     ['an expression', 'oci://{{ ds["id"] | lower }}'],
     ['a template of a name outside the instance data', 'x://{{ CLUSTER_NAME }}'],
