@@ -46,7 +46,7 @@ describe('a relative spec.files[].source.url', () => {
 
 describe('a relative source url of a Windows host agent or djoin blob', () => {
   const windows = (agentSource: string, blob: string) =>
-    `apiVersion: machineadm.cluster.x-k8s.io/v1alpha1\nkind: MachineConfig\nspec:\n  windows:\n    hostAgents: [ { name: csi-proxy, source: ${agentSource}, installPath: 'C:\\\\k\\\\csi-proxy.exe' } ]\n  domainJoin:\n    domain: corp.example\n    windows: { offlineBlob: ${blob} }\n`;
+    `apiVersion: machineadm.cluster.x-k8s.io/v1alpha1\nkind: MachineConfig\nspec:\n  windows:\n    hostAgents: [ { name: csi-proxy, source: ${agentSource}, installPath: 'C:\\k\\csi-proxy.exe' } ]\n  domainJoin:\n    domain: corp.example\n    windows: { offlineBlob: ${blob} }\n`;
 
   it('names the files beside the configuration file', async () => {
     const dir = scratchDir();
