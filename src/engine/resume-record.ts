@@ -19,6 +19,11 @@ export interface ResumeRecord {
   registeredAt: string;
   /** Boots `machineadm resume` has started at since the registration. */
   boots: number;
+  /**
+   * The boot of the registration or of the last start counted: a start in that boot (by hand
+   * before the restart, or again after a kill) is not another boot, and must not use the limit up.
+   */
+  bootId?: string;
   /** Set when the resume removed itself, with why. */
   gaveUp?: { at: string; reason: string };
 }
@@ -37,14 +42,19 @@ export async function writeResumeRecord(stateFs: RootedFileSystem, record: Resum
   await stateFs.writeFile(RESUME_RECORD, JSON.stringify(record, null, 2) + '\n', { mode: 0o600, backup: false });
 }
 
+/** How many boots a start of `machineadm resume` in boot `bootId` makes (an unknown boot counts as a new one). */
+export function bootsAtStart(record: ResumeRecord, bootId: string | undefined): number {
+  return bootId !== undefined && record.bootId === bootId ? record.boots : record.boots + 1;
+}
+
 /**
  * A registration that keeps `argv` (self + args) in the state directory and registers `launcher`
- * in its place; removing it removes the record too.
+ * in its place; removing it removes the record too. `bootId` is the boot it is registered in.
  */
-export function protectedResume(inner: ResumeRegistration, stateFs: RootedFileSystem, launcher: readonly string[], selfLength: number, now: () => Date): ResumeRegistration {
+export function protectedResume(inner: ResumeRegistration, stateFs: RootedFileSystem, launcher: readonly string[], selfLength: number, now: () => Date, bootId?: string): ResumeRegistration {
   return {
     async register(argv) {
-      await writeResumeRecord(stateFs, { args: argv.slice(selfLength), registeredAt: now().toISOString(), boots: 0 });
+      await writeResumeRecord(stateFs, { args: argv.slice(selfLength), registeredAt: now().toISOString(), boots: 0, ...(bootId ? { bootId } : {}) });
       await inner.register(launcher);
     },
     remove: () => removeWithRecord(inner, stateFs),

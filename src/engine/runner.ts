@@ -228,7 +228,7 @@ async function runStep(s: SelectedStep, input: RunnerInput, writer: StateWriter,
       // A signal during the step ends the run as interrupted: the reboot is still recorded (a run
       // in this boot waits for it), but the stopped run is not resumed and the machine not restarted.
       const interrupted = interruption(input, s.fullId);
-      state.pendingReboot = { stepId: s.fullId, at: input.host.now().toISOString(), reason: applied.rebootRequired, ...(interrupted ? {} : { runId: events.runId, reboots }), ...(input.facts.bootId ? { bootId: input.facts.bootId } : {}) };
+      state.pendingReboot = { stepId: s.fullId, at: input.host.now().toISOString(), reason: applied.rebootRequired, ...(interrupted ? {} : { runId: events.runId, command: input.command, reboots }), ...(input.facts.bootId ? { bootId: input.facts.bootId } : {}) };
       // Registered before the run reports, so a registration that fails is this step's failure.
       if (!interrupted && input.resume?.unavailable && !input.resume.byCloudbaseInit) {
         throw new UsageError(`needs a reboot (${applied.rebootRequired}), but ${input.resume.unavailable}`, { hint: 'restart the machine, then run machineadm again with the configuration in a file (-c FILE)' });

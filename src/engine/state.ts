@@ -38,6 +38,11 @@ export interface PendingReboot {
   reason: string;
   /** The run that continues after the reboot (its events keep this id, numbered on). */
   runId?: string;
+  /**
+   * That run's command: its record in `runs` may be gone (the list is bounded, and every run that
+   * waits for the reboot adds one), and no other command may take its place.
+   */
+  command?: string;
   /** The sequence number the resumed run's first event takes. */
   nextSeq?: number;
   /** Reboots this run has asked for so far (the loop guard stops it past the limit). */
@@ -56,7 +61,7 @@ export function rebootedSince(pending: PendingReboot, bootId: string | undefined
  */
 export function resumesPendingReboot(state: MachineState, command: string): boolean {
   const runId = state.pendingReboot?.runId;
-  const asked = runId === undefined ? undefined : state.runs.find((r) => r.runId === runId)?.command;
+  const asked = state.pendingReboot?.command ?? (runId === undefined ? undefined : state.runs.find((r) => r.runId === runId)?.command);
   return asked === undefined || asked === command;
 }
 

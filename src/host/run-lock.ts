@@ -15,6 +15,8 @@ export interface LockHolder {
   pid: number;
   command: string;
   startedAt: string;
+  /** The id of the run that holds it: status tells the run going now from a killed one by it. */
+  runId?: string;
   /** Boot, pid and start time: equal only for the very process that took the lock. */
   identity: string;
 }
@@ -69,12 +71,12 @@ function parse(text: string | undefined): LockHolder | undefined {
  * longer runs (killed, or from an earlier boot) and a file that is not a lock (cut short by a
  * crash) are taken over.
  */
-export async function acquireRunLock(fs: RootedFileSystem, machinePath: string, info: { command: string; startedAt: string }): Promise<LockAttempt> {
+export async function acquireRunLock(fs: RootedFileSystem, machinePath: string, info: { command: string; startedAt: string; runId?: string }): Promise<LockAttempt> {
   const path = fs.mapPath(machinePath);
   await fsp.mkdir(dirname(path), { recursive: true, mode: 0o755 });
   // What killed runs left of their own attempts (the temporary file before its link).
   await fs.removeAbandonedTemporaries(machinePath.slice(0, machinePath.lastIndexOf('/')) || '/', 60 * 60_000);
-  const mine: LockHolder = { pid: process.pid, command: info.command, startedAt: info.startedAt, identity: processIdentity(process.pid) ?? `${process.pid}` };
+  const mine: LockHolder = { pid: process.pid, command: info.command, startedAt: info.startedAt, ...(info.runId ? { runId: info.runId } : {}), identity: processIdentity(process.pid) ?? `${process.pid}` };
   const text = JSON.stringify(mine) + '\n';
   const temp = `${dirname(path)}/${temporaryName(basename(path))}`;
   await fsp.writeFile(temp, text, { mode: 0o600 });

@@ -95,12 +95,12 @@ const INTERRUPTED_DELIVERY_MS = 2_000;
 async function runnerInput(request: Omit<RunRequest, 'console'>): Promise<{ input: RunnerInput; secrets: SecretScrubber; resumes: boolean }> {
   const { command, config } = request;
   const launcher = request.resume?.launcher;
+  const facts = await request.host.facts();
   const host = launcher
-    ? { ...request.host, resume: protectedResume(request.host.resume, request.stateFs, launcher.argv, launcher.selfLength, () => request.host.now()) }
+    ? { ...request.host, resume: protectedResume(request.host.resume, request.stateFs, launcher.argv, launcher.selfLength, () => request.host.now(), facts.bootId) }
     : command === 'reset'
       ? { ...request.host, resume: removingRecord(request.host.resume, request.stateFs) }
       : request.host;
-  const facts = await host.facts();
   const names: PhaseName[] = command === 'init' ? ['prepare', 'provision', 'report'] : [command];
   const phases = request.phases ?? (command === 'reset' ? [resetPhase] : phasesNamed(names));
   const secrets = new SecretScrubber();
@@ -204,8 +204,8 @@ export const RUN_LOCK = RUN_LOCK_FILE;
  * (both would append to the same history and one would lose the other's records). Taken after the
  * preflight, which only reads, so that a refused run leaves no state directory behind.
  */
-async function holdRunLock(request: RunRequest): Promise<() => Promise<void>> {
-  const lock = await acquireRunLock(request.stateFs, RUN_LOCK, { command: request.command, startedAt: request.host.now().toISOString() }).catch((error: unknown) => {
+async function holdRunLock(request: RunRequest, runId: string): Promise<() => Promise<void>> {
+  const lock = await acquireRunLock(request.stateFs, RUN_LOCK, { command: request.command, startedAt: request.host.now().toISOString(), runId }).catch((error: unknown) => {
     throw stateDirError(request.stateFs, error);
   });
   if (lock.held) return lock.release;
@@ -235,7 +235,7 @@ export async function executeRun(request: RunRequest): Promise<RunReport> {
   const { input, secrets, resumes } = await runnerInput(request);
   // Everything that can be wrong with the input is found before the machine is touched (exit 2).
   const endpoints = await refuseBeforeChange(request, input, secrets);
-  const release = await holdRunLock(request);
+  const release = await holdRunLock(request, input.events.runId);
   try {
     const report = await runLocked(request, input, secrets, endpoints, resumes);
     // A reset that finished leaves the records of what it undid, archived: the next run starts afresh.

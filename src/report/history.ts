@@ -71,9 +71,16 @@ export async function readHistory(stateFs: RootedFileSystem): Promise<RunHistory
 export async function appendHistory(stateFs: RootedFileSystem, doc: RunResultDocument, limit = HISTORY_LIMIT): Promise<void> {
   const runs = (await readHistory(stateFs)).filter((r) => r.runId !== doc.runId);
   runs.push(historyEntry(doc));
-  // However many `report` runs follow it, the last run that prepared or provisioned the machine stays.
-  const anchor = runs.findLast((r) => r.command !== 'report');
-  const recent = runs.slice(-limit);
-  const kept: HistoryDocument = { kind: 'MachineadmRunHistory', version: 1, runs: anchor && !recent.includes(anchor) ? [anchor, ...recent.slice(1)] : recent };
-  await stateFs.writeFile(HISTORY_FILE, JSON.stringify(kept, null, 2) + '\n', { mode: 0o600, backup: false });
+  // However many `report` runs follow them (a timer's), the last run that prepared or provisioned
+  // the machine stays, and so does the last such run that did something, which status shows when
+  // later runs did nothing; only runs of those commands age it out, as they did without reports.
+  const preparing = runs.filter((r) => r.command !== 'report');
+  const anchors = new Set([preparing.at(-1), preparing.slice(-limit).findLast(isMeaningful)].filter((r) => r !== undefined));
+  const kept: RunHistoryEntry[] = [];
+  for (let i = runs.length - 1; i >= 0; i--) {
+    const older = [...anchors].filter((a) => runs.indexOf(a) < i).length;
+    if (anchors.has(runs[i]!) || kept.length + older < limit) kept.unshift(runs[i]!);
+  }
+  const document: HistoryDocument = { kind: 'MachineadmRunHistory', version: 1, runs: kept };
+  await stateFs.writeFile(HISTORY_FILE, JSON.stringify(document, null, 2) + '\n', { mode: 0o600, backup: false });
 }

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.ts';
 import { scratchDir } from '../support/tmp.ts';
+import { configFrom, runWithReporting, step } from '../report/harness.ts';
 
 const REPO = join(import.meta.dirname, '..', '..');
 const NODE = join(REPO, 'node_modules', 'node', 'bin', 'node');
@@ -153,5 +154,30 @@ describe('status with a damaged state file', () => {
     const root = fresh();
     await runCli(['init', '-c', QUICKSTART, '--root', root]);
     expect((JSON.parse((await runCli(['status', '--root', root, '-o', 'json'])).stdout) as { stateFileProblem: unknown }).stateFileProblem).toBeNull();
+  });
+});
+
+describe('status while a run goes on', () => {
+  it.each([
+    ['after a finished run', true],
+    ['in the first run', false],
+  ])('says the run that holds the lock runs now, never that it did not finish (%s)', async (_name, earlier) => {
+    const root = fresh();
+    if (earlier) await runWithReporting({ root, config: configFrom({}), prepare: [step('files')] });
+    let shown = '';
+    // A step that records its start, as kubeadm's do: the running run's record is in the state file when status reads it.
+    const join = step('join', {
+      recordsStart: true,
+      apply: async () => {
+        shown = (await runCli(['status', '--root', root])).stdout;
+        return {};
+      },
+    });
+    const run = await runWithReporting({ root, config: configFrom({}), provision: [join] });
+    expect(shown).toMatch(/^running now: init \(pid \d+, started \S+\)$/m);
+    expect(shown).not.toContain(run.outcome.runId);
+    expect(shown).not.toContain('did not finish');
+    expect(shown).not.toContain('unfinished');
+    if (earlier) expect(shown).toMatch(/^last run: init success/m);
   });
 });

@@ -132,6 +132,26 @@ describe('reboot and resume on Linux', () => {
     expect(again.out).toMatch(/0 changed/);
   });
 
+  it('counts starts of the resume before the reboot, or again in one boot, as no boot: it still resumes the run after the reboot', async () => {
+    const m = machine();
+    const first = await run([machineRun.binary, 'init', '-c', m.config, '--root', m.root]);
+    expect(first.status, first.out).toBe(4);
+    const launcher = execStart(m.root);
+    // An operator who runs the registered command by hand before restarting, more often than the limit.
+    for (let start = 1; start <= 4; start++) {
+      const early = await run(launcher);
+      expect(early.status, early.out).toBe(4);
+      expect(existsSync(join(m.root, UNIT)), `still registered after start ${start}`).toBe(true);
+    }
+    expect(json(join(m.root, 'var/lib/machineadm/resume.json')).boots).toBe(0);
+
+    reboot(m.root, 'second-boot');
+    const resumed = await run(launcher);
+    expect(resumed.status, resumed.out).toBe(0);
+    expect(existsSync(join(m.root, 'etc/kubernetes/kubelet.conf'))).toBe(true);
+    expect(existsSync(join(m.root, UNIT))).toBe(false);
+  });
+
   it('stops with a failure when the run keeps asking for reboots past --max-reboots, and removes the unit', async () => {
     const m = machine();
     const first = await run([machineRun.binary, 'init', '-c', m.config, '--root', m.root, '--max-reboots', '1']);

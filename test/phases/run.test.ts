@@ -187,4 +187,30 @@ describe('executeRun', () => {
     expect(await host.resume.registered()).toBeUndefined();
     expect(json(join(root, 'var/lib/machineadm/state.json')).pendingReboot).toBeUndefined();
   });
+
+  it('leaves the resume to the run that asked for the reboot however many runs of another command waited for the reboot before it', async () => {
+    const root = scratchDir();
+    bootAs(root, 'first-boot');
+    let rebooted = false;
+    const needsReboot = kernelStep(() => rebooted);
+    const resume = INIT_RESUME;
+    const init = await executeRun(request(root, [needsReboot], { resume }));
+    expect(init.exitCode).toBe(4);
+    const reportRequest = () => request(root, [], { command: 'report', resume: { ...resume, argv: ['machineadm', 'report'] }, phases: [reportPhase] });
+    // A report timer while the restart waits (--no-reboot): more runs than the state file keeps.
+    for (let i = 0; i < 60; i++) expect((await executeRun(reportRequest())).exitCode).toBe(4);
+    bootAs(root, 'second-boot');
+    rebooted = true;
+    const host = createHost({ root });
+    const report = await executeRun(reportRequest());
+    expect(report.exitCode).toBe(0);
+    expect(report.outcome.runId).not.toBe(init.outcome.runId);
+    expect(await host.resume.registered()).toEqual(['machineadm', 'init']);
+    expect(json(join(root, 'var/lib/machineadm/state.json')).pendingReboot).toMatchObject({ runId: init.outcome.runId });
+
+    const resumed = await executeRun(request(root, [needsReboot], { resume }));
+    expect(resumed.exitCode).toBe(0);
+    expect(resumed.outcome.runId).toBe(init.outcome.runId);
+    expect(await host.resume.registered()).toBeUndefined();
+  });
 });

@@ -13,7 +13,7 @@ export function registerResumeCommand(program: Command, io: Io, setExit: (code: 
   addStateDirOption(addRootOption(command, io))
     .addHelpText('after', '\nExample:\n  $ machineadm resume --state-dir /var/lib/machineadm\n')
     .action(async (options: CommonOptions) => {
-      const [{ hostFrom, stateFsFrom }, { readResumeRecord, writeResumeRecord, MAX_RESUME_BOOTS }] = await Promise.all([import('../host-options.ts'), import('../../engine/resume-record.ts')]);
+      const [{ hostFrom, stateFsFrom }, { readResumeRecord, writeResumeRecord, bootsAtStart, MAX_RESUME_BOOTS }] = await Promise.all([import('../host-options.ts'), import('../../engine/resume-record.ts')]);
       const host = hostFrom(options, io);
       const stateFs = stateFsFrom(options, io, host);
       const record = await readResumeRecord(stateFs);
@@ -24,7 +24,9 @@ export function registerResumeCommand(program: Command, io: Io, setExit: (code: 
         setExit(ExitCode.stepFailed);
         return;
       }
-      const boots = record.boots + 1;
+      // Started by hand before the restart, or again in a boot already counted: not a boot.
+      const { bootId } = await host.facts();
+      const boots = bootsAtStart(record, bootId);
       if (boots > MAX_RESUME_BOOTS) {
         const reason = `the run registered at ${record.registeredAt} was started at ${record.boots} boots without finishing (limit ${MAX_RESUME_BOOTS})`;
         await writeResumeRecord(stateFs, { registeredAt: record.registeredAt, boots: record.boots, gaveUp: { at: host.now().toISOString(), reason } });
@@ -33,7 +35,7 @@ export function registerResumeCommand(program: Command, io: Io, setExit: (code: 
         setExit(ExitCode.stepFailed);
         return;
       }
-      await writeResumeRecord(stateFs, { ...record, boots });
+      await writeResumeRecord(stateFs, { ...record, boots, ...(bootId ? { bootId } : {}) });
       // The command runs in this process, as if it had been given on the command line.
       setExit(await run(record.args, io));
     });

@@ -126,7 +126,8 @@ export function registerStatusCommand(program: Command, io: Io, setExit: (code: 
       } else {
         const lines = [`state: ${store.directory}`];
         if (running) lines.push(`running now: ${running.command} (pid ${running.pid}, started ${running.startedAt})`);
-        const last = state.runs.at(-1);
+        // The run going now is said above: its record, unfinished until it ends, is not a killed run's.
+        const last = state.runs.findLast((r) => r.runId !== running?.runId);
         if (history.length) lines.push(...renderHistory(history, options.all ?? false));
         // A run that never reached its end (killed) is in the state file only.
         else if (last) lines.push(`last run: ${last.command} ${last.result ?? 'unfinished'} (started ${last.startedAt}, run ${last.runId})`);
