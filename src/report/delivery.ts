@@ -68,6 +68,8 @@ class EndpointQueue {
   delivered = 0;
   dropped = 0;
   unreadable = 0;
+  /** The most events a batch takes after a 413: halved at each, down to one. */
+  batchLimit: number | undefined;
   lastError: string | undefined;
   refused = false;
   private wake: (() => void) | undefined;
@@ -265,6 +267,12 @@ export class EventReporter {
       }
       // "Not tried: the deadline passed" says less than the failure before it.
       if (outcome.attempts > 0 || !q.lastError) q.lastError = outcome.reason;
+      // A body limit below machineadm's (a proxy's client_max_body_size): smaller batches, down to
+      // one event, which the collector either takes or refuses for good.
+      if (!outcome.ok && outcome.status === 413 && batch.items.length > 1) {
+        q.batchLimit = Math.max(1, Math.floor(batch.items.length / 2));
+        continue;
+      }
       if (!outcome.retryable) {
         // Retrying cannot help (401, 400, ...): keep the events for `machineadm report` after a fix.
         q.refused = true;
@@ -280,7 +288,7 @@ export class EventReporter {
 
   /** The next events to send, in order: one, or as many as a batch takes; events gone from the spool are dropped. */
   private async take(q: EndpointQueue): Promise<{ items: Queued[]; texts: string[] }> {
-    const max = q.endpoint.batch ? (this.options.maxBatch ?? 100) : 1;
+    const max = q.endpoint.batch ? Math.min(this.options.maxBatch ?? 100, q.batchLimit ?? Infinity) : 1;
     const items: Queued[] = [];
     const texts: string[] = [];
     // The opening bracket; each text adds its comma or the closing bracket.

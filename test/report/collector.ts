@@ -12,7 +12,9 @@ export type CollectorMode =
   | { kind: 'reset' }
   | { kind: 'garbage' }
   | { kind: 'redirect-loop' }
-  | { kind: 'hang' };
+  | { kind: 'hang' }
+  /** A proxy's body limit: 413 to a larger request, 202 to the others. */
+  | { kind: 'body-limit'; maxBytes: number };
 
 export interface ReceivedRequest {
   method: string;
@@ -96,6 +98,14 @@ export async function startCollector(options: CollectorOptions = {}): Promise<Co
           res.writeHead(307, { location: req.url ?? '/' }).end();
           return;
         case 'hang':
+          return;
+        case 'body-limit':
+          if (body.length > mode.maxBytes) {
+            res.writeHead(413).end('request entity too large');
+            return;
+          }
+          record.acked = true;
+          res.writeHead(202).end();
           return;
       }
     });

@@ -399,4 +399,31 @@ describe('a batch endpoint', () => {
     expect(ids).toHaveLength(40);
     expect(ids).toEqual([...ids].sort());
   });
+
+  // A proxy with a smaller limit than machineadm's 1 MiB (client_max_body_size 200k) answers 413 to
+  // a batch; one event fits, so the batch is made smaller instead of the endpoint refused.
+  it('sends smaller batches after a 413, down to one event, and delivers everything in order', async () => {
+    reset({ kind: 'body-limit', maxBytes: 200_000 });
+    const root = scratchDir();
+    const stateFs = new RootedFileSystem(join(root, 'var/lib/machineadm'));
+    const config = configFrom({ report: { endpoints: [{ url: collector.url, batch: true }] } });
+    const [endpoint] = await resolveEndpoints(config, createHost({ root, env: {} }), new SecretScrubber());
+    const identity = { hostname: 'h', nodeName: 'h', machineadmVersion: 't' };
+    const bus = new EventBus({ identity });
+    const offline = new EventReporter({ endpoints: [endpoint!], identity, runId: bus.runId, stateFs, poster: createHttpPoster(), offline: true, deadlineMs: 1_000 });
+    await offline.open();
+    bus.listen(offline.listener);
+    // 40 events of ~30 KB: a batch of 100 is ~1.2 MB, under machineadm's cap and over the proxy's.
+    for (let i = 0; i < 40; i++) bus.emit({ type: 'log', message: `${i} ${'x'.repeat(30_000)}`, step: 'prepare/x' });
+    await offline.finish();
+    const online = new EventReporter({ endpoints: [endpoint!], identity, runId: 'next', stateFs, poster: createHttpPoster(), offline: false, deadlineMs: 30_000 });
+    await online.open();
+    const report = await online.finish();
+    expect(report.endpoints[0]).toMatchObject({ delivered: 40, spooled: 0 });
+    expect(report.endpoints[0]!.refused).toBeUndefined();
+    expect(collector.requests.some((r) => !r.acked)).toBe(true);
+    const ids = collector.ackedIds();
+    expect(ids).toHaveLength(40);
+    expect(ids).toEqual([...ids].sort());
+  });
 });
