@@ -8,9 +8,10 @@
 // its taints and runs with the settings Windows requires.
 import { loadAll } from 'js-yaml';
 import type { MachineConfig } from '../config/schema/index.ts';
+import type { ConfigIssue } from '../errors.ts';
 import type { Facts } from '../host/index.ts';
 import { kubeadmPaths } from '../kubeadm/paths.ts';
-import { WINDOWS_DEFAULT_TAINT, type RenderedKubeadm } from '../kubeadm/render.ts';
+import { WINDOWS_DEFAULT_SYSTEM_RESERVED_MEMORY, WINDOWS_DEFAULT_TAINT, type RenderedKubeadm } from '../kubeadm/render.ts';
 import { BOOTSTRAP_KUBECONFIG, KUBELET_CERT_DIR, KUBELET_CONFIG, KUBELET_KUBECONFIG, KUBELET_LOG, kubeletPath } from './paths.ts';
 
 /**
@@ -72,6 +73,43 @@ function flagName(flag: string): string {
   return flag.split('=')[0]!;
 }
 
+/** The flags machineadm itself puts before kubeadm's on the kubelet service's command line. */
+function serviceFlags(config: MachineConfig, hostname: string): string[] {
+  return [
+    '--windows-service',
+    `--cert-dir=${KUBELET_CERT_DIR}`,
+    `--config=${KUBELET_CONFIG}`,
+    `--bootstrap-kubeconfig=${BOOTSTRAP_KUBECONFIG}`,
+    `--kubeconfig=${KUBELET_KUBECONFIG}`,
+    `--hostname-override=${config.spec.kubernetes?.node?.name ?? hostname.toLowerCase()}`,
+    // Windows has no resolv.conf; every reference setup passes it empty.
+    '--resolv-conf=',
+  ];
+}
+
+/**
+ * kubeletExtraArgs that would win over what machineadm gives the Windows kubelet: kubeadm puts
+ * them after machineadm's flags and the CRI endpoint, and the kubelet takes a flag over its
+ * configuration file (cgroupsPerQOS false and enforceNodeAllocatable empty, which Windows needs,
+ * and the memory reserved for Windows). The Linux ones are refused with the configuration.
+ */
+export function overridingKubeletFlags(config: MachineConfig, hostname: string): ConfigIssue[] {
+  const k = config.spec.kubernetes;
+  const extra = k?.node?.kubeletExtraArgs ?? {};
+  const own = new Map<string, { message: string; hint: string }>();
+  const ownFlag = (flag: string) => ({ message: `would win over ${flag}, which machineadm gives the Windows kubelet`, hint: 'remove it: machineadm sets this flag itself' });
+  for (const flag of [...serviceFlags(config, hostname), `--container-runtime-endpoint=${kubeadmPaths('windows').criSocket}`]) own.set(flagName(flag).slice(2), ownFlag(flag));
+  const windowsOnly = { message: 'which the Windows kubelet needs: Windows has no QoS cgroups', hint: 'remove it: machineadm writes it into the kubelet configuration on Windows' };
+  own.set('cgroups-per-qos', { ...windowsOnly, message: `would win over cgroupsPerQOS: false, ${windowsOnly.message}` });
+  own.set('enforce-node-allocatable', { ...windowsOnly, message: `would win over enforceNodeAllocatable: [], ${windowsOnly.message}` });
+  // Reserved by default unless the memory is given in kubeReserved (kubeletSettings in render.ts).
+  if (k?.kubelet?.kubeReserved?.memory === undefined) own.set('system-reserved', { message: `would win over the memory machineadm reserves for Windows (kubelet.systemReserved, memory ${WINDOWS_DEFAULT_SYSTEM_RESERVED_MEMORY} unless given)`, hint: 'set kubelet.systemReserved instead' });
+  return Object.keys(extra).flatMap((name) => {
+    const why = own.get(name);
+    return why ? [{ path: `spec.kubernetes.node.kubeletExtraArgs[${JSON.stringify(name)}]`, ...why }] : [];
+  });
+}
+
 /**
  * The kubelet service's argument vector: the kubelet, machineadm's base flags, then kubeadm's
  * (which win). With `logRunner` (kube-log-runner.exe), the kubelet runs under it, which writes
@@ -79,16 +117,7 @@ function flagName(flag: string): string {
  * standard output goes nowhere.
  */
 export function kubeletServiceArgv(config: MachineConfig, facts: Facts, kubeadmFlags: readonly string[], logRunner?: string): string[] {
-  const base = [
-    '--windows-service',
-    `--cert-dir=${KUBELET_CERT_DIR}`,
-    `--config=${KUBELET_CONFIG}`,
-    `--bootstrap-kubeconfig=${BOOTSTRAP_KUBECONFIG}`,
-    `--kubeconfig=${KUBELET_KUBECONFIG}`,
-    `--hostname-override=${config.spec.kubernetes?.node?.name ?? facts.hostname.toLowerCase()}`,
-    // Windows has no resolv.conf; every reference setup passes it empty.
-    '--resolv-conf=',
-  ];
+  const base = serviceFlags(config, facts.hostname);
   const fromKubeadm = kubeadmFlags.filter((f) => !DROPPED_FLAGS.includes(flagName(f)));
   const overridden = new Set(fromKubeadm.map(flagName));
   const runner = logRunner ? [logRunner, `-log-file=${KUBELET_LOG}`] : [];

@@ -73,7 +73,7 @@ function everyAction(v: string): WindowsScript[] {
     windowsScripts.featureInstall(v),
     windowsScripts.serviceQuery(v),
     windowsScripts.serviceCreate({ name: v, displayName: v, commandLine: `"${v}" --windows-service`, dependsOn: ['containerd', v] }),
-    windowsScripts.serviceConfigure({ name: v, commandLine: v, dependsOn: [v] }),
+    windowsScripts.serviceConfigure({ name: v, displayName: v, commandLine: v, dependsOn: [v] }),
     windowsScripts.serviceStart(v),
     windowsScripts.serviceStop(v),
     windowsScripts.serviceRestart(v),

@@ -34,7 +34,7 @@ function scripts(): Record<string, string> {
     'service.query': s.serviceQuery('kubelet').text,
     'service.create': s.serviceCreate(service).text,
     'service.create.nodeps': s.serviceCreate({ ...service, dependsOn: [] }).text,
-    'service.configure': s.serviceConfigure({ name: 'kubelet', commandLine: 'C:\\k\\kubelet.exe --v=2', dependsOn: ['containerd'] }).text,
+    'service.configure': s.serviceConfigure({ name: 'kubelet', displayName: 'Kubernetes kubelet', commandLine: 'C:\\k\\kubelet.exe --v=2', dependsOn: ['containerd'] }).text,
     'service.start': s.serviceStart('kubelet').text,
     'service.stop': s.serviceStop('kubelet').text,
     'service.restart': s.serviceRestart('kubelet').text,

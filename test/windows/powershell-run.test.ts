@@ -217,7 +217,7 @@ describe.skipIf(skip)('Windows actions run by pwsh against declared cmdlets', ()
     ['feature.query', () => windowsScripts.featureQuery('Containers'), 'Get-WindowsFeature is not stubbed in this test'],
     ['service.query', () => windowsScripts.serviceQuery('kubelet'), 'Get-CimInstance is not stubbed in this test'],
     ['service.create', () => windowsScripts.serviceCreate({ name: 'kubelet', displayName: 'kubelet', commandLine: 'C:\\k\\kubelet.exe', dependsOn: [] }), 'New-Service is not stubbed in this test'],
-    ['service.configure', () => windowsScripts.serviceConfigure({ name: 'kubelet', commandLine: 'C:\\k\\kubelet.exe', dependsOn: [] }), 'Get-CimInstance is not stubbed in this test'],
+    ['service.configure', () => windowsScripts.serviceConfigure({ name: 'kubelet', displayName: 'Kubernetes kubelet', commandLine: 'C:\\k\\kubelet.exe', dependsOn: [] }), 'Get-CimInstance is not stubbed in this test'],
     ['service.start', () => windowsScripts.serviceStart('kubelet'), 'Get-Service is not stubbed in this test'],
     ['service.stop', () => windowsScripts.serviceStop('kubelet'), 'Get-Service is not stubbed in this test'],
     ['service.restart', () => windowsScripts.serviceRestart('kubelet'), 'Get-Service is not stubbed in this test'],

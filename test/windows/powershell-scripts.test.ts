@@ -38,7 +38,7 @@ function typical(v: { name: string; path: string; text: string; join?: { domain:
     windowsScripts.featureInstall('Containers'),
     windowsScripts.serviceQuery(v.name),
     windowsScripts.serviceCreate({ name: v.name, displayName: v.text, commandLine: `"${v.path}" --windows-service`, dependsOn: ['containerd', v.name] }),
-    windowsScripts.serviceConfigure({ name: v.name, commandLine: `"${v.path}" --windows-service`, dependsOn: [v.name] }),
+    windowsScripts.serviceConfigure({ name: v.name, displayName: v.text, commandLine: `"${v.path}" --windows-service`, dependsOn: [v.name] }),
     windowsScripts.serviceStart(v.name),
     windowsScripts.serviceStop(v.name),
     windowsScripts.serviceRestart(v.name),

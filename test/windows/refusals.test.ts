@@ -70,6 +70,23 @@ const refusals: Refusal[] = [
     code: 3,
     message: /spec\.windows\.hostAgents\[0\]\.source/,
   },
+  ...(
+    [
+      ['cgroups-per-qos', 'true', /spec\.kubernetes\.node\.kubeletExtraArgs\["cgroups-per-qos"\]: would win over cgroupsPerQOS: false/],
+      ['enforce-node-allocatable', 'pods', /spec\.kubernetes\.node\.kubeletExtraArgs\["enforce-node-allocatable"\]: would win over enforceNodeAllocatable: \[\]/],
+      ['config', 'C:\\k\\other.yaml', /spec\.kubernetes\.node\.kubeletExtraArgs\["config"\]: would win over --config=C:\\var\\lib\\kubelet\\config\.yaml/],
+      ['container-runtime-endpoint', 'npipe:////./pipe/other', /spec\.kubernetes\.node\.kubeletExtraArgs\["container-runtime-endpoint"\]: would win over --container-runtime-endpoint=npipe:\/\/\/\/\.\/pipe\/containerd-containerd/],
+      ['system-reserved', 'cpu=500m', /spec\.kubernetes\.node\.kubeletExtraArgs\["system-reserved"\]: would win over the memory machineadm reserves/],
+    ] as const
+  ).map(
+    ([flag, value, message]): Refusal => ({
+      by: 'prepare/windows/kubelet-service',
+      what: `a kubelet flag (${flag}) that would win over the value machineadm gives the Windows kubelet`,
+      spec: () => ({ containerd, kubernetes: { ...join_, node: { kubeletExtraArgs: { [flag]: value } } } }),
+      code: 2,
+      message,
+    }),
+  ),
   {
     by: 'provision/domain/join',
     what: "a join password file that is not on the machine",

@@ -12,7 +12,7 @@
 // - Stop-Service -Force: the running services that depend on it are stopped first, and stay
 //   stopped. Restart-Service -Force starts again those it stopped (PowerShell's Service.cs:
 //   DoStopService collects the running dependents, Restart-Service starts each of them).
-// - Win32_Service.Change: replaces the command line, start mode and dependencies.
+// - Win32_Service.Change: replaces the display name, command line, start mode and dependencies.
 // - New-NetFirewallRule -Name: rules are looked up by Name; Remove-NetFirewallRule removes one.
 // - Register-ScheduledTask -Force replaces a task of the same path and name; Unregister removes it.
 // - Set-Acl with a protected DirectorySecurity: the directory's DACL is exactly the rules given,
@@ -107,7 +107,7 @@ export class SimulatedWindows implements WindowsHost {
 
   async service(name: string): Promise<ServiceState | undefined> {
     const s = this.services.get(this.key(name));
-    return s ? { name: s.name, commandLine: s.commandLine, startMode: s.startMode, state: s.state, dependsOn: [...s.dependsOn] } : undefined;
+    return s ? { name: s.name, displayName: s.displayName, commandLine: s.commandLine, startMode: s.startMode, state: s.state, dependsOn: [...s.dependsOn] } : undefined;
   }
 
   async createService(spec: ServiceSpec): Promise<void> {
@@ -116,11 +116,11 @@ export class SimulatedWindows implements WindowsHost {
     this.services.set(this.key(spec.name), { name: spec.name, displayName: spec.displayName, commandLine: windowsCommandLine(spec.argv), startMode: 'Auto', state: 'Stopped', dependsOn: [...spec.dependsOn], restartOnFailure: true });
   }
 
-  async configureService(spec: Omit<ServiceSpec, 'displayName'>): Promise<void> {
+  async configureService(spec: ServiceSpec): Promise<void> {
     this.calls.push(`configureService ${spec.name}`);
     const s = this.services.get(this.key(spec.name));
     if (!s) throw new Error(`no service named ${spec.name}`);
-    Object.assign(s, { commandLine: windowsCommandLine(spec.argv), dependsOn: [...spec.dependsOn], startMode: 'Auto', restartOnFailure: true });
+    Object.assign(s, { displayName: spec.displayName, commandLine: windowsCommandLine(spec.argv), dependsOn: [...spec.dependsOn], startMode: 'Auto', restartOnFailure: true });
   }
 
   async startService(name: string): Promise<void> {

@@ -482,6 +482,53 @@ describe('a Windows worker on the simulated machine', () => {
     expect(m.sim.services.get('kubelet')!.state).toBe('Running');
   });
 
+  it('gives a host agent the display name changed in the configuration on a rerun, planned as a change, without restarting it', async () => {
+    const m = machine();
+    await run(m);
+    m.sim.reboot();
+    const joined = await run(m);
+    expect(m.sim.services.get('csiproxy')!.displayName).toBe('csiproxy');
+    const config = workerConfig();
+    config.spec.windows!.hostAgents![0]!.displayName = 'CSI Proxy';
+    const plan = await computePlan({ ...joined.input, config });
+    const planned = plan.phases.flatMap((p) => p.steps).find((s) => s.id === 'prepare/windows/host-agents');
+    expect(planned?.status).toBe('change');
+    expect(planned?.changes).toEqual([expect.objectContaining({ action: 'configure', target: 'service csiproxy', detail: expect.stringContaining('display name "CSI Proxy"') })]);
+    const again = await run(m, config);
+    expect(again.outcome.error).toBeUndefined();
+    expect(again.calls).toEqual(['configureService csiproxy']);
+    expect(m.sim.services.get('csiproxy')).toMatchObject({ displayName: 'CSI Proxy', state: 'Running' });
+    expect(m.sim.services.get('kubelet')!.state).toBe('Running');
+    expect((await run(m, config)).calls).toEqual([]);
+  });
+
+  it('puts the agent\'s old binary back to work and starts the kubelet again when replacing the binary fails after both were stopped', async () => {
+    const m = machine();
+    await run(m);
+    m.sim.reboot();
+    await run(m);
+    const installPath = 'C:\\etc\\kubernetes\\node\\bin\\csi-proxy.exe';
+    writeFileSync(realPath(m.root, installPath), 'an older csi-proxy');
+    // Windows refuses the rename while the stopped agent's process still holds its image open.
+    const locked = new Proxy(m.fs, {
+      get(target, prop, receiver) {
+        if (prop !== 'openWrite') return Reflect.get(target, prop, receiver) as unknown;
+        return async (path: string, options?: unknown) => {
+          const pending = await target.openWrite(path, options as Parameters<typeof target.openWrite>[1]);
+          if (path !== installPath) return pending;
+          return { ...pending, commit: async () => Promise.reject(Object.assign(new Error(`EBUSY: resource busy or locked, rename '${installPath}'`), { code: 'EBUSY' })) };
+        };
+      },
+    });
+    Object.assign(m, { fs: locked });
+    const after = await run(m);
+    expect(after.outcome.error?.message).toMatch(/spec\.windows\.hostAgents\[0\]\.installPath.*EBUSY/);
+    expect(readFileSync(realPath(m.root, installPath), 'utf8')).toBe('an older csi-proxy');
+    expect(after.calls).toEqual(['stopService csiproxy', 'startService csiproxy', 'startService kubelet']);
+    expect(m.sim.services.get('csiproxy')!.state).toBe('Running');
+    expect(m.sim.services.get('kubelet')!.state).toBe('Running');
+  });
+
   it.each([
     ['26100', [17763], /build 26100 \(ltsc2025\), which cannot run container images of build 17763 \(ltsc2019\)/],
     ['17763', undefined, /^this machine is Windows build 17763 \(ltsc2019\); machineadm needs Windows build 20348 \(Windows Server 2022, ltsc2022\) or later$/],

@@ -21,6 +21,8 @@ export interface ServiceSpec {
 
 export interface ServiceState {
   name: string;
+  /** Shown in the Services console (Win32_Service.DisplayName). */
+  displayName: string;
   /** The command line as the Service Control Manager holds it (Win32_Service.PathName). */
   commandLine: string;
   /** Auto, Manual, Disabled (Win32_Service.StartMode). */
@@ -109,8 +111,8 @@ export interface WindowsHost {
   service(name: string): Promise<ServiceState | undefined>;
   /** Registers an automatic service that restarts on failure; does not start it. */
   createService(spec: ServiceSpec): Promise<void>;
-  /** Sets an existing service's command line, dependencies, automatic start and restart on failure. */
-  configureService(spec: Omit<ServiceSpec, 'displayName'>): Promise<void>;
+  /** Sets an existing service's display name, command line, dependencies, automatic start and restart on failure. */
+  configureService(spec: ServiceSpec): Promise<void>;
   startService(name: string): Promise<void>;
   /** Stops the service (when running) and deletes it (sc.exe delete); nothing when there is none. */
   removeService(name: string): Promise<void>;
@@ -210,7 +212,7 @@ export function createWindowsHost(run: ScriptRunner): WindowsHost {
       await run(windowsScripts.serviceCreate({ name: checkName('service', spec.name), displayName: spec.displayName, commandLine: windowsCommandLine(spec.argv), dependsOn: spec.dependsOn.map((d) => checkName('service', d)) }));
     },
     async configureService(spec) {
-      await run(windowsScripts.serviceConfigure({ name: checkName('service', spec.name), commandLine: windowsCommandLine(spec.argv), dependsOn: spec.dependsOn.map((d) => checkName('service', d)) }));
+      await run(windowsScripts.serviceConfigure({ name: checkName('service', spec.name), displayName: spec.displayName, commandLine: windowsCommandLine(spec.argv), dependsOn: spec.dependsOn.map((d) => checkName('service', d)) }));
     },
     async removeService(name) {
       await run(windowsScripts.serviceRemove(checkName('service', name)));

@@ -33,8 +33,8 @@ export const windowsScripts = {
   serviceQuery: (name: string) => compose('service.query', SERVICE_QUERY, { Name: name }),
   serviceCreate: (s: { name: string; displayName: string; commandLine: string; dependsOn: readonly string[] }) =>
     compose('service.create', SERVICE_CREATE, { Name: s.name, DisplayName: s.displayName, CommandLine: s.commandLine, DependsOn: s.dependsOn }),
-  serviceConfigure: (s: { name: string; commandLine: string; dependsOn: readonly string[] }) =>
-    compose('service.configure', SERVICE_CONFIGURE, { Name: s.name, CommandLine: s.commandLine, DependsOn: s.dependsOn }),
+  serviceConfigure: (s: { name: string; displayName: string; commandLine: string; dependsOn: readonly string[] }) =>
+    compose('service.configure', SERVICE_CONFIGURE, { Name: s.name, DisplayName: s.displayName, CommandLine: s.commandLine, DependsOn: s.dependsOn }),
   serviceStart: (name: string) => compose('service.start', SERVICE_START, { Name: name }),
   serviceStop: (name: string) => compose('service.stop', SERVICE_STOP, { Name: name }),
   serviceRestart: (name: string) => compose('service.restart', SERVICE_RESTART, { Name: name }),

@@ -24,7 +24,8 @@ interface AgentPlan {
   index: number;
   agent: HostAgentSpec;
   download: boolean;
-  service: 'create' | 'configure' | 'start' | 'restart' | undefined;
+  /** rename: only the display name differs, which needs no restart. */
+  service: 'create' | 'configure' | 'rename' | 'start' | 'restart' | undefined;
   changes: Change[];
 }
 
@@ -40,6 +41,10 @@ function agentsOf(ctx: StepContext): HostAgentSpec[] {
 export function agentArgv(agent: HostAgentSpec, logRunner?: string): string[] {
   const runner = logRunner && agent.log !== 'own' ? [logRunner, `-log-file=${agentLogFile(agent.name)}`] : [];
   return [...runner, agent.installPath, ...agent.args];
+}
+
+function displayNameOf(agent: HostAgentSpec): string {
+  return agent.displayName ?? agent.name;
 }
 
 /** kube-log-runner.exe when installed (a plan for another machine cannot look: it shows the agent as is). */
@@ -70,14 +75,35 @@ async function planAgent(ctx: StepContext, agent: HostAgentSpec, index: number):
   const check = [agent.source.sha256 ? `sha256 ${agent.source.sha256.slice(0, 12)}...` : '', agent.source.signature ? 'minisign signature' : ''].filter(Boolean).join(' and ');
   const changes: Change[] = [];
   if (download) changes.push({ action: sha === undefined ? 'download' : 'replace', target: agent.installPath, detail: `from ${displayUrl(agent.source.url)}, checked by ${check}` });
+  const displayName = displayNameOf(agent);
   let action: AgentPlan['service'];
   if (!service) action = 'create';
   else if (service.commandLine !== commandLine || service.startMode !== 'Auto') action = 'configure';
+  else if (service.displayName !== displayName) action = 'rename';
   else if (download && service.state === 'Running') action = 'restart';
   else if (service.state !== 'Running') action = 'start';
-  if (action === 'create' || action === 'configure') changes.push({ action: action === 'create' ? 'register' : 'configure', target: `service ${agent.name}`, detail: `${commandLine}; automatic, restarts on failure` });
-  if (action) changes.push({ action: action === 'restart' ? 'restart' : 'start', target: `service ${agent.name}` });
+  const shown = service && service.displayName !== displayName ? `; display name ${JSON.stringify(displayName)} (was ${JSON.stringify(service.displayName)})` : '';
+  if (action === 'create' || action === 'configure') changes.push({ action: action === 'create' ? 'register' : 'configure', target: `service ${agent.name}`, detail: `${commandLine}${shown}; automatic, restarts on failure` });
+  if (action === 'rename') changes.push({ action: 'configure', target: `service ${agent.name}`, detail: shown.slice(2) });
+  // A new display name alone leaves a running agent running; a replaced binary still restarts it.
+  const running = service?.state === 'Running';
+  if (action === 'rename') {
+    if (download || !running) changes.push({ action: download && running ? 'restart' : 'start', target: `service ${agent.name}` });
+  } else if (action) changes.push({ action: action === 'restart' ? 'restart' : 'start', target: `service ${agent.name}` });
   return { index, agent, download, service: action, changes };
+}
+
+/** Starts again services a failed run of this step stopped; one that does not start is a warning, so the failure itself is what the run reports. */
+async function startAgain(ctx: StepContext, services: readonly string[]): Promise<void> {
+  const windows = requireSeam(ctx);
+  for (const name of services) {
+    try {
+      if ((await windows.service(name))?.state !== 'Running') await windows.startService(name);
+      ctx.log(`service ${name}: started again, as it was before the run`);
+    } catch (error) {
+      ctx.log(`service ${name} could not be started again: ${(error as Error).message}`, 'warning');
+    }
+  }
 }
 
 export const hostAgentsStep: Step = {
@@ -109,48 +135,57 @@ export const hostAgentsStep: Step = {
     const windows = requireSeam(ctx);
     const installed: Record<string, { url: string; sha256: string }> = { ...((ctx.previous?.data?.installed as Record<string, { url: string; sha256: string }>) ?? {}) };
     let stoppedKubelet = false;
-    for (const [index, agent] of agentsOf(ctx).entries()) {
-      const plan = await planAgent(ctx, agent, index);
-      const field = `spec.windows.hostAgents[${index}]`;
-      if (plan.download) {
-        const signature = agent.source.signature;
-        let pending;
-        try {
-          ({ pending } = await fetchVerifiedPending(ctx.host, {
-            urls: [agent.source.url],
-            destination: agent.installPath,
-            onProgress: ctx.downloadProgress(agent.installPath),
-            ...(agent.source.sha256 ? { sha256: agent.source.sha256 } : {}),
-            ...(signature ? { signature: { publicKey: signature.publicKey, ...(signature.url ? { url: signature.url } : {}) } } : {}),
-          }));
-        } catch (error) {
-          throw errorForField(`${field}.source`, error);
+    // Whatever fails after an agent the kubelet depends on was stopped, the kubelet runs again as before.
+    try {
+      for (const [index, agent] of agentsOf(ctx).entries()) {
+        const plan = await planAgent(ctx, agent, index);
+        const field = `spec.windows.hostAgents[${index}]`;
+        if (plan.download) {
+          const signature = agent.source.signature;
+          let pending;
+          try {
+            ({ pending } = await fetchVerifiedPending(ctx.host, {
+              urls: [agent.source.url],
+              destination: agent.installPath,
+              onProgress: ctx.downloadProgress(agent.installPath),
+              ...(agent.source.sha256 ? { sha256: agent.source.sha256 } : {}),
+              ...(signature ? { signature: { publicKey: signature.publicKey, ...(signature.url ? { url: signature.url } : {}) } } : {}),
+            }));
+          } catch (error) {
+            throw errorForField(`${field}.source`, error);
+          }
+          // Stop-Service -Force stops the kubelet with an agent it depends on, and starting the agent
+          // again does not start the kubelet: it is started again below.
+          if (agent.kubeletDependsOn && (await windows.service(KUBELET_SERVICE))?.state === 'Running') stoppedKubelet = true;
+          // Verified before the running agent is stopped: a bad download leaves it running as it was.
+          const wasRunning = (await windows.service(agent.name))?.state === 'Running';
+          try {
+            if (wasRunning) await windows.stopService(agent.name);
+            await pending.commit();
+          } catch (error) {
+            await pending.abort();
+            // The old binary is still in place: the agent runs it again, as before the run.
+            if (wasRunning) await startAgain(ctx, [agent.name]);
+            throw errorForField(`${field}.installPath`, error);
+          }
+          installed[agent.name] = { url: agent.source.url, sha256: (await installedSha(ctx, agent.installPath)) ?? '' };
+          ctx.log(`installed ${agent.installPath} from ${displayUrl(agent.source.url)}`);
         }
-        // Stop-Service -Force stops the kubelet with an agent it depends on, and starting the agent
-        // again does not start the kubelet: it is started again below.
-        if (agent.kubeletDependsOn && (await windows.service(KUBELET_SERVICE))?.state === 'Running') stoppedKubelet = true;
-        // Verified before the running agent is stopped: a bad download leaves it running as it was.
-        try {
-          if ((await windows.service(agent.name))?.state === 'Running') await windows.stopService(agent.name);
-          await pending.commit();
-        } catch (error) {
-          await pending.abort();
-          throw errorForField(`${field}.installPath`, error);
-        }
-        installed[agent.name] = { url: agent.source.url, sha256: (await installedSha(ctx, agent.installPath)) ?? '' };
-        ctx.log(`installed ${agent.installPath} from ${displayUrl(agent.source.url)}`);
+        const runner = await logRunnerOf(ctx);
+        // kube-log-runner opens its log file but does not make its folder.
+        if (runner && agent.log !== 'own') await ctx.host.fs.mkdirp(agentLogDir(agent.name));
+        else if (agent.log !== 'own' && plan.service) ctx.log(`${kubeLogRunnerPath(ctx.config)} is not installed: the output of ${agent.name} is discarded (a service has no console); put kube-log-runner.exe from the Kubernetes node archive beside kubelet.exe, or give the agent's own log flag in args and set log: own`, 'warning');
+        const spec = { name: agent.name, displayName: displayNameOf(agent), argv: agentArgv(agent, runner), dependsOn: [] };
+        if (plan.service === 'create') await windows.createService(spec);
+        if (plan.service === 'configure' || plan.service === 'rename') await windows.configureService(spec);
+        // Stopped above when its binary was replaced; a configured one restarts for its new command line.
+        if (plan.service === 'configure' && (await windows.service(agent.name))?.state === 'Running') await windows.restartService(agent.name);
+        else if ((await windows.service(agent.name))?.state !== 'Running') await windows.startService(agent.name);
+        if (plan.service) ctx.log(`service ${agent.name}: ${plan.service === 'create' ? 'registered and started' : plan.service === 'configure' ? 'reconfigured and restarted' : plan.service === 'rename' ? `shown as ${JSON.stringify(spec.displayName)}` : 'started'}`);
       }
-      const runner = await logRunnerOf(ctx);
-      // kube-log-runner opens its log file but does not make its folder.
-      if (runner && agent.log !== 'own') await ctx.host.fs.mkdirp(agentLogDir(agent.name));
-      else if (agent.log !== 'own' && plan.service) ctx.log(`${kubeLogRunnerPath(ctx.config)} is not installed: the output of ${agent.name} is discarded (a service has no console); put kube-log-runner.exe from the Kubernetes node archive beside kubelet.exe, or give the agent's own log flag in args and set log: own`, 'warning');
-      const spec = { name: agent.name, displayName: agent.displayName ?? agent.name, argv: agentArgv(agent, runner), dependsOn: [] };
-      if (plan.service === 'create') await windows.createService(spec);
-      if (plan.service === 'configure') await windows.configureService(spec);
-      // Stopped above when its binary was replaced; a configured one restarts for its new command line.
-      if (plan.service === 'configure' && (await windows.service(agent.name))?.state === 'Running') await windows.restartService(agent.name);
-      else if ((await windows.service(agent.name))?.state !== 'Running') await windows.startService(agent.name);
-      if (plan.service) ctx.log(`service ${agent.name}: ${plan.service === 'create' ? 'registered and started' : plan.service === 'configure' ? 'reconfigured and restarted' : 'started'}`);
+    } catch (error) {
+      if (stoppedKubelet) await startAgain(ctx, [KUBELET_SERVICE]);
+      throw error;
     }
     if (stoppedKubelet && (await windows.service(KUBELET_SERVICE))?.state !== 'Running') {
       await windows.startService(KUBELET_SERVICE);

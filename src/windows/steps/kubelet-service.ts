@@ -5,10 +5,10 @@
 // provision/windows/kubelet-flags runs after kubeadm: it puts the flags kubeadm actually wrote on
 // the service's command line and restarts the kubelet when they differ.
 import type { Change, Step, StepContext } from '../../engine/step.ts';
-import { MachineadmError, ExitCode } from '../../errors.ts';
+import { ConfigError, MachineadmError, ExitCode } from '../../errors.ts';
 import { windowsCommandLine } from '../../host/windows/index.ts';
 import { KUBEADM_FLAGS_ENV, KUBELET_LOG, KUBELET_LOG_DIR, kubeletPath, kubeLogRunnerPath, kubernetesNeeded } from '../paths.ts';
-import { expectedKubeadmFlags, joinKubeletArgs, kubeletServiceArgv, parseKubeadmFlags } from '../kubelet-flags.ts';
+import { expectedKubeadmFlags, joinKubeletArgs, kubeletServiceArgv, overridingKubeletFlags, parseKubeadmFlags } from '../kubelet-flags.ts';
 import { chooseOrFail, kubeadmFound, kubeadmProgram, render } from '../../kubeadm/steps/kubeadm-inputs.ts';
 import { currentKubeadmVersion } from '../../kubeadm/steps/kubeadm-machine.ts';
 import { placeholderSecrets } from '../../kubeadm/render.ts';
@@ -17,6 +17,7 @@ import { noSeamSkip, requireSeam, seamOf } from './seam.ts';
 import { recordExisting, removeCreated } from './undo.ts';
 
 const SERVICE = 'kubelet';
+const DISPLAY_NAME = 'Kubernetes kubelet';
 
 /**
  * The kubelet flags of the join configuration, rendered as the join will render it: for the kubeadm
@@ -80,10 +81,10 @@ async function applyService(ctx: StepContext, restartRunning: boolean): Promise<
     if (!(await ctx.host.fs.exists(kubeletPath(ctx.config)))) {
       throw new MachineadmError(`the kubelet is not installed: ${kubeletPath(ctx.config)} does not exist`, ExitCode.stepFailed, { hint: 'put kubelet.exe (and kubeadm.exe) from https://dl.k8s.io/<version>/bin/windows/amd64/ there, or set spec.windows.kubeletPath' });
     }
-    await windows.createService({ name: SERVICE, displayName: 'Kubernetes kubelet', argv: want.argv, dependsOn: want.dependsOn });
+    await windows.createService({ name: SERVICE, displayName: DISPLAY_NAME, argv: want.argv, dependsOn: want.dependsOn });
     ctx.log(`registered service ${SERVICE} (flags from ${want.from})`);
   } else {
-    await windows.configureService({ name: SERVICE, argv: want.argv, dependsOn: want.dependsOn });
+    await windows.configureService({ name: SERVICE, displayName: DISPLAY_NAME, argv: want.argv, dependsOn: want.dependsOn });
     ctx.log(`reconfigured service ${SERVICE} (flags from ${want.from})`);
   }
   if (plan.restart) {
@@ -100,7 +101,14 @@ export const kubeletServiceStep: Step = {
   applies: kubernetesNeeded,
   undoRecord: recordExisting('services', () => [SERVICE]),
   undo: removeCreated('services', 'delete the kubelet service machineadm registered (stopped, then deleted)'),
+  async preflight(ctx) {
+    const refused = overridingKubeletFlags(ctx.config, ctx.facts.hostname);
+    if (refused.length) throw new ConfigError(refused);
+  },
   async check(ctx) {
+    // Shown in a plan for another machine (--os windows) too, which runs no preflight.
+    const refused = overridingKubeletFlags(ctx.config, ctx.facts.hostname);
+    if (refused.length) return { done: false, changes: refused.map((r) => ({ action: 'refuse', target: r.path, detail: `${r.message} (${r.hint})` })) };
     const { changes } = await changesFor(ctx, true);
     const skip = noSeamSkip(ctx);
     return { done: changes.length === 0, changes, ...(skip && changes.length ? { skipReason: skip } : {}) };

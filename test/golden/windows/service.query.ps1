@@ -8,5 +8,5 @@ if ($null -eq $service) {
   'null'
 } else {
   $depends = @(Get-Service | Where-Object { $_.Name -eq $Name } | ForEach-Object { $_.ServicesDependedOn } | ForEach-Object { $_.Name })
-  [pscustomobject]@{ name = $service.Name; commandLine = $service.PathName; startMode = $service.StartMode; state = $service.State; dependsOn = $depends } | ConvertTo-Json -Compress | ConvertTo-AsciiJson
+  [pscustomobject]@{ name = $service.Name; displayName = $service.DisplayName; commandLine = $service.PathName; startMode = $service.StartMode; state = $service.State; dependsOn = $depends } | ConvertTo-Json -Compress | ConvertTo-AsciiJson
 }

@@ -142,14 +142,15 @@ Describe 'service.query' {
     Mock Get-CimInstance { @([pscustomobject]@{ Name = 'kubelet2' }) } -ParameterFilter { $ClassName -eq 'Win32_Service' }
     Invoke-Action 'service.query' | Should -Be 'null'
   }
-  It 'service.query matches the name exactly and prints its command line, start mode, state and dependencies' {
+  It 'service.query matches the name exactly and prints its display name, command line, start mode, state and dependencies' {
     Mock Get-CimInstance {
-      @([pscustomobject]@{ Name = 'kubelet2'; PathName = 'wrong'; StartMode = 'Manual'; State = 'Stopped' },
-        [pscustomobject]@{ Name = 'kubelet'; PathName = 'C:\k\kubelet.exe --windows-service'; StartMode = 'Auto'; State = 'Running' })
+      @([pscustomobject]@{ Name = 'kubelet2'; DisplayName = 'wrong'; PathName = 'wrong'; StartMode = 'Manual'; State = 'Stopped' },
+        [pscustomobject]@{ Name = 'kubelet'; DisplayName = 'Kubernetes kubelet'; PathName = 'C:\k\kubelet.exe --windows-service'; StartMode = 'Auto'; State = 'Running' })
     } -ParameterFilter { $ClassName -eq 'Win32_Service' }
     Mock Get-Service { @([pscustomobject]@{ Name = 'kubelet'; ServicesDependedOn = @([pscustomobject]@{ Name = 'containerd' }, [pscustomobject]@{ Name = 'csi-proxy' }) }, [pscustomobject]@{ Name = 'kubelet2'; ServicesDependedOn = @() }) }
     $out = Invoke-ActionJson 'service.query'
     $out.name | Should -Be 'kubelet'
+    $out.displayName | Should -Be 'Kubernetes kubelet'
     $out.commandLine | Should -Be 'C:\k\kubelet.exe --windows-service'
     $out.startMode | Should -Be 'Auto'
     $out.state | Should -Be 'Running'
@@ -185,13 +186,13 @@ Describe 'service.create' {
 }
 
 Describe 'service.configure' {
-  It 'service.configure calls Win32_Service.Change with the command line, automatic start and dependencies' {
+  It 'service.configure calls Win32_Service.Change with the display name, command line, automatic start and dependencies' {
     $service = [pscustomobject]@{ Name = 'kubelet' }
     Mock Get-CimInstance { @($service) } -ParameterFilter { $ClassName -eq 'Win32_Service' }
     Mock Invoke-CimMethod { [pscustomobject]@{ ReturnValue = 0 } }
     Invoke-Action 'service.configure' | Should -Be '{}'
     Should -Invoke Invoke-CimMethod -Exactly -Times 1 -ParameterFilter {
-      $InputObject.Name -eq 'kubelet' -and $MethodName -eq 'Change' -and $Arguments.PathName -eq 'C:\k\kubelet.exe --v=2' -and
+      $InputObject.Name -eq 'kubelet' -and $MethodName -eq 'Change' -and $Arguments.DisplayName -eq 'Kubernetes kubelet' -and $Arguments.PathName -eq 'C:\k\kubelet.exe --v=2' -and
       $Arguments.StartMode -eq 'Automatic' -and $Arguments.ServiceDependencies -is [string[]] -and ($Arguments.ServiceDependencies -join ',') -eq 'containerd'
     }
     (Get-NativeCalls) | Should -HaveCount 2

@@ -10,7 +10,7 @@ if ($null -eq $service) {
   'null'
 } else {
   $depends = @(Get-Service | Where-Object { $_.Name -eq $Name } | ForEach-Object { $_.ServicesDependedOn } | ForEach-Object { $_.Name })
-  [pscustomobject]@{ name = $service.Name; commandLine = $service.PathName; startMode = $service.StartMode; state = $service.State; dependsOn = $depends } | ConvertTo-Json -Compress | ConvertTo-AsciiJson
+  [pscustomobject]@{ name = $service.Name; displayName = $service.DisplayName; commandLine = $service.PathName; startMode = $service.StartMode; state = $service.State; dependsOn = $depends } | ConvertTo-Json -Compress | ConvertTo-AsciiJson
 }
 `;
 
@@ -35,13 +35,14 @@ ${RECOVERY.trim()}
 '{}'
 `;
 
-// Win32_Service.Change sets the command line, start mode and dependencies in one call (Set-Service
-// in Windows PowerShell 5.1 cannot set either of the first two); ReturnValue 0 is success.
+// Win32_Service.Change sets the display name, command line, start mode and dependencies in one call
+// (Set-Service in Windows PowerShell 5.1 cannot set the command line or the start mode Automatic
+// with the rest); ReturnValue 0 is success.
 // [Change method of the Win32_Service class]
 export const SERVICE_CONFIGURE = String.raw`
 $service = Get-CimInstance -ClassName Win32_Service | Where-Object { $_.Name -eq $Name }
 if ($null -eq $service) { throw ('no service named ' + $Name) }
-$change = Invoke-CimMethod -InputObject $service -MethodName Change -Arguments @{ PathName = $CommandLine; StartMode = 'Automatic'; ServiceDependencies = [string[]]$DependsOn }
+$change = Invoke-CimMethod -InputObject $service -MethodName Change -Arguments @{ DisplayName = $DisplayName; PathName = $CommandLine; StartMode = 'Automatic'; ServiceDependencies = [string[]]$DependsOn }
 if ($change.ReturnValue -ne 0) { throw ('Win32_Service.Change returned ' + [string]$change.ReturnValue) }
 ${RECOVERY.trim()}
 '{}'
