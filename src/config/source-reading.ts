@@ -65,6 +65,11 @@ async function readOne(host: ConfigHost, spec: Exclude<SourceSpec, { kind: 'path
 export async function readPath(fs: RootedFileSystem, spec: Extract<SourceSpec, { kind: 'path' }>, maxBytes: number, budget: LoadBudget = new LoadBudget()): Promise<RawSource[]> {
   const info = await fs.stat(spec.path);
   if (!info) {
+    // A path named as a folder (config.d/) finds nothing when a file holds its name: said, not skipped.
+    const inTheWay = spec.path.endsWith('/') ? await fs.stat(spec.path.slice(0, -1)) : undefined;
+    if (inTheWay && inTheWay.kind !== 'directory') {
+      throw new SourceError(`is a ${inTheWay.kind === 'symlink' ? 'symbolic link' : 'file'}, not a folder`, `make it a folder of drop-ins (${spec.path}NAME.yaml), or move what is there away`);
+    }
     if (spec.optional) return [];
     throw new SourceError('no such file or directory', 'check the -c/--config path');
   }
@@ -154,7 +159,9 @@ export function sourceIssues(error: unknown, source: string): ConfigIssue[] {
   if (error instanceof HttpError || error instanceof MachineadmError || error instanceof SourceError || error instanceof ImdsError) {
     const hint = (error as { hint?: string }).hint;
     const unreadable = error instanceof HttpError || error instanceof ImdsError ? { unreadable: true as const } : {};
-    return [{ source, path: '', message: error.message, ...(hint ? { hint } : {}), ...unreadable }];
+    // An HTTP error names its URL, which the issue names already as its source.
+    const message = error.message.startsWith(`${source}: `) ? error.message.slice(source.length + 2) : error.message;
+    return [{ source, path: '', message, ...(hint ? { hint } : {}), ...unreadable }];
   }
   const code = (error as NodeJS.ErrnoException).code;
   if (code === 'EACCES' || code === 'EPERM') return [{ source, path: '', message: 'permission denied', hint: 'run machineadm as a user that may read it', unreadable: true }];

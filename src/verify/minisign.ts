@@ -87,6 +87,11 @@ export function parsePublicKey(data: Uint8Array | string, source: string): Publi
     throw new VerificationError(`public key ${source} is empty or has no key line`, { hint: 'give the key line (RW...) with -P, or a minisign public key file with -p' });
   }
   const bytes = decodeBase64Strict(keyLine, `public key ${source}`);
+  if (bytes.length === SECRET_KEY_BYTES && bytes.subarray(0, 2).toString('latin1') === ALG_LEGACY) {
+    throw new VerificationError(`public key ${source} is a minisign secret key, not a public key`, {
+      hint: 'give the public key made with it (the .pub file written beside it); keep the secret key to yourself',
+    });
+  }
   if (bytes.length !== 42) {
     throw new VerificationError(`public key ${source} is ${bytes.length} bytes long, a minisign ed25519 public key is 42 (Ed + 8-byte key id + 32-byte key)`, {
       hint: 'copy the whole key line (56 characters starting with RW)',

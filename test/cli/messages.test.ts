@@ -291,3 +291,22 @@ describe('a run that stops for a planned reboot', () => {
     expect(run.stdout).not.toMatch(/^\s*error:/m);
   });
 });
+
+describe('resume with no command left to resume', () => {
+  const UNIT = 'etc/systemd/system/machineadm-resume.service';
+  it.each([
+    ['nothing is registered', false],
+    ['a resume unit is still registered', true],
+  ])('says only what it did when %s (exit 1)', async (_name, registered) => {
+    const root = fresh();
+    if (registered) {
+      mkdirSync(join(root, 'etc/systemd/system'), { recursive: true });
+      writeFileSync(join(root, UNIT), '[Service]\nExecStart="/usr/local/bin/machineadm" "resume"\n');
+    }
+    const run = await runCli(['resume', '--root', root, '--state-dir', join(root, 'state')]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^error: machineadm resume: there is no command to resume in \S+resume\.json/);
+    expect(run.stderr.includes('the resume registration is removed')).toBe(registered);
+    expect(existsSync(join(root, UNIT))).toBe(false);
+  });
+});

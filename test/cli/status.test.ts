@@ -180,4 +180,17 @@ describe('status while a run goes on', () => {
     expect(shown).not.toContain('unfinished');
     if (earlier) expect(shown).toMatch(/^last run: init success/m);
   });
+
+  it('gives with -o json the run id of the run that holds the lock', async () => {
+    const root = fresh();
+    let running: unknown;
+    const files = step('files', {
+      apply: async () => {
+        running = (JSON.parse((await runCli(['status', '--root', root, '-o', 'json'])).stdout) as { running: unknown }).running;
+        return {};
+      },
+    });
+    const run = await runWithReporting({ root, config: configFrom({}), prepare: [files] });
+    expect(running).toEqual({ command: 'init', pid: process.pid, startedAt: expect.any(String), runId: run.outcome.runId });
+  });
 });

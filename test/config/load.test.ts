@@ -268,6 +268,18 @@ describe('several sources', () => {
     expect(sources).toEqual(['/etc/machineadm/config.yaml', '/etc/machineadm/config.d/50-x.yaml']);
   });
 
+  it.each([
+    ['without a config.yaml', false],
+    ['beside a config.yaml', true],
+  ])('says that config.d is a file where the folder of drop-ins belongs (%s), not that there is no configuration', async (_name, withYaml) => {
+    const root = scratchDir();
+    mkdirSync(join(root, 'etc/machineadm'), { recursive: true });
+    writeFileSync(join(root, 'etc/machineadm/config.d'), `${HEAD}spec:\n  kernelModules: [br_netfilter]\n`);
+    if (withYaml) writeFileSync(join(root, 'etc/machineadm/config.yaml'), `${HEAD}spec:\n  kernelModules: [overlay]\n`);
+    const found = await issues([], {}, host({ root }));
+    expect(found).toEqual([expect.objectContaining({ source: '/etc/machineadm/config.d/', message: expect.stringMatching(/is a file, not a folder/), hint: expect.stringMatching(/config\.d\/NAME\.yaml/) })]);
+  });
+
   it('says where it looked when there is no configuration at all', async () => {
     const [first] = await issues([]);
     expect(first!.message).toMatch(/no configuration found \(looked at \/etc\/machineadm\/config.yaml, \/etc\/machineadm\/config.d\/ under the root\)/);

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHost } from '../../src/host/index.ts';
 import { loadConfig, NoMachineConfigError, type LoadOptions } from '../../src/config/load.ts';
 import { MACHINECONFIG_CONTENT_TYPE } from '../../src/config/mime.ts';
-import { ConfigError, type ConfigIssue } from '../../src/errors.ts';
+import { ConfigError, formatIssue, type ConfigIssue } from '../../src/errors.ts';
 import { freePort, imdsHandler, makeTestCa, multipart, startHttp, startHttps, type Cloud, type ImdsBehaviour, type RunningServer, type TestCa } from './helpers/servers.ts';
 import { missingRequirement } from '../support/environment.ts';
 import { streamChunks } from '../support/stream.ts';
@@ -61,6 +61,10 @@ describe.skipIf(skip)('https:// sources', () => {
         return res.end('\n\n<!DOCTYPE html>\n<html><body>Error</body></html>');
       }
       if (path === '/huge') return streamChunks(res, 1600, 0x20); // 100 MB
+      if (path === '/moved.yaml') {
+        res.writeHead(302, { location: '/gone.yaml' });
+        return res.end();
+      }
       if (path === '/multipart') return res.end(multipart([{ type: 'text/x-shellscript', body: '#!/bin/sh\n' }, { type: MACHINECONFIG_CONTENT_TYPE, body: CONFIG }]));
       res.writeHead(404);
       res.end();
@@ -112,6 +116,16 @@ describe.skipIf(skip)('https:// sources', () => {
   it('takes the MachineConfig out of multipart content served over https', async () => {
     const { sources } = await loadConfig(host(), [`${server.url}/multipart#ca=${ca.caFile}`], quick);
     expect(sources).toEqual([`${server.url}/multipart (part 2)`]);
+  });
+
+  it.each([
+    ['answers 404', '/gone.yaml'],
+    ['redirects to a page that answers 404', '/moved.yaml'],
+  ])('names a source URL that %s once, with what the server answered', async (_name, path) => {
+    const [first] = await failure(loadConfig(host(), [`${server.url}${path}?sig=abc#ca=${ca.caFile}`], quick));
+    expect(first).toMatchObject({ source: `${server.url}${path}?sig=<redacted>`, unreadable: true });
+    expect(first!.message).toMatch(/^the server answered 404/);
+    expect(formatIssue(first!).split(server.url)).toHaveLength(2);
   });
 
   it('names a CA file that does not exist', async () => {

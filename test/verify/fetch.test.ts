@@ -2,7 +2,7 @@
 // redirects, TLS, checksums and signatures; a failed check leaves nothing at the destination.
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, linkSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, linkSync, lstatSync, readdirSync, readFileSync, statSync, symlinkSync, utimesSync, writeFileSync, mkdirSync } from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import * as net from 'node:net';
@@ -376,6 +376,22 @@ describe('machineadm fetch', () => {
     expect(run.stderr).not.toMatch(/bug in machineadm|EEXIST|ENOTDIR/);
     expect(readFileSync(file, 'utf8')).toBe('stays as it is\n');
     expect(readdirSync(join(file, '..'))).toEqual(['a-file']);
+  });
+
+  it.each([
+    ['a symbolic link', (dest: string) => symlinkSync(join(dest, '..', 'elsewhere'), dest)],
+    ['a directory', (dest: string) => mkdirSync(dest)],
+  ])('refuses a destination that is %s before any request (exit 2), naming it', async (_name, make) => {
+    const dest = out();
+    mkdirSync(join(dest, '..'), { recursive: true });
+    make(dest);
+    const before = lstatSync(dest);
+    const run = await fetchCli(url('/file'), '-d', dest, '-P', publicKey);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain(`error: ${dest}`);
+    expect(seen).toEqual([]);
+    expect(lstatSync(dest)).toMatchObject({ ino: before.ino, mode: before.mode });
+    expect(readdirSync(join(dest, '..'))).toEqual(['result.bin']);
   });
 
   it('checks the signature before downloading the file when the key id does not match', async () => {

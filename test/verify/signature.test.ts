@@ -209,6 +209,18 @@ describe.skipIf(skip)('minisign and signify interoperability', () => {
     expect(run.stderr).toMatch(message);
   });
 
+  it.each<[string, () => string[], RegExp, RegExp]>([
+    ['a public key file name given to -P', () => ['-P', 'mini.pub'], /-P takes the key line itself .*, but was given mini\.pub, a file/, /give the file with -p mini\.pub/],
+    ['a secret key file given to -p', () => ['-p', 'mini.key'], /public key .*mini\.key is a minisign secret key, not a public key/, /-p takes the public key file/],
+    ['a secret key line given to -P', () => ['-P', keyLine('mini.key')], /public key given with -P is a minisign secret key, not a public key/, /-P takes the public key's line/],
+  ])('says what was given when %s, and what -p and -P take (exit 3)', async (_name, args, message, hint) => {
+    const run = await cli('verify', 'artifact', ...args());
+    expect(run.code).toBe(3);
+    expect(run.stderr).toMatch(message);
+    expect(run.stderr).toMatch(hint);
+    expect(run.stderr).not.toContain('download it again');
+  });
+
   it.each<[string, string[], string]>([
     ['verify -x', ['verify', 'artifact', '-x', 'a-dir', '-p', 'mini.pub'], 'a-dir'],
     ['verify -p', ['verify', 'artifact', '-p', 'a-dir'], 'a-dir'],

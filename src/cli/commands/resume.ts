@@ -19,8 +19,10 @@ export function registerResumeCommand(program: Command, io: Io, setExit: (code: 
       const record = await readResumeRecord(stateFs);
       const where = stateFs.mapPath('/resume.json');
       if (!record?.args) {
+        // Said only when there was one: started by hand, there is often nothing registered.
+        const registered = (await host.resume.registered()) !== undefined;
         await host.resume.remove();
-        io.stderr(`error: machineadm resume: there is no command to resume in ${where}${record?.gaveUp ? ` (it gave up at ${record.gaveUp.at}: ${record.gaveUp.reason})` : ''}; the resume registration is removed\nhint: run the command that stopped for the reboot again by hand\n`);
+        io.stderr(`error: machineadm resume: there is no command to resume in ${where}${record?.gaveUp ? ` (it gave up at ${record.gaveUp.at}: ${record.gaveUp.reason})` : ''}${registered ? '; the resume registration is removed' : ''}\nhint: run the command that stopped for the reboot again by hand\n`);
         setExit(ExitCode.stepFailed);
         return;
       }

@@ -122,7 +122,7 @@ export function registerStatusCommand(program: Command, io: Io, setExit: (code: 
       const { args: _args, ...resumeRecord }: Partial<import('../../engine/resume-record.ts').ResumeRecord> = (await readResumeRecord(stateFs)) ?? {};
       if (options.output !== 'text') {
         const { renderData } = await import('../data-output.ts');
-        io.stdout(await renderData(options.output, { stateDir: store.directory, running: running ? { command: running.command, pid: running.pid, startedAt: running.startedAt } : null, ...state, history, lastResult: lastResult ?? null, spool, resume: resume ?? null, resumeRecord: Object.keys(resumeRecord).length ? resumeRecord : null, unfinished: unfinished ?? null, stateFileProblem: stateFileProblem ?? null }));
+        io.stdout(await renderData(options.output, { stateDir: store.directory, running: running ? { command: running.command, pid: running.pid, startedAt: running.startedAt, ...(running.runId ? { runId: running.runId } : {}) } : null, ...state, history, lastResult: lastResult ?? null, spool, resume: resume ?? null, resumeRecord: Object.keys(resumeRecord).length ? resumeRecord : null, unfinished: unfinished ?? null, stateFileProblem: stateFileProblem ?? null }));
       } else {
         const lines = [`state: ${store.directory}`];
         if (running) lines.push(`running now: ${running.command} (pid ${running.pid}, started ${running.startedAt})`);

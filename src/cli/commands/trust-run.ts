@@ -66,12 +66,37 @@ export interface VerifyOptions {
   quiet?: boolean;
 }
 
+// What was given is in the key's own message; what the option takes is the hint (a key that will
+// not parse here was given in the wrong place, not damaged on its way).
+function parseGivenKey(data: Uint8Array | string, source: string, hint: string): PublicKey {
+  try {
+    return parsePublicKey(data, source);
+  } catch (error) {
+    if (error instanceof VerificationError) throw new VerificationError(error.message, { hint, cause: error });
+    throw error;
+  }
+}
+
 export async function publicKeyFrom(host: Pick<Host, 'local'>, io: Io, options: { publicKey?: string; publicKeyFile?: string }): Promise<PublicKey> {
   if (options.publicKey && options.publicKeyFile) throw new UsageError('give the public key either with -P or with -p, not both');
-  if (options.publicKey) return parsePublicKey(options.publicKey, 'given with -P');
+  if (options.publicKey) {
+    const given = options.publicKey;
+    try {
+      return parsePublicKey(given, 'given with -P');
+    } catch (error) {
+      if (error instanceof VerificationError && (await host.local.isFileFollowingLinks(resolve(io.cwd, given)))) {
+        throw new VerificationError(`-P takes the key line itself (RW...), but was given ${given}, a file`, { hint: `give the file with -p ${given}` });
+      }
+    }
+    return parseGivenKey(given, 'given with -P', "-P takes the public key's line (56 characters starting with RW, the last line of the .pub file); give a public key file with -p");
+  }
   if (options.publicKeyFile) {
     const path = resolve(io.cwd, options.publicKeyFile);
-    return parsePublicKey(await readLocal(host, path, 'public key file'), path);
+    return parseGivenKey(
+      await readLocal(host, path, 'public key file'),
+      path,
+      '-p takes the public key file (the .pub written by machineadm keygen or minisign -G); give the key line itself with -P',
+    );
   }
   if (buildInfo.releasePublicKey) return parsePublicKey(buildInfo.releasePublicKey, 'built into this binary');
   throw new UsageError('no public key: give one with -P <base64 key line> or -p <public key file>', {
@@ -218,6 +243,13 @@ export async function runFetch(url: string, options: FetchOptions, io: Io): Prom
   let publicKey: string | undefined;
   if (options.publicKey || options.publicKeyFile) publicKey = formatPublicKeyLine(await publicKeyFrom(host, io, options));
   const destination = resolve(io.cwd, target);
+  // Refused before the first request: a large download would otherwise end in the same refusal.
+  const existing = await host.local.stat(destination);
+  if (existing?.kind === 'symlink' || existing?.kind === 'directory') {
+    throw new UsageError(`${destination}: the destination is ${existing.kind === 'symlink' ? 'a symbolic link' : 'a directory'}; fetch writes a file there and follows no link`, {
+      hint: existing.kind === 'symlink' ? 'give the path the link points to, or remove the link first' : 'give the path of the file to write, e.g. -d DIR/NAME',
+    });
+  }
   const ca = options.caFile ? (await readLocal(host, resolve(io.cwd, options.caFile), 'CA file')).toString('utf8') : undefined;
   let mode: number | undefined;
   if (options.mode !== undefined) {

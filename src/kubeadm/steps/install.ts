@@ -184,7 +184,14 @@ export const kubernetesInstallStep: Step = {
   },
 
   async check(ctx): Promise<CheckResult> {
-    const planned = await plan(ctx);
+    // A local release without this platform is the preflight's refusal: the plan shows it as one.
+    let planned: Planned[];
+    try {
+      planned = await plan(ctx);
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      return { done: false, changes: error.issues.map((i) => ({ action: 'refuse', target: i.path, detail: i.hint ? `${i.message} (${i.hint})` : i.message })) };
+    }
     const todo = planned.filter((p) => p.action !== undefined);
     const network = todo
       .filter((p) => p.action !== 'chmod' && !p.artifact.url.startsWith('file:'))
