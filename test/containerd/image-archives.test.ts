@@ -5,7 +5,7 @@
 // nothing, a wrong sha256 exits 3 with nothing imported, reset removes only what machineadm
 // imported (an image the test imported itself stays). The pure readers are checked on archives
 // the real tar writes.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,6 +21,7 @@ import { startHttp, type RunningServer } from '../config/helpers/servers.ts';
 import { Services, exec } from './services.ts';
 import { configsByTarget, imageRefsOf, normalizeImageRef, parseImageList, parseImageTable, readTarMembers, NAMING_MEMBERS } from '../../src/containerd/image-archives.ts';
 import { CONTAINERD_ADDRESS_ENV } from '../../src/containerd/steps/images.ts';
+import { REPO } from '../kubeadm/standin.ts';
 
 const skip = missingRequirement({ root: true, commands: ['containerd', 'ctr', 'runc', 'docker-registry', 'skopeo', 'umoci'] });
 
@@ -227,6 +228,31 @@ describe.skipIf(skip)('spec.kubernetes.install.images with a real containerd', (
     expect(result.code, result.stdout + result.stderr).toBe(1);
     expect(result.stderr).toContain('image config "missing.json" not found');
     // Else the first archive's image stays, in no record: a rerun skips it and reset leaves it.
+    expect(await listed()).toEqual(ownBefore);
+  });
+
+  it('reset removes an image a run imported and was killed before recording, which the next run found imported', async () => {
+    const m = machine('killed', [{ url: localUrl, sha256: sha256(archives.local) }]);
+    // The real ctr, which kills machineadm with SIGKILL once an import has succeeded: the run ends
+    // between the import and the state file's record of it.
+    const bin = join(dir, 'killing-bin');
+    mkdirSync(bin);
+    const realCtr = execFileSync('sh', ['-c', 'command -v ctr'], { encoding: 'utf8' }).trim();
+    writeFileSync(join(bin, 'ctr'), `#!/bin/sh\n"${realCtr}" "$@" || exit\ncase "$*" in *"images import"*) kill -KILL "$PPID" ;; esac\n`, { mode: 0o755 });
+    const killed = spawnSync(join(REPO, 'node_modules/.bin/node'), [join(REPO, 'src/cli/bin.ts'), 'prepare', '--only', STEP, '-c', m.config, '--root', m.root, '--state-dir', m.state], {
+      cwd: REPO,
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, [CONTAINERD_ADDRESS_ENV]: socket },
+      encoding: 'utf8',
+    });
+    expect(killed.signal, killed.stdout + killed.stderr).toBe('SIGKILL');
+    expect(await listed()).toContain(LOCAL);
+    const state = join(m.state, 'state.json');
+    expect(existsSync(state) ? (JSON.parse(readFileSync(state, 'utf8')) as { steps: Record<string, unknown> }).steps[STEP] : undefined).toBeUndefined();
+
+    const again = await run(m, ['prepare', '--only', STEP]);
+    expect(again.code, again.stdout + again.stderr).toBe(0);
+    const reset = await run(m, ['reset']);
+    expect(reset.code, reset.stdout + reset.stderr).toBe(0);
     expect(await listed()).toEqual(ownBefore);
   });
 

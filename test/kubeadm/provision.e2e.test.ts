@@ -208,6 +208,22 @@ describe('machineadm init with the kubeadm stand-in', () => {
     expect(reset.stdout + reset.stderr).not.toContain('left in place');
   });
 
+  it('machineadm reset never shows a token kubeadm reset prints, in its output or the failure it reports', () => {
+    const m = machine(worker);
+    expect(machineadm(m, ['init']).status).toBe(0);
+    const printed = 'z9y8x7.w6v5u4t3s2r1q0p9';
+    const reset = spawnSync(join(NODE_BIN, 'node'), ['bin/machineadm.js', 'reset', '--root', m.root, '-o', 'json'], {
+      cwd: REPO,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...process.env, PATH: TEST_PATH, KUBEADM_STANDIN_VERSION: 'v1.31.2', KUBEADM_STANDIN_LOG: m.log, MACHINEADM_KUBEADM_ROOTFS: '1', KUBEADM_STANDIN_FAIL_PHASE: 'preflight', KUBEADM_STANDIN_FAIL_MESSAGE: `token ${printed} is not valid` },
+    });
+    expect(reset.status, reset.stdout + reset.stderr).toBe(1);
+    expect(reset.stdout + reset.stderr).toContain('kubeadm reset -f failed in phase preflight');
+    expect(reset.stdout + reset.stderr).toContain('token <redacted> is not valid');
+    expect(reset.stdout + reset.stderr).not.toContain(printed);
+  });
+
   it.each([
     ['v1.25.16', ['reset', '-f', '--cri-socket', 'unix:///var/run/containerd/containerd.sock']],
     ['v1.26.0', ['reset', '-f', '--cri-socket', 'unix:///var/run/containerd/containerd.sock', '--cleanup-tmp-dir']],

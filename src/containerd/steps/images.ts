@@ -53,6 +53,12 @@ function recordOf(data: Record<string, unknown> | undefined): ImagesRecord {
   return { imported: (data?.imported as string[] | undefined) ?? [], archives: (data?.archives as Record<string, string[]> | undefined) ?? {} };
 }
 
+/** What the step's record says it imported, and what was absent before its first import (a killed run's). */
+function importedOf(ctx: UndoContext): string[] {
+  const before = (ctx.undoRecord?.before ?? {}) as Record<string, string>;
+  return [...new Set([...recordOf(ctx.done?.data).imported, ...Object.keys(before).filter((r) => before[r] === 'absent')])];
+}
+
 /** The socket ctr talks to, or undefined under a scratch --root without the switch. */
 function addressOf(ctx: StepContext): string | undefined {
   const given = ctx.host.env[CONTAINERD_ADDRESS_ENV];
@@ -308,10 +314,20 @@ export const containerdImagesStep: Step = {
     return { record: { ...withArchives({ imported: [...imported], archives: record.archives }, [...planned, ...staged]) } };
   },
 
+  // Before the first import: a run killed after ctr imported and before the step's record leaves
+  // a next run that finds the images listed and the step done; this says they were not there.
+  async undoRecord(ctx, check) {
+    const address = addressOf(ctx);
+    const refs = (checked.get(check) ?? []).flatMap((p) => p.refs ?? []);
+    if (address === undefined || refs.length === 0) return undefined;
+    const present = await listed(ctx, address);
+    return { before: Object.fromEntries(refs.map((r) => [r, present.has(r) ? 'present' : 'absent'])) };
+  },
+
   undo: {
     summary: 'remove from containerd (k8s.io) the images prepare/containerd/images imported',
     async check(ctx: UndoContext): Promise<CheckResult> {
-      const imported = recordOf(ctx.done?.data).imported;
+      const imported = importedOf(ctx);
       if (imported.length === 0) return { done: true, changes: [] };
       const address = addressOf(ctx);
       const changes = (refs: string[]) => refs.map((ref) => ({ action: 'remove', target: ref, detail: `image imported into containerd (${CRI_NAMESPACE}) by machineadm` }));
@@ -321,7 +337,7 @@ export const containerdImagesStep: Step = {
       return { done: ours.length === 0, changes: changes(ours) };
     },
     async apply(ctx: UndoContext) {
-      const removed = await removeImages(ctx, addressOf(ctx)!, new Set(recordOf(ctx.done?.data).imported));
+      const removed = await removeImages(ctx, addressOf(ctx)!, new Set(importedOf(ctx)));
       if (removed.length) ctx.log(`removed ${removed.join(', ')} from containerd (${CRI_NAMESPACE})`);
     },
   },

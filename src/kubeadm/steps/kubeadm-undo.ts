@@ -4,7 +4,7 @@ import type { StepContext, Change, Undo, UndoContext } from '../../engine/step.t
 import { StepDetailsError } from '../../errors.ts';
 import { tail } from '../../host/index.ts';
 import { kubeadmPaths } from '../paths.ts';
-import { parseKubeadmFailure } from '../output.ts';
+import { parseKubeadmFailure, scrubKubeadmOutput } from '../output.ts';
 import { parseMinor } from '../version.ts';
 import { KUBEADM_ROOTFS_ENV, OUTPUT_TAIL_LINES, joinPath, kubeadmFound, kubeadmUnderRoot, rootfsArgs } from './kubeadm-inputs.ts';
 import { currentKubeadmVersion } from './kubeadm-machine.ts';
@@ -85,9 +85,11 @@ export const kubeadmUndo: Undo = {
       const result = await proc.run(kubeadmResetArgv(ctx, program, kubeadmVersion), {
         timeoutMs: 5 * 60_000,
         allowFailure: true,
+        // As the join's: what kubeadm prints in the shape of a token or key is not shown, a failure's message included.
         onLine: (line) => {
-          lines.push(line);
-          ctx.output(line);
+          const clean = scrubKubeadmOutput(line);
+          lines.push(clean);
+          ctx.output(clean);
         },
       });
       if (result.exitCode !== 0) {

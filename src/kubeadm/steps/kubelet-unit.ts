@@ -73,6 +73,11 @@ async function linksInTheWay(ctx: StepContext): Promise<ConfigIssue[]> {
   return issues;
 }
 
+/** Whether the undo record says `path` was not there before the step's first change. */
+function madeBefore(ctx: UndoContext, path: string): boolean {
+  return (ctx.undoRecord?.before as Record<string, string> | undefined)?.[path] === 'absent';
+}
+
 function dirname(path: string): string {
   return path.slice(0, path.lastIndexOf('/'));
 }
@@ -113,6 +118,13 @@ export const kubeletUnitStep: Step = {
     return { done: changes.length === 0, changes };
   },
 
+  // Before the link is made: a run killed after making it, before the step's record, still tells
+  // reset the link and its folder are machineadm's (the next run finds the step done).
+  async undoRecord(ctx) {
+    const wants = dirname(KUBELET_WANTS_LINK);
+    return { before: { [KUBELET_WANTS_LINK]: (await linked(ctx)) ? 'present' : 'absent', [wants]: (await ctx.host.fs.exists(wants)) ? 'present' : 'absent' } };
+  },
+
   async apply(ctx) {
     const states = await writeFiles(ctx.host.fs, await desired(ctx), ctx.facts.privileged);
     const enabled = !(await linked(ctx));
@@ -134,13 +146,13 @@ export const kubeletUnitStep: Step = {
   undo: {
     summary: 'disable the kubelet unit machineadm enabled (its files go back with reset/files)',
     async check(ctx: UndoContext): Promise<CheckResult> {
-      const ours = ctx.done?.data?.linked === true && (await linked(ctx));
+      const ours = (ctx.done?.data?.linked === true || madeBefore(ctx, KUBELET_WANTS_LINK)) && (await linked(ctx));
       return { done: !ours, changes: ours ? [{ action: 'disable', target: 'kubelet.service', detail: `remove ${KUBELET_WANTS_LINK}` }] : [] };
     },
     async apply(ctx: UndoContext) {
       await ctx.host.fs.remove(KUBELET_WANTS_LINK);
       // The folder the link went into, when enabling made it (reset/files then removes its parents).
-      if (ctx.done?.data?.madeWants === true) await ctx.host.fs.removeFolderIfEmpty(KUBELET_WANTS_LINK.slice(0, KUBELET_WANTS_LINK.lastIndexOf('/')));
+      if (ctx.done?.data?.madeWants === true || madeBefore(ctx, dirname(KUBELET_WANTS_LINK))) await ctx.host.fs.removeFolderIfEmpty(KUBELET_WANTS_LINK.slice(0, KUBELET_WANTS_LINK.lastIndexOf('/')));
     },
   },
 };
