@@ -140,6 +140,17 @@ describe('spec.kubernetes validation', () => {
     expect(issues({ ...worker, node: { kubeletExtraArgs }, kubelet })).toEqual([message]);
   });
 
+  // kubeadm puts kubeletExtraArgs in kubeadm-flags.env in place of its own flag of the same name,
+  // and the kubelet unit passes $KUBELET_KUBEADM_ARGS after its own flags: the later flag wins.
+  it.each([
+    ['config', '/etc/kubernetes/kubelet/config.yaml', 'node.kubeletExtraArgs.config: would win over the kubelet configuration file machineadm gives the kubelet, so the one kubeadm writes with machineadm\'s settings (cgroup driver, kubelet section) would go unread (remove it: set spec.kubernetes.kubelet, or a kubeletconfiguration patch in patchesDirectory)'],
+    ['kubeconfig', '/etc/kubernetes/other.conf', 'node.kubeletExtraArgs.kubeconfig: would win over the kubeconfig machineadm gives the kubelet, so the kubelet would not use the credentials kubeadm join writes for it (remove it: kubeadm writes the kubelet\'s kubeconfig)'],
+    ['bootstrap-kubeconfig', '/etc/kubernetes/other-bootstrap.conf', 'node.kubeletExtraArgs["bootstrap-kubeconfig"]: would win over the bootstrap kubeconfig machineadm gives the kubelet, so the kubelet would not use the bootstrap token kubeadm join writes for it (remove it: kubeadm writes the kubelet\'s bootstrap kubeconfig)'],
+    ['container-runtime-endpoint', 'unix:///run/other.sock', 'node.kubeletExtraArgs["container-runtime-endpoint"]: would win over the containerd socket kubeadm gives the kubelet, so the kubelet would not run its pods on the containerd machineadm configures (remove it: machineadm runs the kubelet on containerd)'],
+  ])('refuses the kubelet flag %s, which would silently win over the one machineadm or kubeadm passes the kubelet', (flag, value, message) => {
+    expect(issues({ ...worker, node: { kubeletExtraArgs: { [flag]: value } } })).toEqual([message]);
+  });
+
   it('accepts a kubelet flag for a setting the kubelet section leaves out', () => {
     expect(issues({ ...worker, node: { kubeletExtraArgs: { 'max-pods': '50' } }, kubelet: { systemReserved: { memory: '1Gi' } } })).toEqual([]);
   });

@@ -74,8 +74,10 @@ const refusals: Refusal[] = [
     [
       ['cgroups-per-qos', 'true', /spec\.kubernetes\.node\.kubeletExtraArgs\["cgroups-per-qos"\]: would win over cgroupsPerQOS: false/],
       ['enforce-node-allocatable', 'pods', /spec\.kubernetes\.node\.kubeletExtraArgs\["enforce-node-allocatable"\]: would win over enforceNodeAllocatable: \[\]/],
-      ['config', 'C:\\k\\other.yaml', /spec\.kubernetes\.node\.kubeletExtraArgs\["config"\]: would win over --config=C:\\var\\lib\\kubelet\\config\.yaml/],
-      ['container-runtime-endpoint', 'npipe:////./pipe/other', /spec\.kubernetes\.node\.kubeletExtraArgs\["container-runtime-endpoint"\]: would win over --container-runtime-endpoint=npipe:\/\/\/\/\.\/pipe\/containerd-containerd/],
+      // config, kubeconfig, bootstrap-kubeconfig and container-runtime-endpoint the configuration
+      // refuses on every platform (test/kubeadm/schema.test.ts).
+      ['cert-dir', 'C:\\k\\pki', /spec\.kubernetes\.node\.kubeletExtraArgs\["cert-dir"\]: would win over --cert-dir=C:\\var\\lib\\kubelet\\pki/],
+      ['resolv-conf', 'C:\\k\\resolv.conf', /spec\.kubernetes\.node\.kubeletExtraArgs\["resolv-conf"\]: would win over --resolv-conf=, which machineadm gives the Windows kubelet/],
       ['system-reserved', 'cpu=500m', /spec\.kubernetes\.node\.kubeletExtraArgs\["system-reserved"\]: would win over the memory machineadm reserves/],
     ] as const
   ).map(

@@ -436,6 +436,17 @@ export const kubernetesSection = object(
       // writes there would win over it without a word.
       const extra = k.node?.kubeletExtraArgs;
       if (extra?.['cgroup-driver'] !== undefined) report(['node', 'kubeletExtraArgs', 'cgroup-driver'], 'would win over the cgroup driver machineadm gives the kubelet from spec.containerd.cgroupDriver, so the kubelet and containerd would disagree', 'set spec.containerd.cgroupDriver instead');
+      // kubeadm writes a kubeletExtraArgs entry into kubeadm-flags.env in place of its own flag of
+      // that name, and the kubelet's unit passes those after its own flags, so the entry wins.
+      const passed = {
+        config: ['the kubelet configuration file machineadm gives the kubelet, so the one kubeadm writes with machineadm\'s settings (cgroup driver, kubelet section) would go unread', 'remove it: set spec.kubernetes.kubelet, or a kubeletconfiguration patch in patchesDirectory'],
+        kubeconfig: ['the kubeconfig machineadm gives the kubelet, so the kubelet would not use the credentials kubeadm join writes for it', 'remove it: kubeadm writes the kubelet\'s kubeconfig'],
+        'bootstrap-kubeconfig': ['the bootstrap kubeconfig machineadm gives the kubelet, so the kubelet would not use the bootstrap token kubeadm join writes for it', 'remove it: kubeadm writes the kubelet\'s bootstrap kubeconfig'],
+        'container-runtime-endpoint': ['the containerd socket kubeadm gives the kubelet, so the kubelet would not run its pods on the containerd machineadm configures', 'remove it: machineadm runs the kubelet on containerd'],
+      } as const;
+      for (const [flag, [what, hint]] of Object.entries(passed)) {
+        if (extra?.[flag] !== undefined) report(['node', 'kubeletExtraArgs', flag], `would win over ${what}`, hint);
+      }
       const configured = { 'max-pods': 'maxPods', 'system-reserved': 'systemReserved', 'kube-reserved': 'kubeReserved', 'eviction-hard': 'evictionHard' } as const;
       for (const [flag, field] of Object.entries(configured)) {
         if (extra?.[flag] !== undefined && k.kubelet?.[field] !== undefined) report(['node', 'kubeletExtraArgs', flag], `would win over kubelet.${field} (the kubelet takes a flag over its configuration)`, `give it once: remove the flag, or kubelet.${field}`);
