@@ -3,7 +3,7 @@
 // configured key to another value wins at boot (Debian's 99-sysctl.conf, a link to /etc/sysctl.conf,
 // or a k8s.conf: letters sort after digits). Reading only; works the same under a scratch --root.
 import type { RootedFileSystem } from '../host/index.ts';
-import { SYSCTL_FILE, normalizeSysctlValue, procPath } from '../config/schema/sysctl-key.ts';
+import { SYSCTL_FILE, procPath, sameSysctlValue } from '../config/schema/sysctl-key.ts';
 
 /** Highest precedence first: a name in an earlier directory hides the same name in a later one. */
 const SYSCTL_DIRS = ['/etc/sysctl.d', '/run/sysctl.d', '/usr/local/lib/sysctl.d', '/usr/lib/sysctl.d', '/lib/sysctl.d'];
@@ -43,7 +43,7 @@ export async function laterOverrides(fs: RootedFileSystem, sysctls: Readonly<Rec
     }
   }
   return [...last]
-    .filter(([key, { value }]) => normalizeSysctlValue(value) !== normalizeSysctlValue(sysctls[key]!))
+    .filter(([key, { value }]) => !sameSysctlValue(value, sysctls[key]!))
     .map(([key, { file, value }]) => ({ key, file, value }))
     .sort((a, b) => (a.key < b.key ? -1 : 1));
 }

@@ -2,7 +2,7 @@
 // lists, content decoding, file path rules and plan diffs.
 import { describe, expect, it } from 'vitest';
 import { gzipSync } from 'node:zlib';
-import { normalizeSysctlValue, procPath, renderSysctlFile, sysctlKeyProblem } from '../../src/config/schema/sysctl-key.ts';
+import { normalizeSysctlValue, procPath, renderSysctlFile, sameSysctlValue, sysctlKeyProblem } from '../../src/config/schema/sysctl-key.ts';
 import { builtinModules, moduleEvidence, renderModulesFile } from '../../src/linux/modules.ts';
 import { decodeContent, filePathProblem } from '../../src/config/schema/file-content.ts';
 import { redactSecrets, unifiedDiff } from '../../src/engine/diff.ts';
@@ -29,6 +29,22 @@ describe('sysctl keys', () => {
     // As sysctl(8) and sysctl.d(5) read it: "/" stands for a dot inside a name (the VLAN eth0.100).
     expect(procPath('net.ipv4.conf.eth0/100.forwarding')).toBe('/proc/sys/net/ipv4/conf/eth0.100/forwarding');
     expect(normalizeSysctlValue('32768\t60999\n')).toBe(normalizeSysctlValue('32768 60999'));
+  });
+
+  it.each([
+    ['0x400', '1024', true],
+    ['010', '8', true],
+    ['-1', '-1', true],
+    ['0100000 60999', '32768\t60999', true],
+    ['30010,30000-30005,30006', '30000-30006,30010', true],
+    ['1-3,2-5', '1-5', true],
+    ['1024', '1025', false],
+    ['08', '8', false],
+    ['30000-30005', '30000-30006', false],
+    ['30000,30002', '30000-30002', false],
+    ['cubic', 'reno', false],
+  ])('configured %j, read back from the kernel as %j, is the same value: %s', (want, kernel, same) => {
+    expect(sameSysctlValue(want, kernel)).toBe(same);
   });
 
   it('writes keys sorted, one per line', () => {

@@ -7,6 +7,15 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { missingRequirement } from '../support/environment.ts';
 import { scratchDir } from '../support/tmp.ts';
+import { createHost, RootedFileSystem } from '../../src/host/index.ts';
+import { preflightRun } from '../../src/engine/runner.ts';
+import { preparePhase } from '../../src/phases/registry.ts';
+import { StateStore } from '../../src/engine/state.ts';
+import { EventBus } from '../../src/engine/events.ts';
+import { SecretScrubber } from '../../src/config/secrets.ts';
+import { parseWith } from '../../src/config/schema/dsl.ts';
+import { machineConfigSchema } from '../../src/config/schema/index.ts';
+import { ConfigError } from '../../src/errors.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const NODE = join(ROOT, 'node_modules', '.bin', 'node');
@@ -62,6 +71,19 @@ describe.skipIf(skipSysctl)('prepare/sysctls/apply in a network namespace', () =
     expect(runs[1]!.step).toMatchObject({ result: 'skipped', message: 'already done' });
   });
 
+  // The kernel reads numbers as strtoul(..., 0) does and prints port lists sorted and merged, so a
+  // value it took can read back in another spelling.
+  it('takes a value the kernel keeps in its own spelling (hex, octal, a port list out of order) as applied, and finds it in place on the next run', () => {
+    const spellingDir = scratchDir('machineadm-sysctl-spelling-');
+    const want = { 'net.core.somaxconn': '0x400', 'net.ipv4.ip_local_port_range': '0100000 60999', 'net.ipv4.ip_local_reserved_ports': '30010,30000-30005,30006' };
+    const kernel = { 'net.core.somaxconn': '1024', 'net.ipv4.ip_local_port_range': '32768 60999', 'net.ipv4.ip_local_reserved_ports': '30000-30006,30010' };
+    const [first, second] = inNetns(spellingDir, { sysctls: want }, 'prepare/sysctls/apply', Object.keys(want), 2);
+    expect(first!.step?.error?.message).toBeUndefined();
+    expect(first!.step?.result).toBe('success');
+    expect(first!.values).toEqual(kernel);
+    expect(second!.step).toMatchObject({ result: 'skipped', message: 'already done' });
+  });
+
   it.each([
     ['an unknown key', { 'net.ipv4.no_such_key': '1' }, 'spec.sysctls["net.ipv4.no_such_key"]: unknown sysctl'],
     ['a read-only key', { 'net.ipv4.conf.all.mc_forwarding': '1' }, 'spec.sysctls["net.ipv4.conf.all.mc_forwarding"]: read-only sysctl'],
@@ -96,6 +118,18 @@ describe.skipIf(skipModules)('prepare/kernel-modules/load on the live kernel', (
     const [run] = inNetns(dir, { kernelModules: ['overlay', 'no_such_module_machineadm'] }, 'prepare/kernel-modules/load', [], 1, false);
     expect(run!.step?.result).toBe('failure');
     expect(run!.step?.error?.message).toMatch(/spec\.kernelModules\[1\]: kernel module "no_such_module_machineadm" does not exist for kernel \S+ \(modprobe: FATAL: Module no_such_module_machineadm not found/);
+  });
+
+  // The step loads the modules in order and stops at the missing one: those before it stayed
+  // loaded, and boot commands had run. modprobe --dry-run finds it before the run changes anything.
+  it('refuses a module that does not exist before the first change of the run, naming the field', async () => {
+    const { value: config, issues } = parseWith(machineConfigSchema, { apiVersion: 'machineadm.cluster.x-k8s.io/v1alpha1', kind: 'MachineConfig', spec: { kernelModules: ['overlay', 'no_such_module_machineadm'] } });
+    if (!config) throw new Error(JSON.stringify(issues));
+    const host = createHost({ root: '/', stateDir: join(dir, 'state-preflight') });
+    const input = { command: 'prepare', phases: [preparePhase], selection: { only: [], skip: [] }, config, facts: await host.facts(), host, events: new EventBus(), state: new StateStore(new RootedFileSystem(join(dir, 'state-preflight'))), secrets: new SecretScrubber() };
+    const refused = await preflightRun(input).then(() => undefined, (error: unknown) => error);
+    expect(refused).toBeInstanceOf(ConfigError);
+    expect((refused as ConfigError).issues).toEqual([expect.objectContaining({ path: 'spec.kernelModules[1]', message: expect.stringMatching(/^kernel module "no_such_module_machineadm" does not exist for kernel \S+ \(modprobe: FATAL: Module no_such_module_machineadm not found/) })]);
   });
 });
 

@@ -41,6 +41,24 @@ describe('prepare/sysctls/file', () => {
     expect(said).not.toContain('spec.sysctls["net.ipv4.ip_forward"]');
   });
 
+  // The file already in place made the step "already done", and the later file went unmentioned on
+  // every run after the one that wrote it.
+  it('still says so on a later run, its file already in place, when a sysctl.d file read after its own now sets a configured key to another value', async () => {
+    const m = machine({ 'net.core.somaxconn': '1234', 'net.ipv4.ip_forward': '1' }, {});
+    expect((await run(m, 'init')).code).toBe(0);
+    writeFileSync(join(m.root, 'etc/sysctl.d/99-k8s.conf'), 'net.core.somaxconn = 4096\nnet.ipv4.ip_forward = 1\n');
+    const plan = await run(m, 'plan', '-o', 'json');
+    const planned = (JSON.parse(plan.stdout) as { phases: { steps: { id: string; status: string; reason?: string }[] }[] }).phases.flatMap((p) => p.steps).find((s) => s.id === 'prepare/sysctls/file');
+    expect(planned).toMatchObject({ status: 'up-to-date' });
+    expect(planned?.reason).toContain('spec.sysctls["net.core.somaxconn"]: /etc/sysctl.d/99-k8s.conf is read after /etc/sysctl.d/90-machineadm.conf and sets "4096"');
+    const again = await run(m, 'init');
+    expect(again.code).toBe(0);
+    const said = `${again.stdout}${again.stderr}`;
+    expect(said).toContain('spec.sysctls["net.core.somaxconn"]: /etc/sysctl.d/99-k8s.conf is read after');
+    expect(said).not.toContain('spec.sysctls["net.ipv4.ip_forward"]');
+    expect(readFileSync(join(m.root, 'etc/sysctl.d/99-k8s.conf'), 'utf8')).toBe('net.core.somaxconn = 4096\nnet.ipv4.ip_forward = 1\n');
+  });
+
   it('writes the file without a warning when no later file sets a configured key', async () => {
     const m = machine({ 'net.core.somaxconn': '1234' }, { '/etc/sysctl.conf': '#net.core.somaxconn = 4096\n', '/usr/lib/sysctl.d/99-protect-links.conf': 'fs.protected_fifos = 1\n' });
     symlinkSync('../sysctl.conf', join(m.root, 'etc/sysctl.d/99-sysctl.conf'));

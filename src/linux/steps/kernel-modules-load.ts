@@ -2,7 +2,7 @@
 // Runs before the modules-load.d file is written, so a module that does not exist stops the run
 // before anything is persisted.
 import type { Step, StepContext } from '../../engine/step.ts';
-import { MachineadmError, ExitCode } from '../../errors.ts';
+import { ConfigError, MachineadmError, ExitCode, type ConfigIssue } from '../../errors.ts';
 import { builtinModules, moduleEvidence } from '../modules.ts';
 import { liveSkipReason } from '../live.ts';
 
@@ -30,6 +30,10 @@ async function missingModules(ctx: StepContext): Promise<{ name: string; index: 
   return missing;
 }
 
+const lastLine = (result: { stdout: string; stderr: string }): string => (result.stderr || result.stdout).trim().split('\n').pop() ?? '';
+const doesNotExist = (ctx: StepContext, name: string, said: string): string => `kernel module "${name}" does not exist for kernel ${ctx.facts.kernelRelease ?? '(unknown)'} (${said})`;
+const NOT_FOUND_HINT = 'check the name (modinfo NAME), or install the package that ships the module';
+
 export const kernelModulesLoadStep: Step = {
   id: 'kernel-modules/load',
   // A module loaded changes no file: downloads of spec.files may begin before it (Step.overtakable).
@@ -39,6 +43,18 @@ export const kernelModulesLoadStep: Step = {
   applies: (config) => (config.spec.kernelModules?.length ?? 0) > 0,
   // The record says what apply() did, for people; no run reads it.
   recordCanWait: true,
+  // apply() loads in order and stops at a missing module, after the ones before it (and the boot
+  // commands): `modprobe --dry-run` resolves each name and its dependencies without loading.
+  async preflight(ctx) {
+    if (liveSkipReason(ctx.host) || !(await ctx.host.proc.which('modprobe'))) return;
+    const issues: ConfigIssue[] = [];
+    for (const m of await missingModules(ctx)) {
+      const result = await ctx.host.proc.run(['modprobe', '--dry-run', '--', m.name], { timeoutMs: 60_000, allowFailure: true });
+      const said = lastLine(result);
+      if (result.exitCode !== 0 && /not found/i.test(said)) issues.push({ path: `spec.kernelModules[${m.index}]`, message: doesNotExist(ctx, m.name, said), hint: NOT_FOUND_HINT });
+    }
+    if (issues.length) throw new ConfigError(issues);
+  },
   async check(ctx) {
     const skip = liveSkipReason(ctx.host);
     if (skip) return { done: false, skipReason: skip, changes: (ctx.config.spec.kernelModules ?? []).map((m) => ({ action: 'load', target: m, detail: 'modprobe, unless already in the kernel' })) };
@@ -57,12 +73,12 @@ export const kernelModulesLoadStep: Step = {
     for (const m of missing) {
       const result = await ctx.host.proc.run(['modprobe', '--', m.name], { timeoutMs: 60_000, allowFailure: true });
       if (result.exitCode !== 0) {
-        const said = (result.stderr || result.stdout).trim().split('\n').pop() ?? '';
+        const said = lastLine(result);
         const notFound = /not found/i.test(said);
         throw new MachineadmError(
-          `spec.kernelModules[${m.index}]: ${notFound ? `kernel module "${m.name}" does not exist for kernel ${ctx.facts.kernelRelease ?? '(unknown)'}` : `loading kernel module "${m.name}" failed`} (${said || `modprobe exited ${result.exitCode}`})`,
+          `spec.kernelModules[${m.index}]: ${notFound ? doesNotExist(ctx, m.name, said) : `loading kernel module "${m.name}" failed (${said || `modprobe exited ${result.exitCode}`})`}`,
           ExitCode.stepFailed,
-          { hint: notFound ? 'check the name (modinfo NAME), or install the package that ships the module; nothing was persisted' : 'see the modprobe message; nothing was persisted' },
+          { hint: `${notFound ? NOT_FOUND_HINT : 'see the modprobe message'}; nothing was persisted` },
         );
       }
       loaded.push(m.name);

@@ -5,7 +5,7 @@
 import type { Step, StepContext } from '../../engine/step.ts';
 import { ConfigError, StepDetailsError, type ConfigIssue } from '../../errors.ts';
 import { formatPath } from '../../config/schema/dsl.ts';
-import { normalizeSysctlValue, procPath } from '../../config/schema/sysctl-key.ts';
+import { normalizeSysctlValue, procPath, sameSysctlValue } from '../../config/schema/sysctl-key.ts';
 import { liveSkipReason } from '../live.ts';
 import { kernelModulesLoadStep } from './kernel-modules-load.ts';
 
@@ -75,7 +75,7 @@ export const sysctlsApplyStep: Step = {
     }
     const awaitingModules = ctx.options.dryRun && !(await kernelModulesLoadStep.check(ctx)).done;
     const { states, later } = await readKeys(ctx, awaitingModules);
-    const changes = states.filter((s) => s.current !== s.want).map((s) => ({ action: 'set', target: s.key, detail: `${s.current} -> ${s.want}` }));
+    const changes = states.filter((s) => !sameSysctlValue(s.current, s.want)).map((s) => ({ action: 'set', target: s.key, detail: `${s.current} -> ${s.want}` }));
     for (const key of later) changes.push({ action: 'set', target: key, detail: `-> ${normalizeSysctlValue(ctx.config.spec.sysctls![key]!)} (the key appears once the kernel modules are loaded)` });
     return { done: changes.length === 0, changes };
   },
@@ -93,13 +93,13 @@ export const sysctlsApplyStep: Step = {
     };
     try {
       for (const s of states) {
-        if (s.current === s.want) {
+        if (sameSysctlValue(s.current, s.want)) {
           outcome[s.key] = { result: 'unchanged', before: s.current };
           continue;
         }
         const result = await ctx.host.proc.run(['sysctl', '-w', `${s.key}=${s.want}`], { timeoutMs: 30_000, allowFailure: true });
         const after = normalizeSysctlValue((await ctx.host.fs.readText(procPath(s.key))) ?? '');
-        if (after === s.want) {
+        if (sameSysctlValue(after, s.want)) {
           outcome[s.key] = { result: 'applied', before: s.current, after };
           changed.push(s);
           ctx.log(`${s.key}: applied (${s.current} -> ${after})`);
@@ -132,7 +132,7 @@ export const sysctlsApplyStep: Step = {
   async undoRecord(ctx) {
     if (liveSkipReason(ctx.host)) return undefined;
     const { states } = await readKeys(ctx);
-    const changing = states.filter((s) => s.current !== s.want);
+    const changing = states.filter((s) => !sameSysctlValue(s.current, s.want));
     return changing.length ? { before: Object.fromEntries(changing.map((s) => [s.key, s.current])) } : undefined;
   },
   undo: {

@@ -36,8 +36,9 @@ export const sysctlsFileStep: Step = {
   async check(ctx) {
     if (!asked(ctx)) return (await ctx.host.fs.exists(SYSCTL_FILE)) ? { done: false, changes: [TAKEN_OUT] } : { done: true, changes: [], record: { written: false } };
     const state = await inspectFile(ctx.host.fs, desired(ctx), ctx.facts.privileged);
-    if (!state.change) return { done: true, changes: [], record: { written: true } };
     const found = await laterOverrides(ctx.host.fs, ctx.config.spec.sysctls ?? {});
+    // A later file that came after the run which wrote this one still wins at every boot: said on each run.
+    if (!state.change) return { done: true, changes: [], record: { written: true }, ...(found.length ? { note: `already done; ${overridden(found, ctx.config.spec.sysctls ?? {})}` } : {}) };
     const note = found.length ? `; overridden at boot by ${[...new Set(found.map((o) => o.file))].join(', ')} for ${found.map((o) => o.key).join(', ')}` : '';
     return { done: false, changes: [{ ...state.change, detail: `${state.change.detail ?? ''}${note}` }] };
   },
