@@ -158,6 +158,34 @@ function cgroupDriverFlag(doc: TrackedDocument, base: Path, shape: KubeadmShape,
   doc.notes.push({ path: formatPath(at), message: `cgroup-driver=${driver}: machineadm gives the kubelet and containerd one driver, spec.containerd.cgroupDriver${driver === 'systemd' ? ' (systemd unless said)' : ''}: carried there` });
 }
 
+/** Where an import puts kubeadm patches when the template names no folder for them. */
+export const IMPORTED_PATCHES_DIRECTORY = '/etc/machineadm/kubeadm-patches';
+
+/**
+ * The kubelet's config flag names a KubeletConfiguration file of the template's own (Hetzner's),
+ * read in place of the one kubeadm writes: its settings become a kubelet patch over kubeadm's, so
+ * that the kubelet also keeps what kubeadm and machineadm give it (cluster DNS, the cgroup driver).
+ * A file the import cannot read (from a Secret, encoded) keeps the flag, which validation refuses.
+ */
+function kubeletConfigFlag(doc: TrackedDocument, base: Path, shape: KubeadmShape, spec: Json, kubernetes: Json): void {
+  const node = kubernetes.node as Json | undefined;
+  const flags = node?.kubeletExtraArgs as Record<string, string> | undefined;
+  const path = flags?.config;
+  const files = (spec.files as Json[] | undefined) ?? [];
+  const file = files.find((f) => f.path === path);
+  if (node === undefined || flags === undefined || file === undefined || typeof file.content !== 'string' || file.encoding !== undefined) return;
+  if (!/^kind:\s*["']?KubeletConfiguration["']?\s*$/m.test(file.content)) return;
+  const dir = (kubernetes.patchesDirectory as string | undefined) ?? IMPORTED_PATCHES_DIRECTORY;
+  const patch = `${dir}/kubeletconfiguration0+merge.yaml`;
+  if (files.some((f) => f.path === patch)) return;
+  delete flags.config;
+  if (Object.keys(flags).length === 0) delete node.kubeletExtraArgs;
+  kubernetes.patchesDirectory = dir;
+  files.push({ path: patch, content: file.content, mode: '0644' });
+  const at = [...base, shape.bootstrap === 'init' ? 'initConfiguration' : 'joinConfiguration', 'nodeRegistration', 'kubeletExtraArgs', 'config'];
+  doc.notes.push({ path: formatPath(at), message: `${path}: the kubelet would read this file in place of the configuration kubeadm writes, without the cluster DNS and cgroup driver kubeadm and machineadm give it: its settings are carried as the kubelet patch ${patch} (spec.kubernetes.patchesDirectory), applied over kubeadm's` });
+}
+
 /** The fields in the order the schema lists them (the order the docs and `config view` use). */
 function inSchemaOrder(value: unknown, schema: Json | undefined): unknown {
   const props = (schema?.properties ?? (schema?.anyOf as Json[] | undefined)?.[0]?.properties) as Record<string, Json> | undefined;
@@ -204,7 +232,10 @@ export function importClusterApi(input: unknown, options: ImportOptions): Import
     // API's variable gives them (see joinConfiguration): the first one uploads them with it.
     kubernetes.certificateKey = { valueFrom: { env: CAPI_ENV.certificateKey } };
   }
-  if (os === 'linux') cgroupDriverFlag(doc, kind.spec, shape, spec, kubernetes);
+  if (os === 'linux') {
+    cgroupDriverFlag(doc, kind.spec, shape, spec, kubernetes);
+    kubeletConfigFlag(doc, kind.spec, shape, spec, kubernetes);
+  }
   spec.kubernetes = kubernetes;
   doc.refuseUnread();
   // Ignition renders no templates either: CABPK's Ignition data writes them as text too.

@@ -183,6 +183,24 @@ describe('an import reads the instance data where cloud-init\'s templates did', 
     expect(parseWith(machineConfigSchema, config).issues).toEqual([]);
   });
 
+  it("takes the kubelet configuration file a template gives with --config (Hetzner's) as a kubelet patch over kubeadm's, and the result validates", async () => {
+    const content = 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: 220\nserverTLSBootstrap: true\n';
+    const doc = worker({ kubeletExtraArgs: { config: '/etc/kubernetes/kubelet/config.yaml', 'cloud-provider': 'external' } });
+    doc.spec.template.spec.files = [{ path: '/etc/kubernetes/kubelet/config.yaml', owner: 'root:root', permissions: '0644', content }];
+    const { config, notes } = importClusterApi(doc, { source: 'test' });
+    const spec = config.spec as Json;
+    expect(spec.kubernetes.node.kubeletExtraArgs).toEqual({ 'cloud-provider': 'external' });
+    expect(spec.kubernetes.patchesDirectory).toBe('/etc/machineadm/kubeadm-patches');
+    expect(spec.files).toContainEqual(expect.objectContaining({ path: '/etc/machineadm/kubeadm-patches/kubeletconfiguration0+merge.yaml', content }));
+    expect(notes.map((n) => `${n.path}: ${n.message}`).join('\n')).toContain('kubeletExtraArgs.config: /etc/kubernetes/kubelet/config.yaml');
+    const [{ machineConfigSchema }, { parseWith }] = await Promise.all([import('../../src/config/schema/index.ts'), import('../../src/config/schema/dsl.ts')]);
+    expect(parseWith(machineConfigSchema, config).issues).toEqual([]);
+    // A file the import cannot read (from a Secret) stays a flag, which validation refuses, naming it.
+    const secret = worker({ kubeletExtraArgs: { config: '/etc/kubelet.yaml' } });
+    secret.spec.template.spec.files = [{ path: '/etc/kubelet.yaml', contentFrom: { secret: { name: 's', key: 'k' } } }];
+    expect((importClusterApi(secret, { source: 'test' }).config.spec as Json).kubernetes.node.kubeletExtraArgs).toEqual({ config: '/etc/kubelet.yaml' });
+  });
+
   it.each([
     ['an expression', 'oci://{{ ds["id"] | lower }}'],
     ['a template of a name outside the instance data', 'x://{{ CLUSTER_NAME }}'],
