@@ -194,6 +194,14 @@ describe('spec.commands', () => {
     });
   });
 
+  it('says nothing of commands around kubeadm when spec.kubernetes is given but wrong: only what is wrong with it', async () => {
+    const m = machine({ commands: { beforeKubeadm: [{ shell: 'true' }] }, kubernetes: { controlPlaneEndpoint: '10.0.0.10:6443', token: 'abcdef.0123456789abcdef', caCertHashes: [`sha256:${'ab'.repeat(32)}`], node: { kubeletExtraArgs: { 'node-ip': '10.0.0.5' } } } });
+    const out = await runCli(['config', 'validate', '-c', m.config]);
+    expect(out.code).toBe(2);
+    expect(out.stderr).toContain('spec.kubernetes.node.kubeletExtraArgs["node-ip"]');
+    expect(out.stderr).not.toContain('spec.kubernetes is not set');
+  });
+
   it.each([
     [{ boot: [{ argv: ['/bin/true'], shell: 'true' }] }, 'spec.commands.boot[0]: give exactly one of argv or shell'],
     [{ boot: [{ name: 'x' }] }, 'spec.commands.boot[0]: give exactly one of argv or shell'],

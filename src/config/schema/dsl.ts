@@ -249,7 +249,8 @@ export function array<T>(item: Schema<T, Presence>, options: Common & { minItems
 
 export interface ObjectOptions<S extends Shape> extends Common {
   /** Cross-field rules, run when every field parsed. Report with ctx.issues via the report callback. */
-  check?: (value: ObjectOf<S>, report: (field: PathSegment[] | PathSegment, message: string, hint?: string) => void, ctx: ParseContext) => void;
+  /** `failed`: the fields given but wrong, absent from `value` (a rule on a field's absence asks it). */
+  check?: (value: ObjectOf<S>, report: (field: PathSegment[] | PathSegment, message: string, hint?: string) => void, ctx: ParseContext, failed: ReadonlySet<string>) => void;
 }
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -326,7 +327,7 @@ function runCheck<S extends Shape>(check: NonNullable<ObjectOptions<S>['check']>
     issue(ctx, [...path, ...at], message, hint);
   };
   try {
-    check(value, report, ctx);
+    check(value, report, ctx, failed);
   } catch (error) {
     if (failed.size === 0) throw error;
   }

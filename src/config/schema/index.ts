@@ -32,10 +32,11 @@ export const machineConfigSpec = object(
     security: withDefault(securitySection, { requireSignedBinary: false, offline: false }, { description: 'trust and network policy of a run', example: { requireSignedBinary: true } }),
   },
   {
-    check: (spec, report) => {
-      // There is no kubeadm run for these to come before or after.
+    check: (spec, report, _ctx, failed) => {
+      // There is no kubeadm run for these to come before or after (a spec.kubernetes given but
+      // wrong is absent here too, and its own problems are reported).
       for (const when of ['beforeKubeadm', 'afterKubeadm'] as const) {
-        if (spec.commands?.[when]?.length && spec.kubernetes === undefined) report(['commands', when], 'runs around kubeadm, but spec.kubernetes is not set', 'set spec.kubernetes, or move the commands to spec.commands.boot');
+        if (spec.commands?.[when]?.length && spec.kubernetes === undefined && !failed.has('kubernetes')) report(['commands', when], 'runs around kubeadm, but spec.kubernetes is not set', 'set spec.kubernetes, or move the commands to spec.commands.boot');
       }
       const seen = new Map<string, number>();
       for (const [i, user] of (spec.users ?? []).entries()) {
