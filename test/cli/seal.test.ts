@@ -77,6 +77,15 @@ describe('machineadm seal', () => {
     expect(out.stderr).not.toContain('hunter2');
   });
 
+  it('refuses a secret that is not UTF-8 text (exit 2), which no machine could open, saying to seal it base64-encoded', async () => {
+    writeFileSync(join(dir, 'binary.key'), Buffer.from([0x30, 0x82, 0x01, 0x0a, 0x02, 0x82, 0xff, 0xfe]));
+    const out = await seal(['-r', recipients[0]!, '--in', 'binary.key']);
+    expect(out.code).toBe(2);
+    expect(out.stdout).toBe('');
+    expect(out.stderr).toContain(`${join(dir, 'binary.key')}: the secret is not UTF-8 text`);
+    expect(out.stderr).toContain('encoding: base64');
+  });
+
   it('refuses an empty secret (exit 2)', async () => {
     const out = await seal(['-r', recipients[0]!], '');
     expect(out.code).toBe(2);

@@ -1,7 +1,7 @@
 // age envelopes decrypted with the machine's identity: inline armor, files (armored or binary, made
 // by the real age tool), downloads over HTTPS with a test CA; refusals of a shared identity, an
 // envelope for another machine, a damaged one; the identity and the value kept out of every message.
-import { chmodSync, copyFileSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -143,6 +143,25 @@ describe('age envelopes', () => {
     const error = await failure(read({ armor: ageEncrypt(recipient, VALUE, true).toString(), identity: '/etc/machineadm/none.txt' }));
     expect(error.exitCode).toBe(2);
     expect(error.text).toContain('/etc/machineadm/none.txt does not exist');
+  });
+
+  it('refuses (exit 2) an identity file with a line that is not a key, naming that line as the file numbers it', async () => {
+    const keygenFile = readFileSync(at(ID), 'utf8');
+    writeFileSync(at('etc/machineadm/plugin-identity.txt'), `${keygenFile}AGE-PLUGIN-YUBIKEY-1QQQQQQ\n`, { mode: 0o600 });
+    const error = await failure(read({ armor: ageEncrypt(recipient, VALUE, true).toString(), identity: '/etc/machineadm/plugin-identity.txt' }));
+    expect(error.exitCode).toBe(2);
+    expect(error.text).toContain(`/etc/machineadm/plugin-identity.txt line ${keygenFile.split('\n').length} is not an age secret key`);
+  });
+
+  it('refuses (exit 2) an identity whose key was mistyped, naming its line but not the key', async () => {
+    const last = identity.at(-1) === 'Q' ? 'P' : 'Q';
+    const mistyped = `${identity.slice(0, -1)}${last}`;
+    writeFileSync(at('etc/machineadm/mistyped-identity.txt'), `# created: by hand\n${mistyped}\n`, { mode: 0o600 });
+    const error = await failure(read({ armor: ageEncrypt(recipient, VALUE, true).toString(), identity: '/etc/machineadm/mistyped-identity.txt' }));
+    expect(error.exitCode).toBe(2);
+    expect(error.text).toContain(FIELD);
+    expect(error.text).toContain('/etc/machineadm/mistyped-identity.txt line 2 is not an age secret key');
+    expect(error.text).not.toContain(mistyped.slice(15, 40));
   });
 
   it('refuses (exit 2) a damaged envelope', async () => {

@@ -1,4 +1,5 @@
 // seal's work: read the recipients and the secret, encrypt with age (X25519), print the armor.
+import { isUtf8 } from 'node:buffer';
 import { resolve } from 'node:path';
 import { armor, Encrypter } from 'age-encryption';
 import type { Io } from '../io.ts';
@@ -47,6 +48,9 @@ export async function runSeal(options: SealOptions, io: Io): Promise<number> {
   const where = options.in === undefined || options.in === '-' ? 'stdin' : resolve(io.cwd, options.in);
   if (secret.length === 0) throw new UsageError(`${where}: the secret is empty`, { hint: 'pipe the secret in, or give --in FILE' });
   if (secret.length > MAX_SECRET_FILE_BYTES) throw new UsageError(`${where}: the secret is larger than ${MAX_SECRET_FILE_BYTES / 1024} KiB, more than machineadm reads as a secret`);
+  // The machine refuses such an envelope's plaintext (a configuration value is text), so sealing it
+  // would only fail later, at boot.
+  if (!isUtf8(secret)) throw new UsageError(`${where}: the secret is not UTF-8 text, which no machine would accept from the envelope`, { hint: 'seal it base64-encoded (base64 -w0 FILE | machineadm seal ...) and give the file encoding: base64' });
   const sealed = armor.encode(await encrypter.encrypt(new Uint8Array(secret)));
   if (!options.yaml) io.stdout(sealed);
   else io.stdout(`valueFrom:\n  age:\n    armor: |\n${sealed.replace(/\n$/, '').split('\n').map((line) => `      ${line}`).join('\n')}\n`);

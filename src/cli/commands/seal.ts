@@ -18,7 +18,7 @@ export function registerSealCommand(program: Command, io: Io, setExit: (code: nu
     .option('--yaml', 'print a { valueFrom: { age: { armor } } } block to paste as the secret field')
     .addHelpText(
       'after',
-      '\nPrints the ASCII-armored envelope (as age -a); the identity that opens it stays on the machine.\nExit codes: 0 sealed, 2 bad usage (no recipient, a recipient that is not one, no input).\n\nExamples:\n  $ machineadm seal -r age1xyqn9ms7gve4vd6flh7lhr7rwe64gwm7r5sl0cu3f65uqg30ppyq6vpl0k --yaml < token.txt\n  $ machineadm seal -R fleet.recipients --in ca.key > ca.key.age\n',
+      '\nPrints the ASCII-armored envelope (as age -a); the identity that opens it stays on the machine.\nExit codes: 0 sealed, 2 bad usage (no recipient, a recipient that is not one, no input, input that is not UTF-8 text).\n\nExamples:\n  $ machineadm seal -r age1xyqn9ms7gve4vd6flh7lhr7rwe64gwm7r5sl0cu3f65uqg30ppyq6vpl0k --yaml < token.txt\n  $ machineadm seal -R fleet.recipients --in ca.key > ca.key.age\n',
     )
     .action(async (options: SealOptions) => setExit(await (await import('./seal-run.ts')).runSeal(options, io)));
 }

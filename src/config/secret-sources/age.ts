@@ -54,17 +54,34 @@ async function readIdentities(reference: AgeReference, read: SecretRead): Promis
   if (read.host.fs.platform === 'linux' && (found.mode & 0o077) !== 0) {
     throw secretRefused(read, `the age identity ${path} can be read by others (mode ${(found.mode & 0o777).toString(8).padStart(4, '0')})`, `chmod 0600 ${path}, owned by root`);
   }
-  const keys = found.bytes
+  // Each key keeps its line number in the file, so a refusal points past age-keygen's comments.
+  const lines = found.bytes
     .toString('utf8')
     .split(/\r?\n/)
-    .map((line) => line.trim())
-    .filter((line) => line !== '' && !line.startsWith('#'));
-  for (const key of keys) read.register(key);
-  const bad = keys.findIndex((key) => !/^AGE-SECRET-KEY-(PQ-)?1[0-9A-Z]+$/.test(key));
-  if (keys.length === 0 || bad >= 0) {
-    throw secretRefused(read, `the age identity ${path} ${keys.length === 0 ? 'holds no key' : `line ${bad + 1} is not an age secret key`}`, 'an identity file holds AGE-SECRET-KEY-1... lines (age-keygen writes one); plugin and SSH identities are not read');
+    .map((line, i) => ({ key: line.trim(), line: i + 1 }))
+    .filter(({ key }) => key !== '' && !key.startsWith('#'));
+  for (const { key } of lines) read.register(key);
+  const bad = await findBadKey(lines);
+  if (lines.length === 0 || bad !== undefined) {
+    throw secretRefused(read, `the age identity ${path} ${bad === undefined ? 'holds no key' : `line ${bad.line} is not an age secret key`}`, 'an identity file holds AGE-SECRET-KEY-1... lines (age-keygen writes one); plugin and SSH identities are not read');
   }
-  return keys;
+  return lines.map(({ key }) => key);
+}
+
+/**
+ * The first line that is not a whole age key. A key's checksum is checked here, not by the
+ * decrypter: the library's message for a mistyped key quotes the key itself.
+ */
+async function findBadKey(lines: { key: string; line: number }[]): Promise<{ line: number } | undefined> {
+  for (const entry of lines) {
+    if (!/^AGE-SECRET-KEY-(PQ-)?1[0-9A-Z]+$/.test(entry.key)) return entry;
+    try {
+      await identityToRecipient(entry.key);
+    } catch {
+      return entry;
+    }
+  }
+  return undefined;
 }
 
 /** The envelope's binary form, from the armor, a file (armored or binary) or a URL. */
