@@ -72,7 +72,14 @@ export async function windowsLeaveCheck(ctx: UndoContext): Promise<CheckResult> 
   if (ctx.options.keepDomain) return { done: false, changes: [], skipReason: `--keep-domain: the machine stays ${name} in ${joined.domain}` };
   // Left in an earlier reset (this boot or before), or not a member of that domain any more.
   if (typeof ctx.previous?.data?.left === 'string') return { done: true, changes: [] };
-  if (system && (!system.partOfDomain || system.domain.replace(/\.$/, '').toLowerCase() !== joined.domain.toLowerCase())) return { done: true, changes: [] };
+  const member = system?.partOfDomain === true && system.domain.replace(/\.$/, '').toLowerCase() === joined.domain.toLowerCase();
+  // Joined in this boot and not a member yet: nothing can be left before the restart, after which
+  // the machine would be a member that reset said it had taken out of the domain.
+  const joinBoots = ctx.undoRecord?.joinBoots as Record<string, unknown> | undefined;
+  if (system && !member && ctx.facts.bootId !== undefined && joinBoots?.[ctx.facts.bootId] !== undefined) {
+    return { done: false, changes: [{ action: 'refuse', target: joined.domain, detail: `the join of ${joined.domain} waits for the restart that finishes it (${joined.method}, in this boot): restart the machine first (init then resumes), then run reset; or keep the membership with --keep-domain` }] };
+  }
+  if (system && !member) return { done: true, changes: [] };
   const skip = noSeamSkip(ctx);
   return { done: false, changes: plannedChanges(ctx, joined, name), ...(skip ? { skipReason: skip } : {}) };
 }

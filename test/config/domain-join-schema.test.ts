@@ -44,6 +44,7 @@ describe('spec.domainJoin', () => {
   it.each([
     ['a domain that is not a DNS name', `  domainJoin:\n    domain: "corp example"\n${CREDS}`, 5, 'spec.domainJoin.domain', /is not valid/],
     ['a computer name longer than 15 characters', `  domainJoin:\n    domain: corp.example\n    computerName: NODE-0123456789AB\n${CREDS}`, 6, 'spec.domainJoin.computerName', /is not valid/],
+    ['a computer name of digits only, which Windows refuses as a new name', `  domainJoin:\n    domain: corp.example\n    computerName: "20481"\n${CREDS}`, 6, 'spec.domainJoin.computerName', /digits only/],
     ['an OU that is not a distinguished name', `  domainJoin:\n    domain: corp.example\n    organizationalUnit: Nodes\n${CREDS}`, 6, 'spec.domainJoin.organizationalUnit', /is not valid/],
     ['no credentials and no offline blob', '  domainJoin:\n    domain: corp.example\n', undefined, 'spec.domainJoin.credentials', /is required/],
     ['a blob URL without sha256', '  domainJoin:\n    domain: corp.example\n    windows:\n      offlineBlob: { url: https://blobs.example/odj.txt }\n', undefined, 'spec.domainJoin.windows.offlineBlob.sha256', /is required with url/],

@@ -270,6 +270,30 @@ describe('reset on Windows leaves a domain joined online with the join\'s creden
     expect(written.filter((text) => text.includes(PASSWORD))).toEqual([]);
   }, 60_000);
 
+  it('refuses (exit 2, nothing changed) a reset while the join waits for the restart that would make the machine a member', async () => {
+    const m = machine();
+    // init up to the join, which Windows finishes only at the next boot.
+    for (let boot = 0; m.sim.pendingJoin === undefined; boot++) {
+      expect(boot).toBeLessThan(4);
+      expect((await execute(m, 'init', online())).exitCode).toBe(4);
+      if (m.sim.pendingJoin === undefined) m.sim.reboot();
+    }
+    const before = machineState(m);
+    const calls = m.sim.calls.length;
+    const refused = await execute(m, 'reset', online()).catch((e: unknown) => e);
+    const code = refused instanceof Error ? exitCodeOf(refused) : (refused as { exitCode: number }).exitCode;
+    expect(code).toBe(2);
+    expect(String((refused as Error).message ?? (refused as { error?: { message: string } }).error?.message)).toMatch(/the join of corp\.example waits for the restart/);
+    expect(m.sim.calls.slice(calls)).toEqual([]);
+    expect(machineState(m)).toEqual(before);
+    // After the restart init goes on to its end; reset then leaves the domain it joined.
+    m.sim.reboot();
+    expect((await initToTheEnd(m, online())).exitCode).toBe(0);
+    expect((await execute(m, 'reset', online())).exitCode).toBe(4);
+    m.sim.reboot();
+    expect(m.sim.computer).toMatchObject({ partOfDomain: false, domain: 'WORKGROUP' });
+  }, 60_000);
+
   it('goes on after a reset stopped between Remove-Computer and its record: the leave is not tried twice into a failure', async () => {
     const m = await joined();
     expect((await execute(m, 'reset', online())).exitCode).toBe(4);

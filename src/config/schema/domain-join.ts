@@ -12,6 +12,9 @@ const DOMAIN_NAME = /^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\
 const COMPUTER_NAME = /^[A-Za-z0-9]([A-Za-z0-9-]{0,13}[A-Za-z0-9])?$/;
 const HOST = /^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$|^[0-9.]+$|^[0-9A-Fa-f:]+$/;
 const LINE = (v: string): string | undefined => (/[\r\n\0]/.test(v) ? 'must be one line|remove the line break' : undefined);
+// Windows takes no new computer name of digits only, which resolvers read as an IP address; Add-Computer
+// -NewName renames after the join, so such a name would leave a member under its old name. [KB244412]
+const NOT_ONLY_DIGITS = (v: string): string | undefined => (/^[0-9]+$/.test(v) ? 'is digits only, which Windows refuses as a computer name|add a letter, e.g. NODE-01' : undefined);
 
 /**
  * The domain an OU's distinguished name is in, from its DC= parts (an escaped "\," belongs to a
@@ -48,7 +51,7 @@ export const domainJoinSection = object(
   {
     domain: string({ pattern: DOMAIN_NAME, patternHint: 'the DNS name of the Active Directory domain, e.g. corp.example', description: 'the Active Directory domain (DNS name) to join', example: 'corp.example' }),
     organizationalUnit: optional(string({ minLength: 1, pattern: /^(OU|CN)=/i, patternHint: 'the full distinguished name, e.g. OU=Nodes,DC=corp,DC=example', check: LINE, description: 'the OU the computer account is created in (default: the domain\'s Computers container)', example: 'OU=Nodes,DC=corp,DC=example' })),
-    computerName: optional(string({ pattern: COMPUTER_NAME, patternHint: 'at most 15 letters, digits and "-" (a NetBIOS name), e.g. NODE-01', description: 'the computer account name (default: the first label of the host name)', example: 'NODE-01' })),
+    computerName: optional(string({ pattern: COMPUTER_NAME, check: NOT_ONLY_DIGITS, patternHint: 'at most 15 letters, digits and "-" (a NetBIOS name), e.g. NODE-01', description: 'the computer account name (default: the first label of the host name)', example: 'NODE-01' })),
     credentials: optional(
       object({
         username: string({ minLength: 1, check: LINE, description: 'an account allowed to join computers to the OU', example: 'joiner' }),

@@ -145,6 +145,12 @@ export const domainJoinStep: Step = {
 
   undo: domainLeave,
 
+  // The boots a Windows join was tried in: Windows counts the machine a member only after the
+  // restart, so reset tells a join still waiting for it by the boot (not in the report's record).
+  async undoRecord(ctx) {
+    return ctx.facts.os === 'windows' && ctx.facts.bootId ? { joinBoots: { [ctx.facts.bootId]: true } } : undefined;
+  },
+
   async apply(ctx): Promise<ApplyResult> {
     const dj = domainJoinOf(ctx.config);
     if (ctx.facts.os === 'windows') return windowsApply(ctx, dj);
