@@ -373,10 +373,8 @@ describe('a backlog of 1,000 spooled events', () => {
 });
 
 describe('a batch endpoint', () => {
-  // A collector behind a proxy with a 1 MiB body limit (nginx's default) answers 413 to more, and
-  // a refused endpoint is sent nothing more: every later run would stop at the same batch.
-  it('gets requests of at most 1 MiB, counted in bytes, when the events hold text beyond ASCII', async () => {
-    reset();
+  /** Spools `messages` as log events of an offline run, then delivers them in a run of their own. */
+  async function spoolThenDeliver(messages: string[]) {
     const root = scratchDir();
     const stateFs = new RootedFileSystem(join(root, 'var/lib/machineadm'));
     const config = configFrom({ report: { endpoints: [{ url: collector.url, batch: true }] } });
@@ -386,44 +384,40 @@ describe('a batch endpoint', () => {
     const offline = new EventReporter({ endpoints: [endpoint!], identity, runId: bus.runId, stateFs, poster: createHttpPoster(), offline: true, deadlineMs: 1_000 });
     await offline.open();
     bus.listen(offline.listener);
-    // Each event ~50 KB of UTF-8 in 25,000 characters: 40 of them are ~2 MB.
-    for (let i = 0; i < 40; i++) bus.emit({ type: 'log', message: `${i} ${'ü'.repeat(25_000)}`, step: 'prepare/x' });
+    for (const message of messages) bus.emit({ type: 'log', message, step: 'prepare/x' });
     await offline.finish();
     const online = new EventReporter({ endpoints: [endpoint!], identity, runId: 'next', stateFs, poster: createHttpPoster(), offline: false, deadlineMs: 30_000 });
     await online.open();
-    const report = await online.finish();
+    return online.finish();
+  }
+
+  function expectAllInOrder(count: number): void {
+    const ids = collector.ackedIds();
+    expect(ids).toHaveLength(count);
+    expect(ids).toEqual([...ids].sort());
+  }
+
+  // A collector behind a proxy with a 1 MiB body limit (nginx's default) answers 413 to more, and
+  // a refused endpoint is sent nothing more: every later run would stop at the same batch.
+  it('gets requests of at most 1 MiB, counted in bytes, when the events hold text beyond ASCII', async () => {
+    reset();
+    // Each event ~50 KB of UTF-8 in 25,000 characters: 40 of them are ~2 MB.
+    const report = await spoolThenDeliver(Array.from({ length: 40 }, (_, i) => `${i} ${'ü'.repeat(25_000)}`));
     expect(report.endpoints[0]).toMatchObject({ delivered: 40, spooled: 0 });
     expect(Math.max(...collector.requests.map((r) => r.body.length))).toBeLessThanOrEqual(1024 * 1024);
     expect(collector.requests.length).toBeGreaterThan(1);
-    const ids = collector.ackedIds();
-    expect(ids).toHaveLength(40);
-    expect(ids).toEqual([...ids].sort());
+    expectAllInOrder(40);
   });
 
   // A proxy with a smaller limit than machineadm's 1 MiB (client_max_body_size 200k) answers 413 to
   // a batch; one event fits, so the batch is made smaller instead of the endpoint refused.
   it('sends smaller batches after a 413, down to one event, and delivers everything in order', async () => {
     reset({ kind: 'body-limit', maxBytes: 200_000 });
-    const root = scratchDir();
-    const stateFs = new RootedFileSystem(join(root, 'var/lib/machineadm'));
-    const config = configFrom({ report: { endpoints: [{ url: collector.url, batch: true }] } });
-    const [endpoint] = await resolveEndpoints(config, createHost({ root, env: {} }), new SecretScrubber());
-    const identity = { hostname: 'h', nodeName: 'h', machineadmVersion: 't' };
-    const bus = new EventBus({ identity });
-    const offline = new EventReporter({ endpoints: [endpoint!], identity, runId: bus.runId, stateFs, poster: createHttpPoster(), offline: true, deadlineMs: 1_000 });
-    await offline.open();
-    bus.listen(offline.listener);
     // 40 events of ~30 KB: a batch of 100 is ~1.2 MB, under machineadm's cap and over the proxy's.
-    for (let i = 0; i < 40; i++) bus.emit({ type: 'log', message: `${i} ${'x'.repeat(30_000)}`, step: 'prepare/x' });
-    await offline.finish();
-    const online = new EventReporter({ endpoints: [endpoint!], identity, runId: 'next', stateFs, poster: createHttpPoster(), offline: false, deadlineMs: 30_000 });
-    await online.open();
-    const report = await online.finish();
+    const report = await spoolThenDeliver(Array.from({ length: 40 }, (_, i) => `${i} ${'x'.repeat(30_000)}`));
     expect(report.endpoints[0]).toMatchObject({ delivered: 40, spooled: 0 });
     expect(report.endpoints[0]!.refused).toBeUndefined();
     expect(collector.requests.some((r) => !r.acked)).toBe(true);
-    const ids = collector.ackedIds();
-    expect(ids).toHaveLength(40);
-    expect(ids).toEqual([...ids].sort());
+    expectAllInOrder(40);
   });
 });
