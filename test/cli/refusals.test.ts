@@ -286,6 +286,12 @@ const refusals: Refusal[] = [
   },
 ];
 
+// Steps whose preflight looks at the running kernel only, which a scratch --root leaves alone: each
+// is walked on the live machine by the test named here, which changes nothing.
+const LIVE_ONLY: Record<string, string> = {
+  'prepare/kernel-modules/load': 'test/linux/live-steps.test.ts: "refuses a module that does not exist before the first change of the run, naming the field"',
+};
+
 function machine(): Machine {
   const dir = scratchDir('machineadm-refusal-');
   const m = { dir, root: join(dir, 'root'), state: join(dir, 'state') };
@@ -334,6 +340,6 @@ describe('a refusal before the first change', () => {
     // through the same pass on a Windows machine.
     const refusing = ALL_PHASES.flatMap((phase) => phase.steps.filter((step) => step.preflight && (!step.platforms || step.platforms.includes('linux'))).map((step) => `${phase.name}/${step.id}`));
     expect(refusing.length).toBeGreaterThan(0);
-    expect(refusing.filter((id) => !refusals.some((r) => r.by === id))).toEqual([]);
+    expect(refusing.filter((id) => !refusals.some((r) => r.by === id) && !(id in LIVE_ONLY))).toEqual([]);
   });
 });
