@@ -142,6 +142,18 @@ function leftTemplates(value: unknown, path: PathSegment[], source: string): Con
   return [];
 }
 
+/** Where the template gave a kubelet flag: the configuration of the command this import is for. */
+function kubeletFlagPath(base: Path, shape: KubeadmShape, flag: string): Path {
+  return [...base, shape.bootstrap === 'init' ? 'initConfiguration' : 'joinConfiguration', 'nodeRegistration', 'kubeletExtraArgs', flag];
+}
+
+/** A kubelet flag carried elsewhere: gone from kubeletExtraArgs, and the map with its last flag. */
+function dropKubeletFlag(node: Json, flag: string): void {
+  const flags = node.kubeletExtraArgs as Record<string, string>;
+  delete flags[flag];
+  if (Object.keys(flags).length === 0) delete node.kubeletExtraArgs;
+}
+
 /**
  * The kubelet's cgroup-driver flag would win over the driver machineadm gives the kubelet and
  * containerd alike (spec.containerd.cgroupDriver, systemd unless said): it becomes that field.
@@ -151,11 +163,9 @@ function cgroupDriverFlag(doc: TrackedDocument, base: Path, shape: KubeadmShape,
   const flags = node?.kubeletExtraArgs as Record<string, string> | undefined;
   const driver = flags?.['cgroup-driver'];
   if (node === undefined || flags === undefined || (driver !== 'systemd' && driver !== 'cgroupfs')) return;
-  delete flags['cgroup-driver'];
-  if (Object.keys(flags).length === 0) delete node.kubeletExtraArgs;
+  dropKubeletFlag(node, 'cgroup-driver');
   if (driver === 'cgroupfs') spec.containerd = { ...((spec.containerd as Json | undefined) ?? {}), cgroupDriver: driver };
-  const at = [...base, shape.bootstrap === 'init' ? 'initConfiguration' : 'joinConfiguration', 'nodeRegistration', 'kubeletExtraArgs', 'cgroup-driver'];
-  doc.notes.push({ path: formatPath(at), message: `cgroup-driver=${driver}: machineadm gives the kubelet and containerd one driver, spec.containerd.cgroupDriver${driver === 'systemd' ? ' (systemd unless said)' : ''}: carried there` });
+  doc.notes.push({ path: formatPath(kubeletFlagPath(base, shape, 'cgroup-driver')), message: `cgroup-driver=${driver}: machineadm gives the kubelet and containerd one driver, spec.containerd.cgroupDriver${driver === 'systemd' ? ' (systemd unless said)' : ''}: carried there` });
 }
 
 /** Where an import puts kubeadm patches when the template names no folder for them. */
@@ -178,12 +188,10 @@ function kubeletConfigFlag(doc: TrackedDocument, base: Path, shape: KubeadmShape
   const dir = (kubernetes.patchesDirectory as string | undefined) ?? IMPORTED_PATCHES_DIRECTORY;
   const patch = `${dir}/kubeletconfiguration0+merge.yaml`;
   if (files.some((f) => f.path === patch)) return;
-  delete flags.config;
-  if (Object.keys(flags).length === 0) delete node.kubeletExtraArgs;
+  dropKubeletFlag(node, 'config');
   kubernetes.patchesDirectory = dir;
   files.push({ path: patch, content: file.content, mode: '0644' });
-  const at = [...base, shape.bootstrap === 'init' ? 'initConfiguration' : 'joinConfiguration', 'nodeRegistration', 'kubeletExtraArgs', 'config'];
-  doc.notes.push({ path: formatPath(at), message: `${path}: the kubelet would read this file in place of the configuration kubeadm writes, without the cluster DNS and cgroup driver kubeadm and machineadm give it: its settings are carried as the kubelet patch ${patch} (spec.kubernetes.patchesDirectory), applied over kubeadm's` });
+  doc.notes.push({ path: formatPath(kubeletFlagPath(base, shape, 'config')), message: `${path}: the kubelet would read this file in place of the configuration kubeadm writes, without the cluster DNS and cgroup driver kubeadm and machineadm give it: its settings are carried as the kubelet patch ${patch} (spec.kubernetes.patchesDirectory), applied over kubeadm's` });
 }
 
 /** The fields in the order the schema lists them (the order the docs and `config view` use). */
